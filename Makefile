@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+# sluice: egress-brokering network and credential proxy.
+#
+#   make            install missing Debian packages, build bin/sluiced and bin/sluice
+#   make check      unit tests, integration tests (test world) and a short fuzz run
+#   make demo       the main job on a self-contained test world
+#   make asan       build and run the tests under ASan + UBSan
+#   make fuzz       run every fuzz target longer (FUZZ_SECONDS per target)
+#   make bench      benchmarks on the test world
+#   make tidy       clang-tidy and cppcheck
+#   make install    prefix=/usr/local DESTDIR=
+#
+# Anything that needs pkg-config runs in a sub-make, after `deps` has
+# installed what is missing.
+
+prefix ?= /usr/local
+bindir ?= $(prefix)/bin
+DESTDIR ?=
+
+CC ?= cc
+FUZZ_CC ?= clang
+BUILD ?= build
+BIN ?= bin
+FUZZ_SECONDS ?= 60
+FUZZ_SHORT_SECONDS ?= 8
+SAN ?=
+
+PKGS := libssl libcrypto yaml-0.1 libcares libnl-3.0 libnl-route-3.0 libmnl libnftables
+LLHTTP_DIR ?= /usr/share/llhttp
+LLHTTP_INC ?= /usr/share/include/llhttp
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# Project flags first, the user's CFLAGS/LDFLAGS after.
+PROJ_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wformat=2 \
+	-Wno-missing-field-initializers \
+	-D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE \
+	-I. -I$(LLHTTP_INC) $(shell pkg-config --cflags $(PKGS)) $(SAN)
+PROJ_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
+LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
+
+ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
+
+MAINS := broker/main.c netns/main.c
+LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c netns/*.c)))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LLHTTP_SRC := $(wildcard $(LLHTTP_DIR)/*.c)
+LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/llhttp/%.o,$(LLHTTP_SRC))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzzobj/%.o) $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/fuzzobj/llhttp/%.o,$(LLHTTP_SRC))
+
+.PHONY: all deps build check check-unit check-integration check-fuzz demo asan \
+	fuzz fuzz-build bench tidy install clean
+.DEFAULT_GOAL := all
+
+all: deps
+	$(Q)$(MAKE) --no-print-directory build
+
+deps:
+	$(Q)scripts/deps.sh build
+
+build: $(BIN)/sluiced $(BIN)/sluice
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+# llhttp is Debian's node-llhttp, compiled from /usr/share/llhttp as it ships.
+$(BUILD)/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -O2 -g -fPIE -fstack-protector-strong -I$(LLHTTP_INC) $(SAN) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libsluice.a: $(LIB_OBJ) $(LLHTTP_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/sluiced: $(BUILD)/obj/broker/main.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
+# --- tests -----------------------------------------------------------------
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory build
+	$(Q)$(MAKE) --no-print-directory check-unit
+	$(Q)$(MAKE) --no-print-directory check-fuzz
+	$(Q)$(MAKE) --no-print-directory check-integration
+
+check-unit: $(UNIT_BIN)
+	$(Q)scripts/run-unit.sh $(UNIT_BIN)
+
+check-integration: build
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/integration/run.sh
+
+check-fuzz: fuzz-build
+	$(Q)scripts/run-fuzz.sh $(FUZZ_SHORT_SECONDS) $(FUZZ_BIN)
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory build
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/demo.sh
+
+asan: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/bin \
+		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		build check-unit check-integration
+
+# --- fuzzing (libFuzzer, clang) --------------------------------------------
+
+FUZZ_CFLAGS = -std=gnu11 -O1 -g -D_GNU_SOURCE -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined -I. -I$(LLHTTP_INC) $(shell pkg-config --cflags $(PKGS))
+
+$(BUILD)/fuzzobj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -w -c -o $@ $<
+
+$(BUILD)/fuzzobj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -Wno-missing-field-initializers -MMD -MP -c -o $@ $<
+
+# An archive, so that a target links only the objects it needs.
+$(BUILD)/fuzzlib.a: $(FUZZ_LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/%: $(BUILD)/fuzzobj/tests/fuzz/%.o $(BUILD)/fuzzlib.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+
+fuzz-build: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	$(Q)scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+# --- benchmarks, lint, install ----------------------------------------------
+
+bench:
+	$(Q)scripts/deps.sh bench
+	$(Q)$(MAKE) --no-print-directory build
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
+
+tidy:
+	$(Q)clang-tidy --quiet $(LIB_SRC) $(MAINS) -- $(PROJ_CFLAGS)
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--inline-suppr -I. $(LIB_SRC) $(MAINS)
+
+install: all
+	install -d $(DESTDIR)$(bindir)
+	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(DESTDIR)$(bindir)/
+
+clean:
+	rm -rf build bin
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+/* Audit log: one JSON line per broker decision, written from any worker thread.
+ *
+ * Theory of operation: the target is one file descriptor number, kept in an
+ * atomic and never changed while the broker runs. A line is formatted on
+ * the caller's stack, bounded below AUDIT_LINE_MAX, and written with one
+ * write(2): O_APPEND makes that atomic for files, and a line shorter than
+ * PIPE_BUF is atomic for pipes, so threads need no lock to keep lines whole.
+ * Rotation (audit_reopen) and a new target (audit_open) open the new file
+ * and dup3() it onto the same number, so a thread that loaded the number a
+ * moment before writes to either the old or the new file, never to some
+ * unrelated descriptor. Only open/reopen/close take a mutex.
+ *
+ * Nothing here may stall a worker: targets are opened O_NONBLOCK where that
+ * is per-target (files, and pipes and terminals reopened through
+ * /proc/self/fd/2), sockets get MSG_DONTWAIT, and a write that fails or
+ * comes up short is counted and dropped, never retried (a retry could
+ * interleave with another thread's line).
+ */
+#include "broker/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/addr.h"
+#include "common/log.h"
+
+/* audit_fd values besides a real descriptor. */
+#define AUDIT_FD_DEFAULT (-1) /* never opened: plain stderr */
+#define AUDIT_FD_CLOSED (-2)  /* audit_close(): drop lines */
+
+enum audit_sink {
+	AUDIT_SINK_WRITE, /* file, pipe, terminal: write(2) */
+	AUDIT_SINK_SEND,  /* socket shared with stderr: send(MSG_DONTWAIT) */
+};
+
+static atomic_int audit_fd = AUDIT_FD_DEFAULT;
+static atomic_int audit_kind = AUDIT_SINK_WRITE;
+static atomic_uint_fast64_t audit_failures;
+static atomic_bool audit_warned;
+static atomic_bool audit_on_stderr = true;
+
+/* Held by open/reopen/close only, never by audit_log(). */
+static pthread_mutex_t audit_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *audit_target; /* under audit_lock */
+
+/*
+ * Escaped-byte bound of each string field. Names are at most 253 bytes in
+ * DNS but a Host header or SNI may be longer garbage; the short fields come
+ * from our own tables or from policy names.
+ */
+enum {
+	CAP_SANDBOX = 128,
+	CAP_PROTO = 16,
+	CAP_NAME = AUDIT_FIELD_MAX,
+	CAP_DECISION = 16,
+	CAP_REASON = 64,
+	CAP_RULE = AUDIT_FIELD_MAX,
+	CAP_CREDENTIAL = 128,
+	CAP_METHOD = 32,
+	CAP_PATH = AUDIT_FIELD_MAX,
+	CAP_DNS_TYPE = 16,
+	CAP_DNS_ANSWER = AUDIT_FIELD_MAX,
+	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION +
+		     CAP_REASON + CAP_RULE + CAP_CREDENTIAL + CAP_METHOD +
+		     CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER,
+	/* Keys, quotes, commas, the time, the address, six numbers of at most
+	 * 20 digits, "}\n": about 420 bytes; 1024 leaves room for new keys. */
+	LINE_OVERHEAD = 1024,
+};
+_Static_assert(
+    CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
+    "an audit line with every field at its bound fits AUDIT_LINE_MAX");
+_Static_assert(AUDIT_LINE_MAX <= 4096, "a line stays within PIPE_BUF");
+
+/*
+ * utf8_seq() - length of the UTF-8 sequence at @s, and whether it is valid
+ *
+ * Valid means shortest form, no surrogates, at most U+10FFFF (RFC 3629).
+ * When invalid, the length is that of the "maximal subpart" (Unicode 15,
+ * 3.9): the bytes that could have begun a valid sequence, at least one, so
+ * that one bad sequence becomes one U+FFFD. @s is NUL-terminated, and a NUL
+ * is never a continuation byte, so reading stops at the terminator.
+ */
+static size_t utf8_seq(const unsigned char *s, bool *ok)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t need, i;
+
+	*ok = false;
+	if (c < 0x80) {
+		*ok = true;
+		return 1;
+	}
+	if (c < 0xc2) /* continuation byte, or overlong C0/C1 */
+		return 1;
+	if (c < 0xe0) {
+		need = 1;
+	} else if (c < 0xf0) {
+		need = 2;
+		if (c == 0xe0)
+			lo = 0xa0; /* overlong */
+		else if (c == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (c < 0xf5) {
+		need = 3;
+		if (c == 0xf0)
+			lo = 0x90; /* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 1;
+	}
+	for (i = 1; i <= need; i++) {
+		if (s[i] < lo || s[i] > hi)
+			return i;
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	*ok = true;
+	return need + 1;
+}
+
+/* Escapes at most @srclen bytes of @src (stopping early at a NUL). */
+static size_t json_escape_n(char *dst, size_t dstlen, const char *src,
+			    size_t srclen)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t i = 0, o = 0;
+
+	if (dstlen == 0)
+		return 0;
+	while (i < srclen && s[i]) {
+		char tmp[6];
+		const char *piece = tmp;
+		size_t plen, adv;
+		bool ok;
+
+		if (s[i] == '"' || s[i] == '\\') {
+			tmp[0] = '\\';
+			tmp[1] = (char)s[i];
+			plen = 2;
+			adv = 1;
+		} else if (s[i] < 0x20 || s[i] == 0x7f) {
+			memcpy(tmp, "\\u00", 4);
+			tmp[4] = hex[s[i] >> 4];
+			tmp[5] = hex[s[i] & 0xf];
+			plen = 6;
+			adv = 1;
+		} else {
+			adv = utf8_seq(s + i, &ok);
+			/* A sequence cut by @srclen is cut, hence invalid. */
+			if (adv > srclen - i) {
+				ok = false;
+				adv = srclen - i;
+			}
+			if (ok) {
+				piece = (const char *)s + i;
+				plen = adv;
+			} else {
+				piece = "\\ufffd";
+				plen = 6;
+			}
+		}
+		/* Whole characters only, and room for the NUL. */
+		if (plen >= dstlen - o)
+			break;
+		memcpy(dst + o, piece, plen);
+		o += plen;
+		i += adv;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+size_t audit_json_escape(char *dst, size_t dstlen, const char *src)
+{
+	return json_escape_n(dst, dstlen, src, strlen(src));
+}
+
+/* A bounded line under construction; ->overflow sticks once set. */
+struct line {
+	char *buf;
+	size_t len, pos;
+	bool overflow;
+};
+
+static void put_raw(struct line *l, const char *s, size_t n)
+{
+	if (l->overflow || n >= l->len - l->pos) {
+		l->overflow = true;
+		return;
+	}
+	memcpy(l->buf + l->pos, s, n);
+	l->pos += n;
+	l->buf[l->pos] = '\0';
+}
+
+static void put_key(struct line *l, const char *key)
+{
+	put_raw(l, ",\"", 2);
+	put_raw(l, key, strlen(key));
+	put_raw(l, "\":", 2);
+}
+
+static void put_strn(struct line *l, const char *key, const char *val,
+		     size_t vlen, size_t cap)
+{
+	size_t room;
+
+	put_key(l, key);
+	put_raw(l, "\"", 1);
+	if (l->overflow)
+		return;
+	room = l->len - l->pos;
+	if (room > cap + 1)
+		room = cap + 1;
+	l->pos += json_escape_n(l->buf + l->pos, room, val, vlen);
+	put_raw(l, "\"", 1);
+}
+
+/* Leaves the field out when @val is NULL. */
+static void put_str(struct line *l, const char *key, const char *val,
+		    size_t cap)
+{
+	if (val)
+		put_strn(l, key, val, strlen(val), cap);
+}
+
+static void put_u64(struct line *l, const char *key, uint64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+
+	put_key(l, key);
+	put_raw(l, num, (size_t)n);
+}
+
+static bool proto_is_connection(const char *proto)
+{
+	static const char *const conn[] = {"http", "connect", "tls", "tcp"};
+	size_t i;
+
+	if (!proto)
+		return false;
+	for (i = 0; i < sizeof(conn) / sizeof(conn[0]); i++)
+		if (!strcmp(proto, conn[i]))
+			return true;
+	return false;
+}
+
+int audit_format(const struct audit_event *ev, char *buf, size_t len)
+{
+	struct line l = {.buf = buf, .len = len};
+	struct timespec ts;
+	struct tm tm;
+	char tmp[64];
+	bool conn;
+	int n;
+
+	if (len < AUDIT_LINE_MAX)
+		return -ENOSPC;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = snprintf(tmp, sizeof(tmp),
+		     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	put_raw(&l, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+
+	put_str(&l, "sandbox", ev->sandbox, CAP_SANDBOX);
+	put_str(&l, "proto", ev->proto, CAP_PROTO);
+	put_str(&l, "name", ev->name, CAP_NAME);
+	if (ev->addr) {
+		addr_format(ev->addr, tmp, sizeof(tmp));
+		put_str(&l, "addr", tmp, ADDR_STRLEN);
+	}
+	if (ev->port)
+		put_u64(&l, "port", ev->port);
+	put_str(&l, "decision", ev->decision ? ev->decision : "", CAP_DECISION);
+	put_str(&l, "reason", ev->reason ? ev->reason : "", CAP_REASON);
+	put_str(&l, "rule", ev->rule, CAP_RULE);
+	put_str(&l, "credential", ev->credential, CAP_CREDENTIAL);
+	put_str(&l, "method", ev->method, CAP_METHOD);
+	if (ev->path)
+		/* The query string can carry a placeholder: never log it. */
+		put_strn(&l, "path", ev->path, strcspn(ev->path, "?#"),
+			 CAP_PATH);
+	if (ev->status) {
+		put_key(&l, "status");
+		n = snprintf(tmp, sizeof(tmp), "%d", ev->status);
+		put_raw(&l, tmp, (size_t)n);
+	}
+	put_str(&l, "dns_type", ev->dns_type, CAP_DNS_TYPE);
+	put_str(&l, "dns_answer", ev->dns_answer, CAP_DNS_ANSWER);
+	conn = proto_is_connection(ev->proto);
+	if (conn || ev->bytes_up)
+		put_u64(&l, "bytes_up", ev->bytes_up);
+	if (conn || ev->bytes_down)
+		put_u64(&l, "bytes_down", ev->bytes_down);
+	if (conn || ev->duration_ms)
+		put_u64(&l, "duration_ms", ev->duration_ms);
+	put_raw(&l, "}\n", 2);
+
+	/* The caps above make this unreachable; never emit half a line. */
+	if (l.overflow)
+		return -ENOSPC;
+	return (int)l.pos;
+}
+
+static void count_failure(int err)
+{
+	atomic_fetch_add_explicit(&audit_failures, 1, memory_order_relaxed);
+	/*
+	 * Say it once, so that an operator who reads the logs knows; the
+	 * count is in the metrics. Not when the audit target is stderr itself:
+	 * the log write would block on the same full pipe.
+	 */
+	if (!atomic_load_explicit(&audit_on_stderr, memory_order_relaxed) &&
+	    !atomic_exchange_explicit(&audit_warned, true,
+				      memory_order_relaxed))
+		log_warn("audit: a line could not be written (%s); "
+			 "further losses are only counted",
+			 err ? strerror(err) : "short write");
+}
+
+void audit_log(const struct audit_event *ev)
+{
+	char buf[AUDIT_LINE_MAX];
+	int saved = errno, len, fd, kind, tries;
+	ssize_t n = -1;
+	int err = 0;
+
+	len = audit_format(ev, buf, sizeof(buf));
+	fd = atomic_load_explicit(&audit_fd, memory_order_acquire);
+	kind = atomic_load_explicit(&audit_kind, memory_order_relaxed);
+	if (fd == AUDIT_FD_CLOSED) {
+		/* Shutting down: counted, not worth a warning. */
+		atomic_fetch_add_explicit(&audit_failures, 1,
+					  memory_order_relaxed);
+		goto out;
+	}
+	if (len < 0) {
+		count_failure(-len);
+		goto out;
+	}
+	if (fd == AUDIT_FD_DEFAULT) {
+		fd = STDERR_FILENO;
+		kind = AUDIT_SINK_WRITE;
+	}
+	/* EINTR before any byte went out is safe to retry; nothing else is. */
+	for (tries = 0; tries < 3; tries++) {
+		if (kind == AUDIT_SINK_SEND)
+			n = send(fd, buf, (size_t)len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		else
+			n = write(fd, buf, (size_t)len);
+		if (n >= 0)
+			break;
+		err = errno;
+		if (err == ENOTSOCK && kind == AUDIT_SINK_SEND) {
+			/* Target switched under us (audit_open): fine. */
+			kind = AUDIT_SINK_WRITE;
+			continue;
+		}
+		if (err != EINTR)
+			break;
+	}
+	if (n != len)
+		count_failure(n < 0 ? err : 0);
+out:
+	errno = saved;
+}
+
+uint64_t audit_write_failures(void)
+{
+	return atomic_load_explicit(&audit_failures, memory_order_relaxed);
+}
+
+static void set_err(char *err, size_t errlen, const char *what,
+		    const char *target, int e)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "audit_log `%s`: %s: %s", target, what,
+			 strerror(e));
+}
+
+/*
+ * open_stderr() - a descriptor for stderr that never blocks us
+ *
+ * Pipes and terminals are reopened through /proc: that makes a new open
+ * file description, so O_NONBLOCK is ours alone and does not surprise
+ * whoever else writes to stderr. Sockets (journald) cannot be reopened;
+ * they get send(MSG_DONTWAIT) instead. Regular files are dup'd, not
+ * reopened: a second description would have its own offset and overwrite
+ * lines unless the shell opened the file for appending.
+ */
+static int open_stderr(int *kind)
+{
+	struct stat st;
+	int fd;
+
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return -errno;
+	*kind = S_ISSOCK(st.st_mode) ? AUDIT_SINK_SEND : AUDIT_SINK_WRITE;
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+		fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_CLOEXEC |
+						 O_NONBLOCK | O_NOCTTY);
+		if (fd > STDERR_FILENO)
+			return fd;
+		if (fd >= 0)
+			close(fd); /* 0..2 were closed: not ours to take */
+	}
+	fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Opens @target and makes it the audit target; called under audit_lock. */
+static int install(const char *target, char *err, size_t errlen)
+{
+	int kind = AUDIT_SINK_WRITE, fd, cur, e;
+	bool is_stderr = !strcmp(target, "-");
+	char *copy;
+
+	if (is_stderr) {
+		fd = open_stderr(&kind);
+		if (fd < 0) {
+			set_err(err, errlen, "cannot use stderr", target, -fd);
+			return fd;
+		}
+	} else {
+		fd = open(target,
+			  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+			      O_NONBLOCK | O_NOCTTY,
+			  0640);
+		if (fd < 0) {
+			e = errno;
+			set_err(err, errlen, "cannot open", target, e);
+			return -e;
+		}
+		if (fd <= STDERR_FILENO) {
+			/* 0..2 were closed; keep our number off them. */
+			int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			e = errno;
+			close(fd);
+			if (hi < 0) {
+				set_err(err, errlen, "cannot dup", target, e);
+				return -e;
+			}
+			fd = hi;
+		}
+	}
+	copy = strdup(target);
+	if (!copy) {
+		close(fd);
+		set_err(err, errlen, "cannot open", target, ENOMEM);
+		return -ENOMEM;
+	}
+
+	cur = atomic_load_explicit(&audit_fd, memory_order_relaxed);
+	if (cur >= 0) {
+		/* Same number, new file: see the theory of operation. */
+		if (dup3(fd, cur, O_CLOEXEC) < 0) {
+			e = errno;
+			close(fd);
+			free(copy);
+			set_err(err, errlen, "cannot switch to", target, e);
+			return -e;
+		}
+		close(fd);
+		atomic_store_explicit(&audit_kind, kind, memory_order_relaxed);
+	} else {
+		atomic_store_explicit(&audit_kind, kind, memory_order_relaxed);
+		atomic_store_explicit(&audit_fd, fd, memory_order_release);
+	}
+	atomic_store_explicit(&audit_on_stderr, is_stderr,
+			      memory_order_relaxed);
+	atomic_store_explicit(&audit_warned, false, memory_order_relaxed);
+	free(audit_target);
+	audit_target = copy;
+	return 0;
+}
+
+int audit_open(const char *target, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!target || !*target) {
+		set_err(err, errlen, "empty target", "", EINVAL);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&audit_lock);
+	ret = install(target, err, errlen);
+	pthread_mutex_unlock(&audit_lock);
+	return ret;
+}
+
+int audit_reopen(void)
+{
+	char err[256];
+	char *target;
+	int ret = 0;
+
+	pthread_mutex_lock(&audit_lock);
+	if (!audit_target ||
+	    atomic_load_explicit(&audit_fd, memory_order_relaxed) < 0)
+		goto out; /* nothing opened, or closed */
+	/* install() frees audit_target on success; keep our own copy. */
+	target = strdup(audit_target);
+	if (!target) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = install(target, err, sizeof(err));
+	if (ret < 0)
+		log_err("%s; still writing to the old file", err);
+	free(target);
+out:
+	pthread_mutex_unlock(&audit_lock);
+	return ret;
+}
+
+void audit_close(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&audit_lock);
+	fd = atomic_exchange_explicit(&audit_fd, AUDIT_FD_CLOSED,
+				      memory_order_acq_rel);
+	if (fd >= 0)
+		close(fd);
+	free(audit_target);
+	audit_target = NULL;
+	pthread_mutex_unlock(&audit_lock);
+}

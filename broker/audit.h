@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* Audit log: one JSON line per broker decision, written from any worker thread.
+ */
+#ifndef SLUICE_BROKER_AUDIT_H
+#define SLUICE_BROKER_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sl_addr;
+
+/*
+ * Secrets never reach the audit log: struct audit_event has no field that
+ * could hold one. A credential is named (@credential is the policy's
+ * `name:`), never shown; @path is cut at the first '?' or '#' by
+ * audit_log() itself, because query strings can carry placeholders.
+ * Callers must not put secret material into any other field.
+ *
+ * Every string comes out JSON-escaped: '"' and '\' escaped, control bytes
+ * and DEL as \u00XX, valid multi-byte UTF-8 kept, anything that is not valid
+ * UTF-8 replaced by \ufffd (names come from untrusted clients). Each field
+ * is cut, on a character boundary, to a bound of escaped bytes, so that a
+ * whole line is always shorter than AUDIT_LINE_MAX.
+ */
+
+/* A line, newline included, is always shorter than this (and than PIPE_BUF,
+ * so that a line written to a pipe is never split). */
+#define AUDIT_LINE_MAX 4096
+/* Escaped-byte bound of the longest string fields (name, rule, path, DNS
+ * answer); the short ones (sandbox, reason, credential, ...) get less. */
+#define AUDIT_FIELD_MAX 512
+
+struct audit_event {
+	const char *sandbox;
+	const char *proto; /* "http", "connect", "tls", "tcp", "dns" */
+	const char *name;
+	const struct sl_addr *addr; /* may be NULL */
+	uint16_t port;
+	const char *decision; /* "allow" | "deny" | "error" */
+	const char *reason;
+	const char *rule;
+	const char *credential; /* its name only */
+	const char *method;
+	const char *path; /* request path; anything from '?' on is dropped */
+	const char *dns_type;
+	const char *dns_answer;
+	uint64_t bytes_up, bytes_down;
+	uint64_t duration_ms;
+	int status; /* HTTP status sent, 0 = none */
+};
+
+/**
+ * audit_open() - choose where audit lines go
+ * @target: "-" for stderr, else a file path, opened
+ *          O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NONBLOCK, mode 0640
+ * @err:    filled with a message naming @target on failure (may be NULL)
+ * @errlen: size of @err
+ *
+ * May be called again to switch targets; lines already in flight in other
+ * threads finish on the old target. Until the first audit_open(), lines go
+ * to stderr.
+ *
+ * Return: 0, or a negative errno (the previous target stays in use).
+ */
+int audit_open(const char *target, char *err, size_t errlen);
+
+/**
+ * audit_reopen() - reopen the current target, for log rotation (SIGHUP)
+ *
+ * The file descriptor number does not change (the new file is dup3()'d onto
+ * it), so threads writing at that moment need no lock.
+ *
+ * Return: 0, or a negative errno (the old file stays in use).
+ */
+int audit_reopen(void);
+
+/**
+ * audit_close() - stop writing audit lines
+ *
+ * For shutdown, after the worker threads have stopped: a thread still in
+ * audit_log() could otherwise write to a reused descriptor number. Later
+ * lines are dropped and counted as write failures.
+ */
+void audit_close(void);
+
+/**
+ * audit_log() - write one decision as one JSON line
+ * @ev: the decision; NULL and 0 fields are left out, except decision and
+ *      reason (always present) and bytes_up, bytes_down, duration_ms (always
+ *      present when @ev->proto names a connection: http, connect, tls, tcp)
+ *
+ * The line goes out in one write(2), so lines from several threads never
+ * interleave. It never blocks on a full pipe or socket and never fails the
+ * caller: a failed or short write is counted (audit_write_failures()) and
+ * the broker goes on. The process is expected to ignore SIGPIPE.
+ */
+void audit_log(const struct audit_event *ev);
+
+/**
+ * audit_format() - the line audit_log() would write, without writing it
+ * @ev:  the decision
+ * @buf: output, at least AUDIT_LINE_MAX bytes
+ * @len: size of @buf
+ *
+ * Return: length of the line (its '\n' included, NUL not counted), or
+ * -ENOSPC when @len is smaller than AUDIT_LINE_MAX.
+ */
+int audit_format(const struct audit_event *ev, char *buf, size_t len);
+
+/**
+ * audit_json_escape() - escape a string for a JSON string literal
+ * @dst:    output (NUL-terminated when @dstlen > 0); quotes are not added
+ * @dstlen: size of @dst; output stops at a character boundary so that it,
+ *          plus its NUL, fits
+ * @src:    NUL-terminated input, any bytes
+ *
+ * Return: bytes written to @dst, NUL not counted.
+ */
+size_t audit_json_escape(char *dst, size_t dstlen, const char *src);
+
+/* Lines lost since start: failed or short writes, or no target. Atomic. */
+uint64_t audit_write_failures(void);
+
+#endif

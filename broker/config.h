@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* sluiced's configuration file (YAML, every key optional). */
+#ifndef SLUICE_BROKER_CONFIG_H
+#define SLUICE_BROKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/addr.h"
+
+#define CONFIG_MAX_RESOLVERS 8
+
+struct broker_config {
+	char control_socket[108];
+	char state_dir[256];
+	struct sl_addr pool_net;	/* sandbox_pool */
+	unsigned pool_plen;
+	uint16_t proxy_port;		/* explicit proxy */
+	uint16_t transparent_port;	/* redirected TCP */
+	uint16_t dns_port;		/* redirected DNS */
+	char upstream_resolvers[512];	/* "ADDR[:PORT],..." for c-ares; "" = resolv.conf */
+	char upstream_ca[256];
+	char audit_log[256];
+	unsigned workers;		/* 0: one per core */
+	uint32_t max_connections;	/* all sandboxes together */
+	uint32_t max_head_bytes;
+	uint32_t head_timeout_ms;
+	uint32_t connect_timeout_ms;
+	uint32_t response_timeout_ms;	/* request sent -> response head */
+	uint32_t drain_timeout_ms;
+	uint32_t dns_cache_size;
+	struct sl_addr synthetic_net;	/* synthetic_pool for the DNS filter */
+	unsigned synthetic_plen;
+};
+
+/* Fills @c with the documented defaults. */
+void broker_config_defaults(struct broker_config *c);
+
+/**
+ * broker_config_load() - read a configuration file over the defaults
+ * @path: the file
+ * @c:    filled on success (untouched on failure)
+ * @err:  "FILE:LINE:COL: message" on failure
+ * @errlen: its size
+ *
+ * Return: 0, or a negative errno.
+ */
+int broker_config_load(const char *path, struct broker_config *c, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/* The control socket: a unix stream socket (mode 0600) on which `sluice`
+ * registers and unregisters sandboxes, lists them, reads counters and asks
+ * for a reload. One request line per connection, answered with "ok" and a
+ * body, or "error: message". Runs on the main thread, never on a worker. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "broker/broker_internal.h"
+#include "broker/metrics.h"
+#include "common/log.h"
+
+#define REQ_MAX 4096
+#define RESP_MAX (1 << 20)
+
+int control_open(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, e;
+	mode_t old;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A stale socket from a previous run; a live broker would answer. */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	unlink(path);
+	old = umask(0177);
+	e = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (e < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Splits @line in place into at most @max words. */
+static int words(char *line, char **w, int max)
+{
+	int n = 0;
+	char *save = NULL, *t;
+
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < max;
+	     t = strtok_r(NULL, " \t\r\n", &save))
+		w[n++] = t;
+	return n;
+}
+
+static void handle(char *line, char *out, size_t outlen)
+{
+	char *w[8], err[700] = "";
+	int n = words(line, w, 8), r;
+
+	if (n == 0) {
+		snprintf(out, outlen, "error: empty request\n");
+		return;
+	}
+	if (!strcmp(w[0], "ping") && n == 1) {
+		snprintf(out, outlen, "ok\n");
+	} else if (!strcmp(w[0], "register") && n == 4) {
+		r = sandbox_register(w[1], w[2], w[3], true, err, sizeof(err));
+		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+	} else if (!strcmp(w[0], "unregister") && n == 2) {
+		r = sandbox_unregister(w[1], err, sizeof(err));
+		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+	} else if (!strcmp(w[0], "list") && n == 1) {
+		int k = snprintf(out, outlen, "ok\n");
+
+		r = sandbox_list(out + k, outlen - (size_t)k);
+		if (r < 0)
+			snprintf(out, outlen, "error: list too long\n");
+	} else if (!strcmp(w[0], "status") && n == 1) {
+		int k = snprintf(out, outlen, "ok\nsandboxes %zu\n", sandbox_count());
+
+		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
+			snprintf(out, outlen, "error: status too long\n");
+	} else if (!strcmp(w[0], "metrics") && n == 1) {
+		int k = snprintf(out, outlen, "ok\n");
+
+		if (metrics_render_prometheus(out + k, outlen - (size_t)k) < 0)
+			snprintf(out, outlen, "error: metrics too long\n");
+	} else if (!strcmp(w[0], "reload") && n == 1) {
+		r = broker_reload(err, sizeof(err));
+		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+	} else {
+		snprintf(out, outlen, "error: unknown request `%s`\n", w[0]);
+	}
+}
+
+void control_accept(struct ev *ev, uint32_t events)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	char req[REQ_MAX + 1];
+	char *resp;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	size_t got = 0;
+	int fd;
+
+	(void)events;
+	fd = accept4(ev->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* The socket's mode already limits who connects; the peer's uid is
+	 * checked as well, so a mode change alone opens nothing. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		log_warn("control: refused a client with uid %u", (unsigned)cred.uid);
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (got < REQ_MAX) {
+		ssize_t k = recv(fd, req + got, REQ_MAX - got, 0);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (memchr(req, '\n', got))
+			break;
+	}
+	req[got] = '\0';
+	resp = malloc(RESP_MAX);
+	if (!resp) {
+		close(fd);
+		return;
+	}
+	if (!memchr(req, '\n', got))
+		snprintf(resp, RESP_MAX, "error: request not terminated by a newline\n");
+	else
+		handle(req, resp, RESP_MAX);
+	if (send(fd, resp, strlen(resp), MSG_NOSIGNAL) < 0)
+		log_warn("control: could not answer: %s", strerror(errno));
+	free(resp);
+	close(fd);
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/* sluiced: the broker daemon. Start-up, privilege, workers and signals.
+ *
+ * Theory of operation: the main thread reads the configuration, restores
+ * registrations, binds every socket (control socket, one SO_REUSEPORT proxy
+ * listener per worker), then drops every capability and starts the
+ * workers. Afterwards it serves the control socket and signals (through a
+ * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/broker_internal.h"
+#include "broker/metrics.h"
+#include "common/log.h"
+
+struct broker broker;
+
+static const char *config_path;
+static struct loop *main_loop;
+static struct ev control_ev, signal_ev;
+static struct timer drain_timer;
+static uint64_t drain_deadline;
+
+bool broker_is_local(const struct sl_addr *a, uint16_t port)
+{
+	size_t i;
+
+	(void)port;
+	/* Sandbox gateways live in the pool and come and go with sandboxes. */
+	if (addr_in_prefix(a, &broker.cfg.pool_net, broker.cfg.pool_plen))
+		return true;
+	for (i = 0; i < broker.n_local; i++) {
+		if (memcmp(&broker.local[i], a, sizeof(*a)) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void collect_local_addresses(void)
+{
+	struct ifaddrs *ifa, *i;
+
+	broker.n_local = 0;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i && broker.n_local < sizeof(broker.local) / sizeof(broker.local[0]);
+	     i = i->ifa_next) {
+		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
+				    i->ifa_addr->sa_family == AF_INET6))
+			addr_from_sockaddr(i->ifa_addr, &broker.local[broker.n_local++], NULL);
+	}
+	freeifaddrs(ifa);
+}
+
+int broker_reload(char *err, size_t errlen)
+{
+	struct broker_config c = broker.cfg;
+	int r;
+
+	if (config_path) {
+		broker_config_defaults(&c);
+		r = broker_config_load(config_path, &c, err, errlen);
+		if (r < 0) {
+			log_err("reload: configuration refused, the old one stays: %s", err);
+			return r;
+		}
+	}
+	r = sandbox_reload_all(err, errlen);
+	if (r < 0) {
+		log_err("reload: policy refused, every old policy stays: %s", err);
+		return r;
+	}
+	/* Only what can change without re-binding sockets takes effect. */
+	if (strcmp(c.control_socket, broker.cfg.control_socket) ||
+	    c.proxy_port != broker.cfg.proxy_port || c.workers != broker.cfg.workers ||
+	    strcmp(c.state_dir, broker.cfg.state_dir))
+		log_warn("reload: control_socket, state_dir, proxy_port and workers change on restart only");
+	broker.cfg.max_connections = c.max_connections;
+	broker.cfg.head_timeout_ms = c.head_timeout_ms;
+	broker.cfg.connect_timeout_ms = c.connect_timeout_ms;
+	broker.cfg.response_timeout_ms = c.response_timeout_ms;
+	broker.cfg.drain_timeout_ms = c.drain_timeout_ms;
+	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
+		char e[300];
+
+		audit_close();
+		if (audit_open(c.audit_log, e, sizeof(e)) < 0) {
+			log_err("reload: %s; audit goes to stderr", e);
+			audit_open("-", e, sizeof(e));
+		}
+		snprintf(broker.cfg.audit_log, sizeof(broker.cfg.audit_log), "%s", c.audit_log);
+	} else {
+		audit_reopen();
+	}
+	log_info("reload: configuration and %zu policies in force", sandbox_count());
+	return 0;
+}
+
+/*
+ * Privilege, in stages:
+ *  1. start-up (root or CAP_NET_BIND_SERVICE when proxy_port < 1024): bind
+ *     the control socket and the listeners, read the state directory;
+ *  2. here: keep no capability at all. The broker then only accepts on
+ *     sockets it holds, connects out, and writes files it owns in
+ *     state_dir (owner permission, no capability needed). It is made
+ *     non-dumpable so its memory (secrets, later) never lands in a core,
+ *     and no-new-privs so nothing it could exec gains any.
+ */
+static void drop_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	int cap;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die("sluiced: prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+	for (cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
+			break;
+	}
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		die("sluiced: capset: %s", strerror(errno));
+}
+
+static int listen_tcp(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 4096) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	proxy_set_worker(w);
+	loop_run(w->loop);
+	proxy_close_all(w);
+	return NULL;
+}
+
+static void stop_listening(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->proxy_ev.fd >= 0) {
+		loop_del(w->loop, &w->proxy_ev);
+		close(w->proxy_ev.fd);
+		w->proxy_ev.fd = -1;
+	}
+}
+
+static void on_drain_timer(struct timer *t)
+{
+	unsigned open = atomic_load(&broker.total_conns);
+
+	if (open == 0 || loop_now_ms(main_loop) >= drain_deadline) {
+		if (open)
+			log_warn("drain: closing %u connections still open", open);
+		loop_stop(main_loop);
+		return;
+	}
+	loop_timer_arm(main_loop, t, 100);
+}
+
+static void on_signal(struct ev *ev, uint32_t events)
+{
+	struct signalfd_siginfo si;
+	char err[700];
+	unsigned i;
+
+	(void)events;
+	while (read(ev->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			broker_reload(err, sizeof(err));
+			continue;
+		}
+		if (atomic_exchange(&broker.draining, true))
+			continue;
+		log_info("sluiced: draining (at most %u ms)", broker.cfg.drain_timeout_ms);
+		for (i = 0; i < broker.n_workers; i++)
+			loop_post(broker.workers[i].loop, stop_listening, &broker.workers[i]);
+		loop_del(main_loop, &control_ev);
+		close(control_ev.fd);
+		unlink(broker.cfg.control_socket);
+		control_ev.fd = -1;
+		drain_deadline = loop_now_ms(main_loop) + broker.cfg.drain_timeout_ms;
+		drain_timer.cb = on_drain_timer;
+		loop_timer_arm(main_loop, &drain_timer, 0);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose]\n"
+		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct rlimit rl;
+	sigset_t mask;
+	char err[700];
+	unsigned i, n;
+	bool check_only = false;
+	int r, fd;
+
+	broker_config_defaults(&broker.cfg);
+	for (i = 1; i < (unsigned)argc; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < (unsigned)argc) {
+			config_path = argv[++i];
+		} else if (!strcmp(argv[i], "--check-config")) {
+			check_only = true;
+		} else if (!strcmp(argv[i], "--verbose")) {
+			log_threshold = LOG_LVL_DEBUG;
+		} else if (!strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (config_path &&
+	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (check_only) {
+		printf("%s: ok\n", config_path ? config_path : "(defaults)");
+		return 0;
+	}
+	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
+		die("sluiced: %s", err);
+	r = sandbox_table_init(&broker.cfg);
+	if (r < 0)
+		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
+	collect_local_addresses();
+
+	/* Signals are taken by the main loop's signalfd; workers never see them. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+
+	/* Connections and tunnel pipes need file descriptors: take the hard limit. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	main_loop = loop_new();
+	if (!main_loop)
+		die("sluiced: loop: %s", strerror(errno));
+	fd = control_open(broker.cfg.control_socket);
+	if (fd < 0)
+		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-fd));
+	control_ev.fd = fd;
+	control_ev.cb = control_accept;
+	loop_add(main_loop, &control_ev, EPOLLIN);
+
+	n = broker.cfg.workers ? broker.cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	if (n == 0)
+		n = 1;
+	broker.workers = calloc(n, sizeof(*broker.workers));
+	if (!broker.workers)
+		die("sluiced: out of memory");
+	broker.n_workers = n;
+	for (i = 0; i < n; i++) {
+		struct worker *w = &broker.workers[i];
+
+		w->id = i;
+		w->loop = loop_new();
+		if (!w->loop)
+			die("sluiced: loop: %s", strerror(errno));
+		w->resolver = resolver_new(w->loop, broker.cfg.upstream_resolvers,
+					   broker.cfg.dns_cache_size, err, sizeof(err));
+		if (!w->resolver)
+			die("sluiced: resolver: %s", err);
+		fd = listen_tcp(broker.cfg.proxy_port);
+		if (fd < 0)
+			die("sluiced: proxy port %u: %s", broker.cfg.proxy_port, strerror(-fd));
+		w->proxy_ev.fd = fd;
+		w->proxy_ev.cb = proxy_accept;
+		loop_add(w->loop, &w->proxy_ev, EPOLLIN);
+	}
+	/* Registrations come back before anything is accepted. */
+	sandbox_restore(err, sizeof(err));
+
+	drop_privileges();
+
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&broker.workers[i].thread, NULL, worker_main, &broker.workers[i]))
+			die("sluiced: cannot start worker %u", i);
+	}
+	fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		die("sluiced: signalfd: %s", strerror(errno));
+	signal_ev.fd = fd;
+	signal_ev.cb = on_signal;
+	loop_add(main_loop, &signal_ev, EPOLLIN);
+	log_info("sluiced: ready: %u workers, proxy port %u, control %s, %zu sandboxes", n,
+		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
+
+	loop_run(main_loop);
+
+	for (i = 0; i < n; i++)
+		loop_stop(broker.workers[i].loop);
+	for (i = 0; i < n; i++)
+		pthread_join(broker.workers[i].thread, NULL);
+	log_info("sluiced: stopped");
+	audit_close();
+	return 0;
+}

@@ -1,0 +1,1409 @@
+// SPDX-License-Identifier: MIT
+/* The explicit proxy: CONNECT tunnels and absolute-form HTTP/1.1.
+ *
+ * Theory of operation: each accepted connection is a struct conn owned by
+ * the worker that accepted it, driven by conn_run(), a state machine that
+ * advances until it would block and then sets the epoll interests it waits
+ * on. A request head is read into a bounded buffer and parsed strictly
+ * (http.c); the decision is made on the sandbox's compiled policy (by name
+ * and port, address literals only by a cidr rule); names are resolved
+ * asynchronously (resolve.c), every answer passes the address guard, and the
+ * broker connects to exactly an address it checked, trying the next allowed
+ * one when a connect fails. A CONNECT becomes a splice(2) tunnel whose two
+ * pipes bound what the broker holds per direction; an HTTP request is
+ * forwarded in origin-form with hop-by-hop headers dropped, its body and the
+ * response framed by llhttp, and a 3xx whose Location leaves the policy is
+ * replaced by a 403. Every decision is one audit line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/broker_internal.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+#define UBUF_SIZE (16 * 1024)
+#define PIPE_CAP (64 * 1024)
+#define LINGER_MS 2000
+
+enum cstate {
+	CS_HEAD,      /* reading a request head from the client */
+	CS_RESOLVE,   /* waiting for the resolver */
+	CS_CONNECT,   /* non-blocking connect in progress */
+	CS_ESTABLISH, /* writing "200 Connection established" */
+	CS_TUNNEL,    /* splicing both ways */
+	CS_REQ,	      /* sending the request head and body upstream */
+	CS_RESP_HEAD, /* reading the response head */
+	CS_RESP_BODY, /* relaying the response body */
+	CS_REPLY,     /* writing a reply of the broker's own, then linger */
+	CS_LINGER,    /* write side shut; discarding input until EOF or timer */
+};
+
+enum step { STEP_AGAIN, STEP_NEXT, STEP_FREED };
+
+struct buf {
+	size_t pos, len, cap;
+	char data[];
+};
+
+struct framer {
+	llhttp_t p;
+	llhttp_settings_t s;
+	bool done;
+	bool skip_body; /* a response to HEAD */
+};
+
+struct conn {
+	struct ev cev, uev;
+	struct worker *w;
+	struct conn *next, *prev;
+	struct sandbox *sb;
+	struct policy *pol;
+	enum cstate st;
+	uint32_t cev_mask, uev_mask;
+	struct timer timer;
+	struct resolve_req rr;
+	uint64_t t_req;	  /* ms, request start */
+	uint64_t t_last;  /* ms, last activity in a tunnel */
+	uint64_t connect_start_us;
+	uint64_t up, down;
+	uint16_t port;
+	bool literal;
+	bool is_connect;
+	bool client_keepalive;
+	bool head_req;
+	bool upstream_reusable;
+	bool head_started;
+	bool counted; /* holds a per-sandbox and a total connection slot */
+	int rule;
+	int status; /* HTTP status sent for this request */
+	int head_len; /* of the request head being decided */
+	struct sl_addr addrs[RESOLVE_MAX_ADDRS];
+	uint8_t naddrs, ai;
+	struct sl_addr dst;	/* what the broker connected to */
+	char host[256];
+	char conn_host[256];	/* upstream currently connected, for reuse */
+	uint16_t conn_port;
+	char method[16];
+	char path[256];
+	const char *deny_reason;
+	struct buf *in;	  /* from the client: head, then body and what follows */
+	struct buf *uin;  /* from upstream */
+	struct buf *out;  /* to the client (replies) or upstream (request head) */
+	struct framer *reqf, *respf;
+	int pu[2], pd[2];  /* tunnel pipes: client->upstream, upstream->client */
+	size_t pu_n, pd_n; /* bytes in each pipe */
+	size_t pend;	   /* response bytes admitted by the framer, not yet sent */
+	bool c_eof, u_eof, c_shut, u_shut;
+};
+
+static __thread struct worker *cur_worker;
+
+static void conn_run(struct conn *c);
+static enum step start_request(struct conn *c);
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static struct buf *buf_new(size_t cap)
+{
+	struct buf *b = malloc(sizeof(*b) + cap);
+
+	if (b) {
+		b->pos = b->len = 0;
+		b->cap = cap;
+	}
+	return b;
+}
+
+/* Moves unread bytes to the front so that reads can append. */
+static void buf_compact(struct buf *b)
+{
+	if (b->pos == 0)
+		return;
+	memmove(b->data, b->data + b->pos, b->len - b->pos);
+	b->len -= b->pos;
+	b->pos = 0;
+}
+
+static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t want)
+{
+	if (ev->fd < 0 || *cur == want)
+		return;
+	loop_mod(c->w->loop, ev, want);
+	*cur = want;
+}
+
+static void want(struct conn *c, uint32_t cmask, uint32_t umask)
+{
+	set_mask(c, &c->cev, &c->cev_mask, cmask);
+	set_mask(c, &c->uev, &c->uev_mask, umask);
+}
+
+/* --- audit ---------------------------------------------------------------- */
+
+static const char *proto_of(const struct conn *c)
+{
+	return c->is_connect ? "connect" : "http";
+}
+
+static void audit(struct conn *c, const char *decision, const char *reason)
+{
+	struct audit_event ev = {
+		.sandbox = c->sb ? c->sb->name : NULL,
+		.proto = proto_of(c),
+		.name = c->host[0] ? c->host : NULL,
+		.addr = c->naddrs || c->literal ? &c->dst : NULL,
+		.port = c->port,
+		.decision = decision,
+		.reason = reason,
+		.rule = c->pol && c->rule >= 0 ? policy_rule_text(c->pol, c->rule) : NULL,
+		.method = c->method[0] ? c->method : NULL,
+		.path = c->path[0] ? c->path : NULL,
+		.bytes_up = c->up,
+		.bytes_down = c->down,
+		.duration_ms = loop_now_ms(c->w->loop) - c->t_req,
+		.status = c->status,
+	};
+
+	audit_log(&ev);
+	metrics_decision(ev.proto, decision, reason);
+}
+
+/* --- teardown --------------------------------------------------------------- */
+
+static void close_upstream(struct conn *c)
+{
+	if (c->uev.fd >= 0) {
+		loop_del(c->w->loop, &c->uev);
+		close(c->uev.fd);
+		c->uev.fd = -1;
+		c->uev_mask = 0;
+	}
+	c->conn_host[0] = '\0';
+	c->upstream_reusable = false;
+}
+
+static void framer_free(struct framer **f)
+{
+	free(*f);
+	*f = NULL;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct worker *w = c->w;
+	int i;
+
+	resolver_cancel(w->resolver, &c->rr);
+	loop_timer_cancel(w->loop, &c->timer);
+	close_upstream(c);
+	if (c->cev.fd >= 0) {
+		loop_del(w->loop, &c->cev);
+		close(c->cev.fd);
+	}
+	for (i = 0; i < 2; i++) {
+		if (c->pu[i] >= 0)
+			close(c->pu[i]);
+		if (c->pd[i] >= 0)
+			close(c->pd[i]);
+	}
+	free(c->in);
+	free(c->uin);
+	if (c->out) {
+		/* The upstream head may hold an injected secret. */
+		explicit_bzero(c->out->data, c->out->cap);
+		free(c->out);
+	}
+	framer_free(&c->reqf);
+	framer_free(&c->respf);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->counted) {
+		atomic_fetch_sub(&c->sb->conns, 1);
+		atomic_fetch_sub(&broker.total_conns, 1);
+	}
+	atomic_fetch_sub(&w->n_conns, 1);
+	metrics_connection_close();
+	policy_unref(c->pol);
+	sandbox_put(c->sb);
+	free(c);
+}
+
+/* --- replies of the broker's own -------------------------------------------- */
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 408:
+		return "Request Timeout";
+	case 429:
+		return "Too Many Requests";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Error";
+	}
+}
+
+/*
+ * Answers the client with @status and @reason (one line, also in
+ * X-Sluice-Reason), logs the decision, and closes after lingering.
+ */
+static enum step reply(struct conn *c, int status, const char *decision, const char *reason)
+{
+	char body[160];
+	int bl;
+
+	close_upstream(c);
+	if (!c->out)
+		c->out = buf_new(1024);
+	if (!c->out)
+		return conn_free(c), STEP_FREED;
+	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
+		      status == 403 ? "refused" : status_text(status), reason);
+	c->out->pos = 0;
+	c->out->len = (size_t)snprintf(c->out->data, c->out->cap,
+				       "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
+				       "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+				       "Connection: close\r\n\r\n%s",
+				       status, status_text(status), reason, bl, body);
+	c->status = status;
+	audit(c, decision, reason);
+	loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
+	c->st = CS_REPLY;
+	return STEP_NEXT;
+}
+
+static enum step deny(struct conn *c, const char *reason)
+{
+	return reply(c, 403, "deny", reason);
+}
+
+/* --- timers ----------------------------------------------------------------- */
+
+static void on_timer(struct timer *t)
+{
+	struct conn *c = container_of(t, struct conn, timer);
+	uint64_t idle_ms = c->pol ? policy_limits(c->pol)->idle_timeout_sec * 1000 : 300000;
+	uint64_t now = loop_now_ms(c->w->loop);
+
+	switch (c->st) {
+	case CS_HEAD:
+		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
+			conn_free(c); /* idle keep-alive connection */
+			return;
+		}
+		reply(c, 408, "error", "head-timeout");
+		break;
+	case CS_RESOLVE:
+		reply(c, 504, "error", "dns-timeout");
+		break;
+	case CS_CONNECT:
+		close_upstream(c);
+		c->ai++;
+		c->deny_reason = "connect-timeout";
+		c->st = CS_RESOLVE; /* try the next address */
+		break;
+	case CS_TUNNEL:
+		if (now - c->t_last < idle_ms) {
+			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
+			return;
+		}
+		audit(c, "allow", "idle-timeout");
+		conn_free(c);
+		return;
+	case CS_REQ:
+	case CS_RESP_HEAD:
+		reply(c, 504, "error", "upstream-timeout");
+		break;
+	case CS_RESP_BODY:
+		audit(c, "allow", "idle-timeout");
+		conn_free(c);
+		return;
+	default:
+		conn_free(c);
+		return;
+	}
+	conn_run(c);
+}
+
+/* --- framing bodies with llhttp --------------------------------------------- */
+
+static int on_msg_complete(llhttp_t *p)
+{
+	struct framer *f = p->data;
+
+	f->done = true;
+	return HPE_PAUSED;
+}
+
+static int on_resp_headers(llhttp_t *p)
+{
+	struct framer *f = p->data;
+
+	return f->skip_body ? 1 : 0;
+}
+
+static struct framer *framer_new(bool response, bool skip_body)
+{
+	struct framer *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	llhttp_settings_init(&f->s);
+	f->s.on_message_complete = on_msg_complete;
+	if (response)
+		f->s.on_headers_complete = on_resp_headers;
+	llhttp_init(&f->p, response ? HTTP_RESPONSE : HTTP_REQUEST, &f->s);
+	f->p.data = f;
+	f->skip_body = skip_body;
+	return f;
+}
+
+/*
+ * Feeds @len bytes; returns how many belong to the current message (all of
+ * them unless it completed inside), or -1 when they do not frame.
+ */
+static ssize_t framer_feed(struct framer *f, const char *data, size_t len)
+{
+	llhttp_errno_t e;
+
+	if (f->done || len == 0)
+		return 0;
+	e = llhttp_execute(&f->p, data, len);
+	if (e == HPE_OK)
+		return (ssize_t)len;
+	if (e == HPE_PAUSED && f->done)
+		return llhttp_get_error_pos(&f->p) - data;
+	return -1;
+}
+
+/* Close-delimited bodies end at EOF. */
+static bool framer_finish(struct framer *f)
+{
+	if (!f->done && llhttp_finish(&f->p) == HPE_OK)
+		f->done = true;
+	return f->done;
+}
+
+/* --- I/O helpers -------------------------------------------------------------- */
+
+/* Reads into @b; returns bytes read, 0 at EOF, -EAGAIN, or another -errno. */
+static ssize_t read_into(int fd, struct buf *b)
+{
+	ssize_t k;
+
+	buf_compact(b);
+	if (b->len == b->cap)
+		return -ENOBUFS;
+	k = recv(fd, b->data + b->len, b->cap - b->len, 0);
+	if (k < 0)
+		return -errno;
+	b->len += (size_t)k;
+	return k;
+}
+
+/* Writes what @b holds from pos; returns 1 when all is written, 0 if it
+ * would block, -errno on error. */
+static int write_out(int fd, struct buf *b, size_t upto, uint64_t *count)
+{
+	while (b->pos < upto) {
+		ssize_t k = send(fd, b->data + b->pos, upto - b->pos, MSG_NOSIGNAL);
+
+		if (k < 0) {
+				if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		b->pos += (size_t)k;
+		if (count)
+			*count += (uint64_t)k;
+	}
+	return 1;
+}
+
+/* --- decision ------------------------------------------------------------------- */
+
+static void copy_slice(char *dst, size_t dlen, const struct http_slice *s)
+{
+	size_t n = s->len < dlen - 1 ? s->len : dlen - 1;
+
+	memcpy(dst, s->ptr, n);
+	dst[n] = '\0';
+}
+
+static enum step begin_connect(struct conn *c);
+
+static void on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
+			size_t n, void *arg)
+{
+	struct conn *c = arg;
+	struct guard_result g = { .verdict = GUARD_ALLOW };
+	const char *first_refusal = NULL;
+	size_t i;
+
+	(void)req;
+	c->naddrs = 0;
+	c->ai = 0;
+	if (status < 0) {
+		if (status == -ETIMEDOUT)
+			reply(c, 504, "error", "dns-timeout");
+		else
+			reply(c, 502, "error", "dns-failure");
+		conn_run(c);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		policy_guard(c->pol, &addrs[i], c->port, GUARD_FROM_NAME, &g);
+		if (g.verdict == GUARD_ALLOW && broker_is_local(&addrs[i], c->port)) {
+			first_refusal = first_refusal ? first_refusal : "broker-address";
+			continue;
+		}
+		if (g.verdict != GUARD_ALLOW) {
+			if (!first_refusal) {
+				first_refusal = g.reason;
+				c->dst = addrs[i];
+			}
+			continue;
+		}
+		c->addrs[c->naddrs++] = addrs[i];
+	}
+	if (c->naddrs == 0) {
+		c->literal = true; /* so the audit line shows the refused address */
+		deny(c, first_refusal ? first_refusal : "address-denied");
+		c->literal = false;
+		conn_run(c);
+		return;
+	}
+	c->st = CS_RESOLVE;
+	c->deny_reason = NULL;
+	conn_run(c);
+}
+
+/*
+ * The policy decision on a parsed request head; then resolution or, for a
+ * literal allowed by a cidr rule, a connect.
+ */
+static enum step decide(struct conn *c, struct http_request *req)
+{
+	const struct http_authority *a = &req->authority;
+	struct guard_result g;
+	enum policy_decision d;
+
+	c->is_connect = req->method_id == HTTP_METHOD_CONNECT;
+	/* A CONNECT head is consumed here; an HTTP head is consumed when it is
+	 * rewritten for upstream (start_request). */
+	if (c->is_connect)
+		c->in->pos += (size_t)c->head_len;
+	c->client_keepalive = req->keep_alive && !c->is_connect;
+	c->head_req = req->method_id == HTTP_METHOD_HEAD;
+	copy_slice(c->method, sizeof(c->method), &req->method);
+	if (!c->is_connect)
+		copy_slice(c->path, sizeof(c->path), &req->path);
+	else
+		c->path[0] = '\0';
+	if (!c->is_connect && req->form != HTTP_FORM_ABSOLUTE)
+		return reply(c, 400, "deny", "origin-form-on-proxy");
+	if (!req->has_authority)
+		return reply(c, 400, "deny", "bad-target");
+	memcpy(c->host, a->host, a->host_len + 1);
+	c->port = a->port;
+	c->literal = a->is_literal;
+	c->rule = -1;
+	if (c->literal) {
+		c->dst = a->addr;
+		c->naddrs = 0;
+		policy_guard(c->pol, &a->addr, c->port, GUARD_FROM_LITERAL, &g);
+		if (g.verdict != GUARD_ALLOW)
+			return deny(c, g.reason);
+		if (broker_is_local(&a->addr, c->port))
+			return deny(c, "broker-address");
+		c->rule = g.rule;
+		c->addrs[0] = a->addr;
+		c->naddrs = 1;
+		c->ai = 0;
+		c->st = CS_RESOLVE;
+		return STEP_NEXT;
+	}
+	d = policy_match_name(c->pol, c->host, strlen(c->host), c->port, &c->rule);
+	if (d != POLICY_ALLOW)
+		return deny(c, policy_decision_reason(d));
+	if (!c->is_connect && c->uev.fd >= 0 && c->upstream_reusable &&
+	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port)
+		return STEP_NEXT; /* st is set by the caller */
+	close_upstream(c);
+	c->st = CS_RESOLVE;
+	c->naddrs = 0;
+	if (resolver_lookup(c->w->resolver, c->host, &c->rr, on_resolved, c) < 0)
+		return reply(c, 502, "error", "dns-failure");
+	return STEP_AGAIN;
+}
+
+/* CS_RESOLVE with addresses: connect to the next checked one. */
+static enum step begin_connect(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	unsigned sl;
+	int fd, one = 1;
+
+	if (c->naddrs == 0) {
+		want(c, 0, 0); /* the resolver has not answered yet */
+		return STEP_AGAIN;
+	}
+	for (; c->ai < c->naddrs; c->ai++) {
+		c->dst = c->addrs[c->ai];
+		sl = addr_to_sockaddr(&c->dst, c->port, &ss);
+		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->connect_start_us = now_us();
+		if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+			close(fd);
+			c->deny_reason = "connect-failed";
+			continue;
+		}
+		c->uev.fd = fd;
+		c->uev_mask = EPOLLOUT;
+		if (loop_add(c->w->loop, &c->uev, EPOLLOUT) < 0) {
+			close(fd);
+			c->uev.fd = -1;
+			continue;
+		}
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms);
+		c->st = CS_CONNECT;
+		want(c, 0, EPOLLOUT);
+		return STEP_AGAIN;
+	}
+	if (c->deny_reason && !strcmp(c->deny_reason, "connect-timeout"))
+		return reply(c, 504, "error", "connect-timeout");
+	return reply(c, 502, "error", "connect-failed");
+}
+
+static enum step connected(struct conn *c)
+{
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (getsockopt(c->uev.fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return STEP_AGAIN;
+	if (err) {
+		close_upstream(c);
+		c->ai++;
+		c->deny_reason = "connect-failed";
+		c->st = CS_RESOLVE;
+		return STEP_NEXT;
+	}
+	metrics_connect_latency_us(now_us() - c->connect_start_us);
+	loop_timer_cancel(c->w->loop, &c->timer);
+	snprintf(c->conn_host, sizeof(c->conn_host), "%s", c->host);
+	c->conn_port = c->port;
+	if (c->is_connect) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+		/* The head buffer becomes the reply buffer: what the client sent
+		 * after the head (an early ClientHello) moves to the tunnel. */
+		c->out = buf_new(sizeof(ok));
+		if (!c->out)
+			return conn_free(c), STEP_FREED;
+		memcpy(c->out->data, ok, sizeof(ok) - 1);
+		c->out->len = sizeof(ok) - 1;
+		c->status = 200;
+		c->st = CS_ESTABLISH;
+		return STEP_NEXT;
+	}
+	return start_request(c);
+}
+
+/* --- the tunnel --------------------------------------------------------------- */
+
+static int make_pipe(int p[2])
+{
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Moves what it can one way: @from -> pipe -> @to. Returns -1 on a hard
+ * error. Sets *eof when @from has ended and the pipe is drained (then the
+ * write side of @to is shut).
+ */
+static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe, bool *eof,
+		      bool *shut, uint64_t *count)
+{
+	int rounds;
+
+	for (rounds = 0; rounds < 16; rounds++) {
+		bool progress = false;
+		ssize_t k;
+
+		if (!*eof && *inpipe < PIPE_CAP) {
+			k = splice(from, NULL, p[1], NULL, PIPE_CAP - *inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe += (size_t)k;
+				progress = true;
+			} else if (k == 0) {
+				*eof = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (*inpipe > 0) {
+			k = splice(p[0], NULL, to, NULL, *inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe -= (size_t)k;
+				*count += (uint64_t)k;
+				progress = true;
+			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (!progress)
+			break;
+	}
+	if (*eof && *inpipe == 0 && !*shut) {
+		shutdown(to, SHUT_WR);
+		*shut = true;
+	}
+	(void)c;
+	return 0;
+}
+
+static enum step tunnel(struct conn *c)
+{
+	uint64_t up0 = c->up, down0 = c->down;
+	uint32_t cm = 0, um = 0;
+
+	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) < 0 ||
+	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) < 0) {
+		audit(c, "allow", "reset");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	metrics_bytes(c->up - up0, c->down - down0);
+	if (c->up != up0 || c->down != down0)
+		c->t_last = loop_now_ms(c->w->loop);
+	if (c->u_shut && c->c_shut) {
+		audit(c, "allow", "allowed");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	/* Backpressure: read a side only while its pipe has room; wait for
+	 * writability only while a pipe holds bytes. */
+	if (!c->c_eof && c->pu_n < PIPE_CAP)
+		cm |= EPOLLIN;
+	if (c->pd_n > 0)
+		cm |= EPOLLOUT;
+	if (!c->u_eof && c->pd_n < PIPE_CAP)
+		um |= EPOLLIN;
+	if (c->pu_n > 0)
+		um |= EPOLLOUT;
+	want(c, cm | EPOLLRDHUP, um | EPOLLRDHUP);
+	return STEP_AGAIN;
+}
+
+/* After "200 Connection established": bytes the client sent early go first. */
+static enum step establish(struct conn *c)
+{
+	int r = write_out(c->cev.fd, c->out, c->out->len, NULL);
+	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
+
+	if (r < 0) {
+		audit(c, "allow", "client-gone");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	if (r == 0) {
+		want(c, EPOLLOUT, 0);
+		return STEP_AGAIN;
+	}
+	free(c->out);
+	c->out = NULL;
+	if (c->in && c->in->len > c->in->pos) {
+		r = write_out(c->uev.fd, c->in, c->in->len, &c->up);
+		if (r < 0) {
+			audit(c, "allow", "upstream-gone");
+			conn_free(c);
+			return STEP_FREED;
+		}
+		if (r == 0) {
+			want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+	}
+	free(c->in);
+	c->in = NULL;
+	if (make_pipe(c->pu) < 0 || make_pipe(c->pd) < 0) {
+		audit(c, "error", "out-of-pipes");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	c->t_last = loop_now_ms(c->w->loop);
+	loop_timer_arm(c->w->loop, &c->timer, idle_ms);
+	c->st = CS_TUNNEL;
+	return STEP_NEXT;
+}
+
+/* --- HTTP forwarding ------------------------------------------------------------- */
+
+static enum step start_request(struct conn *c)
+{
+	struct http_request *req;
+	int n, headlen;
+
+	/* Parse the head again (the buffer has not moved) to write it out. */
+	req = malloc(sizeof(*req));
+	if (!req)
+		return conn_free(c), STEP_FREED;
+	headlen = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
+				     broker.cfg.max_head_bytes, req);
+	if (headlen <= 0) {
+		free(req);
+		return reply(c, 400, "deny", "bad-request");
+	}
+	if (!c->out)
+		c->out = buf_new(broker.cfg.max_head_bytes + 256);
+	if (!c->out) {
+		free(req);
+		return conn_free(c), STEP_FREED;
+	}
+	n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
+	free(req);
+	if (n < 0)
+		return reply(c, 400, "deny", "head-too-large");
+	c->out->pos = 0;
+	c->out->len = (size_t)n;
+	c->in->pos += (size_t)headlen;
+	framer_free(&c->reqf);
+	framer_free(&c->respf);
+	c->reqf = framer_new(false, false);
+	c->respf = framer_new(true, c->head_req);
+	if (!c->reqf || !c->respf)
+		return conn_free(c), STEP_FREED;
+	/* Prime the request framer with the original head so it knows the
+	 * body's framing; the head was validated already. */
+	if (framer_feed(c->reqf, c->in->data + c->in->pos - headlen, (size_t)headlen) < 0)
+		return reply(c, 400, "deny", "bad-framing");
+	if (!c->uin)
+		c->uin = buf_new(UBUF_SIZE);
+	if (!c->uin)
+		return conn_free(c), STEP_FREED;
+	c->uin->pos = c->uin->len = 0;
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
+	c->st = CS_REQ;
+	return STEP_NEXT;
+}
+
+/* Sends the head, then body bytes as the framer admits them. */
+static enum step send_request(struct conn *c)
+{
+	int r;
+
+	if (c->out->pos < c->out->len) {
+		r = write_out(c->uev.fd, c->out, c->out->len, NULL);
+		if (r < 0)
+			return reply(c, 502, "error", "upstream-reset");
+		if (r == 0) {
+			want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+		explicit_bzero(c->out->data, c->out->len);
+	}
+	while (!c->reqf->done) {
+		size_t avail = c->in->len - c->in->pos;
+		ssize_t take, k;
+
+		if (avail == 0) {
+			ssize_t got = read_into(c->cev.fd, c->in);
+
+			if (got == -EAGAIN) {
+				want(c, EPOLLIN, 0);
+				return STEP_AGAIN;
+			}
+			if (got <= 0) {
+				audit(c, "allow", "client-gone");
+				conn_free(c);
+				return STEP_FREED;
+			}
+			continue;
+		}
+		take = framer_feed(c->reqf, c->in->data + c->in->pos, avail);
+		if (take < 0)
+			return reply(c, 400, "deny", "bad-body");
+		if (take == 0)
+			break;
+		/* Send what the framer admitted; keep the rest of the buffer. */
+		k = send(c->uev.fd, c->in->data + c->in->pos, (size_t)take, MSG_NOSIGNAL);
+		if (k < 0 && errno == EAGAIN) {
+			/* Undo: the framer saw bytes we did not send. Rather than
+			 * rewind llhttp, send them blocking-free later: keep them
+			 * in out. */
+			buf_compact(c->out);
+			c->out->pos = c->out->len = 0;
+			memcpy(c->out->data, c->in->data + c->in->pos, (size_t)take);
+			c->out->len = (size_t)take;
+			c->in->pos += (size_t)take;
+			c->up += (uint64_t)take;
+			want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+		if (k < 0)
+			return reply(c, 502, "error", "upstream-reset");
+		c->up += (uint64_t)k;
+		if (k < take) {
+			size_t rest = (size_t)(take - k);
+
+			c->out->pos = 0;
+			memcpy(c->out->data, c->in->data + c->in->pos + k, rest);
+			c->out->len = rest;
+			c->in->pos += (size_t)take;
+			want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+		c->in->pos += (size_t)take;
+	}
+	c->st = CS_RESP_HEAD;
+	return STEP_NEXT;
+}
+
+/* Does the Location of a 3xx stay within what the policy allows? */
+static bool redirect_allowed(struct conn *c, const struct http_response *resp)
+{
+	enum policy_redirects mode = policy_redirects(c->pol);
+	struct http_authority base;
+	struct http_url url;
+	struct guard_result g;
+
+	if (mode == POLICY_REDIRECTS_ANY)
+		return true;
+	if (http_parse_authority(c->host, strlen(c->host), c->port, &base) < 0)
+		return false;
+	base.port = c->port;
+	if (http_parse_location(resp->location.ptr, resp->location.len, HTTP_SCHEME_HTTP, &base,
+				&url) < 0)
+		return false;
+	if (url.relative)
+		return true;
+	if (mode == POLICY_REDIRECTS_SAME_HOST)
+		return http_authority_equal(&url.authority, &base) &&
+		       url.scheme == HTTP_SCHEME_HTTP;
+	if (url.authority.is_literal) {
+		policy_guard(c->pol, &url.authority.addr, url.authority.port, GUARD_FROM_LITERAL,
+			     &g);
+		return g.verdict == GUARD_ALLOW;
+	}
+	return policy_match_name(c->pol, url.authority.host, url.authority.host_len,
+				 url.authority.port, NULL) == POLICY_ALLOW;
+}
+
+static enum step read_response_head(struct conn *c)
+{
+	struct http_response *resp;
+	ssize_t got;
+	int hl;
+
+	got = read_into(c->uev.fd, c->uin);
+	if (got == -EAGAIN) {
+		want(c, 0, EPOLLIN);
+		return STEP_AGAIN;
+	}
+	if (got <= 0 && got != -ENOBUFS)
+		return reply(c, 502, "error", "upstream-reset");
+	resp = malloc(sizeof(*resp));
+	if (!resp)
+		return conn_free(c), STEP_FREED;
+	hl = http_parse_response(c->uin->data, c->uin->len, c->uin->cap, c->head_req, resp);
+	if (hl == 0 && got != -ENOBUFS) {
+		free(resp);
+		return STEP_NEXT; /* read more */
+	}
+	if (hl <= 0) {
+		free(resp);
+		return reply(c, 502, "error", "bad-response");
+	}
+	c->status = resp->status;
+	if (resp->status >= 300 && resp->status < 400 && resp->has_location &&
+	    !redirect_allowed(c, resp)) {
+		free(resp);
+		return deny(c, "redirect-outside-policy");
+	}
+	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
+	if (resp->body_until_close)
+		c->client_keepalive = false;
+	free(resp);
+	/* The response head goes to the client as received. */
+	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
+	c->st = CS_RESP_BODY;
+	return STEP_NEXT;
+}
+
+/* Relays the response (head included, from uin) until the framer is done. */
+static enum step relay_response(struct conn *c)
+{
+	for (;;) {
+		size_t avail = c->uin->len - c->uin->pos;
+
+		if (avail > 0) {
+			ssize_t take = c->respf->done ? 0
+						      : framer_feed(c->respf, c->uin->data + c->uin->pos,
+								    avail);
+
+			if (take < 0) {
+				audit(c, "allow", "bad-response-body");
+				conn_free(c);
+				return STEP_FREED;
+			}
+			/* Write exactly the framed bytes; anything after them from
+			 * upstream is not part of this response and is dropped with
+			 * the upstream connection below. */
+			if (take > 0) {
+				while (take > 0) {
+					ssize_t k = send(c->cev.fd, c->uin->data + c->uin->pos,
+							 (size_t)take, MSG_NOSIGNAL);
+
+					if (k < 0 && errno == EAGAIN) {
+						/* The framer has seen these bytes already:
+						 * flush_pending() sends them first. */
+						c->pend = (size_t)take;
+						want(c, EPOLLOUT, 0);
+						return STEP_AGAIN;
+					}
+					if (k <= 0) {
+						audit(c, "allow", "client-gone");
+						conn_free(c);
+						return STEP_FREED;
+					}
+					c->down += (uint64_t)k;
+					c->uin->pos += (size_t)k;
+					take -= k;
+				}
+			}
+			if (c->respf->done)
+				break;
+			if (c->uin->pos < c->uin->len)
+				continue;
+		}
+		if (c->respf->done)
+			break;
+		{
+			ssize_t got = read_into(c->uev.fd, c->uin);
+
+			if (got == -EAGAIN) {
+				want(c, 0, EPOLLIN);
+				return STEP_AGAIN;
+			}
+			if (got == 0) {
+				if (framer_finish(c->respf))
+					break;
+			}
+			if (got <= 0) {
+				audit(c, "allow", "upstream-reset");
+				conn_free(c);
+				return STEP_FREED;
+			}
+		}
+	}
+	metrics_bytes(c->up, c->down);
+	audit(c, "allow", "allowed");
+	if (c->uin->pos < c->uin->len || !c->upstream_reusable)
+		close_upstream(c);
+	c->uin->pos = c->uin->len = 0;
+	if (!c->client_keepalive) {
+		conn_free(c);
+		return STEP_FREED;
+	}
+	/* Next request on the kept-alive connection. */
+	c->up = c->down = 0;
+	c->status = 0;
+	c->head_started = false;
+	c->st = CS_HEAD;
+	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
+	return STEP_NEXT;
+}
+
+/* Finishes writing bytes the framer already admitted (see relay_response). */
+static enum step flush_pending(struct conn *c)
+{
+	while (c->pend > 0) {
+		ssize_t k = send(c->cev.fd, c->uin->data + c->uin->pos, c->pend, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EAGAIN) {
+			want(c, EPOLLOUT, 0);
+			return STEP_AGAIN;
+		}
+		if (k <= 0) {
+			audit(c, "allow", "client-gone");
+			conn_free(c);
+			return STEP_FREED;
+		}
+		c->down += (uint64_t)k;
+		c->uin->pos += (size_t)k;
+		c->pend -= (size_t)k;
+	}
+	return STEP_NEXT;
+}
+
+/* --- the request head ---------------------------------------------------------------- */
+
+static enum step read_head(struct conn *c)
+{
+	struct http_request *req;
+	ssize_t got = 0;
+	int hl;
+	enum step s;
+
+	if (!c->in) {
+		c->in = buf_new(broker.cfg.max_head_bytes);
+		if (!c->in)
+			return conn_free(c), STEP_FREED;
+	}
+	if (c->in->len == c->in->pos) {
+		got = read_into(c->cev.fd, c->in);
+		if (got == -EAGAIN) {
+			want(c, EPOLLIN, c->uev.fd >= 0 ? EPOLLRDHUP : 0);
+			return STEP_AGAIN;
+		}
+		if (got <= 0) {
+			conn_free(c);
+			return STEP_FREED;
+		}
+	}
+	if (!c->head_started) {
+		c->head_started = true;
+		c->t_req = loop_now_ms(c->w->loop);
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	}
+	req = malloc(sizeof(*req));
+	if (!req)
+		return conn_free(c), STEP_FREED;
+	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
+				broker.cfg.max_head_bytes, req);
+	if (hl == 0) {
+		free(req);
+		buf_compact(c->in);
+		if (c->in->len == c->in->cap)
+			return reply(c, 400, "deny", "head-too-large");
+		got = read_into(c->cev.fd, c->in);
+		if (got == -EAGAIN) {
+			want(c, EPOLLIN, 0);
+			return STEP_AGAIN;
+		}
+		if (got <= 0) {
+			conn_free(c);
+			return STEP_FREED;
+		}
+		return STEP_NEXT;
+	}
+	if (hl < 0) {
+		const char *why = req->error ? req->error : "bad-request";
+
+		free(req);
+		c->method[0] = c->path[0] = '\0';
+		if (!strcmp(why, "numeric-host"))
+			return deny(c, "address-literal");
+		return reply(c, 400, "deny", hl == -EMSGSIZE ? "head-too-large" : why);
+	}
+	/* From here the resolver and connect deadlines bound the wait. */
+	loop_timer_arm(c->w->loop, &c->timer,
+		       broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	c->head_len = hl;
+	s = decide(c, req);
+	free(req);
+	if (s == STEP_NEXT && c->st == CS_HEAD)
+		return start_request(c); /* reused upstream connection */
+	return s;
+}
+
+/* --- driver ---------------------------------------------------------------------- */
+
+static enum step linger(struct conn *c)
+{
+	char sink[4096];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		ssize_t k = recv(c->cev.fd, sink, sizeof(sink), 0);
+
+		if (k > 0)
+			continue;
+		if (k < 0 && errno == EAGAIN) {
+			want(c, EPOLLIN, 0);
+			return STEP_AGAIN;
+		}
+		break;
+	}
+	conn_free(c);
+	return STEP_FREED;
+}
+
+static enum step step(struct conn *c)
+{
+	int r;
+
+	switch (c->st) {
+	case CS_HEAD:
+		return read_head(c);
+	case CS_RESOLVE:
+		return begin_connect(c);
+	case CS_CONNECT:
+		return connected(c);
+	case CS_ESTABLISH:
+		return establish(c);
+	case CS_TUNNEL:
+		return tunnel(c);
+	case CS_REQ:
+		return send_request(c);
+	case CS_RESP_HEAD:
+		return read_response_head(c);
+	case CS_RESP_BODY:
+		if (c->pend > 0) {
+			enum step s = flush_pending(c);
+
+			if (s != STEP_NEXT)
+				return s;
+		}
+		return relay_response(c);
+	case CS_REPLY:
+		r = write_out(c->cev.fd, c->out, c->out->len, NULL);
+		if (r == 0) {
+			want(c, EPOLLOUT, 0);
+			return STEP_AGAIN;
+		}
+		if (r < 0) {
+			conn_free(c);
+			return STEP_FREED;
+		}
+		shutdown(c->cev.fd, SHUT_WR);
+		c->st = CS_LINGER;
+		return STEP_NEXT;
+	case CS_LINGER:
+		return linger(c);
+	}
+	return STEP_AGAIN;
+}
+
+static void conn_run(struct conn *c)
+{
+	int i;
+
+	/* Bounded: a connection yields after this many transitions. */
+	for (i = 0; i < 256; i++) {
+		enum step s = step(c);
+
+		if (s != STEP_NEXT)
+			return;
+	}
+	/* Still runnable: come back on the next iteration through the timer. */
+	loop_timer_arm(c->w->loop, &c->timer, 0);
+}
+
+static void on_client(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, cev);
+
+	/* Hang-ups are reported whatever the mask: a client gone while the
+	 * broker waits on something else ends the connection now. */
+	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
+	    c->st != CS_REPLY) {
+		if (c->st != CS_HEAD)
+			audit(c, "allow", "client-gone");
+		conn_free(c);
+		return;
+	}
+	conn_run(c);
+}
+
+static void on_upstream(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, uev);
+
+	(void)events;
+	conn_run(c);
+}
+
+/* --- accepting --------------------------------------------------------------------- */
+
+static void refuse_now(int fd, int status, const char *reason)
+{
+	char msg[300];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\nsluice: refused (%s)\n",
+			 status, status_text(status), reason, strlen(reason) + 19, reason);
+
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* The client is gone; nothing to tell it. */
+	}
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *peer)
+{
+	struct sandbox *sb;
+	struct policy *pol = NULL;
+	struct conn *c;
+	struct sl_addr src;
+	uint16_t sport;
+	int one = 1;
+
+	addr_from_sockaddr((const struct sockaddr *)peer, &src, &sport);
+	sb = sandbox_lookup(&src, &pol);
+	if (!sb) {
+		struct audit_event ev = { .proto = "connect", .addr = &src, .port = sport,
+					  .decision = "deny", .reason = "unknown-source",
+					  .status = 403 };
+
+		audit_log(&ev);
+		metrics_decision("connect", "deny", "unknown-source");
+		refuse_now(fd, 403, "unknown-source");
+		return;
+	}
+	if (atomic_load(&broker.draining)) {
+		refuse_now(fd, 503, "broker-draining");
+		goto drop;
+	}
+	if (atomic_fetch_add(&broker.total_conns, 1) >= broker.cfg.max_connections) {
+		atomic_fetch_sub(&broker.total_conns, 1);
+		metrics_decision("connect", "deny", "broker-connection-limit");
+		refuse_now(fd, 503, "broker-connection-limit");
+		log_warn("proxy: total connection limit %u reached", broker.cfg.max_connections);
+		goto drop;
+	}
+	if (atomic_fetch_add(&sb->conns, 1) >= policy_limits(pol)->connections) {
+		struct audit_event ev = { .sandbox = sb->name, .proto = "connect", .addr = &src,
+					  .port = sport, .decision = "deny",
+					  .reason = "connection-limit", .status = 429 };
+
+		atomic_fetch_sub(&sb->conns, 1);
+		atomic_fetch_sub(&broker.total_conns, 1);
+		audit_log(&ev);
+		metrics_decision("connect", "deny", "connection-limit");
+		refuse_now(fd, 429, "connection-limit");
+		goto drop;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		atomic_fetch_sub(&sb->conns, 1);
+		atomic_fetch_sub(&broker.total_conns, 1);
+		refuse_now(fd, 503, "out-of-memory");
+		goto drop;
+	}
+	c->counted = true;
+	c->w = w;
+	c->sb = sb;
+	c->pol = pol;
+	c->cev.fd = fd;
+	c->cev.cb = on_client;
+	c->uev.fd = -1;
+	c->uev.cb = on_upstream;
+	c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
+	c->timer.cb = on_timer;
+	c->rule = -1;
+	c->st = CS_HEAD;
+	c->t_req = loop_now_ms(w->loop);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	atomic_fetch_add(&w->n_conns, 1);
+	metrics_connection_open();
+	c->cev_mask = EPOLLIN;
+	if (loop_add(w->loop, &c->cev, EPOLLIN) < 0) {
+		conn_free(c);
+		return;
+	}
+	loop_timer_arm(w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	return;
+drop:
+	policy_unref(pol);
+	sandbox_put(sb);
+}
+
+void proxy_accept(struct ev *ev, uint32_t events)
+{
+	struct worker *w = container_of(ev, struct worker, proxy_ev);
+	int i;
+
+	(void)events;
+	cur_worker = w;
+	for (i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(ev->fd, (struct sockaddr *)&peer, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				log_warn("proxy: out of file descriptors");
+			return;
+		}
+		accept_one(w, fd, &peer);
+	}
+}
+
+void proxy_close_sandbox_post(void *arg)
+{
+	struct sandbox *sb = arg;
+	struct worker *w = cur_worker;
+	struct conn *c, *next;
+
+	for (c = w ? w->conns : NULL; c; c = next) {
+		next = c->next;
+		if (c->sb == sb) {
+			audit(c, "deny", "sandbox-deleted");
+			conn_free(c);
+		}
+	}
+	sandbox_put(sb);
+}
+
+void proxy_close_all(struct worker *w)
+{
+	while (w->conns)
+		conn_free(w->conns);
+}
+
+void proxy_set_worker(struct worker *w)
+{
+	cur_worker = w;
+}

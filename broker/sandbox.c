@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+/* The table of registered sandboxes: who a source address is, and with
+ * which policy.
+ *
+ * Theory of operation: the control thread registers, unregisters and
+ * reloads; workers look sandboxes up per accepted connection. Lookups take
+ * the read lock, find the entry by source address in a hash table, and take
+ * references on the sandbox and its policy, so a reload or an unregister
+ * never frees what a connection still uses. Registrations are written to
+ * state_dir/sandboxes/NAME (address and policy path, never a secret) and
+ * restored at start-up. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker/broker_internal.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+#define HASH_SLOTS (SANDBOX_MAX * 2)
+
+static struct {
+	pthread_rwlock_t lock;
+	struct sandbox **slot; /* open addressing by address; NULL empty */
+	size_t n;
+	char dir[300];
+} tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+
+static struct sandbox *const TOMBSTONE = (struct sandbox *)(uintptr_t)1;
+
+static size_t addr_hash(const struct sl_addr *a)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < 16; i++) {
+		h ^= a->b[i];
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h % HASH_SLOTS);
+}
+
+int sandbox_table_init(const struct broker_config *cfg)
+{
+	tab.slot = calloc(HASH_SLOTS, sizeof(*tab.slot));
+	if (!tab.slot)
+		return -ENOMEM;
+	snprintf(tab.dir, sizeof(tab.dir), "%s/sandboxes", cfg->state_dir);
+	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(tab.dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static bool name_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > SANDBOX_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* Slot of @a, or of the first free place for it when @for_insert. */
+static ssize_t find_slot(const struct sl_addr *a, bool for_insert)
+{
+	size_t i = addr_hash(a), k;
+	ssize_t free_slot = -1;
+
+	for (k = 0; k < HASH_SLOTS; k++, i = (i + 1) % HASH_SLOTS) {
+		struct sandbox *s = tab.slot[i];
+
+		if (!s)
+			return for_insert ? (free_slot >= 0 ? free_slot : (ssize_t)i) : -1;
+		if (s == TOMBSTONE) {
+			if (free_slot < 0)
+				free_slot = (ssize_t)i;
+			continue;
+		}
+		if (memcmp(&s->addr, a, sizeof(*a)) == 0)
+			return for_insert ? -EEXIST : (ssize_t)i;
+	}
+	return for_insert ? free_slot : -1;
+}
+
+static struct sandbox *find_name(const char *name, size_t *idx)
+{
+	size_t i;
+
+	for (i = 0; i < HASH_SLOTS && tab.n; i++) {
+		struct sandbox *s = tab.slot[i];
+
+		if (s && s != TOMBSTONE && strcmp(s->name, name) == 0) {
+			*idx = i;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol)
+{
+	struct sandbox *sb = NULL;
+	ssize_t i;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	i = find_slot(src, false);
+	if (i >= 0) {
+		sb = tab.slot[i];
+		atomic_fetch_add(&sb->refs, 1);
+		*pol = policy_ref(sb->policy);
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	return sb;
+}
+
+void sandbox_put(struct sandbox *sb)
+{
+	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1) {
+		policy_unref(sb->policy);
+		free(sb);
+	}
+}
+
+static int persist(const struct sandbox *sb)
+{
+	char path[600], tmp[620];
+	FILE *f;
+	char a[ADDR_STRLEN];
+
+	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	addr_format(&sb->addr, a, sizeof(a));
+	fprintf(f, "%s\n%s\n", a, sb->policy_path);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		int e = -errno;
+
+		fclose(f);
+		unlink(tmp);
+		return e;
+	}
+	fclose(f);
+	if (rename(tmp, path) < 0) {
+		int e = -errno;
+
+		unlink(tmp);
+		return e;
+	}
+	return 0;
+}
+
+int sandbox_register(const char *name, const char *addr, const char *policy_path,
+		     bool save, char *err, size_t errlen)
+{
+	struct policy_error perr;
+	struct sandbox *sb;
+	size_t idx;
+	ssize_t slot;
+	int r;
+
+	if (!name_ok(name)) {
+		snprintf(err, errlen, "bad sandbox name `%s`", name);
+		return -EINVAL;
+	}
+	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(sb->policy_path)) {
+		snprintf(err, errlen, "policy path `%s` must be absolute", policy_path);
+		return -EINVAL;
+	}
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	atomic_init(&sb->refs, 1);
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	if (addr_parse(addr, &sb->addr) < 0) {
+		snprintf(err, errlen, "bad address `%s`", addr);
+		free(sb);
+		return -EINVAL;
+	}
+	r = policy_load_file(policy_path, &sb->policy, &perr);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		free(sb);
+		return r;
+	}
+	pthread_rwlock_wrlock(&tab.lock);
+	if (find_name(name, &idx)) {
+		r = -EEXIST;
+		snprintf(err, errlen, "sandbox `%s` exists", name);
+	} else if ((slot = find_slot(&sb->addr, true)) < 0 || tab.n >= SANDBOX_MAX) {
+		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
+		if (r == -EEXIST)
+			snprintf(err, errlen, "address `%s` is registered already", addr);
+		else
+			snprintf(err, errlen, "too many sandboxes (at most %d)", SANDBOX_MAX);
+	} else {
+		r = save ? persist(sb) : 0;
+		if (r < 0) {
+			snprintf(err, errlen, "cannot write registration in %s: %s", tab.dir,
+				 strerror(-r));
+		} else {
+			tab.slot[slot] = sb;
+			tab.n++;
+			sb = NULL;
+		}
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	if (sb) {
+		policy_unref(sb->policy);
+		free(sb);
+		return r;
+	}
+	log_info("sandbox: registered `%s` at %s with %s", name, addr, policy_path);
+	return 0;
+}
+
+int sandbox_unregister(const char *name, char *err, size_t errlen)
+{
+	struct sandbox *sb;
+	char path[600];
+	size_t idx;
+	unsigned i;
+
+	pthread_rwlock_wrlock(&tab.lock);
+	sb = find_name(name, &idx);
+	if (sb) {
+		tab.slot[idx] = TOMBSTONE;
+		tab.n--;
+		snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
+		unlink(path);
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	if (!sb) {
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+		return -ENOENT;
+	}
+	atomic_store(&sb->dead, true);
+	/* Every worker closes the sandbox's open flows; each holds a reference
+	 * until it has. */
+	for (i = 0; i < broker.n_workers; i++) {
+		struct worker *w = &broker.workers[i];
+
+		atomic_fetch_add(&sb->refs, 1);
+		if (loop_post(w->loop, proxy_close_sandbox_post, sb) < 0)
+			sandbox_put(sb);
+	}
+	log_info("sandbox: unregistered `%s`", name);
+	sandbox_put(sb);
+	return 0;
+}
+
+int sandbox_list(char *buf, size_t len)
+{
+	size_t i, o = 0;
+	int k;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS && o < len; i++) {
+		struct sandbox *s = tab.slot[i];
+		char a[ADDR_STRLEN];
+
+		if (!s || s == TOMBSTONE)
+			continue;
+		addr_format(&s->addr, a, sizeof(a));
+		k = snprintf(buf + o, len - o, "%s %s %s %u\n", s->name, a, s->policy_path,
+			     atomic_load(&s->conns));
+		if (k < 0 || (size_t)k >= len - o) {
+			o = len;
+			break;
+		}
+		o += (size_t)k;
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	return o >= len ? -ENOSPC : (int)o;
+}
+
+size_t sandbox_count(void)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	n = tab.n;
+	pthread_rwlock_unlock(&tab.lock);
+	return n;
+}
+
+/*
+ * Loads every sandbox's policy anew; swaps them in only if all load, so a
+ * broken file leaves every old policy in place.
+ */
+int sandbox_reload_all(char *err, size_t errlen)
+{
+	struct policy **fresh;
+	size_t i;
+	int r = 0;
+
+	fresh = calloc(HASH_SLOTS, sizeof(*fresh));
+	if (!fresh)
+		return -ENOMEM;
+	/* The control thread is the only writer, so the set of sandboxes cannot
+	 * change between the two passes; the read lock keeps workers going. */
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS && r == 0; i++) {
+		struct sandbox *s = tab.slot[i];
+		struct policy_error perr;
+
+		if (!s || s == TOMBSTONE)
+			continue;
+		r = policy_load_file(s->policy_path, &fresh[i], &perr);
+		if (r < 0)
+			snprintf(err, errlen, "%s", perr.msg);
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	if (r == 0) {
+		pthread_rwlock_wrlock(&tab.lock);
+		for (i = 0; i < HASH_SLOTS; i++) {
+			struct sandbox *s = tab.slot[i];
+			struct policy *old;
+
+			if (!s || s == TOMBSTONE || !fresh[i])
+				continue;
+			old = s->policy;
+			s->policy = fresh[i];
+			fresh[i] = old; /* unref'd below, outside the lock */
+		}
+		pthread_rwlock_unlock(&tab.lock);
+	}
+	for (i = 0; i < HASH_SLOTS; i++)
+		policy_unref(fresh[i]);
+	free(fresh);
+	return r;
+}
+
+int sandbox_restore(char *err, size_t errlen)
+{
+	DIR *d = opendir(tab.dir);
+	struct dirent *de;
+	int n = 0, bad = 0;
+
+	if (!d) {
+		snprintf(err, errlen, "cannot read %s: %s", tab.dir, strerror(errno));
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		char path[600], addr[64] = "", pol[300] = "", e[600];
+		FILE *f;
+
+		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tab.dir, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(addr, sizeof(addr), f) || !fgets(pol, sizeof(pol), f)) {
+			fclose(f);
+			log_err("sandbox: unreadable registration %s: skipped", path);
+			bad++;
+			continue;
+		}
+		fclose(f);
+		addr[strcspn(addr, "\n")] = '\0';
+		pol[strcspn(pol, "\n")] = '\0';
+		if (sandbox_register(de->d_name, addr, pol, false, e, sizeof(e)) < 0) {
+			/* Fail closed: the sandbox stays unregistered and reaches
+			 * nothing; its file stays for the operator to fix. */
+			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
+			bad++;
+			continue;
+		}
+		n++;
+	}
+	closedir(d);
+	log_info("sandbox: restored %d registrations (%d failed)", n, bad);
+	return n;
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/* The CLI's side of the control socket, and the subcommands that only talk
+ * to the broker: register, unregister, list, status, reload. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "netns/netns.h"
+#include "policy/policy.h"
+
+const char *netns_socket_path = "/run/sluice/sluiced.sock";
+
+#define RESP_MAX (1 << 20)
+
+/*
+ * Sends one request line; *resp gets the answer after "ok\n" (malloc'd,
+ * caller frees). Return: 0; -EPROTO with *resp holding the broker's error
+ * message; another -errno when the broker cannot be reached.
+ */
+int netns_ctl(const char *line, char **resp)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 30 };
+	size_t got = 0;
+	char *buf;
+	int fd, r = 0;
+
+	*resp = NULL;
+	if (strlen(netns_socket_path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, netns_socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	buf = malloc(RESP_MAX + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t k = recv(fd, buf + got, RESP_MAX - got, 0);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (got == RESP_MAX)
+			break;
+	}
+	close(fd);
+	buf[got] = '\0';
+	if (strncmp(buf, "ok\n", 3) == 0) {
+		memmove(buf, buf + 3, got - 2);
+		*resp = buf;
+		return 0;
+	}
+	if (strncmp(buf, "error: ", 7) == 0) {
+		memmove(buf, buf + 7, got - 6);
+		buf[strcspn(buf, "\n")] = '\0';
+		*resp = buf;
+		return -EPROTO;
+	}
+	free(buf);
+	return -EIO;
+}
+
+/* Runs a request and prints the answer or the error; returns an exit status. */
+static int ctl_print(const char *line, bool print_body)
+{
+	char *resp;
+	int r = netns_ctl(line, &resp);
+
+	if (r == -EPROTO) {
+		fprintf(stderr, "sluice: %s\n", resp);
+		free(resp);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "sluice: cannot reach sluiced at %s: %s\n", netns_socket_path,
+			strerror(-r));
+		return 1;
+	}
+	if (print_body)
+		fputs(resp, stdout);
+	free(resp);
+	return 0;
+}
+
+int cmd_register(int argc, char **argv)
+{
+	const char *addr = NULL, *policy = NULL, *name = NULL;
+	char abs[PATH_MAX], line[PATH_MAX + 200];
+	struct policy_error err;
+	struct policy *p;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--addr") && i + 1 < argc)
+			addr = argv[++i];
+		else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			policy = argv[++i];
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			goto usage;
+	}
+	if (!name || !addr || !policy)
+		goto usage;
+	if (policy_load_file(policy, &p, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	policy_unref(p);
+	if (!realpath(policy, abs)) {
+		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
+		return 1;
+	}
+	if (strpbrk(abs, " \t\n")) {
+		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
+		return 1;
+	}
+	snprintf(line, sizeof(line), "register %s %s %s", name, addr, abs);
+	return ctl_print(line, false);
+usage:
+	fprintf(stderr, "usage: sluice register NAME --addr ADDR --policy FILE\n");
+	return 2;
+}
+
+int cmd_unregister(int argc, char **argv)
+{
+	char line[200];
+
+	if (argc != 2 || strlen(argv[1]) > 100) {
+		fprintf(stderr, "usage: sluice unregister NAME\n");
+		return 2;
+	}
+	snprintf(line, sizeof(line), "unregister %s", argv[1]);
+	return ctl_print(line, false);
+}
+
+int cmd_list(int argc, char **argv)
+{
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	char *resp, *line, *save = NULL;
+	int r, n = 0;
+
+	if (argc > 2 || (argc == 2 && !json)) {
+		fprintf(stderr, "usage: sluice list [--json]\n");
+		return 2;
+	}
+	r = netns_ctl("list", &resp);
+	if (r < 0)
+		return ctl_print("list", true);
+	if (!json)
+		printf("%-24s %-16s %-8s %s\n", "NAME", "ADDRESS", "CONNS", "POLICY");
+	else
+		printf("[");
+	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[64], addr[64], pol[PATH_MAX];
+		unsigned conns;
+
+		if (sscanf(line, "%63s %63s %4095s %u", name, addr, pol, &conns) != 4)
+			continue;
+		if (json)
+			printf("%s{\"name\":\"%s\",\"address\":\"%s\",\"policy\":\"%s\",\"connections\":%u}",
+			       n ? "," : "", name, addr, pol, conns);
+		else
+			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
+		n++;
+	}
+	if (json)
+		printf("]\n");
+	free(resp);
+	return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--metrics"))
+		return ctl_print("metrics", true);
+	if (argc != 1) {
+		fprintf(stderr, "usage: sluice status [--metrics]\n");
+		return 2;
+	}
+	return ctl_print("status", true);
+}
+
+int cmd_reload(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: sluice reload\n");
+		return 2;
+	}
+	return ctl_print("reload", false);
+}

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+/* sluice: the command-line tool. Subcommands are cmd_<name> in one table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netns/netns.h"
+
+static int cmd_help(int argc, char **argv);
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *usage;
+} commands[] = {
+	{ "policy", cmd_policy, "policy check FILE...        validate policies\n  policy test FILE TARGET...  what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
+	{ "register", cmd_register,
+	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
+	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
+	{ "list", cmd_list, "list [--json]               registered sandboxes" },
+	{ "status", cmd_status, "status [--metrics]          broker counters (Prometheus text with --metrics)" },
+	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
+	{ "help", cmd_help, "help                        this text" },
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	size_t i;
+
+	(void)argc;
+	(void)argv;
+	printf("usage: sluice [--socket PATH] COMMAND [ARGS]\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		printf("  %s\n", commands[i].usage);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *env = getenv("SLUICE_SOCKET");
+	size_t i;
+	int a, o;
+
+	if (env && *env)
+		netns_socket_path = env;
+	/* --socket PATH may stand anywhere. */
+	for (a = 1, o = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--socket") && a + 1 < argc) {
+			netns_socket_path = argv[++a];
+			continue;
+		}
+		argv[o++] = argv[a];
+	}
+	argc = o;
+	argv[argc] = NULL;
+
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(0, NULL);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "sluice: unknown command `%s` (try `sluice help`)\n", argv[1]);
+	return 2;
+}

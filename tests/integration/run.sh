@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# run.sh - runs the integration tests (tests/integration/test_*.sh) and sums their results.
+#
+#   SLUICE_BIN=DIR bash tests/integration/run.sh [test_NAME.sh ...]
+#
+# SLUICE_BIN names the directory holding bin/sluiced and bin/sluice; it is
+# passed on to every test. Each test runs under `timeout 600`, its own shell
+# in an empty network namespace (unshare --net, lo up: see lib.sh), and its
+# output is shown as it comes. A test's result is its last
+# "N passed, N failed" line; a test that has no such line, or that exits
+# non-zero while claiming no failure, counts one more failure. The last line
+# is "integration: N passed, N failed"; the exit status is 1 if any failed.
+
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# Passed on as given (exported); not defaulted here, so a test's own default applies.
+[ -n "${SLUICE_BIN:-}" ] && export SLUICE_BIN
+
+if [ "$(id -u)" != 0 ]; then
+	echo "integration: needs root (network namespaces)" >&2
+	echo "integration: 0 passed, 1 failed"
+	exit 1
+fi
+
+tests=()
+if [ $# -gt 0 ]; then
+	for t in "$@"; do
+		[ -f "$t" ] || t=$here/$(basename "$t")
+		tests+=("$t")
+	done
+else
+	for t in "$here"/test_*.sh; do
+		[ -e "$t" ] && tests+=("$t")
+	done
+fi
+
+log=$(mktemp /tmp/sluice-integration.XXXXXX) || exit 1
+trap 'rm -f "$log"' EXIT
+pass=0
+fail=0
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	echo "# --- $name"
+	if [ ! -f "$t" ]; then
+		echo "# $name: no such test"
+		fail=$((fail + 1))
+		continue
+	fi
+	: >"$log"
+	# Output goes to a file and is followed with tail --pid, not piped:
+	# a stray process holding a pipe open could otherwise hang the run.
+	# Each test's own shell runs in an empty network namespace (see lib.sh):
+	# what it forgets to run inside the world goes nowhere.
+	SLUICE_TEST_ISOLATED=1 timeout -k 60 600 unshare --net -- \
+		bash -c 'ip link set lo up && exec bash "$1"' t_isolated "$t" \
+		>"$log" 2>&1 </dev/null &
+	tpid=$!
+	tail -n +1 -s 0.2 -f --pid="$tpid" "$log"
+	wait "$tpid"
+	rc=$?
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "# $name: exited $rc without a result line: counted as 1 failed"
+		fail=$((fail + 1))
+		continue
+	fi
+	read -r p _ f _ <<<"$line"
+	pass=$((pass + p))
+	fail=$((fail + f))
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		echo "# $name: exited $rc after reporting no failure: counted as 1 failed"
+		fail=$((fail + 1))
+	fi
+done
+if [ ${#tests[@]} = 0 ]; then
+	echo "# no tests found in $here"
+	fail=1
+fi
+echo "integration: $pass passed, $fail failed"
+[ "$fail" = 0 ]

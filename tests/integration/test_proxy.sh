@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The explicit proxy in the test world: every answer and reason, the limits,
+# reload, restart with restored registrations, audit and metrics; and no decoy
+# hit at the end.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/integration/lib.sh
+
+BIN=${SLUICE_BIN:-$PWD/bin}
+RAWPY=$PWD/tests/integration/rawhttp.py
+
+world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
+BPID=
+stop_broker() {
+	[ -n "$BPID" ] || return 0
+	kill -TERM "$BPID" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$BPID" 2>/dev/null
+	wait "$BPID" 2>/dev/null
+	BPID=
+}
+trap 'stop_broker; world_down' EXIT
+
+D=$WORLD_DIR
+SOCK=$D/ctl.sock
+cat >"$D/sluiced.yaml" <<EOF
+control_socket: $SOCK
+state_dir: $D/state
+upstream_resolvers: [11.0.1.53]
+audit_log: $D/audit.log
+workers: 2
+max_head_bytes: 4096
+head_timeout: 1s
+connect_timeout: 1s
+response_timeout: 2s
+drain_timeout: 2s
+EOF
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+    - host: rebind.world.test
+    - host: metadata.world.test
+    - host: loop.world.test
+    - host: mixed.world.test
+    - host: nx.world.test
+    - host: closed.echo.world.test
+    - host: "*.canary.world.test"
+    - host: echo.world.test
+      ports: [8443, 22]
+    - cidr: 11.0.2.20/32
+      ports: [80]
+    - cidr: 11.0.9.0/24
+      ports: [80]
+    - cidr: 11.0.0.0/24
+      ports: [3128]
+limits: { connections: 4, idle_timeout: 2s }
+EOF
+
+start_broker() {
+	# A simple command, so that $! is sluiced itself (ip netns exec execs it).
+	ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
+	BPID=$!
+	for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+}
+S() { "$BIN/sluice" --socket "$SOCK" "$@"; }
+start_broker
+t_ok "broker starts and answers on its control socket" test -S "$SOCK"
+
+world_add_client c1 10.99.0.2/30 10.99.0.1 || echo "client c1 failed"
+world_add_client c2 10.99.0.6/30 10.99.0.5 || echo "client c2 failed"
+t_ok "register c1" S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_rc "register twice is refused" 1 S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_contains "list shows c1" "$(S list)" "c1"
+t_contains "list --json" "$(S list --json)" '"name":"c1"'
+
+P="-x http://10.99.0.1:3128"
+c1() { client_exec c1 "$@"; }
+# Raw bytes to the proxy, always from inside the client namespace.
+raw() { client_exec c1 /usr/bin/python3 "$RAWPY" 10.99.0.1 3128 "$@"; }
+reason() { # URL [curl args...]: prints "STATUS REASON"
+	local url=$1
+	shift
+	c1 curl -s -m 10 -o /dev/null -D - $P "$@" "$url" |
+		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+}
+
+# --- allowed -----------------------------------------------------------------
+t_ok "GET through the proxy" c1 curl -sf -m 10 $P -H 'X-Test: 1' --proxy-user u:p \
+	-H 'Proxy-Connection: keep-alive' http://echo.world.test/hello
+t_contains "the echo server saw our header" "$T_OUT" '"X-Test", "1"'
+t_not_contains "Proxy-Authorization is not forwarded" "$(echo "$T_OUT" | tr A-Z a-z)" 'proxy-authorization'
+t_not_contains "Proxy-Connection is not forwarded" "$(echo "$T_OUT" | tr A-Z a-z)" 'proxy-connection'
+t_contains "origin-form upstream" "$T_OUT" '"path": "/hello"'
+t_ok "CONNECT tunnel to HTTPS" c1 curl -sf -m 10 $P --cacert "$WORLD_CA" https://echo.world.test/tls
+t_contains "TLS through the tunnel reached the echo server" "$T_OUT" '"path": "/tls"'
+t_ok "keep-alive: two requests, one connection" c1 curl -s -m 10 $P -o /dev/null -o /dev/null \
+	-w '%{http_code} %{num_connects}\n' http://echo.world.test/a http://echo.world.test/b
+t_eq "second request reused the connection" "200 1
+200 0" "$T_OUT"
+t_ok "POST body is relayed" c1 curl -sf -m 10 $P --data-binary "@$PWD/README.md" http://echo.world.test/post
+t_contains "upstream got the whole body" "$T_OUT" "\"body_len\": $(stat -c %s README.md)"
+t_ok "chunked upload is relayed" c1 curl -sf -m 10 $P -H 'Transfer-Encoding: chunked' --data-binary 'hello' http://echo.world.test/chunked
+t_contains "upstream got the chunked body" "$T_OUT" '"body_len": 5'
+t_ok "large download" c1 curl -sf -m 30 $P -o /dev/null -w '%{size_download}' http://echo.world.test/bytes/20000000
+t_eq "20 MB arrived whole" "20000000" "$T_OUT"
+t_ok "a name with an address in a denied range and one allowed: the allowed one" \
+	c1 curl -sf -m 10 $P http://mixed.world.test/
+t_contains "mixed name reached the echo server" "$T_OUT" '11.0.2.10'
+t_ok "cidr rule allows a literal on its port" c1 curl -sf -m 10 $P http://11.0.2.20/
+t_ok "pipelined requests are answered in order" raw \
+	'GET http://echo.world.test/p1 HTTP/1.1\r\nHost: echo.world.test\r\n\r\nGET http://echo.world.test/p2 HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n'
+t_eq "both answers, p1 first" "/p1 /p2" "$(echo "$T_OUT" | grep -o '"path": "/p[12]"' | cut -d'"' -f4 | tr '\n' ' ' | sed 's/ $//')"
+t_ok "SSH-like TCP through CONNECT on an allowed port" raw \
+	'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\nping\n' --hold 2
+t_contains "tunnel carried the banner and the echo" "$T_OUT" "SSH-2.0-sluice-world"
+
+# --- refused -------------------------------------------------------------------
+t_eq "not allowlisted" "403 not-allowlisted" "$(reason http://other.world.test/)"
+t_eq "CONNECT not allowlisted" "403 not-allowlisted" "$(reason https://other.world.test/ --cacert "$WORLD_CA")"
+t_eq "port not allowed" "403 port-not-allowed" "$(reason http://echo.world.test:8080/)"
+t_eq "address literal" "403 address-literal" "$(reason http://11.0.2.10/)"
+t_eq "address literal via CONNECT" "403 address-literal" "$(reason https://11.0.2.10/ -k)"
+t_eq "numeric spelling of an address" "403 address-literal" "$(reason http://0x0b.0.2.10/)"
+t_eq "decimal spelling of an address" "403 address-literal" "$(reason http://184549898/)"
+t_eq "cidr rule on another port" "403 port-not-allowed" "$(reason http://11.0.2.20:8080/)"
+t_eq "allowed name resolving into 10/8 (rebinding)" "403 address-denied" "$(reason http://rebind.world.test/)"
+t_eq "allowed name resolving to metadata" "403 address-denied" "$(reason http://metadata.world.test/)"
+t_eq "allowed name resolving to loopback" "403 address-denied" "$(reason http://loop.world.test/)"
+t_eq "the broker's own address and port" "403 broker-address" "$(reason http://11.0.0.2:3128/)"
+t_eq "redirect to a host outside policy" "403 redirect-outside-policy" \
+	"$(reason 'http://echo.world.test/redirect?to=http://other.world.test/&code=302')"
+t_eq "redirect to a private address" "403 redirect-outside-policy" \
+	"$(reason 'http://echo.world.test/redirect?to=http://10.0.0.5/&code=301')"
+t_eq "redirect within policy passes" "302 " \
+	"$(reason 'http://echo.world.test/redirect?to=http://echo.world.test/x&code=302')"
+t_eq "relative redirect passes" "307 " "$(reason 'http://echo.world.test/redirect?to=/y&code=307')"
+t_eq "name that does not resolve" "502 dns-failure" "$(reason http://nx.world.test/)"
+t_eq "connection refused upstream" "502 connect-failed" "$(reason http://echo.world.test:8443/ --proxy-header 'X: y')"
+t_eq "upstream that never answers the SYN" "504 connect-timeout" "$(reason http://11.0.9.9/)"
+t_ok "unregistered source" client_exec c2 curl -s -m 10 -o /dev/null -D - -x http://10.99.0.5:3128 http://echo.world.test/
+t_contains "unknown source gets 403 unknown-source" "$T_OUT" "unknown-source"
+
+# --- malformed input: 400 and the broker goes on ---------------------------------
+bad() { # NAME PAYLOAD EXPECTED-REASON
+	t_ok "$1: answered" raw "$2"
+	t_contains "$1: 400 $3" "$T_OUT" "X-Sluice-Reason: $3"
+}
+bad "Content-Length with Transfer-Encoding" \
+	'POST http://echo.world.test/ HTTP/1.1\r\nHost: echo.world.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' cl-and-te
+bad "duplicate Content-Length" \
+	'POST http://echo.world.test/ HTTP/1.1\r\nHost: echo.world.test\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc' duplicate-content-length
+bad "obsolete line folding" \
+	'GET http://echo.world.test/ HTTP/1.1\r\nHost: echo.world.test\r\nX-A: 1\r\n folded\r\n\r\n' obs-fold
+bad "Host disagreeing with the URI" \
+	'GET http://echo.world.test/ HTTP/1.1\r\nHost: other.world.test\r\n\r\n' host-mismatch
+bad "NUL in a header value" \
+	'GET http://echo.world.test/ HTTP/1.1\r\nHost: echo.world.test\r\nX-A: a\x00b\r\n\r\n' invalid-character
+bad "origin-form on the proxy port" 'GET / HTTP/1.1\r\nHost: echo.world.test\r\n\r\n' origin-form-on-proxy
+big=$(printf 'X-Pad: %04000d\\r\\n' 0)
+bad "oversized head" "GET http://echo.world.test/ HTTP/1.1\\r\\nHost: echo.world.test\\r\\n$big$big\\r\\n" head-too-large
+t_ok "slow client gets 408 after head_timeout" raw 'GET http://echo.world.test/ HTTP/1.1\r\nHo' --slow 0.05 --hold 4
+t_contains "408 head-timeout" "$T_OUT" "head-timeout"
+t_ok "broker still serves after all that" c1 curl -sf -m 10 $P http://echo.world.test/after
+
+# --- limits --------------------------------------------------------------------------
+holders=()
+for i in 1 2 3 4; do
+	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 1.5 >/dev/null 2>&1 &
+	holders+=($!)
+done
+sleep 0.5
+t_eq "a fifth connection over limits.connections" "429 connection-limit" "$(reason http://echo.world.test/)"
+wait "${holders[@]}" 2>/dev/null
+sleep 0.3
+t0=$(date +%s%N)
+t_ok "tunnel idle past idle_timeout is closed" raw \
+	'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 8
+t1=$(date +%s%N)
+t_ok "closed by the broker (2s idle_timeout) before the client's 8s" test $(((t1 - t0) / 1000000)) -lt 6000
+t_contains "audit says idle-timeout" "$(cat "$D/audit.log")" '"reason":"idle-timeout"'
+
+# --- audit and metrics -------------------------------------------------------------
+t_ok "every audit line is JSON" /usr/bin/python3 -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    for k in ("time", "decision", "reason"):
+        assert k in e, (k, line)
+    n += 1
+assert n > 20, n
+print(n)' "$D/audit.log"
+t_contains "audit names the sandbox and the rule" "$(grep '"reason":"allowed"' "$D/audit.log" | head -1)" '"sandbox":"c1"'
+t_contains "audit has bytes each way" "$(grep '"proto":"connect"' "$D/audit.log" | grep '"reason":"allowed"' | head -1)" '"bytes_down":'
+t_ok "status prints counters" S status
+t_ok "status --metrics" S status --metrics
+t_contains "Prometheus decisions by reason" "$T_OUT" 'sluice_decisions_total{proto="http",decision="deny",reason="not-allowlisted"}'
+t_contains "connect latency histogram" "$T_OUT" 'sluice_upstream_connect_seconds_bucket'
+
+# --- reload ------------------------------------------------------------------------
+cp "$D/pol.yaml" "$D/pol.good"
+sed -i 's/    - host: rebind.world.test/    - host: other.world.test\n    - host: rebind.world.test/' "$D/pol.yaml"
+kill -HUP "$BPID"
+sleep 0.5
+t_eq "SIGHUP with a good policy: new rule in force" "200 " "$(reason http://other.world.test/)"
+printf 'version: 1\negress:\n  allow:\n    - host: a..b\n' >"$D/pol.yaml"
+kill -HUP "$BPID"
+sleep 0.5
+t_eq "SIGHUP with a broken policy: old policy stays" "200 " "$(reason http://other.world.test/)"
+t_contains "the refusal is logged with its position" "$(cat "$D/sluiced.log")" "pol.yaml:4:13"
+t_rc "sluice reload reports the broken policy" 1 S reload
+t_contains "with FILE:LINE:COL" "$T_ERR" "pol.yaml:4:13: bad host pattern"
+cp "$D/pol.good" "$D/pol.yaml"
+t_ok "reload with the good policy" S reload
+
+# --- restart -----------------------------------------------------------------------
+stop_broker
+t_rc "broker down: nothing gets through" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
+start_broker
+t_contains "restart restores registrations" "$(S list)" "c1"
+t_ok "and the sandbox works again" c1 curl -sf -m 10 $P http://echo.world.test/again
+t_ok "unregister" S unregister c1
+t_rc "unregister twice says so" 1 S unregister c1
+t_contains "no such sandbox" "$T_ERR" "no such sandbox"
+t_contains "unregistered source refused" "$(reason http://echo.world.test/)" "unknown-source"
+
+# --- audit write failures do not stop the broker -----------------------------------------
+stop_broker
+sed -i "s|^audit_log: .*|audit_log: /dev/full|" "$D/sluiced.yaml"
+start_broker
+S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml" >/dev/null
+t_ok "with audit writes failing, requests still work" c1 curl -sf -m 10 $P http://echo.world.test/full
+t_contains "and the failures are counted" "$(S status --metrics | grep '^sluice_audit_write_failures_total')" "total "
+t_not_contains "counter is not zero" "$(S status --metrics | grep '^sluice_audit_write_failures_total')" "total 0"
+
+# --- nothing leaked --------------------------------------------------------------------
+t_eq "no decoy was hit" "" "$(world_decoy_hits)"
+t_not_contains "no secret-looking proxy credential in the audit log" "$(cat "$D/audit.log")" "u:p"
+stop_broker
+t_done
