@@ -41,8 +41,10 @@ int sandbox_table_init(const struct broker_config *cfg);
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
 struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol);
 void sandbox_put(struct sandbox *sb);
+/* @addr "auto" allocates the next free /30 of sandbox_pool; the address
+ * registered is written to *@assigned when not NULL. */
 int sandbox_register(const char *name, const char *addr, const char *policy_path,
-		     bool persist, char *err, size_t errlen);
+		     bool persist, struct sl_addr *assigned, char *err, size_t errlen);
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);

@@ -73,8 +73,16 @@ static void handle(char *line, char *out, size_t outlen)
 	if (!strcmp(w[0], "ping") && n == 1) {
 		snprintf(out, outlen, "ok\n");
 	} else if (!strcmp(w[0], "register") && n == 4) {
-		r = sandbox_register(w[1], w[2], w[3], true, err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+		struct sl_addr a;
+		char as[ADDR_STRLEN];
+
+		r = sandbox_register(w[1], w[2], w[3], true, &a, err, sizeof(err));
+		if (r < 0) {
+			snprintf(out, outlen, "error: %s\n", err);
+		} else {
+			addr_format(&a, as, sizeof(as));
+			snprintf(out, outlen, "ok\n%s\n", as);
+		}
 	} else if (!strcmp(w[0], "unregister") && n == 2) {
 		r = sandbox_unregister(w[1], err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
@@ -94,6 +102,17 @@ static void handle(char *line, char *out, size_t outlen)
 
 		if (metrics_render_prometheus(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, "error: metrics too long\n");
+	} else if (!strcmp(w[0], "config") && n == 1) {
+		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
+
+		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
+		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
+				 sizeof(synth));
+		snprintf(out, outlen,
+			 "ok\nproxy_port %u\ntransparent_port %u\ndns_port %u\n"
+			 "sandbox_pool %s\nsynthetic_pool %s\n",
+			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
+			 pool, synth);
 	} else if (!strcmp(w[0], "reload") && n == 1) {
 		r = broker_reload(err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);

@@ -29,6 +29,8 @@ static struct {
 	struct sandbox **slot; /* open addressing by address; NULL empty */
 	size_t n;
 	char dir[300];
+	struct sl_addr pool; /* sandbox_pool */
+	unsigned pool_plen;
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 static struct sandbox *const TOMBSTONE = (struct sandbox *)(uintptr_t)1;
@@ -51,6 +53,8 @@ int sandbox_table_init(const struct broker_config *cfg)
 	if (!tab.slot)
 		return -ENOMEM;
 	snprintf(tab.dir, sizeof(tab.dir), "%s/sandboxes", cfg->state_dir);
+	tab.pool = cfg->pool_net;
+	tab.pool_plen = cfg->pool_plen;
 	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (mkdir(tab.dir, 0700) < 0 && errno != EEXIST)
@@ -165,11 +169,42 @@ static int persist(const struct sandbox *sb)
 	return 0;
 }
 
-int sandbox_register(const char *name, const char *addr, const char *policy_path,
-		     bool save, char *err, size_t errlen)
+/* Is the pool's /30 number @blk held by a sandbox? Caller holds the lock. */
+static bool block_used(uint32_t blk)
 {
+	struct sl_addr a = tab.pool;
+	uint32_t v = addr_v4(&a) + blk * 4 + 2;
+
+	addr_from_v4(&a, v);
+	return find_slot(&a, false) >= 0;
+}
+
+/*
+ * Picks the first free /30 of sandbox_pool: .1 is the gateway (broker side),
+ * .2 the sandbox. Under the write lock, so concurrent creates never collide.
+ */
+static int allocate(struct sl_addr *out)
+{
+	uint32_t blk, nblk = 1u << (128 - tab.pool_plen - 2);
+
+	for (blk = 0; blk < nblk; blk++) {
+		if (!block_used(blk)) {
+			*out = tab.pool;
+			addr_from_v4(out, addr_v4(&tab.pool) + blk * 4 + 2);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int sandbox_register(const char *name, const char *addr, const char *policy_path,
+		     bool save, struct sl_addr *assigned, char *err, size_t errlen)
+{
+	char astr[ADDR_STRLEN];
+	struct sl_addr got;
 	struct policy_error perr;
 	struct sandbox *sb;
+	bool automatic = strcmp(addr, "auto") == 0;
 	size_t idx;
 	ssize_t slot;
 	int r;
@@ -188,7 +223,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	atomic_init(&sb->refs, 1);
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
-	if (addr_parse(addr, &sb->addr) < 0) {
+	if (!automatic && addr_parse(addr, &sb->addr) < 0) {
 		snprintf(err, errlen, "bad address `%s`", addr);
 		free(sb);
 		return -EINVAL;
@@ -200,7 +235,10 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		return r;
 	}
 	pthread_rwlock_wrlock(&tab.lock);
-	if (find_name(name, &idx)) {
+	r = automatic ? allocate(&sb->addr) : 0;
+	if (r < 0) {
+		snprintf(err, errlen, "sandbox_pool is full");
+	} else if (find_name(name, &idx)) {
 		r = -EEXIST;
 		snprintf(err, errlen, "sandbox `%s` exists", name);
 	} else if ((slot = find_slot(&sb->addr, true)) < 0 || tab.n >= SANDBOX_MAX) {
@@ -217,6 +255,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		} else {
 			tab.slot[slot] = sb;
 			tab.n++;
+			got = sb->addr;
 			sb = NULL;
 		}
 	}
@@ -226,7 +265,10 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		free(sb);
 		return r;
 	}
-	log_info("sandbox: registered `%s` at %s with %s", name, addr, policy_path);
+	if (assigned)
+		*assigned = got;
+	addr_format(&got, astr, sizeof(astr));
+	log_info("sandbox: registered `%s` at %s with %s", name, astr, policy_path);
 	return 0;
 }
 
@@ -376,7 +418,7 @@ int sandbox_restore(char *err, size_t errlen)
 		fclose(f);
 		addr[strcspn(addr, "\n")] = '\0';
 		pol[strcspn(pol, "\n")] = '\0';
-		if (sandbox_register(de->d_name, addr, pol, false, e, sizeof(e)) < 0) {
+		if (sandbox_register(de->d_name, addr, pol, false, NULL, e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
