@@ -12,6 +12,7 @@
 #include "broker/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
+#include "dnsfilter/dnsfilter.h"
 
 struct policy;
 struct http_request;
@@ -33,6 +34,13 @@ struct sandbox {
 	struct policy *policy;
 	atomic_uint conns;
 	atomic_bool dead;
+	/* Names -> synthetic addresses, for the sandbox's life (its own lock). */
+	struct dns_synth *synth;
+	/* DNS query rate: dns_lock guards the bucket and the two counters. */
+	pthread_mutex_t dns_lock;
+	struct dns_bucket dns_bucket;
+	uint64_t dns_limited;	     /* refused for rate since the last report */
+	uint64_t dns_limited_log_ms; /* when that report was logged */
 };
 
 /* sandbox.c */
@@ -60,6 +68,7 @@ struct worker {
 	struct loop *loop;
 	struct resolver *resolver;
 	struct ev proxy_ev;
+	struct ev transparent_ev;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
 	bool draining;
@@ -79,6 +88,7 @@ extern struct broker broker;
 
 /* proxy.c */
 void proxy_accept(struct ev *ev, uint32_t events);
+void proxy_accept_transparent(struct ev *ev, uint32_t events);
 /* Posted to each worker with a sandbox reference, which it drops: closes
  * that worker's connections of the (now dead) sandbox. */
 void proxy_close_sandbox_post(void *sandbox);
@@ -89,6 +99,14 @@ int control_open(const char *path);
 void control_accept(struct ev *ev, uint32_t events);
 
 void proxy_set_worker(struct worker *w);
+
+/* dns.c */
+/* Opens this worker's DNS filter sockets (UDP and TCP, SO_REUSEPORT on
+ * 0.0.0.0:dns_port) and registers them in w->loop. Before the worker runs. */
+int dns_server_start(struct worker *w);
+/* Closes them and this worker's TCP DNS connections; on the worker's loop
+ * thread (e.g. posted by stop_listening) or after its loop has stopped. */
+void dns_server_stop(struct worker *w);
 
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);

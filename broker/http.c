@@ -906,6 +906,16 @@ int http_write_request_head(const struct http_request *req, char *out,
 			    size_t outlen, const struct http_set_header *set,
 			    size_t nset)
 {
+	return http_write_request_head_target(req, NULL, 0, out, outlen, set,
+					      nset);
+}
+
+int http_write_request_head_target(const struct http_request *req,
+				   const char *target, size_t target_len,
+				   char *out, size_t outlen,
+				   const struct http_set_header *set,
+				   size_t nset)
+{
 	struct out o = { .p = out, .cap = outlen };
 	const struct http_set_header *set_host = NULL;
 	size_t i;
@@ -916,6 +926,15 @@ int http_write_request_head(const struct http_request *req, char *out,
 	o.cap = outlen;
 	if (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE)
 		goto fail;
+	if (!target) {
+		target = req->path_query.ptr;
+		target_len = req->path_query.len;
+	}
+	/* The request line must stay one line of three parts. */
+	for (i = 0; i < target_len; i++)
+		if ((unsigned char)target[i] <= 0x20 ||
+		    (unsigned char)target[i] == 0x7f)
+			goto fail;
 	if (check_set(set, nset) < 0)
 		goto fail;
 	for (i = 0; i < nset; i++)
@@ -926,9 +945,9 @@ int http_write_request_head(const struct http_request *req, char *out,
 
 	put(&o, req->method.ptr, req->method.len);
 	put(&o, " ", 1);
-	if (req->path_query.ptr[0] != '/')
+	if (target_len == 0 || target[0] != '/')
 		put(&o, "/", 1);
-	put(&o, req->path_query.ptr, req->path_query.len);
+	put(&o, target, target_len);
 	puts_(&o, " HTTP/1.1\r\nHost: ");
 	if (set_host) {
 		put(&o, set_host->value, set_host->value_len);

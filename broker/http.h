@@ -238,6 +238,27 @@ int http_write_request_head(const struct http_request *req, char *out,
 			    size_t nset);
 
 /**
+ * http_write_request_head_target() - http_write_request_head() with
+ *                                    another request target
+ * @req:        as for http_write_request_head()
+ * @target:     path and query to send instead of req->path_query (a '/' is
+ *              put before it when it does not start with one); NULL keeps
+ *              req->path_query
+ * @target_len: its length
+ * @out, @outlen, @set, @nset: as for http_write_request_head()
+ *
+ * For credential injection, which may put a secret into the path or the
+ * query.  @target must hold no space or control character.
+ *
+ * Return: as http_write_request_head(); -EINVAL for a bad @target.
+ */
+int http_write_request_head_target(const struct http_request *req,
+				   const char *target, size_t target_len,
+				   char *out, size_t outlen,
+				   const struct http_set_header *set,
+				   size_t nset);
+
+/**
  * http_parse_authority() - parse host[:port] strictly (authority.c)
  * @s:            text, not NUL-terminated
  * @len:          its length

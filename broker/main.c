@@ -171,11 +171,17 @@ static void stop_listening(void *arg)
 {
 	struct worker *w = arg;
 
-	if (w->proxy_ev.fd >= 0) {
-		loop_del(w->loop, &w->proxy_ev);
-		close(w->proxy_ev.fd);
-		w->proxy_ev.fd = -1;
+	struct ev *evs[] = { &w->proxy_ev, &w->transparent_ev };
+	size_t i;
+
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+		if (evs[i]->fd >= 0) {
+			loop_del(w->loop, evs[i]);
+			close(evs[i]->fd);
+			evs[i]->fd = -1;
+		}
 	}
+	dns_server_stop(w);
 }
 
 static void on_drain_timer(struct timer *t)
@@ -313,6 +319,16 @@ int main(int argc, char **argv)
 		w->proxy_ev.fd = fd;
 		w->proxy_ev.cb = proxy_accept;
 		loop_add(w->loop, &w->proxy_ev, EPOLLIN);
+		fd = listen_tcp(broker.cfg.transparent_port);
+		if (fd < 0)
+			die("sluiced: transparent port %u: %s", broker.cfg.transparent_port,
+			    strerror(-fd));
+		w->transparent_ev.fd = fd;
+		w->transparent_ev.cb = proxy_accept_transparent;
+		loop_add(w->loop, &w->transparent_ev, EPOLLIN);
+		r = dns_server_start(w);
+		if (r < 0)
+			die("sluiced: dns port %u: %s", broker.cfg.dns_port, strerror(-r));
 	}
 	/* Registrations come back before anything is accepted. */
 	sandbox_restore(err, sizeof(err));

@@ -31,14 +31,22 @@
 #include "broker/broker_internal.h"
 #include "broker/http.h"
 #include "broker/metrics.h"
+#include "broker/tls_sni.h"
+#include "dnsfilter/dnsfilter.h"
 #include "common/log.h"
 #include "policy/policy.h"
+
+/* From <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h>. */
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80
+#endif
 
 #define UBUF_SIZE (16 * 1024)
 #define PIPE_CAP (64 * 1024)
 #define LINGER_MS 2000
 
 enum cstate {
+	CS_SNIFF,     /* transparent: peeking at the first bytes */
 	CS_HEAD,      /* reading a request head from the client */
 	CS_RESOLVE,   /* waiting for the resolver */
 	CS_CONNECT,   /* non-blocking connect in progress */
@@ -73,7 +81,8 @@ struct conn {
 	struct policy *pol;
 	enum cstate st;
 	uint32_t cev_mask, uev_mask;
-	struct timer timer;
+	struct timer timer;  /* the deadline of the current state */
+	struct timer resume; /* a yield: run again on the next iteration */
 	struct resolve_req rr;
 	uint64_t t_req;	  /* ms, request start */
 	uint64_t t_last;  /* ms, last activity in a tunnel */
@@ -87,6 +96,12 @@ struct conn {
 	bool upstream_reusable;
 	bool head_started;
 	bool counted; /* holds a per-sandbox and a total connection slot */
+	bool transparent; /* accepted on the transparent port */
+	bool raw;	  /* a tunnel without HTTP: refusals are resets */
+	const char *proto; /* "http", "connect", "tls", "tcp" */
+	struct sl_addr orig_dst; /* transparent: SO_ORIGINAL_DST */
+	uint16_t orig_port;
+	bool orig_synthetic;
 	int rule;
 	int status; /* HTTP status sent for this request */
 	int head_len; /* of the request head being decided */
@@ -113,6 +128,7 @@ static __thread struct worker *cur_worker;
 
 static void conn_run(struct conn *c);
 static enum step start_request(struct conn *c);
+static enum step sniff(struct conn *c, bool timed_out);
 
 static uint64_t now_us(void)
 {
@@ -161,6 +177,8 @@ static void want(struct conn *c, uint32_t cmask, uint32_t umask)
 
 static const char *proto_of(const struct conn *c)
 {
+	if (c->proto)
+		return c->proto;
 	return c->is_connect ? "connect" : "http";
 }
 
@@ -214,6 +232,7 @@ static void conn_free(struct conn *c)
 
 	resolver_cancel(w->resolver, &c->rr);
 	loop_timer_cancel(w->loop, &c->timer);
+	loop_timer_cancel(w->loop, &c->resume);
 	close_upstream(c);
 	if (c->cev.fd >= 0) {
 		loop_del(w->loop, &c->cev);
@@ -286,6 +305,15 @@ static enum step reply(struct conn *c, int status, const char *decision, const c
 	char body[160];
 	int bl;
 
+	if (c->raw) {
+		/* No HTTP to answer in: a reset, the reason in the audit log. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		audit(c, decision, reason);
+		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		conn_free(c);
+		return STEP_FREED;
+	}
 	close_upstream(c);
 	if (!c->out)
 		c->out = buf_new(1024);
@@ -320,6 +348,17 @@ static void on_timer(struct timer *t)
 	uint64_t now = loop_now_ms(c->w->loop);
 
 	switch (c->st) {
+	case CS_SNIFF:
+		if (c->head_started) {
+			/* Bytes came, but never a whole ClientHello. */
+			c->proto = "tls";
+			c->raw = true;
+			reply(c, 0, "deny", "head-timeout");
+			return;
+		}
+		if (sniff(c, true) == STEP_FREED)
+			return;
+		break;
 	case CS_HEAD:
 		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
 			conn_free(c); /* idle keep-alive connection */
@@ -518,11 +557,11 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
  * The policy decision on a parsed request head; then resolution or, for a
  * literal allowed by a cidr rule, a connect.
  */
+static enum step decide_target(struct conn *c);
+
 static enum step decide(struct conn *c, struct http_request *req)
 {
 	const struct http_authority *a = &req->authority;
-	struct guard_result g;
-	enum policy_decision d;
 
 	c->is_connect = req->method_id == HTTP_METHOD_CONNECT;
 	/* A CONNECT head is consumed here; an HTTP head is consumed when it is
@@ -536,6 +575,17 @@ static enum step decide(struct conn *c, struct http_request *req)
 		copy_slice(c->path, sizeof(c->path), &req->path);
 	else
 		c->path[0] = '\0';
+	if (c->transparent) {
+		/* The destination is what the sandbox connected to; the Host
+		 * header must name the same host (no domain fronting). */
+		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
+			return reply(c, 400, "deny", "connect-on-transparent");
+		if (c->orig_synthetic &&
+		    (!req->has_authority || strcmp(a->host, c->host) != 0 ||
+		     (a->port_given && a->port != c->orig_port)))
+			return deny(c, "host-mismatch");
+		return decide_target(c);
+	}
 	if (!c->is_connect && req->form != HTTP_FORM_ABSOLUTE)
 		return reply(c, 400, "deny", "origin-form-on-proxy");
 	if (!req->has_authority)
@@ -543,17 +593,30 @@ static enum step decide(struct conn *c, struct http_request *req)
 	memcpy(c->host, a->host, a->host_len + 1);
 	c->port = a->port;
 	c->literal = a->is_literal;
+	if (c->literal)
+		c->dst = a->addr;
+	return decide_target(c);
+}
+
+/*
+ * The policy decision on c->host:c->port (a name, or a literal in c->dst);
+ * then resolution or, for a literal allowed by a cidr rule, a connect.
+ */
+static enum step decide_target(struct conn *c)
+{
+	struct guard_result g;
+	enum policy_decision d;
+
 	c->rule = -1;
 	if (c->literal) {
-		c->dst = a->addr;
 		c->naddrs = 0;
-		policy_guard(c->pol, &a->addr, c->port, GUARD_FROM_LITERAL, &g);
+		policy_guard(c->pol, &c->dst, c->port, GUARD_FROM_LITERAL, &g);
 		if (g.verdict != GUARD_ALLOW)
 			return deny(c, g.reason);
-		if (broker_is_local(&a->addr, c->port))
+		if (broker_is_local(&c->dst, c->port))
 			return deny(c, "broker-address");
 		c->rule = g.rule;
-		c->addrs[0] = a->addr;
+		c->addrs[0] = c->dst;
 		c->naddrs = 1;
 		c->ai = 0;
 		c->st = CS_RESOLVE;
@@ -634,6 +697,10 @@ static enum step connected(struct conn *c)
 	loop_timer_cancel(c->w->loop, &c->timer);
 	snprintf(c->conn_host, sizeof(c->conn_host), "%s", c->host);
 	c->conn_port = c->port;
+	if (c->is_connect && c->transparent) {
+		c->st = CS_ESTABLISH; /* the peeked bytes are still in the socket */
+		return STEP_NEXT;
+	}
 	if (c->is_connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -743,7 +810,7 @@ static enum step tunnel(struct conn *c)
 /* After "200 Connection established": bytes the client sent early go first. */
 static enum step establish(struct conn *c)
 {
-	int r = write_out(c->cev.fd, c->out, c->out->len, NULL);
+	int r = c->out ? write_out(c->cev.fd, c->out, c->out->len, NULL) : 1;
 	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
 
 	if (r < 0) {
@@ -1152,6 +1219,97 @@ static enum step read_head(struct conn *c)
 	return s;
 }
 
+/* --- the transparent path: what is this connection? ------------------------------- */
+
+#define SNIFF_MS 300
+
+/* A request line starts with an upper-case method and a space. */
+static bool looks_like_http(const char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < 16; i++) {
+		if (p[i] == ' ')
+			return i > 0;
+		if (p[i] < 'A' || p[i] > 'Z')
+			return false;
+	}
+	return false;
+}
+
+static enum step as_tunnel(struct conn *c, const char *proto)
+{
+	c->proto = proto;
+	c->raw = true;
+	c->is_connect = true;
+	c->method[0] = c->path[0] = '\0';
+	loop_timer_arm(c->w->loop, &c->timer,
+		       broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	return decide_target(c);
+}
+
+/*
+ * Peeks (never consumes) the first bytes: a TLS ClientHello is matched by its
+ * SNI, an HTTP request goes through the HTTP path with its Host checked, and
+ * anything else, or silence for SNIFF_MS (server-speaks-first protocols), is
+ * tunnelled by name. Edge-triggered while waiting: the peeked bytes stay in
+ * the socket, so level-triggered readiness would spin.
+ */
+static enum step sniff(struct conn *c, bool timed_out)
+{
+	struct tls_hello *h;
+	ssize_t k;
+	int r;
+
+	if (timed_out)
+		return as_tunnel(c, "tcp");
+	k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
+	if (k < 0 && errno == EAGAIN) {
+		want(c, EPOLLIN | EPOLLET, 0);
+		return STEP_AGAIN;
+	}
+	if (k <= 0) {
+		conn_free(c);
+		return STEP_FREED;
+	}
+	if (!c->head_started) {
+		c->head_started = true;
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	}
+	if ((uint8_t)c->in->data[0] != 0x16) {
+		if (looks_like_http(c->in->data, (size_t)k)) {
+			c->proto = "http";
+			c->st = CS_HEAD;
+			c->head_started = false;
+			want(c, EPOLLIN, 0);
+			return STEP_NEXT;
+		}
+		return as_tunnel(c, "tcp");
+	}
+	h = malloc(sizeof(*h));
+	if (!h)
+		return conn_free(c), STEP_FREED;
+	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, h);
+	if (r == 0 && (size_t)k < c->in->cap) {
+		free(h);
+		want(c, EPOLLIN | EPOLLET, 0);
+		return STEP_AGAIN;
+	}
+	c->proto = "tls";
+	c->raw = true;
+	if (r != 1) {
+		free(h);
+		return reply(c, 0, "deny", "bad-client-hello");
+	}
+	if (c->orig_synthetic && h->sni_present &&
+	    (h->sni_invalid || strcmp(h->sni, c->host) != 0)) {
+		free(h);
+		return reply(c, 0, "deny", "sni-mismatch");
+	}
+	free(h);
+	return as_tunnel(c, "tls");
+}
+
 /* --- driver ---------------------------------------------------------------------- */
 
 static enum step linger(struct conn *c)
@@ -1179,6 +1337,8 @@ static enum step step(struct conn *c)
 	int r;
 
 	switch (c->st) {
+	case CS_SNIFF:
+		return sniff(c, false);
 	case CS_HEAD:
 		return read_head(c);
 	case CS_RESOLVE:
@@ -1231,8 +1391,14 @@ static void conn_run(struct conn *c)
 		if (s != STEP_NEXT)
 			return;
 	}
-	/* Still runnable: come back on the next iteration through the timer. */
-	loop_timer_arm(c->w->loop, &c->timer, 0);
+	/* Still runnable: come back on the next iteration. Not through the
+	 * deadline timer, which would read the yield as a timeout. */
+	loop_timer_arm(c->w->loop, &c->resume, 0);
+}
+
+static void on_resume(struct timer *t)
+{
+	conn_run(container_of(t, struct conn, resume));
 }
 
 static void on_client(struct ev *ev, uint32_t events)
@@ -1276,7 +1442,58 @@ static void refuse_now(int fd, int status, const char *reason)
 	close(fd);
 }
 
-static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *peer)
+static void reset_now(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+/*
+ * A redirected connection: where was it going? A synthetic address stands
+ * for the name the DNS filter gave it; anything else is a literal that only
+ * a cidr rule allows. Frees @c and returns -1 when it cannot go anywhere.
+ */
+static int transparent_setup(struct conn *c)
+{
+	struct sockaddr_in od;
+	socklen_t ol = sizeof(od);
+
+	c->transparent = true;
+	c->st = CS_SNIFF;
+	c->proto = "tcp";
+	c->raw = true;
+	if (getsockopt(c->cev.fd, SOL_IP, SO_ORIGINAL_DST, &od, &ol) < 0) {
+		reply(c, 0, "error", "no-original-destination");
+		return -1;
+	}
+	addr_from_sockaddr((struct sockaddr *)&od, &c->orig_dst, &c->orig_port);
+	c->port = c->orig_port;
+	c->dst = c->orig_dst;
+	if (addr_in_prefix(&c->orig_dst, &broker.cfg.synthetic_net, broker.cfg.synthetic_plen)) {
+		c->orig_synthetic = true;
+		if (!c->sb->synth ||
+		    dns_synth_name(c->sb->synth, &c->orig_dst, c->host, sizeof(c->host)) < 0) {
+			c->literal = true;
+			reply(c, 0, "deny", "unknown-synthetic");
+			return -1;
+		}
+	} else {
+		c->literal = true;
+		addr_format(&c->orig_dst, c->host, sizeof(c->host));
+	}
+	c->in = buf_new(broker.cfg.max_head_bytes);
+	if (!c->in) {
+		conn_free(c);
+		return -1;
+	}
+	c->raw = false;
+	return 0;
+}
+
+static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *peer,
+		       bool transparent)
 {
 	struct sandbox *sb;
 	struct policy *pol = NULL;
@@ -1292,9 +1509,14 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 					  .decision = "deny", .reason = "unknown-source",
 					  .status = 403 };
 
+		if (transparent)
+			ev.proto = "tcp";
 		audit_log(&ev);
-		metrics_decision("connect", "deny", "unknown-source");
-		refuse_now(fd, 403, "unknown-source");
+		metrics_decision(ev.proto, "deny", "unknown-source");
+		if (transparent)
+			reset_now(fd);
+		else
+			refuse_now(fd, 403, "unknown-source");
 		return;
 	}
 	if (atomic_load(&broker.draining)) {
@@ -1337,6 +1559,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	c->uev.cb = on_upstream;
 	c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
 	c->timer.cb = on_timer;
+	c->resume.cb = on_resume;
 	c->rule = -1;
 	c->st = CS_HEAD;
 	c->t_req = loop_now_ms(w->loop);
@@ -1352,7 +1575,9 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		conn_free(c);
 		return;
 	}
-	loop_timer_arm(w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	if (transparent && transparent_setup(c) < 0)
+		return;
+	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : broker.cfg.head_timeout_ms);
 	return;
 drop:
 	policy_unref(pol);
@@ -1377,7 +1602,26 @@ void proxy_accept(struct ev *ev, uint32_t events)
 				log_warn("proxy: out of file descriptors");
 			return;
 		}
-		accept_one(w, fd, &peer);
+		accept_one(w, fd, &peer, false);
+	}
+}
+
+void proxy_accept_transparent(struct ev *ev, uint32_t events)
+{
+	struct worker *w = container_of(ev, struct worker, transparent_ev);
+	int i;
+
+	(void)events;
+	cur_worker = w;
+	for (i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(ev->fd, (struct sockaddr *)&peer, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		accept_one(w, fd, &peer, true);
 	}
 }
 

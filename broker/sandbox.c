@@ -31,6 +31,9 @@ static struct {
 	char dir[300];
 	struct sl_addr pool; /* sandbox_pool */
 	unsigned pool_plen;
+	char synth_dir[300];
+	struct sl_addr synth_net; /* synthetic_pool */
+	unsigned synth_plen;
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 static struct sandbox *const TOMBSTONE = (struct sandbox *)(uintptr_t)1;
@@ -55,9 +58,14 @@ int sandbox_table_init(const struct broker_config *cfg)
 	snprintf(tab.dir, sizeof(tab.dir), "%s/sandboxes", cfg->state_dir);
 	tab.pool = cfg->pool_net;
 	tab.pool_plen = cfg->pool_plen;
+	tab.synth_net = cfg->synthetic_net;
+	tab.synth_plen = cfg->synthetic_plen;
 	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (mkdir(tab.dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(tab.synth_dir, sizeof(tab.synth_dir), "%s/synthetic", cfg->state_dir);
+	if (mkdir(tab.synth_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
 }
@@ -135,6 +143,8 @@ void sandbox_put(struct sandbox *sb)
 {
 	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1) {
 		policy_unref(sb->policy);
+		dns_synth_free(sb->synth);
+		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}
 }
@@ -201,6 +211,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		     bool save, struct sl_addr *assigned, char *err, size_t errlen)
 {
 	char astr[ADDR_STRLEN];
+	struct dns_synth *synth;
 	struct sl_addr got;
 	struct policy_error perr;
 	struct sandbox *sb;
@@ -234,6 +245,17 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		free(sb);
 		return r;
 	}
+	/* Empty until the sandbox's first DNS query: costs a few bytes. */
+	sb->synth = dns_synth_new(&tab.synth_net, tab.synth_plen, DNS_SYNTH_MAX_NAMES);
+	if (!sb->synth) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create the synthetic address map: %s", strerror(-r));
+		policy_unref(sb->policy);
+		free(sb);
+		return r;
+	}
+	pthread_mutex_init(&sb->dns_lock, NULL);
+	synth = sb->synth;
 	pthread_rwlock_wrlock(&tab.lock);
 	r = automatic ? allocate(&sb->addr) : 0;
 	if (r < 0) {
@@ -262,8 +284,22 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	pthread_rwlock_unlock(&tab.lock);
 	if (sb) {
 		policy_unref(sb->policy);
+		dns_synth_free(sb->synth);
+		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 		return r;
+	}
+	{
+		/* Synthetic addresses outlive a broker restart: the names are
+		 * journalled in state_dir and replayed when it restores. Done
+		 * before the sandbox's first query can arrive: a new sandbox is
+		 * not wired yet, a restored one waits for the workers. */
+		char jpath[600];
+
+		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
+		if (dns_synth_journal(synth, jpath, !save) < 0)
+			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
+				 tab.synth_dir);
 	}
 	if (assigned)
 		*assigned = got;
@@ -285,6 +321,8 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		tab.slot[idx] = TOMBSTONE;
 		tab.n--;
 		snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
 		unlink(path);
 	}
 	pthread_rwlock_unlock(&tab.lock);

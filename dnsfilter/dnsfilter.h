@@ -231,4 +231,213 @@ ssize_t dns_tcp_frame_len(const uint8_t *buf, size_t len);
  */
 const char *dns_type_name(uint16_t qtype);
 
+/* ------------------------------------------------------------------------
+ * Synthetic address map (dnsfilter/synth.c)
+ *
+ * Each sandbox has one: the first time the filter answers an allowed name
+ * it hands out the next free address of synthetic_pool, and that name keeps
+ * that address for the sandbox's life, so that a connection to the address
+ * tells the broker which name the sandbox meant. Maps of two sandboxes are
+ * independent (the same address may stand for different names: identity is
+ * the source address). The map only grows, up to a fixed bound, and is not
+ * persisted: after a broker restart a sandbox's cached answers (TTL
+ * DNS_FILTER_TTL) point at addresses the new map does not know.
+ * ------------------------------------------------------------------------ */
+
+struct dns_synth;
+
+/* Names one sandbox may have addresses for. */
+#define DNS_SYNTH_MAX_NAMES 65536
+
+/**
+ * dns_synth_new() - create an empty map
+ * @net:       the pool's network address (host bits are ignored)
+ * @plen:      its prefix length in the 128-bit space (198.18.0.0/15 is
+ *             96 + 15)
+ * @max_names: at most this many names ever get an address; fewer when the
+ *             pool is smaller (offset 0, the network address, is never
+ *             handed out; at most 2^32 - 1 addresses are used)
+ *
+ * Memory grows with the names handed out, never beyond the bound.
+ *
+ * Return: the map (free it with dns_synth_free()), or NULL with errno set.
+ */
+struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen,
+				size_t max_names);
+
+/* Frees @s and every name in it; accepts NULL. No thread may use @s then. */
+void dns_synth_free(struct dns_synth *s);
+
+/**
+ * dns_synth_get() - the address of @name, handing one out on first use
+ * @s:    the map
+ * @name: a host name; lower-cased and one trailing dot dropped here, so
+ *        "API.Example.com." and "api.example.com" get the same address
+ * @out:  the address
+ *
+ * Thread-safe. A name already in the map costs a lookup under a read lock
+ * and no allocation.
+ *
+ * Return: 0; -ENOSPC when the map is full; -EINVAL for an empty name, one
+ * longer than DNS_NAME_TEXT_MAX or one holding a byte outside printable
+ * ASCII (space excluded); -ENOMEM.
+ */
+int dns_synth_get(struct dns_synth *s, const char *name, struct sl_addr *out);
+
+/**
+ * dns_synth_name() - the name an address was handed out for
+ * @s:    the map
+ * @a:    the address (as the sandbox connected to it)
+ * @name: receives the name, NUL-terminated
+ * @len:  size of @name (DNS_NAME_TEXT_MAX + 1 always suffices)
+ *
+ * Thread-safe; no allocation.
+ *
+ * Return: 0; -ENOENT when @a was never handed out by @s; -ENOSPC when
+ * @name is too small.
+ */
+int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name,
+		   size_t len);
+
+/* How many names have an address. Thread-safe. */
+size_t dns_synth_count(struct dns_synth *s);
+
+/**
+ * dns_synth_journal() - keep the map across broker restarts
+ * @s:      the map
+ * @path:   a file in state_dir; each name that gets an address from now on
+ *          is appended to it, in the order of the addresses
+ * @replay: first replay the file (a restart), instead of truncating it
+ *
+ * Return: 0, or a negative errno (the map works on, unjournalled).
+ */
+int dns_synth_journal(struct dns_synth *s, const char *path, bool replay);
+
+/* ------------------------------------------------------------------------
+ * The filter's decision (dnsfilter/filter.c)
+ *
+ * One query in, one reply out, from the sandbox's policy and map alone:
+ * no upstream query is ever made here (resolution happens when the broker
+ * connects). An allowed name gets an A record with its synthetic address,
+ * or NODATA for any other type; a name outside the policy, or one that is
+ * not a valid host name, gets NXDOMAIN with Extended DNS Error 15
+ * (Blocked) when the query has EDNS; a malformed query gets FORMERR.
+ * Every reply fits a 512-byte datagram, so TC is never needed in practice;
+ * dns_build_a() would set it if a reply did not fit the requester's limit.
+ * ------------------------------------------------------------------------ */
+
+struct policy;
+
+/*
+ * TTL of synthetic answers and of NODATA, in seconds. Short on purpose:
+ * a reload that drops a name from the policy, and a broker restart (the
+ * map is not persisted), reach the sandbox's caches within a minute; the
+ * cost is one more local query per name per minute, answered from memory.
+ */
+#define DNS_FILTER_TTL 60
+
+/* Longest dns_filter_result.answer: an IPv6 address or an RCODE name. */
+#define DNS_ANSWER_TEXT_MAX 48
+
+/**
+ * struct dns_filter_result - what the filter did, for the audit log
+ * @name:     the question's name (lower case, no trailing dot); "" when
+ *            the message had no readable question
+ * @type:     QTYPE mnemonic (dns_type_name()), or NULL without a question
+ * @answer:   the synthetic address, or "NODATA", "NXDOMAIN", "FORMERR",
+ *            "NOTIMP", "BADVERS", "SERVFAIL", "REFUSED"; "DROPPED" when
+ *            no reply is sent
+ * @decision: "allow", "deny" or "error" (audit and metrics)
+ * @reason:   "allowed", "not-allowlisted", "bad-name", "formerr",
+ *            "notimp", "badvers", "synthetic-pool-full", "not-a-query"
+ *            (no reply), or the reason given to dns_filter_error()
+ * @metric:   the label for metrics_dns_query(): "synthetic", "nodata",
+ *            "nxdomain", "formerr", "notimp", "badvers", "servfail",
+ *            "refused", "dropped"
+ * @rcode:    the RCODE sent (meaningless when nothing is sent)
+ */
+struct dns_filter_result {
+	char name[DNS_NAME_TEXT_MAX + 1];
+	const char *type;
+	char answer[DNS_ANSWER_TEXT_MAX];
+	const char *decision;
+	const char *reason;
+	const char *metric;
+	uint16_t rcode;
+};
+
+/**
+ * dns_filter_answer() - answer one query of a sandbox
+ * @p:      the sandbox's policy
+ * @s:      the sandbox's synthetic map
+ * @q:      the query (UDP payload, or a TCP message without its length
+ *          prefix); untrusted
+ * @qlen:   its length
+ * @udp:    the reply goes out over UDP (limits its size; see dns_build_a())
+ * @out:    reply buffer; 512 bytes hold any reply this function writes
+ * @outlen: its size
+ * @res:    always filled
+ *
+ * Return: the reply's length; 0 when nothing must be sent (a message too
+ * short for a header, a response, or @out too small).
+ */
+int dns_filter_answer(const struct policy *p, struct dns_synth *s,
+		      const uint8_t *q, size_t qlen, bool udp, uint8_t *out,
+		      size_t outlen, struct dns_filter_result *res);
+
+/**
+ * dns_filter_error() - answer a query with a fixed error, unread
+ * @q:        the query; untrusted
+ * @qlen:     its length
+ * @rcode:    DNS_RCODE_REFUSED (unknown source, rate limit) or
+ *            DNS_RCODE_FORMERR (a datagram too large to read whole)
+ * @ede_code: an Extended DNS Error INFO-CODE sent when the query has EDNS,
+ *            or 0
+ * @decision: copied to @res->decision
+ * @reason:   copied to @res->reason
+ * @out:      reply buffer (512 bytes hold any reply)
+ * @outlen:   its size
+ * @res:      always filled; @res->metric is "refused" or "formerr"
+ *
+ * The query is parsed only to echo its ID and question; its name is never
+ * judged.
+ *
+ * Return: the reply's length; 0 when nothing must be sent.
+ */
+int dns_filter_error(const uint8_t *q, size_t qlen, uint16_t rcode,
+		     uint16_t ede_code, const char *decision,
+		     const char *reason, uint8_t *out, size_t outlen,
+		     struct dns_filter_result *res);
+
+/* ------------------------------------------------------------------------
+ * Query rate limit (dnsfilter/filter.c)
+ *
+ * A token bucket per sandbox: DNS_RATE_QPS queries a second sustained,
+ * DNS_RATE_BURST at once; beyond that a query gets REFUSED. The bucket has
+ * no lock of its own: its owner serialises calls.
+ * ------------------------------------------------------------------------ */
+
+#define DNS_RATE_QPS 500
+#define DNS_RATE_BURST 1000
+
+/* A zero-filled bucket is full. */
+struct dns_bucket {
+	uint64_t last_ms; /* time of the last refill */
+	uint64_t milli;	  /* tokens, in thousandths */
+	bool primed;	  /* false: not used yet, i.e. full */
+};
+
+/**
+ * dns_bucket_take() - take one token if there is one
+ * @b:      the bucket
+ * @now_ms: a monotonic clock in milliseconds (a clock going backwards
+ *          refills nothing)
+ * @rate:   tokens added per second
+ * @burst:  the bucket's size in tokens
+ *
+ * Return: true when a token was taken (answer the query).
+ */
+bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate,
+		     uint32_t burst);
+
 #endif

@@ -17,6 +17,12 @@ static const struct {
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
+	{ "create", cmd_create, "create NAME --policy FILE   a sandbox wired to this namespace's broker" },
+	{ "exec", cmd_exec, "exec NAME [--] CMD [ARG...] run CMD in the sandbox" },
+	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
+	{ "run", cmd_run, "run --policy FILE [--name NAME] -- CMD [ARG...]\n"
+			  "                              create, exec, delete; exits with CMD's status" },
+	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--metrics]          broker counters (Prometheus text with --metrics)" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
@@ -43,8 +49,14 @@ int main(int argc, char **argv)
 
 	if (env && *env)
 		netns_socket_path = env;
-	/* --socket PATH may stand anywhere. */
+	/* --socket PATH may stand anywhere before a "--" (after it, the words
+	 * are a sandboxed command's: `sluice run ... -- prog --socket x`). */
 	for (a = 1, o = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--")) {
+			while (a < argc)
+				argv[o++] = argv[a++];
+			break;
+		}
 		if (!strcmp(argv[a], "--socket") && a + 1 < argc) {
 			netns_socket_path = argv[++a];
 			continue;

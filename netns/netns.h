@@ -3,6 +3,8 @@
 #ifndef SLUICE_NETNS_H
 #define SLUICE_NETNS_H
 
+#include <stddef.h>
+
 /* The broker's control socket (--socket, SLUICE_SOCKET, or the default). */
 extern const char *netns_socket_path;
 
@@ -16,6 +18,35 @@ extern const char *netns_socket_path;
  */
 int netns_ctl(const char *line, char **resp);
 
+struct netns_sandbox;
+
+/**
+ * netns_sandbox_create() - create a sandbox wired to the broker of the
+ * calling thread's network namespace (netns/create.c)
+ * @name:   the sandbox name: /run/netns/@name
+ * @policy: its policy file
+ * @out:    on success, the sandbox (struct netns_sandbox, netns_internal.h);
+ *          may be NULL
+ * @err:    on failure, the message
+ * @errlen: its size
+ *
+ * Return: 0; -EBADMSG for an invalid policy (@err is FILE:LINE:COL: ...);
+ * another negative errno, and then nothing of the sandbox is left.
+ */
+int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
+			 char *err, size_t errlen);
+
+/**
+ * netns_sandbox_delete() - unregister a sandbox and remove what sluice made
+ * for it (netns/delete.c)
+ * @name:   the sandbox
+ * @err:    on failure, the message
+ * @errlen: its size
+ *
+ * Return: 0; -ENOENT when there is no such sandbox; another negative errno.
+ */
+int netns_sandbox_delete(const char *name, char *err, size_t errlen);
+
 /* Each returns the process exit status: 0, 1 for a failure, 2 for misuse. */
 int cmd_policy(int argc, char **argv);
 int cmd_register(int argc, char **argv);
@@ -23,5 +54,12 @@ int cmd_unregister(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+/* exec returns only on failure (1, or 126/127 as a shell); run returns the
+ * command's status (128 + N for a signal N). */
+int cmd_exec(int argc, char **argv);
+int cmd_env(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

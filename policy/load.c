@@ -499,6 +499,23 @@ static int str_list(struct loader *ld, const struct ynode *n, const char *key,
 	return 0;
 }
 
+/* Headers that frame, route or hop: a credential may not set them. */
+static bool header_injectable(const char *h)
+{
+	static const char *const fixed[] = { "host",	      "connection", "content-length",
+					     "transfer-encoding", "keep-alive", "te",
+					     "trailer",	      "upgrade",    NULL };
+	size_t i;
+
+	if (strncasecmp(h, "proxy-", 6) == 0)
+		return false;
+	for (i = 0; fixed[i]; i++) {
+		if (strcasecmp(h, fixed[i]) == 0)
+			return false;
+	}
+	return true;
+}
+
 /* Is scope host @h (a name or `*.` pattern) inside what egress.allow allows? */
 static bool scope_host_allowed(const struct policy *p, const char *h)
 {
@@ -592,6 +609,10 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 			return r;
 		if (!token_ok(h->str, h->len))
 			return fail(ld, h, "bad header name `%s`", SHOW(h));
+		if (!header_injectable(h->str))
+			return fail(ld, h,
+				    "header `%s` cannot be injected (it frames or routes the request)",
+				    SHOW(h));
 		if (!strstr(val->str, "{secret}"))
 			return fail(ld, val, "inject value `%s` has no `{secret}`", SHOW(val));
 		for (i = 0; i < val->len; i++) {

@@ -176,6 +176,22 @@ sleep 0.5
 t_eq "a fifth connection over limits.connections" "429 connection-limit" "$(reason http://echo.world.test/)"
 wait "${holders[@]}" 2>/dev/null
 sleep 0.3
+# The total limit, lowered by a reload of the configuration.
+sed -i 's/^workers: 2$/workers: 2\nmax_connections: 2/' "$D/sluiced.yaml"
+t_ok "reload with max_connections: 2" S reload
+holders=()
+for i in 1 2; do
+	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 1.5 >/dev/null 2>&1 &
+	holders+=($!)
+done
+sleep 0.5
+t_eq "a third connection over max_connections" "503 broker-connection-limit" "$(reason http://echo.world.test/)"
+wait "${holders[@]}" 2>/dev/null
+sed -i '/^max_connections: 2$/d' "$D/sluiced.yaml"
+t_ok "reload back to the default limit" S reload
+sleep 0.3
+t_eq "connections accepted again" "200 " "$(reason http://echo.world.test/)"
+
 t0=$(date +%s%N)
 t_ok "tunnel idle past idle_timeout is closed" raw \
 	'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 8
@@ -217,8 +233,22 @@ t_contains "with FILE:LINE:COL" "$T_ERR" "pol.yaml:4:13: bad host pattern"
 cp "$D/pol.good" "$D/pol.yaml"
 t_ok "reload with the good policy" S reload
 
+# --- drain on SIGTERM ---------------------------------------------------------------------
+c1 curl -s -m 10 $P --limit-rate 20M -o /dev/null -w '%{size_download}' \
+	http://echo.world.test/bytes/30000000 >"$D/drain.out" 2>&1 &
+dl=$!
+sleep 0.4
+kill -TERM "$BPID"
+sleep 0.2
+t_rc "a draining broker takes no new connection" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
+wait "$dl"
+t_eq "a download open at SIGTERM finishes" "30000000" "$(cat "$D/drain.out")"
+for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+t_rc "the broker exits after draining" 1 kill -0 "$BPID"
+wait "$BPID" 2>/dev/null
+BPID=
+
 # --- restart -----------------------------------------------------------------------
-stop_broker
 t_rc "broker down: nothing gets through" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
 start_broker
 t_contains "restart restores registrations" "$(S list)" "c1"

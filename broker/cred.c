@@ -1,0 +1,1907 @@
+// SPDX-License-Identifier: MIT
+/* Credential injection: secrets, placeholders, scopes, request rewriting. */
+
+/*
+ * Theory of operation
+ *
+ * The broker holds the secrets; a sandbox holds at most placeholders,
+ * "sluice-ph-" and 128 random bits in hex, one table of them per sandbox
+ * (placeholder -> credential name, expiry, revoked).  For each request
+ * the proxy asks two questions, in two steps, so that it can fetch what
+ * the second step needs (an OAuth2 token, a minted JWT) in between:
+ *
+ *  1. cred_plan_request(): is the request allowed to leave, and which
+ *     credentials apply?  Every placeholder-shaped string in the head is
+ *     looked up; an unknown, expired or revoked one, or one whose
+ *     credential's scope (host, method, path) does not hold the request,
+ *     refuses the request (an exfiltration attempt, or a stale sandbox).
+ *     Credentials with an inject header apply to every request in their
+ *     scope, placeholder or not.
+ *  2. cred_rewrite_request(): with the secrets of the credentials the
+ *     plan named, produce the header values to set and, if needed, a new
+ *     request target; cred_write_request_head() writes the head.
+ *
+ * The one property everything here keeps: a secret is only ever copied
+ * into a request that step 1 found in that credential's scope.  Finding
+ * placeholders is best effort (only literal text is seen), but the
+ * secret never depends on it: an unseen placeholder is simply not
+ * replaced.
+ *
+ * Secrets live in OpenSSL's secure heap when the broker set one up, are
+ * wiped on free, and never appear in an error message.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "broker/cred.h"
+#include "broker/http.h"
+#include "policy/policy.h"
+
+/* Largest decoded Basic credential that is searched for placeholders. */
+#define BASIC_MAX 4096
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static char lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool mem_eq_ci(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t i;
+
+	if (alen != blen)
+		return false;
+	for (i = 0; i < alen; i++)
+		if (lower(a[i]) != lower(b[i]))
+			return false;
+	return true;
+}
+
+static bool slice_is(struct http_slice s, const char *lit)
+{
+	return mem_eq_ci(s.ptr, s.len, lit, strlen(lit));
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* ---- secrets ------------------------------------------------------------- */
+
+/* No control character but HTAB: CR, LF or NUL would split a header. */
+static bool secret_bytes_ok(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return false;
+	for (i = 0; i < len; i++)
+		if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+void cred_secret_free(struct cred_secret *s)
+{
+	if (!s)
+		return;
+	/* Falls back to OPENSSL_cleanse + free for ordinary-heap memory. */
+	if (s->buf)
+		OPENSSL_secure_clear_free(s->buf, s->len ? s->len : 1);
+	s->buf = NULL;
+	s->len = 0;
+}
+
+int cred_secret_set(struct cred_secret *s, const void *p, size_t len)
+{
+	s->buf = NULL;
+	s->len = 0;
+	if (!p || len > CRED_SECRET_MAX || !secret_bytes_ok(p, len))
+		return -EINVAL;
+	/* The ordinary heap when no secure heap is initialised. */
+	s->buf = OPENSSL_secure_malloc(len);
+	if (!s->buf)
+		return -ENOMEM;
+	memcpy(s->buf, p, len);
+	s->len = len;
+	return 0;
+}
+
+int cred_file_read(const char *path, struct cred_secret *out, char *err,
+		   size_t errlen)
+{
+	struct stat st;
+	unsigned char *b;
+	size_t cap, got = 0;
+	int fd, ret;
+
+	out->buf = NULL;
+	out->len = 0;
+	if (!path || path[0] != '/') {
+		seterr(err, errlen, "secret file `%s` is not an absolute path",
+		       path ? path : "");
+		return -EINVAL;
+	}
+	/* O_NONBLOCK: a FIFO must not hang the broker; O_NOFOLLOW: the last
+	 * component may not be a symlink someone swapped in. */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		seterr(err, errlen, "secret file `%s`: %s", path,
+		       ret == -ELOOP ? "is a symlink (refused)" : strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		seterr(err, errlen, "secret file `%s`: %s", path, strerror(-ret));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		seterr(err, errlen, "secret file `%s` is not a regular file", path);
+		goto fail;
+	}
+	if (st.st_size > CRED_SECRET_MAX) {
+		ret = -EFBIG;
+		seterr(err, errlen, "secret file `%s` is larger than %d bytes", path,
+		       CRED_SECRET_MAX);
+		goto fail;
+	}
+	/* One byte more than fstat said, to notice a file that grew. */
+	cap = (size_t)st.st_size + 1;
+	b = OPENSSL_secure_malloc(cap);
+	if (!b) {
+		ret = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+	while (got < cap) {
+		ssize_t r = read(fd, b + got, cap - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			OPENSSL_secure_clear_free(b, cap);
+			seterr(err, errlen, "secret file `%s`: %s", path,
+			       strerror(-ret));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got == cap) {
+		ret = -EAGAIN;
+		OPENSSL_secure_clear_free(b, cap);
+		seterr(err, errlen, "secret file `%s` changed while read", path);
+		goto fail;
+	}
+	close(fd);
+	/* The allocation may be longer than @got, but nothing was written
+	 * past it: wiping @got bytes on free wipes everything read. */
+	out->buf = b;
+	out->len = got;
+	return 0;
+fail:
+	close(fd);
+	return ret;
+}
+
+int cred_secret_load(const struct policy_credential *c, struct cred_secret *s,
+		     char *err, size_t errlen)
+{
+	struct cred_secret raw;
+	const char *v;
+	size_t len;
+	int ret;
+
+	s->buf = NULL;
+	s->len = 0;
+	if (!c || !c->source) {
+		seterr(err, errlen, "credential without a source");
+		return -EINVAL;
+	}
+	if (c->source_kind == POLICY_SOURCE_ENV) {
+		v = getenv(c->source);
+		if (!v) {
+			seterr(err, errlen,
+			       "credential `%s`: environment variable `%s` is not set",
+			       c->name ? c->name : "", c->source);
+			return -ENOENT;
+		}
+		len = strlen(v);
+		if (len > CRED_SECRET_MAX) {
+			seterr(err, errlen,
+			       "credential `%s`: `%s` is longer than %d bytes",
+			       c->name ? c->name : "", c->source, CRED_SECRET_MAX);
+			return -EFBIG;
+		}
+		ret = cred_secret_set(s, v, len);
+		if (ret == -EINVAL)
+			seterr(err, errlen,
+			       "credential `%s`: `%s` is empty or holds a control character (CR, LF, NUL...)",
+			       c->name ? c->name : "", c->source);
+		else if (ret < 0)
+			seterr(err, errlen, "out of memory");
+		return ret;
+	}
+
+	ret = cred_file_read(c->source, &raw, err, errlen);
+	if (ret < 0)
+		return ret;
+	len = raw.len;
+	if (len && raw.buf[len - 1] == '\n') {
+		len--;
+		if (len && raw.buf[len - 1] == '\r')
+			len--;
+	}
+	if (len == 0 || !secret_bytes_ok(raw.buf, len)) {
+		seterr(err, errlen,
+		       "secret file `%s` is empty or holds a control character (CR, LF, NUL...)",
+		       c->source);
+		ret = -EINVAL;
+	} else {
+		ret = cred_secret_set(s, raw.buf, len);
+		if (ret < 0)
+			seterr(err, errlen, "out of memory");
+	}
+	cred_secret_free(&raw);
+	return ret;
+}
+
+/* ---- placeholders -------------------------------------------------------- */
+
+int cred_placeholder_new(char out[CRED_PLACEHOLDER_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[CRED_PLACEHOLDER_HEX / 2];
+	size_t i;
+
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return -EIO;
+	memcpy(out, CRED_PLACEHOLDER_PREFIX, CRED_PLACEHOLDER_PREFIX_LEN);
+	for (i = 0; i < sizeof(r); i++) {
+		out[CRED_PLACEHOLDER_PREFIX_LEN + 2 * i] = hex[r[i] >> 4];
+		out[CRED_PLACEHOLDER_PREFIX_LEN + 2 * i + 1] = hex[r[i] & 15];
+	}
+	out[CRED_PLACEHOLDER_LEN] = '\0';
+	OPENSSL_cleanse(r, sizeof(r));
+	return 0;
+}
+
+static bool placeholder_shape(const char *p)
+{
+	size_t i;
+
+	if (memcmp(p, CRED_PLACEHOLDER_PREFIX, CRED_PLACEHOLDER_PREFIX_LEN) != 0)
+		return false;
+	for (i = CRED_PLACEHOLDER_PREFIX_LEN; i < CRED_PLACEHOLDER_LEN; i++)
+		if (hexval(p[i]) < 0)
+			return false;
+	return true;
+}
+
+const char *cred_find_placeholder(const char *s, size_t len, size_t *off)
+{
+	const char *p = s, *end = s + len;
+
+	while (p && (size_t)(end - p) >= CRED_PLACEHOLDER_LEN) {
+		p = memmem(p, (size_t)(end - p), CRED_PLACEHOLDER_PREFIX,
+			   CRED_PLACEHOLDER_PREFIX_LEN);
+		if (!p || (size_t)(end - p) < CRED_PLACEHOLDER_LEN)
+			return NULL;
+		if (placeholder_shape(p)) {
+			if (off)
+				*off = (size_t)(p - s);
+			return p;
+		}
+		p++;
+	}
+	return NULL;
+}
+
+/* ---- scopes -------------------------------------------------------------- */
+
+bool cred_host_match(const char *pattern, const char *host, size_t len)
+{
+	size_t pl;
+	bool wild;
+
+	if (!pattern || !host)
+		return false;
+	pl = strlen(pattern);
+	wild = pl >= 2 && pattern[0] == '*' && pattern[1] == '.';
+	if (wild) {
+		pattern += 2;
+		pl -= 2;
+	}
+	if (pl && pattern[pl - 1] == '.')
+		pl--;
+	if (len && host[len - 1] == '.')
+		len--;
+	if (pl == 0 || len == 0)
+		return false;
+	if (!wild)
+		return mem_eq_ci(host, len, pattern, pl);
+	/* At least one label before ".suffix": the apex is not a subdomain. */
+	return len > pl + 1 && host[len - pl - 1] == '.' &&
+	       mem_eq_ci(host + len - pl, pl, pattern, pl);
+}
+
+bool cred_path_match(const char *glob, const char *path, size_t len)
+{
+	const char *g = glob, *star = NULL;
+	size_t i = 0, mark = 0;
+
+	if (!glob || !path)
+		return false;
+	/* Greedy with one backtrack point: enough when '*' is the only
+	 * wildcard, and linear in practice, O(len * strlen(glob)) at worst. */
+	while (i < len) {
+		if (*g == '*') {
+			while (*g == '*')
+				g++;
+			star = g;
+			mark = i;
+			continue;
+		}
+		if (*g && *g == path[i]) {
+			g++;
+			i++;
+			continue;
+		}
+		if (star) {
+			g = star;
+			i = ++mark;
+			continue;
+		}
+		return false;
+	}
+	while (*g == '*')
+		g++;
+	return *g == '\0';
+}
+
+bool cred_in_scope(const struct policy_credential *c, const char *host,
+		   const char *method, const struct http_request *req)
+{
+	size_t i, hl;
+	bool ok;
+
+	if (!c)
+		return false;
+	if (!host) {
+		if (!req || !req->has_authority)
+			return false;
+		host = req->authority.host;
+	}
+	hl = strlen(host);
+	ok = false;
+	for (i = 0; i < c->n_hosts && !ok; i++)
+		ok = cred_host_match(c->hosts[i], host, hl);
+	if (!ok)
+		return false;
+
+	if (c->n_methods) {
+		const char *m = method;
+		size_t ml;
+
+		if (m) {
+			ml = strlen(m);
+		} else {
+			if (!req)
+				return false;
+			m = req->method.ptr;
+			ml = req->method.len;
+		}
+		ok = false;
+		for (i = 0; i < c->n_methods && !ok; i++)
+			ok = strlen(c->methods[i]) == ml &&
+			     memcmp(c->methods[i], m, ml) == 0;
+		if (!ok)
+			return false;
+	}
+
+	if (c->n_paths) {
+		if (!req || req->path_ambiguous)
+			return false;
+		ok = false;
+		for (i = 0; i < c->n_paths && !ok; i++)
+			ok = cred_path_match(c->paths[i], req->path.ptr,
+					     req->path.len);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* ---- output buffers ------------------------------------------------------ */
+
+struct wbuf {
+	char *p;
+	size_t cap, len;
+	bool full;
+};
+
+static void wput(struct wbuf *w, const void *s, size_t n)
+{
+	if (n == 0)
+		return;
+	if (w->full || n > w->cap - w->len) {
+		w->full = true;
+		return;
+	}
+	memcpy(w->p + w->len, s, n);
+	w->len += n;
+}
+
+static void wputs(struct wbuf *w, const char *s)
+{
+	wput(w, s, strlen(s));
+}
+
+static void wputc(struct wbuf *w, char c)
+{
+	wput(w, &c, 1);
+}
+
+/* RFC 3986 unreserved characters stay, everything else is %XX. */
+static void wput_pct(struct wbuf *w, const unsigned char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		    c == '_' || c == '~') {
+			wputc(w, (char)c);
+		} else {
+			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+			wput(w, e, 3);
+		}
+	}
+}
+
+int cred_build_injection(const struct policy_credential *c,
+			 const struct cred_secret *s, char *out, size_t outlen)
+{
+	struct wbuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	const char *t, *hit;
+
+	if (!c || !c->inject_header || !c->inject_value || !s || !s->buf ||
+	    !out || !outlen)
+		return -EINVAL;
+	t = c->inject_value;
+	while ((hit = strstr(t, "{secret}"))) {
+		wput(&w, t, (size_t)(hit - t));
+		wput(&w, s->buf, s->len);
+		t = hit + strlen("{secret}");
+	}
+	wputs(&w, t);
+	if (w.full || w.len > INT_MAX) {
+		OPENSSL_cleanse(out, outlen);
+		return -ENOSPC;
+	}
+	out[w.len] = '\0';
+	return (int)w.len;
+}
+
+/* ---- base64 -------------------------------------------------------------- */
+
+int cred_base64_encode(const void *in, size_t len, bool url, char *out,
+		       size_t outlen)
+{
+	static const char std[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char b64url[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	const char *a = url ? b64url : std;
+	const unsigned char *p = in;
+	size_t i, need, o = 0;
+
+	if (len > (SIZE_MAX / 4) - 4)
+		return -ENOSPC;
+	need = url ? (len * 4 + 2) / 3 : (len + 2) / 3 * 4;
+	if (!out || need + 1 > outlen || need > INT_MAX)
+		return -ENOSPC;
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		out[o++] = a[v >> 18];
+		out[o++] = a[(v >> 12) & 63];
+		out[o++] = a[(v >> 6) & 63];
+		out[o++] = a[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		if (i + 1 < len)
+			v |= (uint32_t)p[i + 1] << 8;
+		out[o++] = a[v >> 18];
+		out[o++] = a[(v >> 12) & 63];
+		if (i + 1 < len)
+			out[o++] = a[(v >> 6) & 63];
+		else if (!url)
+			out[o++] = '=';
+		if (!url)
+			out[o++] = '=';
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+static int b64val(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int cred_base64_decode(const char *in, size_t len, unsigned char *out,
+		       size_t outlen)
+{
+	size_t i, o = 0, pad = 0, rem;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+
+	if (!in)
+		return -EINVAL;
+	while (pad < 2 && len > 0 && in[len - 1] == '=') {
+		len--;
+		pad++;
+	}
+	rem = len % 4;
+	/* One leftover character is never valid; padding, when present,
+	 * must make a whole quantum. */
+	if (rem == 1 || (pad && (len + pad) % 4))
+		return -EINVAL;
+	if (len / 4 * 3 + (rem ? rem - 1 : 0) > outlen)
+		return -ENOSPC;
+	if (len > INT_MAX)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		int v = b64val(in[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	/* Non-zero leftover bits: a second spelling of the same bytes. */
+	if (acc != 0)
+		return -EINVAL;
+	return (int)o;
+}
+
+/* ---- the placeholder table ------------------------------------------------ */
+
+/* Bucket selection: the first two hex digits (8 bits) after the prefix. */
+#define TABLE_BUCKETS 256
+
+struct ph_entry {
+	char ph[CRED_PLACEHOLDER_LEN];
+	char name[CRED_NAME_MAX + 1];
+	uint64_t expires_at; /* 0: never */
+	uint64_t seq;	     /* issue order, for reuse of the oldest */
+	bool revoked;
+	int32_t next;	     /* bucket chain, -1 ends */
+};
+
+struct cred_table {
+	pthread_rwlock_t lock;
+	struct ph_entry *e;
+	size_t n, cap;
+	uint64_t seq;
+	int32_t head[TABLE_BUCKETS];
+};
+
+static unsigned ph_bucket(const char *ph)
+{
+	/* Callers checked the shape; the masks keep a bad one in range. */
+	return ((unsigned)hexval(ph[CRED_PLACEHOLDER_PREFIX_LEN]) & 15) << 4 |
+	       ((unsigned)hexval(ph[CRED_PLACEHOLDER_PREFIX_LEN + 1]) & 15);
+}
+
+struct cred_table *cred_table_new(void)
+{
+	struct cred_table *t = calloc(1, sizeof(*t));
+	size_t i;
+
+	if (!t)
+		return NULL;
+	if (pthread_rwlock_init(&t->lock, NULL) != 0) {
+		free(t);
+		return NULL;
+	}
+	for (i = 0; i < TABLE_BUCKETS; i++)
+		t->head[i] = -1;
+	return t;
+}
+
+void cred_table_free(struct cred_table *t)
+{
+	if (!t)
+		return;
+	if (t->e) {
+		/* Placeholders are worthless outside, but they are still the
+		 * sandbox's capabilities: leave nothing behind. */
+		OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
+		free(t->e);
+	}
+	pthread_rwlock_destroy(&t->lock);
+	free(t);
+}
+
+/* Callers hold a lock.  Return: entry index or -1. */
+static int32_t table_find(const struct cred_table *t, const char *ph)
+{
+	int32_t i, found = -1;
+
+	/* Walk the whole chain: its length, not the match position, is
+	 * what timing shows. */
+	for (i = t->head[ph_bucket(ph)]; i >= 0; i = t->e[i].next)
+		if (CRYPTO_memcmp(t->e[i].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+			found = i;
+	return found;
+}
+
+static void table_unlink(struct cred_table *t, int32_t idx)
+{
+	int32_t *pp = &t->head[ph_bucket(t->e[idx].ph)];
+
+	while (*pp >= 0 && *pp != idx)
+		pp = &t->e[*pp].next;
+	if (*pp == idx)
+		*pp = t->e[idx].next;
+}
+
+/* Write lock held.  A slot for a new entry, or -1 (-ENOSPC). */
+static int32_t table_slot(struct cred_table *t, uint64_t now)
+{
+	int32_t i, best = -1;
+
+	if (t->n == t->cap && t->cap < CRED_TABLE_MAX) {
+		size_t ncap = t->cap ? 2 * t->cap : 16;
+		struct ph_entry *ne;
+
+		if (ncap > CRED_TABLE_MAX)
+			ncap = CRED_TABLE_MAX;
+		ne = calloc(ncap, sizeof(*ne));
+		if (ne) {
+			if (t->e) {
+				memcpy(ne, t->e, t->n * sizeof(*ne));
+				OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
+				free(t->e);
+			}
+			t->e = ne;
+			t->cap = ncap;
+		}
+	}
+	if (t->n < t->cap)
+		return (int32_t)t->n++;
+	/* Full: reuse the oldest dead entry. */
+	for (i = 0; i < (int32_t)t->n; i++) {
+		const struct ph_entry *e = &t->e[i];
+
+		if ((e->revoked || (e->expires_at && now >= e->expires_at)) &&
+		    (best < 0 || e->seq < t->e[best].seq))
+			best = i;
+	}
+	if (best >= 0)
+		table_unlink(t, best);
+	return best;
+}
+
+static int table_put(struct cred_table *t, const char *ph, const char *name,
+		     uint64_t expires_at, uint64_t now)
+{
+	struct ph_entry *e;
+	int32_t idx;
+	unsigned b;
+
+	if (table_find(t, ph) >= 0)
+		return -EEXIST;
+	idx = table_slot(t, now);
+	if (idx < 0)
+		return -ENOSPC;
+	e = &t->e[idx];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->ph, ph, CRED_PLACEHOLDER_LEN);
+	memcpy(e->name, name, strlen(name) + 1);
+	e->expires_at = expires_at;
+	e->seq = ++t->seq;
+	b = ph_bucket(ph);
+	e->next = t->head[b];
+	t->head[b] = idx;
+	return 0;
+}
+
+static bool cred_name_ok(const char *name)
+{
+	return name && name[0] && strlen(name) <= CRED_NAME_MAX;
+}
+
+int cred_table_issue(struct cred_table *t, const char *cred_name, uint64_t now,
+		     uint64_t ttl_sec, char out[CRED_PLACEHOLDER_LEN + 1])
+{
+	uint64_t exp = 0;
+	int ret, tries;
+
+	if (!t || !cred_name_ok(cred_name) || !out)
+		return -EINVAL;
+	if (ttl_sec) {
+		if (now > UINT64_MAX - ttl_sec)
+			return -EINVAL;
+		exp = now + ttl_sec;
+	}
+	pthread_rwlock_wrlock(&t->lock);
+	/* A collision in 128 bits means a broken generator; do not loop. */
+	for (tries = 0; tries < 2; tries++) {
+		ret = cred_placeholder_new(out);
+		if (ret == 0)
+			ret = table_put(t, out, cred_name, exp, now);
+		if (ret != -EEXIST)
+			break;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	if (ret < 0)
+		memset(out, 0, CRED_PLACEHOLDER_LEN + 1);
+	return ret;
+}
+
+int cred_table_insert(struct cred_table *t, const char *ph,
+		      const char *cred_name, uint64_t expires_at)
+{
+	int ret;
+
+	if (!t || !ph || strlen(ph) != CRED_PLACEHOLDER_LEN ||
+	    !placeholder_shape(ph) || !cred_name_ok(cred_name))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&t->lock);
+	/* "now" 0: a restore must not push out entries that may be live. */
+	ret = table_put(t, ph, cred_name, expires_at, 0);
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+enum cred_ph_state cred_table_lookup(struct cred_table *t, const char *ph,
+				     uint64_t now, char *name)
+{
+	enum cred_ph_state st = CRED_PH_UNKNOWN;
+	int32_t i;
+
+	if (!t || !ph || !placeholder_shape(ph))
+		return CRED_PH_UNKNOWN;
+	pthread_rwlock_rdlock(&t->lock);
+	i = table_find(t, ph);
+	if (i >= 0) {
+		const struct ph_entry *e = &t->e[i];
+
+		if (e->revoked)
+			st = CRED_PH_REVOKED;
+		else if (e->expires_at && now >= e->expires_at)
+			st = CRED_PH_EXPIRED;
+		else
+			st = CRED_PH_VALID;
+		if (name)
+			memcpy(name, e->name, strlen(e->name) + 1);
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return st;
+}
+
+size_t cred_table_revoke(struct cred_table *t, const char *cred_name)
+{
+	size_t i, n = 0;
+
+	if (!t)
+		return 0;
+	pthread_rwlock_wrlock(&t->lock);
+	for (i = 0; i < t->n; i++) {
+		struct ph_entry *e = &t->e[i];
+
+		if (e->revoked || (cred_name && strcmp(e->name, cred_name) != 0))
+			continue;
+		e->revoked = true;
+		n++;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return n;
+}
+
+int cred_table_foreach(struct cred_table *t,
+		       int (*fn)(const char *ph, const char *cred_name,
+				 uint64_t expires_at, bool revoked, void *arg),
+		       void *arg)
+{
+	char ph[CRED_PLACEHOLDER_LEN + 1];
+	size_t i;
+	int ret = 0;
+
+	if (!t || !fn)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = 0; i < t->n && ret == 0; i++) {
+		memcpy(ph, t->e[i].ph, CRED_PLACEHOLDER_LEN);
+		ph[CRED_PLACEHOLDER_LEN] = '\0';
+		ret = fn(ph, t->e[i].name, t->e[i].expires_at, t->e[i].revoked,
+			 arg);
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+/* ---- planning ------------------------------------------------------------ */
+
+static const char *const verdict_reason[] = {
+	[CRED_FORWARD] = "",
+	[CRED_OUT_OF_SCOPE] = "placeholder-out-of-scope",
+	[CRED_EXPIRED] = "placeholder-expired",
+	[CRED_REVOKED] = "placeholder-revoked",
+	[CRED_UNKNOWN] = "placeholder-unknown",
+	[CRED_PLAINTEXT] = "placeholder-plaintext",
+	[CRED_TOO_MANY] = "too-many-placeholders",
+};
+_Static_assert(sizeof(verdict_reason) / sizeof(verdict_reason[0]) == CRED_VERDICT_COUNT,
+	       "a reason for every verdict");
+
+const char *cred_verdict_reason(enum cred_verdict v)
+{
+	return (unsigned)v < CRED_VERDICT_COUNT ? verdict_reason[v] : "unknown";
+}
+
+struct planner {
+	struct cred_table *t;
+	const struct policy *p;
+	const char *host;
+	const struct http_request *req;
+	uint64_t now;
+	unsigned flags;
+	struct cred_plan *plan;
+	enum cred_verdict ph_verdict[CRED_MAX_FOUND]; /* if used in scope */
+};
+
+static int policy_index(const struct policy *p, const char *name)
+{
+	size_t i, n = policy_credential_count(p);
+
+	for (i = 0; i < n && i < INT_MAX; i++)
+		if (strcmp(policy_credential_get(p, i)->name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void refuse(struct planner *x, enum cred_verdict v, int cred)
+{
+	if (x->plan->verdict != CRED_FORWARD)
+		return;
+	x->plan->verdict = v;
+	x->plan->cred = cred;
+}
+
+/* One placeholder occurrence; @anywhere_ok is false where no scope can
+ * ever hold it (method, header names, Host, the authority). */
+static void occurrence(struct planner *x, const char *ph, bool anywhere_ok)
+{
+	struct cred_plan *plan = x->plan;
+	char name[CRED_NAME_MAX + 1];
+	const struct policy_credential *c;
+	size_t k;
+	int idx;
+
+	if (plan->verdict != CRED_FORWARD)
+		return;
+	for (k = 0; k < plan->nfound; k++)
+		if (memcmp(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+			break;
+	if (k == plan->nfound) {
+		if (k == CRED_MAX_FOUND) {
+			refuse(x, CRED_TOO_MANY, -1);
+			return;
+		}
+		memcpy(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN);
+		plan->found[k].ph[CRED_PLACEHOLDER_LEN] = '\0';
+		plan->found[k].cred = -1;
+		plan->found[k].state = cred_table_lookup(x->t, ph, x->now, name);
+		idx = -1;
+		if (plan->found[k].state != CRED_PH_UNKNOWN) {
+			idx = policy_index(x->p, name);
+			/* Dropped from the policy by a reload: as revoked. */
+			if (idx < 0)
+				plan->found[k].state = CRED_PH_REVOKED;
+		}
+		plan->found[k].cred = idx;
+		plan->nfound++;
+
+		switch (plan->found[k].state) {
+		case CRED_PH_UNKNOWN:
+			x->ph_verdict[k] = CRED_UNKNOWN;
+			break;
+		case CRED_PH_EXPIRED:
+			x->ph_verdict[k] = CRED_EXPIRED;
+			break;
+		case CRED_PH_REVOKED:
+			x->ph_verdict[k] = CRED_REVOKED;
+			break;
+		case CRED_PH_VALID:
+			c = policy_credential_get(x->p, (size_t)idx);
+			if (!cred_in_scope(c, x->host, NULL, x->req))
+				x->ph_verdict[k] = CRED_OUT_OF_SCOPE;
+			else if ((x->flags & CRED_PLAN_PLAINTEXT) &&
+				 !c->plaintext_allow)
+				x->ph_verdict[k] = CRED_PLAINTEXT;
+			else
+				x->ph_verdict[k] = CRED_FORWARD;
+			break;
+		}
+	}
+	if (x->ph_verdict[k] != CRED_FORWARD)
+		refuse(x, x->ph_verdict[k], plan->found[k].cred);
+	else if (!anywhere_ok)
+		refuse(x, CRED_OUT_OF_SCOPE, plan->found[k].cred);
+}
+
+static void scan(struct planner *x, const char *s, size_t len, bool ok)
+{
+	const char *p;
+	size_t off;
+
+	while (x->plan->verdict == CRED_FORWARD &&
+	       (p = cred_find_placeholder(s, len, &off))) {
+		occurrence(x, p, ok);
+		s += off + CRED_PLACEHOLDER_LEN;
+		len -= off + CRED_PLACEHOLDER_LEN;
+	}
+}
+
+/*
+ * "Basic" SP+ token68, decoded into @out.  Return: decoded length, or -1
+ * when @v is not a decodable Basic credential of at most BASIC_MAX bytes.
+ */
+static int basic_decode(struct http_slice v, unsigned char *out)
+{
+	size_t i = 5;
+	int n;
+
+	if (v.len < 7 || !mem_eq_ci(v.ptr, 5, "Basic", 5) ||
+	    (v.ptr[5] != ' ' && v.ptr[5] != '\t'))
+		return -1;
+	while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t'))
+		i++;
+	n = cred_base64_decode(v.ptr + i, v.len - i, out, BASIC_MAX);
+	return n < 0 ? -1 : n;
+}
+
+static bool is_host(struct http_slice name)
+{
+	return slice_is(name, "Host");
+}
+
+static bool is_authorization(struct http_slice name)
+{
+	return slice_is(name, "Authorization");
+}
+
+int cred_plan_request(struct cred_table *t, const struct policy *p,
+		      const char *host, const struct http_request *req,
+		      uint64_t now, unsigned flags, struct cred_plan *plan)
+{
+	struct planner x = { .t = t, .p = p, .req = req, .now = now,
+			     .flags = flags, .plan = plan };
+	unsigned char basic[BASIC_MAX];
+	size_t i, k, n;
+	int bl;
+
+	if (!plan)
+		return -EINVAL;
+	memset(plan, 0, sizeof(*plan));
+	plan->cred = -1;
+	plan->plaintext_withheld = -1;
+	if (!t || !p || !req ||
+	    (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE))
+		return -EINVAL;
+	if (!host)
+		host = req->has_authority ? req->authority.host : "";
+	x.host = host;
+
+	scan(&x, req->method.ptr, req->method.len, false);
+	if (req->has_authority)
+		scan(&x, req->authority.host, req->authority.host_len, false);
+	scan(&x, host, strlen(host), false);
+	scan(&x, req->path.ptr, req->path.len, true);
+	if (req->has_query)
+		scan(&x, req->query.ptr, req->query.len, true);
+	for (i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+
+		scan(&x, h->name.ptr, h->name.len, false);
+		scan(&x, h->value.ptr, h->value.len, !is_host(h->name));
+		if (is_authorization(h->name)) {
+			bl = basic_decode(h->value, basic);
+			if (bl > 0)
+				scan(&x, (const char *)basic, (size_t)bl, true);
+		}
+	}
+	OPENSSL_cleanse(basic, sizeof(basic));
+	if (plan->verdict != CRED_FORWARD) {
+		plan->nuse = 0;
+		return 0;
+	}
+
+	/* Credentials to apply, in policy order. */
+	n = policy_credential_count(p);
+	for (i = 0; i < n && i < INT_MAX; i++) {
+		const struct policy_credential *c = policy_credential_get(p, i);
+		bool inject = false, has_ph = false;
+
+		for (k = 0; k < plan->nfound; k++)
+			if (plan->found[k].cred == (int)i)
+				has_ph = true;
+		if (c->inject_header && cred_in_scope(c, host, NULL, req)) {
+			inject = true;
+			if ((flags & CRED_PLAN_PLAINTEXT) && !c->plaintext_allow) {
+				inject = false;
+				if (plan->plaintext_withheld < 0)
+					plan->plaintext_withheld = (int)i;
+			}
+		}
+		if (!inject && !has_ph)
+			continue;
+		if (plan->nuse == CRED_MAX_USES) {
+			refuse(&x, CRED_TOO_MANY, (int)i);
+			plan->nuse = 0;
+			return 0;
+		}
+		plan->use[plan->nuse] = (int)i;
+		plan->inject[plan->nuse] = inject;
+		plan->nuse++;
+	}
+	return 0;
+}
+
+/* ---- rewriting ----------------------------------------------------------- */
+
+struct rewriter {
+	const struct cred_plan *plan;
+	const struct cred_secret *const *secrets;
+	struct wbuf w;
+	int err;
+};
+
+/* The secret for a placeholder the plan found, or NULL (rw->err set). */
+static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
+{
+	const struct cred_plan *plan = r->plan;
+	const struct cred_secret *s;
+	size_t k, u;
+	int cred = -1;
+
+	for (k = 0; k < plan->nfound; k++)
+		if (memcmp(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+			cred = plan->found[k].cred;
+	for (u = 0; cred >= 0 && u < plan->nuse; u++)
+		if (plan->use[u] == cred)
+			break;
+	if (cred < 0 || u == plan->nuse) {
+		r->err = -EINVAL;
+		return NULL;
+	}
+	s = r->secrets[cred];
+	if (!s || !s->buf || !s->len) {
+		r->err = -ENOKEY;
+		return NULL;
+	}
+	return s;
+}
+
+/* Appends @s with each placeholder replaced by its secret (raw or
+ * percent-encoded). */
+static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
+{
+	const struct cred_secret *sec;
+	const char *p;
+	size_t off;
+
+	while (!r->err && (p = cred_find_placeholder(s, len, &off))) {
+		wput(&r->w, s, off);
+		sec = ph_secret(r, p);
+		if (!sec)
+			return;
+		if (pct)
+			wput_pct(&r->w, sec->buf, sec->len);
+		else
+			wput(&r->w, sec->buf, sec->len);
+		s = p + CRED_PLACEHOLDER_LEN;
+		len -= off + CRED_PLACEHOLDER_LEN;
+	}
+	wput(&r->w, s, len);
+}
+
+static bool has_placeholder(struct http_slice v)
+{
+	return cred_find_placeholder(v.ptr, v.len, NULL) != NULL;
+}
+
+/* Whether a Connection header of @req lists @name. */
+static bool connection_lists(const struct http_request *req,
+			     struct http_slice name)
+{
+	size_t i;
+
+	for (i = 0; i < req->nheaders; i++) {
+		const char *p, *end, *s, *e;
+
+		if (!slice_is(req->headers[i].name, "Connection"))
+			continue;
+		p = req->headers[i].value.ptr;
+		end = p + req->headers[i].value.len;
+		while (p < end) {
+			s = p;
+			while (p < end && *p != ',')
+				p++;
+			e = p;
+			if (p < end)
+				p++;
+			while (s < e && (*s == ' ' || *s == '\t'))
+				s++;
+			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			if (mem_eq_ci(s, (size_t)(e - s), name.ptr, name.len))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Headers the writer drops or rebuilds itself. */
+static bool header_untouchable(const struct http_request *req,
+			       struct http_slice name)
+{
+	return is_host(name) || http_is_hop_by_hop(name.ptr, name.len) ||
+	       connection_lists(req, name);
+}
+
+/*
+ * Appends the rewritten value of one client header: a Basic credential
+ * with a placeholder inside is decoded, substituted and re-encoded in
+ * place at the end of the buffer.
+ */
+static void put_header_value(struct rewriter *r, const struct http_header *h)
+{
+	unsigned char basic[BASIC_MAX];
+	size_t start, plain_len, enc_len;
+	int bl = -1, n;
+
+	if (is_authorization(h->name) && !has_placeholder(h->value))
+		bl = basic_decode(h->value, basic);
+	if (bl <= 0 ||
+	    !cred_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
+		OPENSSL_cleanse(basic, sizeof(basic));
+		put_subst(r, h->value.ptr, h->value.len, false);
+		return;
+	}
+	/* user:pass with secrets, then its base64 after it, then moved down. */
+	start = r->w.len;
+	put_subst(r, (const char *)basic, (size_t)bl, false);
+	OPENSSL_cleanse(basic, sizeof(basic));
+	if (r->err || r->w.full)
+		return;
+	plain_len = r->w.len - start;
+	wputs(&r->w, "Basic ");
+	if (r->w.full)
+		return;
+	n = cred_base64_encode(r->w.p + start, plain_len, false,
+			       r->w.p + r->w.len, r->w.cap - r->w.len);
+	if (n < 0) {
+		r->w.full = true;
+		return;
+	}
+	enc_len = strlen("Basic ") + (size_t)n;
+	memmove(r->w.p + start, r->w.p + start + plain_len, enc_len);
+	OPENSSL_cleanse(r->w.p + start + enc_len, plain_len + 1);
+	r->w.len = start + enc_len;
+}
+
+static bool needs_rewrite(const struct http_header *h)
+{
+	unsigned char basic[BASIC_MAX];
+	bool ret = has_placeholder(h->value);
+	int bl;
+
+	if (!ret && is_authorization(h->name)) {
+		bl = basic_decode(h->value, basic);
+		ret = bl > 0 && cred_find_placeholder((const char *)basic,
+						      (size_t)bl, NULL);
+		OPENSSL_cleanse(basic, sizeof(basic));
+	}
+	return ret;
+}
+
+static bool set_has(const struct cred_rewrite *rw, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < rw->nset; i++)
+		if (mem_eq_ci(rw->set[i].name, strlen(rw->set[i].name), name, len))
+			return true;
+	return false;
+}
+
+/* Names the head writer refuses in a set, plus Host: a credential there
+ * would reach the upstream as its host name. */
+static bool bad_inject_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return http_is_hop_by_hop(name, len) ||
+	       mem_eq_ci(name, len, "Host", 4) ||
+	       mem_eq_ci(name, len, "Content-Length", 14);
+}
+
+int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
+			 const struct cred_secret *const *secrets,
+			 const struct http_request *req, char *buf,
+			 size_t buflen, struct cred_rewrite *rw)
+{
+	struct rewriter r = { .plan = plan, .secrets = secrets,
+			      .w = { .p = buf, .cap = buflen } };
+	size_t i, j, u, start;
+	int ret = -EINVAL, n;
+
+	if (!rw)
+		return -EINVAL;
+	memset(rw, 0, sizeof(*rw));
+	rw->buf = buf;
+	rw->cap = buflen;
+	if (!plan || !p || !secrets || !req || !buf ||
+	    plan->verdict != CRED_FORWARD)
+		return -EINVAL;
+
+	/* 1. Injected headers; the lower policy index wins a name. */
+	for (u = 0; u < plan->nuse; u++) {
+		const struct policy_credential *c;
+		const struct cred_secret *s;
+
+		if (!plan->inject[u])
+			continue;
+		c = policy_credential_get(p, (size_t)plan->use[u]);
+		if (!c || !c->inject_header)
+			goto fail;
+		if (bad_inject_name(c->inject_header))
+			goto fail;
+		if (set_has(rw, c->inject_header, strlen(c->inject_header)))
+			continue;
+		s = secrets[plan->use[u]];
+		if (!s || !s->buf || !s->len) {
+			ret = -ENOKEY;
+			goto fail;
+		}
+		if (r.w.full)
+			break;
+		n = cred_build_injection(c, s, r.w.p + r.w.len, r.w.cap - r.w.len);
+		if (n < 0) {
+			r.w.full = true;
+			break;
+		}
+		rw->set[rw->nset].name = c->inject_header;
+		rw->set[rw->nset].value = r.w.p + r.w.len;
+		rw->set[rw->nset].value_len = (size_t)n;
+		rw->nset++;
+		r.w.len += (size_t)n + 1; /* keep the NUL: harmless, simple */
+	}
+
+	/* 2. Client headers with placeholders, one line per name. */
+	for (i = 0; i < req->nheaders && !r.err && !r.w.full; i++) {
+		const struct http_header *h = &req->headers[i];
+		const char *name;
+		bool first = true;
+
+		if (header_untouchable(req, h->name) || !needs_rewrite(h) ||
+		    set_has(rw, h->name.ptr, h->name.len))
+			continue;
+		if (rw->nset == CRED_MAX_SET)
+			goto fail;
+		/* The set wants a NUL-terminated name. */
+		name = r.w.p + r.w.len;
+		wput(&r.w, h->name.ptr, h->name.len);
+		wputc(&r.w, '\0');
+		start = r.w.len;
+		/* Every line of that name, earlier ones too: they all make
+		 * the one line the writer sends. */
+		for (j = 0; j < req->nheaders && !r.err; j++) {
+			const struct http_header *o = &req->headers[j];
+
+			if (!mem_eq_ci(o->name.ptr, o->name.len, h->name.ptr,
+				       h->name.len))
+				continue;
+			if (!first)
+				wputs(&r.w, slice_is(h->name, "Cookie") ? "; " : ", ");
+			first = false;
+			put_header_value(&r, o);
+		}
+		if (r.err || r.w.full)
+			break;
+		rw->set[rw->nset].name = name;
+		rw->set[rw->nset].value = r.w.p + start;
+		rw->set[rw->nset].value_len = r.w.len - start;
+		rw->nset++;
+	}
+
+	/* 3. The target, when the path or the query carries a placeholder. */
+	if (!r.err && !r.w.full &&
+	    (has_placeholder(req->path) ||
+	     (req->has_query && has_placeholder(req->query)))) {
+		start = r.w.len;
+		put_subst(&r, req->path.ptr, req->path.len, true);
+		if (req->has_query) {
+			wputc(&r.w, '?');
+			put_subst(&r, req->query.ptr, req->query.len, true);
+		}
+		rw->target = r.w.p + start;
+		rw->target_len = r.w.len - start;
+	}
+
+	if (r.err) {
+		ret = r.err;
+		goto fail;
+	}
+	if (r.w.full) {
+		ret = -ENOSPC;
+		goto fail;
+	}
+	rw->len = r.w.len;
+	return 0;
+fail:
+	OPENSSL_cleanse(buf, buflen);
+	memset(rw, 0, sizeof(*rw));
+	rw->buf = buf;
+	rw->cap = buflen;
+	return ret;
+}
+
+int cred_write_request_head(const struct cred_rewrite *rw,
+			    const struct http_request *req, char *out,
+			    size_t outlen)
+{
+	if (!rw || !req)
+		return -EINVAL;
+	return http_write_request_head_target(req, rw->target, rw->target_len,
+					      out, outlen, rw->set, rw->nset);
+}
+
+void cred_rewrite_wipe(struct cred_rewrite *rw)
+{
+	if (!rw)
+		return;
+	if (rw->buf && rw->cap)
+		OPENSSL_cleanse(rw->buf, rw->cap);
+	rw->nset = 0;
+	rw->target = NULL;
+	rw->target_len = 0;
+	rw->len = 0;
+}
+
+/* ---- OAuth2 client credentials ------------------------------------------- */
+
+/* application/x-www-form-urlencoded: unreserved stay, SP is '+'. */
+static void wput_form(struct wbuf *w, const unsigned char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == ' ')
+			wputc(w, '+');
+		else
+			wput_pct(w, s + i, 1);
+	}
+}
+
+/* RFC 6749 3.3: scope-token = 1*NQCHAR */
+static bool scope_token_ok(const char *s)
+{
+	if (!s || !*s)
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x21 || c > 0x7e || c == '"' || c == '\\')
+			return false;
+	}
+	return true;
+}
+
+int cred_oauth2_request_body(const char *client_id,
+			     const struct cred_secret *client_secret,
+			     const char *const *scopes, size_t n, char *out,
+			     size_t outlen)
+{
+	struct wbuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	size_t i;
+
+	if (!client_id || !*client_id || !client_secret || !client_secret->buf ||
+	    !out || !outlen || (n && !scopes))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!scope_token_ok(scopes[i]))
+			return -EINVAL;
+	wputs(&w, "grant_type=client_credentials&client_id=");
+	wput_form(&w, (const unsigned char *)client_id, strlen(client_id));
+	wputs(&w, "&client_secret=");
+	wput_form(&w, client_secret->buf, client_secret->len);
+	if (n) {
+		wputs(&w, "&scope=");
+		for (i = 0; i < n; i++) {
+			if (i)
+				wputc(&w, '+');
+			wput_form(&w, (const unsigned char *)scopes[i],
+				  strlen(scopes[i]));
+		}
+	}
+	if (w.full || w.len > INT_MAX) {
+		OPENSSL_cleanse(out, outlen);
+		return -ENOSPC;
+	}
+	out[w.len] = '\0';
+	return (int)w.len;
+}
+
+/* A strict JSON reader: just enough for a token endpoint's answer. */
+struct json {
+	const char *s;
+	size_t len, i;
+};
+
+#define JSON_DEPTH_MAX 16
+
+static void json_ws(struct json *j)
+{
+	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
+				 j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+		j->i++;
+}
+
+static int json_hex4(struct json *j, unsigned *v)
+{
+	size_t k;
+
+	*v = 0;
+	if (j->len - j->i < 4)
+		return -EINVAL;
+	for (k = 0; k < 4; k++) {
+		char c = lower(j->s[j->i + k]);
+		int h = hexval(c);
+
+		if (h < 0)
+			return -EINVAL;
+		*v = *v << 4 | (unsigned)h;
+	}
+	j->i += 4;
+	return 0;
+}
+
+static void wput_utf8(struct wbuf *w, unsigned cp)
+{
+	char b[4];
+
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		wput(w, b, 1);
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xc0 | cp >> 6);
+		b[1] = (char)(0x80 | (cp & 0x3f));
+		wput(w, b, 2);
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xe0 | cp >> 12);
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[2] = (char)(0x80 | (cp & 0x3f));
+		wput(w, b, 3);
+	} else {
+		b[0] = (char)(0xf0 | cp >> 18);
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[3] = (char)(0x80 | (cp & 0x3f));
+		wput(w, b, 4);
+	}
+}
+
+/*
+ * A string at j->i (the opening quote), unescaped into @w when not NULL
+ * (w->full then means "did not fit", not an error).  Return: 0 or -EINVAL.
+ */
+static int json_string(struct json *j, struct wbuf *w)
+{
+	struct wbuf sink = { 0 };
+
+	if (!w)
+		w = &sink;
+	if (j->i >= j->len || j->s[j->i] != '"')
+		return -EINVAL;
+	j->i++;
+	while (j->i < j->len) {
+		unsigned char c = (unsigned char)j->s[j->i++];
+		unsigned cp, lo;
+
+		if (c == '"')
+			return 0;
+		if (c < 0x20)
+			return -EINVAL;
+		if (c != '\\') {
+			wputc(w, (char)c);
+			continue;
+		}
+		if (j->i >= j->len)
+			return -EINVAL;
+		c = (unsigned char)j->s[j->i++];
+		switch (c) {
+		case '"': case '\\': case '/':
+			wputc(w, (char)c);
+			break;
+		case 'b': wputc(w, '\b'); break;
+		case 'f': wputc(w, '\f'); break;
+		case 'n': wputc(w, '\n'); break;
+		case 'r': wputc(w, '\r'); break;
+		case 't': wputc(w, '\t'); break;
+		case 'u':
+			if (json_hex4(j, &cp) < 0)
+				return -EINVAL;
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return -EINVAL;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (j->len - j->i < 6 || j->s[j->i] != '\\' ||
+				    j->s[j->i + 1] != 'u')
+					return -EINVAL;
+				j->i += 2;
+				if (json_hex4(j, &lo) < 0 || lo < 0xdc00 ||
+				    lo > 0xdfff)
+					return -EINVAL;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			}
+			wput_utf8(w, cp);
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * A number at j->i, per the JSON grammar.  When @u is not NULL and the
+ * number is a plain non-negative integer, *u gets it (saturating at
+ * UINT64_MAX, *is_int set).
+ */
+static int json_number(struct json *j, uint64_t *u, bool *is_int)
+{
+	size_t start = j->i;
+	uint64_t v = 0;
+	bool integer = true, sat = false;
+
+	if (j->i < j->len && j->s[j->i] == '-') {
+		j->i++;
+		integer = false;
+	}
+	if (j->i >= j->len)
+		return -EINVAL;
+	if (j->s[j->i] == '0') {
+		j->i++;
+	} else if (j->s[j->i] >= '1' && j->s[j->i] <= '9') {
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9') {
+			unsigned d = (unsigned)(j->s[j->i] - '0');
+
+			if (v > (UINT64_MAX - d) / 10)
+				sat = true;
+			else
+				v = v * 10 + d;
+			j->i++;
+		}
+	} else {
+		return -EINVAL;
+	}
+	if (j->i < j->len && j->s[j->i] == '.') {
+		integer = false;
+		j->i++;
+		if (j->i >= j->len || j->s[j->i] < '0' || j->s[j->i] > '9')
+			return -EINVAL;
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+			j->i++;
+	}
+	if (j->i < j->len && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+		integer = false;
+		j->i++;
+		if (j->i < j->len && (j->s[j->i] == '+' || j->s[j->i] == '-'))
+			j->i++;
+		if (j->i >= j->len || j->s[j->i] < '0' || j->s[j->i] > '9')
+			return -EINVAL;
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+			j->i++;
+	}
+	if (j->i == start)
+		return -EINVAL;
+	if (is_int)
+		*is_int = integer;
+	if (u)
+		*u = sat ? UINT64_MAX : v;
+	return 0;
+}
+
+static int json_value(struct json *j, int depth);
+
+static int json_literal(struct json *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (j->len - j->i < n || memcmp(j->s + j->i, lit, n) != 0)
+		return -EINVAL;
+	j->i += n;
+	return 0;
+}
+
+static int json_container(struct json *j, int depth, char close)
+{
+	if (depth > JSON_DEPTH_MAX)
+		return -EINVAL;
+	j->i++;
+	json_ws(j);
+	if (j->i < j->len && j->s[j->i] == close) {
+		j->i++;
+		return 0;
+	}
+	for (;;) {
+		json_ws(j);
+		if (close == '}') {
+			if (json_string(j, NULL) < 0)
+				return -EINVAL;
+			json_ws(j);
+			if (j->i >= j->len || j->s[j->i] != ':')
+				return -EINVAL;
+			j->i++;
+		}
+		if (json_value(j, depth) < 0)
+			return -EINVAL;
+		json_ws(j);
+		if (j->i >= j->len)
+			return -EINVAL;
+		if (j->s[j->i] == ',') {
+			j->i++; /* a trailing comma fails on the next value */
+			continue;
+		}
+		if (j->s[j->i] == close) {
+			j->i++;
+			return 0;
+		}
+		return -EINVAL;
+	}
+}
+
+static int json_value(struct json *j, int depth)
+{
+	json_ws(j);
+	if (j->i >= j->len)
+		return -EINVAL;
+	switch (j->s[j->i]) {
+	case '"':
+		return json_string(j, NULL);
+	case '{':
+		return json_container(j, depth + 1, '}');
+	case '[':
+		return json_container(j, depth + 1, ']');
+	case 't':
+		return json_literal(j, "true");
+	case 'f':
+		return json_literal(j, "false");
+	case 'n':
+		return json_literal(j, "null");
+	default:
+		return json_number(j, NULL, NULL);
+	}
+}
+
+/* Key names we read are short; a longer key is some other key. */
+#define JSON_KEY_MAX 32
+
+/* Compared with its length: "access_token\u0000x" is another key. */
+static bool key_is(const struct wbuf *k, const char *lit)
+{
+	return !k->full && k->len == strlen(lit) && memcmp(k->p, lit, k->len) == 0;
+}
+
+int cred_oauth2_parse_response(const char *json, size_t len,
+			       struct cred_secret *token, uint64_t *expires_in)
+{
+	struct json j = { .s = json, .len = len };
+	char key[JSON_KEY_MAX];
+	char ttype[16];
+	unsigned char *tok = NULL;
+	size_t tok_len = 0, tok_cap = len ? len : 1;
+	bool seen_tok = false, seen_type = false, seen_exp = false,
+	     seen_err = false, type_bearer = false, exp_range = false;
+	uint64_t exp = 0;
+	int ret = -EINVAL;
+
+	if (!token || !expires_in)
+		return -EINVAL;
+	token->buf = NULL;
+	token->len = 0;
+	*expires_in = 0;
+	if (!json)
+		return -EINVAL;
+	/* The token is never longer than the document it came in. */
+	tok = OPENSSL_secure_malloc(tok_cap);
+	if (!tok)
+		return -ENOMEM;
+
+	json_ws(&j);
+	if (j.i >= j.len || j.s[j.i] != '{')
+		goto out;
+	j.i++;
+	json_ws(&j);
+	if (j.i < j.len && j.s[j.i] == '}') {
+		j.i++;
+		goto end;
+	}
+	for (;;) {
+		struct wbuf kw = { .p = key, .cap = JSON_KEY_MAX };
+
+		json_ws(&j);
+		if (json_string(&j, &kw) < 0)
+			goto out;
+		json_ws(&j);
+		if (j.i >= j.len || j.s[j.i] != ':')
+			goto out;
+		j.i++;
+		json_ws(&j);
+		if (j.i >= j.len)
+			goto out;
+
+		if (key_is(&kw, "access_token")) {
+			struct wbuf tw = { .p = (char *)tok, .cap = tok_cap };
+
+			if (seen_tok || j.s[j.i] != '"' ||
+			    json_string(&j, &tw) < 0 || tw.full)
+				goto out;
+			seen_tok = true;
+			tok_len = tw.len;
+		} else if (key_is(&kw, "token_type")) {
+			struct wbuf tw = { .p = ttype, .cap = sizeof(ttype) };
+
+			if (seen_type || j.s[j.i] != '"' ||
+			    json_string(&j, &tw) < 0)
+				goto out;
+			seen_type = true;
+			type_bearer = !tw.full &&
+				      mem_eq_ci(ttype, tw.len, "bearer", 6);
+		} else if (key_is(&kw, "expires_in")) {
+			bool is_int = false;
+
+			if (seen_exp)
+				goto out;
+			seen_exp = true;
+			if (j.s[j.i] == '"') {
+				/* Some servers send "3600". */
+				char num[24];
+				struct wbuf nw = { .p = num, .cap = sizeof(num) - 1 };
+				struct json nj;
+
+				if (json_string(&j, &nw) < 0)
+					goto out;
+				if (nw.full) {
+					exp_range = true;
+					goto next;
+				}
+				num[nw.len] = '\0';
+				nj = (struct json){ .s = num, .len = nw.len };
+				if (json_number(&nj, &exp, &is_int) < 0 ||
+				    nj.i != nj.len || !is_int)
+					goto out;
+			} else {
+				if (json_number(&j, &exp, &is_int) < 0)
+					goto out;
+				if (!is_int) {
+					/* 3600.5, -1, 1e9: not a count of seconds. */
+					exp_range = true;
+				}
+			}
+			if (exp > CRED_OAUTH2_EXPIRES_MAX)
+				exp_range = true;
+		} else if (key_is(&kw, "error")) {
+			if (seen_err || json_value(&j, 1) < 0)
+				goto out;
+			seen_err = true;
+		} else {
+			if (json_value(&j, 1) < 0)
+				goto out;
+		}
+next:
+		json_ws(&j);
+		if (j.i < j.len && j.s[j.i] == ',') {
+			j.i++;
+			continue;
+		}
+		if (j.i < j.len && j.s[j.i] == '}') {
+			j.i++;
+			break;
+		}
+		goto out;
+	}
+end:
+	json_ws(&j);
+	if (j.i != j.len)
+		goto out;
+
+	if (seen_err) {
+		ret = -EACCES;
+		goto out;
+	}
+	if (!seen_tok || !seen_type)
+		goto out;
+	if (!type_bearer) {
+		ret = -EPROTO;
+		goto out;
+	}
+	if (exp_range) {
+		ret = -ERANGE;
+		goto out;
+	}
+	/* It goes into "Authorization: Bearer ...": visible ASCII only. */
+	if (tok_len == 0)
+		goto out;
+	for (size_t i = 0; i < tok_len; i++)
+		if (tok[i] < 0x21 || tok[i] > 0x7e)
+			goto out;
+	ret = cred_secret_set(token, tok, tok_len);
+	if (ret == 0)
+		*expires_in = exp;
+out:
+	OPENSSL_secure_clear_free(tok, tok_cap);
+	return ret;
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+/* Broker-minted JWTs (ES256, EdDSA) and the JWK Set that verifies them. */
+
+/*
+ * A credential of the JWT kind is a token the broker signs per request
+ * or per sandbox: sub names the sandbox, aud the host, exp is minutes
+ * away.  The upstream verifies it against the broker's JWKS.  Only two
+ * algorithms: ES256 (P-256, what most verifiers support) and EdDSA
+ * (Ed25519); RSA keys are refused rather than half-supported.
+ */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+
+#include "broker/cred.h"
+
+/* Longest claim or kid accepted (a host name is 253). */
+#define JWT_FIELD_MAX 1024
+#define JWT_TTL_MAX (31ULL * 86400)
+
+enum jwt_alg { JWT_NONE, JWT_ES256, JWT_EDDSA };
+
+static enum jwt_alg key_alg(EVP_PKEY *key)
+{
+	char group[32];
+	size_t glen = 0;
+
+	if (!key)
+		return JWT_NONE;
+	if (EVP_PKEY_is_a(key, "ED25519"))
+		return JWT_EDDSA;
+	if (EVP_PKEY_is_a(key, "EC") &&
+	    EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME,
+					   group, sizeof(group), &glen) == 1 &&
+	    (strcmp(group, "prime256v1") == 0 || strcmp(group, "P-256") == 0))
+		return JWT_ES256;
+	return JWT_NONE;
+}
+
+static const char *alg_name(enum jwt_alg a)
+{
+	return a == JWT_ES256 ? "ES256" : "EdDSA";
+}
+
+/* An encrypted key is refused, never prompted for. */
+static int no_password(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+int cred_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
+		      size_t errlen)
+{
+	struct cred_secret pem;
+	EVP_PKEY *k = NULL;
+	BIO *b;
+	int ret;
+
+	*key = NULL;
+	ret = cred_file_read(pem_file, &pem, err, errlen);
+	if (ret < 0)
+		return ret;
+	b = pem.len <= INT_MAX ? BIO_new_mem_buf(pem.buf, (int)pem.len) : NULL;
+	if (b)
+		k = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
+	BIO_free(b);
+	cred_secret_free(&pem);
+	ERR_clear_error();
+	if (!k) {
+		if (err && errlen)
+			snprintf(err, errlen, "JWT key `%s`: not a PEM private key",
+				 pem_file);
+		return -EINVAL;
+	}
+	if (key_alg(k) == JWT_NONE) {
+		if (err && errlen)
+			snprintf(err, errlen,
+				 "JWT key `%s`: want an EC P-256 (ES256) or Ed25519 (EdDSA) key",
+				 pem_file);
+		EVP_PKEY_free(k);
+		return -EINVAL;
+	}
+	*key = k;
+	return 0;
+}
+
+/* ---- a bounded writer ---------------------------------------------------- */
+
+struct jbuf {
+	char *p;
+	size_t cap, len;
+	bool full;
+};
+
+static void jput(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->full || n > b->cap - b->len) {
+		b->full = true;
+		return;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void jputs(struct jbuf *b, const char *s)
+{
+	jput(b, s, strlen(s));
+}
+
+/* A JSON string literal; control characters and non-ASCII escaped. */
+static void jput_str(struct jbuf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	jput(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+
+			jput(b, e, 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			jput(b, e, 6);
+		} else {
+			/* UTF-8 passes through; JSON is UTF-8. */
+			jput(b, (const char *)&c, 1);
+		}
+	}
+	jput(b, "\"", 1);
+}
+
+static void jput_u64(struct jbuf *b, uint64_t v)
+{
+	char n[24];
+	int l = snprintf(n, sizeof(n), "%llu", (unsigned long long)v);
+
+	jput(b, n, (size_t)l);
+}
+
+static void jput_b64url(struct jbuf *b, const void *data, size_t len)
+{
+	int n;
+
+	if (b->full) {
+		return;
+	}
+	n = cred_base64_encode(data, len, true, b->p + b->len, b->cap - b->len);
+	if (n < 0) {
+		b->full = true;
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+/* ---- minting ------------------------------------------------------------- */
+
+/* ES256 per RFC 7518 3.4: R and S, 32 bytes each, not DER. */
+static int sign(EVP_PKEY *key, enum jwt_alg alg, const char *tbs, size_t len,
+		unsigned char sig[64])
+{
+	EVP_MD_CTX *mctx = EVP_MD_CTX_new();
+	unsigned char der[80];
+	const unsigned char *dp = der;
+	size_t dlen = sizeof(der), slen = 64;
+	ECDSA_SIG *es = NULL;
+	const BIGNUM *r, *s;
+	int ret = -EIO;
+
+	if (!mctx)
+		return -ENOMEM;
+	if (alg == JWT_EDDSA) {
+		if (EVP_DigestSignInit(mctx, NULL, NULL, NULL, key) == 1 &&
+		    EVP_DigestSign(mctx, sig, &slen, (const unsigned char *)tbs,
+				   len) == 1 &&
+		    slen == 64)
+			ret = 0;
+		goto out;
+	}
+	if (EVP_DigestSignInit(mctx, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(mctx, der, &dlen, (const unsigned char *)tbs, len) != 1)
+		goto out;
+	es = d2i_ECDSA_SIG(NULL, &dp, (long)dlen);
+	if (!es)
+		goto out;
+	ECDSA_SIG_get0(es, &r, &s);
+	if (BN_bn2binpad(r, sig, 32) == 32 && BN_bn2binpad(s, sig + 32, 32) == 32)
+		ret = 0;
+out:
+	ECDSA_SIG_free(es);
+	EVP_MD_CTX_free(mctx);
+	ERR_clear_error();
+	return ret;
+}
+
+static bool field_ok(const char *s, bool optional)
+{
+	if (!s)
+		return optional;
+	return *s && strlen(s) <= JWT_FIELD_MAX;
+}
+
+int cred_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
+		  const char *sub, const char *aud, const char *scope,
+		  uint64_t iat, uint64_t ttl, char *out, size_t outlen)
+{
+	enum jwt_alg alg = key_alg(key);
+	/* Six bytes per character is the worst JSON escaping. */
+	size_t jcap = 6 * (5 * JWT_FIELD_MAX) + 512;
+	struct jbuf o = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	struct jbuf j = { 0 };
+	unsigned char jti[16], sig[64];
+	char jti_hex[33];
+	size_t i;
+	int ret = -EINVAL;
+
+	if (alg == JWT_NONE || !out || !outlen || !field_ok(kid, true) ||
+	    !field_ok(iss, false) || !field_ok(sub, false) ||
+	    !field_ok(aud, false) || !field_ok(scope, true) || ttl == 0 ||
+	    ttl > JWT_TTL_MAX || iat > UINT64_MAX - ttl)
+		return -EINVAL;
+	if (RAND_bytes(jti, sizeof(jti)) != 1)
+		return -EIO;
+	for (i = 0; i < sizeof(jti); i++)
+		snprintf(jti_hex + 2 * i, 3, "%02x", jti[i]);
+	j.p = malloc(jcap);
+	if (!j.p)
+		return -ENOMEM;
+	j.cap = jcap;
+
+	/* header */
+	jputs(&j, "{\"alg\":\"");
+	jputs(&j, alg_name(alg));
+	jputs(&j, "\",\"typ\":\"JWT\"");
+	if (kid) {
+		jputs(&j, ",\"kid\":");
+		jput_str(&j, kid);
+	}
+	jputs(&j, "}");
+	if (j.full)
+		goto out;
+	jput_b64url(&o, j.p, j.len);
+	jput(&o, ".", 1);
+
+	/* claims */
+	j.len = 0;
+	jputs(&j, "{\"iss\":");
+	jput_str(&j, iss);
+	jputs(&j, ",\"sub\":");
+	jput_str(&j, sub);
+	jputs(&j, ",\"aud\":");
+	jput_str(&j, aud);
+	jputs(&j, ",\"iat\":");
+	jput_u64(&j, iat);
+	jputs(&j, ",\"exp\":");
+	jput_u64(&j, iat + ttl);
+	jputs(&j, ",\"jti\":\"");
+	jputs(&j, jti_hex);
+	jputs(&j, "\"");
+	if (scope) {
+		jputs(&j, ",\"scope\":");
+		jput_str(&j, scope);
+	}
+	jputs(&j, "}");
+	if (j.full)
+		goto out;
+	jput_b64url(&o, j.p, j.len);
+	if (o.full) {
+		ret = -ENOSPC;
+		goto out;
+	}
+
+	ret = sign(key, alg, o.p, o.len, sig);
+	if (ret < 0)
+		goto out;
+	jput(&o, ".", 1);
+	jput_b64url(&o, sig, sizeof(sig));
+	ret = o.full ? -ENOSPC : (o.len > INT_MAX ? -ENOSPC : (int)o.len);
+out:
+	free(j.p);
+	if (ret < 0)
+		OPENSSL_cleanse(out, outlen);
+	else
+		out[o.len] = '\0';
+	return ret;
+}
+
+/* ---- JWKS ---------------------------------------------------------------- */
+
+static int jwk(struct jbuf *b, EVP_PKEY *key, const char *kid)
+{
+	enum jwt_alg alg = key_alg(key);
+	unsigned char x[32], y[32];
+	BIGNUM *bx = NULL, *by = NULL;
+	size_t xl = sizeof(x);
+	int ret = -EINVAL;
+
+	if (alg == JWT_EDDSA) {
+		if (EVP_PKEY_get_raw_public_key(key, x, &xl) != 1 || xl != 32)
+			goto out;
+		jputs(b, "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"");
+		jput_b64url(b, x, 32);
+	} else if (alg == JWT_ES256) {
+		if (EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &bx) != 1 ||
+		    EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &by) != 1 ||
+		    BN_bn2binpad(bx, x, 32) != 32 || BN_bn2binpad(by, y, 32) != 32)
+			goto out;
+		jputs(b, "{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"");
+		jput_b64url(b, x, 32);
+		jputs(b, "\",\"y\":\"");
+		jput_b64url(b, y, 32);
+	} else {
+		goto out;
+	}
+	jputs(b, "\"");
+	if (kid) {
+		jputs(b, ",\"kid\":");
+		jput_str(b, kid);
+	}
+	jputs(b, ",\"alg\":\"");
+	jputs(b, alg_name(alg));
+	jputs(b, "\",\"use\":\"sig\"}");
+	ret = 0;
+out:
+	BN_free(bx);
+	BN_free(by);
+	ERR_clear_error();
+	return ret;
+}
+
+int cred_jwks(EVP_PKEY *const *keys, const char *const *kids, size_t n,
+	      char *out, size_t outlen)
+{
+	struct jbuf b = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	size_t i;
+	int ret;
+
+	if (!out || !outlen || (n && !keys))
+		return -EINVAL;
+	jputs(&b, "{\"keys\":[");
+	for (i = 0; i < n; i++) {
+		const char *kid = kids ? kids[i] : NULL;
+
+		if (kid && !field_ok(kid, true))
+			return -EINVAL;
+		if (i)
+			jputs(&b, ",");
+		ret = jwk(&b, keys[i], kid);
+		if (ret < 0)
+			return ret;
+	}
+	jputs(&b, "]}");
+	if (b.full || b.len > INT_MAX)
+		return -ENOSPC;
+	out[b.len] = '\0';
+	return (int)b.len;
+}

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: MIT
+/* `sluice create NAME --policy FILE`: a network namespace wired to the
+ * broker of the namespace sluice runs in.
+ *
+ * Theory of operation: the broker hands out the address (register NAME
+ * auto POLICY); then, in order, sluice's record of the sandbox
+ * (NETNS_STATE_DIR/NAME, which also marks everything else as sluice's to
+ * delete), /run/netns/NAME, /etc/netns/NAME/resolv.conf, the veth pair and
+ * its addresses and route, and last the sandbox's element in the nftables
+ * set that lets its traffic in. Each step that succeeds is noted; on any
+ * failure the noted steps are undone in reverse and the registration is
+ * withdrawn, so a failed create leaves nothing behind. Signals that would
+ * end sluice are held meanwhile (netns_sandbox_create() callers block
+ * them) so that the undo always runs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "netns/netns.h"
+#include "netns/netns_internal.h"
+#include "policy/policy.h"
+
+/* Far more than any system trust store; the copy is read whole. */
+#define CA_BUNDLE_MAX (16u << 20)
+/* linkwatch brings a fresh veth up in microseconds to milliseconds. */
+#define LINK_WAIT_MS 2000
+
+struct build {
+	struct netns_sandbox sb;
+	int nsfd;
+	bool registered, state_dir, netns, etc_dir, link, element;
+};
+
+static int parse_port_line(const char *v, uint16_t *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || x == 0 || x > 65535)
+		return -EINVAL;
+	*out = (uint16_t)x;
+	return 0;
+}
+
+/**
+ * netns_broker_config() - the broker's ports, from its `config` answer
+ * @p:      filled on success
+ * @err:    why not
+ * @errlen: its size
+ *
+ * Return: 0 or a negative errno.
+ */
+int netns_broker_config(struct netns_ports *p, char *err, size_t errlen)
+{
+	char *resp, *line, *save = NULL;
+	unsigned seen = 0;
+	int r = netns_ctl("config", &resp);
+
+	if (r == -EPROTO) {
+		snprintf(err, errlen, "broker: %s", resp);
+		free(resp);
+		return r;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
+			 strerror(-r));
+		return r;
+	}
+	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *v = strchr(line, ' ');
+
+		if (!v)
+			continue;
+		*v++ = '\0';
+		/* Other keys are the broker's business. */
+		if (!strcmp(line, "proxy_port"))
+			r = parse_port_line(v, &p->proxy), seen |= 1;
+		else if (!strcmp(line, "transparent_port"))
+			r = parse_port_line(v, &p->transparent), seen |= 2;
+		else if (!strcmp(line, "dns_port"))
+			r = parse_port_line(v, &p->dns), seen |= 4;
+		if (r < 0)
+			break;
+	}
+	free(resp);
+	if (r < 0 || seen != 7) {
+		snprintf(err, errlen, "broker: unexpected answer to `config`");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* register NAME auto POLICY; the broker's address into b->sb. */
+static int do_register(struct build *b, const char *policy, char *err, size_t errlen)
+{
+	char line[PATH_MAX + 200], *resp;
+	struct in_addr ia;
+	int r;
+
+	snprintf(line, sizeof(line), "register %s auto %s", b->sb.name, policy);
+	r = netns_ctl(line, &resp);
+	if (r == -EPROTO) {
+		snprintf(err, errlen, "broker: %s", resp);
+		free(resp);
+		return r;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
+			 strerror(-r));
+		return r;
+	}
+	b->registered = true;
+	resp[strcspn(resp, "\n")] = '\0';
+	/* The broker allocates x.x.x.(4k+2) of a /30 whose .1 is the gateway. */
+	if (inet_pton(AF_INET, resp, &ia) != 1 || (ntohl(ia.s_addr) & 3) != 2) {
+		snprintf(err, errlen, "broker: unexpected address `%.64s`", resp);
+		free(resp);
+		return -EPROTO;
+	}
+	free(resp);
+	b->sb.addr = ntohl(ia.s_addr);
+	b->sb.gw = b->sb.addr - 1;
+	netns_link_name(b->sb.addr, b->sb.link);
+	return 0;
+}
+
+/* Removes the regular files in @dir (no recursion), then @dir. */
+static int remove_dir(const char *dir, const char *const *files)
+{
+	char path[600];
+	size_t i;
+
+	for (i = 0; files[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return rmdir(dir) < 0 ? -errno : 0;
+}
+
+/* Every file a sandbox's state directory can hold. */
+static const char *const state_files[] = { "sandbox", "sandbox.tmp", "ca-bundle.crt",
+					   "ca-bundle.crt.tmp", NULL };
+static const char *const etc_files[] = { "resolv.conf", "resolv.conf.tmp", NULL };
+
+/**
+ * netns_remove_state_dir() - remove a sandbox's NETNS_STATE_DIR entry
+ * @name: a valid sandbox name
+ *
+ * Return: 0, -ENOENT, or another negative errno.
+ */
+int netns_remove_state_dir(const char *name)
+{
+	char dir[512];
+	int r = netns_path(dir, sizeof(dir), NETNS_STATE_DIR, name, NULL);
+
+	return r < 0 ? r : remove_dir(dir, state_files);
+}
+
+/**
+ * netns_remove_etc_dir() - remove /etc/netns/NAME and the resolv.conf in it
+ * @name: a valid sandbox name
+ *
+ * Files someone else put there are left, and so is the directory then.
+ *
+ * Return: 0, -ENOENT, -ENOTEMPTY, or another negative errno.
+ */
+int netns_remove_etc_dir(const char *name)
+{
+	char dir[512];
+	int r = netns_path(dir, sizeof(dir), NETNS_ETC_DIR, name, NULL);
+
+	return r < 0 ? r : remove_dir(dir, etc_files);
+}
+
+static int make_state_dir(struct build *b, char *err, size_t errlen)
+{
+	char dir[512], bundle[600];
+	int r;
+
+	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_STATE_DIR, strerror(-r));
+		return r;
+	}
+	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, b->sb.name, NULL);
+	if (mkdir(dir, 0755) < 0) {
+		r = -errno;
+		if (r == -EEXIST)
+			snprintf(err, errlen, "sandbox `%s` exists (%s)", b->sb.name, dir);
+		else
+			snprintf(err, errlen, "cannot make `%s`: %s", dir, strerror(-r));
+		return r;
+	}
+	b->state_dir = true;
+	r = netns_state_write(&b->sb);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot write `%s/sandbox`: %s", dir, strerror(-r));
+		return r;
+	}
+	/* The trust bundle: the system's CAs for now (the sandbox's own CA joins
+	 * them later). A system without a store gets an empty bundle and a word. */
+	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
+	r = netns_copy_file(NETNS_SYSTEM_CA, bundle, CA_BUNDLE_MAX);
+	if (r == -ENOENT) {
+		int fd = open(bundle, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+		fprintf(stderr, "sluice: warning: no system trust store at %s; %s is empty\n",
+			NETNS_SYSTEM_CA, bundle);
+		r = fd < 0 || fchmod(fd, 0644) < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot copy %s to `%s`: %s", NETNS_SYSTEM_CA, bundle,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static int make_etc_dir(struct build *b, char *err, size_t errlen)
+{
+	struct in_addr ig = { .s_addr = htonl(b->sb.gw) };
+	char dir[512], path[600], gw[INET_ADDRSTRLEN];
+	int fd, r;
+
+	if (mkdir(NETNS_ETC_DIR, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_ETC_DIR, strerror(-r));
+		return r;
+	}
+	netns_path(dir, sizeof(dir), NETNS_ETC_DIR, b->sb.name, NULL);
+	if (mkdir(dir, 0755) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make `%s`: %s", dir, strerror(-r));
+		return r;
+	}
+	b->etc_dir = true;
+	inet_ntop(AF_INET, &ig, gw, sizeof(gw));
+	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
+	/* 0644 whatever the umask: every user in the sandbox resolves names. */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	r = fd < 0 || fchmod(fd, 0644) < 0 || dprintf(fd, "nameserver %s\n", gw) < 0 ? -errno : 0;
+	if (fd >= 0 && close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0) {
+		snprintf(err, errlen, "cannot write `%s`: %s", path, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* Writes 1 to disable_ipv6 of @dev in the calling thread's namespace. A
+ * kernel without IPv6 has no such file, which is as good. */
+static int ipv6_off(const char *dev)
+{
+	char path[128];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", dev);
+	r = netns_sysctl_write(path, "1");
+	if (r == -ENOENT && access("/proc/sys/net/ipv6", F_OK) < 0)
+		return 0;
+	return r;
+}
+
+/* Inside the sandbox: IPv6 off, lo up, eth0 ADDR/30 up, default via GW. */
+static int wire_sandbox_side(struct build *b, char *err, size_t errlen)
+{
+	static const char *const v6[] = { "all", "default", "lo", NETNS_SANDBOX_IF };
+	struct netns_rtnl r = { 0 };
+	const char *step = "enter the sandbox namespace";
+	size_t i;
+	int saved, e;
+
+	e = netns_ns_enter(b->nsfd, &saved);
+	if (e < 0)
+		goto fail;
+	for (i = 0; i < sizeof(v6) / sizeof(v6[0]) && e == 0; i++) {
+		step = "disable IPv6 in the sandbox";
+		e = ipv6_off(v6[i]);
+	}
+	if (e == 0) {
+		step = "open rtnetlink in the sandbox";
+		e = netns_rtnl_open(&r);
+	}
+	if (e == 0) {
+		step = "set lo up in the sandbox";
+		e = netns_link_up(&r, "lo");
+	}
+	if (e == 0) {
+		step = "address " NETNS_SANDBOX_IF " in the sandbox";
+		e = netns_addr4_add(&r, NETNS_SANDBOX_IF, b->sb.addr, 30);
+	}
+	if (e == 0) {
+		step = "set " NETNS_SANDBOX_IF " up in the sandbox";
+		e = netns_link_up(&r, NETNS_SANDBOX_IF);
+	}
+	if (e == 0) {
+		step = "add the sandbox's default route";
+		e = netns_route4_default(&r, NETNS_SANDBOX_IF, b->sb.gw);
+	}
+	if (e == 0 && netns_link_wait_running(NETNS_SANDBOX_IF, LINK_WAIT_MS) < 0)
+		log_warn("netns: %s of `%s` is not running yet", NETNS_SANDBOX_IF, b->sb.name);
+	netns_rtnl_close(&r);
+	netns_ns_leave(saved);
+	if (e == 0)
+		return 0;
+fail:
+	snprintf(err, errlen, "cannot %s: %s", step, strerror(-e));
+	return e;
+}
+
+/* In the broker's namespace: the veth pair, then GW/30 on our end, up. */
+static int wire_broker_side(struct build *b, char *err, size_t errlen)
+{
+	struct netns_rtnl r = { 0 };
+	const char *step = "open rtnetlink";
+	char gw[INET_ADDRSTRLEN];
+	struct in_addr ig = { .s_addr = htonl(b->sb.gw) };
+	int e;
+
+	inet_ntop(AF_INET, &ig, gw, sizeof(gw));
+	e = netns_rtnl_open(&r);
+	if (e == 0) {
+		step = "create the veth pair";
+		e = netns_veth_add(&r, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
+		b->link = e == 0;
+	}
+	if (e == 0) {
+		step = "disable IPv6 on the broker side";
+		e = ipv6_off(b->sb.link);
+	}
+	if (e == 0) {
+		step = "address the broker side";
+		e = netns_addr4_add(&r, b->sb.link, b->sb.gw, 30);
+	}
+	if (e == 0) {
+		step = "set the broker side up";
+		e = netns_link_up(&r, b->sb.link);
+	}
+	netns_rtnl_close(&r);
+	if (e < 0)
+		snprintf(err, errlen, "cannot %s `%s` (gateway %s): %s", step, b->sb.link, gw,
+			 strerror(-e));
+	return e;
+}
+
+/* Undoes what @b notes, newest first; says what it could not undo. */
+static void rollback(struct build *b)
+{
+	struct netns_rtnl r = { 0 };
+	char e[400], *resp;
+	int k;
+
+	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, e, sizeof(e)) < 0)
+		fprintf(stderr, "sluice: undo: %s\n", e);
+	if (b->link) {
+		k = netns_rtnl_open(&r);
+		if (k == 0)
+			k = netns_link_del(&r, b->sb.link);
+		netns_rtnl_close(&r);
+		if (k < 0 && k != -ENODEV)
+			fprintf(stderr, "sluice: undo: cannot delete link `%s`: %s\n", b->sb.link,
+				strerror(-k));
+	}
+	if (b->nsfd >= 0) {
+		close(b->nsfd);
+		b->nsfd = -1;
+	}
+	if (b->etc_dir && (k = netns_remove_etc_dir(b->sb.name)) < 0)
+		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_ETC_DIR,
+			b->sb.name, strerror(-k));
+	if (b->netns && (k = netns_ns_remove(b->sb.name)) < 0)
+		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_RUN_DIR,
+			b->sb.name, strerror(-k));
+	if (b->state_dir && (k = netns_remove_state_dir(b->sb.name)) < 0)
+		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_STATE_DIR,
+			b->sb.name, strerror(-k));
+	if (b->registered) {
+		char line[200];
+
+		snprintf(line, sizeof(line), "unregister %s", b->sb.name);
+		k = netns_ctl(line, &resp);
+		if (k < 0)
+			fprintf(stderr, "sluice: undo: cannot unregister `%s`: %s\n", b->sb.name,
+				k == -EPROTO ? resp : strerror(-k));
+		free(resp);
+	}
+}
+
+/* See netns_sandbox_create(). */
+static int create(const char *name, const char *policy, struct netns_sandbox *out,
+		  char *err, size_t errlen);
+
+/**
+ * netns_sandbox_create() - create and wire a sandbox (see the file's top)
+ * @name:   the sandbox name
+ * @policy: the policy file (validated here, then by the broker)
+ * @out:    on success, the sandbox; may be NULL
+ * @err:    on failure, the message (a policy error carries FILE:LINE:COL)
+ * @errlen: its size
+ *
+ * The caller should block SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
+ *
+ * Return: 0; -EBADMSG when the policy is not valid (@err is FILE:LINE:COL:
+ * message, as `sluice policy check` prints it); another negative errno after
+ * undoing every step taken.
+ */
+int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
+			 char *err, size_t errlen)
+{
+	/* What sluice writes is readable by every user of the sandbox (the
+	 * resolv.conf, the CA bundle), whatever the caller's umask. */
+	mode_t old = umask(022);
+	int r = create(name, policy, out, err, errlen);
+
+	umask(old);
+	return r;
+}
+
+static int create(const char *name, const char *policy, struct netns_sandbox *out, char *err,
+		  size_t errlen)
+{
+	struct build b = { .nsfd = -1 };
+	char abs[PATH_MAX], path[512];
+	struct policy_error perr;
+	struct policy *p;
+	int r;
+
+	if (!netns_name_ok(name)) {
+		snprintf(err, errlen,
+			 "bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . or -)",
+			 name, NETNS_NAME_MAX);
+		return -EINVAL;
+	}
+	snprintf(b.sb.name, sizeof(b.sb.name), "%s", name);
+	if (policy_load_file(policy, &p, &perr) < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return -EBADMSG;
+	}
+	policy_unref(p);
+	if (!realpath(policy, abs)) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", policy, strerror(-r));
+		return r;
+	}
+	if (strpbrk(abs, " \t\n")) {
+		snprintf(err, errlen, "policy path `%s` has whitespace", abs);
+		return -EINVAL;
+	}
+	/* Cheap checks first, so that the common mistake costs no registration;
+	 * the steps below check again, race-free (O_EXCL, mkdir). */
+	netns_path(path, sizeof(path), NETNS_RUN_DIR, name, NULL);
+	if (access(path, F_OK) == 0) {
+		snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
+		return -EEXIST;
+	}
+	netns_path(path, sizeof(path), NETNS_ETC_DIR, name, NULL);
+	if (access(path, F_OK) == 0) {
+		snprintf(err, errlen, "`%s` exists: the name is taken", path);
+		return -EEXIST;
+	}
+	r = netns_broker_config(&b.sb.ports, err, errlen);
+	if (r < 0)
+		return r;
+	r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot identify this network namespace: %s", strerror(-r));
+		return r;
+	}
+	snprintf(b.sb.socket, sizeof(b.sb.socket), "%s", netns_socket_path);
+
+	r = do_register(&b, abs, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = netns_nft_install(&b.sb.ports, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = make_state_dir(&b, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = netns_ns_create(name, &b.nsfd);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot create %s/%s: %s", NETNS_RUN_DIR, name,
+			 r == -EEXIST ? "it exists" : strerror(-r));
+		goto fail;
+	}
+	b.netns = true;
+	r = make_etc_dir(&b, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = wire_broker_side(&b, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = wire_sandbox_side(&b, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, err, errlen);
+	if (r < 0)
+		goto fail;
+	b.element = true;
+	if (netns_link_wait_running(b.sb.link, LINK_WAIT_MS) < 0)
+		log_warn("netns: link %s is not running yet", b.sb.link);
+	close(b.nsfd);
+	if (out)
+		*out = b.sb;
+	return 0;
+fail:
+	rollback(&b);
+	return r;
+}
+
+/**
+ * netns_hold_signals() - block the signals that would end sluice half-way
+ * @old: the mask to restore with sigprocmask(SIG_SETMASK, @old, NULL)
+ */
+void netns_hold_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+int cmd_create(int argc, char **argv)
+{
+	const char *name = NULL, *policy = NULL;
+	struct netns_sandbox sb;
+	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct in_addr ia, ig;
+	sigset_t old;
+	int i, r;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			policy = argv[++i];
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			goto usage;
+	}
+	if (!name || !policy)
+		goto usage;
+	netns_hold_signals(&old);
+	r = netns_sandbox_create(name, policy, &sb, err, sizeof(err));
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		if (r == -EBADMSG)
+			fprintf(stderr, "%s\n", err);
+		else
+			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
+		return 1;
+	}
+	ia.s_addr = htonl(sb.addr);
+	ig.s_addr = htonl(sb.gw);
+	inet_ntop(AF_INET, &ia, a, sizeof(a));
+	inet_ntop(AF_INET, &ig, g, sizeof(g));
+	printf("%s %s %s\n", sb.name, a, g);
+	return 0;
+usage:
+	fprintf(stderr, "usage: sluice create NAME --policy FILE\n");
+	return 2;
+}

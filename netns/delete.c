@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/* `sluice delete NAME`: the broker forgets the sandbox (and closes its
+ * flows), then its set element, its veth pair, its namespace and its files
+ * go. Only what sluice made is removed: a sandbox's record in
+ * NETNS_STATE_DIR is what marks /run/netns/NAME and /etc/netns/NAME as
+ * sluice's; a namespace someone wired by hand and registered with `sluice
+ * register` is only unregistered. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "netns/netns.h"
+#include "netns/netns_internal.h"
+
+enum broker_answer { BROKER_KNEW, BROKER_DID_NOT_KNOW, BROKER_UNREACHABLE };
+
+/* The address the broker holds for @name, from `list`; -ENOENT if none. */
+static int broker_addr(const char *name, uint32_t *addr)
+{
+	char *resp, *line, *save = NULL;
+	int r = netns_ctl("list", &resp);
+
+	if (r < 0) {
+		free(resp);
+		return r;
+	}
+	r = -ENOENT;
+	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char n[NETNS_NAME_MAX + 2], a[64];
+		struct in_addr ia;
+
+		if (sscanf(line, "%64s %63s", n, a) == 2 && !strcmp(n, name) &&
+		    inet_pton(AF_INET, a, &ia) == 1) {
+			*addr = ntohl(ia.s_addr);
+			r = 0;
+			break;
+		}
+	}
+	free(resp);
+	return r;
+}
+
+static enum broker_answer unregister(const char *name, char *msg, size_t len)
+{
+	char line[200], *resp;
+	int r;
+
+	snprintf(line, sizeof(line), "unregister %s", name);
+	r = netns_ctl(line, &resp);
+	if (r == 0) {
+		free(resp);
+		return BROKER_KNEW;
+	}
+	if (r == -EPROTO && strstr(resp, "no such sandbox")) {
+		free(resp);
+		return BROKER_DID_NOT_KNOW;
+	}
+	if (r == -EPROTO)
+		snprintf(msg, len, "sluiced at %s: %s", netns_socket_path, resp);
+	else
+		snprintf(msg, len, "cannot reach sluiced at %s: %s", netns_socket_path,
+			 strerror(-r));
+	free(resp);
+	return BROKER_UNREACHABLE;
+}
+
+/* Does the sandbox still have its wire (eth0, whose peer is in the broker's
+ * namespace)? A veth goes when either namespace does. */
+static bool wire_present(const char *name)
+{
+	int fd = netns_ns_open(name), saved;
+	bool there = false;
+
+	if (fd < 0)
+		return false;
+	if (netns_ns_enter(fd, &saved) == 0) {
+		there = if_nametoindex(NETNS_SANDBOX_IF) != 0;
+		netns_ns_leave(saved);
+	}
+	close(fd);
+	return there;
+}
+
+/* Keeps the first failure and its message; the later steps still run. */
+__attribute__((format(printf, 5, 6))) static void note(int *first, char *err, size_t errlen,
+							int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*first < 0)
+		return;
+	*first = r;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Removes the network side and the files of an owned sandbox. */
+static int remove_local(const char *name, const char *link, uint32_t addr, char *err,
+			size_t errlen)
+{
+	struct netns_rtnl rt = { 0 };
+	char e[400];
+	int r, first = 0;
+
+	if (link[0]) {
+		r = netns_nft_element(false, link, addr, e, sizeof(e));
+		if (r < 0 && r != -ENOENT)
+			note(&first, err, errlen, r, "%s", e);
+		r = netns_rtnl_open(&rt);
+		if (r == 0)
+			r = netns_link_del(&rt, link);
+		netns_rtnl_close(&rt);
+		if (r < 0 && r != -ENODEV)
+			note(&first, err, errlen, r, "cannot delete link `%s`: %s", link, strerror(-r));
+	}
+	r = netns_ns_remove(name);
+	if (r < 0 && r != -ENOENT)
+		note(&first, err, errlen, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
+		     strerror(-r));
+	r = netns_remove_etc_dir(name);
+	if (r == -ENOTEMPTY)
+		fprintf(stderr, "sluice: warning: %s/%s holds files sluice did not make; left\n",
+			NETNS_ETC_DIR, name);
+	else if (r < 0 && r != -ENOENT)
+		note(&first, err, errlen, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name,
+		     strerror(-r));
+	r = netns_remove_state_dir(name);
+	if (r < 0 && r != -ENOENT)
+		note(&first, err, errlen, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
+		     strerror(-r));
+	return first;
+}
+
+/**
+ * netns_sandbox_delete() - remove a sandbox (see the file's top)
+ * @name:   the sandbox
+ * @err:    why not
+ * @errlen: its size
+ *
+ * Warnings (the broker did not know the sandbox) go to stderr. The caller
+ * should block SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
+ *
+ * Return: 0; -ENOENT when there is no such sandbox; -EXDEV when it belongs
+ * to another broker (nothing is touched); another negative errno.
+ */
+int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+{
+	struct netns_sandbox sb;
+	char dir[512], msg[600] = "";
+	enum broker_answer ans;
+	uint64_t dev, ino;
+	bool owned, have_state, orphan = false;
+	int r;
+
+	if (!netns_name_ok(name)) {
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+		return -ENOENT;
+	}
+	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, name, NULL);
+	owned = access(dir, F_OK) == 0;
+	r = netns_state_read(name, &sb, msg, sizeof(msg));
+	have_state = r == 0;
+	if (r < 0 && r != -ENOENT)
+		fprintf(stderr, "sluice: warning: %s\n", msg);
+	if (have_state) {
+		/* The set element and the broker-side link live in the namespace
+		 * create ran in: from anywhere else they cannot be reached. */
+		if (netns_self_ns_id(&dev, &ino) == 0 &&
+		    (dev != sb.broker_ns_dev || ino != sb.broker_ns_ino)) {
+			if (wire_present(name)) {
+				snprintf(err, errlen,
+					 "sandbox `%s` is wired to the broker of another network "
+					 "namespace; run `sluice delete` there",
+					 name);
+				return -EXDEV;
+			}
+			/* That namespace is gone, and the wire and set element with
+			 * it: what is left is here, and no link of this namespace
+			 * may be taken for the sandbox's. */
+			fprintf(stderr,
+				"sluice: warning: the broker namespace of `%s` is gone; "
+				"removing what is left of it\n",
+				name);
+			orphan = true;
+			sb.link[0] = '\0';
+		}
+	} else {
+		memset(&sb, 0, sizeof(sb));
+		if (broker_addr(name, &sb.addr) == 0) {
+			sb.gw = sb.addr - 1;
+			netns_link_name(sb.addr, sb.link);
+		}
+	}
+	ans = unregister(name, msg, sizeof(msg));
+	if (ans == BROKER_DID_NOT_KNOW && have_state && !orphan &&
+	    strcmp(sb.socket, netns_socket_path)) {
+		snprintf(err, errlen,
+			 "sluiced at %s does not know `%s`, which was registered at %s; "
+			 "use --socket %s",
+			 netns_socket_path, name, sb.socket, sb.socket);
+		return -EXDEV;
+	}
+	if (!owned) {
+		if (ans == BROKER_KNEW)
+			return 0; /* registered only: the namespace is not sluice's */
+		if (ans == BROKER_DID_NOT_KNOW) {
+			snprintf(err, errlen, "no such sandbox `%s`", name);
+			return -ENOENT;
+		}
+		snprintf(err, errlen, "%s", msg);
+		return -EHOSTUNREACH;
+	}
+	r = remove_local(name, sb.link, sb.addr, err, errlen);
+	if (ans == BROKER_UNREACHABLE) {
+		/* The sandbox reaches nothing now; the broker keeps its address
+		 * until it hears of it. */
+		snprintf(err, errlen,
+			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back", name,
+			 msg, name);
+		return -EHOSTUNREACH;
+	}
+	if (r < 0)
+		return r;
+	if (ans == BROKER_DID_NOT_KNOW)
+		fprintf(stderr,
+			"sluice: warning: sluiced at %s did not know `%s` (its state lost?); "
+			"removed what was left of it here\n",
+			netns_socket_path, name);
+	return 0;
+}
+
+int cmd_delete(int argc, char **argv)
+{
+	char err[1024];
+	sigset_t old;
+	int r;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: sluice delete NAME\n");
+		return 2;
+	}
+	netns_hold_signals(&old);
+	r = netns_sandbox_delete(argv[1], err, sizeof(err));
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/* Running programs in a sandbox: `sluice exec NAME [--] CMD`, `sluice env
+ * NAME`, and `sluice run --policy FILE [--name N] -- CMD` (create, exec as
+ * a child, delete, exit with the child's status). A program in a sandbox
+ * gets the sandbox's network namespace, a private mount namespace in which
+ * /etc/resolv.conf is the sandbox's (the gateway) and /sys shows the
+ * sandbox's links, and the environment of DESIGN.md. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "netns/netns.h"
+#include "netns/netns_internal.h"
+
+/**
+ * netns_sandbox_enter() - move this process into a sandbox for good
+ * @sb:     the sandbox
+ * @err:    why not
+ * @errlen: its size
+ *
+ * Joins the sandbox's network namespace and a new mount namespace of its
+ * own, private so that nothing mounted here leaks out, with the sandbox's
+ * resolv.conf over /etc/resolv.conf and /sys remounted for the sandbox
+ * (as `ip netns exec` does). There is no way back: call it in the process
+ * that then execs.
+ *
+ * Return: 0 or a negative errno.
+ */
+int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen)
+{
+	char resolv[512];
+	int fd, r;
+
+	fd = netns_ns_open(sb->name);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s/%s: %s", NETNS_RUN_DIR, sb->name,
+			 fd == -EINVAL ? "not a network namespace" : strerror(-fd));
+		return fd;
+	}
+	r = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot enter the sandbox's namespace: %s", strerror(-r));
+		return r;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make a private mount namespace: %s", strerror(-r));
+		return r;
+	}
+	netns_path(resolv, sizeof(resolv), NETNS_ETC_DIR, sb->name, "resolv.conf");
+	/* Names still resolve without it (DNS to any server is the broker's),
+	 * if less conveniently: say so and go on, as `ip netns exec` does. */
+	if (mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
+		fprintf(stderr, "sluice: warning: cannot bind %s over /etc/resolv.conf: %s\n",
+			resolv, strerror(errno));
+	/* A sysfs mount shows the links of the namespace that mounted it. Not
+	 * essential: a program that reads /sys/class/net merely sees the
+	 * broker's links otherwise (names only; it cannot use them). */
+	if (umount2("/sys", MNT_DETACH) == 0)
+		mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	return 0;
+}
+
+static void put_env(const char *key, const char *value, void *arg)
+{
+	int *r = arg;
+
+	if (setenv(key, value, 1) < 0 && *r == 0)
+		*r = -errno;
+}
+
+static void print_env(const char *key, const char *value, void *arg)
+{
+	(void)arg;
+	printf("%s=%s\n", key, value);
+}
+
+/* The record of @name; prints why not. */
+static int load(const char *name, struct netns_sandbox *sb)
+{
+	char err[600];
+	int r;
+
+	if (!netns_name_ok(name)) {
+		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
+		return -ENOENT;
+	}
+	r = netns_state_read(name, sb, err, sizeof(err));
+	if (r == -ENOENT)
+		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
+	else if (r < 0)
+		fprintf(stderr, "sluice: %s\n", err);
+	return r;
+}
+
+/* Enters @sb, sets its environment and execs @argv; returns only on failure,
+ * with the exit status a shell would give. */
+static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
+{
+	char err[700];
+	int r = netns_sandbox_enter(sb, err, sizeof(err));
+
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 1;
+	}
+	netns_env_each(sb, put_env, &r);
+	if (r < 0) {
+		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
+		return 1;
+	}
+	execvp(argv[0], argv);
+	r = errno;
+	fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(r));
+	return r == ENOENT ? 127 : 126;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	struct netns_sandbox sb;
+	int i = 2;
+
+	if (argc >= 3 && !strcmp(argv[2], "--"))
+		i = 3;
+	if (argc <= i || argv[1][0] == '-') {
+		fprintf(stderr, "usage: sluice exec NAME [--] CMD [ARG...]\n");
+		return 2;
+	}
+	if (load(argv[1], &sb) < 0)
+		return 1;
+	return enter_and_exec(&sb, argv + i);
+}
+
+int cmd_env(int argc, char **argv)
+{
+	struct netns_sandbox sb;
+
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: sluice env NAME\n");
+		return 2;
+	}
+	if (load(argv[1], &sb) < 0)
+		return 1;
+	netns_env_each(&sb, print_env, NULL);
+	return 0;
+}
+
+static volatile pid_t run_child;
+
+/*
+ * Forwards a signal sent to sluice to the command. A signal from the
+ * terminal (si_code SI_KERNEL) went to the whole foreground process group,
+ * the command included: sending it again would deliver it twice.
+ */
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+	int e = errno;
+
+	(void)ctx;
+	if (run_child > 0 && si->si_code != SI_KERNEL)
+		kill(run_child, sig);
+	errno = e;
+}
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+int cmd_run(int argc, char **argv)
+{
+	const char *policy = NULL, *name = NULL;
+	char defname[40], err[1024];
+	struct netns_sandbox sb;
+	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigset_t old;
+	size_t k;
+	pid_t pid, parent;
+	int i, status, r;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+			policy = argv[++i];
+		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			name = argv[++i];
+		else if (!strcmp(argv[i], "--"))
+			break;
+		else
+			goto usage;
+	}
+	if (!policy || i + 1 >= argc)
+		goto usage;
+	if (!name) {
+		snprintf(defname, sizeof(defname), "sluice-run-%d", (int)getpid());
+		name = defname;
+	}
+	/* Held from before create until the handlers are in place: a signal
+	 * meanwhile waits, then reaches the command (or ends a create that has
+	 * been undone). */
+	netns_hold_signals(&old);
+	r = netns_sandbox_create(name, policy, &sb, err, sizeof(err));
+	if (r < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (r == -EBADMSG)
+			fprintf(stderr, "%s\n", err);
+		else
+			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
+		return 1;
+	}
+	fflush(NULL);
+	parent = getpid();
+	pid = fork();
+	if (pid == 0) {
+		/* The command must not outlive the sluice that will delete its
+		 * sandbox (a sluice killed with SIGKILL deletes nothing, though). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		_exit(enter_and_exec(&sb, argv + i + 1));
+	}
+	if (pid < 0) {
+		r = -errno;
+		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(-r));
+		status = 1 << 8;
+	} else {
+		run_child = pid;
+		sigemptyset(&sa.sa_mask);
+		for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
+			sigaction(forwarded[k], &sa, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		while (waitpid(pid, &status, 0) < 0) {
+			if (errno != EINTR) {
+				status = 1 << 8;
+				break;
+			}
+		}
+		netns_hold_signals(&old);
+		run_child = 0;
+	}
+	r = netns_sandbox_delete(sb.name, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, err);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+usage:
+	fprintf(stderr, "usage: sluice run --policy FILE [--name NAME] -- CMD [ARG...]\n");
+	return 2;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the sandbox lifecycle (create, delete, exec, run) share:
+ * the sandbox record, network namespace handles, rtnetlink and nftables. */
+#ifndef SLUICE_NETNS_INTERNAL_H
+#define SLUICE_NETNS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdint.h>
+
+/* Sandbox names: [A-Za-z0-9._-], not starting with '.' or '-', as the broker. */
+#define NETNS_NAME_MAX 63
+/* iproute2's places: a sandbox is an ordinary named network namespace. */
+#define NETNS_RUN_DIR "/run/netns"
+#define NETNS_ETC_DIR "/etc/netns"
+/*
+ * sluice's own per-sandbox files (the record, the CA bundle). Not in
+ * /etc/netns/NAME: `ip netns exec` bind-mounts every file found there over
+ * /etc/FILE and warns about each one it cannot. Not in the broker's
+ * state_dir either: that is the broker's (mode 0700), and the bundle must be
+ * readable by any user inside the sandbox.
+ */
+#define NETNS_STATE_DIR "/run/sluice-sandboxes"
+/* Broker-side links are "sl-" and 8 hex digits of the sandbox address: at
+ * most 15 characters, unique per address, and what the nftables rules match. */
+#define NETNS_LINK_PREFIX "sl-"
+#define NETNS_IFNAMSIZ 16
+#define NETNS_SANDBOX_IF "eth0"
+#define NETNS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
+
+struct mnl_socket;
+
+struct netns_ports {
+	uint16_t proxy;
+	uint16_t transparent;
+	uint16_t dns;
+};
+
+/* One sandbox, as written to NETNS_STATE_DIR/NAME/sandbox at create time. */
+struct netns_sandbox {
+	char name[NETNS_NAME_MAX + 1];
+	char link[NETNS_IFNAMSIZ]; /* broker side */
+	uint32_t addr;		   /* host byte order; the gateway is addr - 1 */
+	uint32_t gw;
+	struct netns_ports ports;
+	uint64_t broker_ns_dev; /* the network namespace create ran in */
+	uint64_t broker_ns_ino;
+	char socket[108]; /* the control socket create talked to */
+};
+
+/* --- state.c: names, paths, the sandbox record, the environment ------- */
+
+bool netns_name_ok(const char *name);
+void netns_link_name(uint32_t addr, char out[NETNS_IFNAMSIZ]);
+int netns_self_ns_id(uint64_t *dev, uint64_t *ino);
+int netns_path(char *buf, size_t len, const char *dir, const char *name, const char *file);
+int netns_state_write(const struct netns_sandbox *sb);
+int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen);
+int netns_copy_file(const char *from, const char *to, size_t max);
+void netns_env_each(const struct netns_sandbox *sb,
+		    void (*fn)(const char *key, const char *value, void *arg), void *arg);
+
+/* --- nsfs.c: named network namespaces, iproute2 style ----------------- */
+
+int netns_ns_create(const char *name, int *nsfd);
+int netns_ns_remove(const char *name);
+int netns_ns_open(const char *name);
+int netns_ns_enter(int nsfd, int *saved);
+int netns_ns_leave(int saved);
+int netns_sysctl_write(const char *path, const char *value);
+
+/* --- veth.c: links, addresses and routes over rtnetlink (libmnl) ------ */
+
+struct netns_rtnl {
+	struct mnl_socket *nl;
+	uint32_t portid;
+	uint32_t seq;
+};
+
+int netns_rtnl_open(struct netns_rtnl *r);
+void netns_rtnl_close(struct netns_rtnl *r);
+int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int peer_nsfd);
+int netns_link_del(struct netns_rtnl *r, const char *name);
+int netns_link_up(struct netns_rtnl *r, const char *name);
+int netns_addr4_add(struct netns_rtnl *r, const char *dev, uint32_t addr, unsigned plen);
+int netns_route4_default(struct netns_rtnl *r, const char *dev, uint32_t gw);
+int netns_link_wait_running(const char *name, unsigned timeout_ms);
+
+/* --- nft.c: the table inet sluice and its set elements ---------------- */
+
+int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
+int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen);
+
+/* --- create.c, delete.c, exec.c --------------------------------------- */
+
+int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
+int netns_remove_state_dir(const char *name);
+int netns_remove_etc_dir(const char *name);
+void netns_hold_signals(sigset_t *old);
+int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/* The sandbox record: names, the paths a sandbox owns, its state file
+ * (NETNS_STATE_DIR/NAME/sandbox, written at create time and read by exec,
+ * env and delete), and the environment a sandbox's programs get. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "netns/netns_internal.h"
+
+/* The record is small; anything longer is not ours. */
+#define STATE_MAX 4096
+
+bool netns_name_ok(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	if (n == 0 || n > NETNS_NAME_MAX || name[0] == '.' || name[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+void netns_link_name(uint32_t addr, char out[NETNS_IFNAMSIZ])
+{
+	snprintf(out, NETNS_IFNAMSIZ, NETNS_LINK_PREFIX "%08x", addr);
+}
+
+/**
+ * netns_self_ns_id() - identity of the network namespace this thread is in
+ * @dev: device of its nsfs inode
+ * @ino: its inode number
+ *
+ * Return: 0 or a negative errno.
+ */
+int netns_self_ns_id(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/thread-self/ns/net", &st) < 0)
+		return -errno;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/**
+ * netns_path() - DIR/NAME or DIR/NAME/FILE
+ * @buf:  output
+ * @len:  its size
+ * @dir:  NETNS_RUN_DIR, NETNS_ETC_DIR or NETNS_STATE_DIR
+ * @name: a sandbox name that passed netns_name_ok()
+ * @file: a file in that directory, or NULL
+ *
+ * Return: 0, or -ENAMETOOLONG.
+ */
+int netns_path(char *buf, size_t len, const char *dir, const char *name, const char *file)
+{
+	int n = file ? snprintf(buf, len, "%s/%s/%s", dir, name, file)
+		     : snprintf(buf, len, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Writes @len bytes of @data to @path through a temporary file and a rename,
+ * so a reader never sees half a file. */
+static int write_atomic(const char *path, const char *data, size_t len, mode_t mode)
+{
+	char tmp[512];
+	size_t off = 0;
+	int fd, r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t k = write(fd, data + off, len - off);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		off += (size_t)k;
+	}
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/**
+ * netns_copy_file() - copy a regular file, refusing one over @max bytes
+ * @from: source
+ * @to:   destination, written atomically, mode 0644
+ * @max:  the largest size accepted
+ *
+ * Return: 0, -EFBIG, or another negative errno.
+ */
+int netns_copy_file(const char *from, const char *to, size_t max)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd, r = 0;
+
+	fd = open(from, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	/* Read what fstat promised, no more: a file that grows meanwhile is cut. */
+	while (got < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			r = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd);
+	if (r == 0)
+		r = write_atomic(to, buf, got, 0644);
+	free(buf);
+	return r;
+}
+
+int netns_state_write(const struct netns_sandbox *sb)
+{
+	char path[512], buf[STATE_MAX], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct in_addr ia = { .s_addr = htonl(sb->addr) }, ig = { .s_addr = htonl(sb->gw) };
+	int n, r;
+
+	r = netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "sandbox");
+	if (r < 0)
+		return r;
+	inet_ntop(AF_INET, &ia, a, sizeof(a));
+	inet_ntop(AF_INET, &ig, g, sizeof(g));
+	n = snprintf(buf, sizeof(buf),
+		     "name %s\naddress %s\ngateway %s\nlink %s\nproxy_port %u\n"
+		     "transparent_port %u\ndns_port %u\nbroker_netns %llu:%llu\nsocket %s\n",
+		     sb->name, a, g, sb->link, sb->ports.proxy, sb->ports.transparent,
+		     sb->ports.dns, (unsigned long long)sb->broker_ns_dev,
+		     (unsigned long long)sb->broker_ns_ino, sb->socket);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	return write_atomic(path, buf, (size_t)n, 0644);
+}
+
+static int parse_port(const char *v, uint16_t *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end || end == v || x == 0 || x > 65535 || v[0] == '-' || v[0] == '+')
+		return -EINVAL;
+	*out = (uint16_t)x;
+	return 0;
+}
+
+static int parse_v4(const char *v, uint32_t *out)
+{
+	struct in_addr ia;
+
+	if (inet_pton(AF_INET, v, &ia) != 1)
+		return -EINVAL;
+	*out = ntohl(ia.s_addr);
+	return 0;
+}
+
+/* One "key value" line of the record into @sb; -EINVAL for anything else. */
+static int state_line(struct netns_sandbox *sb, const char *key, const char *v, unsigned *seen)
+{
+	unsigned long long dev, ino;
+	char tail;
+
+	if (!strcmp(key, "name")) {
+		if (strcmp(v, sb->name))
+			return -EINVAL;
+		*seen |= 1;
+	} else if (!strcmp(key, "address")) {
+		if (parse_v4(v, &sb->addr) < 0)
+			return -EINVAL;
+		*seen |= 2;
+	} else if (!strcmp(key, "gateway")) {
+		if (parse_v4(v, &sb->gw) < 0)
+			return -EINVAL;
+		*seen |= 4;
+	} else if (!strcmp(key, "link")) {
+		if (strlen(v) >= sizeof(sb->link) || strncmp(v, NETNS_LINK_PREFIX, 3))
+			return -EINVAL;
+		strcpy(sb->link, v);
+		*seen |= 8;
+	} else if (!strcmp(key, "proxy_port")) {
+		if (parse_port(v, &sb->ports.proxy) < 0)
+			return -EINVAL;
+		*seen |= 16;
+	} else if (!strcmp(key, "transparent_port")) {
+		if (parse_port(v, &sb->ports.transparent) < 0)
+			return -EINVAL;
+		*seen |= 32;
+	} else if (!strcmp(key, "dns_port")) {
+		if (parse_port(v, &sb->ports.dns) < 0)
+			return -EINVAL;
+		*seen |= 64;
+	} else if (!strcmp(key, "broker_netns")) {
+		if (sscanf(v, "%llu:%llu%c", &dev, &ino, &tail) != 2)
+			return -EINVAL;
+		sb->broker_ns_dev = dev;
+		sb->broker_ns_ino = ino;
+		*seen |= 128;
+	} else if (!strcmp(key, "socket")) {
+		if (strlen(v) >= sizeof(sb->socket))
+			return -EINVAL;
+		strcpy(sb->socket, v);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * netns_state_read() - read a sandbox's record
+ * @name:   a valid sandbox name
+ * @sb:     filled on success
+ * @err:    why not, on a failure other than -ENOENT
+ * @errlen: its size
+ *
+ * Return: 0; -ENOENT when sluice has no record of @name; -EINVAL when the
+ * record does not parse; another negative errno.
+ */
+int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen)
+{
+	char path[512], buf[STATE_MAX + 1], *line, *save = NULL;
+	unsigned seen = 0, lineno = 0;
+	ssize_t n;
+	int fd, r;
+
+	memset(sb, 0, sizeof(*sb));
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	r = netns_path(path, sizeof(path), NETNS_STATE_DIR, name, "sandbox");
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		r = -errno;
+		if (r != -ENOENT)
+			snprintf(err, errlen, "cannot read `%s`: %s", path, strerror(-r));
+		return r;
+	}
+	n = read(fd, buf, sizeof(buf));
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read `%s`: %s", path, strerror(-r));
+		return r;
+	}
+	if (n > STATE_MAX) {
+		snprintf(err, errlen, "`%s` is too long", path);
+		return -EINVAL;
+	}
+	buf[n] = '\0';
+	if (memchr(buf, '\0', (size_t)n)) {
+		snprintf(err, errlen, "`%s` holds a NUL byte", path);
+		return -EINVAL;
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(line, ' ');
+
+		lineno++;
+		if (!sp || state_line(sb, (*sp = '\0', line), sp + 1, &seen) < 0) {
+			snprintf(err, errlen, "%s:%u: bad line", path, lineno);
+			return -EINVAL;
+		}
+	}
+	if (seen != 255 || sb->gw + 1 != sb->addr) {
+		snprintf(err, errlen, "`%s` is incomplete", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * netns_env_each() - the environment of a sandbox's programs (DESIGN.md)
+ * @sb:  the sandbox
+ * @fn:  called once per variable
+ * @arg: passed to @fn
+ *
+ * Proxy variables name the gateway's explicit proxy; NO_PROXY the gateway
+ * itself; every CA variable the one bundle in the sandbox's state directory.
+ */
+void netns_env_each(const struct netns_sandbox *sb,
+		    void (*fn)(const char *key, const char *value, void *arg), void *arg)
+{
+	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						  "https_proxy" };
+	static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+					       "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+					       "GIT_SSL_CAINFO" };
+	struct in_addr ig = { .s_addr = htonl(sb->gw) };
+	char gw[INET_ADDRSTRLEN], url[64], bundle[512];
+	size_t i;
+
+	inet_ntop(AF_INET, &ig, gw, sizeof(gw));
+	snprintf(url, sizeof(url), "http://%s:%u", gw, sb->ports.proxy);
+	if (netns_path(bundle, sizeof(bundle), NETNS_STATE_DIR, sb->name, "ca-bundle.crt") < 0)
+		bundle[0] = '\0';
+	for (i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+		fn(proxy_vars[i], url, arg);
+	fn("NO_PROXY", gw, arg);
+	fn("no_proxy", gw, arg);
+	for (i = 0; i < sizeof(ca_vars) / sizeof(ca_vars[0]); i++)
+		fn(ca_vars[i], bundle, arg);
+}

