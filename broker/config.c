@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/ytree.h"
 
 void broker_config_defaults(struct broker_config *c)
@@ -244,37 +245,19 @@ int broker_config_load(const char *path, struct broker_config *out, char *err, s
 	struct cfgload ld = { .file = path, .err = &yerr };
 	struct ynode *root = NULL;
 	char *buf = NULL;
-	struct stat st;
 	size_t i, j, got = 0;
-	int fd, r = 0;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-r));
-		return r;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > YTREE_MAX_BYTES) {
-		close(fd);
+	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &got);
+	if (r == -EINVAL || r == -EFBIG) {
 		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
 			 YTREE_MAX_BYTES);
 		return -EINVAL;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
+	if (r < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
-	close(fd);
 	r = ytree_load(path, buf, got, &root, &yerr);
 	free(buf);
 	if (r < 0)

@@ -47,6 +47,7 @@
 #include <openssl/rand.h>
 
 #include "broker/cred.h"
+#include "common/obuf.h"
 #include "broker/http.h"
 #include "policy/policy.h"
 
@@ -450,36 +451,7 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 
 /* ---- output buffers ------------------------------------------------------ */
 
-struct wbuf {
-	char *p;
-	size_t cap, len;
-	bool full;
-};
-
-static void wput(struct wbuf *w, const void *s, size_t n)
-{
-	if (n == 0)
-		return;
-	if (w->full || n > w->cap - w->len) {
-		w->full = true;
-		return;
-	}
-	memcpy(w->p + w->len, s, n);
-	w->len += n;
-}
-
-static void wputs(struct wbuf *w, const char *s)
-{
-	wput(w, s, strlen(s));
-}
-
-static void wputc(struct wbuf *w, char c)
-{
-	wput(w, &c, 1);
-}
-
-/* RFC 3986 unreserved characters stay, everything else is %XX. */
-static void wput_pct(struct wbuf *w, const unsigned char *s, size_t n)
+static void wput_pct(struct obuf *w, const unsigned char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i;
@@ -490,11 +462,11 @@ static void wput_pct(struct wbuf *w, const unsigned char *s, size_t n)
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		    (c >= '0' && c <= '9') || c == '-' || c == '.' ||
 		    c == '_' || c == '~') {
-			wputc(w, (char)c);
+			obuf_putc(w, (char)c);
 		} else {
 			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
-			wput(w, e, 3);
+			obuf_put(w, e, 3);
 		}
 	}
 }
@@ -502,7 +474,7 @@ static void wput_pct(struct wbuf *w, const unsigned char *s, size_t n)
 int cred_build_injection(const struct policy_credential *c,
 			 const struct cred_secret *s, char *out, size_t outlen)
 {
-	struct wbuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	const char *t, *hit;
 
 	if (!c || !c->inject_header || !c->inject_value || !s || !s->buf ||
@@ -510,11 +482,11 @@ int cred_build_injection(const struct policy_credential *c,
 		return -EINVAL;
 	t = c->inject_value;
 	while ((hit = strstr(t, "{secret}"))) {
-		wput(&w, t, (size_t)(hit - t));
-		wput(&w, s->buf, s->len);
+		obuf_put(&w, t, (size_t)(hit - t));
+		obuf_put(&w, s->buf, s->len);
 		t = hit + strlen("{secret}");
 	}
-	wputs(&w, t);
+	obuf_puts(&w, t);
 	if (w.full || w.len > INT_MAX) {
 		OPENSSL_cleanse(out, outlen);
 		return -ENOSPC;
@@ -1114,7 +1086,7 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 struct rewriter {
 	const struct cred_plan *plan;
 	const struct cred_secret *const *secrets;
-	struct wbuf w;
+	struct obuf w;
 	int err;
 };
 
@@ -1153,18 +1125,18 @@ static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
 	size_t off;
 
 	while (!r->err && (p = cred_find_placeholder(s, len, &off))) {
-		wput(&r->w, s, off);
+		obuf_put(&r->w, s, off);
 		sec = ph_secret(r, p);
 		if (!sec)
 			return;
 		if (pct)
 			wput_pct(&r->w, sec->buf, sec->len);
 		else
-			wput(&r->w, sec->buf, sec->len);
+			obuf_put(&r->w, sec->buf, sec->len);
 		s = p + CRED_PLACEHOLDER_LEN;
 		len -= off + CRED_PLACEHOLDER_LEN;
 	}
-	wput(&r->w, s, len);
+	obuf_put(&r->w, s, len);
 }
 
 static bool has_placeholder(struct http_slice v)
@@ -1237,7 +1209,7 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	if (r->err || r->w.full)
 		return;
 	plain_len = r->w.len - start;
-	wputs(&r->w, "Basic ");
+	obuf_puts(&r->w, "Basic ");
 	if (r->w.full)
 		return;
 	n = cred_base64_encode(r->w.p + start, plain_len, false,
@@ -1353,8 +1325,8 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 			goto fail;
 		/* The set wants a NUL-terminated name. */
 		name = r.w.p + r.w.len;
-		wput(&r.w, h->name.ptr, h->name.len);
-		wputc(&r.w, '\0');
+		obuf_put(&r.w, h->name.ptr, h->name.len);
+		obuf_putc(&r.w, '\0');
 		start = r.w.len;
 		/* Every line of that name, earlier ones too: they all make
 		 * the one line the writer sends. */
@@ -1365,7 +1337,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 				       h->name.len))
 				continue;
 			if (!first)
-				wputs(&r.w, slice_is(h->name, "Cookie") ? "; " : ", ");
+				obuf_puts(&r.w, slice_is(h->name, "Cookie") ? "; " : ", ");
 			first = false;
 			put_header_value(&r, o);
 		}
@@ -1384,7 +1356,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		start = r.w.len;
 		put_subst(&r, req->path.ptr, req->path.len, true);
 		if (req->has_query) {
-			wputc(&r.w, '?');
+			obuf_putc(&r.w, '?');
 			put_subst(&r, req->query.ptr, req->query.len, true);
 		}
 		rw->target = r.w.p + start;
@@ -1434,13 +1406,13 @@ void cred_rewrite_wipe(struct cred_rewrite *rw)
 /* ---- OAuth2 client credentials ------------------------------------------- */
 
 /* application/x-www-form-urlencoded: unreserved stay, SP is '+'. */
-static void wput_form(struct wbuf *w, const unsigned char *s, size_t n)
+static void wput_form(struct obuf *w, const unsigned char *s, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		if (s[i] == ' ')
-			wputc(w, '+');
+			obuf_putc(w, '+');
 		else
 			wput_pct(w, s + i, 1);
 	}
@@ -1465,7 +1437,7 @@ int cred_oauth2_request_body(const char *client_id,
 			     const char *const *scopes, size_t n, char *out,
 			     size_t outlen)
 {
-	struct wbuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
+	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	size_t i;
 
 	if (!client_id || !*client_id || !client_secret || !client_secret->buf ||
@@ -1474,15 +1446,15 @@ int cred_oauth2_request_body(const char *client_id,
 	for (i = 0; i < n; i++)
 		if (!scope_token_ok(scopes[i]))
 			return -EINVAL;
-	wputs(&w, "grant_type=client_credentials&client_id=");
+	obuf_puts(&w, "grant_type=client_credentials&client_id=");
 	wput_form(&w, (const unsigned char *)client_id, strlen(client_id));
-	wputs(&w, "&client_secret=");
+	obuf_puts(&w, "&client_secret=");
 	wput_form(&w, client_secret->buf, client_secret->len);
 	if (n) {
-		wputs(&w, "&scope=");
+		obuf_puts(&w, "&scope=");
 		for (i = 0; i < n; i++) {
 			if (i)
-				wputc(&w, '+');
+				obuf_putc(&w, '+');
 			wput_form(&w, (const unsigned char *)scopes[i],
 				  strlen(scopes[i]));
 		}
@@ -1529,28 +1501,28 @@ static int json_hex4(struct json *j, unsigned *v)
 	return 0;
 }
 
-static void wput_utf8(struct wbuf *w, unsigned cp)
+static void wput_utf8(struct obuf *w, unsigned cp)
 {
 	char b[4];
 
 	if (cp < 0x80) {
 		b[0] = (char)cp;
-		wput(w, b, 1);
+		obuf_put(w, b, 1);
 	} else if (cp < 0x800) {
 		b[0] = (char)(0xc0 | cp >> 6);
 		b[1] = (char)(0x80 | (cp & 0x3f));
-		wput(w, b, 2);
+		obuf_put(w, b, 2);
 	} else if (cp < 0x10000) {
 		b[0] = (char)(0xe0 | cp >> 12);
 		b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		b[2] = (char)(0x80 | (cp & 0x3f));
-		wput(w, b, 3);
+		obuf_put(w, b, 3);
 	} else {
 		b[0] = (char)(0xf0 | cp >> 18);
 		b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
 		b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		b[3] = (char)(0x80 | (cp & 0x3f));
-		wput(w, b, 4);
+		obuf_put(w, b, 4);
 	}
 }
 
@@ -1558,9 +1530,9 @@ static void wput_utf8(struct wbuf *w, unsigned cp)
  * A string at j->i (the opening quote), unescaped into @w when not NULL
  * (w->full then means "did not fit", not an error).  Return: 0 or -EINVAL.
  */
-static int json_string(struct json *j, struct wbuf *w)
+static int json_string(struct json *j, struct obuf *w)
 {
-	struct wbuf sink = { 0 };
+	struct obuf sink = { 0 };
 
 	if (!w)
 		w = &sink;
@@ -1576,7 +1548,7 @@ static int json_string(struct json *j, struct wbuf *w)
 		if (c < 0x20)
 			return -EINVAL;
 		if (c != '\\') {
-			wputc(w, (char)c);
+			obuf_putc(w, (char)c);
 			continue;
 		}
 		if (j->i >= j->len)
@@ -1584,13 +1556,13 @@ static int json_string(struct json *j, struct wbuf *w)
 		c = (unsigned char)j->s[j->i++];
 		switch (c) {
 		case '"': case '\\': case '/':
-			wputc(w, (char)c);
+			obuf_putc(w, (char)c);
 			break;
-		case 'b': wputc(w, '\b'); break;
-		case 'f': wputc(w, '\f'); break;
-		case 'n': wputc(w, '\n'); break;
-		case 'r': wputc(w, '\r'); break;
-		case 't': wputc(w, '\t'); break;
+		case 'b': obuf_putc(w, '\b'); break;
+		case 'f': obuf_putc(w, '\f'); break;
+		case 'n': obuf_putc(w, '\n'); break;
+		case 'r': obuf_putc(w, '\r'); break;
+		case 't': obuf_putc(w, '\t'); break;
 		case 'u':
 			if (json_hex4(j, &cp) < 0)
 				return -EINVAL;
@@ -1750,7 +1722,7 @@ static int json_value(struct json *j, int depth)
 #define JSON_KEY_MAX 32
 
 /* Compared with its length: "access_token\u0000x" is another key. */
-static bool key_is(const struct wbuf *k, const char *lit)
+static bool key_is(const struct obuf *k, const char *lit)
 {
 	return !k->full && k->len == strlen(lit) && memcmp(k->p, lit, k->len) == 0;
 }
@@ -1790,7 +1762,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 		goto end;
 	}
 	for (;;) {
-		struct wbuf kw = { .p = key, .cap = JSON_KEY_MAX };
+		struct obuf kw = { .p = key, .cap = JSON_KEY_MAX };
 
 		json_ws(&j);
 		if (json_string(&j, &kw) < 0)
@@ -1804,7 +1776,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 			goto out;
 
 		if (key_is(&kw, "access_token")) {
-			struct wbuf tw = { .p = (char *)tok, .cap = tok_cap };
+			struct obuf tw = { .p = (char *)tok, .cap = tok_cap };
 
 			if (seen_tok || j.s[j.i] != '"' ||
 			    json_string(&j, &tw) < 0 || tw.full)
@@ -1812,7 +1784,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 			seen_tok = true;
 			tok_len = tw.len;
 		} else if (key_is(&kw, "token_type")) {
-			struct wbuf tw = { .p = ttype, .cap = sizeof(ttype) };
+			struct obuf tw = { .p = ttype, .cap = sizeof(ttype) };
 
 			if (seen_type || j.s[j.i] != '"' ||
 			    json_string(&j, &tw) < 0)
@@ -1829,7 +1801,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 			if (j.s[j.i] == '"') {
 				/* Some servers send "3600". */
 				char num[24];
-				struct wbuf nw = { .p = num, .cap = sizeof(num) - 1 };
+				struct obuf nw = { .p = num, .cap = sizeof(num) - 1 };
 				struct json nj;
 
 				if (json_string(&j, &nw) < 0)

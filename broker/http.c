@@ -36,6 +36,7 @@
 #include <llhttp.h>
 
 #include "broker/http.h"
+#include "common/obuf.h"
 
 struct head_ctx {
 	struct http_header *hdr;
@@ -808,36 +809,13 @@ bool http_is_hop_by_hop(const char *name, size_t len)
 
 /* ---- writing the upstream head ------------------------------------------ */
 
-struct out {
-	char *p;
-	size_t len, cap;
-	bool full;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	if (n == 0)
-		return;
-	if (o->full || n > o->cap - o->len) {
-		o->full = true;
-		return;
-	}
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
-}
-
-static void put_header(struct out *o, const char *name, size_t nlen,
+static void put_header(struct obuf *o, const char *name, size_t nlen,
 		       const char *value, size_t vlen)
 {
-	put(o, name, nlen);
-	put(o, ": ", 2);
-	put(o, value, vlen);
-	put(o, "\r\n", 2);
+	obuf_put(o, name, nlen);
+	obuf_put(o, ": ", 2);
+	obuf_put(o, value, vlen);
+	obuf_put(o, "\r\n", 2);
 }
 
 /* Whether a Connection header of the request lists @name. */
@@ -916,7 +894,7 @@ int http_write_request_head_target(const struct http_request *req,
 				   const struct http_set_header *set,
 				   size_t nset)
 {
-	struct out o = { .p = out, .cap = outlen };
+	struct obuf o = { .p = out, .cap = outlen };
 	const struct http_set_header *set_host = NULL;
 	size_t i;
 	int ret = -EINVAL;
@@ -943,30 +921,30 @@ int http_write_request_head_target(const struct http_request *req,
 	if (!set_host && !req->has_authority)
 		goto fail;
 
-	put(&o, req->method.ptr, req->method.len);
-	put(&o, " ", 1);
+	obuf_put(&o, req->method.ptr, req->method.len);
+	obuf_put(&o, " ", 1);
 	if (target_len == 0 || target[0] != '/')
-		put(&o, "/", 1);
-	put(&o, target, target_len);
-	puts_(&o, " HTTP/1.1\r\nHost: ");
+		obuf_put(&o, "/", 1);
+	obuf_put(&o, target, target_len);
+	obuf_puts(&o, " HTTP/1.1\r\nHost: ");
 	if (set_host) {
-		put(&o, set_host->value, set_host->value_len);
+		obuf_put(&o, set_host->value, set_host->value_len);
 	} else {
 		const struct http_authority *a = &req->authority;
 
 		if (a->is_v6)
-			put(&o, "[", 1);
-		put(&o, a->host, a->host_len);
+			obuf_put(&o, "[", 1);
+		obuf_put(&o, a->host, a->host_len);
 		if (a->is_v6)
-			put(&o, "]", 1);
+			obuf_put(&o, "]", 1);
 		if (a->port_given && a->port != 80) {
 			char port[8];
 			int n = snprintf(port, sizeof(port), ":%u", a->port);
 
-			put(&o, port, (size_t)n);
+			obuf_put(&o, port, (size_t)n);
 		}
 	}
-	put(&o, "\r\n", 2);
+	obuf_put(&o, "\r\n", 2);
 
 	for (i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
@@ -987,8 +965,8 @@ int http_write_request_head_target(const struct http_request *req,
 			   set[i].value_len);
 	}
 	if (req->chunked)
-		puts_(&o, "Transfer-Encoding: chunked\r\n");
-	puts_(&o, req->keep_alive ? "Connection: keep-alive\r\n\r\n"
+		obuf_puts(&o, "Transfer-Encoding: chunked\r\n");
+	obuf_puts(&o, req->keep_alive ? "Connection: keep-alive\r\n\r\n"
 				  : "Connection: close\r\n\r\n");
 
 	if (o.full || o.len > INT_MAX) {

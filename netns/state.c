@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "netns/netns_internal.h"
 
 /* The record is small; anything longer is not ours. */
@@ -118,48 +119,13 @@ static int write_atomic(const char *path, const char *data, size_t len, mode_t m
  */
 int netns_copy_file(const char *from, const char *to, size_t max)
 {
-	struct stat st;
 	char *buf;
-	size_t got = 0;
-	int fd, r = 0;
+	size_t got;
+	int r = file_read_all(from, max, &buf, &got);
 
-	fd = open(from, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		r = -errno;
-	else if (!S_ISREG(st.st_mode))
-		r = -EINVAL;
-	if (r < 0) {
-		close(fd);
+	if (r < 0)
 		return r;
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	/* Read what fstat promised, no more: a file that grows meanwhile is cut. */
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	close(fd);
-	if (r == 0)
-		r = write_atomic(to, buf, got, 0644);
+	r = write_atomic(to, buf, got, 0644);
 	free(buf);
 	return r;
 }

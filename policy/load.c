@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/ytree.h"
 #include "policy/policy_internal.h"
 
@@ -908,43 +909,23 @@ out:
 
 int policy_load_file(const char *path, struct policy **out, struct policy_error *err)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd, r;
+	char *buf;
+	size_t len;
+	int r;
 
 	*out = NULL;
 	memset(err, 0, sizeof(*err));
-	/* O_NONBLOCK: a FIFO named as a policy must not hang the loader. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
+	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
+	if (r == -EINVAL || r == -EFBIG) {
+		snprintf(err->msg, sizeof(err->msg), "%s: not a regular file of at most %u bytes",
+			 path, YTREE_MAX_BYTES);
+		return -EINVAL;
+	}
+	if (r < 0) {
 		snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", path, strerror(-r));
 		return r;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > YTREE_MAX_BYTES) {
-		r = -EINVAL;
-		snprintf(err->msg, sizeof(err->msg), "%s: not a regular file of at most %u bytes",
-			 path, YTREE_MAX_BYTES);
-		close(fd);
-		return r;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
-	close(fd);
-	r = policy_load_buffer(path, buf, got, out, err);
+	r = policy_load_buffer(path, buf, len, out, err);
 	free(buf);
 	return r;
 }
