@@ -41,6 +41,8 @@ struct sandbox {
 	struct dns_bucket dns_bucket;
 	uint64_t dns_limited;	     /* refused for rate since the last report */
 	uint64_t dns_limited_log_ms; /* when that report was logged */
+	/* Placeholders issued to this sandbox (its own lock). */
+	struct cred_table *creds;
 };
 
 /* sandbox.c */
@@ -57,6 +59,8 @@ int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
 size_t sandbox_count(void);
+/* "ok\n" and the sandbox's "VAR=placeholder" lines. */
+int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
 int sandbox_reload_all(char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
@@ -107,6 +111,20 @@ int dns_server_start(struct worker *w);
 /* Closes them and this worker's TCP DNS connections; on the worker's loop
  * thread (e.g. posted by stop_listening) or after its loop has stopped. */
 void dns_server_stop(struct worker *w);
+
+/* creds.c */
+struct cred_table;
+struct cred_secret;
+int creds_init(const char *state_dir);
+/* Reads the secrets of @p's credentials and attaches them to @p. */
+int creds_load_secrets(struct policy *p, char *err, size_t errlen);
+/* The secrets attached to @p, by credential index (NULL: none). */
+const struct cred_secret *const *creds_secrets(const struct policy *p);
+int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore);
+int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired);
+void creds_sandbox_forget(struct sandbox *sb);
+/* "VAR=placeholder" lines for the sandbox's environment. */
+int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len);
 
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);

@@ -113,6 +113,10 @@ static void handle(char *line, char *out, size_t outlen)
 			 "sandbox_pool %s\nsynthetic_pool %s\n",
 			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
 			 pool, synth);
+	} else if (!strcmp(w[0], "placeholders") && n == 2) {
+		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
+		if (r < 0)
+			snprintf(out, outlen, "error: %s\n", err);
 	} else if (!strcmp(w[0], "reload") && n == 1) {
 		r = broker_reload(err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);

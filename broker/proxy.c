@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
+#include "broker/cred.h"
 #include "broker/broker_internal.h"
 #include "broker/http.h"
 #include "broker/metrics.h"
@@ -113,6 +114,7 @@ struct conn {
 	uint16_t conn_port;
 	char method[16];
 	char path[256];
+	char cred_name[65]; /* the credential a request used or misused: its name only */
 	const char *deny_reason;
 	struct buf *in;	  /* from the client: head, then body and what follows */
 	struct buf *uin;  /* from upstream */
@@ -193,6 +195,7 @@ static void audit(struct conn *c, const char *decision, const char *reason)
 		.decision = decision,
 		.reason = reason,
 		.rule = c->pol && c->rule >= 0 ? policy_rule_text(c->pol, c->rule) : NULL,
+		.credential = c->cred_name[0] ? c->cred_name : NULL,
 		.method = c->method[0] ? c->method : NULL,
 		.path = c->path[0] ? c->path : NULL,
 		.bytes_up = c->up,
@@ -559,9 +562,50 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
  */
 static enum step decide_target(struct conn *c);
 
+/*
+ * The placeholders a request head carries, against the sandbox's table and
+ * the credentials' scopes. A CONNECT head carries none in scope: the broker
+ * sees nothing inside the tunnel. Fills @plan (when not NULL) for the
+ * rewrite. Return: STEP_NEXT to go on, else the refusal's step.
+ */
+static enum step check_credentials(struct conn *c, struct http_request *req, const char *head,
+				   size_t hl, struct cred_plan *plan)
+{
+	struct cred_plan local;
+	size_t off;
+
+	c->cred_name[0] = '\0';
+	if (c->is_connect) {
+		if (!cred_find_placeholder(head, hl, &off))
+			return STEP_NEXT;
+		return deny(c, "placeholder-out-of-scope");
+	}
+	if (!plan)
+		plan = &local;
+	cred_plan_request(c->sb->creds, c->pol, req->has_authority ? req->authority.host : NULL,
+			  req, (uint64_t)time(NULL), CRED_PLAN_PLAINTEXT, plan);
+	if (plan->cred >= 0)
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
+	else if (plan->nuse > 0)
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)plan->use[0])->name);
+	/* The contract's reasons: an expired placeholder says so; any other
+	 * misuse (another host, method, path, plain HTTP, another sandbox's
+	 * or a revoked one) is placeholder-out-of-scope. */
+	if (plan->verdict == CRED_EXPIRED)
+		return deny(c, "placeholder-expired");
+	if (plan->verdict != CRED_FORWARD)
+		return deny(c, "placeholder-out-of-scope");
+	return STEP_NEXT;
+}
+
 static enum step decide(struct conn *c, struct http_request *req)
 {
 	const struct http_authority *a = &req->authority;
+
+	const char *head = c->in->data + c->in->pos;
+	enum step s;
 
 	c->is_connect = req->method_id == HTTP_METHOD_CONNECT;
 	/* A CONNECT head is consumed here; an HTTP head is consumed when it is
@@ -575,6 +619,12 @@ static enum step decide(struct conn *c, struct http_request *req)
 		copy_slice(c->path, sizeof(c->path), &req->path);
 	else
 		c->path[0] = '\0';
+	/* Placeholders first: one on its way outside its scope is an
+	 * exfiltration attempt, and is logged as that whatever else is wrong
+	 * with the request. */
+	s = check_credentials(c, req, head, (size_t)c->head_len, NULL);
+	if (s != STEP_NEXT || c->st == CS_REPLY)
+		return s; /* refused: the reply is under way */
 	if (c->transparent) {
 		/* The destination is what the sandbox connected to; the Host
 		 * header must name the same host (no domain fronting). */
@@ -851,6 +901,41 @@ static enum step establish(struct conn *c)
 
 /* --- HTTP forwarding ------------------------------------------------------------- */
 
+/*
+ * Writes the upstream head with the plan's credentials applied: injected
+ * headers set, placeholders replaced by their secrets. The secrets exist
+ * only in c->out (wiped once sent) and in a scratch buffer wiped here.
+ * Return: the head's length or a negative errno.
+ */
+static int inject(struct conn *c, const struct http_request *req, const struct cred_plan *plan)
+{
+	const struct cred_secret *const *secrets = creds_secrets(c->pol);
+	struct cred_rewrite *rw;
+	size_t cap = broker.cfg.max_head_bytes * 2 + 1024;
+	char *scratch;
+	int r;
+
+	if (!secrets)
+		return -ENOKEY;
+	rw = malloc(sizeof(*rw));
+	scratch = malloc(cap);
+	if (!rw || !scratch) {
+		free(rw);
+		free(scratch);
+		return -ENOMEM;
+	}
+	r = cred_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
+	if (r == 0) {
+		r = cred_write_request_head(rw, req, c->out->data, c->out->cap);
+		cred_rewrite_wipe(rw);
+	}
+	/* The rewritten values point into scratch: wiped whatever happened. */
+	explicit_bzero(scratch, cap);
+	free(scratch);
+	free(rw);
+	return r;
+}
+
 static enum step start_request(struct conn *c)
 {
 	struct http_request *req;
@@ -867,12 +952,31 @@ static enum step start_request(struct conn *c)
 		return reply(c, 400, "deny", "bad-request");
 	}
 	if (!c->out)
-		c->out = buf_new(broker.cfg.max_head_bytes + 256);
+		/* Room for injected headers and replaced placeholders. */
+		c->out = buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
 		free(req);
 		return conn_free(c), STEP_FREED;
 	}
-	n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
+	{
+		struct cred_plan plan;
+		enum step s = check_credentials(c, req, c->in->data + c->in->pos,
+						(size_t)headlen, &plan);
+
+		if (s != STEP_NEXT || c->st == CS_REPLY) {
+			free(req);
+			return s;
+		}
+		if (plan.nuse > 0) {
+			n = inject(c, req, &plan);
+			if (n == -ENOKEY || n == -EINVAL) {
+				free(req);
+				return reply(c, 502, "error", "credential-unavailable");
+			}
+		} else {
+			n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
+		}
+	}
 	free(req);
 	if (n < 0)
 		return reply(c, 400, "deny", "head-too-large");

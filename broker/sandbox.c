@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "broker/broker_internal.h"
+#include "broker/cred.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -66,6 +67,8 @@ int sandbox_table_init(const struct broker_config *cfg)
 		return -errno;
 	snprintf(tab.synth_dir, sizeof(tab.synth_dir), "%s/synthetic", cfg->state_dir);
 	if (mkdir(tab.synth_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (creds_init(cfg->state_dir) < 0)
 		return -errno;
 	return 0;
 }
@@ -144,6 +147,7 @@ void sandbox_put(struct sandbox *sb)
 	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1) {
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
+		cred_table_free(sb->creds);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}
@@ -212,6 +216,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
+	struct sandbox *reg = NULL;
 	struct sl_addr got;
 	struct policy_error perr;
 	struct sandbox *sb;
@@ -242,6 +247,12 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	r = policy_load_file(policy_path, &sb->policy, &perr);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", perr.msg);
+		free(sb);
+		return r;
+	}
+	r = creds_load_secrets(sb->policy, err, errlen);
+	if (r < 0) {
+		policy_unref(sb->policy);
 		free(sb);
 		return r;
 	}
@@ -278,6 +289,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 			tab.slot[slot] = sb;
 			tab.n++;
 			got = sb->addr;
+			reg = sb;
 			sb = NULL;
 		}
 	}
@@ -301,6 +313,12 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
 				 tab.synth_dir);
 	}
+	/* Placeholders: new ones for a new sandbox, the saved ones after a
+	 * restart. The control thread is the only writer of the table, so
+	 * @reg stays registered meanwhile. */
+	r = creds_sandbox_init(reg, reg->policy, !save);
+	if (r < 0)
+		log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
 	if (assigned)
 		*assigned = got;
 	addr_format(&got, astr, sizeof(astr));
@@ -331,6 +349,7 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	atomic_store(&sb->dead, true);
+	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
 	 * until it has. */
 	for (i = 0; i < broker.n_workers; i++) {
@@ -405,6 +424,8 @@ int sandbox_reload_all(char *err, size_t errlen)
 		r = policy_load_file(s->policy_path, &fresh[i], &perr);
 		if (r < 0)
 			snprintf(err, errlen, "%s", perr.msg);
+		else
+			r = creds_load_secrets(fresh[i], err, errlen);
 	}
 	pthread_rwlock_unlock(&tab.lock);
 	if (r == 0) {
@@ -420,6 +441,13 @@ int sandbox_reload_all(char *err, size_t errlen)
 			fresh[i] = old; /* unref'd below, outside the lock */
 		}
 		pthread_rwlock_unlock(&tab.lock);
+		/* New credentials get placeholders; dropped ones read as revoked. */
+		for (i = 0; i < HASH_SLOTS; i++) {
+			struct sandbox *s = tab.slot[i];
+
+			if (s && s != TOMBSTONE && s->creds)
+				creds_sandbox_sync(s, s->policy, false);
+		}
 	}
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);
@@ -468,4 +496,24 @@ int sandbox_restore(char *err, size_t errlen)
 	closedir(d);
 	log_info("sandbox: restored %d registrations (%d failed)", n, bad);
 	return n;
+}
+
+int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen)
+{
+	struct sandbox *sb;
+	size_t idx;
+	int k, r = -ENOENT;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name, &idx);
+	if (sb) {
+		k = snprintf(out, len, "ok\n");
+		r = creds_env(sb, sb->policy, out + k, len - (size_t)k);
+	}
+	pthread_rwlock_unlock(&tab.lock);
+	if (r == -ENOENT)
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+	else if (r < 0)
+		snprintf(err, errlen, "too many placeholders");
+	return r < 0 ? r : 0;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/file.h"
+#include "netns/netns.h"
 #include "netns/netns_internal.h"
 
 /* The record is small; anything longer is not ours. */
@@ -287,6 +288,41 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 	return 0;
 }
 
+/*
+ * One variable per credential placeholder, as the broker issued them: the
+ * sandbox gets the placeholder, never the secret. Asked of the broker the
+ * sandbox was created with; without an answer the sandbox simply has no
+ * placeholders (and says so on stderr).
+ */
+static void placeholders(const struct netns_sandbox *sb,
+			 void (*fn)(const char *key, const char *value, void *arg), void *arg)
+{
+	const char *saved = netns_socket_path;
+	char line[200], *resp, *l, *save = NULL;
+	int r;
+
+	if (sb->socket[0])
+		netns_socket_path = sb->socket;
+	snprintf(line, sizeof(line), "placeholders %s", sb->name);
+	r = netns_ctl(line, &resp);
+	netns_socket_path = saved;
+	if (r < 0) {
+		fprintf(stderr, "sluice: no credential placeholders for `%s`: %s\n", sb->name,
+			r == -EPROTO ? resp : strerror(-r));
+		free(resp);
+		return;
+	}
+	for (l = strtok_r(resp, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(l, '=');
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		fn(l, eq + 1, arg);
+	}
+	free(resp);
+}
+
 /**
  * netns_env_each() - the environment of a sandbox's programs (DESIGN.md)
  * @sb:  the sandbox
@@ -318,4 +354,5 @@ void netns_env_each(const struct netns_sandbox *sb,
 	fn("no_proxy", gw, arg);
 	for (i = 0; i < sizeof(ca_vars) / sizeof(ca_vars[0]); i++)
 		fn(ca_vars[i], bundle, arg);
+	placeholders(sb, fn, arg);
 }

@@ -841,6 +841,8 @@ void policy_free(struct policy *p)
 
 	if (!p)
 		return;
+	if (p->attachment_free)
+		p->attachment_free(p->attachment);
 	for (i = 0; i < p->n_rules; i++) {
 		free(p->rules[i].pattern);
 		free(p->rules[i].ports);
@@ -940,6 +942,17 @@ void policy_unref(struct policy *p)
 {
 	if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
 		policy_free(p);
+}
+
+void policy_attach(struct policy *p, void *data, void (*free_fn)(void *))
+{
+	p->attachment = data;
+	p->attachment_free = free_fn;
+}
+
+void *policy_attachment(const struct policy *p)
+{
+	return p->attachment;
 }
 
 size_t policy_credential_count(const struct policy *p)

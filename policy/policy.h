@@ -138,6 +138,16 @@ enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a,
 				uint16_t port, enum guard_origin origin,
 				struct guard_result *res);
 
+/**
+ * policy_attach() - keep caller data with a compiled policy
+ * @p:       a policy not yet shared with other threads
+ * @data:    the data (the broker keeps the credentials' secrets here, so
+ *           that they live and die with the policy that names them)
+ * @free_fn: called with @data when the last reference goes
+ */
+void policy_attach(struct policy *p, void *data, void (*free_fn)(void *));
+void *policy_attachment(const struct policy *p);
+
 /* Read-only views of the compiled policy. */
 size_t policy_credential_count(const struct policy *p);
 const struct policy_credential *policy_credential_get(const struct policy *p, size_t i);

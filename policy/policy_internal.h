@@ -66,6 +66,8 @@ struct policy {
 	size_t n_creds;
 	enum policy_redirects redirects;
 	struct policy_limits limits;
+	void *attachment;
+	void (*attachment_free)(void *);
 };
 
 /* match.c */
