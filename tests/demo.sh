@@ -7,6 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/world/world.sh
+. tests/world/broker.sh
 
 BIN=${SLUICE_BIN:-$PWD/bin}
 B=$(tput bold 2>/dev/null || true)
@@ -16,33 +17,19 @@ show() { printf '$ %s\n' "$*"; }
 
 step "Building the test world: an 'internet' namespace (dnsmasq, echo servers, decoys) and a broker namespace"
 world_up || exit 1
-BPID=
 SB=$WORLD_PREFIX-demo
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
-S() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
 cleanup() {
 	step "Teardown"
-	S delete "$SB" 2>&1 | sed 's/^/  /'
-	if [ -n "$BPID" ]; then
-		kill -TERM "$BPID" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-		wait "$BPID" 2>/dev/null
-	fi
+	sl delete "$SB" 2>&1 | sed 's/^/  /'
+	broker_stop
 	local p=$WORLD_PREFIX
 	world_down
 	echo "  world $p removed; its namespaces left: $(ip netns list | grep -c "^$p" || true)"
 }
 trap cleanup EXIT
 
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-connect_timeout: 2s
-EOF
+broker_config "connect_timeout: 2s"
 cp tests/demo-policy.yaml "$D/policy.yaml"
 step "The policy"
 sed 's/^/  /' "$D/policy.yaml"
@@ -50,17 +37,14 @@ show sluice policy check policy.yaml
 "$BIN/sluice" policy check "$D/policy.yaml"
 
 step "Starting sluiced in the broker namespace"
-ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-[ -S "$SOCK" ] || { echo "sluiced did not start:"; cat "$D/sluiced.log"; exit 1; }
-echo "  sluiced pid $BPID, control socket $SOCK"
+broker_start || { echo "sluiced did not start"; exit 1; }
+echo "  sluiced pid $BROKER_PID, control socket $BROKER_SOCK"
 
 step "Creating the sandbox"
 show sluice create "$SB" --policy policy.yaml
-S create "$SB" --policy "$D/policy.yaml" || exit 1
-S list
-X() { S exec "$SB" -- "$@"; }
+sl create "$SB" --policy "$D/policy.yaml" || exit 1
+sl list
+X() { sl exec "$SB" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 
 step "1. An allowed host: through the explicit proxy, and transparently (no proxy variables)"

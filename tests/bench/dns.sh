@@ -47,6 +47,7 @@ if [ -z "${SLUICE_BENCH_ISOLATED:-}" ]; then
 fi
 
 . tests/world/world.sh
+. tests/world/broker.sh
 
 BIN=${SLUICE_BIN:-$REPO/bin}
 SECS=${DNS_BENCH_SECONDS:-5}
@@ -118,26 +119,18 @@ ask() { # NS SERVER PORT SOURCE: one query (not more: a sandbox's rate budget), 
 # start_sluiced TAG DNS-PORT OTHER-PORTS-BASE AUDIT-TARGET: a broker with
 # its own control socket, state and ports, so that two run side by side
 # and their runs can be interleaved; registers every sandbox with it. Sets
-# PID_<TAG>.
+# PID_<TAG>. world_down ends both.
 start_sluiced() {
-	local tag=$1 port=$2 base=$3 audit=$4 sock=$D/ctl-$1.sock i
-	cat >"$D/sluiced-$tag.yaml" <<EOF
-control_socket: $sock
-state_dir: $D/state-$tag
-upstream_resolvers: [11.0.1.53]
-audit_log: $audit
-workers: 2
-dns_port: $port
-proxy_port: $base
-transparent_port: $((base + 1))
-EOF
-	world_spawn brk "sluiced-$tag" "$BIN/sluiced" --config "$D/sluiced-$tag.yaml" ||
-		fail "sluiced ($tag) did not start"
-	printf -v "PID_$tag" '%s' "$WORLD_LAST_PID"
-	wait_for "sluiced's ($tag) control socket" 50 test -S "$sock" || fail "sluiced ($tag) did not come up"
+	local tag=$1 port=$2 base=$3 audit=$4 i
+	broker_config -n "$tag" "audit_log: $audit" "dns_port: $port" "proxy_port: $base" \
+		"transparent_port: $((base + 1))" || fail "cannot write sluiced's ($tag) config"
+	broker_start || fail "sluiced ($tag) did not come up"
+	printf -v "PID_$tag" '%s' "$BROKER_PID"
 	note "registering $NSB sandboxes with sluiced ($tag)"
+	# Not through sl: the control socket needs no namespace, and this is
+	# NSB calls.
 	for ((i = 0; i < NSB; i++)); do
-		"$BIN/sluice" --socket "$sock" register "sb$i" --addr "$(ip4 "$i")" \
+		"$BIN/sluice" --socket "$BROKER_SOCK" register "sb$i" --addr "$(ip4 "$i")" \
 			--policy "$D/bench-policy.yaml" >/dev/null || fail "sluice register sb$i ($tag) failed"
 	done
 	# the first and the last sandbox are answered

@@ -46,6 +46,7 @@ if [ -z "${SLUICE_BENCH_ISOLATED:-}" ]; then
 fi
 
 . tests/world/world.sh
+. tests/world/broker.sh
 
 BIN=${SLUICE_BIN:-$REPO/bin}
 BYTES=${BENCH_BYTES:-4294967296}
@@ -150,14 +151,7 @@ wait_for "blast" 50 test -s "$D/ready.blast" || fail "blast did not come up"
 wait_for "the routed path to blast" 50 tcp_open "$SRV" "$SRVPORT" ||
 	fail "c1 does not reach $SRV:$SRVPORT by routing"
 
-SOCK=$D/ctl.sock
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-EOF
+broker_config
 cat >"$D/bench-policy.yaml" <<EOF
 version: 1
 egress:
@@ -166,11 +160,8 @@ egress:
       ports: [$SRVPORT]
 limits: { connections: 2000 }
 EOF
-world_spawn brk sluiced "$BIN/sluiced" --config "$D/sluiced.yaml" || fail "sluiced did not start"
-BPID=$WORLD_LAST_PID
-wait_for "sluiced's control socket" 50 test -S "$SOCK" || fail "sluiced did not come up"
-"$BIN/sluice" --socket "$SOCK" register c1 --addr "$CADDR" --policy "$D/bench-policy.yaml" \
-	>/dev/null || fail "sluice register failed"
+broker_start || fail "sluiced did not come up"
+sl register c1 --addr "$CADDR" --policy "$D/bench-policy.yaml" >/dev/null || fail "sluice register failed"
 wait_for "sluiced on $GW:$SPORT" 50 tcp_open "$GW" "$SPORT" || fail "sluiced does not listen"
 
 SQ=$D/squid
@@ -212,7 +203,7 @@ for p in "direct" "-p -x http://$GW:$SPORT" "-p -x http://$GW:$QPORT"; do
 	got=$(timeout 20 ip netns exec "$C" curl -sS -m 10 $p "$u" 2>&1)
 	[ "$got" = abcde ] || fail "smoke test ${p:-direct} $u: got \`$got\`"
 done
-note "world $WORLD_PREFIX up: blast, sluiced (pid $BPID), squid (pid $QPID); smoke tests passed"
+note "world $WORLD_PREFIX up: blast, sluiced (pid $BROKER_PID), squid (pid $QPID); smoke tests passed"
 
 # --- helpers ------------------------------------------------------------------
 median() { tr ' ' '\n' | grep -v -e '^$' -e nan | sort -g | awk '{v[NR] = $1} END {
@@ -266,7 +257,7 @@ tp_direct="" tp_sluiced="" tp_squid="" cpu_sluiced="" cpu_squid=""
 for ((r = 1; r <= RUNS; r++)); do
 	read -r g _ <<<"$(curl_gbps direct - "http://$SRV:$SRVPORT/bytes/$BYTES")"
 	tp_direct="$tp_direct $g"
-	read -r g cs <<<"$(curl_gbps sluiced "$BPID" -p -x "http://$GW:$SPORT" "http://$SRVNAME:$SRVPORT/bytes/$BYTES")"
+	read -r g cs <<<"$(curl_gbps sluiced "$BROKER_PID" -p -x "http://$GW:$SPORT" "http://$SRVNAME:$SRVPORT/bytes/$BYTES")"
 	tp_sluiced="$tp_sluiced $g" cpu_sluiced="$cpu_sluiced $cs"
 	read -r g cq <<<"$(curl_gbps squid "$QPID" -p -x "http://$GW:$QPORT" "http://$SRVNAME:$SRVPORT/bytes/$BYTES")"
 	tp_squid="$tp_squid $g" cpu_squid="$cpu_squid $cq"
@@ -278,7 +269,7 @@ md_sluiced=$(echo "$tp_sluiced" | median)
 md_squid=$(echo "$tp_squid" | median)
 mc_sluiced=$(echo "$cpu_sluiced" | tr - ' ' | median)
 mc_squid=$(echo "$cpu_squid" | tr - ' ' | median)
-alive "$BPID" || problem "sluiced (pid $BPID) died during the throughput test"
+alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the throughput test"
 
 # --- 2. small requests ---------------------------------------------------------------
 # wrk_run NAME PID CONC URL TARGET: prints "rps p50_ms p99_ms errors
@@ -321,7 +312,7 @@ note "2. small requests: wrk ${DUR}s at concurrency 1 and 50"
 for name in direct sluiced squid; do
 	case $name in
 	direct) url=http://$SRV:$SRVPORT/x target="" pid=- ;;
-	sluiced) url=http://$GW:$SPORT target=http://$SRVNAME:$SRVPORT/x pid=$BPID ;;
+	sluiced) url=http://$GW:$SPORT target=http://$SRVNAME:$SRVPORT/x pid=$BROKER_PID ;;
 	squid) url=http://$GW:$QPORT target=http://$SRVNAME:$SRVPORT/x pid=$QPID ;;
 	esac
 	# Warm-up (DNS caches, connection pools, page faults); not reported.
@@ -332,7 +323,7 @@ for name in direct sluiced squid; do
 		note "  $name c=$conc: ${RATE[$name,$conc]} (req/s p50ms p99ms errors proxy-CPU-us/req)"
 	done
 done
-alive "$BPID" || problem "sluiced (pid $BPID) died during the request-rate test"
+alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the request-rate test"
 
 # --- 3. memory per idle tunnel -------------------------------------------------------------
 # mem_round NAME PID PORT ROUND: opens TUNNELS tunnels through PORT, samples
@@ -381,7 +372,7 @@ mem_round() {
 declare -A MEM
 note "3. memory: $TUNNELS idle tunnels, two rounds per proxy"
 for name in sluiced squid; do
-	if [ $name = sluiced ]; then pid=$BPID port=$SPORT; else pid=$QPID port=$QPORT; fi
+	if [ $name = sluiced ]; then pid=$BROKER_PID port=$SPORT; else pid=$QPID port=$QPORT; fi
 	for round in 1 2; do
 		mem_round "$name" "$pid" "$port" "$round"
 		MEM[$name,$round]="$M_BEFORE $M_OPEN $M_AFTER $F_BEFORE $F_OPEN $K_BEFORE $K_OPEN"
@@ -389,7 +380,7 @@ for name in sluiced squid; do
 done
 
 # --- health -------------------------------------------------------------------------------
-alive "$BPID" || problem "sluiced (pid $BPID) is not running at the end; its log: $(tail -n 5 "$D/sluiced.log" | tr '\n' ' ')"
+alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) is not running at the end; its log: $(tail -n 5 "$D/sluiced.log" | tr '\n' ' ')"
 alive "$QPID" || problem "squid (pid $QPID) is not running at the end"
 n_err=$(grep -c -i -E 'error|err:|warn|fatal|abort' "$D/sluiced.log" 2>/dev/null)
 if [ "${n_err:-0}" -gt 0 ]; then

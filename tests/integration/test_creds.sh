@@ -8,28 +8,18 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
+. tests/world/broker.sh
 . tests/integration/lib.sh
 
-BIN=${SLUICE_BIN:-$PWD/bin}
 world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-BPID=
 S1=$WORLD_PREFIX-c1
 S2=$WORLD_PREFIX-c2
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
-S() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
-stop_broker() {
-	[ -n "$BPID" ] || return 0
-	kill -TERM "$BPID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$BPID" 2>/dev/null
-	wait "$BPID" 2>/dev/null
-	BPID=
-}
+S() { sl "$@"; }
 cleanup() {
 	S delete "$S1" >/dev/null 2>&1
 	S delete "$S2" >/dev/null 2>&1
-	stop_broker
+	broker_stop
 	world_down
 }
 trap cleanup EXIT
@@ -38,13 +28,7 @@ SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 STRICT="strict-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
 chmod 600 "$D/secret"
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-EOF
+broker_config
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -67,13 +51,12 @@ credentials:
     scope: { hosts: [echo.world.test], paths: ["/short/*"] }
     placeholder: SHORT_TOKEN
     plaintext: allow
-    ttl: 2s
+    ttl: 6s
 EOF
-SLUICE_TEST_STRICT=$STRICT ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" \
-	2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+# The env-sourced secret is in the broker's environment only.
+SLUICE_TEST_STRICT=$STRICT broker_start || { echo "0 passed, 1 failed"; exit 1; }
 t_ok "sluice create" S create "$S1" --policy "$D/pol.yaml"
+created=$(date +%s%N)
 t_ok "sluice env" S env "$S1"
 ENV1=$T_OUT
 PH=$(echo "$ENV1" | sed -n 's/^ECHO_TOKEN=//p')
@@ -85,6 +68,9 @@ t_not_contains "the environment holds no secret" "$ENV1" "$SECRET"
 t_not_contains "nor the env-sourced one" "$ENV1" "$STRICT"
 X() { S exec "$S1" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
+# First, while the short-lived placeholder (ttl 6s) is young.
+t_ok "a short-lived placeholder works in time" X curl -sf -m 10 -H "X-Short: $PH_SHORT" http://echo.world.test/short/x
+t_contains "and is swapped" "$T_OUT" "\"X-Short\", \"$SECRET\""
 
 t_ok "in scope: the header is injected (explicit proxy)" X curl -sf -m 10 http://echo.world.test/api/x
 t_contains "the echo server saw the secret" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
@@ -113,9 +99,8 @@ t_eq "a credential without plaintext: allow, over plain HTTP" "403 placeholder-o
 	"$(reason curl -H "X-Token: $PH_STRICT" http://echo.world.test/strict/x)"
 t_eq "the placeholder in a CONNECT head" "403 placeholder-out-of-scope" \
 	"$(reason curl -s --proxy-header "X-T: $PH" --cacert "$WORLD_CA" https://echo.world.test/)"
-t_ok "a short-lived placeholder works in time" X curl -sf -m 10 -H "X-Short: $PH_SHORT" http://echo.world.test/short/x
-t_contains "and is swapped" "$T_OUT" "\"X-Short\", \"$SECRET\""
-sleep 2.5
+# Wait (bounded) until 7 s after the create: past the ttl.
+for _ in $(seq 80); do [ $(($(date +%s%N) - created)) -gt 7000000000 ] && break; sleep 0.1; done
 t_eq "and is refused after its ttl" "403 placeholder-expired" \
 	"$(reason curl -H "X-Short: $PH_SHORT" http://echo.world.test/short/x)"
 
@@ -123,12 +108,9 @@ t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 t_eq "another sandbox's placeholder is refused" "403 placeholder-out-of-scope" \
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |
 		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}')"
-t_ok "restart keeps the placeholders" bash -c "kill -TERM $BPID; sleep 1"
-wait "$BPID" 2>/dev/null
-SLUICE_TEST_STRICT=$STRICT ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" \
-	2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+broker_stop
+SLUICE_TEST_STRICT=$STRICT broker_start
+t_ok "the broker restarts" test -n "$BROKER_PID"
 t_eq "the same placeholder after a restart" "$PH" "$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')"
 t_ok "and it still works" X curl -sf -m 10 http://echo.world.test/api/r
 t_contains "injected after the restart" "$T_OUT" "Bearer $SECRET"
@@ -137,12 +119,12 @@ t_eq "its placeholder, from the second sandbox, after delete" "403 placeholder-o
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |
 		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}')"
 
-t_contains "refusals are audited with the credential's name" "$(cat "$D/audit.log")" '"credential":"echo-token"'
-t_not_contains "the secret is nowhere in the audit log" "$(cat "$D/audit.log")" "$SECRET"
-t_not_contains "nor the env secret" "$(cat "$D/audit.log")" "$STRICT"
-t_not_contains "nor in the broker's output" "$(cat "$D/sluiced.log")" "$SECRET"
-t_ok "nor in the broker's state_dir" bash -c "! grep -rqF '$SECRET' '$D/state'"
+t_contains "refusals are audited with the credential's name" "$(cat "$BROKER_AUDIT")" '"credential":"echo-token"'
+t_not_contains "the secret is nowhere in the audit log" "$(cat "$BROKER_AUDIT")" "$SECRET"
+t_not_contains "nor the env secret" "$(cat "$BROKER_AUDIT")" "$STRICT"
+t_not_contains "nor in the broker's output" "$(cat "$BROKER_LOG")" "$SECRET"
+t_ok "nor in the broker's state_dir" bash -c "! grep -rqF '$SECRET' '$WORLD_DIR/state'"
 t_ok "nor in the sandbox's files" bash -c "! grep -rqF '$SECRET' /run/sluice-sandboxes/$S2 /etc/netns/$S2"
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
-stop_broker
+broker_stop
 t_done

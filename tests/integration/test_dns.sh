@@ -10,37 +10,19 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
+. tests/world/broker.sh
 . tests/integration/lib.sh
 
-BIN=${SLUICE_BIN:-$PWD/bin}
 DNSQ=$PWD/tests/world/dnsq.py
 PY=/usr/bin/python3
 
 world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-BPID=
-stop_broker() {
-	[ -n "$BPID" ] || return 0
-	kill -TERM "$BPID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$BPID" 2>/dev/null
-	wait "$BPID" 2>/dev/null
-	BPID=
-}
-trap 'stop_broker; world_down' EXIT
+trap 'broker_stop; world_down' EXIT
 
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
 GW=10.99.0.1
 PORT=3153
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-dns_port: $PORT
-synthetic_pool: 198.18.0.0/15
-EOF
+broker_config "dns_port: $PORT" "synthetic_pool: 198.18.0.0/15"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -50,18 +32,11 @@ egress:
       ports: [443]
 EOF
 
-start_broker() {
-	# A simple command, so that $! is sluiced itself (ip netns exec execs it).
-	ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-	BPID=$!
-	for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-}
-S() { "$BIN/sluice" --socket "$SOCK" "$@"; }
-start_broker
-t_ok "broker starts" test -S "$SOCK"
+broker_start
+t_ok "broker starts" test -S "$BROKER_SOCK"
 world_add_client c1 10.99.0.2/30 "$GW" || echo "client c1 failed"
 world_add_client c2 10.99.0.6/30 10.99.0.5 || echo "client c2 failed"
-t_ok "register c1" S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_ok "register c1" sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
 
 # q [dnsq args...]: ask the filter from inside c1.
 q() { client_exec c1 "$PY" "$DNSQ" --server "$GW" --port "$PORT" --timeout 2 "$@"; }
@@ -294,7 +269,7 @@ t_ok "after a pause the sandbox is answered again" q echo.world.test A
 t_eq "with its address" "$ECHO_A" "$(first_a "$T_OUT")"
 
 # --- the address survives a reload; not an unregister --------------------------------------
-kill -HUP "$BPID"
+kill -HUP "$BROKER_PID"
 sleep 0.5
 t_ok "after SIGHUP" q echo.world.test A
 t_eq "the same address" "$ECHO_A" "$(first_a "$T_OUT")"
@@ -328,14 +303,14 @@ t_contains "blocked: deny, not-allowlisted" "$BL" '"decision":"deny","reason":"n
 t_contains "blocked: NXDOMAIN" "$BL" '"dns_answer":"NXDOMAIN"'
 t_contains "unknown source: its address, REFUSED" \
 	"$(grep '"reason":"unknown-source"' <<<"$AUD" | head -1)" '"addr":"10.99.0.6"'
-t_ok "status --metrics" S status --metrics
+t_ok "status --metrics" sl status --metrics
 t_contains "metrics: synthetic answers" "$T_OUT" 'sluice_dns_queries_total{answer="synthetic"}'
 t_contains "metrics: NXDOMAIN" "$T_OUT" 'sluice_dns_queries_total{answer="nxdomain"}'
 t_contains "metrics: REFUSED" "$T_OUT" 'sluice_dns_queries_total{answer="refused"}'
 t_contains "metrics: decisions" "$T_OUT" 'sluice_decisions_total{proto="dns",decision="deny",reason="not-allowlisted"}'
 
 # --- unregistered: the same source is refused at once ---------------------------------------
-t_ok "unregister c1" S unregister c1
+t_ok "unregister c1" sl unregister c1
 t_ok "a query after unregister" q echo.world.test A
 t_contains "REFUSED (unknown source)" "$T_OUT" "rcode REFUSED"
 
@@ -348,7 +323,7 @@ t_eq "dnsmasq saw no query at all" "" "$(grep -E 'query\[' "$D/dnsmasq.log" 2>/d
 # ... and that is not because dnsmasq logs nothing: a query of its own shows.
 brk_exec "$PY" "$DNSQ" --timeout 2 ready.world.test TXT >/dev/null 2>&1
 t_ok "(dnsmasq does log a query sent to it)" world_dns_queried ready.world.test
-t_ok "the broker is still running" kill -0 "$BPID"
+t_ok "the broker is still running" kill -0 "$BROKER_PID"
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
-stop_broker
+broker_stop
 t_done

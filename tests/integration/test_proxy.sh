@@ -6,37 +6,17 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
+. tests/world/broker.sh
 . tests/integration/lib.sh
 
-BIN=${SLUICE_BIN:-$PWD/bin}
 RAWPY=$PWD/tests/integration/rawhttp.py
 
 world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-BPID=
-stop_broker() {
-	[ -n "$BPID" ] || return 0
-	kill -TERM "$BPID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$BPID" 2>/dev/null
-	wait "$BPID" 2>/dev/null
-	BPID=
-}
-trap 'stop_broker; world_down' EXIT
+trap 'broker_stop; world_down' EXIT
 
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-max_head_bytes: 4096
-head_timeout: 1s
-connect_timeout: 1s
-response_timeout: 2s
-drain_timeout: 2s
-EOF
+broker_config "max_head_bytes: 4096" "head_timeout: 1s" "connect_timeout: 1s" \
+	"response_timeout: 2s" "drain_timeout: 2s"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -60,22 +40,15 @@ egress:
 limits: { connections: 4, idle_timeout: 2s }
 EOF
 
-start_broker() {
-	# A simple command, so that $! is sluiced itself (ip netns exec execs it).
-	ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-	BPID=$!
-	for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-}
-S() { "$BIN/sluice" --socket "$SOCK" "$@"; }
-start_broker
-t_ok "broker starts and answers on its control socket" test -S "$SOCK"
+broker_start
+t_ok "broker starts and answers on its control socket" test -S "$BROKER_SOCK"
 
 world_add_client c1 10.99.0.2/30 10.99.0.1 || echo "client c1 failed"
 world_add_client c2 10.99.0.6/30 10.99.0.5 || echo "client c2 failed"
-t_ok "register c1" S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
-t_rc "register twice is refused" 1 S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
-t_contains "list shows c1" "$(S list)" "c1"
-t_contains "list --json" "$(S list --json)" '"name":"c1"'
+t_ok "register c1" sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_rc "register twice is refused" 1 sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_contains "list shows c1" "$(sl list)" "c1"
+t_contains "list --json" "$(sl list --json)" '"name":"c1"'
 
 P="-x http://10.99.0.1:3128"
 c1() { client_exec c1 "$@"; }
@@ -193,8 +166,8 @@ t_eq "a fifth connection over limits.connections" "429 connection-limit" "$(reas
 wait "${holders[@]}" 2>/dev/null
 sleep 0.3
 # The total limit, lowered by a reload of the configuration.
-sed -i 's/^workers: 2$/workers: 2\nmax_connections: 2/' "$D/sluiced.yaml"
-t_ok "reload with max_connections: 2" S reload
+sed -i 's/^workers: 2$/workers: 2\nmax_connections: 2/' "$BROKER_CONF"
+t_ok "reload with max_connections: 2" sl reload
 holders=()
 for i in 1 2; do
 	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 1.5 >/dev/null 2>&1 &
@@ -203,8 +176,8 @@ done
 sleep 0.5
 t_eq "a third connection over max_connections" "503 broker-connection-limit" "$(reason http://echo.world.test/)"
 wait "${holders[@]}" 2>/dev/null
-sed -i '/^max_connections: 2$/d' "$D/sluiced.yaml"
-t_ok "reload back to the default limit" S reload
+sed -i '/^max_connections: 2$/d' "$BROKER_CONF"
+t_ok "reload back to the default limit" sl reload
 sleep 0.3
 t_eq "connections accepted again" "200 " "$(reason http://echo.world.test/)"
 
@@ -228,63 +201,62 @@ assert n > 20, n
 print(n)' "$D/audit.log"
 t_contains "audit names the sandbox and the rule" "$(grep '"reason":"allowed"' "$D/audit.log" | head -1)" '"sandbox":"c1"'
 t_contains "audit has bytes each way" "$(grep '"proto":"connect"' "$D/audit.log" | grep '"reason":"allowed"' | head -1)" '"bytes_down":'
-t_ok "status prints counters" S status
-t_ok "status --metrics" S status --metrics
+t_ok "status prints counters" sl status
+t_ok "status --metrics" sl status --metrics
 t_contains "Prometheus decisions by reason" "$T_OUT" 'sluice_decisions_total{proto="http",decision="deny",reason="not-allowlisted"}'
 t_contains "connect latency histogram" "$T_OUT" 'sluice_upstream_connect_seconds_bucket'
 
 # --- reload ------------------------------------------------------------------------
 cp "$D/pol.yaml" "$D/pol.good"
 sed -i 's/    - host: rebind.world.test/    - host: other.world.test\n    - host: rebind.world.test/' "$D/pol.yaml"
-kill -HUP "$BPID"
+kill -HUP "$BROKER_PID"
 sleep 0.5
 t_eq "SIGHUP with a good policy: new rule in force" "200 " "$(reason http://other.world.test/)"
 printf 'version: 1\negress:\n  allow:\n    - host: a..b\n' >"$D/pol.yaml"
-kill -HUP "$BPID"
+kill -HUP "$BROKER_PID"
 sleep 0.5
 t_eq "SIGHUP with a broken policy: old policy stays" "200 " "$(reason http://other.world.test/)"
 t_contains "the refusal is logged with its position" "$(cat "$D/sluiced.log")" "pol.yaml:4:13"
-t_rc "sluice reload reports the broken policy" 1 S reload
+t_rc "sluice reload reports the broken policy" 1 sl reload
 t_contains "with FILE:LINE:COL" "$T_ERR" "pol.yaml:4:13: bad host pattern"
 cp "$D/pol.good" "$D/pol.yaml"
-t_ok "reload with the good policy" S reload
+t_ok "reload with the good policy" sl reload
 
 # --- drain on SIGTERM ---------------------------------------------------------------------
 c1 curl -s -m 10 $P --limit-rate 20M -o /dev/null -w '%{size_download}' \
 	http://echo.world.test/bytes/30000000 >"$D/drain.out" 2>&1 &
 dl=$!
 sleep 0.4
-kill -TERM "$BPID"
+kill -TERM "$BROKER_PID"
 sleep 0.2
 t_rc "a draining broker takes no new connection" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
 wait "$dl"
 t_eq "a download open at SIGTERM finishes" "30000000" "$(cat "$D/drain.out")"
-for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-t_rc "the broker exits after draining" 1 kill -0 "$BPID"
-wait "$BPID" 2>/dev/null
-BPID=
+for _ in $(seq 50); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
+t_rc "the broker exits after draining" 1 kill -0 "$BROKER_PID"
+broker_stop
 
 # --- restart -----------------------------------------------------------------------
 t_rc "broker down: nothing gets through" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
-start_broker
-t_contains "restart restores registrations" "$(S list)" "c1"
+broker_start
+t_contains "restart restores registrations" "$(sl list)" "c1"
 t_ok "and the sandbox works again" c1 curl -sf -m 10 $P http://echo.world.test/again
-t_ok "unregister" S unregister c1
-t_rc "unregister twice says so" 1 S unregister c1
+t_ok "unregister" sl unregister c1
+t_rc "unregister twice says so" 1 sl unregister c1
 t_contains "no such sandbox" "$T_ERR" "no such sandbox"
 t_contains "unregistered source refused" "$(reason http://echo.world.test/)" "unknown-source"
 
 # --- audit write failures do not stop the broker -----------------------------------------
-stop_broker
-sed -i "s|^audit_log: .*|audit_log: /dev/full|" "$D/sluiced.yaml"
-start_broker
-S register c1 --addr 10.99.0.2 --policy "$D/pol.yaml" >/dev/null
+broker_stop
+sed -i "s|^audit_log: .*|audit_log: /dev/full|" "$BROKER_CONF"
+broker_start
+sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml" >/dev/null
 t_ok "with audit writes failing, requests still work" c1 curl -sf -m 10 $P http://echo.world.test/full
-t_contains "and the failures are counted" "$(S status --metrics | grep '^sluice_audit_write_failures_total')" "total "
-t_not_contains "counter is not zero" "$(S status --metrics | grep '^sluice_audit_write_failures_total')" "total 0"
+t_contains "and the failures are counted" "$(sl status --metrics | grep '^sluice_audit_write_failures_total')" "total "
+t_not_contains "counter is not zero" "$(sl status --metrics | grep '^sluice_audit_write_failures_total')" "total 0"
 
 # --- nothing leaked --------------------------------------------------------------------
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_not_contains "no secret-looking proxy credential in the audit log" "$(cat "$D/audit.log")" "u:p"
-stop_broker
+broker_stop
 t_done

@@ -13,6 +13,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
+. tests/world/broker.sh
 . tests/integration/lib.sh
 
 BIN=${SLUICE_BIN:-$PWD/bin}
@@ -25,17 +26,6 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy
 world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
 P=$WORLD_PREFIX
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
-BPID=
-
-stop_broker() {
-	[ -n "$BPID" ] || return 0
-	kill -TERM "$BPID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$BPID" 2>/dev/null
-	wait "$BPID" 2>/dev/null
-	BPID=
-}
 
 # Every sandbox of this test, by name, whatever state it is in.
 our_sandboxes() {
@@ -48,8 +38,8 @@ our_sandboxes() {
 cleanup_sandboxes() {
 	local n pid
 	for n in $(our_sandboxes); do
-		if [ -n "$BPID" ]; then
-			timeout 20 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" \
+		if [ -n "$BROKER_PID" ]; then
+			timeout 20 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" \
 				delete "$n" >/dev/null 2>&1
 		fi
 		# What sluice could not remove (the links and set elements go with
@@ -68,16 +58,9 @@ stop_broker2() {
 	[ -e "/run/netns/$WORLD_PREFIX-brk2" ] && ip netns del "$WORLD_PREFIX-brk2"
 	return 0
 }
-trap 'cleanup_sandboxes; stop_broker2; stop_broker; world_down' EXIT
+trap 'cleanup_sandboxes; stop_broker2; broker_stop; world_down' EXIT
 
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-sandbox_pool: 10.201.0.0/22
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-EOF
+broker_config "sandbox_pool: 10.201.0.0/22"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -151,12 +134,11 @@ elif mode == "synfin":  # synfin SRC DST PORT: a segment conntrack calls invalid
     done("sent", True)
 EOF
 
-B() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
 # IN NAME CMD...: CMD as root inside sandbox NAME, bypassing sluice exec (the
 # sandbox's own root, who may change its routes and addresses).
 IN() { local n=$1; shift; ip netns exec "$n" "$@"; }
 # EX NAME CMD...: through sluice exec.
-EX() { local n=$1; shift; B exec "$n" -- "$@"; }
+EX() { local n=$1; shift; sl exec "$n" -- "$@"; }
 nft_brk() { ip netns exec "$WORLD_BRK" nft "$@"; }
 counter() { nft_brk list counter inet sluice "$1" 2>/dev/null | awk '/packets/ {print $2}'; }
 elements() { nft_brk -j list set inet sluice sandbox_src 2>/dev/null |
@@ -179,15 +161,13 @@ EOF
 leaks() { ip netns exec "$WORLD_INET" nft list chain inet leakwatch pre |
 	awk '/counter/ {n += $(NF-2)} END {print n + 0}'; }
 
-ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-t_ok "broker starts" test -S "$SOCK"
+broker_start
+t_ok "broker starts" test -S "$BROKER_SOCK"
 
 # --- create --------------------------------------------------------------------
 S1=$P-x1
 t0=$(date +%s%N)
-t_ok "create $S1" B create "$S1" --policy "$D/pol.yaml"
+t_ok "create $S1" sl create "$S1" --policy "$D/pol.yaml"
 echo "# create took $(ms_since "$t0") ms (first: installs the table)"
 read -r n1 A1 G1 <<<"$T_OUT"
 t_eq "create prints NAME ADDR GW" "$S1 10.201.0.2 10.201.0.1" "$n1 $A1 $G1"
@@ -210,12 +190,12 @@ t_eq "IPv6 is off in the sandbox" "1 1 1" \
 t_eq "and no IPv6 address is there" "" "$(IN "$S1" ip -6 addr show)"
 t_contains "its set element is in table inet sluice" \
 	"$(nft_brk list set inet sluice sandbox_src)" "\"$L1\" . $A1"
-t_contains "the broker lists it" "$(B list)" "$S1"
+t_contains "the broker lists it" "$(sl list)" "$S1"
 t_ok "ip netns exec works and says nothing (no stray files to bind)" IN "$S1" true
 t_eq "ip netns exec stderr" "" "$T_ERR"
-t_rc "create the same name again is refused" 1 B create "$S1" --policy "$D/pol.yaml"
+t_rc "create the same name again is refused" 1 sl create "$S1" --policy "$D/pol.yaml"
 t_contains "saying it exists" "$T_ERR" "exists"
-t_rc "an invalid policy is refused" 1 B create "$P-xbad" --policy "$D/bad.yaml"
+t_rc "an invalid policy is refused" 1 sl create "$P-xbad" --policy "$D/bad.yaml"
 t_contains "with FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
 t_eq "and nothing of it exists" "" "$(our_sandboxes | grep -x "$P-xbad")"
 
@@ -226,7 +206,7 @@ t_ok "sluice exec runs in the sandbox namespace" EX "$S1" ip -4 -o addr show dev
 t_contains "with the sandbox address" "$T_OUT" "$A1/30"
 t_ok "sluice exec: /sys shows the sandbox's links" EX "$S1" ls /sys/class/net
 t_eq "/sys/class/net" "eth0 lo" "$(echo $T_OUT)"
-t_ok "sluice env" B env "$S1"
+t_ok "sluice env" sl env "$S1"
 ENV_OUT=$T_OUT
 for kv in "HTTP_PROXY=http://$G1:3128" "HTTPS_PROXY=http://$G1:3128" "http_proxy=http://$G1:3128" \
 	"https_proxy=http://$G1:3128" "NO_PROXY=$G1" "no_proxy=$G1" \
@@ -242,7 +222,7 @@ t_ok "the command's arguments are its own (--socket after --)" EX "$S1" echo --s
 t_eq "echo --socket x" "--socket x" "$T_OUT"
 t_rc "sluice exec: the command's exit status" 7 EX "$S1" sh -c 'exit 7'
 t_rc "sluice exec: a missing command is 127" 127 EX "$S1" /nonexistent/cmd
-t_rc "sluice exec of no such sandbox" 1 B exec "$P-xnone" -- true
+t_rc "sluice exec of no such sandbox" 1 sl exec "$P-xnone" -- true
 t_contains "says no such sandbox" "$T_ERR" "no such sandbox \`$P-xnone\`"
 
 # --- the explicit proxy through the gateway ---------------------------------------
@@ -285,7 +265,7 @@ ip netns exec "$WORLD_BRK" sysctl -qw net.ipv4.ip_forward=0
 
 # Anti-spoofing: a second address inside the sandbox, used as the source.
 S2=$P-x2
-t_ok "create a second sandbox" B create "$S2" --policy "$D/pol.yaml"
+t_ok "create a second sandbox" sl create "$S2" --policy "$D/pol.yaml"
 read -r _ A2 G2 <<<"$T_OUT"
 spoofed0=$(counter spoofed)
 t_ok "the sandbox's root adds an address of its own choosing" IN "$S1" ip addr add 10.201.0.77/32 dev eth0
@@ -334,28 +314,28 @@ t_fails "IPv6 to a decoy fails too" IN "$S1" curl -s -m 3 -o /dev/null "http://[
 t_not_contains "no IPv6 request reached the echo server" "$(world_echo_log)" "/v6"
 
 # --- delete ------------------------------------------------------------------------
-t_ok "delete $S2" B delete "$S2"
+t_ok "delete $S2" sl delete "$S2"
 t0=$(date +%s%N)
-t_ok "delete $S1" B delete "$S1"
+t_ok "delete $S1" sl delete "$S1"
 echo "# delete took $(ms_since "$t0") ms"
 t_eq "its netns is gone" "" "$(ip netns list | grep -w -- "$S1")"
 t_ok "its /etc/netns directory is gone" test ! -e "/etc/netns/$S1"
 t_ok "its state directory is gone" test ! -e "$STATE/$S1"
 t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "$L1"
 t_eq "no set element is left" "0" "$(elements)"
-t_not_contains "the broker forgot it" "$(B list)" "$S1"
-t_rc "a second delete" 1 B delete "$S1"
+t_not_contains "the broker forgot it" "$(sl list)" "$S1"
+t_rc "a second delete" 1 sl delete "$S1"
 t_contains "says no such sandbox" "$T_ERR" "no such sandbox \`$S1\`"
-t_rc "delete never touches a namespace sluice did not make" 1 B delete "$WORLD_INET"
+t_rc "delete never touches a namespace sluice did not make" 1 sl delete "$WORLD_INET"
 t_ok "the world's namespace is still there" test -e "/run/netns/$WORLD_INET"
 
 # A process still inside: delete goes on; the process keeps no network.
-t_ok "create $P-xp" B create "$P-xp" --policy "$D/pol.yaml"
+t_ok "create $P-xp" sl create "$P-xp" --policy "$D/pol.yaml"
 read -r _ AP _ <<<"$T_OUT"
-ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" exec "$P-xp" -- sleep 30 </dev/null >/dev/null 2>&1 &
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" exec "$P-xp" -- sleep 30 </dev/null >/dev/null 2>&1 &
 XPID=$!
 for _ in $(seq 100); do ip netns pids "$P-xp" 2>/dev/null | grep -q . && break; sleep 0.05; done
-t_ok "delete with a process still in the sandbox" B delete "$P-xp"
+t_ok "delete with a process still in the sandbox" sl delete "$P-xp"
 t_eq "its sandbox is gone" "" "$(our_sandboxes)"
 t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "sl-$(printf '%02x' ${AP//./ })"
 t_eq "the process is left with lo only" "lo" \
@@ -366,32 +346,32 @@ wait "$XPID" 2>/dev/null
 # A sandbox belongs to the broker namespace it was created in.
 ip netns add "$P-brk2" && ip -n "$P-brk2" link set lo up
 sed "s|^control_socket: .*|control_socket: $D/ctl2.sock|; s|^state_dir: .*|state_dir: $D/state2|" \
-	"$D/sluiced.yaml" >"$D/sluiced2.yaml"
+	"$BROKER_CONF" >"$D/sluiced2.yaml"
 ip netns exec "$P-brk2" "$BIN/sluiced" --config "$D/sluiced2.yaml" 2>>"$D/sluiced2.log" &
 B2PID=$!
 for _ in $(seq 50); do [ -S "$D/ctl2.sock" ] && break; sleep 0.1; done
 B2() { ip netns exec "$P-brk2" "$BIN/sluice" --socket "$D/ctl2.sock" "$@"; }
 t_ok "create $P-xo at a second broker, in another namespace" B2 create "$P-xo" --policy "$D/pol.yaml"
-t_rc "delete from the first broker's namespace is refused" 1 B delete "$P-xo"
+t_rc "delete from the first broker's namespace is refused" 1 sl delete "$P-xo"
 t_contains "saying where it belongs" "$T_ERR" "another network namespace"
 t_ok "and nothing of it was touched" test -e "/run/netns/$P-xo" -a -e "$STATE/$P-xo"
 t_contains "the second broker still holds it" "$(B2 list)" "$P-xo"
 stop_broker2
-t_ok "once that namespace is gone, delete from here removes what is left" B delete "$P-xo"
+t_ok "once that namespace is gone, delete from here removes what is left" sl delete "$P-xo"
 t_contains "saying the broker namespace is gone" "$T_ERR" "broker namespace of \`$P-xo\` is gone"
 t_eq "nothing of it is left" "" "$(our_sandboxes)"
 
 # --- sluice run ----------------------------------------------------------------------
-t_rc "run: the command's exit status" 3 B run --policy "$D/pol.yaml" --name "$P-xr1" -- sh -c 'exit 3'
+t_rc "run: the command's exit status" 3 sl run --policy "$D/pol.yaml" --name "$P-xr1" -- sh -c 'exit 3'
 t_ok "run: the sandbox is gone after" test ! -e "/run/netns/$P-xr1"
-t_ok "run: the command reaches the proxy" B run --policy "$D/pol.yaml" --name "$P-xr2" -- \
+t_ok "run: the command reaches the proxy" sl run --policy "$D/pol.yaml" --name "$P-xr2" -- \
 	curl -sf -m 10 http://echo.world.test/from-run
 t_contains "run: through the sandbox" "$T_OUT" '"path": "/from-run"'
-t_rc "run: a command killed by SIGTERM gives 143" 143 B run --policy "$D/pol.yaml" --name "$P-xr3" -- \
+t_rc "run: a command killed by SIGTERM gives 143" 143 sl run --policy "$D/pol.yaml" --name "$P-xr3" -- \
 	sh -c 'kill -TERM $$'
 # SIGTERM to sluice itself reaches the command, and the sandbox still goes.
 # (ip netns exec execs sluice, so $! is sluice itself.)
-ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" run --policy "$D/pol.yaml" --name "$P-xr4" -- \
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" run --policy "$D/pol.yaml" --name "$P-xr4" -- \
 	sleep 30 </dev/null >/dev/null 2>&1 &
 RPID=$!
 for _ in $(seq 100); do ip netns pids "$P-xr4" 2>/dev/null | grep -q . && break; sleep 0.05; done
@@ -402,52 +382,48 @@ for _ in $(seq 100); do kill -0 "$RPID" 2>/dev/null || break; sleep 0.1; done
 wait "$RPID" || rc=$?
 t_eq "run: kill -TERM sluice run gives 143" "143" "$rc"
 t_eq "run: and no sandbox is left" "" "$(our_sandboxes)"
-t_rc "run with an invalid policy" 1 B run --policy "$D/bad.yaml" --name "$P-xr5" -- true
+t_rc "run with an invalid policy" 1 sl run --policy "$D/bad.yaml" --name "$P-xr5" -- true
 t_contains "run: FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
 
 # --- a failed create leaves nothing -------------------------------------------------------
 # The next address is 10.201.0.2 again; its link name is taken by another link, so
 # create fails late, after the registration, the namespace and the files.
 ip -n "$WORLD_BRK" link add sl-0ac90002 type veth peer name "${P}zz"
-t_rc "create fails when its link name is taken" 1 B create "$P-xf1" --policy "$D/pol.yaml"
+t_rc "create fails when its link name is taken" 1 sl create "$P-xf1" --policy "$D/pol.yaml"
 t_contains "and says why" "$T_ERR" "sl-0ac90002"
 t_eq "nothing of it is left" "" "$(our_sandboxes)"
-t_not_contains "the broker does not hold it" "$(B list)" "$P-xf1"
+t_not_contains "the broker does not hold it" "$(sl list)" "$P-xf1"
 t_eq "no set element" "0" "$(elements)"
 t_eq "the link in the way is not touched" "1" "$(ip -n "$WORLD_BRK" -o link show dev sl-0ac90002 | wc -l)"
 ip -n "$WORLD_BRK" link del sl-0ac90002
 mkdir -p "/etc/netns/$P-xf2" && echo keep >"/etc/netns/$P-xf2/mine"
-t_rc "create refuses a name whose /etc/netns directory exists" 1 B create "$P-xf2" --policy "$D/pol.yaml"
+t_rc "create refuses a name whose /etc/netns directory exists" 1 sl create "$P-xf2" --policy "$D/pol.yaml"
 t_eq "and leaves that directory as it was" "mine" "$(ls "/etc/netns/$P-xf2")"
-t_not_contains "the broker does not hold it" "$(B list)" "$P-xf2"
+t_not_contains "the broker does not hold it" "$(sl list)" "$P-xf2"
 rm -rf "/etc/netns/$P-xf2"
 
 # --- the broker lost its state; the broker is down -------------------------------------------
-t_ok "create $P-xl" B create "$P-xl" --policy "$D/pol.yaml"
-stop_broker
+t_ok "create $P-xl" sl create "$P-xl" --policy "$D/pol.yaml"
+broker_stop
 rm -f "$D/state/sandboxes/$P-xl"
-ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do B list >/dev/null 2>&1 && break; sleep 0.1; done
-t_ok "delete of a sandbox the broker forgot cleans up" B delete "$P-xl"
+broker_start
+t_ok "delete of a sandbox the broker forgot cleans up" sl delete "$P-xl"
 t_contains "and says so" "$T_ERR" "did not know"
 t_eq "nothing of it is left" "" "$(our_sandboxes)"
-t_ok "create $P-xd" B create "$P-xd" --policy "$D/pol.yaml"
-stop_broker
-t_rc "delete with the broker down fails" 1 B delete "$P-xd"
+t_ok "create $P-xd" sl create "$P-xd" --policy "$D/pol.yaml"
+broker_stop
+t_rc "delete with the broker down fails" 1 sl delete "$P-xd"
 t_contains "says the broker could not be told" "$T_ERR" "cannot reach sluiced"
 t_eq "but removes the sandbox's network here" "" "$(our_sandboxes)"
-t_rc "create with the broker down fails" 1 B create "$P-xe" --policy "$D/pol.yaml"
+t_rc "create with the broker down fails" 1 sl create "$P-xe" --policy "$D/pol.yaml"
 t_eq "and leaves nothing" "" "$(our_sandboxes)"
-ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-BPID=$!
-for _ in $(seq 50); do B list >/dev/null 2>&1 && break; sleep 0.1; done
-t_ok "the broker is told later" B unregister "$P-xd"
+broker_start
+t_ok "the broker is told later" sl unregister "$P-xd"
 
 # --- concurrent creates ------------------------------------------------------------------------
 pids=()
 for i in 1 2 3 4 5 6; do
-	B create "$P-xc$i" --policy "$D/pol.yaml" >"$D/conc.$i" 2>&1 &
+	sl create "$P-xc$i" --policy "$D/pol.yaml" >"$D/conc.$i" 2>&1 &
 	pids+=($!)
 done
 bad=0
@@ -457,7 +433,7 @@ t_eq "with 6 different addresses" "6" "$(cat "$D"/conc.* | awk '{print $2}' | so
 t_eq "6 set elements" "6" "$(elements)"
 pids=()
 for i in 1 2 3 4 5 6; do
-	B delete "$P-xc$i" >/dev/null 2>&1 &
+	sl delete "$P-xc$i" >/dev/null 2>&1 &
 	pids+=($!)
 done
 bad=0
@@ -468,14 +444,15 @@ t_eq "and no set element" "0" "$(elements)"
 
 # --- 100 creates and deletes ---------------------------------------------------------------------
 links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)
-netns0=$(ip netns list | wc -l)
-etc0=$(ls /etc/netns | wc -l)
+# Counted by this world's prefix: other worlds may come and go meanwhile.
+netns0=$(ip netns list | grep -c "^$WORLD_PREFIX")
+etc0=$(ls /etc/netns | grep -c "^$WORLD_PREFIX")
 ctime=0 dtime=0 fails=0
 for i in $(seq 100); do
 	t0=$(date +%s%N)
-	B create "$P-xz" --policy "$D/pol.yaml" >/dev/null 2>>"$D/cycle.err" || fails=$((fails + 1))
+	sl create "$P-xz" --policy "$D/pol.yaml" >/dev/null 2>>"$D/cycle.err" || fails=$((fails + 1))
 	t1=$(date +%s%N)
-	B delete "$P-xz" 2>>"$D/cycle.err" || fails=$((fails + 1))
+	sl delete "$P-xz" 2>>"$D/cycle.err" || fails=$((fails + 1))
 	t2=$(date +%s%N)
 	ctime=$((ctime + t1 - t0))
 	dtime=$((dtime + t2 - t1))
@@ -484,11 +461,11 @@ echo "# 100 cycles: create $((ctime / 100000000)) ms, delete $((dtime / 10000000
 t_eq "100 creates and deletes all succeed" "0" "$fails"
 [ "$fails" = 0 ] || head -5 "$D/cycle.err"
 t_eq "no link left" "$links0" "$(ip -n "$WORLD_BRK" -o link show | wc -l)"
-t_eq "no netns left" "$netns0" "$(ip netns list | wc -l)"
-t_eq "no /etc/netns entry left" "$etc0" "$(ls /etc/netns | wc -l)"
+t_eq "no netns left" "$netns0" "$(ip netns list | grep -c "^$WORLD_PREFIX")"
+t_eq "no /etc/netns entry left" "$etc0" "$(ls /etc/netns | grep -c "^$WORLD_PREFIX")"
 t_eq "no set element left" "0" "$(elements)"
 t_eq "no state directory left" "" "$(our_sandboxes)"
-t_not_contains "the broker holds none" "$(B list)" "$P-x"
+t_not_contains "the broker holds none" "$(sl list)" "$P-x"
 t_eq "the ruleset was installed once, not per sandbox" "1" \
 	"$(nft_brk list ruleset | grep -c 'comment "sluice ruleset')"
 
@@ -496,5 +473,5 @@ t_eq "the ruleset was installed once, not per sandbox" "1" \
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_eq "no sandbox packet reached the internet namespace" "0" "$(leaks)"
 cleanup_sandboxes
-stop_broker
+broker_stop
 t_done

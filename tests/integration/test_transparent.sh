@@ -7,43 +7,20 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
+. tests/world/broker.sh
 . tests/integration/lib.sh
 
-BIN=${SLUICE_BIN:-$PWD/bin}
 world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-BPID=
 SB=$WORLD_PREFIX-t1
 D=$WORLD_DIR
-SOCK=$D/ctl.sock
-S() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" "$@"; }
-stop_broker() {
-	[ -n "$BPID" ] || return 0
-	kill -TERM "$BPID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$BPID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$BPID" 2>/dev/null
-	wait "$BPID" 2>/dev/null
-	BPID=
-}
-start_broker() {
-	ip netns exec "$WORLD_BRK" "$BIN/sluiced" --config "$D/sluiced.yaml" 2>>"$D/sluiced.log" &
-	BPID=$!
-	for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-}
 cleanup() {
-	S delete "$SB" >/dev/null 2>&1
-	stop_broker
+	sl delete "$SB" >/dev/null 2>&1
+	broker_stop
 	world_down
 }
 trap cleanup EXIT
 
-cat >"$D/sluiced.yaml" <<EOF
-control_socket: $SOCK
-state_dir: $D/state
-upstream_resolvers: [11.0.1.53]
-audit_log: $D/audit.log
-workers: 2
-connect_timeout: 2s
-EOF
+broker_config "connect_timeout: 2s"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -52,9 +29,9 @@ egress:
       ports: [80, 443, 22]
     - host: rebind.world.test
 EOF
-start_broker
-t_ok "sluice create" S create "$SB" --policy "$D/pol.yaml"
-X() { ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$SOCK" exec "$SB" -- "$@"; }
+broker_start
+t_ok "sluice create" sl create "$SB" --policy "$D/pol.yaml"
+X() { sl exec "$SB" -- "$@"; }
 # Code that ignores proxy variables: env -u drops them.
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 DNSQ="/usr/bin/python3 $PWD/tests/world/dnsq.py"
@@ -102,14 +79,14 @@ t_ok "still no query reached dnsmasq" test -z "$(grep -F 'other.world.test' "$D/
 t_contains "DNS decisions are audited" "$(cat "$D/audit.log")" '"proto":"dns"'
 
 # The broker dies: nothing gets out. It comes back: everything works again.
-stop_broker
+broker_stop
 t_fails "broker down: nothing gets through" X $NOPROXY curl -s -m 5 -o /dev/null http://11.0.2.10/
 t_fails "broker down: no name resolves" X $NOPROXY $DNSQ --timeout 2 --server 11.0.1.53 echo.world.test A
-start_broker
+broker_start
 t_ok "broker back: the sandbox works again" X $NOPROXY curl -sf -m 10 http://echo.world.test/t3
 t_ok "with the same synthetic address" X $NOPROXY getent ahostsv4 echo.world.test
 
-t_ok "sluice delete" S delete "$SB"
+t_ok "sluice delete" sl delete "$SB"
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
-stop_broker
+broker_stop
 t_done
