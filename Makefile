@@ -160,6 +160,7 @@ bench:
 	$(Q)$(MAKE) --no-print-directory build
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/dns.sh
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/lifecycle.sh
 
 tidy:
 	$(Q)clang-tidy --quiet $(LIB_SRC) $(MAINS) -- $(PROJ_CFLAGS)

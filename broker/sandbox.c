@@ -166,7 +166,11 @@ static int persist(const struct sandbox *sb)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
 	fprintf(f, "%s\n%s\n", a, sb->policy_path);
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+	/* No fsync: the file has to outlive the broker, not the machine (the
+	 * sandbox's namespace and links do not outlive it either), and the
+	 * rename below keeps it whole. An fsync would hold the table's write
+	 * lock, and so every new connection's lookup, for a disk flush. */
+	if (fflush(f) != 0) {
 		int e = -errno;
 
 		fclose(f);

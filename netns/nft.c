@@ -75,7 +75,8 @@
 	"add rule inet sluice forward iifname \"sl-*\" counter name \"forward_refused\" reject with icmpx type admin-prohibited comment \"%4$s\"\n"
 
 /* Runs @cmd; on failure copies nft's first error line to @err. *@out, when
- * asked for, gets nft's output (strdup'd; the caller frees it). */
+ * asked for, gets nft's terse output (no set elements; strdup'd; the caller
+ * frees it). */
 static int run(const char *cmd, char **out, char *err, size_t errlen)
 {
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
@@ -90,6 +91,11 @@ static int run(const char *cmd, char **out, char *err, size_t errlen)
 		snprintf(err, errlen, "nftables: cannot buffer output");
 		return -ENOMEM;
 	}
+	/* A listing is read only for the ruleset's signature. Terse, nft
+	 * neither prints nor fetches set elements (one per sandbox). */
+	if (out)
+		nft_ctx_output_set_flags(ctx, nft_ctx_output_get_flags(ctx) |
+						      NFT_CTX_OUTPUT_TERSE);
 	if (nft_run_cmd_from_buffer(ctx, cmd) != 0) {
 		const char *e = nft_ctx_get_error_buffer(ctx);
 		size_t n;
@@ -134,6 +140,20 @@ static int lock_take(void)
 	return fd;
 }
 
+/* Is @sig in the block of `table inet sluice` of the listing @have? */
+static bool has_signature(const char *have, const char *sig)
+{
+	const char *t = have, *end, *s;
+
+	while ((t = strstr(t, "table inet sluice {\n")) && t != have && t[-1] != '\n')
+		t++;
+	if (!t)
+		return false;
+	end = strstr(t, "\n}");
+	s = strstr(t, sig);
+	return s && end && s < end;
+}
+
 /**
  * netns_nft_install() - make sure table inet sluice is in force for @p
  * @p:      the broker's ports
@@ -156,8 +176,11 @@ int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot lock %s: %s", LOCK_PATH, strerror(-fd));
 		return fd;
 	}
-	/* A missing table or chain is the expected case on first use. */
-	if (run("list chain inet sluice forward", &have, err, errlen) == 0 && strstr(have, sig)) {
+	/* Not `list chain inet sluice forward`: libnftables (1.0.6) fetches
+	 * every element of the table's sets for it, a cost that grows with the
+	 * number of sandboxes. A terse `list ruleset` fetches none. On first
+	 * use there is no table: the listing is empty, and the ruleset goes in. */
+	if (run("list ruleset inet", &have, err, errlen) == 0 && has_signature(have, sig)) {
 		r = 0;
 		goto out;
 	}

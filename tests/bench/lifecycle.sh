@@ -1,0 +1,366 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# lifecycle.sh - how long `sluice create` and `sluice delete` take, alone and with 1,000 sandboxes present.
+#
+#   SLUICE_BIN=DIR bash tests/bench/lifecycle.sh
+#
+# Theory of operation: one test world (tests/world/world.sh) whose broker
+# namespace runs sluiced (sandbox_pool 10.204.0.0/19: 2,048 /30s). Every
+# command runs as a user runs it, `ip netns exec BRK sluice ...`, and is
+# timed from outside ($EPOCHREALTIME just before and after, no fork in
+# between). The fixed cost of `ip netns exec` and of starting sluice (a
+# mount namespace, the dynamic loader and sluice's libraries) is timed the
+# same way with a no-op, `sluice help`, run just before each create; "net"
+# is a create or a delete less the no-op of its own cycle, so that other
+# load on the machine, as it comes and goes, mostly cancels out.
+#
+#   a. LIFECYCLE_CYCLES (50) create + delete cycles with no other sandbox.
+#   b. LIFECYCLE_SANDBOXES (1000) sandboxes created one after the other (at
+#      most LIFECYCLE_FILL_SECONDS (900) for all of them; the time is
+#      reported, and the median of the first and last hundred creates);
+#      then LIFECYCLE_CYCLES cycles on top of them; then all are deleted
+#      (timed too) and the script checks that nothing is left: no sl-* link
+#      in the broker namespace, no /run/netns, /etc/netns or
+#      /run/sluice-sandboxes entry, no element of the nftables set, no
+#      registration in the broker (its list and its state_dir).
+#
+# Targets: create < 10 ms and delete < 10 ms at the median (net), and the
+# median with 1,000 sandboxes present within max(25%, 1 ms) of the median
+# with none. p99 is by nearest rank: of 50 samples, the largest. A target
+# missed prints MISS but does not fail the run; the exit status is non-zero
+# only when the bench could not run, a create or delete failed, or
+# something was left behind. It takes about five minutes. The
+# report goes to stdout and build/bench/lifecycle.txt; every raw sample to
+# build/bench/lifecycle-samples.txt. This shell runs in an empty network
+# namespace; sandboxes are named "$WORLD_PREFIX-lc*" and the trap removes
+# whatever of them is left.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+REPO=$PWD
+
+if [ -z "${SLUICE_BENCH_ISOLATED:-}" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: needs root (network namespaces)" >&2
+		exit 1
+	fi
+	export SLUICE_BENCH_ISOLATED=1
+	exec unshare --net -- bash -c 'ip link set lo up && exec bash "$0" "$@"' \
+		"$REPO/tests/bench/lifecycle.sh" "$@"
+fi
+
+. tests/world/world.sh
+. tests/world/broker.sh
+
+BIN=${SLUICE_BIN:-$REPO/bin}
+CYCLES=${LIFECYCLE_CYCLES:-50}
+NSB=${LIFECYCLE_SANDBOXES:-1000}
+FILL_SECONDS=${LIFECYCLE_FILL_SECONDS:-900}
+OUT=$REPO/build/bench
+RESULTS=$OUT/lifecycle.txt
+SAMPLES=$OUT/lifecycle-samples.txt
+STATE=/run/sluice-sandboxes
+# Per command: a create or delete that hangs ends here and counts as failed.
+CMD_TIMEOUT=30
+
+note() { echo "bench: $*" >&2; }
+fail() {
+	note "$*"
+	exit 1
+}
+[[ $CYCLES =~ ^[0-9]+$ ]] && [ "$CYCLES" -ge 1 ] && [ "$CYCLES" -le 1000 ] ||
+	fail "LIFECYCLE_CYCLES must be 1..1000"
+[[ $NSB =~ ^[0-9]+$ ]] && [ "$NSB" -ge 1 ] && [ "$NSB" -le 2000 ] ||
+	fail "LIFECYCLE_SANDBOXES must be 1..2000 (the pool holds 2048)"
+[[ $FILL_SECONDS =~ ^[0-9]+$ ]] || fail "LIFECYCLE_FILL_SECONDS must be a number"
+for t in "$BIN/sluiced" "$BIN/sluice"; do
+	[ -x "$t" ] || fail "missing $t (make build)"
+done
+[ -n "${EPOCHREALTIME:-}" ] || fail "bash without \$EPOCHREALTIME (5.0 or later needed)"
+mkdir -p "$OUT" || exit 1
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+note "building the test world"
+world_up || fail "the test world did not come up"
+P=$WORLD_PREFIX
+D=$WORLD_DIR
+
+# Every sandbox of this bench, by name, whatever state it is in.
+our_sandboxes() {
+	local f
+	for f in /run/netns/"$P"-lc* "$STATE"/"$P"-lc* /etc/netns/"$P"-lc*; do
+		[ -e "$f" ] && basename "$f"
+	done | sort -u
+}
+# What sluice did not remove goes by hand (links and set elements go with
+# the broker namespace in world_down). Bounded: one timeout per command.
+cleanup_sandboxes() {
+	local n pid
+	for n in $(our_sandboxes); do
+		broker_alive && timeout 20 ip netns exec "$WORLD_BRK" "$BIN/sluice" \
+			--socket "$BROKER_SOCK" delete "$n" >/dev/null 2>&1
+		if [ -e "/run/netns/$n" ]; then
+			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+			ip netns del "$n" 2>/dev/null
+		fi
+		rm -rf "/etc/netns/$n" "${STATE:?}/$n"
+	done
+}
+trap 'cleanup_sandboxes; broker_stop; world_down' EXIT
+
+broker_config "sandbox_pool: 10.204.0.0/19" || fail "cannot write the broker config"
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+EOF
+# 1,000 sandboxes: the broker keeps a journal file open per sandbox.
+ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+# The binaries are copied first: a rebuild of bin/ during the run must
+# not change, or break, what is measured.
+mkdir -p "$D/bin" && cp "$BIN/sluiced" "$BIN/sluice" "$D/bin/" || fail "cannot copy the binaries"
+BIN=$D/bin
+broker_start || fail "sluiced did not come up"
+BPID=$BROKER_PID
+
+# sl (broker.sh) with a time limit: a create or delete that hangs fails.
+B() { timeout "$CMD_TIMEOUT" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
+elements() { ip netns exec "$WORLD_BRK" nft -j list set inet sluice sandbox_src 2>/dev/null |
+	python3 -c 'import json,sys; d=json.load(sys.stdin)
+for o in d["nftables"]:
+    if "set" in o: print(len(o["set"].get("elem", [])))'; }
+sl_links() { ip -n "$WORLD_BRK" -o link show | awk -F': ' '$2 ~ /^sl-/' | wc -l; }
+now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
+PROBLEMS=$D/problems
+: >"$PROBLEMS"
+problem() { echo "$*" >>"$PROBLEMS"; note "PROBLEM: $*"; }
+
+# timed VAR CMD...: runs CMD (output to $D/cmd.out, $D/cmd.err); VAR gets
+# its wall time in microseconds; returns CMD's status.
+timed() {
+	local __v=$1 t0 t1 rc
+	shift
+	t0=$EPOCHREALTIME
+	"$@" >"$D/cmd.out" 2>"$D/cmd.err"
+	rc=$?
+	t1=$EPOCHREALTIME
+	printf -v "$__v" '%s' $((${t1/[.,]/} - ${t0/[.,]/}))
+	return $rc
+}
+
+# stats US...: "median p99 min max" in ms (nearest-rank p99).
+stats() { [ $# = 0 ] && { echo "nan nan nan nan"; return; }
+	printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {
+	if (NR == 0) { print "nan nan nan nan"; exit }
+	m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	k = int(NR * 0.99); if (k < NR * 0.99) k++; if (k < 1) k = 1
+	printf "%.2f %.2f %.2f %.2f\n", m / 1000, v[k] / 1000, v[1] / 1000, v[NR] / 1000 }'; }
+# median US...: in ms.
+median() { read -r m _ <<<"$(stats "$@")"; echo "$m"; }
+# verdict VALUE LIMIT: PASS when VALUE < LIMIT.
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v == "nan" || v == "") print "MISS (no value)";
+	else print (v + 0 < l + 0) ? "PASS" : "MISS" }'; }
+# flat A B: PASS when B (with many sandboxes) is within max(25% of A, 1 ms) of A.
+flat() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan") { print "MISS (no value)"; exit }
+	lim = a * 0.25; if (lim < 1) lim = 1
+	printf "%+.2f ms: %s\n", b - a, (b - a <= lim) ? "PASS" : "MISS" }'; }
+
+: >"$SAMPLES"
+# cycles PHASE NAME: CYCLES x (no-op, create NAME, delete NAME); sets the
+# arrays N_US C_US D_US (microseconds) and C_NET D_NET (each create and
+# delete less the no-op of its own cycle, so that a load that comes and
+# goes on the machine cancels out); counts failures in FAILS.
+cycles() {
+	local phase=$1 name=$2 i tn tc td nok
+	N_US=() C_US=() D_US=() C_NET=() D_NET=()
+	for ((i = 1; i <= CYCLES; i++)); do
+		nok=0
+		if timed tn B help; then
+			N_US+=("$tn")
+			nok=1
+		else
+			problem "$phase: sluice help failed: $(head -c 300 "$D/cmd.err")"
+			FAILS=$((FAILS + 1))
+		fi
+		if timed tc B create "$name" --policy "$D/pol.yaml"; then
+			C_US+=("$tc")
+			[ $nok = 1 ] && C_NET+=($((tc - tn)))
+		else
+			problem "$phase: create $name failed: $(head -c 300 "$D/cmd.err")"
+			FAILS=$((FAILS + 1))
+		fi
+		if timed td B delete "$name"; then
+			D_US+=("$td")
+			[ $nok = 1 ] && D_NET+=($((td - tn)))
+		else
+			problem "$phase: delete $name failed: $(head -c 300 "$D/cmd.err")"
+			FAILS=$((FAILS + 1))
+		fi
+		echo "$phase $i noop $tn create $tc delete $td" >>"$SAMPLES"
+	done
+}
+FAILS=0
+
+# --- warm-up: the first create installs the table ----------------------------
+timed t_first B create "$P-lcw" --policy "$D/pol.yaml" || fail "the first create failed: $(cat "$D/cmd.err")"
+B delete "$P-lcw" >/dev/null 2>&1 || fail "the first delete failed"
+for _ in 1 2 3; do B help >/dev/null; done
+links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)
+
+# --- a. alone ---------------------------------------------------------------------
+note "a. $CYCLES create + delete cycles, no other sandbox"
+cycles alone "$P-lcz"
+A_C=("${C_US[@]}") A_D=("${D_US[@]}") A_N=("${N_US[@]}") A_CN=("${C_NET[@]}") A_DN=("${D_NET[@]}")
+
+# --- b. with NSB sandboxes -----------------------------------------------------------
+note "b. creating $NSB sandboxes (at most ${FILL_SECONDS}s)"
+F_US=()
+fill_t0=$(now_us)
+deadline=$((fill_t0 + FILL_SECONDS * 1000000))
+made=0
+for ((i = 1; i <= NSB; i++)); do
+	if [ "$(now_us)" -gt "$deadline" ]; then
+		problem "fill: stopped after ${FILL_SECONDS}s with $made of $NSB sandboxes"
+		break
+	fi
+	if timed t B create "$P-lc$i" --policy "$D/pol.yaml"; then
+		F_US+=("$t")
+		made=$((made + 1))
+	else
+		problem "fill: create $P-lc$i failed: $(head -c 300 "$D/cmd.err")"
+		FAILS=$((FAILS + 1))
+		[ "$FAILS" -ge 20 ] && { problem "fill: 20 failures, giving up"; break; }
+	fi
+	[ $((i % 100)) = 0 ] && note "  $i created"
+done
+fill_us=$(($(now_us) - fill_t0))
+echo "fill ${F_US[*]}" >>"$SAMPLES"
+present=$(ls -d /run/netns/"$P"-lc* 2>/dev/null | wc -l)
+n_elem=$(elements)
+n_links=$(sl_links)
+[ "$present" = "$made" ] || problem "fill: $made creates succeeded but $present namespaces exist"
+[ "${n_elem:-0}" = "$made" ] || problem "fill: ${n_elem:-0} set elements for $made sandboxes"
+[ "$n_links" = "$made" ] || problem "fill: $n_links sl-* links for $made sandboxes"
+fds=$(find "/proc/$BPID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BPID/status" 2>/dev/null)
+
+note "b. $CYCLES create + delete cycles with $made sandboxes present"
+cycles loaded "$P-lcz"
+L_C=("${C_US[@]}") L_D=("${D_US[@]}") L_N=("${N_US[@]}") L_CN=("${C_NET[@]}") L_DN=("${D_NET[@]}")
+
+note "b. deleting the $made sandboxes"
+E_US=()
+drain_t0=$(now_us)
+for ((i = 1; i <= NSB; i++)); do
+	[ -e "$STATE/$P-lc$i" ] || [ -e "/run/netns/$P-lc$i" ] || continue
+	if timed t B delete "$P-lc$i"; then
+		E_US+=("$t")
+	else
+		problem "drain: delete $P-lc$i failed: $(head -c 300 "$D/cmd.err")"
+		FAILS=$((FAILS + 1))
+	fi
+	[ $((i % 100)) = 0 ] && note "  $i deleted"
+done
+drain_us=$(($(now_us) - drain_t0))
+echo "drain ${E_US[*]}" >>"$SAMPLES"
+
+# --- nothing left ---------------------------------------------------------------------
+left_links=$(sl_links)
+left_all_links=$(ip -n "$WORLD_BRK" -o link show | wc -l)
+left_netns=$(ls -d /run/netns/"$P"-lc* 2>/dev/null | wc -l)
+left_etc=$(ls -d /etc/netns/"$P"-lc* 2>/dev/null | wc -l)
+left_state=$(ls -d "$STATE/$P"-lc* 2>/dev/null | wc -l)
+left_elem=$(elements)
+left_reg=$(B list 2>/dev/null | grep -c -- "$P-lc")
+left_files=$(find "$D/state/sandboxes" -mindepth 1 2>/dev/null | wc -l)
+left_mounts=$(grep -c " /run/netns/$P-lc" /proc/self/mountinfo)
+leftovers="sl-* links $left_links (all links $left_all_links, $links0 before), netns $left_netns,"
+leftovers="$leftovers /etc/netns $left_etc, $STATE $left_state, set elements ${left_elem:-?},"
+leftovers="$leftovers broker registrations $left_reg, broker state files $left_files, /run/netns mounts $left_mounts"
+clean=yes
+[ "$left_links" = 0 ] && [ "$left_all_links" = "$links0" ] && [ "$left_netns" = 0 ] &&
+	[ "$left_etc" = 0 ] && [ "$left_state" = 0 ] && [ "${left_elem:-x}" = 0 ] &&
+	[ "$left_reg" = 0 ] && [ "$left_files" = 0 ] && [ "$left_mounts" = 0 ] || clean=no
+[ $clean = yes ] || problem "left behind: $leftovers"
+broker_alive || problem "sluiced (pid $BPID) is not running at the end"
+
+# --- report -----------------------------------------------------------------------------
+# row LABEL RAW-ARRAY [NET-ARRAY]: median, p99, min, max of each (ms).
+row() {
+	local -n raw=$2
+	local m p lo hi nm=- np=-
+	read -r m p lo hi <<<"$(stats "${raw[@]}")"
+	if [ $# -gt 2 ]; then
+		local -n net=$3
+		read -r nm np _ _ <<<"$(stats "${net[@]}")"
+	fi
+	printf '   %-26s %4d %8s %8s %8s %8s   %8s %8s\n' "$1" "${#raw[@]}" "$m" "$p" "$lo" "$hi" "$nm" "$np"
+}
+a_cm=$(median "${A_CN[@]}")
+a_dm=$(median "${A_DN[@]}")
+l_cm=$(median "${L_CN[@]}")
+l_dm=$(median "${L_DN[@]}")
+nf=${#F_US[@]}
+ne=${#E_US[@]}
+F_FIRST=("${F_US[@]:0:100}") F_LAST=("${F_US[@]: -100}")
+E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
+{
+	echo "sluice lifecycle bench, $(date -u '+%Y-%m-%d %H:%M UTC'), sluice $(git -C "$REPO" describe --always --dirty 2>/dev/null)"
+	echo "machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), kernel $(uname -r)," \
+		"load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
+	echo "  /run is on $(stat -f -c %T /run), the broker's state_dir ($D/state) on $(stat -f -c %T "$D")."
+	echo "Each command: ip netns exec BROKER sluice --socket S create|delete NAME, timed from outside"
+	echo "(\$EPOCHREALTIME around it). no-op: ip netns exec BROKER sluice help, timed the same way just before"
+	echo "each create, is the fixed cost of ip netns exec (a mount namespace, /sys remounted) and of starting"
+	echo "sluice (the dynamic loader, libraries). net: each create and delete less the no-op of its own cycle."
+	echo "All figures in ms; p99 by nearest rank (of $CYCLES samples: the largest)."
+	echo "The first create of the world (installs table inet sluice): $(awk -v t="$t_first" 'BEGIN { printf "%.2f", t / 1000 }') ms."
+	echo
+	printf '   %-26s %4s %8s %8s %8s %8s   %8s %8s\n' "" n median p99 min max "net med" "net p99"
+	echo "a. no other sandbox present"
+	row "no-op (sluice help)" A_N
+	row "create" A_C A_CN
+	row "delete" A_D A_DN
+	echo "b. $made sandboxes present"
+	row "no-op (sluice help)" L_N
+	row "create" L_C L_CN
+	row "delete" L_D L_DN
+	echo
+	printf '   creating the %d: %.1f s in all (%.1f creates/s)\n' "$made" \
+		"$(awk -v u="$fill_us" 'BEGIN { print u / 1e6 }')" \
+		"$(awk -v u="$fill_us" -v n="$nf" 'BEGIN { print u ? n * 1e6 / u : 0 }')"
+	if [ "$nf" -ge 200 ]; then
+		row "creates 1-100" F_FIRST
+		row "creates $((nf - 99))-$nf" F_LAST
+	fi
+	printf '   deleting them: %.1f s in all (%.1f deletes/s)\n' \
+		"$(awk -v u="$drain_us" 'BEGIN { print u / 1e6 }')" \
+		"$(awk -v u="$drain_us" -v n="$ne" 'BEGIN { print u ? n * 1e6 / u : 0 }')"
+	if [ "$ne" -ge 200 ]; then
+		row "deletes 1-100" E_FIRST
+		row "deletes $((ne - 99))-$ne" E_LAST
+	fi
+	echo "   (these rows are raw, without a no-op to pair with)"
+	echo "   sluiced with $made sandboxes: $fds fds, VmRSS ${rss:-?} KiB"
+	echo
+	echo "targets (net median):"
+	echo "   create < 10 ms, none present: $a_cm ms: $(verdict "$a_cm" 10)"
+	echo "   create < 10 ms, $made present: $l_cm ms: $(verdict "$l_cm" 10)"
+	echo "   delete < 10 ms, none present: $a_dm ms: $(verdict "$a_dm" 10)"
+	echo "   delete < 10 ms, $made present: $l_dm ms: $(verdict "$l_dm" 10)"
+	echo "   create not growing with $made present (within max(25%, 1 ms)): $(flat "$a_cm" "$l_cm")"
+	echo "   delete not growing with $made present (within max(25%, 1 ms)): $(flat "$a_dm" "$l_dm")"
+	echo
+	echo "after deleting all: $leftovers: $([ $clean = yes ] && echo "nothing left" || echo "LEFT BEHIND")"
+	if [ -s "$PROBLEMS" ]; then
+		echo "problems seen during the run:"
+		sed 's/^/   - /' "$PROBLEMS" | head -n 40
+	else
+		echo "problems seen during the run: none ($((4 * CYCLES + nf + ne)) creates and deletes, all succeeded)"
+	fi
+} >"$RESULTS.tmp"
+mv "$RESULTS.tmp" "$RESULTS"
+cat "$RESULTS"
+note "results written to $RESULTS; samples in $SAMPLES"
+[ $clean = yes ] && [ "$FAILS" = 0 ]
