@@ -48,6 +48,7 @@
 
 #include "broker/cred.h"
 #include "common/obuf.h"
+#include "common/text.h"
 #include "broker/http.h"
 #include "policy/policy.h"
 
@@ -68,26 +69,9 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static char lower(char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-static bool mem_eq_ci(const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t i;
-
-	if (alen != blen)
-		return false;
-	for (i = 0; i < alen; i++)
-		if (lower(a[i]) != lower(b[i]))
-			return false;
-	return true;
-}
-
 static bool slice_is(struct http_slice s, const char *lit)
 {
-	return mem_eq_ci(s.ptr, s.len, lit, strlen(lit));
+	return text_eq_ci(s.ptr, s.len, lit, strlen(lit));
 }
 
 static int hexval(char c)
@@ -356,10 +340,10 @@ bool cred_host_match(const char *pattern, const char *host, size_t len)
 	if (pl == 0 || len == 0)
 		return false;
 	if (!wild)
-		return mem_eq_ci(host, len, pattern, pl);
+		return text_eq_ci(host, len, pattern, pl);
 	/* At least one label before ".suffix": the apex is not a subdomain. */
 	return len > pl + 1 && host[len - pl - 1] == '.' &&
-	       mem_eq_ci(host + len - pl, pl, pattern, pl);
+	       text_eq_ci(host + len - pl, pl, pattern, pl);
 }
 
 bool cred_path_match(const char *glob, const char *path, size_t len)
@@ -985,7 +969,7 @@ static int basic_decode(struct http_slice v, unsigned char *out)
 	size_t i = 5;
 	int n;
 
-	if (v.len < 7 || !mem_eq_ci(v.ptr, 5, "Basic", 5) ||
+	if (v.len < 7 || !text_eq_ci(v.ptr, 5, "Basic", 5) ||
 	    (v.ptr[5] != ' ' && v.ptr[5] != '\t'))
 		return -1;
 	while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t'))
@@ -1168,7 +1152,7 @@ static bool connection_lists(const struct http_request *req,
 				s++;
 			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
 				e--;
-			if (mem_eq_ci(s, (size_t)(e - s), name.ptr, name.len))
+			if (text_eq_ci(s, (size_t)(e - s), name.ptr, name.len))
 				return true;
 		}
 	}
@@ -1244,7 +1228,7 @@ static bool set_has(const struct cred_rewrite *rw, const char *name, size_t len)
 	size_t i;
 
 	for (i = 0; i < rw->nset; i++)
-		if (mem_eq_ci(rw->set[i].name, strlen(rw->set[i].name), name, len))
+		if (text_eq_ci(rw->set[i].name, strlen(rw->set[i].name), name, len))
 			return true;
 	return false;
 }
@@ -1256,8 +1240,8 @@ static bool bad_inject_name(const char *name)
 	size_t len = strlen(name);
 
 	return http_is_hop_by_hop(name, len) ||
-	       mem_eq_ci(name, len, "Host", 4) ||
-	       mem_eq_ci(name, len, "Content-Length", 14);
+	       text_eq_ci(name, len, "Host", 4) ||
+	       text_eq_ci(name, len, "Content-Length", 14);
 }
 
 int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
@@ -1333,7 +1317,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		for (j = 0; j < req->nheaders && !r.err; j++) {
 			const struct http_header *o = &req->headers[j];
 
-			if (!mem_eq_ci(o->name.ptr, o->name.len, h->name.ptr,
+			if (!text_eq_ci(o->name.ptr, o->name.len, h->name.ptr,
 				       h->name.len))
 				continue;
 			if (!first)
@@ -1490,7 +1474,7 @@ static int json_hex4(struct json *j, unsigned *v)
 	if (j->len - j->i < 4)
 		return -EINVAL;
 	for (k = 0; k < 4; k++) {
-		char c = lower(j->s[j->i + k]);
+		char c = text_lower(j->s[j->i + k]);
 		int h = hexval(c);
 
 		if (h < 0)
@@ -1791,7 +1775,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 				goto out;
 			seen_type = true;
 			type_bearer = !tw.full &&
-				      mem_eq_ci(ttype, tw.len, "bearer", 6);
+				      text_eq_ci(ttype, tw.len, "bearer", 6);
 		} else if (key_is(&kw, "expires_in")) {
 			bool is_int = false;
 

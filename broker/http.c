@@ -37,6 +37,7 @@
 
 #include "broker/http.h"
 #include "common/obuf.h"
+#include "common/text.h"
 
 struct head_ctx {
 	struct http_header *hdr;
@@ -78,26 +79,9 @@ static bool is_hexdig(char c)
 	       (c >= 'A' && c <= 'F');
 }
 
-static char lower(char c)
-{
-	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-static bool mem_eq_ci(const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t i;
-
-	if (alen != blen)
-		return false;
-	for (i = 0; i < alen; i++)
-		if (lower(a[i]) != lower(b[i]))
-			return false;
-	return true;
-}
-
 static bool slice_eq_ci(struct http_slice s, const char *lit)
 {
-	return mem_eq_ci(s.ptr, s.len, lit, strlen(lit));
+	return text_eq_ci(s.ptr, s.len, lit, strlen(lit));
 }
 
 static bool is_token(const char *s, size_t len)
@@ -544,10 +528,10 @@ static int check_path(const char *s, size_t len, bool *ambiguous)
 				return -EINVAL;
 			if (!is_hexdig(s[i + 1]) || !is_hexdig(s[i + 2]))
 				return -EINVAL;
-			if (s[i + 1] == '2' && lower(s[i + 2]) == 'e') {
+			if (s[i + 1] == '2' && text_lower(s[i + 2]) == 'e') {
 				dots++;
 			} else {
-				char h = s[i + 1], l = lower(s[i + 2]);
+				char h = s[i + 1], l = text_lower(s[i + 2]);
 
 				if ((h == '2' && l == 'f') ||
 				    (h == '5' && l == 'c'))
@@ -627,7 +611,7 @@ static int request_target(struct http_request *req)
 		return split_path_query(t, len, req);
 	}
 
-	if (len >= 7 && mem_eq_ci(t, 7, "http://", 7)) {
+	if (len >= 7 && text_eq_ci(t, 7, "http://", 7)) {
 		const char *auth = t + 7;
 		size_t alen = 0;
 
@@ -799,10 +783,10 @@ bool http_is_hop_by_hop(const char *name, size_t len)
 
 	/* Proxy-Authorization, Proxy-Authenticate, Proxy-Connection and any
 	 * other Proxy-*: meant for us, never for the upstream. */
-	if (len >= 6 && mem_eq_ci(name, 6, "Proxy-", 6))
+	if (len >= 6 && text_eq_ci(name, 6, "Proxy-", 6))
 		return true;
 	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (mem_eq_ci(name, len, hop[i], strlen(hop[i])))
+		if (text_eq_ci(name, len, hop[i], strlen(hop[i])))
 			return true;
 	return false;
 }
@@ -832,7 +816,7 @@ static bool connection_lists(const struct http_request *req,
 		p = req->headers[i].value.ptr;
 		end = p + req->headers[i].value.len;
 		while (next_list_item(&p, end, &item))
-			if (mem_eq_ci(item.ptr, item.len, name.ptr, name.len))
+			if (text_eq_ci(item.ptr, item.len, name.ptr, name.len))
 				return true;
 	}
 	return false;
@@ -844,7 +828,7 @@ static bool set_has(const struct http_set_header *set, size_t nset,
 	size_t i;
 
 	for (i = 0; i < nset; i++)
-		if (mem_eq_ci(set[i].name, strlen(set[i].name), name.ptr,
+		if (text_eq_ci(set[i].name, strlen(set[i].name), name.ptr,
 			      name.len))
 			return true;
 	return false;
@@ -862,7 +846,7 @@ static int check_set(const struct http_set_header *set, size_t nset)
 		nlen = strlen(set[i].name);
 		if (!is_token(set[i].name, nlen) ||
 		    http_is_hop_by_hop(set[i].name, nlen) ||
-		    mem_eq_ci(set[i].name, nlen, "Content-Length", 14))
+		    text_eq_ci(set[i].name, nlen, "Content-Length", 14))
 			return -EINVAL;
 		/* Each name once: "replace" must mean one line upstream. */
 		for (j = 0; j < i; j++)
@@ -1124,9 +1108,9 @@ int http_parse_location(const char *loc, size_t len,
 			out->relative = true;
 			return 0;
 		}
-		if (mem_eq_ci(loc, i, "http", 4))
+		if (text_eq_ci(loc, i, "http", 4))
 			out->scheme = HTTP_SCHEME_HTTP;
-		else if (mem_eq_ci(loc, i, "https", 5))
+		else if (text_eq_ci(loc, i, "https", 5))
 			out->scheme = HTTP_SCHEME_HTTPS;
 		else
 			return -EPROTONOSUPPORT;

@@ -35,15 +35,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$PWD
 
-if [ -z "${SLUICE_BENCH_ISOLATED:-}" ]; then
-	if [ "$(id -u)" != 0 ]; then
-		echo "bench: needs root (network namespaces)" >&2
-		exit 1
-	fi
-	export SLUICE_BENCH_ISOLATED=1
-	exec unshare --net -- bash -c 'ip link set lo up && exec bash "$0" "$@"' \
-		"$REPO/tests/bench/run.sh" "$@"
-fi
+. tests/world/isolate.sh "$REPO/tests/bench/run.sh" "$@"
 
 . tests/world/world.sh
 . tests/world/broker.sh
