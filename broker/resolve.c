@@ -48,6 +48,7 @@
 #include "broker/resolve.h"
 #include "common/addr.h"
 #include "common/log.h"
+#include "common/siphash.h"
 
 #define NAME_MAX_LEN 253
 #define LABEL_MAX_LEN 63
@@ -110,65 +111,6 @@ struct resolver {
 	uint64_t key[2];
 	struct resolver_stats st;
 };
-
-/* --- SipHash-2-4 (Aumasson, Bernstein), for the table --------------------- */
-
-static inline uint64_t rotl64(uint64_t x, int b)
-{
-	return (x << b) | (x >> (64 - b));
-}
-
-/* clang-format off */
-#define SIPROUND                                                        \
-	do {                                                            \
-		v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32); \
-		v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2;                 \
-		v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0;                 \
-		v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32); \
-	} while (0)
-/* clang-format on */
-
-static uint64_t load64_le(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint64_t siphash24(const void *data, size_t len, const uint64_t k[2])
-{
-	const unsigned char *p = data;
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0];
-	uint64_t v1 = 0x646f72616e646f6dULL ^ k[1];
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0];
-	uint64_t v3 = 0x7465646279746573ULL ^ k[1];
-	uint64_t b = (uint64_t)len << 56;
-	size_t i, tail = len & 7;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		uint64_t m = load64_le(p + i);
-
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (size_t j = 0; j < tail; j++)
-		b |= (uint64_t)p[i + j] << (8 * j);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
 
 /* --- request lists -------------------------------------------------------- */
 
@@ -591,7 +533,7 @@ int resolver_lookup(struct resolver *r, const char *name,
 	err = name_norm(name, key, &len);
 	if (err)
 		return err;
-	hash = siphash24(key, len, r->key);
+	hash = siphash24(r->key[0], r->key[1], key, len);
 
 	req->cb = cb;
 	req->arg = arg;

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for common/: SipHash against the reference vectors, the
+ * bounded output buffer, ASCII case folding, the bounded file reader. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/file.h"
+#include "common/obuf.h"
+#include "common/siphash.h"
+#include "common/text.h"
+
+/* Key 00..0f; the paper's vectors for messages 00, 00 01, ... (first ones
+ * and the 15-byte one from its appendix). */
+static void test_siphash_reference(void **state)
+{
+	static const uint64_t want[] = {
+		0x726fdb47dd0e0e31ull, 0x74f839c593dc67fdull, 0x0d6c8009d9a94f5aull,
+		0x85676696d7fb7e2dull, 0xcf2794e0277187b7ull, 0x18765564cd99a68dull,
+		0xcbc9466e58fee3ceull, 0xab0200f58b01d137ull, 0x93f5f5799a932462ull,
+	};
+	uint8_t msg[16];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)i;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_true(siphash24(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull, msg, i) ==
+			    want[i]);
+	assert_true(siphash24(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull, msg, 15) ==
+		    0xa129ca6149be45e5ull);
+	/* Another key, another hash. */
+	assert_true(siphash24(1, 2, msg, 15) != 0xa129ca6149be45e5ull);
+}
+
+static void test_obuf(void **state)
+{
+	char mem[8];
+	struct obuf o = { .p = mem, .cap = sizeof(mem) };
+
+	(void)state;
+	obuf_puts(&o, "abc");
+	obuf_putc(&o, 'd');
+	assert_false(o.full);
+	assert_int_equal(o.len, 4);
+	assert_memory_equal(mem, "abcd", 4);
+	obuf_puts(&o, "efghi"); /* one too many: nothing of it is written */
+	assert_true(o.full);
+	assert_int_equal(o.len, 4);
+	obuf_putc(&o, 'x'); /* stays full */
+	assert_int_equal(o.len, 4);
+}
+
+static void test_text_eq_ci(void **state)
+{
+	(void)state;
+	assert_true(text_eq_ci("Host", 4, "hOST", 4));
+	assert_false(text_eq_ci("Host", 4, "Hosts", 5));
+	assert_false(text_eq_ci("Ho[t", 4, "Ho{t", 4)); /* only letters fold */
+	assert_int_equal(text_lower('Z'), 'z');
+	assert_int_equal(text_lower('@'), '@');
+}
+
+static void test_file_read_all(void **state)
+{
+	char path[] = "/tmp/sluice-test-file.XXXXXX";
+	char *buf;
+	size_t len;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello\n", 6), 6);
+	close(fd);
+	assert_int_equal(file_read_all(path, 6, &buf, &len), 0);
+	assert_int_equal(len, 6);
+	assert_string_equal(buf, "hello\n");
+	free(buf);
+	assert_int_equal(file_read_all(path, 5, &buf, &len), -EFBIG);
+	assert_null(buf);
+	assert_int_equal(file_read_all("/tmp", 100, &buf, &len), -EINVAL);
+	unlink(path);
+	assert_int_equal(file_read_all(path, 100, &buf, &len), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_siphash_reference),
+		cmocka_unit_test(test_obuf),
+		cmocka_unit_test(test_text_eq_ci),
+		cmocka_unit_test(test_file_read_all),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
