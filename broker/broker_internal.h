@@ -17,6 +17,8 @@
 struct policy;
 struct http_request;
 struct conn;
+struct tlsca;
+struct ssl_ctx_st;
 
 #define SANDBOX_NAME_MAX 63
 #define SANDBOX_MAX 65536
@@ -43,6 +45,8 @@ struct sandbox {
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct cred_table *creds;
+	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
+	struct tlsca *ca;
 };
 
 /* sandbox.c */
@@ -59,6 +63,11 @@ int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
 size_t sandbox_count(void);
+struct tlsca_stats;
+/* The leaf-certificate caches of every registered sandbox, summed. */
+void sandbox_tls_stats(struct tlsca_stats *sum);
+/* The PEM of the sandbox's CA certificate (free() it); -ENOENT. */
+int sandbox_ca_pem(const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */
 int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
@@ -85,6 +94,9 @@ struct broker {
 	atomic_uint total_conns;
 	atomic_bool draining;
 	struct sl_addr local[64]; /* the broker namespace's own addresses */
+	/* Client context for intercepted connections' upstream side
+	 * (upstream_ca, else the system store). */
+	struct ssl_ctx_st *upstream_ctx;
 	size_t n_local;
 };
 
@@ -120,6 +132,30 @@ int creds_init(const char *state_dir);
 int creds_load_secrets(struct policy *p, char *err, size_t errlen);
 /* The secrets attached to @p, by credential index (NULL: none). */
 const struct cred_secret *const *creds_secrets(const struct policy *p);
+struct cred_plan;
+/* Largest number of credentials in a policy (policy/load.c refuses more). */
+#define CREDS_MAX 256
+/**
+ * creds_acquire() - the secrets one request's plan needs, now
+ * @p:    the policy the plan was made with
+ * @sb:   the sandbox sending the request (a minted token's subject)
+ * @host: the host the request goes to (a minted token's audience)
+ * @plan: a CRED_FORWARD plan with nuse > 0
+ * @out:  CREDS_MAX pointers; the entries plan->use names are set, the
+ *        others left alone
+ * @held: CRED_MAX_USES secrets owned by the caller, empty on entry: room
+ *        for values made for this request (a copy of an OAuth2 token, a
+ *        minted JWT); creds_release() them once the head is written
+ *
+ * Return: 0; -EAGAIN when a credential cannot be had now (a token not yet
+ * fetched or its endpoint failing: the request is refused with 502
+ * credential-unavailable, never sent without it); -ENOKEY; -ENOMEM.
+ */
+int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *host,
+		  const struct cred_plan *plan, const struct cred_secret **out,
+		  struct cred_secret *held);
+/* Wipes what creds_acquire() put in @held (CRED_MAX_USES entries). */
+void creds_release(struct cred_secret *held);
 int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore);
 int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired);
 void creds_sandbox_forget(struct sandbox *sb);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/broker_internal.h"
+#include "broker/tlsca.h"
 #include "broker/metrics.h"
 #include "common/log.h"
 
@@ -80,8 +81,14 @@ static void handle(char *line, char *out, size_t outlen)
 		if (r < 0) {
 			snprintf(out, outlen, "error: %s\n", err);
 		} else {
+			char *pem = NULL;
+
+			/* The address, then the sandbox CA's certificate for its
+			 * trust bundle. */
 			addr_format(&a, as, sizeof(as));
-			snprintf(out, outlen, "ok\n%s\n", as);
+			sandbox_ca_pem(w[1], &pem);
+			snprintf(out, outlen, "ok\n%s\n%s", as, pem ? pem : "");
+			free(pem);
 		}
 	} else if (!strcmp(w[0], "unregister") && n == 2) {
 		r = sandbox_unregister(w[1], err, sizeof(err));
@@ -93,7 +100,16 @@ static void handle(char *line, char *out, size_t outlen)
 		if (r < 0)
 			snprintf(out, outlen, "error: list too long\n");
 	} else if (!strcmp(w[0], "status") && n == 1) {
-		int k = snprintf(out, outlen, "ok\nsandboxes %zu\n", sandbox_count());
+		struct tlsca_stats ts;
+		int k;
+
+		/* Leaf certificates of intercepted hosts, over live sandboxes. */
+		sandbox_tls_stats(&ts);
+		k = snprintf(out, outlen,
+			     "ok\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			     "tls_leaf_cached %zu\n",
+			     sandbox_count(), (unsigned long long)ts.hits,
+			     (unsigned long long)ts.misses, ts.entries);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, "error: status too long\n");
@@ -113,6 +129,15 @@ static void handle(char *line, char *out, size_t outlen)
 			 "sandbox_pool %s\nsynthetic_pool %s\n",
 			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
 			 pool, synth);
+	} else if (!strcmp(w[0], "ca") && n == 2) {
+		char *pem = NULL;
+
+		r = sandbox_ca_pem(w[1], &pem);
+		if (r < 0)
+			snprintf(out, outlen, "error: no such sandbox `%s`\n", w[1]);
+		else
+			snprintf(out, outlen, "ok\n%s", pem);
+		free(pem);
 	} else if (!strcmp(w[0], "placeholders") && n == 2) {
 		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
 		if (r < 0)

@@ -93,6 +93,36 @@ const struct cred_secret *const *creds_secrets(const struct policy *p)
 	return sec ? sec->ptr : NULL;
 }
 
+int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *host,
+		  const struct cred_plan *plan, const struct cred_secret **out,
+		  struct cred_secret *held)
+{
+	const struct cred_secret *const *secrets = creds_secrets(p);
+	size_t i;
+
+	(void)sb;
+	(void)host;
+	(void)held;
+	if (!secrets)
+		return -ENOKEY;
+	for (i = 0; i < plan->nuse; i++) {
+		int idx = plan->use[i];
+
+		if (idx < 0 || idx >= CREDS_MAX || !secrets[idx] || !secrets[idx]->len)
+			return -ENOKEY;
+		out[idx] = secrets[idx];
+	}
+	return 0;
+}
+
+void creds_release(struct cred_secret *held)
+{
+	size_t i;
+
+	for (i = 0; i < CRED_MAX_USES; i++)
+		cred_secret_free(&held[i]);
+}
+
 static int save_one(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
 {
 	FILE *f = arg;

@@ -24,6 +24,7 @@
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
+#include "broker/tlsca.h"
 #include "broker/metrics.h"
 #include "common/log.h"
 
@@ -87,8 +88,9 @@ int broker_reload(char *err, size_t errlen)
 	/* Only what can change without re-binding sockets takes effect. */
 	if (strcmp(c.control_socket, broker.cfg.control_socket) ||
 	    c.proxy_port != broker.cfg.proxy_port || c.workers != broker.cfg.workers ||
-	    strcmp(c.state_dir, broker.cfg.state_dir))
-		log_warn("reload: control_socket, state_dir, proxy_port and workers change on restart only");
+	    strcmp(c.state_dir, broker.cfg.state_dir) || strcmp(c.upstream_ca, broker.cfg.upstream_ca))
+		log_warn("reload: control_socket, state_dir, proxy_port, workers and upstream_ca "
+			 "change on restart only");
 	broker.cfg.max_connections = c.max_connections;
 	broker.cfg.head_timeout_ms = c.head_timeout_ms;
 	broker.cfg.connect_timeout_ms = c.connect_timeout_ms;
@@ -269,6 +271,10 @@ int main(int argc, char **argv)
 	r = sandbox_table_init(&broker.cfg);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
+	/* Intercepted connections' upstream side; read before privileges go. */
+	broker.upstream_ctx = tlsca_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
+	if (!broker.upstream_ctx)
+		die("sluiced: upstream_ca: %s", err);
 	collect_local_addresses();
 
 	/* Signals are taken by the main loop's signalfd; workers never see them. */

@@ -16,8 +16,12 @@
  * replaced by a 403. Every decision is one audit line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,7 @@
 #include "broker/http.h"
 #include "broker/metrics.h"
 #include "broker/tls_sni.h"
+#include "broker/tlsca.h"
 #include "dnsfilter/dnsfilter.h"
 #include "common/log.h"
 #include "policy/policy.h"
@@ -45,6 +50,8 @@
 #define UBUF_SIZE (16 * 1024)
 #define PIPE_CAP (64 * 1024)
 #define LINGER_MS 2000
+/* How long a tunnel's first bytes are waited for before splicing. */
+#define SNIFF_MS 300
 
 enum cstate {
 	CS_SNIFF,     /* transparent: peeking at the first bytes */
@@ -52,6 +59,9 @@ enum cstate {
 	CS_RESOLVE,   /* waiting for the resolver */
 	CS_CONNECT,   /* non-blocking connect in progress */
 	CS_ESTABLISH, /* writing "200 Connection established" */
+	CS_PEEK,      /* CONNECT: peeking at the tunnel's first bytes */
+	CS_TLS_ACCEPT,	/* intercepting: the sandbox's TLS handshake */
+	CS_TLS_CONNECT, /* intercepting: the upstream TLS handshake */
 	CS_TUNNEL,    /* splicing both ways */
 	CS_REQ,	      /* sending the request head and body upstream */
 	CS_RESP_HEAD, /* reading the response head */
@@ -99,6 +109,10 @@ struct conn {
 	bool counted; /* holds a per-sandbox and a total connection slot */
 	bool transparent; /* accepted on the transparent port */
 	bool raw;	  /* a tunnel without HTTP: refusals are resets */
+	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
+	bool tls_first;	  /* the upstream handshake precedes the first request */
+	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
+	SSL *cssl, *ussl; /* intercepted: the sandbox's side, the upstream side */
 	const char *proto; /* "http", "connect", "tls", "tcp" */
 	struct sl_addr orig_dst; /* transparent: SO_ORIGINAL_DST */
 	uint16_t orig_port;
@@ -131,6 +145,7 @@ static __thread struct worker *cur_worker;
 static void conn_run(struct conn *c);
 static enum step start_request(struct conn *c);
 static enum step sniff(struct conn *c, bool timed_out);
+static enum step peek(struct conn *c, bool timed_out);
 
 static uint64_t now_us(void)
 {
@@ -171,8 +186,19 @@ static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t want
 
 static void want(struct conn *c, uint32_t cmask, uint32_t umask)
 {
+	/* An SSL call may need the other direction (a TLS 1.3 key update, a
+	 * handshake message): wait for that one too. */
+	if (c->cssl && (cmask & (EPOLLIN | EPOLLOUT)))
+		cmask |= c->cssl_want;
+	if (c->ussl && (umask & (EPOLLIN | EPOLLOUT)))
+		umask |= c->ussl_want;
 	set_mask(c, &c->cev, &c->cev_mask, cmask);
 	set_mask(c, &c->uev, &c->uev_mask, umask);
+	/* Plaintext OpenSSL holds already is not in the socket: epoll will
+	 * not report it. */
+	if ((c->cssl && (cmask & EPOLLIN) && SSL_pending(c->cssl) > 0) ||
+	    (c->ussl && (umask & EPOLLIN) && SSL_pending(c->ussl) > 0))
+		loop_timer_arm(c->w->loop, &c->resume, 0);
 }
 
 /* --- audit ---------------------------------------------------------------- */
@@ -212,6 +238,11 @@ static void audit(struct conn *c, const char *decision, const char *reason)
 
 static void close_upstream(struct conn *c)
 {
+	if (c->ussl) {
+		SSL_free(c->ussl);
+		c->ussl = NULL;
+		c->ussl_want = 0;
+	}
 	if (c->uev.fd >= 0) {
 		loop_del(c->w->loop, &c->uev);
 		close(c->uev.fd);
@@ -237,6 +268,8 @@ static void conn_free(struct conn *c)
 	loop_timer_cancel(w->loop, &c->timer);
 	loop_timer_cancel(w->loop, &c->resume);
 	close_upstream(c);
+	if (c->cssl)
+		SSL_free(c->cssl);
 	if (c->cev.fd >= 0) {
 		loop_del(w->loop, &c->cev);
 		close(c->cev.fd);
@@ -362,6 +395,21 @@ static void on_timer(struct timer *t)
 		if (sniff(c, true) == STEP_FREED)
 			return;
 		break;
+	case CS_PEEK:
+		if (c->head_started) {
+			c->raw = true;
+			reply(c, 0, "deny", "head-timeout");
+			return;
+		}
+		if (peek(c, true) == STEP_FREED)
+			return;
+		break;
+	case CS_TLS_ACCEPT:
+		reply(c, 0, "deny", "tls-timeout");
+		return;
+	case CS_TLS_CONNECT:
+		reply(c, 504, "error", "upstream-timeout");
+		break;
 	case CS_HEAD:
 		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
 			conn_free(c); /* idle keep-alive connection */
@@ -462,40 +510,124 @@ static bool framer_finish(struct framer *f)
 
 /* --- I/O helpers -------------------------------------------------------------- */
 
+/*
+ * One side of a connection: the sandbox's (@up false) or upstream's, plain
+ * or inside TLS. Both calls return bytes moved (> 0), 0 at EOF (io_recv),
+ * -EAGAIN when the side must wait (what for is in cssl_want/ussl_want), or
+ * another negative errno.
+ */
+static ssize_t ssl_result(struct conn *c, bool up, SSL *ssl, int k)
+{
+	uint8_t *w = up ? &c->ussl_want : &c->cssl_want;
+
+	*w = 0;
+	if (k > 0)
+		return k;
+	switch (SSL_get_error(ssl, k)) {
+	case SSL_ERROR_WANT_READ:
+		*w = EPOLLIN;
+		return -EAGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		*w = EPOLLOUT;
+		return -EAGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	default:
+		ERR_clear_error();
+		return -EPROTO;
+	}
+}
+
+static ssize_t io_recv(struct conn *c, bool up, void *p, size_t n)
+{
+	SSL *ssl = up ? c->ussl : c->cssl;
+	ssize_t k;
+
+	if (ssl) {
+		ERR_clear_error();
+		return ssl_result(c, up, ssl, SSL_read(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
+	}
+	do
+		k = recv(up ? c->uev.fd : c->cev.fd, p, n, 0);
+	while (k < 0 && errno == EINTR);
+	return k < 0 ? -errno : k;
+}
+
+static ssize_t io_send(struct conn *c, bool up, const void *p, size_t n)
+{
+	SSL *ssl = up ? c->ussl : c->cssl;
+	ssize_t k;
+
+	if (ssl) {
+		ERR_clear_error();
+		return ssl_result(c, up, ssl, SSL_write(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
+	}
+	do
+		k = send(up ? c->uev.fd : c->cev.fd, p, n, MSG_NOSIGNAL);
+	while (k < 0 && errno == EINTR);
+	return k < 0 ? -errno : k;
+}
+
 /* Reads into @b; returns bytes read, 0 at EOF, -EAGAIN, or another -errno. */
-static ssize_t read_into(int fd, struct buf *b)
+static ssize_t read_into(struct conn *c, bool up, struct buf *b)
 {
 	ssize_t k;
 
 	buf_compact(b);
 	if (b->len == b->cap)
 		return -ENOBUFS;
-	k = recv(fd, b->data + b->len, b->cap - b->len, 0);
+	k = io_recv(c, up, b->data + b->len, b->cap - b->len);
 	if (k < 0)
-		return -errno;
+		return k;
 	b->len += (size_t)k;
 	return k;
 }
 
 /* Writes what @b holds from pos; returns 1 when all is written, 0 if it
  * would block, -errno on error. */
-static int write_out(int fd, struct buf *b, size_t upto, uint64_t *count)
+static int write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_t *count)
 {
 	while (b->pos < upto) {
-		ssize_t k = send(fd, b->data + b->pos, upto - b->pos, MSG_NOSIGNAL);
+		ssize_t k = io_send(c, up, b->data + b->pos, upto - b->pos);
 
 		if (k < 0) {
-				if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
+			if (k == -EAGAIN)
 				return 0;
-			return -errno;
+			return (int)k;
 		}
 		b->pos += (size_t)k;
 		if (count)
 			*count += (uint64_t)k;
 	}
 	return 1;
+}
+
+/* Same host, ignoring case and one trailing dot on either side. */
+static bool host_same(const char *a, const char *b)
+{
+	size_t al = strlen(a), bl = strlen(b);
+
+	if (al && a[al - 1] == '.')
+		al--;
+	if (bl && b[bl - 1] == '.')
+		bl--;
+	return al == bl && strncasecmp(a, b, al) == 0;
+}
+
+/* Is @host in the scope of any of the policy's credentials? Then its TLS
+ * is intercepted, so that requests can be checked and credentials put in. */
+static bool intercepted(const struct policy *p, const char *host)
+{
+	size_t i, j, n = policy_credential_count(p), hl = strlen(host);
+
+	for (i = 0; i < n; i++) {
+		const struct policy_credential *pc = policy_credential_get(p, i);
+
+		for (j = 0; j < pc->n_hosts; j++)
+			if (cred_host_match(pc->hosts[j], host, hl))
+				return true;
+	}
+	return false;
 }
 
 /* --- decision ------------------------------------------------------------------- */
@@ -583,7 +715,7 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	if (!plan)
 		plan = &local;
 	cred_plan_request(c->sb->creds, c->pol, req->has_authority ? req->authority.host : NULL,
-			  req, (uint64_t)time(NULL), CRED_PLAN_PLAINTEXT, plan);
+			  req, (uint64_t)time(NULL), c->cssl ? 0 : CRED_PLAN_PLAINTEXT, plan);
 	if (plan->cred >= 0)
 		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
 			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
@@ -619,12 +751,25 @@ static enum step decide(struct conn *c, struct http_request *req)
 		copy_slice(c->path, sizeof(c->path), &req->path);
 	else
 		c->path[0] = '\0';
+	/* The audit line of a refusal below names the host asked for. */
+	if (!c->cssl && !c->transparent && req->has_authority)
+		memcpy(c->host, a->host, a->host_len + 1);
 	/* Placeholders first: one on its way outside its scope is an
 	 * exfiltration attempt, and is logged as that whatever else is wrong
 	 * with the request. */
 	s = check_credentials(c, req, head, (size_t)c->head_len, NULL);
 	if (s != STEP_NEXT || c->st == CS_REPLY)
 		return s; /* refused: the reply is under way */
+	if (c->cssl) {
+		/* Inside intercepted TLS: every request is for the host the
+		 * tunnel was opened to (no domain fronting). */
+		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
+			return reply(c, 400, "deny", "connect-in-tls");
+		if (!req->has_authority || !host_same(a->host, c->host) ||
+		    (a->port_given && a->port != c->port))
+			return deny(c, "host-mismatch");
+		return decide_target(c);
+	}
 	if (c->transparent) {
 		/* The destination is what the sandbox connected to; the Host
 		 * header must name the same host (no domain fronting). */
@@ -675,6 +820,9 @@ static enum step decide_target(struct conn *c)
 	d = policy_match_name(c->pol, c->host, strlen(c->host), c->port, &c->rule);
 	if (d != POLICY_ALLOW)
 		return deny(c, policy_decision_reason(d));
+	if (c->is_connect)
+		c->intercept = (!c->transparent || !strcmp(c->proto, "tls")) &&
+			       intercepted(c->pol, c->host);
 	if (!c->is_connect && c->uev.fd >= 0 && c->upstream_reusable &&
 	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port)
 		return STEP_NEXT; /* st is set by the caller */
@@ -763,6 +911,10 @@ static enum step connected(struct conn *c)
 		c->out->len = sizeof(ok) - 1;
 		c->status = 200;
 		c->st = CS_ESTABLISH;
+		return STEP_NEXT;
+	}
+	if (c->intercept) {
+		c->st = CS_TLS_CONNECT; /* a new upstream connection inside TLS */
 		return STEP_NEXT;
 	}
 	return start_request(c);
@@ -857,35 +1009,10 @@ static enum step tunnel(struct conn *c)
 	return STEP_AGAIN;
 }
 
-/* After "200 Connection established": bytes the client sent early go first. */
-static enum step establish(struct conn *c)
+static enum step start_tunnel(struct conn *c)
 {
-	int r = c->out ? write_out(c->cev.fd, c->out, c->out->len, NULL) : 1;
 	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
 
-	if (r < 0) {
-		audit(c, "allow", "client-gone");
-		conn_free(c);
-		return STEP_FREED;
-	}
-	if (r == 0) {
-		want(c, EPOLLOUT, 0);
-		return STEP_AGAIN;
-	}
-	free(c->out);
-	c->out = NULL;
-	if (c->in && c->in->len > c->in->pos) {
-		r = write_out(c->uev.fd, c->in, c->in->len, &c->up);
-		if (r < 0) {
-			audit(c, "allow", "upstream-gone");
-			conn_free(c);
-			return STEP_FREED;
-		}
-		if (r == 0) {
-			want(c, 0, EPOLLOUT);
-			return STEP_AGAIN;
-		}
-	}
 	free(c->in);
 	c->in = NULL;
 	if (make_pipe(c->pu) < 0 || make_pipe(c->pd) < 0) {
@@ -899,6 +1026,213 @@ static enum step establish(struct conn *c)
 	return STEP_NEXT;
 }
 
+/* Intercepting: the sandbox's TLS ends here, with a leaf for c->host
+ * signed by the sandbox's CA. */
+static enum step start_tls(struct conn *c)
+{
+	SSL_CTX *ctx = c->sb->ca ? tlsca_leaf_ctx(c->sb->ca, c->host) : NULL;
+
+	c->raw = true; /* until the handshake is done, refusals are resets */
+	if (!ctx)
+		return reply(c, 0, "error", "tls-leaf-failed");
+	c->cssl = SSL_new(ctx);
+	SSL_CTX_free(ctx);
+	if (!c->cssl || SSL_set_fd(c->cssl, c->cev.fd) != 1) {
+		ERR_clear_error();
+		return reply(c, 0, "error", "out-of-memory");
+	}
+	SSL_set_mode(c->cssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* In-TLS requests get a fresh head buffer from read_head(). */
+	free(c->in);
+	c->in = NULL;
+	c->head_started = false;
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	c->st = CS_TLS_ACCEPT;
+	want(c, EPOLLIN, 0);
+	return STEP_NEXT;
+}
+
+static enum step tls_accept(struct conn *c)
+{
+	ssize_t r;
+	int k;
+
+	ERR_clear_error();
+	k = SSL_accept(c->cssl);
+	if (k != 1) {
+		r = ssl_result(c, false, c->cssl, k);
+		if (r == -EAGAIN) {
+			want(c, c->cssl_want, 0);
+			return STEP_AGAIN;
+		}
+		/* Most often the sandbox does not trust its CA (a client with
+		 * its own trust store): nothing was sent upstream. */
+		return reply(c, 0, "deny", "client-tls");
+	}
+	c->raw = false;
+	c->is_connect = false;
+	c->tls_first = true;
+	c->st = CS_TLS_CONNECT;
+	return STEP_NEXT;
+}
+
+/* The upstream side of an intercepted connection: TLS verified against
+ * upstream_ca (or the system store) and c->host. */
+static enum step tls_connect(struct conn *c)
+{
+	ssize_t r;
+	int k;
+
+	if (!c->ussl) {
+		c->ussl = SSL_new(broker.upstream_ctx);
+		if (!c->ussl || SSL_set_fd(c->ussl, c->uev.fd) != 1 ||
+		    tlsca_upstream_prepare(c->ussl, c->host) < 0) {
+			ERR_clear_error();
+			return reply(c, 502, "error", "upstream-tls");
+		}
+		SSL_set_mode(c->ussl,
+			     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms);
+	}
+	ERR_clear_error();
+	k = SSL_connect(c->ussl);
+	if (k != 1) {
+		long vr = SSL_get_verify_result(c->ussl);
+
+		r = ssl_result(c, true, c->ussl, k);
+		if (r == -EAGAIN) {
+			want(c, 0, c->ussl_want);
+			return STEP_AGAIN;
+		}
+		log_info("proxy: %s: %s:%u: upstream TLS failed: %s", c->sb->name, c->host, c->port,
+			 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "handshake failed");
+		return reply(c, 502, "error", "upstream-tls");
+	}
+	loop_timer_cancel(c->w->loop, &c->timer);
+	c->upstream_reusable = true;
+	if (!c->tls_first)
+		return start_request(c);
+	/* The CONNECT (or the transparent connection) is one audit line;
+	 * each request inside is one more. */
+	c->tls_first = false;
+	if (!c->transparent)
+		c->proto = "connect";
+	audit(c, "allow", "intercepted");
+	c->proto = "https";
+	c->up = c->down = 0;
+	c->method[0] = c->path[0] = '\0';
+	c->head_started = false;
+	c->st = CS_HEAD;
+	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
+	return STEP_NEXT;
+}
+
+/*
+ * After "200 Connection established", a CONNECT tunnel's first bytes are
+ * peeked (never consumed): a TLS ClientHello must name the CONNECT's host
+ * in its SNI (no domain fronting), and is intercepted when the host is in
+ * a credential's scope; anything else, or silence for SNIFF_MS (a protocol
+ * where the server speaks first), is spliced.
+ */
+static enum step peek(struct conn *c, bool timed_out)
+{
+	struct tls_hello *h;
+	ssize_t k;
+	int r;
+
+	if (timed_out)
+		return start_tunnel(c);
+	k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
+	if (k < 0 && errno == EAGAIN) {
+		want(c, EPOLLIN | EPOLLET, 0);
+		return STEP_AGAIN;
+	}
+	if (k <= 0) {
+		audit(c, "allow", "client-gone");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	if (!c->head_started) {
+		c->head_started = true;
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	}
+	if ((uint8_t)c->in->data[0] != 0x16)
+		return start_tunnel(c);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return conn_free(c), STEP_FREED;
+	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, h);
+	if (r == 0 && (size_t)k < c->in->cap) {
+		free(h);
+		want(c, EPOLLIN | EPOLLET, 0);
+		return STEP_AGAIN;
+	}
+	c->raw = true; /* past the 200: a refusal is a reset */
+	if (r != 1) {
+		free(h);
+		return reply(c, 0, "deny", "bad-client-hello");
+	}
+	if (h->sni_present && (h->sni_invalid || !host_same(h->sni, c->host))) {
+		free(h);
+		return reply(c, 0, "deny", "sni-mismatch");
+	}
+	free(h);
+	if (c->intercept)
+		return start_tls(c);
+	c->raw = false;
+	return start_tunnel(c);
+}
+
+/* After "200 Connection established": bytes the client sent early go first. */
+static enum step establish(struct conn *c)
+{
+	int r = c->out ? write_out(c, false, c->out, c->out->len, NULL) : 1;
+
+	if (r < 0) {
+		audit(c, "allow", "client-gone");
+		conn_free(c);
+		return STEP_FREED;
+	}
+	if (r == 0) {
+		want(c, EPOLLOUT, 0);
+		return STEP_AGAIN;
+	}
+	free(c->out);
+	c->out = NULL;
+	if (c->transparent) {
+		/* sniff() has checked the SNI already. */
+		if (c->intercept)
+			return start_tls(c);
+		return start_tunnel(c);
+	}
+	if (c->in && c->in->len > c->in->pos) {
+		/* The client did not wait for the 200: what it sent goes first,
+		 * unexamined, and the tunnel is spliced (never intercepted: the
+		 * ClientHello is half consumed). */
+		r = write_out(c, true, c->in, c->in->len, &c->up);
+		if (r < 0) {
+			audit(c, "allow", "upstream-gone");
+			conn_free(c);
+			return STEP_FREED;
+		}
+		if (r == 0) {
+			want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+		return start_tunnel(c);
+	}
+	if (!c->in) {
+		c->in = buf_new(broker.cfg.max_head_bytes);
+		if (!c->in)
+			return conn_free(c), STEP_FREED;
+	}
+	c->in->pos = c->in->len = 0;
+	c->head_started = false;
+	loop_timer_arm(c->w->loop, &c->timer, SNIFF_MS);
+	c->st = CS_PEEK;
+	return STEP_NEXT;
+}
+
 /* --- HTTP forwarding ------------------------------------------------------------- */
 
 /*
@@ -909,29 +1243,34 @@ static enum step establish(struct conn *c)
  */
 static int inject(struct conn *c, const struct http_request *req, const struct cred_plan *plan)
 {
-	const struct cred_secret *const *secrets = creds_secrets(c->pol);
+	struct cred_secret held[CRED_MAX_USES] = { 0 };
+	const struct cred_secret **secrets;
 	struct cred_rewrite *rw;
 	size_t cap = broker.cfg.max_head_bytes * 2 + 1024;
 	char *scratch;
 	int r;
 
-	if (!secrets)
-		return -ENOKEY;
 	rw = malloc(sizeof(*rw));
 	scratch = malloc(cap);
-	if (!rw || !scratch) {
+	secrets = calloc(CREDS_MAX, sizeof(*secrets));
+	if (!rw || !scratch || !secrets) {
 		free(rw);
 		free(scratch);
+		free(secrets);
 		return -ENOMEM;
 	}
-	r = cred_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
+	r = creds_acquire(c->pol, c->sb, c->host, plan, secrets, held);
+	if (r == 0)
+		r = cred_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
 	if (r == 0) {
 		r = cred_write_request_head(rw, req, c->out->data, c->out->cap);
 		cred_rewrite_wipe(rw);
 	}
 	/* The rewritten values point into scratch: wiped whatever happened. */
 	explicit_bzero(scratch, cap);
+	creds_release(held);
 	free(scratch);
+	free(secrets);
 	free(rw);
 	return r;
 }
@@ -969,7 +1308,7 @@ static enum step start_request(struct conn *c)
 		}
 		if (plan.nuse > 0) {
 			n = inject(c, req, &plan);
-			if (n == -ENOKEY || n == -EINVAL) {
+			if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
 				free(req);
 				return reply(c, 502, "error", "credential-unavailable");
 			}
@@ -1009,7 +1348,7 @@ static enum step send_request(struct conn *c)
 	int r;
 
 	if (c->out->pos < c->out->len) {
-		r = write_out(c->uev.fd, c->out, c->out->len, NULL);
+		r = write_out(c, true, c->out, c->out->len, NULL);
 		if (r < 0)
 			return reply(c, 502, "error", "upstream-reset");
 		if (r == 0) {
@@ -1023,7 +1362,7 @@ static enum step send_request(struct conn *c)
 		ssize_t take, k;
 
 		if (avail == 0) {
-			ssize_t got = read_into(c->cev.fd, c->in);
+			ssize_t got = read_into(c, false, c->in);
 
 			if (got == -EAGAIN) {
 				want(c, EPOLLIN, 0);
@@ -1042,8 +1381,8 @@ static enum step send_request(struct conn *c)
 		if (take == 0)
 			break;
 		/* Send what the framer admitted; keep the rest of the buffer. */
-		k = send(c->uev.fd, c->in->data + c->in->pos, (size_t)take, MSG_NOSIGNAL);
-		if (k < 0 && errno == EAGAIN) {
+		k = io_send(c, true, c->in->data + c->in->pos, (size_t)take);
+		if (k == -EAGAIN) {
 			/* Undo: the framer saw bytes we did not send. Rather than
 			 * rewind llhttp, send them blocking-free later: keep them
 			 * in out. */
@@ -1088,14 +1427,14 @@ static bool redirect_allowed(struct conn *c, const struct http_response *resp)
 	if (http_parse_authority(c->host, strlen(c->host), c->port, &base) < 0)
 		return false;
 	base.port = c->port;
-	if (http_parse_location(resp->location.ptr, resp->location.len, HTTP_SCHEME_HTTP, &base,
-				&url) < 0)
+	enum http_scheme scheme = c->cssl ? HTTP_SCHEME_HTTPS : HTTP_SCHEME_HTTP;
+
+	if (http_parse_location(resp->location.ptr, resp->location.len, scheme, &base, &url) < 0)
 		return false;
 	if (url.relative)
 		return true;
 	if (mode == POLICY_REDIRECTS_SAME_HOST)
-		return http_authority_equal(&url.authority, &base) &&
-		       url.scheme == HTTP_SCHEME_HTTP;
+		return http_authority_equal(&url.authority, &base) && url.scheme == scheme;
 	if (url.authority.is_literal) {
 		policy_guard(c->pol, &url.authority.addr, url.authority.port, GUARD_FROM_LITERAL,
 			     &g);
@@ -1111,7 +1450,7 @@ static enum step read_response_head(struct conn *c)
 	ssize_t got;
 	int hl;
 
-	got = read_into(c->uev.fd, c->uin);
+	got = read_into(c, true, c->uin);
 	if (got == -EAGAIN) {
 		want(c, 0, EPOLLIN);
 		return STEP_AGAIN;
@@ -1167,10 +1506,10 @@ static enum step relay_response(struct conn *c)
 			 * the upstream connection below. */
 			if (take > 0) {
 				while (take > 0) {
-					ssize_t k = send(c->cev.fd, c->uin->data + c->uin->pos,
-							 (size_t)take, MSG_NOSIGNAL);
+					ssize_t k = io_send(c, false, c->uin->data + c->uin->pos,
+							    (size_t)take);
 
-					if (k < 0 && errno == EAGAIN) {
+					if (k == -EAGAIN) {
 						/* The framer has seen these bytes already:
 						 * flush_pending() sends them first. */
 						c->pend = (size_t)take;
@@ -1195,7 +1534,7 @@ static enum step relay_response(struct conn *c)
 		if (c->respf->done)
 			break;
 		{
-			ssize_t got = read_into(c->uev.fd, c->uin);
+			ssize_t got = read_into(c, true, c->uin);
 
 			if (got == -EAGAIN) {
 				want(c, 0, EPOLLIN);
@@ -1234,9 +1573,9 @@ static enum step relay_response(struct conn *c)
 static enum step flush_pending(struct conn *c)
 {
 	while (c->pend > 0) {
-		ssize_t k = send(c->cev.fd, c->uin->data + c->uin->pos, c->pend, MSG_NOSIGNAL);
+		ssize_t k = io_send(c, false, c->uin->data + c->uin->pos, c->pend);
 
-		if (k < 0 && errno == EAGAIN) {
+		if (k == -EAGAIN) {
 			want(c, EPOLLOUT, 0);
 			return STEP_AGAIN;
 		}
@@ -1267,7 +1606,7 @@ static enum step read_head(struct conn *c)
 			return conn_free(c), STEP_FREED;
 	}
 	if (c->in->len == c->in->pos) {
-		got = read_into(c->cev.fd, c->in);
+		got = read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			want(c, EPOLLIN, c->uev.fd >= 0 ? EPOLLRDHUP : 0);
 			return STEP_AGAIN;
@@ -1292,7 +1631,7 @@ static enum step read_head(struct conn *c)
 		buf_compact(c->in);
 		if (c->in->len == c->in->cap)
 			return reply(c, 400, "deny", "head-too-large");
-		got = read_into(c->cev.fd, c->in);
+		got = read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			want(c, EPOLLIN, 0);
 			return STEP_AGAIN;
@@ -1324,8 +1663,6 @@ static enum step read_head(struct conn *c)
 }
 
 /* --- the transparent path: what is this connection? ------------------------------- */
-
-#define SNIFF_MS 300
 
 /* A request line starts with an upper-case method and a space. */
 static bool looks_like_http(const char *p, size_t n)
@@ -1451,6 +1788,12 @@ static enum step step(struct conn *c)
 		return connected(c);
 	case CS_ESTABLISH:
 		return establish(c);
+	case CS_PEEK:
+		return peek(c, false);
+	case CS_TLS_ACCEPT:
+		return tls_accept(c);
+	case CS_TLS_CONNECT:
+		return tls_connect(c);
 	case CS_TUNNEL:
 		return tunnel(c);
 	case CS_REQ:
@@ -1466,7 +1809,7 @@ static enum step step(struct conn *c)
 		}
 		return relay_response(c);
 	case CS_REPLY:
-		r = write_out(c->cev.fd, c->out, c->out->len, NULL);
+		r = write_out(c, false, c->out, c->out->len, NULL);
 		if (r == 0) {
 			want(c, EPOLLOUT, 0);
 			return STEP_AGAIN;
@@ -1474,6 +1817,11 @@ static enum step step(struct conn *c)
 		if (r < 0) {
 			conn_free(c);
 			return STEP_FREED;
+		}
+		if (c->cssl) {
+			ERR_clear_error();
+			SSL_shutdown(c->cssl); /* close_notify, best effort */
+			ERR_clear_error();
 		}
 		shutdown(c->cev.fd, SHUT_WR);
 		c->st = CS_LINGER;

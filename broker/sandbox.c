@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "broker/broker_internal.h"
+#include "broker/tlsca.h"
 #include "broker/cred.h"
 #include "common/log.h"
 #include "policy/policy.h"
@@ -33,6 +34,7 @@ static struct {
 	struct sl_addr pool; /* sandbox_pool */
 	unsigned pool_plen;
 	char synth_dir[300];
+	char ca_dir[300]; /* state_dir/ca/NAME/{ca.key,ca.crt} */
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
@@ -67,6 +69,9 @@ int sandbox_table_init(const struct broker_config *cfg)
 		return -errno;
 	snprintf(tab.synth_dir, sizeof(tab.synth_dir), "%s/synthetic", cfg->state_dir);
 	if (mkdir(tab.synth_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(tab.ca_dir, sizeof(tab.ca_dir), "%s/ca", cfg->state_dir);
+	if (mkdir(tab.ca_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (creds_init(cfg->state_dir) < 0)
 		return -errno;
@@ -148,6 +153,7 @@ void sandbox_put(struct sandbox *sb)
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
 		cred_table_free(sb->creds);
+		tlsca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}
@@ -215,6 +221,65 @@ static int allocate(struct sl_addr *out)
 	return -ENOSPC;
 }
 
+/* Drops state_dir/ca/NAME and what tlsca_save() put there. */
+static void remove_ca_dir(const char *name)
+{
+	static const char *const files[] = { "ca.key", "ca.crt" };
+	char path[700];
+	size_t i;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
+	rmdir(path);
+}
+
+/* The sandbox's CA: a new one for a new sandbox (saved once registered),
+ * the saved one for a restored sandbox. */
+static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
+{
+	char dir[600], e[256];
+
+	if (!fresh) {
+		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, sb->name);
+		sb->ca = tlsca_load(dir, e, sizeof(e));
+		if (sb->ca)
+			return 0;
+		/* Fail closed all the same: the sandbox's bundle does not hold
+		 * a new CA, so its clients refuse every intercepted connection
+		 * until the sandbox is made again; other hosts keep working. */
+		log_err("sandbox: `%s`: cannot load its CA (%s): a new one is made; "
+			"intercepted hosts fail for it until it is re-created",
+			sb->name, e);
+		sb->ca = tlsca_create(sb->name, e, sizeof(e));
+		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tlsca_save(sb->ca, dir) < 0))
+			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
+	} else {
+		sb->ca = tlsca_create(sb->name, e, sizeof(e));
+	}
+	if (!sb->ca) {
+		snprintf(err, errlen, "sandbox CA: %s", e);
+		return -EIO;
+	}
+	return 0;
+}
+
+int sandbox_ca_pem(const char *name, char **pem)
+{
+	struct sandbox *sb;
+	size_t idx;
+	int r = -ENOENT;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name, &idx);
+	if (sb)
+		r = tlsca_cert_pem(sb->ca, pem);
+	pthread_rwlock_unlock(&tab.lock);
+	return r;
+}
+
 int sandbox_register(const char *name, const char *addr, const char *policy_path,
 		     bool save, struct sl_addr *assigned, char *err, size_t errlen)
 {
@@ -260,12 +325,19 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		free(sb);
 		return r;
 	}
+	r = sandbox_ca(sb, save, err, errlen);
+	if (r < 0) {
+		policy_unref(sb->policy);
+		free(sb);
+		return r;
+	}
 	/* Empty until the sandbox's first DNS query: costs a few bytes. */
 	sb->synth = dns_synth_new(&tab.synth_net, tab.synth_plen, DNS_SYNTH_MAX_NAMES);
 	if (!sb->synth) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create the synthetic address map: %s", strerror(-r));
 		policy_unref(sb->policy);
+		tlsca_free(sb->ca);
 		free(sb);
 		return r;
 	}
@@ -301,9 +373,21 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	if (sb) {
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
+		tlsca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 		return r;
+	}
+	if (save) {
+		/* The CA's key in state_dir (0600), so that a restart keeps the
+		 * sandbox's trust bundle valid. Without it, interception after a
+		 * restart would fail closed (a new CA the sandbox does not trust). */
+		char dir[600];
+
+		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, name);
+		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tlsca_save(reg->ca, dir) < 0)
+			log_err("sandbox: `%s`: cannot save its CA in %s: intercepted TLS will "
+				"fail after a broker restart", name, dir);
 	}
 	{
 		/* Synthetic addresses outlive a broker restart: the names are
@@ -346,6 +430,7 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
 		unlink(path);
+		remove_ca_dir(name);
 	}
 	pthread_rwlock_unlock(&tab.lock);
 	if (!sb) {
@@ -401,6 +486,27 @@ size_t sandbox_count(void)
 	n = tab.n;
 	pthread_rwlock_unlock(&tab.lock);
 	return n;
+}
+
+void sandbox_tls_stats(struct tlsca_stats *sum)
+{
+	size_t i;
+
+	memset(sum, 0, sizeof(*sum));
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS; i++) {
+		struct sandbox *sb = tab.slot[i];
+		struct tlsca_stats st;
+
+		if (!sb || sb == TOMBSTONE || !sb->ca)
+			continue;
+		tlsca_stats(sb->ca, &st);
+		sum->hits += st.hits;
+		sum->misses += st.misses;
+		sum->evictions += st.evictions;
+		sum->entries += st.entries;
+	}
+	pthread_rwlock_unlock(&tab.lock);
 }
 
 /*

@@ -37,6 +37,7 @@ struct build {
 	struct netns_sandbox sb;
 	int nsfd;
 	bool registered, state_dir, netns, etc_dir, link, element;
+	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 };
 
 static int parse_port_line(const char *v, uint16_t *out)
@@ -120,6 +121,19 @@ static int do_register(struct build *b, const char *policy, char *err, size_t er
 		return r;
 	}
 	b->registered = true;
+	/* "ADDR\n" then the PEM of the sandbox's CA, for its trust bundle. */
+	{
+		const char *pem = resp + strcspn(resp, "\n");
+
+		if (*pem)
+			pem++;
+		if (strlen(pem) >= sizeof(b->ca_pem) || !strstr(pem, "-----BEGIN CERTIFICATE-----")) {
+			snprintf(err, errlen, "broker: no sandbox CA certificate in its answer");
+			free(resp);
+			return -EPROTO;
+		}
+		snprintf(b->ca_pem, sizeof(b->ca_pem), "%s", pem);
+	}
 	resp[strcspn(resp, "\n")] = '\0';
 	/* The broker allocates x.x.x.(4k+2) of a /30 whose .1 is the gateway. */
 	if (inet_pton(AF_INET, resp, &ia) != 1 || (ntohl(ia.s_addr) & 3) != 2) {
@@ -186,6 +200,7 @@ int netns_remove_etc_dir(const char *name)
 static int make_state_dir(struct build *b, char *err, size_t errlen)
 {
 	char dir[512], bundle[600];
+	bool missing;
 	int r;
 
 	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
@@ -208,24 +223,18 @@ static int make_state_dir(struct build *b, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot write `%s/sandbox`: %s", dir, strerror(-r));
 		return r;
 	}
-	/* The trust bundle: the system's CAs for now (the sandbox's own CA joins
-	 * them later). A system without a store gets an empty bundle and a word. */
+	/* The trust bundle: the system's CAs and the sandbox's own CA (for the
+	 * hosts the broker intercepts). A system without a store gets a word. */
 	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
-	r = netns_copy_file(NETNS_SYSTEM_CA, bundle, CA_BUNDLE_MAX);
-	if (r == -ENOENT) {
-		int fd = open(bundle, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-
-		fprintf(stderr, "sluice: warning: no system trust store at %s; %s is empty\n",
-			NETNS_SYSTEM_CA, bundle);
-		r = fd < 0 || fchmod(fd, 0644) < 0 ? -errno : 0;
-		if (fd >= 0)
-			close(fd);
-	}
+	r = netns_write_bundle(NETNS_SYSTEM_CA, b->ca_pem, bundle, CA_BUNDLE_MAX, &missing);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot copy %s to `%s`: %s", NETNS_SYSTEM_CA, bundle,
+		snprintf(err, errlen, "cannot write `%s` from %s: %s", bundle, NETNS_SYSTEM_CA,
 			 strerror(-r));
 		return r;
 	}
+	if (missing)
+		fprintf(stderr, "sluice: warning: no system trust store at %s; %s holds only "
+			"the sandbox's CA\n", NETNS_SYSTEM_CA, bundle);
 	return 0;
 }
 

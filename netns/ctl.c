@@ -208,3 +208,17 @@ int cmd_reload(int argc, char **argv)
 	}
 	return ctl_print("reload", false);
 }
+
+/* The sandbox CA's certificate (PEM), for a namespace wired with `sluice
+ * register` or a runtime with its own trust store. */
+int cmd_ca(int argc, char **argv)
+{
+	char line[200];
+
+	if (argc != 2 || strlen(argv[1]) > 100) {
+		fprintf(stderr, "usage: sluice ca NAME\n");
+		return 2;
+	}
+	snprintf(line, sizeof(line), "ca %s", argv[1]);
+	return ctl_print(line, true);
+}

@@ -25,6 +25,7 @@ static const struct {
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--metrics]          broker counters (Prometheus text with --metrics)" },
+	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };

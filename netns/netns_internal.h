@@ -57,7 +57,8 @@ int netns_self_ns_id(uint64_t *dev, uint64_t *ino);
 int netns_path(char *buf, size_t len, const char *dir, const char *name, const char *file);
 int netns_state_write(const struct netns_sandbox *sb);
 int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen);
-int netns_copy_file(const char *from, const char *to, size_t max);
+int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
+		       bool *missing);
 void netns_env_each(const struct netns_sandbox *sb,
 		    void (*fn)(const char *key, const char *value, void *arg), void *arg);
 

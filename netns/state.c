@@ -111,23 +111,38 @@ static int write_atomic(const char *path, const char *data, size_t len, mode_t m
 }
 
 /**
- * netns_copy_file() - copy a regular file, refusing one over @max bytes
- * @from: source
- * @to:   destination, written atomically, mode 0644
- * @max:  the largest size accepted
+ * netns_write_bundle() - a trust bundle: a file's certificates, then more
+ * @from:   the system's bundle; a missing one counts as empty
+ * @extra:  PEM text to append (the sandbox's CA)
+ * @to:     destination, written atomically, mode 0644
+ * @max:    the largest @from accepted
+ * @missing: set when @from does not exist
  *
  * Return: 0, -EFBIG, or another negative errno.
  */
-int netns_copy_file(const char *from, const char *to, size_t max)
+int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
+		       bool *missing)
 {
-	char *buf;
-	size_t got;
+	size_t got = 0, xl = strlen(extra);
+	char *buf = NULL, *all;
 	int r = file_read_all(from, max, &buf, &got);
 
-	if (r < 0)
+	*missing = r == -ENOENT;
+	if (r < 0 && r != -ENOENT)
 		return r;
-	r = write_atomic(to, buf, got, 0644);
+	all = malloc(got + xl + 2);
+	if (!all) {
+		free(buf);
+		return -ENOMEM;
+	}
+	if (got)
+		memcpy(all, buf, got);
+	if (got && all[got - 1] != '\n')
+		all[got++] = '\n';
+	memcpy(all + got, extra, xl);
+	r = write_atomic(to, all, got + xl, 0644);
 	free(buf);
+	free(all);
 	return r;
 }
 

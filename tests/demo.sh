@@ -30,13 +30,16 @@ cleanup() {
 trap cleanup EXIT
 
 broker_config "connect_timeout: 2s"
-cp tests/demo-policy.yaml "$D/policy.yaml"
-step "The policy"
+cp policies/demo-world.yaml "$D/policy.yaml"
+# The API token: in the broker's environment only, never in the sandbox.
+DEMO_API_TOKEN="demo-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export DEMO_API_TOKEN
+step "The policy (policies/demo-world.yaml)"
 sed 's/^/  /' "$D/policy.yaml"
 show sluice policy check policy.yaml
 "$BIN/sluice" policy check "$D/policy.yaml"
 
-step "Starting sluiced in the broker namespace"
+step "Starting sluiced in the broker namespace (DEMO_API_TOKEN in its environment)"
 broker_start || { echo "sluiced did not start"; exit 1; }
 echo "  sluiced pid $BROKER_PID, control socket $BROKER_SOCK"
 
@@ -49,8 +52,8 @@ NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 
 step "1. An allowed host: through the explicit proxy, and transparently (no proxy variables)"
 show curl https://echo.world.test/hello
-X curl -s -m 10 --cacert "$WORLD_CA" -o /dev/null -w '  HTTP %{http_code} via proxy\n' https://echo.world.test/hello
-X $NOPROXY curl -s -m 10 --cacert "$WORLD_CA" -o /dev/null -w '  HTTP %{http_code} transparent\n' https://echo.world.test/hello
+X curl -s -m 10 -o /dev/null -w '  HTTP %{http_code} via proxy\n' https://echo.world.test/hello
+X $NOPROXY curl -s -m 10 -o /dev/null -w '  HTTP %{http_code} transparent\n' https://echo.world.test/hello
 
 step "2. A host outside the policy"
 show curl http://other.world.test/
@@ -77,7 +80,25 @@ if grep -qi c2VjcmV0 "$D/dnsmasq.log"; then echo "  LEAK: the resolver saw it"; 
 	echo "  the world's resolver saw no query for it"; fi
 
 step "6. A credential the sandbox never sees"
-echo "  (credential injection is not built yet: see README, Status)"
+show 'sluice env SANDBOX | grep DEMO_API_TOKEN     (what the sandbox holds)'
+PH=$(sl env "$SB" | sed -n 's/^DEMO_API_TOKEN=//p')
+echo "  DEMO_API_TOKEN=$PH   (a placeholder; the broker's token is ${DEMO_API_TOKEN:0:9}...)"
+show 'curl -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/api/repos'
+got=$(X sh -c 'curl -s -m 10 -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/api/repos' |
+	python3 -c 'import json,sys; print(dict(json.load(sys.stdin)["headers"]).get("Authorization",""))')
+if [ "$got" = "Bearer $DEMO_API_TOKEN" ]; then
+	echo "  the origin received: Bearer ${DEMO_API_TOKEN:0:9}... (the broker's token, put in over intercepted TLS)"
+else
+	echo "  UNEXPECTED: the origin received \`${got:0:20}...'"
+fi
+show 'curl -H "Authorization: Bearer $DEMO_API_TOKEN" http://echo.world.test/api/repos   (plain HTTP)'
+X sh -c 'curl -s -m 10 -o /dev/null -D - -H "Authorization: Bearer $DEMO_API_TOKEN" http://echo.world.test/api/repos' |
+	grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+show 'curl -H "Authorization: Bearer $DEMO_API_TOKEN" "https://echo.world.test/upload"   (outside the scope)'
+X sh -c 'curl -s -m 10 -o /dev/null -D - -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/upload' |
+	grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
+if grep -qF "$DEMO_API_TOKEN" "$D/audit.log" "$D/sluiced.log"; then echo "  LEAK: the token is in a log"; else
+	echo "  the token appears in no log; the audit log names the credential only"; fi
 
 step "Audit log (one JSON line per decision)"
 sed 's/^/  /' "$D/audit.log"

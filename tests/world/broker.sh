@@ -58,7 +58,8 @@ broker_config() {
 	export BROKER_LOG=$WORLD_DIR/sluiced$sfx.log
 	export BROKER_AUDIT=$WORLD_DIR/audit$sfx.log
 	common=("control_socket: $BROKER_SOCK" "state_dir: $WORLD_DIR/state$sfx"
-		"upstream_resolvers: [$WORLD_RESOLVER]" "audit_log: $BROKER_AUDIT" "workers: 2")
+		"upstream_resolvers: [$WORLD_RESOLVER]" "upstream_ca: $WORLD_CA"
+		"audit_log: $BROKER_AUDIT" "workers: 2")
 	for l in "$@"; do
 		[[ $l =~ ^([a-z_]+):\ . ]] || { _broker_err "config line \`$l' is not \"key: value\""; return 1; }
 		[ "${BASH_REMATCH[1]}" = audit_log ] && BROKER_AUDIT=${l#audit_log: }

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# TLS interception: a host in a credential's scope has its TLS ended at the
+# broker (a leaf from the sandbox's own CA, which is in the sandbox's bundle),
+# on the explicit (CONNECT) and the transparent path; requests inside go
+# through the same checks as plain HTTP and get the credential; the upstream
+# side is verified (a bad certificate or name is a 502 upstream-tls); hosts
+# outside every scope are spliced, and the sandbox sees the origin's own
+# certificate. A ClientHello whose SNI is not the CONNECT's host is reset.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/world/broker.sh
+. tests/integration/lib.sh
+
+world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
+S1=$WORLD_PREFIX-i1
+S2=$WORLD_PREFIX-i2
+D=$WORLD_DIR
+S() { sl "$@"; }
+cleanup() {
+	S delete "$S1" >/dev/null 2>&1
+	S delete "$S2" >/dev/null 2>&1
+	broker_stop
+	world_down
+}
+trap cleanup EXIT
+
+SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$SECRET" >"$D/secret"
+chmod 600 "$D/secret"
+broker_config
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+      ports: [80, 443]
+    - host: other.world.test
+      ports: [443, 8443]
+    - host: canary.world.test
+      ports: [443]
+    - host: "*.canary.world.test"
+      ports: [443]
+  redirects: within-policy
+credentials:
+  - name: echo-token
+    source: { file: $D/secret }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/api/*"] }
+    placeholder: ECHO_TOKEN
+  - name: other-token
+    source: { file: $D/secret }
+    inject: { header: X-Other, value: "{secret}" }
+    scope: { hosts: [other.world.test, bad.canary.world.test] }
+EOF
+broker_start || { echo "0 passed, 1 failed"; exit 1; }
+t_ok "sluice create" S create "$S1" --policy "$D/pol.yaml"
+BUNDLE=/run/sluice-sandboxes/$S1/ca-bundle.crt
+STATE=$D/state
+t_ok "the sandbox CA is in its bundle" grep -q "BEGIN CERTIFICATE" "$BUNDLE"
+t_ok "its certificate is the broker's saved one" \
+	bash -c "grep -qF \"\$(sed -n 2p '$STATE/ca/$S1/ca.crt')\" '$BUNDLE'"
+t_ok "sluice ca prints the sandbox CA's certificate" S ca "$S1"
+t_eq "the same as the broker's" "$(cat "$STATE/ca/$S1/ca.crt")" "$T_OUT"
+t_rc "sluice ca for no such sandbox" 1 S ca "$WORLD_PREFIX-nope"
+t_eq "the CA key is kept 0600 in state_dir" "600" "$(stat -c %a "$STATE/ca/$S1/ca.key")"
+t_rc "and is not in the sandbox's bundle" 1 grep -q "PRIVATE KEY" "$BUNDLE"
+t_ok "the CA cert is an EC P-256 CA" \
+	bash -c "openssl x509 -in '$STATE/ca/$S1/ca.crt' -noout -text | grep -q 'prime256v1' &&
+		openssl x509 -in '$STATE/ca/$S1/ca.crt' -noout -text | grep -q 'CA:TRUE'"
+
+X() { S exec "$S1" -- "$@"; }
+NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
+reason() {
+	X "$@" -s -m 10 -o /dev/null -D - |
+		awk '/^HTTP\//{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+}
+
+# --- explicit path (CONNECT) ---------------------------------------------------
+t_ok "HTTPS in scope, explicit proxy" X curl -sf -m 10 https://echo.world.test/api/x
+t_contains "the echo server saw the injected header" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_contains "over TLS to the origin" "$T_OUT" '"scheme": "https"'
+t_ok "the sandbox sees a leaf from its own CA" X openssl s_client -connect echo.world.test:443 \
+	-servername echo.world.test -CAfile "$BUNDLE" -verify_return_error </dev/null
+t_contains "issued by the sandbox's CA" "$T_OUT" "sluice sandbox $S1 CA"
+t_contains "and naming the host" "$T_OUT" "CN = echo.world.test"
+t_ok "the client's own Authorization" X curl -sf -m 10 -H 'Authorization: Bearer mine' https://echo.world.test/api/z
+t_eq "is replaced, never kept beside it" "1" "$(echo "$T_OUT" | grep -o '"Authorization"' | wc -l)"
+t_not_contains "the client's value is gone" "$T_OUT" "Bearer mine"
+PH=$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')
+t_contains "the sandbox holds a placeholder" "$PH" "sluice-ph-"
+t_ok "a placeholder in the query over HTTPS, in scope" X curl -sf -m 10 "https://echo.world.test/api/q?t=$PH"
+t_contains "is swapped (no plaintext: allow needed inside TLS)" "$T_OUT" "t=$SECRET"
+t_eq "the placeholder over HTTPS outside its path" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "X-T: $PH" https://echo.world.test/other)"
+t_eq "the placeholder over plain HTTP (no plaintext: allow)" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "X-T: $PH" http://echo.world.test/api/x)"
+t_eq "the placeholder to another intercepted host" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "X-T: $PH" https://other.world.test/)"
+t_ok "outside the path scope: no injection" X curl -sf -m 10 https://echo.world.test/nothing
+t_not_contains "no secret" "$T_OUT" "$SECRET"
+
+# Keep-alive: several requests on one intercepted connection, one handshake.
+t_ok "three requests on one kept-alive connection" \
+	X curl -sf -m 10 https://echo.world.test/api/1 https://echo.world.test/api/2 https://echo.world.test/nothing
+t_eq "each in scope one got the secret" "2" "$(echo "$T_OUT" | grep -o "Bearer $SECRET" | wc -l)"
+n0=$(grep -c '"reason":"intercepted"' "$BROKER_AUDIT")
+X curl -sf -m 10 -o /dev/null https://echo.world.test/api/1 -o /dev/null https://echo.world.test/api/2 >/dev/null
+t_eq "... over a single TLS connection (one interception for two requests)" "1" \
+	"$(($(grep -c '"reason":"intercepted"' "$BROKER_AUDIT") - n0))"
+
+# Domain fronting inside the tunnel.
+t_eq "a request inside TLS naming another Host" "403 host-mismatch" \
+	"$(reason curl -H 'Host: other.world.test' https://echo.world.test/api/x)"
+t_eq "a redirect inside TLS leaving the policy" "403 redirect-outside-policy" \
+	"$(reason curl "https://echo.world.test/redirect?to=https://evil.example/")"
+t_ok "a redirect inside TLS within the policy passes" \
+	X curl -s -m 10 -o /dev/null -w '%{http_code}' "https://echo.world.test/redirect?to=https://other.world.test/"
+t_eq "as a 302" "302" "$T_OUT"
+
+# The upstream side is verified.
+t_eq "an upstream with a self-signed certificate" "502 upstream-tls" \
+	"$(reason curl https://other.world.test:8443/)"
+t_eq "an upstream whose certificate names another host" "502 upstream-tls" \
+	"$(reason curl https://bad.canary.world.test/)"
+t_ok "an intercepted host that verifies" X curl -sf -m 10 https://other.world.test/
+t_contains "gets its header" "$T_OUT" "\"X-Other\", \"$SECRET\""
+
+# Hosts outside every scope are spliced: the origin's own certificate.
+t_ok "a host outside every scope is spliced" X curl -sf -m 10 --cacert "$WORLD_CA" https://canary.world.test/
+t_not_contains "nothing is injected" "$T_OUT" "$SECRET"
+t_ok "with the origin's certificate (the world CA), not the sandbox's" \
+	bash -c "ip netns exec '$S1' env -u HTTPS_PROXY curl -sv -m 10 --cacert '$WORLD_CA' \
+		https://canary.world.test/ 2>&1 | grep -q 'issuer: CN=sluice test world CA'"
+
+# SNI must name the CONNECT's host.
+t_fails "a ClientHello whose SNI is not the CONNECT host is reset" \
+	X curl -sf -m 10 --cacert "$WORLD_CA" --connect-to canary.world.test:443:echo.world.test:443 \
+	-p -x "http://$(X printenv HTTPS_PROXY | sed 's|http://||')" https://canary.world.test/
+t_ok "logged as sni-mismatch" grep -q '"reason":"sni-mismatch"' "$BROKER_AUDIT"
+
+# --- transparent path -----------------------------------------------------------
+t_ok "HTTPS in scope, transparent path" X $NOPROXY curl -sf -m 10 https://echo.world.test/api/t
+t_contains "the echo server saw the injected header" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_eq "transparent, upstream with a bad certificate" "502 upstream-tls" \
+	"$(reason $NOPROXY curl https://other.world.test:8443/)"
+t_ok "transparent, a host outside every scope is spliced" \
+	X $NOPROXY curl -sf -m 10 --cacert "$WORLD_CA" https://canary.world.test/
+
+# A client that does not trust the sandbox CA gets nothing through.
+t_fails "a client trusting only the world CA cannot talk to an intercepted host" \
+	X curl -sf -m 10 --cacert "$WORLD_CA" https://echo.world.test/api/x
+t_ok "logged as client-tls" grep -q '"reason":"client-tls"' "$BROKER_AUDIT"
+
+# --- audit and secrets ------------------------------------------------------------
+t_ok "the CONNECT is logged as intercepted" grep -q '"reason":"intercepted"' "$BROKER_AUDIT"
+t_ok "requests inside are logged as https with the credential's name" \
+	grep -q '"proto":"https".*"credential":"echo-token"' "$BROKER_AUDIT"
+t_rc "the secret is not in the audit log" 1 grep -qF "$SECRET" "$BROKER_AUDIT"
+t_rc "nor in the broker's output" 1 grep -qF "$SECRET" "$BROKER_LOG"
+t_rc "nor in state_dir" 1 grep -rqF "$SECRET" "$STATE"
+t_rc "nor in the sandbox's files" 1 grep -rqF "$SECRET" "/run/sluice-sandboxes/$S1" "/etc/netns/$S1"
+t_not_contains "nor in its environment" "$(S env "$S1")" "$SECRET"
+
+# --- restart, a second sandbox, delete ----------------------------------------------
+broker_stop
+broker_start
+t_ok "after a broker restart, interception still verifies with the bundle" \
+	X curl -sf -m 10 https://echo.world.test/api/r
+t_contains "and injects" "$T_OUT" "Bearer $SECRET"
+t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
+CA1=$(sed -n 2p "$STATE/ca/$S1/ca.crt")
+t_ok "has a CA of its own" test -f "$STATE/ca/$S2/ca.crt"
+t_rc "the first sandbox's CA is not in its bundle" 1 grep -qF "$CA1" "/run/sluice-sandboxes/$S2/ca-bundle.crt"
+t_ok "delete the first" S delete "$S1"
+t_rc "its CA is gone from state_dir" 1 test -e "$STATE/ca/$S1"
+t_eq "the decoys saw nothing" "" "$(world_decoy_hits)"
+t_done
