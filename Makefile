@@ -161,6 +161,7 @@ bench:
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/dns.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/lifecycle.sh
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/intercept.sh
 
 tidy:
 	$(Q)clang-tidy --quiet $(LIB_SRC) $(MAINS) -- $(PROJ_CFLAGS)
