@@ -189,7 +189,10 @@ static const struct row default_rows[] = {
 	OK("ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
 	D("100::", "100::/64"),
 	D("100::ffff:ffff:ffff:ffff", "100::/64"),
-	OK("100:0:0:1::"),
+	/* 100:0:0:1::/64 (RFC 9780, the dummy prefix), right after it */
+	D("100:0:0:1::", "100:0:0:1::/64"),
+	D("100:0:0:1:ffff:ffff:ffff:ffff", "100:0:0:1::/64"),
+	OK("100:0:0:2::"),
 	/* 2001::/23 */
 	OK("2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
 	D("2001::", "2001::/23"),
@@ -273,7 +276,7 @@ static void test_default_ranges_covered(void **state)
 	size_t i, bad = 0;
 
 	(void)state;
-	assert_int_equal(policy_default_deny_count, 27);
+	assert_int_equal(policy_default_deny_count, 28);
 	for (i = 0; i < policy_default_deny_count; i++) {
 		struct sl_addr first, last, below, above;
 		unsigned plen, k;
