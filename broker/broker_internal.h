@@ -161,6 +161,12 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 void creds_sandbox_forget(struct sandbox *sb);
 /* "VAR=placeholder" lines for the sandbox's environment. */
 int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len);
+/* The JWK Set (JSON) of every jwt key of the loaded policies; its length,
+ * or -ENOSPC, -ENOMEM. A key's kid is the policy's, else its RFC 7638
+ * thumbprint; a key loaded by several policies is listed once. */
+int creds_jwks(char *out, size_t len);
+/* Stops the OAuth2 token fetcher and wipes its tokens (at shutdown). */
+void creds_shutdown(void);
 
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);

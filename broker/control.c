@@ -118,6 +118,17 @@ static void handle(char *line, char *out, size_t outlen)
 
 		if (metrics_render_prometheus(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, "error: metrics too long\n");
+	} else if (!strcmp(w[0], "jwks") && n == 1) {
+		/* Public keys only: what a service needs to verify minted JWTs. */
+		int k = snprintf(out, outlen, "ok\n");
+
+		r = creds_jwks(out + k, outlen - (size_t)k - 1);
+		if (r < 0) {
+			snprintf(out, outlen, "error: cannot list the JWT keys: %s\n", strerror(-r));
+		} else {
+			out[k + r] = '\n';
+			out[k + r + 1] = '\0';
+		}
 	} else if (!strcmp(w[0], "config") && n == 1) {
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
 

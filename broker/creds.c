@@ -1,17 +1,25 @@
 // SPDX-License-Identifier: MIT
-/* The broker's credentials: secrets loaded with each policy, and each
- * sandbox's placeholders.
+/* The broker's credentials: secrets and token sources loaded with each
+ * policy, and each sandbox's placeholders.
  *
- * Theory of operation: a policy's secrets are read (file or environment of
- * the broker) when the policy is loaded or reloaded, and attached to the
- * compiled policy, so a connection that holds the policy holds the secrets
- * it may inject, and they are wiped when the last holder lets go. A
- * sandbox's placeholders live in its cred_table; they are written to
- * state_dir/placeholders/NAME (mode 0600: placeholders, never secrets) so
- * that a broker restart keeps the sandbox's environment valid, and revoked
- * with the sandbox. */
+ * Theory of operation: a policy's credentials are read when the policy is
+ * loaded or reloaded and attached to the compiled policy, so a connection
+ * that holds the policy holds what it may inject, and it is wiped when the
+ * last holder lets go. A file or env secret is read there and then; an
+ * oauth2 credential reads its client secret and holds a reference on a
+ * shared token cache entry (tokens.c: fetched and refreshed by a
+ * background thread); a jwt credential loads its signing key. For each
+ * request, creds_acquire() hands the proxy the current value of each
+ * credential it needs: the secret itself, a copy of the cached access
+ * token, or a JWT minted for (sandbox, host), kept for reuse until
+ * shortly before it expires. A sandbox's placeholders live in its
+ * cred_table; they are written to state_dir/placeholders/NAME (mode 0600:
+ * placeholders, never secrets) so that a broker restart keeps the
+ * sandbox's environment valid, and revoked with the sandbox, as are its
+ * minted JWTs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +27,236 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
 #include "broker/broker_internal.h"
 #include "broker/cred.h"
+#include "broker/tokens.h"
 #include "common/log.h"
+#include "common/siphash.h"
 #include "policy/policy.h"
+
+/* What one credential of a loaded policy draws its value from. */
+struct source {
+	struct cred_secret secret;  /* file, env */
+	struct tokens_entry *token; /* oauth2 */
+	EVP_PKEY *key;		    /* jwt */
+	char *kid;		    /* jwt: given, else the key's thumbprint */
+	char thumb[48];		    /* jwt: RFC 7638 thumbprint, base64url */
+};
 
 struct secrets {
 	size_t n;
-	struct cred_secret *s; /* by policy credential index; empty buf: none */
-	const struct cred_secret **ptr; /* the same, as cred_rewrite_request() takes them */
+	struct source *src;		/* by policy credential index */
+	const struct cred_secret **ptr; /* file/env secrets, as creds_secrets() gives them */
+	uint64_t id;			/* this load, in the JWT cache */
+	bool has_jwt;
+	struct secrets *next, *prev;	/* the jwt list, for creds_jwks() */
 };
 
 static char ph_dir[300];
+
+/* Loaded policies that hold jwt keys; their keys make the JWK Set. */
+static struct {
+	pthread_mutex_t lock;
+	struct secrets *head;
+	uint64_t next_id;
+} jwt_keys = { .lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1 };
+
+/* ---- minted JWTs, kept per (credential of one load, sandbox, host) ---------- */
+
+#define JWT_CACHE_BUCKETS 1024
+/* Tokens kept at most; beyond, expired ones are swept, else none is kept. */
+#define JWT_CACHE_MAX 8192
+/* A minted token, signed with field lengths the policy bounds, fits. */
+#define JWT_MAX_LEN (16 * 1024)
+
+struct jwt_cached {
+	struct jwt_cached *next;
+	uint64_t owner; /* secrets->id */
+	size_t idx;	/* credential index */
+	char sandbox[SANDBOX_NAME_MAX + 1];
+	char host[256];
+	struct cred_secret token;
+	uint64_t reuse_until; /* wall clock, seconds */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct jwt_cached *bucket[JWT_CACHE_BUCKETS];
+	size_t n;
+	uint64_t k0, k1;
+} jwt_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t jwt_bucket(uint64_t owner, size_t idx, const char *sandbox, const char *host)
+{
+	char key[sizeof(uint64_t) * 2 + SANDBOX_NAME_MAX + 1 + 256 + 1];
+	size_t sl = strlen(sandbox), hl = strlen(host), o = 0;
+	uint64_t ix = idx;
+
+	if (sl > SANDBOX_NAME_MAX)
+		sl = SANDBOX_NAME_MAX;
+	if (hl > 255)
+		hl = 255;
+	memcpy(key, &owner, sizeof(owner));
+	o += sizeof(owner);
+	memcpy(key + o, &ix, sizeof(ix));
+	o += sizeof(ix);
+	memcpy(key + o, sandbox, sl);
+	o += sl;
+	key[o++] = '\0';
+	memcpy(key + o, host, hl);
+	o += hl;
+	return (size_t)(siphash24(jwt_cache.k0, jwt_cache.k1, key, o) % JWT_CACHE_BUCKETS);
+}
+
+static void jwt_cached_free(struct jwt_cached *c)
+{
+	cred_secret_free(&c->token);
+	free(c);
+}
+
+/* Drops the entries @match selects; with the cache's lock held. */
+static void jwt_cache_drop(bool (*match)(const struct jwt_cached *, const void *), const void *arg)
+{
+	size_t b;
+
+	for (b = 0; b < JWT_CACHE_BUCKETS; b++) {
+		struct jwt_cached **pp = &jwt_cache.bucket[b];
+
+		while (*pp) {
+			struct jwt_cached *c = *pp;
+
+			if (match(c, arg)) {
+				*pp = c->next;
+				jwt_cached_free(c);
+				jwt_cache.n--;
+			} else {
+				pp = &c->next;
+			}
+		}
+	}
+}
+
+static bool by_owner(const struct jwt_cached *c, const void *arg)
+{
+	return c->owner == *(const uint64_t *)arg;
+}
+
+static bool by_sandbox(const struct jwt_cached *c, const void *arg)
+{
+	return strcmp(c->sandbox, arg) == 0;
+}
+
+static bool stale(const struct jwt_cached *c, const void *arg)
+{
+	return c->reuse_until <= *(const uint64_t *)arg;
+}
+
+/*
+ * How long a minted token is reused: until a tenth of its life (1 s to
+ * 60 s) before it expires, so that a token handed out is never about to
+ * expire on its way. A 1 s token is never reused.
+ */
+static uint64_t jwt_reuse_sec(uint64_t ttl)
+{
+	uint64_t early = ttl / 10;
+
+	if (early < 1)
+		early = 1;
+	if (early > 60)
+		early = 60;
+	return ttl > early ? ttl - early : 0;
+}
+
+/* A token for credential @idx of @sec, for @sandbox calling @host, in @out. */
+static int jwt_get(const struct secrets *sec, const struct policy_credential *c, size_t idx,
+		   const char *sandbox, const char *host, struct cred_secret *out)
+{
+	const struct source *src = &sec->src[idx];
+	uint64_t now = (uint64_t)time(NULL), reuse = jwt_reuse_sec(c->jwt.ttl_sec);
+	struct jwt_cached *e, *fresh = NULL;
+	size_t b = jwt_bucket(sec->id, idx, sandbox, host);
+	char *buf;
+	int n, r;
+
+	pthread_mutex_lock(&jwt_cache.lock);
+	for (e = jwt_cache.bucket[b]; e; e = e->next) {
+		if (e->owner == sec->id && e->idx == idx && strcmp(e->sandbox, sandbox) == 0 &&
+		    strcmp(e->host, host) == 0)
+			break;
+	}
+	if (e && now < e->reuse_until) {
+		r = cred_secret_set(out, e->token.buf, e->token.len);
+		pthread_mutex_unlock(&jwt_cache.lock);
+		return r;
+	}
+	pthread_mutex_unlock(&jwt_cache.lock);
+
+	/* Signing takes tens of microseconds: outside the lock. */
+	buf = malloc(JWT_MAX_LEN);
+	if (!buf)
+		return -ENOMEM;
+	n = cred_jwt_mint(src->key, src->kid, c->jwt.issuer, sandbox, host, c->jwt.scope, now,
+			  c->jwt.ttl_sec, buf, JWT_MAX_LEN);
+	r = n < 0 ? n : cred_secret_set(out, buf, (size_t)n);
+	if (r == 0 && reuse > 0 && strlen(sandbox) <= SANDBOX_NAME_MAX && strlen(host) < 256) {
+		fresh = calloc(1, sizeof(*fresh));
+		if (fresh && cred_secret_set(&fresh->token, buf, (size_t)n) == 0) {
+			fresh->owner = sec->id;
+			fresh->idx = idx;
+			snprintf(fresh->sandbox, sizeof(fresh->sandbox), "%s", sandbox);
+			snprintf(fresh->host, sizeof(fresh->host), "%s", host);
+			fresh->reuse_until = now + reuse;
+		} else {
+			free(fresh);
+			fresh = NULL;
+		}
+	}
+	OPENSSL_cleanse(buf, JWT_MAX_LEN);
+	free(buf);
+	if (!fresh)
+		return r;
+
+	pthread_mutex_lock(&jwt_cache.lock);
+	/* Replace the stale one (or one another worker minted meanwhile). */
+	{
+		struct jwt_cached **pp = &jwt_cache.bucket[b];
+
+		while (*pp) {
+			struct jwt_cached *o = *pp;
+
+			if (o->owner == sec->id && o->idx == idx &&
+			    strcmp(o->sandbox, sandbox) == 0 && strcmp(o->host, host) == 0) {
+				*pp = o->next;
+				jwt_cached_free(o);
+				jwt_cache.n--;
+				break;
+			}
+			pp = &o->next;
+		}
+	}
+	if (jwt_cache.n >= JWT_CACHE_MAX)
+		jwt_cache_drop(stale, &now);
+	if (jwt_cache.n < JWT_CACHE_MAX) {
+		fresh->next = jwt_cache.bucket[b];
+		jwt_cache.bucket[b] = fresh;
+		jwt_cache.n++;
+		fresh = NULL;
+	}
+	pthread_mutex_unlock(&jwt_cache.lock);
+	if (fresh)
+		jwt_cached_free(fresh);
+	return r;
+}
+
+/* ---- loading a policy's credentials ----------------------------------------- */
 
 static void secrets_free(void *arg)
 {
@@ -39,25 +265,154 @@ static void secrets_free(void *arg)
 
 	if (!sec)
 		return;
-	for (i = 0; i < sec->n; i++)
-		cred_secret_free(&sec->s[i]);
-	free(sec->s);
+	if (sec->has_jwt) {
+		pthread_mutex_lock(&jwt_keys.lock);
+		if (sec->prev)
+			sec->prev->next = sec->next;
+		else if (jwt_keys.head == sec)
+			jwt_keys.head = sec->next;
+		if (sec->next)
+			sec->next->prev = sec->prev;
+		pthread_mutex_unlock(&jwt_keys.lock);
+		pthread_mutex_lock(&jwt_cache.lock);
+		jwt_cache_drop(by_owner, &sec->id);
+		pthread_mutex_unlock(&jwt_cache.lock);
+	}
+	for (i = 0; sec->src && i < sec->n; i++) {
+		struct source *src = &sec->src[i];
+
+		cred_secret_free(&src->secret);
+		tokens_put(src->token);
+		EVP_PKEY_free(src->key);
+		free(src->kid);
+	}
+	free(sec->src);
 	free(sec->ptr);
 	free(sec);
 }
 
 int creds_init(const char *state_dir)
 {
+	/* The JWT cache's hash key: the hosts hashed come from sandboxes. */
+	if (RAND_bytes((unsigned char *)&jwt_cache.k0, sizeof(jwt_cache.k0)) != 1 ||
+	    RAND_bytes((unsigned char *)&jwt_cache.k1, sizeof(jwt_cache.k1)) != 1)
+		return -EIO;
 	snprintf(ph_dir, sizeof(ph_dir), "%s/placeholders", state_dir);
 	if (mkdir(ph_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
 }
 
+void creds_shutdown(void)
+{
+	tokens_stop();
+}
+
+/* The fetcher starts with the first oauth2 credential, on the broker's
+ * upstream trust, resolvers and timeouts. */
+static int start_fetcher(char *err, size_t errlen)
+{
+	struct tokens_config tc = {
+		.upstream_ca = broker.cfg.upstream_ca,
+		.resolvers = broker.cfg.upstream_resolvers,
+		.connect_timeout_ms = broker.cfg.connect_timeout_ms,
+		.fetch_timeout_ms = broker.cfg.response_timeout_ms,
+	};
+
+	return tokens_start(&tc, err, errlen);
+}
+
+/* RFC 7638: SHA-256 of the required members, in order, without spaces. */
+static int jwk_thumbprint(EVP_PKEY *key, char out[48])
+{
+	unsigned char x[32], y[32], md[SHA256_DIGEST_LENGTH];
+	char xs[48], ys[48], json[200];
+	BIGNUM *bx = NULL, *by = NULL;
+	size_t xl = sizeof(x);
+	int n = -1;
+
+	if (EVP_PKEY_is_a(key, "ED25519")) {
+		if (EVP_PKEY_get_raw_public_key(key, x, &xl) == 1 && xl == 32 &&
+		    cred_base64_encode(x, 32, true, xs, sizeof(xs)) > 0)
+			n = snprintf(json, sizeof(json),
+				     "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}", xs);
+	} else if (EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &bx) == 1 &&
+		   EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &by) == 1 &&
+		   BN_bn2binpad(bx, x, 32) == 32 && BN_bn2binpad(by, y, 32) == 32 &&
+		   cred_base64_encode(x, 32, true, xs, sizeof(xs)) > 0 &&
+		   cred_base64_encode(y, 32, true, ys, sizeof(ys)) > 0) {
+		n = snprintf(json, sizeof(json),
+			     "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", xs, ys);
+	}
+	BN_free(bx);
+	BN_free(by);
+	ERR_clear_error();
+	if (n <= 0 || (size_t)n >= sizeof(json))
+		return -EINVAL;
+	SHA256((const unsigned char *)json, (size_t)n, md);
+	return cred_base64_encode(md, sizeof(md), true, out, 48) < 0 ? -EINVAL : 0;
+}
+
+static int load_one(const struct policy_credential *c, struct source *src, bool *new_token,
+		    char *err, size_t errlen)
+{
+	struct cred_secret cs = { 0 };
+	char e[400] = "";
+	int r;
+
+	switch (c->source_kind) {
+	case POLICY_SOURCE_FILE:
+	case POLICY_SOURCE_ENV:
+		return cred_secret_load(c, &src->secret, err, errlen);
+	case POLICY_SOURCE_OAUTH2:
+		/* The client secret, read at every load: a rotated file
+		 * takes effect with the reload. */
+		r = cred_secret_load(c, &cs, e, sizeof(e));
+		if (r < 0) {
+			snprintf(err, errlen, "credential `%s`: client_secret_file: %s", c->name, e);
+			return r;
+		}
+		r = start_fetcher(e, sizeof(e));
+		if (r < 0) {
+			cred_secret_free(&cs);
+			snprintf(err, errlen, "credential `%s`: %s", c->name, e);
+			return r;
+		}
+		src->token = tokens_get(c, &cs);
+		r = src->token ? 0 : -errno;
+		cred_secret_free(&cs);
+		if (r < 0) {
+			snprintf(err, errlen, "credential `%s`: %s", c->name, strerror(-r));
+			return r;
+		}
+		*new_token = true;
+		return 0;
+	case POLICY_SOURCE_JWT:
+		r = cred_jwt_key_load(c->source, &src->key, e, sizeof(e));
+		if (r == 0)
+			r = jwk_thumbprint(src->key, src->thumb);
+		if (r < 0) {
+			snprintf(err, errlen, "credential `%s`: key_file: %s", c->name,
+				 e[0] ? e : "unusable key");
+			return r;
+		}
+		src->kid = strdup(c->jwt.kid ? c->jwt.kid : src->thumb);
+		if (!src->kid) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "credential `%s`: unknown source", c->name);
+	return -EINVAL;
+}
+
 int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 {
 	size_t i, n = policy_credential_count(p);
+	uint64_t waited_from;
 	struct secrets *sec;
+	bool tokens = false;
 	int r;
 
 	if (n == 0)
@@ -66,23 +421,64 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 	if (!sec)
 		return -ENOMEM;
 	sec->n = n;
-	sec->s = calloc(n, sizeof(*sec->s));
+	sec->src = calloc(n, sizeof(*sec->src));
 	sec->ptr = calloc(n, sizeof(*sec->ptr));
-	if (!sec->s || !sec->ptr) {
+	if (!sec->src || !sec->ptr) {
 		secrets_free(sec);
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
-		/* Fail closed: a credential whose secret cannot be read makes
-		 * the policy unusable, rather than requests without it. */
-		r = cred_secret_load(policy_credential_get(p, i), &sec->s[i], err, errlen);
+		const struct policy_credential *c = policy_credential_get(p, i);
+
+		/* Fail closed: a credential that cannot be had makes the
+		 * policy unusable, rather than requests without it. */
+		r = load_one(c, &sec->src[i], &tokens, err, errlen);
 		if (r < 0) {
 			secrets_free(sec);
 			return r;
 		}
-		sec->ptr[i] = &sec->s[i];
+		if (c->source_kind == POLICY_SOURCE_FILE || c->source_kind == POLICY_SOURCE_ENV)
+			sec->ptr[i] = &sec->src[i].secret;
+		if (c->source_kind == POLICY_SOURCE_JWT)
+			sec->has_jwt = true;
+	}
+	if (sec->has_jwt) {
+		pthread_mutex_lock(&jwt_keys.lock);
+		sec->id = jwt_keys.next_id++;
+		sec->next = jwt_keys.head;
+		if (jwt_keys.head)
+			jwt_keys.head->prev = sec;
+		jwt_keys.head = sec;
+		pthread_mutex_unlock(&jwt_keys.lock);
 	}
 	policy_attach(p, sec, secrets_free);
+	if (!tokens)
+		return 0;
+	/*
+	 * A token endpoint seen for the first time: wait (bounded, on the
+	 * control thread, never a worker) for its first answer, so that the
+	 * new sandbox's first request finds the token. One already cached
+	 * (a reload, another sandbox) returns at once.
+	 */
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		waited_from = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	}
+	for (i = 0; i < n; i++) {
+		struct timespec ts;
+		uint64_t now;
+
+		if (!sec->src[i].token)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		if (now - waited_from >= TOKENS_FIRST_WAIT_MS)
+			break;
+		tokens_wait_first(sec->src[i].token,
+				  (unsigned)(TOKENS_FIRST_WAIT_MS - (now - waited_from)));
+	}
 	return 0;
 }
 
@@ -97,20 +493,45 @@ int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *
 		  const struct cred_plan *plan, const struct cred_secret **out,
 		  struct cred_secret *held)
 {
-	const struct cred_secret *const *secrets = creds_secrets(p);
-	size_t i;
+	const struct secrets *sec = policy_attachment(p);
+	size_t i, nheld = 0;
+	int r;
 
-	(void)sb;
-	(void)host;
-	(void)held;
-	if (!secrets)
+	if (!sec || plan->nuse > CRED_MAX_USES)
 		return -ENOKEY;
 	for (i = 0; i < plan->nuse; i++) {
 		int idx = plan->use[i];
+		const struct policy_credential *c;
+		const struct source *src;
 
-		if (idx < 0 || idx >= CREDS_MAX || !secrets[idx] || !secrets[idx]->len)
+		if (idx < 0 || idx >= CREDS_MAX || (size_t)idx >= sec->n)
 			return -ENOKEY;
-		out[idx] = secrets[idx];
+		c = policy_credential_get(p, (size_t)idx);
+		src = &sec->src[idx];
+		switch (c->source_kind) {
+		case POLICY_SOURCE_FILE:
+		case POLICY_SOURCE_ENV:
+			if (!src->secret.len)
+				return -ENOKEY;
+			out[idx] = &src->secret;
+			continue;
+		case POLICY_SOURCE_OAUTH2:
+			if (!src->token)
+				return -ENOKEY;
+			r = tokens_copy(src->token, &held[nheld]);
+			break;
+		case POLICY_SOURCE_JWT:
+			/* sub = the sandbox, aud = the host the request goes to. */
+			if (!src->key || !sb || !host || !*host)
+				return -ENOKEY;
+			r = jwt_get(sec, c, (size_t)idx, sb->name, host, &held[nheld]);
+			break;
+		default:
+			return -ENOKEY;
+		}
+		if (r < 0)
+			return r == -ENOMEM ? r : r == -EAGAIN ? r : -ENOKEY;
+		out[idx] = &held[nheld++];
 	}
 	return 0;
 }
@@ -121,6 +542,66 @@ void creds_release(struct cred_secret *held)
 
 	for (i = 0; i < CRED_MAX_USES; i++)
 		cred_secret_free(&held[i]);
+}
+
+struct jwk_ref {
+	EVP_PKEY *key;
+	const char *kid;
+	const char *thumb;
+};
+
+static int jwk_cmp(const void *a, const void *b)
+{
+	const struct jwk_ref *x = a, *y = b;
+	int c = strcmp(x->thumb, y->thumb);
+
+	return c ? c : strcmp(x->kid, y->kid);
+}
+
+int creds_jwks(char *out, size_t len)
+{
+	struct jwk_ref *refs = NULL;
+	EVP_PKEY **keys = NULL;
+	const char **kids = NULL;
+	struct secrets *sec;
+	size_t i, n = 0, m = 0;
+	int r;
+
+	pthread_mutex_lock(&jwt_keys.lock);
+	for (sec = jwt_keys.head; sec; sec = sec->next) {
+		for (i = 0; i < sec->n; i++)
+			n += sec->src[i].key != NULL;
+	}
+	refs = calloc(n ? n : 1, sizeof(*refs));
+	keys = calloc(n ? n : 1, sizeof(*keys));
+	kids = calloc(n ? n : 1, sizeof(*kids));
+	if (!refs || !keys || !kids) {
+		r = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	for (sec = jwt_keys.head; sec; sec = sec->next) {
+		for (i = 0; i < sec->n; i++) {
+			if (sec->src[i].key)
+				refs[n++] = (struct jwk_ref){ sec->src[i].key, sec->src[i].kid,
+							      sec->src[i].thumb };
+		}
+	}
+	/* Every sandbox loads its own copy of a policy: one key, one entry. */
+	qsort(refs, n, sizeof(*refs), jwk_cmp);
+	for (i = 0; i < n; i++) {
+		if (m && jwk_cmp(&refs[i], &refs[i - 1]) == 0)
+			continue;
+		keys[m] = refs[i].key;
+		kids[m++] = refs[i].kid;
+	}
+	r = cred_jwks(keys, kids, m, out, len);
+out:
+	pthread_mutex_unlock(&jwt_keys.lock);
+	free(refs);
+	free(keys);
+	free(kids);
+	return r;
 }
 
 static int save_one(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
@@ -250,6 +731,11 @@ void creds_sandbox_forget(struct sandbox *sb)
 
 	if (sb->creds)
 		cred_table_revoke(sb->creds, NULL);
+	/* Its minted tokens go too: a sandbox of the same name made later
+	 * gets new ones. */
+	pthread_mutex_lock(&jwt_cache.lock);
+	jwt_cache_drop(by_sandbox, sb->name);
+	pthread_mutex_unlock(&jwt_cache.lock);
 	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
 	unlink(path);
 }

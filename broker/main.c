@@ -360,6 +360,7 @@ int main(int argc, char **argv)
 		loop_stop(broker.workers[i].loop);
 	for (i = 0; i < n; i++)
 		pthread_join(broker.workers[i].thread, NULL);
+	creds_shutdown(); /* the token fetcher stops; its tokens are wiped */
 	log_info("sluiced: stopped");
 	audit_close();
 	return 0;

@@ -192,8 +192,11 @@ int cmd_status(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--metrics"))
 		return ctl_print("metrics", true);
+	/* The JWK Set that verifies the broker's minted JWTs (public keys). */
+	if (argc == 2 && !strcmp(argv[1], "--jwks"))
+		return ctl_print("jwks", true);
 	if (argc != 1) {
-		fprintf(stderr, "usage: sluice status [--metrics]\n");
+		fprintf(stderr, "usage: sluice status [--metrics | --jwks]\n");
 		return 2;
 	}
 	return ctl_print("status", true);

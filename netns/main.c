@@ -24,7 +24,7 @@ static const struct {
 			  "                              create, exec, delete; exits with CMD's status" },
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
-	{ "status", cmd_status, "status [--metrics]          broker counters (Prometheus text with --metrics)" },
+	{ "status", cmd_status, "status [--metrics|--jwks]   broker counters (Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },

@@ -24,7 +24,7 @@
 #define MAX_RULES 4096
 #define MAX_PORTS 64
 #define MAX_RANGES 4096
-#define MAX_CREDS 256
+#define MAX_CREDS 256 /* CREDS_MAX in broker/broker_internal.h */
 
 struct loader {
 	const char *file;
@@ -211,21 +211,28 @@ static int parse_duration(const char *s, uint64_t *sec)
 	return 0;
 }
 
-static int duration(struct loader *ld, const struct ynode *n, const char *key, uint64_t *sec)
+/* A duration of 1 s to @max_sec (at most 366 d); @max_text says @max_sec. */
+static int duration_max(struct loader *ld, const struct ynode *n, const char *key,
+			uint64_t max_sec, const char *max_text, uint64_t *sec)
 {
 	int r = want_scalar(ld, n, key);
 
 	if (r < 0)
 		return r;
 	r = parse_duration(n->str, sec);
-	if (r == -ERANGE)
-		return fail(ld, n, "duration `%s` for `%s` out of range (1s to 366d)",
-			    SHOW(n), key);
+	if (r == -ERANGE || (r == 0 && *sec > max_sec))
+		return fail(ld, n, "duration `%s` for `%s` out of range (1s to %s)",
+			    SHOW(n), key, max_text);
 	if (r < 0)
 		return fail(ld, n,
 			    "bad duration `%s` for `%s` (write e.g. 30s, 15m, 1h, 1h30m)",
 			    SHOW(n), key);
 	return 0;
+}
+
+static int duration(struct loader *ld, const struct ynode *n, const char *key, uint64_t *sec)
+{
+	return duration_max(ld, n, key, 366ull * 86400, "366d", sec);
 }
 
 static int ports(struct loader *ld, const struct ynode *n, struct policy_rule *ru)
@@ -544,11 +551,262 @@ static bool scope_host_allowed(const struct policy *p, const char *h)
 	return false;
 }
 
+/* Printable ASCII, SP included (values that go into JSON or a form). */
+static bool printable(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* A scope-token of RFC 6749 3.3: %x21 / %x23-5B / %x5D-7E. */
+static bool scope_token_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x21 || ch > 0x7e || ch == '"' || ch == '\\')
+			return false;
+	}
+	return len > 0;
+}
+
+/* A printable value of at most @max characters into *@out. */
+static int text_value(struct loader *ld, const struct ynode *n, const char *key, size_t max,
+		      char **out)
+{
+	int r = want_scalar(ld, n, key);
+
+	if (r < 0)
+		return r;
+	if (n->len > max || !printable(n->str, n->len))
+		return fail(ld, n, "bad `%s` `%s` (printable ASCII, at most %zu characters)", key,
+			    SHOW(n), max);
+	*out = strdup(n->str);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int abs_path(struct loader *ld, const struct ynode *n, const char *key, char **out)
+{
+	int r = want_scalar(ld, n, key);
+
+	if (r < 0)
+		return r;
+	if (n->str[0] != '/')
+		return fail(ld, n, "`%s` `%s` must be an absolute path", key, SHOW(n));
+	*out = strdup(n->str);
+	return *out ? 0 : -ENOMEM;
+}
+
+/*
+ * token_url: https://HOST[:PORT][/PATH][?QUERY], HOST a DNS name, a dotted
+ * IPv4 address or a bracketed IPv6 one. Only https: the request carries
+ * the client secret.
+ */
+static int token_url(struct loader *ld, const struct ynode *n, struct policy_oauth2 *o)
+{
+	const char *s, *auth, *rest, *hp, *why;
+	char host[256], norm[256];
+	size_t alen, hl, nl, i;
+	struct sl_addr a;
+	uint64_t port = 443;
+	int r = want_scalar(ld, n, "token_url");
+
+	if (r < 0)
+		return r;
+	s = n->str;
+	if (strncasecmp(s, "https://", 8) != 0)
+		return fail(ld, n,
+			    strncasecmp(s, "http://", 7) == 0
+				    ? "token_url `%s` must be https:// (the request carries the client secret)"
+				    : "token_url `%s` is not an https:// URL",
+			    SHOW(n));
+	auth = s + 8;
+	alen = strcspn(auth, "/?#");
+	rest = auth + alen;
+	if (memchr(auth, '@', alen))
+		return fail(ld, n, "token_url `%s` must not hold user information", SHOW(n));
+	if (alen && auth[0] == '[') {
+		const char *end = memchr(auth, ']', alen);
+
+		if (!end || (size_t)(end - auth - 1) >= sizeof(host))
+			return fail(ld, n, "bad IPv6 address in token_url `%s`", SHOW(n));
+		hl = (size_t)(end - auth - 1);
+		memcpy(host, auth + 1, hl);
+		host[hl] = '\0';
+		if (addr_parse(host, &a) < 0 || addr_is_v4(&a))
+			return fail(ld, n, "bad IPv6 address in token_url `%s`", SHOW(n));
+		hp = end + 1;
+	} else {
+		const char *colon = memchr(auth, ':', alen);
+
+		hl = colon ? (size_t)(colon - auth) : alen;
+		if (hl == 0)
+			return fail(ld, n, "token_url `%s` has no host", SHOW(n));
+		if (hl >= sizeof(host))
+			return fail(ld, n, "bad host in token_url `%s`: name longer than 253 characters",
+				    SHOW(n));
+		memcpy(host, auth, hl);
+		host[hl] = '\0';
+		if (addr_parse(host, &a) < 0) {
+			if (!policy_check_name(host, hl, false, &why))
+				return fail(ld, n, "bad host in token_url `%s`: %s", SHOW(n), why);
+			if (policy_normalize_name(host, hl, norm, &nl) < 0 || nl >= sizeof(host))
+				return fail(ld, n, "bad host in token_url `%s`", SHOW(n));
+			memcpy(host, norm, nl);
+			host[nl] = '\0';
+		}
+		hp = auth + hl;
+	}
+	if (hp < rest) {
+		/* ":PORT" */
+		const char *d = hp + 1;
+		size_t dl = (size_t)(rest - d);
+
+		port = 0;
+		if (*hp != ':' || dl == 0 || dl > 5 || d[0] == '0')
+			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)", SHOW(n));
+		for (i = 0; i < dl; i++) {
+			if (d[i] < '0' || d[i] > '9')
+				return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)",
+					    SHOW(n));
+			port = port * 10 + (uint64_t)(d[i] - '0');
+		}
+		if (port == 0 || port > 65535)
+			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)", SHOW(n));
+	}
+	if (strchr(rest, '#'))
+		return fail(ld, n, "token_url `%s` must not have a fragment", SHOW(n));
+	for (i = 0; rest[i]; i++) {
+		if ((unsigned char)rest[i] <= 0x20 || (unsigned char)rest[i] >= 0x7f)
+			return fail(ld, n, "bad character in token_url `%s`", SHOW(n));
+	}
+	o->token_url = strdup(s);
+	o->token_host = strdup(host);
+	o->token_port = (uint16_t)port;
+	/* "https://h?q" asks for "/?q". */
+	if (asprintf(&o->token_path, "%s%s", *rest == '/' ? "" : "/", rest) < 0)
+		o->token_path = NULL;
+	if (!o->token_url || !o->token_host || !o->token_path)
+		return -ENOMEM;
+	return 0;
+}
+
+static int source_oauth2(struct loader *ld, const struct ynode *n, struct policy_credential *c)
+{
+	static const char *const keys[] = { "token_url", "client_id", "client_secret_file",
+					    "scopes", NULL };
+	struct policy_oauth2 *o = &c->oauth2;
+	const struct ynode *v;
+	size_t i;
+	int r;
+
+	if ((r = want(ld, n, YNODE_MAP, "oauth2")) < 0 ||
+	    (r = check_keys(ld, n, "`oauth2`", keys)) < 0)
+		return r;
+	for (i = 0; keys[i + 1]; i++) {
+		if (!ytree_map_get(n, keys[i]))
+			return fail(ld, n, "`oauth2` needs `%s`", keys[i]);
+	}
+	if ((r = token_url(ld, ytree_map_get(n, "token_url"), o)) < 0 ||
+	    (r = text_value(ld, ytree_map_get(n, "client_id"), "client_id", 256,
+			    &o->client_id)) < 0 ||
+	    (r = abs_path(ld, ytree_map_get(n, "client_secret_file"), "client_secret_file",
+			  &c->source)) < 0)
+		return r;
+	v = ytree_map_get(n, "scopes");
+	if (!v)
+		return 0;
+	if ((r = str_list(ld, v, "scopes", &o->scopes, &o->n_scopes)) < 0)
+		return r;
+	for (i = 0; i < o->n_scopes; i++) {
+		if (!scope_token_ok(o->scopes[i], strlen(o->scopes[i])))
+			return fail(ld, v->kids[i],
+				    "bad scope `%s` (visible ASCII without space, `\"` or `\\`)",
+				    SHOW(v->kids[i]));
+	}
+	return 0;
+}
+
+static int source_jwt(struct loader *ld, const struct ynode *n, struct policy_credential *c)
+{
+	static const char *const keys[] = { "key_file", "issuer", "ttl", "kid", "scope", NULL };
+	struct policy_jwt *j = &c->jwt;
+	const struct ynode *v;
+	int r;
+
+	if ((r = want(ld, n, YNODE_MAP, "jwt")) < 0 ||
+	    (r = check_keys(ld, n, "`jwt`", keys)) < 0)
+		return r;
+	if (!ytree_map_get(n, "key_file"))
+		return fail(ld, n, "`jwt` needs `key_file`");
+	if (!ytree_map_get(n, "issuer"))
+		return fail(ld, n, "`jwt` needs `issuer`");
+	if ((r = abs_path(ld, ytree_map_get(n, "key_file"), "key_file", &c->source)) < 0 ||
+	    (r = text_value(ld, ytree_map_get(n, "issuer"), "issuer", 256, &j->issuer)) < 0)
+		return r;
+	j->ttl_sec = 300;
+	v = ytree_map_get(n, "ttl");
+	if (v && (r = duration_max(ld, v, "ttl", 86400, "1d", &j->ttl_sec)) < 0)
+		return r;
+	v = ytree_map_get(n, "kid");
+	if (v && (r = text_value(ld, v, "kid", 128, &j->kid)) < 0)
+		return r;
+	v = ytree_map_get(n, "scope");
+	if (v && (r = text_value(ld, v, "scope", 1024, &j->scope)) < 0)
+		return r;
+	return 0;
+}
+
+/* `source`: exactly one of file: PATH, env: NAME, oauth2: {...}, jwt: {...}. */
+static int source(struct loader *ld, const struct ynode *v, struct policy_credential *c)
+{
+	static const char *const src_keys[] = { "file", "env", "oauth2", "jwt", NULL };
+	const struct ynode *s;
+	const char *kind;
+	int r;
+
+	if ((r = want(ld, v, YNODE_MAP, "source")) < 0 ||
+	    (r = check_keys(ld, v, "`source`", src_keys)) < 0)
+		return r;
+	if (v->n != 2)
+		return fail(ld, v, "`source` needs exactly one of `file`, `env`, `oauth2` or `jwt`");
+	kind = v->kids[0]->str;
+	s = v->kids[1];
+	if (strcmp(kind, "oauth2") == 0) {
+		c->source_kind = POLICY_SOURCE_OAUTH2;
+		return source_oauth2(ld, s, c);
+	}
+	if (strcmp(kind, "jwt") == 0) {
+		c->source_kind = POLICY_SOURCE_JWT;
+		return source_jwt(ld, s, c);
+	}
+	if ((r = want_scalar(ld, s, kind)) < 0)
+		return r;
+	if (strcmp(kind, "file") == 0) {
+		c->source_kind = POLICY_SOURCE_FILE;
+		if (s->str[0] != '/')
+			return fail(ld, s, "secret file `%s` must be an absolute path", SHOW(s));
+	} else {
+		c->source_kind = POLICY_SOURCE_ENV;
+		if (!env_name_ok(s->str, s->len))
+			return fail(ld, s, "`%s` is not a valid environment variable name",
+				    SHOW(s));
+	}
+	c->source = strdup(s->str);
+	return c->source ? 0 : -ENOMEM;
+}
+
 static int credential(struct loader *ld, const struct ynode *n, struct policy_credential *c)
 {
 	static const char *const keys[] = { "name",	   "source", "inject", "scope",
 					    "placeholder", "ttl",    "plaintext", NULL };
-	static const char *const src_keys[] = { "file", "env", NULL };
 	static const char *const inj_keys[] = { "header", "value", NULL };
 	static const char *const scope_keys[] = { "hosts", "methods", "paths", NULL };
 	const struct ynode *v, *s;
@@ -574,25 +832,8 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 	v = ytree_map_get(n, "source");
 	if (!v)
 		return fail(ld, n, "credential `%s` needs a `source`", c->name);
-	if ((r = want(ld, v, YNODE_MAP, "source")) < 0 ||
-	    (r = check_keys(ld, v, "`source`", src_keys)) < 0)
+	if ((r = source(ld, v, c)) < 0)
 		return r;
-	if (v->n != 2)
-		return fail(ld, v, "`source` needs exactly one of `file` or `env`");
-	s = v->kids[1];
-	if ((r = want_scalar(ld, s, v->kids[0]->str)) < 0)
-		return r;
-	if (strcmp(v->kids[0]->str, "file") == 0) {
-		c->source_kind = POLICY_SOURCE_FILE;
-		if (s->str[0] != '/')
-			return fail(ld, s, "secret file `%s` must be an absolute path", SHOW(s));
-	} else {
-		c->source_kind = POLICY_SOURCE_ENV;
-		if (!env_name_ok(s->str, s->len))
-			return fail(ld, s, "`%s` is not a valid environment variable name",
-				    SHOW(s));
-	}
-	c->source = strdup(s->str);
 
 	v = ytree_map_get(n, "inject");
 	if (v) {
@@ -833,6 +1074,16 @@ static void cred_free(struct policy_credential *c)
 		free(c->paths[i]);
 	free(c->paths);
 	free(c->placeholder);
+	free(c->oauth2.token_url);
+	free(c->oauth2.token_host);
+	free(c->oauth2.token_path);
+	free(c->oauth2.client_id);
+	for (i = 0; i < c->oauth2.n_scopes; i++)
+		free(c->oauth2.scopes[i]);
+	free(c->oauth2.scopes);
+	free(c->jwt.issuer);
+	free(c->jwt.kid);
+	free(c->jwt.scope);
 }
 
 void policy_free(struct policy *p)

@@ -26,14 +26,44 @@ enum policy_redirects {
 	POLICY_REDIRECTS_ANY,
 };
 
-enum policy_source_kind { POLICY_SOURCE_FILE, POLICY_SOURCE_ENV };
+enum policy_source_kind {
+	POLICY_SOURCE_FILE,
+	POLICY_SOURCE_ENV,
+	POLICY_SOURCE_OAUTH2, /* client-credentials grant; source: client_secret_file */
+	POLICY_SOURCE_JWT,    /* minted by the broker; source: key_file */
+};
+
+/* `source: { oauth2: {...} }`: the broker fetches an access token. */
+struct policy_oauth2 {
+	char *token_url;  /* as written: https://HOST[:PORT][/PATH[?QUERY]] */
+	char *token_host; /* lower-cased DNS name, or an address literal
+			   * (IPv6 without its brackets) */
+	uint16_t token_port; /* 443 unless given */
+	char *token_path;    /* path and query, "/" when none */
+	char *client_id;
+	char **scopes; /* scope tokens (RFC 6749 3.3); n_scopes may be 0 */
+	size_t n_scopes;
+};
+
+/* `source: { jwt: {...} }`: the broker mints a token per request scope. */
+struct policy_jwt {
+	char *issuer;
+	char *kid;   /* NULL: the broker derives one */
+	char *scope; /* the "scope" claim, or NULL */
+	uint64_t ttl_sec; /* default 300; 1 s to 1 d */
+};
 
 /* A credential as the policy file states it; the secret itself is not here
  * (the broker reads it from the source). */
 struct policy_credential {
 	char *name;
 	enum policy_source_kind source_kind;
-	char *source; /* a path or an environment variable name */
+	/* file: the secret's path; env: a variable name; oauth2: the
+	 * client_secret_file; jwt: the key_file (always an absolute path
+	 * but for env) */
+	char *source;
+	struct policy_oauth2 oauth2; /* POLICY_SOURCE_OAUTH2 only, else zero */
+	struct policy_jwt jwt;	     /* POLICY_SOURCE_JWT only, else zero */
 	char *inject_header; /* NULL when the credential injects no header */
 	char *inject_value;  /* template containing "{secret}" */
 	char **hosts;	     /* scope; patterns like allow rules */

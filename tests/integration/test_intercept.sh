@@ -151,7 +151,9 @@ t_ok "transparent, a host outside every scope is spliced" \
 # A client that does not trust the sandbox CA gets nothing through.
 t_fails "a client trusting only the world CA cannot talk to an intercepted host" \
 	X curl -sf -m 10 --cacert "$WORLD_CA" https://echo.world.test/api/x
-t_ok "logged as client-tls" grep -q '"reason":"client-tls"' "$BROKER_AUDIT"
+# The broker logs it when it reads the client's alert: a moment after curl.
+audit_has() { local i; for i in $(seq 30); do grep -q "$1" "$BROKER_AUDIT" && return 0; sleep 0.1; done; return 1; }
+t_ok "logged as client-tls" audit_has '"reason":"client-tls"'
 
 # --- audit and secrets ------------------------------------------------------------
 t_ok "the CONNECT is logged as intercepted" grep -q '"reason":"intercepted"' "$BROKER_AUDIT"

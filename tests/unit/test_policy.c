@@ -51,6 +51,18 @@
 #define INJ "    inject: { header: Authorization, value: \"Bearer {secret}\" }\n"
 #define SCOPE "    scope: { hosts: [api.example.com] }\n"
 
+/* Sources of short-lived credentials, in block style from line 8:
+ * "    source:" (8), "      oauth2:" or "      jwt:" (9), then the source's
+ * keys from line 10, column 9. */
+#define O2 "    source:\n      oauth2:\n"
+#define O2_URL "        token_url: https://auth.example.com/token\n" /* value at 20 */
+#define O2_ID "        client_id: sluice\n"			      /* value at 20 */
+#define O2_SEC "        client_secret_file: /etc/sluice/cs\n"       /* value at 29 */
+#define O2_URLV(u) "        token_url: " u "\n"
+#define JW "    source:\n      jwt:\n"
+#define JW_KEY "        key_file: /etc/sluice/jwt.pem\n" /* value at 19 */
+#define JW_ISS "        issuer: https://sluice.example\n" /* value at 17 */
+
 struct bad_row {
 	const char *yaml;
 	unsigned line, col;
@@ -207,8 +219,89 @@ static const struct bad_row bad_rows[] = {
 	{ CREDS SRC "    inject: { header: Authorization, value: \"{secret}\\r\\nX: y\" }\n" SCOPE,
 	  9, 45, "control character in inject value" },
 	{ CREDS "    source: { env: TOK, file: /x }\n" INJ SCOPE, 8, 13,
-	  "`source` needs exactly one of `file` or `env`" },
-	{ CREDS "    source: {}\n" INJ SCOPE, 8, 13, "`source` needs exactly one of `file` or `env`" },
+	  "`source` needs exactly one of `file`, `env`, `oauth2` or `jwt`" },
+	{ CREDS "    source: {}\n" INJ SCOPE, 8, 13, "`source` needs exactly one of `file`, `env`" },
+	{ CREDS "    source: { env: TOK, jwt: { key_file: /k, issuer: i } }\n" INJ SCOPE, 8, 13,
+	  "`source` needs exactly one of" },
+	{ CREDS "    source: { env: [TOK] }\n" INJ SCOPE, 8, 20, "`env` must be a single value" },
+
+	/* oauth2 sources */
+	{ CREDS O2 O2_URLV("http://auth.example.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "token_url `http://auth.example.com/token` must be https:// (the request carries" },
+	{ CREDS O2 O2_URLV("ftp://auth.example.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "token_url `ftp://auth.example.com/token` is not an https:// URL" },
+	{ CREDS O2 O2_URLV("auth.example.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "is not an https:// URL" },
+	{ CREDS O2 O2_URLV("https://u:p@auth.example.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "token_url `https://u:p@auth.example.com/token` must not hold user information" },
+	{ CREDS O2 O2_URLV("https:///token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "token_url `https:///token` has no host" },
+	{ CREDS O2 O2_URLV("https://auth..example.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad host in token_url `https://auth..example.com/token`: empty label" },
+	{ CREDS O2 O2_URLV("https://auth_ex ample.com/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad host in token_url" },
+	{ CREDS O2 O2_URLV("https://auth.example.com:0/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad port in token_url `https://auth.example.com:0/token` (a number 1-65535)" },
+	{ CREDS O2 O2_URLV("https://auth.example.com:65536/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad port in token_url" },
+	{ CREDS O2 O2_URLV("https://auth.example.com:44x/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad port in token_url" },
+	{ CREDS O2 O2_URLV("https://auth.example.com:/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad port in token_url" },
+	{ CREDS O2 O2_URLV("https://[::1/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad IPv6 address in token_url `https://[::1/token`" },
+	{ CREDS O2 O2_URLV("https://[11.0.2.20]/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad IPv6 address in token_url" },
+	{ CREDS O2 O2_URLV("https://[::1]x/token") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad port in token_url" },
+	{ CREDS O2 O2_URLV("https://auth.example.com/token#x") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "token_url `https://auth.example.com/token#x` must not have a fragment" },
+	{ CREDS O2 O2_URLV("https://auth.example.com/to ken") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "bad character in token_url `https://auth.example.com/to ken`" },
+	{ CREDS O2 O2_URLV("[https://auth.example.com/token]") O2_ID O2_SEC INJ SCOPE, 10, 20,
+	  "`token_url` must be a single value, not a list" },
+	{ CREDS O2 O2_ID O2_SEC INJ SCOPE, 10, 9, "`oauth2` needs `token_url`" },
+	{ CREDS O2 O2_URL O2_SEC INJ SCOPE, 10, 9, "`oauth2` needs `client_id`" },
+	{ CREDS O2 O2_URL O2_ID INJ SCOPE, 10, 9, "`oauth2` needs `client_secret_file`" },
+	{ CREDS O2 O2_URL O2_ID "        client_secret_file: cs\n" INJ SCOPE, 12, 29,
+	  "`client_secret_file` `cs` must be an absolute path" },
+	{ CREDS O2 O2_URL "        client_id: \"a\\nb\"\n" O2_SEC INJ SCOPE, 11, 20,
+	  "bad `client_id` `a?b` (printable ASCII, at most 256 characters)" },
+	{ CREDS O2 O2_URL "        client_id: [a]\n" O2_SEC INJ SCOPE, 11, 20,
+	  "`client_id` must be a single value, not a list" },
+	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: [read, \"a b\"]\n" INJ SCOPE, 13, 24,
+	  "bad scope `a b` (visible ASCII without space" },
+	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: []\n" INJ SCOPE, 13, 17, "`scopes` is empty" },
+	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: read\n" INJ SCOPE, 13, 17,
+	  "`scopes` must be a list, not a scalar" },
+	{ CREDS O2 O2_URL O2_ID O2_SEC "        audience: api\n" INJ SCOPE, 13, 9,
+	  "unknown key `audience` in `oauth2` (expected one of: token_url, client_id" },
+	{ CREDS "    source: { oauth2: https://auth.example.com/token }\n" INJ SCOPE, 8, 23,
+	  "`oauth2` must be a mapping, not a scalar" },
+
+	/* jwt sources */
+	{ CREDS JW "        key_file: jwt.pem\n" JW_ISS INJ SCOPE, 10, 19,
+	  "`key_file` `jwt.pem` must be an absolute path" },
+	{ CREDS JW JW_KEY INJ SCOPE, 10, 9, "`jwt` needs `issuer`" },
+	{ CREDS JW JW_ISS INJ SCOPE, 10, 9, "`jwt` needs `key_file`" },
+	{ CREDS JW JW_KEY JW_ISS "        ttl: 2d\n" INJ SCOPE, 12, 14,
+	  "duration `2d` for `ttl` out of range (1s to 1d)" },
+	{ CREDS JW JW_KEY JW_ISS "        ttl: 24h1s\n" INJ SCOPE, 12, 14,
+	  "duration `24h1s` for `ttl` out of range (1s to 1d)" },
+	{ CREDS JW JW_KEY JW_ISS "        ttl: 0s\n" INJ SCOPE, 12, 14,
+	  "duration `0s` for `ttl` out of range (1s to 1d)" },
+	{ CREDS JW JW_KEY JW_ISS "        ttl: soon\n" INJ SCOPE, 12, 14,
+	  "bad duration `soon` for `ttl`" },
+	{ CREDS JW JW_KEY JW_ISS "        alg: RS256\n" INJ SCOPE, 12, 9,
+	  "unknown key `alg` in `jwt` (expected one of: key_file, issuer, ttl, kid, scope)" },
+	{ CREDS JW JW_KEY "        issuer: \"a\\tb\"\n" INJ SCOPE, 11, 17, "bad `issuer` `a?b`" },
+	{ CREDS JW JW_KEY JW_ISS "        kid: \"\"\n" INJ SCOPE, 12, 14, "empty value for `kid`" },
+	{ CREDS JW JW_KEY JW_ISS "        kid: " L64 L64 "k\n" INJ SCOPE, 12, 14,
+	  "(printable ASCII, at most 128 characters)" },
+	{ CREDS JW JW_KEY JW_ISS "        scope: [repo]\n" INJ SCOPE, 12, 16,
+	  "`scope` must be a single value, not a list" },
+	{ CREDS JW JW_KEY JW_KEY JW_ISS INJ SCOPE, 11, 9, "duplicate key `key_file` in `jwt`" },
+	{ CREDS "    source: { jwt: [] }\n" INJ SCOPE, 8, 20, "`jwt` must be a mapping, not a list" },
 	{ CREDS "    source: { file: secrets/tok }\n" INJ SCOPE, 8, 21,
 	  "secret file `secrets/tok` must be an absolute path" },
 	{ CREDS "    source: { env: A-B }\n" INJ SCOPE, 8, 20,
@@ -623,6 +716,96 @@ static void test_credential_fields(void **state)
 	policy_unref(p);
 }
 
+static void test_token_sources(void **state)
+{
+	const struct policy_credential *c;
+	struct policy *p;
+
+	(void)state;
+	p = load(EG "credentials:\n"
+		    "  - name: o\n"
+		    "    source:\n"
+		    "      oauth2:\n"
+		    "        token_url: HTTPS://Auth.Example.COM.:8443/oauth/token?tenant=a\n"
+		    "        client_id: \"sluice broker\"\n"
+		    "        client_secret_file: /etc/sluice/cs\n"
+		    "        scopes: [\"repo:read\", write]\n"
+		    "    inject: { header: Authorization, value: \"Bearer {secret}\" }\n"
+		    "    scope: { hosts: [api.example.com] }\n"
+		    "  - name: o4\n"
+		    "    source: { oauth2: { token_url: \"https://11.0.2.20\", client_id: i,"
+		    " client_secret_file: /cs } }\n"
+		    "    placeholder: O4\n"
+		    "    scope: { hosts: [api.example.com] }\n"
+		    "  - name: o6\n"
+		    "    source: { oauth2: { token_url: \"https://[2001:DB8::1]:9443?x=1\","
+		    " client_id: i, client_secret_file: /cs } }\n"
+		    "    placeholder: O6\n"
+		    "    scope: { hosts: [api.example.com] }\n"
+		    "  - name: j\n"
+		    "    source: { jwt: { key_file: /etc/sluice/jwt.pem, issuer: sluice } }\n"
+		    "    inject: { header: Authorization, value: \"Bearer {secret}\" }\n"
+		    "    scope: { hosts: [a.x.com] }\n"
+		    "  - name: j2\n"
+		    "    source:\n"
+		    "      jwt: { key_file: /k.pem, issuer: \"https://iss\", ttl: 1d, kid: k1,"
+		    " scope: \"repo read\" }\n"
+		    "    placeholder: J2\n"
+		    "    scope: { hosts: [a.x.com] }\n");
+	assert_int_equal(policy_credential_count(p), 5);
+
+	c = policy_credential_get(p, 0);
+	assert_int_equal(c->source_kind, POLICY_SOURCE_OAUTH2);
+	assert_string_equal(c->source, "/etc/sluice/cs");
+	assert_string_equal(c->oauth2.token_url,
+			    "HTTPS://Auth.Example.COM.:8443/oauth/token?tenant=a");
+	assert_string_equal(c->oauth2.token_host, "auth.example.com");
+	assert_int_equal(c->oauth2.token_port, 8443);
+	assert_string_equal(c->oauth2.token_path, "/oauth/token?tenant=a");
+	assert_string_equal(c->oauth2.client_id, "sluice broker");
+	assert_int_equal(c->oauth2.n_scopes, 2);
+	assert_string_equal(c->oauth2.scopes[0], "repo:read");
+	assert_string_equal(c->oauth2.scopes[1], "write");
+	assert_null(c->jwt.issuer);
+
+	c = policy_credential_get(p, 1);
+	assert_int_equal(c->source_kind, POLICY_SOURCE_OAUTH2);
+	assert_string_equal(c->oauth2.token_host, "11.0.2.20");
+	assert_int_equal(c->oauth2.token_port, 443);
+	assert_string_equal(c->oauth2.token_path, "/");
+	assert_int_equal(c->oauth2.n_scopes, 0);
+	assert_null(c->oauth2.scopes);
+
+	c = policy_credential_get(p, 2);
+	assert_string_equal(c->oauth2.token_host, "2001:DB8::1");
+	assert_int_equal(c->oauth2.token_port, 9443);
+	assert_string_equal(c->oauth2.token_path, "/?x=1");
+
+	c = policy_credential_get(p, 3);
+	assert_int_equal(c->source_kind, POLICY_SOURCE_JWT);
+	assert_string_equal(c->source, "/etc/sluice/jwt.pem");
+	assert_string_equal(c->jwt.issuer, "sluice");
+	assert_int_equal(c->jwt.ttl_sec, 300); /* the default, 5m */
+	assert_null(c->jwt.kid);
+	assert_null(c->jwt.scope);
+	assert_null(c->oauth2.token_url);
+
+	c = policy_credential_get(p, 4);
+	assert_int_equal(c->source_kind, POLICY_SOURCE_JWT);
+	assert_string_equal(c->source, "/k.pem");
+	assert_string_equal(c->jwt.issuer, "https://iss");
+	assert_int_equal(c->jwt.ttl_sec, 86400);
+	assert_string_equal(c->jwt.kid, "k1");
+	assert_string_equal(c->jwt.scope, "repo read");
+	policy_unref(p);
+
+	/* The shortest jwt ttl. */
+	p = load(EG "credentials:\n  - name: j\n"
+		    "    source: { jwt: { key_file: /k.pem, issuer: i, ttl: 1s } }\n" INJ SCOPE);
+	assert_int_equal(policy_credential_get(p, 0)->jwt.ttl_sec, 1);
+	policy_unref(p);
+}
+
 /* Shapes that are valid and must keep loading. */
 static void test_good_edge_cases(void **state)
 {
@@ -1031,6 +1214,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values_parsed),
 		cmocka_unit_test(test_credential_fields),
+		cmocka_unit_test(test_token_sources),
 		cmocka_unit_test(test_good_edge_cases),
 		cmocka_unit_test(test_match_name),
 		cmocka_unit_test(test_match_name_lengths),

@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Short-lived credentials over plain HTTP (plaintext: allow): an OAuth2
+# client-credentials token fetched by the broker over verified TLS from a
+# token endpoint in the test world (tests/world/tokens.py), fetched once
+# for many requests, refreshed in the background, and a 502
+# credential-unavailable when the endpoint refuses; JWTs minted by the
+# broker (ES256 and EdDSA), verified by a service in the test world with
+# the JWK Set `sluice status --jwks` prints, and refused once expired.
+# Neither the client secret nor a token appears in the audit log, the
+# broker's output, state_dir or the sandbox.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/world/broker.sh
+. tests/integration/lib.sh
+
+world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
+S1=$WORLD_PREFIX-c1
+S2=$WORLD_PREFIX-c2
+D=$WORLD_DIR
+S() { sl "$@"; }
+cleanup() {
+	S delete "$S1" >/dev/null 2>&1
+	S delete "$S2" >/dev/null 2>&1
+	broker_stop
+	world_down
+}
+trap cleanup EXIT
+
+# The endpoints: OAuth2 over HTTPS on other.world.test:9443 (the world's
+# certificate names *.world.test and 11.0.2.20), the JWT service over HTTP
+# on other.world.test:8081. Free ports of a world address.
+TOKEN_URL=https://other.world.test:9443/token
+CLIENT_SECRET="cs-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$CLIENT_SECRET" >"$D/client_secret"
+printf 'wrong-%s\n' "$CLIENT_SECRET" >"$D/wrong_secret"
+chmod 600 "$D/client_secret" "$D/wrong_secret"
+: >"$D/issued"
+: >"$D/jwt-seen"
+echo '{"keys":[]}' >"$D/jwks.json"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$D/es.pem" 2>/dev/null &&
+	openssl genpkey -algorithm ED25519 -out "$D/ed.pem" 2>/dev/null &&
+	chmod 600 "$D/es.pem" "$D/ed.pem" ||
+	{ echo "openssl genpkey failed"; echo "0 passed, 1 failed"; exit 1; }
+world_spawn inet tokens /usr/bin/python3 tests/world/tokens.py --log "$D/tokens.log" \
+	--ready "$D/ready.tokens" \
+	--oauth 11.0.2.20:9443 --cert "$D/pki/server.crt" --key "$D/pki/server.key" \
+	--client-id sluice-test --client-secret-file "$D/client_secret" --tokens-file "$D/issued" \
+	--jwt 11.0.2.20:8081 --jwks "$D/jwks.json" --issuer https://sluice.test \
+	--jwt-log "$D/jwt-seen" ||
+	{ echo "0 passed, 1 failed"; exit 1; }
+_world_wait "tokens.py" test -s "$D/ready.tokens" || { echo "0 passed, 1 failed"; exit 1; }
+
+# The endpoint's own counters and switches, asked from inside the world.
+ep() { inet_exec curl -sf -m 5 --cacert "$WORLD_CA" --resolve other.world.test:9443:11.0.2.20 \
+	"https://other.world.test:9443/$1"; }
+issued() {	# SCOPE: tokens issued for it
+	ep count | python3 -c 'import json,sys; print(json.load(sys.stdin)["by_scope"].get(sys.argv[1], 0))' "$1"
+}
+last_token() { awk -F '\t' -v s="$1" '$2 == s { t = $1 } END { print t }' "$D/issued"; }
+
+broker_config "upstream_ca: $WORLD_CA"
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+    - host: other.world.test
+      ports: [8081]
+credentials:
+  - name: api
+    source:
+      oauth2:
+        token_url: $TOKEN_URL
+        client_id: sluice-test
+        client_secret_file: $D/client_secret
+        scopes: [read, write]
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/oauth/*"] }
+    plaintext: allow
+  - name: api-literal
+    source:
+      oauth2: { token_url: "https://11.0.2.20:9443/token", client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [literal] }
+    scope: { hosts: [echo.world.test], paths: ["/lit/*"] }
+    placeholder: LIT_TOKEN
+    plaintext: allow
+  - name: api-refused
+    source:
+      oauth2: { token_url: $TOKEN_URL, client_id: sluice-test,
+                client_secret_file: $D/wrong_secret, scopes: [refused] }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/refused/*"] }
+    plaintext: allow
+  - name: api-badtls
+    source:
+      oauth2: { token_url: "https://other.world.test:8443/token", client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [badtls] }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/badtls/*"] }
+    plaintext: allow
+  - name: api-chunked
+    source:
+      oauth2: { token_url: "https://other.world.test:9443/token-chunked", client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [chunked] }
+    inject: { header: X-Chunked, value: "{secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/framing/*"] }
+    plaintext: allow
+  - name: api-close
+    source:
+      oauth2: { token_url: "https://other.world.test:9443/token-close", client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [close] }
+    inject: { header: X-Close, value: "{secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/framing/*"] }
+    plaintext: allow
+  - name: svc-es
+    source: { jwt: { key_file: $D/es.pem, issuer: "https://sluice.test", ttl: 2s, scope: "svc:read" } }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [other.world.test], paths: ["/es/*"] }
+    plaintext: allow
+  - name: svc-ed
+    source: { jwt: { key_file: $D/ed.pem, issuer: "https://sluice.test", ttl: 2s, kid: ed-1 } }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [other.world.test], paths: ["/ed/*"] }
+    plaintext: allow
+  - name: svc-long
+    source: { jwt: { key_file: $D/ed.pem, issuer: "https://sluice.test", ttl: 1h, kid: ed-1 } }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [other.world.test], paths: ["/long/*"] }
+    plaintext: allow
+EOF
+broker_start || { echo "0 passed, 1 failed"; exit 1; }
+
+# ---- oauth2 -----------------------------------------------------------------
+t_ok "sluice create with oauth2 and jwt credentials" S create "$S1" --policy "$D/pol.yaml"
+t_eq "the endpoint issued one token for the credential" "1" "$(issued 'read write')"
+t_eq "and one for the one with an address literal in token_url" "1" "$(issued literal)"
+TOK=$(last_token 'read write')
+t_contains "a token was issued" "$TOK" "tok-"
+X() { S exec "$S1" -- "$@"; }
+NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
+ok=0
+for i in $(seq 20); do
+	out=$(X curl -sf -m 10 "http://echo.world.test/oauth/$i") && [ -n "$TOK" ] &&
+		[[ $out == *"\"Authorization\", \"Bearer $TOK\""* ]] && ok=$((ok + 1))
+done
+t_eq "20 requests: each carried the token (explicit proxy)" "20" "$ok"
+t_ok "the transparent path" X $NOPROXY curl -sf -m 10 http://echo.world.test/oauth/t
+t_contains "carries it too" "$T_OUT" "\"Authorization\", \"Bearer $TOK\""
+t_ok "over intercepted HTTPS (explicit proxy)" X curl -sf -m 10 https://echo.world.test/oauth/s
+t_contains "the token is injected inside TLS" "$T_OUT" "\"Authorization\", \"Bearer $TOK\""
+t_contains "and reaches the origin over TLS" "$T_OUT" '"scheme": "https"'
+t_ok "over intercepted HTTPS (transparent path)" X $NOPROXY curl -sf -m 10 https://echo.world.test/oauth/st
+t_contains "the token is injected too" "$T_OUT" "\"Authorization\", \"Bearer $TOK\""
+t_ok "the client's own Authorization" X curl -sf -m 10 -H 'Authorization: Bearer mine' http://echo.world.test/oauth/m
+t_not_contains "is replaced" "$T_OUT" "Bearer mine"
+t_eq "still one token issued after 24 requests" "1" "$(issued 'read write')"
+t_ok "sluice env" S env "$S1"
+ENV1=$T_OUT
+PH=$(echo "$ENV1" | sed -n 's/^LIT_TOKEN=//p')
+t_contains "an oauth2 credential can have a placeholder" "$PH" "sluice-ph-"
+t_ok "the placeholder in scope" X curl -sf -m 10 -H "X-Token: $PH" http://echo.world.test/lit/x
+t_contains "is swapped for the current token" "$T_OUT" "\"X-Token\", \"$(last_token literal)\""
+
+t_ok "token answers in chunks and ended by the close" X curl -sf -m 10 http://echo.world.test/framing/x
+t_contains "are read (chunked)" "$T_OUT" "\"X-Chunked\", \"$(last_token chunked)\""
+t_contains "are read (until the close)" "$T_OUT" "\"X-Close\", \"$(last_token close)\""
+
+reason() {
+	X "$@" -s -m 10 -o /dev/null -D - |
+		awk '/^HTTP\//{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+}
+world_clear_logs
+t_eq "an endpoint that refuses the client: 502" "502 credential-unavailable" \
+	"$(reason curl http://echo.world.test/refused/x)"
+t_eq "an endpoint whose certificate is not trusted: 502" "502 credential-unavailable" \
+	"$(reason curl http://echo.world.test/badtls/x)"
+t_eq "the echo server saw no request without the credential" "" "$(world_echo_log)"
+t_eq "the refused client got no token" "0" "$(issued refused)"
+LOG=$(cat "$BROKER_LOG")
+t_contains "the broker says which credential and host failed, and why" "$LOG" \
+	"credential \`api-refused\`: token from other.world.test failed: HTTP 401"
+t_contains "a TLS failure is named" "$LOG" "credential \`api-badtls\`: token from other.world.test failed: TLS: certificate not trusted"
+t_contains "the audit line names the credential-unavailable refusal" "$(cat "$BROKER_AUDIT")" \
+	'"reason":"credential-unavailable"'
+
+# A policy whose secret or key file cannot be read does not load.
+sed "s#$D/wrong_secret#$D/missing_secret#" "$D/pol.yaml" >"$D/pol-nosecret.yaml"
+t_fails "a missing client_secret_file: sluice create fails" S create "$S2" --policy "$D/pol-nosecret.yaml"
+t_contains "naming the credential" "$T_ERR$T_OUT" "credential \`api-refused\`: client_secret_file"
+sed "s#$D/ed.pem#$D/missing.pem#" "$D/pol.yaml" >"$D/pol-nokey.yaml"
+t_fails "a missing jwt key_file: sluice create fails" S create "$S2" --policy "$D/pol-nokey.yaml"
+t_contains "naming the credential" "$T_ERR$T_OUT" "credential \`svc-ed\`: key_file"
+
+# A reload keeps the cached token: no new fetch.
+t_ok "sluice reload" S reload
+t_ok "a request after the reload" X curl -sf -m 10 http://echo.world.test/oauth/r
+t_contains "carries the same token" "$T_OUT" "\"Authorization\", \"Bearer $TOK\""
+t_eq "and nothing was fetched again" "1" "$(issued 'read write')"
+
+# ---- jwt ----------------------------------------------------------------------
+t_ok "sluice status --jwks" S status --jwks
+JWKS=$T_OUT
+printf '%s\n' "$JWKS" >"$D/jwks.json"
+t_eq "the JWK Set holds the two keys (one listed once for two credentials)" "2 EC:P-256:ES256 OKP:Ed25519:EdDSA" \
+	"$(python3 -c 'import json,sys; k=json.load(sys.stdin)["keys"]; print(len(k), " ".join(sorted("%s:%s:%s" % (j["kty"], j["crv"], j["alg"]) for j in k)))' <<<"$JWKS")"
+t_eq "no private key material in it" "" \
+	"$(python3 -c 'import json,sys; print(" ".join(j for k in json.load(sys.stdin)["keys"] for j in k if j in ("d", "p", "q")))' <<<"$JWKS")"
+t_eq "the ES256 key's kid is its RFC 7638 thumbprint" "ok" "$(python3 -c '
+import base64, hashlib, json, sys
+for k in json.load(sys.stdin)["keys"]:
+    if k["kty"] == "EC":
+        c = json.dumps({"crv": k["crv"], "kty": k["kty"], "x": k["x"], "y": k["y"]}, separators=(",", ":"), sort_keys=True)
+        t = base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b"=").decode()
+        print("ok" if t == k["kid"] else "kid %s, thumbprint %s" % (k["kid"], t))' <<<"$JWKS")"
+t_contains "the EdDSA key has the kid the policy gives" "$JWKS" '"kid":"ed-1"'
+
+claim() {	# JSON KEY...: print the claims named, space-separated
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); c=d["claims"]; print(" ".join(str(c.get(k)) for k in sys.argv[2:]))' "$@"
+}
+for alg in es ed; do
+	t_ok "a request in the $alg credential's scope" X curl -sf -m 10 "http://other.world.test:8081/$alg/x"
+	R=$T_OUT
+	t_contains "the service verified the minted token with the printed JWK Set ($alg)" "$R" '"ok": true'
+	t_eq "sub = the sandbox, aud = the host, iss ($alg)" "$S1 other.world.test https://sluice.test" \
+		"$(claim "$R" sub aud iss)"
+	t_eq "exp - iat = the ttl, 2 s ($alg)" "2" "$(python3 -c 'import json,sys; c=json.loads(sys.argv[1])["claims"]; print(c["exp"] - c["iat"])' "$R")"
+done
+t_eq "the scope claim" "svc:read" "$(claim "$(X curl -sf -m 10 http://other.world.test:8081/es/s)" scope)"
+t_eq "the ES256 header" "ES256" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["header"]["alg"])' \
+	"$(X curl -sf -m 10 http://other.world.test:8081/es/h)")"
+
+# Expiry: a token minted now is refused by the service after its 2 s.
+t_ok "a fresh token" X curl -sf -m 10 http://other.world.test:8081/ed/old
+OLD=$(tail -n 1 "$D/jwt-seen")
+OLD_JTI=$(claim "$T_OUT" jti)
+OLD_EXP=$(claim "$T_OUT" exp)
+for _ in $(seq 50); do [ "$(date +%s)" -gt "$OLD_EXP" ] && break; sleep 0.1; done
+t_rc "after its ttl, the old token is refused by the service" 22 \
+	inet_exec curl -sf -m 5 -H "Authorization: Bearer $OLD" http://11.0.2.20:8081/ed/replay
+t_contains "as expired" "$(inet_exec curl -s -m 5 -H "Authorization: Bearer $OLD" http://11.0.2.20:8081/ed/replay)" \
+	'"error": "expired"'
+t_ok "while a new request" X curl -sf -m 10 http://other.world.test:8081/ed/new
+t_contains "gets a new, valid token" "$T_OUT" '"ok": true'
+t_not_contains "(another jti)" "$T_OUT" "$OLD_JTI"
+A=$(X curl -sf -m 10 http://other.world.test:8081/long/a)
+B=$(X curl -sf -m 10 http://other.world.test:8081/long/b)
+t_eq "a long-lived token is reused for the same sandbox and host" "$(claim "$A" jti)" "$(claim "$B" jti)"
+t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
+t_eq "gets its own token (sub = its name)" "$S2" \
+	"$(claim "$(S exec "$S2" -- curl -sf -m 10 http://other.world.test:8081/long/c)" sub)"
+t_eq "the JWK Set still lists each key once" "2" \
+	"$(S status --jwks | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["keys"]))')"
+t_eq "the second sandbox shared the cached oauth2 token" "1" "$(issued 'read write')"
+t_ok "delete the second sandbox" S delete "$S2"
+
+# ---- oauth2 refresh -------------------------------------------------------------
+# Tokens now live 2 s; a restarted broker fetches a fresh one (the cache
+# is in memory) and must refresh it in the background, without a 502.
+t_ok "the endpoint issues 2 s tokens now" ep "control?expires_in=2"
+broker_stop
+broker_start
+t_ok "the broker restarts" test -n "$BROKER_PID"
+# The fetcher started during the restore, before the broker dropped its
+# capabilities: it must have dropped its own (capabilities are per thread).
+caps=$(cat /proc/"$BROKER_PID"/task/*/status 2>/dev/null | awk '$1 == "CapEff:" || $1 == "CapPrm:" { print $2 }' | sort -u)
+t_eq "no thread of the broker keeps a capability ($(ls /proc/"$BROKER_PID"/task | wc -l) threads)" \
+	"0000000000000000" "$caps"
+before=$(issued 'read write')
+end=$(($(date +%s%N) + 6500000000))
+n=0 good=0 bad=''
+declare -A seen=()
+while [ "$(date +%s%N)" -lt "$end" ] && [ $n -lt 100 ]; do
+	n=$((n + 1))
+	out=$(X curl -s -m 10 -o - -w '\n%{http_code}' "http://echo.world.test/oauth/refresh$n")
+	code=${out##*$'\n'}
+	if [ "$code" = 200 ]; then
+		good=$((good + 1))
+		t=$(sed -n 's/.*"Authorization", "Bearer \(tok-[0-9a-f]*\)".*/\1/p' <<<"$out")
+		[ -n "$t" ] && seen[$t]=1
+	else
+		bad="$bad $code"
+	fi
+	sleep 0.2
+done
+after=$(issued 'read write')
+t_eq "requests for 6.5 s while tokens expire every 2 s: none refused" "" "$bad"
+t_ok "($good requests, spread over the 6.5 s)" test "$good" -ge 5
+t_ok "the token was refreshed in the background (fetches: $((after - before)))" test $((after - before)) -ge 3
+t_ok "the requests saw several tokens (${#seen[@]})" test "${#seen[@]}" -ge 2
+
+t_ok "the endpoint fails from now" ep "control?fail=1"
+for _ in $(seq 40); do
+	[ "$(reason curl http://echo.world.test/oauth/down)" = "502 credential-unavailable" ] && break
+	sleep 0.1
+done
+world_clear_logs
+t_eq "once the last token expired: 502" "502 credential-unavailable" \
+	"$(reason curl http://echo.world.test/oauth/down)"
+t_eq "again" "502 credential-unavailable" "$(reason curl http://echo.world.test/oauth/down)"
+t_eq "never a request without it: the echo server saw none" "" "$(world_echo_log)"
+t_ok "the endpoint works again" ep "control?fail=0&expires_in=3600"
+for _ in $(seq 80); do
+	X curl -sf -m 5 -o /dev/null http://echo.world.test/oauth/up && break
+	sleep 0.1
+done
+t_ok "and after the backoff the credential is back" X curl -sf -m 10 http://echo.world.test/oauth/up
+
+# ---- hygiene ----------------------------------------------------------------------
+ALL_TOKENS=$(cut -f 1 "$D/issued")
+t_ok "tokens were issued ($(echo "$ALL_TOKENS" | wc -l))" test -n "$ALL_TOKENS"
+leak() {	# WHERE: every file there, for the secret, any issued token, any seen JWT
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		grep -rqF -e "$CLIENT_SECRET" "$f" && { echo "client secret in $f"; return 0; }
+		grep -rqF -f <({ echo "$ALL_TOKENS"; cat "$D/jwt-seen"; } | grep -v "^$") "$f" &&
+			{ echo "a token in $f"; return 0; }
+	done
+	return 1
+}
+t_fails "neither the client secret nor a token in the audit log" leak "$BROKER_AUDIT"
+t_fails "nor in the broker's output" leak "$BROKER_LOG"
+t_fails "nor in state_dir" leak "$D/state"
+t_fails "nor in the sandbox's files" leak "/run/sluice-sandboxes/$S1" "/etc/netns/$S1"
+t_ok "sluice env" S env "$S1"
+t_not_contains "nor in its environment (secret)" "$T_OUT" "$CLIENT_SECRET"
+t_not_contains "nor in its environment (token)" "$T_OUT" "tok-"
+t_contains "audit lines name the credential" "$(cat "$BROKER_AUDIT")" '"credential":"api"'
+t_eq "no decoy was hit" "" "$(world_decoy_hits)"
+broker_stop
+t_contains "the broker stops cleanly, fetcher and all, within 5 s" "$(tail -n 3 "$BROKER_LOG")" "sluiced: stopped"
+t_done
