@@ -46,8 +46,11 @@ LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
 
-MAINS := broker/main.c netns/main.c
-LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c netns/*.c)))
+MAINS := broker/main.c netns/main.c probe/main.c
+LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c netns/*.c probe/*.c)))
+# The probe links nothing but libc, so that bin/sluice-probe can be static.
+PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
+PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_SRC := $(wildcard $(LLHTTP_DIR)/*.c)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/llhttp/%.o,$(LLHTTP_SRC))
@@ -67,7 +70,7 @@ all: deps
 deps:
 	$(Q)scripts/deps.sh build
 
-build: $(BIN)/sluiced $(BIN)/sluice
+build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -92,6 +95,13 @@ $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# Static (static-pie): no shared library, no NSS; it can be copied into
+# any container, microVM or jail.
+$(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(if $(SAN),-pie,-static-pie) -Wl,-z,relro,-z,now $(SAN) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
@@ -170,7 +180,7 @@ tidy:
 
 install: all
 	install -d $(DESTDIR)$(bindir)
-	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(DESTDIR)$(bindir)/
+	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
 
 clean:
 	rm -rf build bin

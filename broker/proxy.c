@@ -111,6 +111,7 @@ struct conn {
 	bool raw;	  /* a tunnel without HTTP: refusals are resets */
 	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
 	bool tls_first;	  /* the upstream handshake precedes the first request */
+	bool inner;	  /* HTTP requests inside a CONNECT tunnel, each checked */
 	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
 	SSL *cssl, *ussl; /* intercepted: the sandbox's side, the upstream side */
 	const char *proto; /* "http", "connect", "tls", "tcp" */
@@ -145,6 +146,8 @@ static __thread struct worker *cur_worker;
 static void conn_run(struct conn *c);
 static enum step start_request(struct conn *c);
 static enum step sniff(struct conn *c, bool timed_out);
+static bool looks_like_http(const char *p, size_t n);
+static enum step start_inner_http(struct conn *c);
 static enum step peek(struct conn *c, bool timed_out);
 
 static uint64_t now_us(void)
@@ -752,7 +755,7 @@ static enum step decide(struct conn *c, struct http_request *req)
 	else
 		c->path[0] = '\0';
 	/* The audit line of a refusal below names the host asked for. */
-	if (!c->cssl && !c->transparent && req->has_authority)
+	if (!c->cssl && !c->inner && !c->transparent && req->has_authority)
 		memcpy(c->host, a->host, a->host_len + 1);
 	/* Placeholders first: one on its way outside its scope is an
 	 * exfiltration attempt, and is logged as that whatever else is wrong
@@ -760,11 +763,11 @@ static enum step decide(struct conn *c, struct http_request *req)
 	s = check_credentials(c, req, head, (size_t)c->head_len, NULL);
 	if (s != STEP_NEXT || c->st == CS_REPLY)
 		return s; /* refused: the reply is under way */
-	if (c->cssl) {
-		/* Inside intercepted TLS: every request is for the host the
-		 * tunnel was opened to (no domain fronting). */
+	if (c->cssl || c->inner) {
+		/* Inside intercepted TLS or a CONNECT tunnel: every request is
+		 * for the host the tunnel was opened to (no domain fronting). */
 		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
-			return reply(c, 400, "deny", "connect-in-tls");
+			return reply(c, 400, "deny", c->cssl ? "connect-in-tls" : "connect-in-tunnel");
 		if (!req->has_authority || !host_same(a->host, c->host) ||
 		    (a->port_given && a->port != c->port))
 			return deny(c, "host-mismatch");
@@ -1128,6 +1131,32 @@ static enum step tls_connect(struct conn *c)
 }
 
 /*
+ * Plain HTTP inside a CONNECT tunnel goes through the HTTP path, request by
+ * request, each bound to the tunnel's host like a request inside
+ * intercepted TLS: a tunnel to an allowed host is no way to reach another
+ * one by its Host header.
+ */
+static enum step start_inner_http(struct conn *c)
+{
+	c->proto = "connect";
+	audit(c, "allow", "http-in-tunnel");
+	c->proto = "http";
+	c->inner = true;
+	c->intercept = false;
+	c->is_connect = false;
+	c->raw = false;
+	c->upstream_reusable = true;
+	c->up = c->down = 0;
+	c->method[0] = c->path[0] = '\0';
+	c->head_started = false;
+	c->in->pos = c->in->len = 0; /* the peeked bytes are still in the socket */
+	c->st = CS_HEAD;
+	want(c, EPOLLIN, 0);
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	return STEP_NEXT;
+}
+
+/*
  * After "200 Connection established", a CONNECT tunnel's first bytes are
  * peeked (never consumed): a TLS ClientHello must name the CONNECT's host
  * in its SNI (no domain fronting), and is intercepted when the host is in
@@ -1156,8 +1185,11 @@ static enum step peek(struct conn *c, bool timed_out)
 		c->head_started = true;
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
 	}
-	if ((uint8_t)c->in->data[0] != 0x16)
+	if ((uint8_t)c->in->data[0] != 0x16) {
+		if (looks_like_http(c->in->data, (size_t)k))
+			return start_inner_http(c);
 		return start_tunnel(c);
+	}
 	h = malloc(sizeof(*h));
 	if (!h)
 		return conn_free(c), STEP_FREED;

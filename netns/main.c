@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "netns/netns.h"
+#include "probe/probe.h"
 
 static int cmd_help(int argc, char **argv);
 
@@ -25,6 +26,7 @@ static const struct {
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--metrics|--jwks]   broker counters (Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
+	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)" },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },

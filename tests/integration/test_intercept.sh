@@ -140,6 +140,16 @@ t_fails "a ClientHello whose SNI is not the CONNECT host is reset" \
 	-p -x "http://$(X printenv HTTPS_PROXY | sed 's|http://||')" https://canary.world.test/
 t_ok "logged as sni-mismatch" grep -q '"reason":"sni-mismatch"' "$BROKER_AUDIT"
 
+# Plain HTTP inside a CONNECT tunnel goes through the HTTP path, each request
+# bound to the tunnel's host.
+t_ok "plain HTTP through a CONNECT tunnel (curl -p)" X curl -sf -m 10 -p http://echo.world.test/tunnel
+t_ok "is logged as http-in-tunnel" grep -q '"reason":"http-in-tunnel"' "$BROKER_AUDIT"
+t_eq "a request in the tunnel naming another Host" "403 host-mismatch" \
+	"$(reason curl -p -H 'Host: other.world.test' http://echo.world.test/)"
+t_ok "the credential applies inside the tunnel as over plain HTTP (no plaintext: allow: none)" \
+	X curl -sf -m 10 -p http://echo.world.test/api/p
+t_not_contains "no secret over plain HTTP" "$T_OUT" "$SECRET"
+
 # --- transparent path -----------------------------------------------------------
 t_ok "HTTPS in scope, transparent path" X $NOPROXY curl -sf -m 10 https://echo.world.test/api/t
 t_contains "the echo server saw the injected header" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""

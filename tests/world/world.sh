@@ -15,7 +15,11 @@
 # (11.0.2.10, 11.0.2.20, 2600:1::10: 80 http, 443 https, 8080 http;
 # 11.0.2.20:8443 https with a self-signed cert; 11.0.2.10:22 SSH-like
 # banner), and decoys on private, CGNAT, link-local/metadata, documentation
-# and ULA addresses plus a UDP listener on 11.0.3.1 (53, 443, 9999). A decoy
+# and ULA addresses plus a UDP listener on 11.0.3.1 (53, 443, 9999). For the
+# probe's allowlist-edge checks dnsmasq also answers *.evil.world.test and
+# evil-echo.world.test (11.0.2.20), and echo.world.test has a NULL record
+# next to its TXT one. world_add_routed gives a namespace plain routed
+# access to the internet namespace, with no broker. A decoy
 # answers like a real server, so that a leak looks like success to the code
 # under test, and writes a HIT line that the test then finds.
 #
@@ -190,7 +194,10 @@ _world_servers() {
 		--host-record=v6only.world.test,fd00::5 \
 		--address=/canary.world.test/11.0.2.10 \
 		--txt-record=echo.world.test,"sluice-world echo" \
-		--txt-record=ready.world.test,ready || return 1
+		--txt-record=ready.world.test,ready \
+		--dns-rr=echo.world.test,10,736c75696365 \
+		--address=/evil.world.test/11.0.2.20 \
+		--host-record=evil-echo.world.test,11.0.2.20 || return 1
 
 	for a in "$WORLD_ECHO4" "$WORLD_OTHER4" "[$WORLD_ECHO6]"; do
 		echo_args+=(--listen "http:$a:80" --listen "https:$a:443" --listen "http:$a:8080")
@@ -434,6 +441,45 @@ world_add_client() {
 	_world_wait "link $link" _world_link_running "$WORLD_BRK" "$link" &&
 	_world_wait "link eth0 in $ns" _world_link_running "$ns" eth0 ||
 		{ _world_err "client $name setup failed"; return 1; }
+}
+
+# world_add_routed NAME ADDR/PLEN GWADDR [ADDR6/PLEN GW6]: netns
+# $WORLD_PREFIX-NAME with plain routed access to the internet namespace and
+# no broker at all: its eth0 (ADDR/PLEN, default via GWADDR; optionally
+# ADDR6/PLEN, default via GW6) is wired by veth straight to the internet
+# namespace, whose end (${WORLD_PREFIX}rN) gets GWADDR (and GW6). Every
+# server address there is one hop away; its resolv.conf names the world's
+# resolver. This is the "open network" a sandbox must not be: what leaks
+# from here shows that a check can fail. Torn down by world_down.
+world_add_routed() {
+	local name=$1 cidr=$2 gw=$3 cidr6=${4:-} gw6=${5:-} ns n link
+	[ -n "${WORLD_DIR:-}" ] && [ -d "$WORLD_DIR" ] || { _world_err "no world"; return 1; }
+	if ! [[ $name =~ ^[a-z0-9][a-z0-9_-]{0,30}$ ]] || [[ $cidr != */* ]] || [ -z "$gw" ] ||
+		{ [ -n "$cidr6" ] && { [[ $cidr6 != */* ]] || [ -z "$gw6" ]; }; }; then
+		_world_err "usage: world_add_routed NAME ADDR/PLEN GWADDR [ADDR6/PLEN GW6]"
+		return 1
+	fi
+	ns=$WORLD_PREFIX-$name
+	[ -e "/run/netns/$ns" ] && { _world_err "namespace $name exists"; return 1; }
+	n=$(($(wc -l <"$WORLD_DIR/netns") + 1))
+	link=${WORLD_PREFIX}r$n
+	_world_ns_add "$ns" &&
+	ip -n "$WORLD_INET" link add "$link" type veth peer name eth0 netns "$ns" &&
+	ip -n "$WORLD_INET" addr add "$gw/${cidr#*/}" dev "$link" &&
+	ip -n "$WORLD_INET" link set "$link" up &&
+	ip -n "$ns" addr add "$cidr" dev eth0 &&
+	ip -n "$ns" link set eth0 up &&
+	ip -n "$ns" route add default via "$gw" || { _world_err "routed $name setup failed"; return 1; }
+	if [ -n "$cidr6" ]; then
+		ip -n "$WORLD_INET" addr add "$gw6/${cidr6#*/}" dev "$link" nodad &&
+		ip -n "$ns" addr add "$cidr6" dev eth0 nodad &&
+		ip -n "$ns" -6 route add default via "$gw6" ||
+			{ _world_err "routed $name IPv6 setup failed"; return 1; }
+	fi
+	_world_resolv "$ns" "$WORLD_RESOLVER" &&
+	_world_wait "link $link" _world_link_running "$WORLD_INET" "$link" &&
+	_world_wait "link eth0 in $ns" _world_link_running "$ns" eth0 ||
+		{ _world_err "routed $name setup failed"; return 1; }
 }
 
 # Run a command in a world namespace (no timeout: wrap it yourself, or use t_ok).

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# sluice probe, proven both ways. Inside a sluice sandbox, with every target
+# pointed into the test world, every check that runs passes (the exact set
+# is asserted), no decoy is hit and dnsmasq never hears of the canary. In a
+# namespace with plain routed access to the world's "internet" (no broker),
+# the same probe fails, by id, every check whose leak that network has;
+# with a naive open proxy there, every proxy check fails too. Together the
+# runs show each check failing somewhere: none of them can only pass.
+# Also: misuse exits 2, --only/--skip/--list/--json, the binary is static
+# and runs from a copy elsewhere, and a credential's value is never printed.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/world/broker.sh
+. tests/integration/lib.sh
+
+BIN=${SLUICE_BIN:-$PWD/bin}
+PROBE=$BIN/sluice-probe
+PY=/usr/bin/python3
+# The sandbox's traffic must be judged by sluice, never by the caller's proxy.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+# --- the binary, and misuse (these send nothing) -----------------------------------
+t_ok "bin/sluice-probe is there" test -x "$PROBE"
+t_ok "file(1) on it" file -b "$PROBE"
+t_contains "it is statically linked" "$T_OUT" "static"
+t_ok "ldd finds no shared library in it" sh -c \
+	"ldd '$PROBE' 2>&1 | grep -Eq 'statically linked|not a dynamic executable'"
+t_ok "readelf: no dynamic section needs a library" sh -c "! readelf -d '$PROBE' | grep -q NEEDED"
+t_ok "and no program interpreter" sh -c "! readelf -l '$PROBE' | grep -q 'program interpreter'"
+
+t_rc "an unknown option is misuse" 2 "$PROBE" --bogus
+t_contains "and says which" "$T_ERR" "unknown option \`--bogus\`"
+t_rc "a bad value is misuse" 2 "$PROBE" --public-addr 1.2.3
+t_contains "and says which" "$T_ERR" "--public-addr: \`1.2.3\` is not an IPv4 address"
+t_rc "a bad timeout is misuse" 2 "$PROBE" --timeout 5min
+t_rc "an option without its value is misuse" 2 "$PROBE" --canary
+t_rc "a stray argument is misuse" 2 "$PROBE" extra
+t_rc "an unknown id in --only is misuse" 2 "$PROBE" --only tcp-public-literal,no-such-check
+t_contains "and names it" "$T_ERR" "unknown check id \`no-such-check\`"
+t_rc "an unknown id in --skip is misuse" 2 "$PROBE" --skip nope
+t_rc "--only and --skip leaving nothing is misuse" 2 "$PROBE" --only dns-txt --skip dns-txt
+t_ok "--help" "$PROBE" --help
+for o in --expect-allow --expect-deny --canary --resolver --timeout --json --only --skip \
+	--public-addr --public-addr6 --private-addr --private-addr6 --metadata-addr --doh-host \
+	--dot-addr --redirect-url --allowed-addr; do
+	t_contains "--help names $o" "$T_OUT" "$o"
+done
+t_ok "--list" "$PROBE" --list
+LIST=$T_OUT
+IDS=$(awk '{print $1}' <<<"$LIST" | sort)
+NIDS=$(wc -l <<<"$IDS")
+t_ok "at least 30 checks ($NIDS)" test "$NIDS" -ge 30
+t_eq "check ids are unique" "$NIDS" "$(uniq <<<"$IDS" | wc -l)"
+t_eq "every check has a description" "" "$(awk 'NF < 3' <<<"$LIST")"
+t_ok "--list --only" "$PROBE" --list --only dns-txt,tcp-public-literal
+t_eq "lists those two" "dns-txt tcp-public-literal" "$(awk '{print $1}' <<<"$T_OUT" | sort | paste -sd' ')"
+t_ok "--list --skip" "$PROBE" --list --skip dns-txt --skip=dns-any
+t_eq "lists all but two" "$((NIDS - 2))" "$(wc -l <<<"$T_OUT")"
+if [ -x "$BIN/sluice" ]; then
+	t_ok "sluice probe --list (the same code in the CLI)" "$BIN/sluice" probe --list
+	t_eq "lists the same checks" "$LIST" "$T_OUT"
+	t_rc "sluice probe: misuse exits 2" 2 "$BIN/sluice" probe --only nope
+else
+	t_skip "sluice probe --list" "no $BIN/sluice"
+fi
+
+# --- the world ----------------------------------------------------------------------
+world_up || { echo "world did not come up"; echo "$T_PASS passed, $((T_FAIL + 1)) failed"; exit 1; }
+D=$WORLD_DIR
+SB=$WORLD_PREFIX-pb
+RT=$WORLD_PREFIX-rt
+cleanup() {
+	sl delete "$SB" >/dev/null 2>&1
+	broker_stop
+	world_down
+}
+trap cleanup EXIT
+
+# A DNS-over-TLS server for dns-dot (the echo server's TLS on 11.0.1.53:853).
+world_spawn inet dot "$PY" tests/world/echo.py --log "$D/dot.log" --ready "$D/ready.dot" \
+	--cert "$D/pki/server.crt" --key "$D/pki/server.key" --listen "https:11.0.1.53:853"
+for _ in $(seq 100); do [ -s "$D/ready.dot" ] && break; sleep 0.1; done
+t_ok "a DoT server listens on 11.0.1.53:853" test -s "$D/ready.dot"
+
+echo "s3cret-of-the-broker" >"$D/secret"
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+      ports: [80, 443]
+credentials:
+  - name: demo
+    source: { file: $D/secret }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/api/*"] }
+    placeholder: DEMO_TOKEN
+    plaintext: allow
+EOF
+broker_config "connect_timeout: 2s"
+broker_start || { echo "broker did not start"; echo "$T_PASS passed, $((T_FAIL + 1)) failed"; exit 1; }
+t_ok "sluice create" sl create "$SB" --policy "$D/pol.yaml"
+# Unprivileged ping sockets allowed in the sandbox's own namespace, so that
+# icmp-echo has something to send with (the sandbox's sysctl, not the machine's).
+ip netns exec "$SB" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+t_ok "sluice env" sl env "$SB"
+SBENV=$T_OUT
+PH=$(sed -n 's/^DEMO_TOKEN=//p' <<<"$SBENV")
+t_contains "the sandbox holds a placeholder" "$PH" "sluice-ph-"
+
+# Every target points into the test world: never at a real outside address.
+# shellcheck disable=SC2054 # --gateway-ports takes a comma list
+CANARY=canary.world.test
+ARGS=(--timeout 3
+	--expect-allow echo.world.test:443 --expect-allow echo.world.test:80
+	--expect-deny other.world.test:443 --expect-deny other.world.test:80
+	--canary "$CANARY" --resolver 11.0.1.53 --resolver 11.0.3.1
+	--public-addr 11.0.2.10 --public-addr6 2600:1::10
+	--private-addr 10.0.0.5 --private-addr 172.16.0.5 --private-addr 192.168.1.5
+	--private-addr 100.64.0.5 --private-addr6 fd00::5
+	--metadata-addr 169.254.169.254 --metadata-addr6 fd00:ec2::254 --ecs-addr 169.254.170.2
+	--alibaba-addr 100.100.100.200 --metadata-name metadata.world.test
+	--udp-addr 11.0.3.1 --udp-port 9999 --dns-name other.world.test
+	--doh-host other.world.test --doh-addr 11.0.2.20 --dot-addr 11.0.1.53:853
+	--allowed-addr 11.0.2.10 --blocked-port 8080
+	--redirect-url "http://echo.world.test/redirect?to=http://10.0.0.5/"
+	--edge-suffix evil.world.test --edge-prefix evil- --gateway-ports 22,80,443,8080,9090)
+
+# The sandbox as `sluice exec` makes it, with only the environment sluice gives.
+# shellcheck disable=SC2086 # sluice env prints KEY=VALUE words
+IN_SB() { sl exec "$SB" -- env -i PATH=/usr/bin:/bin $SBENV "$@"; }
+# verdicts JSON: "verdict id" lines of a --json report.
+verdicts() { $PY -c 'import json,sys
+for c in json.load(sys.stdin)["checks"]: print(c["verdict"], c["id"])' <<<"$1"; }
+ids_of() { awk -v v="$2" '$1 == v {print $2}' <<<"$1" | sort | paste -sd' '; }
+detail_of() { $PY -c 'import json,sys
+for c in json.load(sys.stdin)["checks"]:
+    if c["id"] == sys.argv[1]: print(c["detail"])' "$2" <<<"$1"; }
+has_line() { grep -Eq "$2" <<<"$1"; }
+all_but() { comm -23 <(tr ' ' '\n' <<<"$IDS" | sort) <(tr ' ' '\n' <<<"$*" | sort) | paste -sd' '; }
+
+# --- 1. inside a sluice sandbox: everything passes ----------------------------------------
+world_clear_logs
+T0=$(date +%s%N)
+t_rc "in the sandbox: the probe exits 0" 0 IN_SB "$PROBE" "${ARGS[@]}" --json
+echo "# the sandbox run took $((($(date +%s%N) - T0) / 1000000)) ms"
+SBJSON=$T_OUT
+t_ok "its --json is valid JSON" sh -c 'printf "%s" "$1" | python3 -m json.tool >/dev/null' _ "$SBJSON"
+V=$(verdicts "$SBJSON")
+t_eq "every check ran" "$NIDS" "$(wc -l <<<"$V")"
+# No IPv6 in a sluice sandbox: these have nothing to send on.
+SKIP_SB="icmp6-echo meta-imds-v6 tcp-private-v6 tcp-public-v6"
+t_eq "failed in the sandbox" "" "$(ids_of "$V" fail)"
+t_eq "skipped in the sandbox (no IPv6 route)" "$SKIP_SB" "$(ids_of "$V" skip)"
+t_eq "passed in the sandbox: all the others" "$(all_but $SKIP_SB)" "$(ids_of "$V" pass)"
+t_eq "the JSON summary agrees" "$((NIDS - 4)) 0 4" \
+	"$($PY -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(s["pass"], s["fail"], s["skip"])' <<<"$SBJSON")"
+t_contains "skipped with the reason" "$(detail_of "$SBJSON" tcp-public-v6)" "no IPv6 route"
+t_contains "a literal: 403 address-literal" "$(detail_of "$SBJSON" tcp-public-literal)" \
+	"HTTP 403 X-Sluice-Reason: address-literal"
+t_contains "metadata: 403 address-literal" "$(detail_of "$SBJSON" meta-imds-v4)" "address-literal"
+t_contains "an allowed host on another port: port-not-allowed" \
+	"$(detail_of "$SBJSON" tcp-allowed-port)" "port-not-allowed"
+t_contains "another Host: host-mismatch" "$(detail_of "$SBJSON" tcp-host-mismatch)" "host-mismatch"
+t_contains "UDP out: ICMP admin-prohibited" "$(detail_of "$SBJSON" udp-443-quic)" "admin-prohibited"
+t_contains "ICMP echo: admin-prohibited" "$(detail_of "$SBJSON" icmp-raw)" "admin-prohibited"
+t_contains "direct DNS meets the filter" "$(detail_of "$SBJSON" dns-direct-udp)" "NXDOMAIN"
+t_contains "the canary label: NXDOMAIN, EDE 15 (Blocked)" "$(detail_of "$SBJSON" dns-canary-exfil)" \
+	"NXDOMAIN (EDE 15: blocked by sluice policy)"
+t_contains "the redirect is refused" "$(detail_of "$SBJSON" redirect-private)" "redirect-outside-policy"
+t_contains "the proxy refuses 127.1" "$(detail_of "$SBJSON" proxy-loop-127-1)" "X-Sluice-Reason"
+t_contains "the placeholder counts as one" "$(detail_of "$SBJSON" env-credentials)" "1 holding a placeholder"
+t_contains "expected hosts work through the proxy" "$(detail_of "$SBJSON" expect-allow)" "TLS ServerHello"
+t_not_contains "the placeholder's value is not printed" "$SBJSON" "$PH"
+t_eq "no decoy was hit" "" "$(world_decoy_hits)"
+t_eq "dnsmasq heard nothing of the canary" "" "$(grep -i "$CANARY" "$D/dnsmasq.log")"
+t_contains "the canary label the probe asked is in its report" "$SBJSON" "sluice-probe-"
+
+SB_RC=$(verdicts "$SBJSON" | grep -q '^fail' && echo 1 || echo 0)
+SB_SUM=$($PY -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print("%d passed, %d failed, %d skipped" % (s["pass"], s["fail"], s["skip"]))' <<<"$SBJSON")
+t_rc "the readable table, in the sandbox: the same exit status" "$SB_RC" IN_SB "$PROBE" "${ARGS[@]}"
+TABLE=$T_OUT
+t_contains "has a header" "$TABLE" "CHECK"
+t_ok "one line per check, with its verdict" has_line "$TABLE" '^tcp-public-literal +pass +HTTP to a public'
+t_contains "and the same summary as the JSON" "$TABLE" "$NIDS checks: $SB_SUM"
+
+# The same with the proxy variables unset: the transparent path, alone.
+NOPROXY_ENV=$(grep -v -i '_proxy=' <<<"$SBENV")
+# shellcheck disable=SC2086
+t_rc "in the sandbox without proxy variables: exits 0" 0 \
+	sl exec "$SB" -- env -i PATH=/usr/bin:/bin $NOPROXY_ENV "$PROBE" "${ARGS[@]}" --json
+V=$(verdicts "$T_OUT")
+PROXY_IDS=$(grep -E '^proxy-' <<<"$IDS" | paste -sd' ')
+t_eq "every proxy check is skipped, and the IPv6 ones" \
+	"$(xargs -n1 <<<"$PROXY_IDS $SKIP_SB" | sort | paste -sd' ')" "$(ids_of "$V" skip)"
+t_contains "no proxy variable" "$(detail_of "$T_OUT" proxy-private)" "no proxy variable is set"
+t_eq "nothing failed" "" "$(ids_of "$V" fail)"
+t_contains "expected hosts work directly (transparent path)" "$(detail_of "$T_OUT" expect-allow)" \
+	"echo.world.test:443: TLS ServerHello"
+
+t_rc "--only runs just those" 0 IN_SB "$PROBE" "${ARGS[@]}" --json --only tcp-public-literal,dns-txt
+t_eq "--only: the two ids" "pass dns-txt pass tcp-public-literal" "$(verdicts "$T_OUT" | sort | paste -sd' ')"
+t_rc "--skip leaves them out (the same exit status)" "$SB_RC" IN_SB "$PROBE" "${ARGS[@]}" --json \
+	--skip tcp-public-literal,dns-txt
+SKIPPED=$(verdicts "$T_OUT")
+t_eq "--skip: two fewer" "$((NIDS - 2))" "$(wc -l <<<"$SKIPPED")"
+t_not_contains "--skip: not that one" "$SKIPPED" "tcp-public-literal"
+t_rc "sluice probe (the CLI) in the sandbox" 0 IN_SB "$BIN/sluice" probe "${ARGS[@]}" --json \
+	--only tcp-public-literal,dns-canary-exfil,udp-443-quic,expect-allow
+t_eq "the same code, the same verdicts" \
+	"pass dns-canary-exfil pass expect-allow pass tcp-public-literal pass udp-443-quic" \
+	"$(verdicts "$T_OUT" | sort | paste -sd' ')"
+t_rc "a host expected to work that does not: exit 1" 1 IN_SB "$PROBE" "${ARGS[@]}" \
+	--only expect-allow --expect-allow other.world.test:443 --json
+t_eq "expect-allow fails" "fail expect-allow" "$(verdicts "$T_OUT")"
+t_contains "naming it" "$(detail_of "$T_OUT" expect-allow)" "other.world.test:443"
+t_eq "still no decoy hit" "" "$(world_decoy_hits)"
+t_eq "still nothing of the canary at dnsmasq" "" "$(grep -i "$CANARY" "$D/dnsmasq.log")"
+sl delete "$SB" >/dev/null 2>&1
+
+# --- 2. plain routed access, no broker: the leaks show, by id -----------------------------
+world_clear_logs
+t_ok "a namespace routed straight into the world" \
+	world_add_routed rt 11.0.9.2/24 11.0.9.1 fd11:9::2/64 fd11:9::1
+ip netns exec "$RT" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+# Something listening on the gateway, on one of the ports that must be closed.
+world_spawn inet decoy-gw "$PY" tests/world/decoy.py --log "$D/decoy-gw.log" \
+	--ready "$D/ready.decoy-gw" --tcp 11.0.9.1:9090
+for _ in $(seq 100); do [ -s "$D/ready.decoy-gw" ] && break; sleep 0.1; done
+TOKEN=ghp_routed0secret0value0must0not0show
+# From a copy elsewhere: the static binary needs nothing of its build tree.
+mkdir -p "$D/elsewhere" && cp "$PROBE" "$D/elsewhere/probe"
+RUN_RT() { ip netns exec "$RT" env -i GITHUB_TOKEN=$TOKEN "$@"; }
+t_rc "routed: the probe (a copy, no PATH) exits 1" 1 RUN_RT "$D/elsewhere/probe" "${ARGS[@]}" --json
+RTJSON=$T_OUT
+t_ok "its --json is valid JSON" sh -c 'printf "%s" "$1" | python3 -m json.tool >/dev/null' _ "$RTJSON"
+V=$(verdicts "$RTJSON")
+LEAKS="dns-any dns-canary-direct dns-canary-exfil dns-direct-tcp dns-direct-udp dns-doh dns-dot
+	dns-null dns-txt env-credentials expect-deny gw-direct-ports icmp-echo icmp-raw icmp6-echo
+	meta-alibaba meta-ecs meta-imds-v2 meta-imds-v4 meta-imds-v6 meta-name name-mixed-case
+	name-prefix name-suffix name-trailing-dot redirect-private tcp-allowed-literal
+	tcp-allowed-port tcp-host-mismatch tcp-private-v4 tcp-private-v6 tcp-public-literal
+	tcp-public-other tcp-public-v6 tls-public-literal tls-sni-mismatch udp-443-quic udp-53-out
+	udp-random-port"
+LEAKS=$(xargs -n1 <<<"$LEAKS" | sort | paste -sd' ')
+t_eq "routed: exactly these checks fail" "$LEAKS" "$(ids_of "$V" fail)"
+t_eq "routed: the expected hosts still work" "expect-allow" "$(ids_of "$V" pass)"
+t_eq "routed: the proxy checks are skipped (no proxy)" "$PROXY_IDS" "$(ids_of "$V" skip)"
+t_contains "a literal: the echo server answered" "$(detail_of "$RTJSON" tcp-public-literal)" "HTTP 200"
+t_contains "TLS: a ServerHello came back" "$(detail_of "$RTJSON" tls-public-literal)" "ServerHello"
+t_contains "UDP: the responder replied" "$(detail_of "$RTJSON" udp-random-port)" "a reply"
+t_contains "ICMP: an echo reply" "$(detail_of "$RTJSON" icmp-raw)" "echo reply"
+t_contains "the canary was answered" "$(detail_of "$RTJSON" dns-canary-exfil)" "reached the canary"
+t_contains "the credential is named" "$(detail_of "$RTJSON" env-credentials)" "GITHUB_TOKEN"
+t_not_contains "its value is never printed" "$RTJSON" "$TOKEN"
+t_ok "dnsmasq did hear the canary labels here" grep -q "sluice-probe-.*\.$CANARY" "$D/dnsmasq.log"
+t_contains "the metadata decoy was hit" "$(world_decoy_hits)" "169.254.169.254 80"
+t_contains "the gateway decoy was hit" "$(cat "$D/decoy-gw.log")" "11.0.9.1 9090"
+RT_FAILED=$(ids_of "$V" fail)
+t_rc "routed, the table: exit 1" 1 RUN_RT "$D/elsewhere/probe" "${ARGS[@]}"
+TABLE=$T_OUT
+t_ok "names a leak by id" has_line "$TABLE" '^meta-imds-v4 +fail'
+t_not_contains "the table never prints the value either" "$TABLE" "$TOKEN"
+
+# --- 3. routed, with a naive open proxy: every proxy check fails --------------------------
+# What a proxy without a policy does: connect wherever it is asked.
+cat >"$D/naive.py" <<'EOF'
+import select, socket, sys, threading
+from urllib.parse import urlsplit
+ME = (sys.argv[1], int(sys.argv[2]))
+
+def relay(a, b):
+    try:
+        while True:
+            r, _, _ = select.select([a, b], [], [], 5)
+            if not r:
+                return
+            for s in r:
+                d = s.recv(65536)
+                if not d:
+                    return
+                (b if s is a else a).sendall(d)
+    except OSError:
+        pass
+
+def handle(c):
+    up = None
+    try:
+        c.settimeout(5)
+        head = b""
+        while b"\r\n\r\n" not in head and len(head) < 65536:
+            d = c.recv(4096)
+            if not d:
+                return
+            head += d
+        method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        if method == "CONNECT":
+            host, _, port = target.rpartition(":")
+            host, port = host.strip("[]"), int(port)
+        else:
+            u = urlsplit(target)
+            host, port = u.hostname, u.port or 80
+        if (host, port) == ME:  # asked for itself: answers
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nnaive\n")
+            return
+        up = socket.create_connection((host, port), timeout=5)
+        if method == "CONNECT":
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            path = (u.path or "/") + ("?" + u.query if u.query else "")
+            head = head.replace(target.encode("latin-1"), path.encode("latin-1"), 1)
+        rest = head.split(b"\r\n\r\n", 1)[1] if method == "CONNECT" else head
+        if rest:
+            up.sendall(rest)
+        relay(c, up)
+    except Exception:
+        try:
+            c.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+        except OSError:
+            pass
+    finally:
+        c.close()
+        if up:
+            up.close()
+
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(ME)
+s.listen(64)
+open(sys.argv[3], "w").write("ready\n")
+while True:
+    conn, _ = s.accept()
+    threading.Thread(target=handle, args=(conn,), daemon=True).start()
+EOF
+world_spawn inet naive "$PY" "$D/naive.py" 11.0.9.1 3128 "$D/ready.naive"
+# The internet namespace's own loopback, where such a proxy lands for 127.1 & co.
+world_spawn inet decoy-lo "$PY" tests/world/decoy.py --log "$D/decoy-lo.log" \
+	--ready "$D/ready.decoy-lo" --tcp 127.0.0.1:80 --tcp "[::1]:80"
+for _ in $(seq 100); do [ -s "$D/ready.naive" ] && [ -s "$D/ready.decoy-lo" ] && break; sleep 0.1; done
+t_ok "a naive proxy listens on 11.0.9.1:3128" test -s "$D/ready.naive"
+NAIVE=http://11.0.9.1:3128
+t_rc "routed with a naive proxy: exit 1" 1 ip netns exec "$RT" env -i HTTP_PROXY=$NAIVE \
+	HTTPS_PROXY=$NAIVE "$PROBE" "${ARGS[@]}" --json
+NPJSON=$T_OUT
+V=$(verdicts "$NPJSON")
+NP_FAILED=$(ids_of "$V" fail)
+for id in $PROXY_IDS; do
+	t_contains "naive proxy: $id fails" " $NP_FAILED " " $id "
+done
+t_contains "the proxy fetched 127.1" "$(detail_of "$NPJSON" proxy-loop-127-1)" "HTTP 200"
+t_contains "loopback was reached" "$(cat "$D/decoy-lo.log")" "HIT tcp 127.0.0.1 80"
+t_contains "the SNI check saw a ServerHello" "$(detail_of "$NPJSON" proxy-sni-mismatch)" "ServerHello"
+t_contains "the redirect was followed to the decoy" "$(detail_of "$NPJSON" redirect-private)" "HTTP 200"
+t_eq "expected hosts work through it" "pass expect-allow" "$(verdicts "$NPJSON" | grep -w expect-allow)"
+
+# Every check failed somewhere (expect-allow above, in the sandbox run
+# with a host that does not work): none of them can only pass.
+t_eq "every check has been seen failing" "" \
+	"$(all_but $RT_FAILED $NP_FAILED expect-allow)"
+
+t_done
