@@ -100,6 +100,28 @@ X sh -c 'curl -s -m 10 -o /dev/null -D - -H "Authorization: Bearer $DEMO_API_TOK
 if grep -qF "$DEMO_API_TOKEN" "$D/audit.log" "$D/sluiced.log"; then echo "  LEAK: the token is in a log"; else
 	echo "  the token appears in no log; the audit log names the credential only"; fi
 
+step "7. The acceptance probe, inside the sandbox (every target it tries points into the test world)"
+show "sluice probe --expect-allow echo.world.test:443 --expect-deny other.world.test:443 ..."
+# Unprivileged ping sockets in the sandbox's own namespace, so that the ICMP
+# check has something to send with.
+ip netns exec "$SB" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+X "$BIN/sluice" probe --timeout 3 \
+	--expect-allow echo.world.test:443 --expect-allow echo.world.test:80 \
+	--expect-deny other.world.test:443 --expect-deny other.world.test:80 \
+	--canary canary.world.test --resolver 11.0.1.53 --resolver 11.0.3.1 \
+	--public-addr 11.0.2.10 --public-addr6 2600:1::10 \
+	--private-addr 10.0.0.5 --private-addr 172.16.0.5 --private-addr 192.168.1.5 \
+	--private-addr 100.64.0.5 --private-addr6 fd00::5 \
+	--metadata-addr 169.254.169.254 --metadata-addr6 fd00:ec2::254 --ecs-addr 169.254.170.2 \
+	--alibaba-addr 100.100.100.200 --metadata-name metadata.world.test \
+	--udp-addr 11.0.3.1 --udp-port 9999 --dns-name other.world.test \
+	--doh-host other.world.test --doh-addr 11.0.2.20 --dot-addr 11.0.1.53:853 \
+	--allowed-addr 11.0.2.10 --blocked-port 8080 \
+	--redirect-url "http://echo.world.test/redirect?to=http://10.0.0.5/" \
+	--edge-suffix evil.world.test --edge-prefix evil- --gateway-ports 22,80,443,8080,9090 |
+	sed 's/^/  /'
+echo "  (exit status ${PIPESTATUS[0]}: 0 means every check passed or was skipped with its reason)"
+
 step "Audit log (one JSON line per decision)"
 sed 's/^/  /' "$D/audit.log"
 
