@@ -388,23 +388,17 @@ static void on_timer(struct timer *t)
 
 	switch (c->st) {
 	case CS_SNIFF:
-		if (c->head_started) {
-			/* Bytes came, but never a whole ClientHello. */
-			c->proto = "tls";
-			c->raw = true;
-			reply(c, 0, "deny", "head-timeout");
-			return;
-		}
-		if (sniff(c, true) == STEP_FREED)
-			return;
-		break;
 	case CS_PEEK:
 		if (c->head_started) {
+			/* Bytes came, but never a whole ClientHello. */
+			if (c->st == CS_SNIFF)
+				c->proto = "tls";
 			c->raw = true;
 			reply(c, 0, "deny", "head-timeout");
 			return;
 		}
-		if (peek(c, true) == STEP_FREED)
+		/* Silence: a protocol where the server speaks first. */
+		if ((c->st == CS_SNIFF ? sniff(c, true) : peek(c, true)) == STEP_FREED)
 			return;
 		break;
 	case CS_TLS_ACCEPT:
@@ -1890,9 +1884,11 @@ static void on_client(struct ev *ev, uint32_t events)
 	struct conn *c = container_of(ev, struct conn, cev);
 
 	/* Hang-ups are reported whatever the mask: a client gone while the
-	 * broker waits on something else ends the connection now. */
+	 * broker waits on something else ends the connection now. In a TLS
+	 * handshake, OpenSSL reads what the client said last (an alert: it
+	 * does not trust the sandbox CA) and the handshake fails with it. */
 	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
-	    c->st != CS_REPLY) {
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT) {
 		if (c->st != CS_HEAD)
 			audit(c, "allow", "client-gone");
 		conn_free(c);

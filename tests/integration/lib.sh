@@ -9,6 +9,8 @@
 #   t_not_contains NAME HAYSTACK NEEDLE
 #   t_skip NAME REASON
 #   t_done                        prints "N passed, N failed"; exits 1 if any failed
+#   t_status_reason               filter: an HTTP head (curl -D -) on stdin ->
+#                                 "STATUS REASON" of its last response
 #
 # The command forms run CMD under a time limit of T_TIMEOUT seconds (default
 # 60): external commands through timeout(1), shell functions (brk_exec ...)
@@ -184,4 +186,11 @@ t_done() {
 	echo "$T_PASS passed, $T_FAIL failed"
 	[ "$T_FAIL" = 0 ] || exit 1
 	exit 0
+}
+
+# t_status_reason: reads HTTP response heads (curl -D -) on stdin and prints
+# the status and the X-Sluice-Reason of the last one ("403 not-allowlisted";
+# after a CONNECT's 200, the answer inside the tunnel).
+t_status_reason() {
+	awk '/^HTTP\//{s=$2; r=""} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
 }

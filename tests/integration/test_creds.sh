@@ -87,7 +87,7 @@ t_ok "outside the path scope: nothing injected" X curl -sf -m 10 http://echo.wor
 t_not_contains "no secret" "$T_OUT" "$SECRET"
 reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |
-		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+		t_status_reason
 }
 t_eq "the placeholder sent to another allowed host" "403 placeholder-out-of-scope" \
 	"$(reason curl -H "Authorization: Bearer $PH" http://other.world.test/)"
@@ -107,7 +107,7 @@ t_eq "and is refused after its ttl" "403 placeholder-expired" \
 t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 t_eq "another sandbox's placeholder is refused" "403 placeholder-out-of-scope" \
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |
-		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}')"
+		t_status_reason)"
 broker_stop
 SLUICE_TEST_STRICT=$STRICT broker_start
 t_ok "the broker restarts" test -n "$BROKER_PID"
@@ -117,7 +117,7 @@ t_contains "injected after the restart" "$T_OUT" "Bearer $SECRET"
 t_ok "delete the first sandbox" S delete "$S1"
 t_eq "its placeholder, from the second sandbox, after delete" "403 placeholder-out-of-scope" \
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |
-		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}')"
+		t_status_reason)"
 
 t_contains "refusals are audited with the credential's name" "$(cat "$BROKER_AUDIT")" '"credential":"echo-token"'
 t_not_contains "the secret is nowhere in the audit log" "$(cat "$BROKER_AUDIT")" "$SECRET"

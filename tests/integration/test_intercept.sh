@@ -74,7 +74,7 @@ X() { S exec "$S1" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |
-		awk '/^HTTP\//{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+		t_status_reason
 }
 
 # --- explicit path (CONNECT) ---------------------------------------------------

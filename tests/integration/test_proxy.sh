@@ -58,7 +58,7 @@ reason() { # URL [curl args...]: prints "STATUS REASON"
 	local url=$1
 	shift
 	c1 curl -s -m 10 -o /dev/null -D - $P "$@" "$url" |
-		awk 'NR==1{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+		t_status_reason
 }
 
 # --- allowed -----------------------------------------------------------------

@@ -75,7 +75,7 @@ OS_STORE=/etc/ssl/certs/ca-certificates.crt
 
 # status_reason OUTPUT: "STATUS REASON" of the last response head in OUTPUT.
 status_reason() {
-	awk '/^HTTP\//{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}' <<<"$1"
+	t_status_reason <<<"$1"
 }
 
 # policy_checks RT RUNNER TOOLS [short]: what every runtime must show;

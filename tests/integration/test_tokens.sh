@@ -169,7 +169,7 @@ t_contains "are read (until the close)" "$T_OUT" "\"X-Close\", \"$(last_token cl
 
 reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |
-		awk '/^HTTP\//{s=$2} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
+		t_status_reason
 }
 world_clear_logs
 t_eq "an endpoint that refuses the client: 502" "502 credential-unavailable" \
