@@ -290,7 +290,10 @@ static int write_all(int fd, const char *p, size_t len)
 /*
  * Writes @name in @dfd through "@name.tmp": created exclusively (a stale
  * temporary from a crash is removed first; O_NOFOLLOW|O_EXCL mean a
- * planted symlink is never written through), synced, renamed.
+ * planted symlink is never written through), renamed. Not synced: the
+ * CA only has to outlive the broker, not the machine (a sandbox's
+ * namespace and bundle live in /run and go with a reboot), and an fsync
+ * here was half of what registering a sandbox cost.
  */
 static int write_file_at(int dfd, const char *name, const char *data,
 			 size_t len, mode_t mode)
@@ -313,10 +316,6 @@ static int write_file_at(int dfd, const char *name, const char *data,
 	ret = write_all(fd, data, len);
 	if (ret < 0)
 		goto fail;
-	if (fsync(fd) < 0) {
-		ret = -errno;
-		goto fail;
-	}
 	if (close(fd) < 0) {
 		fd = -1;
 		ret = -errno;
@@ -363,8 +362,6 @@ int tlsca_save(const struct tlsca *ca, const char *dir)
 	ret = write_file_at(dfd, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
 		ret = write_file_at(dfd, CA_CRT_FILE, cp, (size_t)cl, 0644);
-	if (ret == 0 && fsync(dfd) < 0)
-		ret = -errno;
 out:
 	BIO_free(kb);
 	BIO_free(cb);

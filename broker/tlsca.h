@@ -53,9 +53,10 @@ struct tlsca *tlsca_create(const char *sandbox_name, char *err, size_t errlen);
  * @dir: an existing directory owned by the broker
  *
  * Each file is written under a temporary name created with
- * O_EXCL|O_NOFOLLOW, synced, then renamed over the final name, so a
- * crash leaves the old pair or the new one, and a symlink planted in
- * @dir is never followed.
+ * O_EXCL|O_NOFOLLOW, then renamed over the final name, so a broker that
+ * dies half-way leaves the old pair or the new one, and a symlink planted
+ * in @dir is never followed.  Not fsync()ed: the pair must outlive the
+ * broker, not the machine (the sandbox itself lives in /run).
  *
  * Return: 0, or a negative errno.
  */

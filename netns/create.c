@@ -3,15 +3,20 @@
  * broker of the namespace sluice runs in.
  *
  * Theory of operation: the broker hands out the address (register NAME
- * auto POLICY); then, in order, sluice's record of the sandbox
- * (NETNS_STATE_DIR/NAME, which also marks everything else as sluice's to
- * delete), /run/netns/NAME, /etc/netns/NAME/resolv.conf, the veth pair and
- * its addresses and route, and last the sandbox's element in the nftables
- * set that lets its traffic in. Each step that succeeds is noted; on any
- * failure the noted steps are undone in reverse and the registration is
- * withdrawn, so a failed create leaves nothing behind. Signals that would
- * end sluice are held meanwhile (netns_sandbox_create() callers block
- * them) so that the undo always runs. */
+ * auto POLICY); while it does, the sandbox's network namespace is made,
+ * still nameless (IPv6 off, an rtnetlink socket left inside it), and the
+ * firewall's table is checked. Then, in order, sluice's record of the
+ * sandbox (NETNS_STATE_DIR/NAME, which also marks everything else as
+ * sluice's to delete), /run/netns/NAME, /etc/netns/NAME/resolv.conf, the
+ * veth pair and its addresses and route, and last the sandbox's element in
+ * the nftables set that lets its traffic in. Each step that succeeds is
+ * noted; on any failure the noted steps are undone in reverse and the
+ * registration is withdrawn, so a failed create leaves nothing behind.
+ * Signals that would end sluice are held meanwhile (netns_sandbox_create()
+ * callers block them) so that the undo always runs.
+ *
+ * Nothing here costs more with more sandboxes: no listing of links,
+ * mounts or set elements, one netlink exchange per step. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,10 +37,16 @@
 #define CA_BUNDLE_MAX (16u << 20)
 /* linkwatch brings a fresh veth up in microseconds to milliseconds. */
 #define LINK_WAIT_MS 2000
+/* A link of a sandbox being deleted is gone within milliseconds. */
+#define LINK_GONE_MS 1000
 
 struct build {
 	struct netns_sandbox sb;
 	int nsfd;
+	struct netns_rtnl in;  /* rtnetlink in the sandbox's namespace */
+	struct netns_rtnl out; /* and in the broker's */
+	int link_index;	       /* of sb.link, in the broker's namespace */
+	int cfg_fd, reg_fd;    /* requests to the broker not answered yet */
 	bool registered, state_dir, netns, etc_dir, link, element;
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 };
@@ -53,6 +64,8 @@ static int parse_port_line(const char *v, uint16_t *out)
 	return 0;
 }
 
+static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen);
+
 /**
  * netns_broker_config() - the broker's ports, from its `config` answer
  * @p:      filled on success
@@ -63,9 +76,16 @@ static int parse_port_line(const char *v, uint16_t *out)
  */
 int netns_broker_config(struct netns_ports *p, char *err, size_t errlen)
 {
+	return config_answer(netns_ctl_send("config"), p, err, errlen);
+}
+
+/* The answer to `config` on @fd (from netns_ctl_send(); closed here, and a
+ * negative errno passed on), into @p. */
+static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen)
+{
 	char *resp, *line, *save = NULL;
 	unsigned seen = 0;
-	int r = netns_ctl("config", &resp);
+	int r = netns_ctl_recv(fd, &resp);
 
 	if (r == -EPROTO) {
 		snprintf(err, errlen, "broker: %s", resp);
@@ -101,15 +121,24 @@ int netns_broker_config(struct netns_ports *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* register NAME auto POLICY; the broker's address into b->sb. */
-static int do_register(struct build *b, const char *policy, char *err, size_t errlen)
+/* Sends register NAME auto POLICY; the answer is register_answer()'s. */
+static int register_send(const struct build *b, const char *policy)
 {
-	char line[PATH_MAX + 200], *resp;
-	struct in_addr ia;
-	int r;
+	char line[PATH_MAX + 200];
 
 	snprintf(line, sizeof(line), "register %s auto %s", b->sb.name, policy);
-	r = netns_ctl(line, &resp);
+	return netns_ctl_send(line);
+}
+
+/* The answer to register on @fd (closed here; a negative errno is passed
+ * on): the broker's address and the sandbox's CA into @b. */
+static int register_answer(struct build *b, int fd, char *err, size_t errlen)
+{
+	struct in_addr ia;
+	char *resp;
+	int r;
+
+	r = netns_ctl_recv(fd, &resp);
 	if (r == -EPROTO) {
 		snprintf(err, errlen, "broker: %s", resp);
 		free(resp);
@@ -270,120 +299,166 @@ static int make_etc_dir(struct build *b, char *err, size_t errlen)
 	return 0;
 }
 
-/* Writes 1 to disable_ipv6 of @dev in the calling thread's namespace. A
- * kernel without IPv6 has no such file, which is as good. */
-static int ipv6_off(const char *dev)
+/* Writes 1 to disable_ipv6 of @dev in the calling thread's namespace,
+ * through the procfs @proc (see netns_procfs_private()), or /proc when it
+ * is negative. A kernel without IPv6 has no such file, which is as good. */
+static int ipv6_off(int proc, const char *dev)
 {
+	const char *root = proc >= 0 ? "sys/net/ipv6" : "/proc/sys/net/ipv6";
+	int dfd = proc >= 0 ? proc : AT_FDCWD;
 	char path[128];
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", dev);
-	r = netns_sysctl_write(path, "1");
-	if (r == -ENOENT && access("/proc/sys/net/ipv6", F_OK) < 0)
+	snprintf(path, sizeof(path), "%s/conf/%s/disable_ipv6", root, dev);
+	r = netns_sysctl_write(dfd, path, "1");
+	if (r == -ENOENT && faccessat(dfd, root, F_OK, 0) < 0)
 		return 0;
 	return r;
 }
 
-/* Inside the sandbox: IPv6 off, lo up, eth0 ADDR/30 up, default via GW. */
-static int wire_sandbox_side(struct build *b, char *err, size_t errlen)
+/*
+ * The link @name is in the way of a new sandbox's. The broker gives an
+ * address out again as soon as its sandbox is unregistered, and `sluice
+ * delete` leaves the removal of that sandbox's link, marked by then
+ * (netns_link_retire()), to a child: such a link goes within milliseconds,
+ * and if it has not after @ms it goes now. Any other link is someone
+ * else's, and is left alone. Return: true when @name is free.
+ */
+static bool clear_retired_link(struct netns_rtnl *r, const char *name, unsigned ms)
 {
-	static const char *const v6[] = { "all", "default", "lo", NETNS_SANDBOX_IF };
-	struct netns_rtnl r = { 0 };
-	const char *step = "enter the sandbox namespace";
-	size_t i;
-	int saved, e;
+	unsigned waited;
+	int k;
 
-	e = netns_ns_enter(b->nsfd, &saved);
-	if (e < 0)
-		goto fail;
-	for (i = 0; i < sizeof(v6) / sizeof(v6[0]) && e == 0; i++) {
-		step = "disable IPv6 in the sandbox";
-		e = ipv6_off(v6[i]);
+	if (netns_link_retired(r, name) != 1)
+		return false;
+	for (waited = 0; waited < ms; waited++) {
+		if (netns_link_index(r, name) == -ENODEV)
+			return true;
+		usleep(1000);
 	}
-	if (e == 0) {
-		step = "open rtnetlink in the sandbox";
-		e = netns_rtnl_open(&r);
-	}
-	if (e == 0) {
-		step = "set lo up in the sandbox";
-		e = netns_link_up(&r, "lo");
-	}
-	if (e == 0) {
-		step = "address " NETNS_SANDBOX_IF " in the sandbox";
-		e = netns_addr4_add(&r, NETNS_SANDBOX_IF, b->sb.addr, 30);
-	}
-	if (e == 0) {
-		step = "set " NETNS_SANDBOX_IF " up in the sandbox";
-		e = netns_link_up(&r, NETNS_SANDBOX_IF);
-	}
-	if (e == 0) {
-		step = "add the sandbox's default route";
-		e = netns_route4_default(&r, NETNS_SANDBOX_IF, b->sb.gw);
-	}
-	if (e == 0 && netns_link_wait_running(NETNS_SANDBOX_IF, LINK_WAIT_MS) < 0)
-		log_warn("netns: %s of `%s` is not running yet", NETNS_SANDBOX_IF, b->sb.name);
-	netns_rtnl_close(&r);
-	netns_ns_leave(saved);
-	if (e == 0)
-		return 0;
-fail:
-	snprintf(err, errlen, "cannot %s: %s", step, strerror(-e));
-	return e;
+	k = netns_link_index(r, name);
+	if (k > 0)
+		k = netns_link_del(r, k);
+	return k == 0 || k == -ENODEV;
 }
 
-/* In the broker's namespace: the veth pair, then GW/30 on our end, up. */
-static int wire_broker_side(struct build *b, char *err, size_t errlen)
+/* Run inside the new namespace, before it has a link other than lo: IPv6
+ * off for all, and by default for the links to come (eth0 is made with
+ * it off, so it never gets an IPv6 address), written through a procfs of
+ * its own (netns_procfs_private()); and the sandbox's rtnetlink socket,
+ * which stays there. */
+static int sandbox_inside(void *arg)
 {
-	struct netns_rtnl r = { 0 };
+	static const char *const v6[] = { "all", "default", "lo" };
+	struct build *b = arg;
+	int e = 0, proc = netns_procfs_private();
+	size_t i;
+
+	for (i = 0; i < sizeof(v6) / sizeof(v6[0]) && e == 0; i++)
+		e = ipv6_off(proc, v6[i]);
+	if (proc >= 0)
+		close(proc);
+	return e < 0 ? e : netns_rtnl_open(&b->in);
+}
+
+/*
+ * The wire, from the broker's namespace, with one socket in each: the veth
+ * pair (the sandbox side made in the sandbox's namespace, where IPv6 is off
+ * by default); on the broker side no IPv6 address, then GW/30 and up; on
+ * the sandbox side lo up, ADDR/30, eth0 up and the default route via GW.
+ * Four requests to the kernel.
+ */
+static int wire(struct build *b, char *err, size_t errlen)
+{
+	static const char *const in_steps[] = { "set lo up", "address " NETNS_SANDBOX_IF,
+						"set " NETNS_SANDBOX_IF " up",
+						"add the default route" };
+	struct netns_rtnl_batch batch;
 	const char *step = "open rtnetlink";
 	char gw[INET_ADDRSTRLEN];
 	struct in_addr ig = { .s_addr = htonl(b->sb.gw) };
-	int e;
+	unsigned failed = 0;
+	int e, eth0;
 
 	inet_ntop(AF_INET, &ig, gw, sizeof(gw));
-	e = netns_rtnl_open(&r);
+	e = netns_rtnl_open(&b->out);
 	if (e == 0) {
 		step = "create the veth pair";
-		e = netns_veth_add(&r, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
+		e = netns_veth_add(&b->out, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
+		if (e == -EEXIST && clear_retired_link(&b->out, b->sb.link, LINK_GONE_MS))
+			e = netns_veth_add(&b->out, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
 		b->link = e == 0;
 	}
 	if (e == 0) {
-		step = "disable IPv6 on the broker side";
-		e = ipv6_off(b->sb.link);
+		step = "find";
+		e = b->link_index = netns_link_index(&b->out, b->sb.link);
+	}
+	if (e > 0) {
+		step = "keep IPv6 addresses off the broker side";
+		e = netns_link_no_ipv6(&b->out, b->link_index);
 	}
 	if (e == 0) {
-		step = "address the broker side";
-		e = netns_addr4_add(&r, b->sb.link, b->sb.gw, 30);
+		step = "address and set up the broker side";
+		netns_rtnl_batch_init(&batch);
+		netns_addr4_add(&batch, b->link_index, b->sb.gw, 30);
+		netns_link_up(&batch, b->link_index);
+		e = netns_rtnl_batch_send(&b->out, &batch, NULL);
 	}
-	if (e == 0) {
-		step = "set the broker side up";
-		e = netns_link_up(&r, b->sb.link);
-	}
-	netns_rtnl_close(&r);
-	if (e < 0)
+	if (e < 0) {
 		snprintf(err, errlen, "cannot %s `%s` (gateway %s): %s", step, b->sb.link, gw,
 			 strerror(-e));
-	return e;
+		return e;
+	}
+	eth0 = netns_link_index(&b->in, NETNS_SANDBOX_IF);
+	if (eth0 < 0) {
+		snprintf(err, errlen, "cannot find " NETNS_SANDBOX_IF " in the sandbox: %s",
+			 strerror(-eth0));
+		return eth0;
+	}
+	netns_rtnl_batch_init(&batch);
+	netns_link_up(&batch, 1); /* lo is 1 in every namespace */
+	netns_addr4_add(&batch, eth0, b->sb.addr, 30);
+	netns_link_up(&batch, eth0);
+	netns_route4_default(&batch, eth0, b->sb.gw);
+	e = netns_rtnl_batch_send(&b->in, &batch, &failed);
+	if (e < 0) {
+		snprintf(err, errlen, "cannot %s in the sandbox: %s",
+			 failed < sizeof(in_steps) / sizeof(in_steps[0]) ? in_steps[failed] : "wire",
+			 strerror(-e));
+		return e;
+	}
+	return 0;
 }
 
 /* Undoes what @b notes, newest first; says what it could not undo. */
 static void rollback(struct build *b)
 {
-	struct netns_rtnl r = { 0 };
 	char e[400], *resp;
 	int k;
 
+	if (b->cfg_fd >= 0)
+		close(b->cfg_fd);
+	/* Was it registered? Only its answer says. */
+	if (b->reg_fd >= 0) {
+		k = netns_ctl_recv(b->reg_fd, &resp);
+		b->registered = k == 0;
+		free(resp);
+	}
+
 	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, e, sizeof(e)) < 0)
 		fprintf(stderr, "sluice: undo: %s\n", e);
+	/* The slow, synchronous delete: a failed create is rare, and when it
+	 * has failed nothing of it may be left, however briefly. */
 	if (b->link) {
-		k = netns_rtnl_open(&r);
-		if (k == 0)
-			k = netns_link_del(&r, b->sb.link);
-		netns_rtnl_close(&r);
+		k = b->link_index > 0 ? b->link_index : netns_link_index(&b->out, b->sb.link);
+		if (k > 0)
+			k = netns_link_del(&b->out, k);
 		if (k < 0 && k != -ENODEV)
 			fprintf(stderr, "sluice: undo: cannot delete link `%s`: %s\n", b->sb.link,
 				strerror(-k));
 	}
+	netns_rtnl_close(&b->out);
+	netns_rtnl_close(&b->in);
 	if (b->nsfd >= 0) {
 		close(b->nsfd);
 		b->nsfd = -1;
@@ -407,6 +482,21 @@ static void rollback(struct build *b)
 				k == -EPROTO ? resp : strerror(-k));
 		free(resp);
 	}
+}
+
+/* Is the policy file @path invalid? Then @err is FILE:LINE:COL: message,
+ * as `sluice policy check` prints it. */
+static bool policy_bad(const char *path, char *err, size_t errlen)
+{
+	struct policy_error perr;
+	struct policy *p;
+
+	if (policy_load_file(path, &p, &perr) < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return true;
+	}
+	policy_unref(p);
+	return false;
 }
 
 /* See netns_sandbox_create(). */
@@ -442,10 +532,8 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
 static int create(const char *name, const char *policy, struct netns_sandbox *out, char *err,
 		  size_t errlen)
 {
-	struct build b = { .nsfd = -1 };
+	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1 };
 	char abs[PATH_MAX], path[512];
-	struct policy_error perr;
-	struct policy *p;
 	int r;
 
 	if (!netns_name_ok(name)) {
@@ -455,13 +543,11 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		return -EINVAL;
 	}
 	snprintf(b.sb.name, sizeof(b.sb.name), "%s", name);
-	if (policy_load_file(policy, &p, &perr) < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
-		return -EBADMSG;
-	}
-	policy_unref(p);
 	if (!realpath(policy, abs)) {
 		r = -errno;
+		/* The policy loader says best what is wrong with the file. */
+		if (policy_bad(policy, err, errlen))
+			return -EBADMSG;
 		snprintf(err, errlen, "%s: %s", policy, strerror(-r));
 		return r;
 	}
@@ -481,9 +567,6 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		snprintf(err, errlen, "`%s` exists: the name is taken", path);
 		return -EEXIST;
 	}
-	r = netns_broker_config(&b.sb.ports, err, errlen);
-	if (r < 0)
-		return r;
 	r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot identify this network namespace: %s", strerror(-r));
@@ -491,16 +574,52 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	}
 	snprintf(b.sb.socket, sizeof(b.sb.socket), "%s", netns_socket_path);
 
-	r = do_register(&b, abs, err, errlen);
+	/*
+	 * Both requests go to the broker at once, and while it works on them
+	 * (the registration is most of a create's time) this process checks
+	 * the policy (the broker refuses a bad one too, and registers
+	 * nothing), makes the sandbox's namespace, still nameless, and checks
+	 * the firewall's table. Their answers are read after; whatever fails,
+	 * rollback() reads the registration's answer first, so as to withdraw
+	 * it.
+	 */
+	b.cfg_fd = netns_ctl_send("config");
+	if (b.cfg_fd >= 0)
+		b.reg_fd = register_send(&b, abs);
+	if (b.cfg_fd < 0 || b.reg_fd < 0) {
+		r = b.cfg_fd < 0 ? b.cfg_fd : b.reg_fd;
+		if (policy_bad(policy, err, errlen))
+			r = -EBADMSG;
+		else
+			snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
+				 strerror(-r));
+		goto fail;
+	}
+	if (policy_bad(policy, err, errlen)) {
+		r = -EBADMSG;
+		goto fail;
+	}
+	r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot make the sandbox's network namespace: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	r = config_answer(b.cfg_fd, &b.sb.ports, err, errlen);
+	b.cfg_fd = -1;
 	if (r < 0)
 		goto fail;
 	r = netns_nft_install(&b.sb.ports, err, errlen);
 	if (r < 0)
 		goto fail;
+	r = register_answer(&b, b.reg_fd, err, errlen);
+	b.reg_fd = -1;
+	if (r < 0)
+		goto fail;
 	r = make_state_dir(&b, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = netns_ns_create(name, &b.nsfd);
+	r = netns_ns_name(name, b.nsfd);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create %s/%s: %s", NETNS_RUN_DIR, name,
 			 r == -EEXIST ? "it exists" : strerror(-r));
@@ -510,18 +629,18 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	r = make_etc_dir(&b, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = wire_broker_side(&b, err, errlen);
+	r = wire(&b, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = wire_sandbox_side(&b, err, errlen);
-	if (r < 0)
-		goto fail;
+	/* Last: the element is what lets the sandbox's packets in. */
 	r = netns_nft_element(true, b.sb.link, b.sb.addr, err, errlen);
 	if (r < 0)
 		goto fail;
 	b.element = true;
-	if (netns_link_wait_running(b.sb.link, LINK_WAIT_MS) < 0)
-		log_warn("netns: link %s is not running yet", b.sb.link);
+	if (netns_link_wait_running(&b.out, b.sb.link, &b.in, NETNS_SANDBOX_IF, LINK_WAIT_MS) < 0)
+		log_warn("netns: the wire of `%s` is not running yet", b.sb.name);
+	netns_rtnl_close(&b.out);
+	netns_rtnl_close(&b.in);
 	close(b.nsfd);
 	if (out)
 		*out = b.sb;

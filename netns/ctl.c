@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -18,20 +19,26 @@ const char *netns_socket_path = "/run/sluice/sluiced.sock";
 
 #define RESP_MAX (1 << 20)
 
-/*
- * Sends one request line; *resp gets the answer after "ok\n" (malloc'd,
- * caller frees). Return: 0; -EPROTO with *resp holding the broker's error
- * message; another -errno when the broker cannot be reached.
+/**
+ * netns_ctl_send() - connect to sluiced and send one request line, without
+ * waiting for the answer
+ * @line: the request, without its newline
+ *
+ * The broker works on the request while the caller goes on; the answer is
+ * read with netns_ctl_recv(), which closes the connection.
+ *
+ * Return: the connection (an fd), or a negative errno when the broker
+ * cannot be reached.
  */
-int netns_ctl(const char *line, char **resp)
+int netns_ctl_send(const char *line)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = 30 };
-	size_t got = 0;
-	char *buf;
-	int fd, r = 0;
+	struct iovec iov[2] = { { .iov_base = (void *)line, .iov_len = strlen(line) },
+				{ .iov_base = "\n", .iov_len = 1 } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	int fd, r;
 
-	*resp = NULL;
 	if (strlen(netns_socket_path) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun.sun_path, netns_socket_path);
@@ -40,13 +47,34 @@ int netns_ctl(const char *line, char **resp)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* The line and its newline in one message: one wake-up of the broker. */
+	errno = 0;
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
-		r = -errno;
+	    sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)(iov[0].iov_len + 1)) {
+		r = errno ? -errno : -EIO;
 		close(fd);
 		return r;
 	}
+	return fd;
+}
+
+/**
+ * netns_ctl_recv() - the answer to a request of netns_ctl_send()
+ * @fd:   the connection; closed here (a negative errno is returned as is)
+ * @resp: the answer after "ok\n", or the broker's error message (malloc'd,
+ *        the caller frees it; NULL on other failures)
+ *
+ * Return: 0; -EPROTO with *resp holding the broker's error message; another
+ * negative errno.
+ */
+int netns_ctl_recv(int fd, char **resp)
+{
+	size_t got = 0;
+	char *buf;
+
+	*resp = NULL;
+	if (fd < 0)
+		return fd;
 	buf = malloc(RESP_MAX + 1);
 	if (!buf) {
 		close(fd);
@@ -55,6 +83,8 @@ int netns_ctl(const char *line, char **resp)
 	for (;;) {
 		ssize_t k = recv(fd, buf + got, RESP_MAX - got, 0);
 
+		if (k < 0 && errno == EINTR)
+			continue;
 		if (k <= 0)
 			break;
 		got += (size_t)k;
@@ -76,6 +106,17 @@ int netns_ctl(const char *line, char **resp)
 	}
 	free(buf);
 	return -EIO;
+}
+
+/*
+ * Sends one request line; *resp gets the answer after "ok\n" (malloc'd,
+ * caller frees). Return: 0; -EPROTO with *resp holding the broker's error
+ * message; another -errno when the broker cannot be reached.
+ */
+int netns_ctl(const char *line, char **resp)
+{
+	*resp = NULL;
+	return netns_ctl_recv(netns_ctl_send(line), resp);
 }
 
 /* Runs a request and prints the answer or the error; returns an exit status. */

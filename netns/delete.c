@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: MIT
-/* `sluice delete NAME`: the broker forgets the sandbox (and closes its
- * flows), then its set element, its veth pair, its namespace and its files
- * go. Only what sluice made is removed: a sandbox's record in
+/* `sluice delete NAME`: the sandbox's set element goes first (from then on
+ * no packet of it passes the broker's firewall), then the broker forgets
+ * it (and closes its flows), then its veth pair, its namespace and its
+ * files go. Only what sluice made is removed: a sandbox's record in
  * NETNS_STATE_DIR is what marks /run/netns/NAME and /etc/netns/NAME as
  * sluice's; a namespace someone wired by hand and registered with `sluice
- * register` is only unregistered. */
+ * register` is only unregistered.
+ *
+ * The wire is cut at once: the element goes, and with it every packet of
+ * the sandbox at the broker's firewall; the broker-side link is marked
+ * (netns_link_retire()). The veth pair itself is deleted by a child
+ * (netns_link_del_begin()) that delete does not wait for: the kernel
+ * answers a link deletion only after its grace periods, tens of
+ * milliseconds; the pair is gone from both namespaces about a millisecond
+ * after the child asks. A create that meets the marked link of its
+ * address before then waits for it, or removes it. While the broker
+ * forgets the sandbox, the rest of it goes here. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -46,13 +57,22 @@ static int broker_addr(const char *name, uint32_t *addr)
 	return r;
 }
 
-static enum broker_answer unregister(const char *name, char *msg, size_t len)
+/* Sends unregister NAME; the answer is unregister_answer()'s. */
+static int unregister_send(const char *name)
 {
-	char line[200], *resp;
-	int r;
+	char line[200];
 
 	snprintf(line, sizeof(line), "unregister %s", name);
-	r = netns_ctl(line, &resp);
+	return netns_ctl_send(line);
+}
+
+/* What the broker answered on @fd (from unregister_send(); closed here).
+ * @msg gets the reason when it could not be told. */
+static enum broker_answer unregister_answer(int fd, char *msg, size_t len)
+{
+	char *resp;
+	int r = netns_ctl_recv(fd, &resp);
+
 	if (r == 0) {
 		free(resp);
 		return BROKER_KNEW;
@@ -101,24 +121,50 @@ __attribute__((format(printf, 5, 6))) static void note(int *first, char *err, si
 	va_end(ap);
 }
 
-/* Removes the network side and the files of an owned sandbox. */
-static int remove_local(const char *name, const char *link, uint32_t addr, char *err,
-			size_t errlen)
+/* Cuts an owned sandbox's wire: its set element goes (from then on none of
+ * its packets passes the broker's firewall), and its link is marked for
+ * removal (before the broker can give its address, and so its link's
+ * name, to another sandbox). */
+static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int link_index,
+		     int *first, char *err, size_t errlen)
 {
-	struct netns_rtnl rt = { 0 };
 	char e[400];
-	int r, first = 0;
+	int r;
 
-	if (link[0]) {
-		r = netns_nft_element(false, link, addr, e, sizeof(e));
-		if (r < 0 && r != -ENOENT)
-			note(&first, err, errlen, r, "%s", e);
-		r = netns_rtnl_open(&rt);
-		if (r == 0)
-			r = netns_link_del(&rt, link);
-		netns_rtnl_close(&rt);
+	r = netns_nft_element(false, link, addr, e, sizeof(e));
+	if (r < 0 && r != -ENOENT)
+		note(first, err, errlen, r, "%s", e);
+	if (link_index > 0) {
+		r = netns_link_retire(rt, link_index);
 		if (r < 0 && r != -ENODEV)
-			note(&first, err, errlen, r, "cannot delete link `%s`: %s", link, strerror(-r));
+			note(first, err, errlen, r, "cannot mark link `%s`: %s", link,
+			     strerror(-r));
+	}
+}
+
+/*
+ * Removes the network side and the files of an owned sandbox: @link_index
+ * is its link's in this namespace (0: none); @cut: its wire is cut
+ * already. The veth pair is deleted by a child, not waited for: the
+ * kernel's grace periods after a link deletion take tens of milliseconds,
+ * and the sandbox's packets are refused already.
+ */
+static int remove_local(const char *name, const char *link, uint32_t addr, struct netns_rtnl *rt,
+			int link_index, bool cut, int first, char *err, size_t errlen)
+{
+	pid_t pid = -1;
+	int r;
+
+	if (link[0] && !cut)
+		cut_wire(link, addr, rt, link_index, &first, err, errlen);
+	if (link_index > 0) {
+		pid = netns_link_del_begin(link_index);
+		if (pid < 0) {
+			r = netns_link_del(rt, link_index);
+			if (r < 0 && r != -ENODEV)
+				note(&first, err, errlen, r, "cannot delete link `%s`: %s", link,
+				     strerror(-r));
+		}
 	}
 	r = netns_ns_remove(name);
 	if (r < 0 && r != -ENOENT)
@@ -135,7 +181,31 @@ static int remove_local(const char *name, const char *link, uint32_t addr, char 
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
 		     strerror(-r));
+	netns_link_del_reap(pid);
 	return first;
+}
+
+/* The result of deleting an owned sandbox: @r is remove_local()'s, @ans the
+ * broker's, with @msg. */
+static int finish(const char *name, enum broker_answer ans, int r, const char *msg, char *err,
+		  size_t errlen)
+{
+	if (ans == BROKER_UNREACHABLE) {
+		/* The sandbox reaches nothing now; the broker keeps its address
+		 * until it hears of it. */
+		snprintf(err, errlen,
+			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back", name,
+			 msg, name);
+		return -EHOSTUNREACH;
+	}
+	if (r < 0)
+		return r;
+	if (ans == BROKER_DID_NOT_KNOW)
+		fprintf(stderr,
+			"sluice: warning: sluiced at %s did not know `%s` (its state lost?); "
+			"removed what was left of it here\n",
+			netns_socket_path, name);
+	return 0;
 }
 
 /**
@@ -152,12 +222,13 @@ static int remove_local(const char *name, const char *link, uint32_t addr, char 
  */
 int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 {
+	struct netns_rtnl rt = { 0 };
 	struct netns_sandbox sb;
 	char dir[512], msg[600] = "";
 	enum broker_answer ans;
 	uint64_t dev, ino;
-	bool owned, have_state, orphan = false;
-	int r;
+	bool owned, have_state, orphan = false, cut = false;
+	int r, link_index = 0, first = 0;
 
 	if (!netns_name_ok(name)) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
@@ -198,13 +269,51 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 			netns_link_name(sb.addr, sb.link);
 		}
 	}
-	ans = unregister(name, msg, sizeof(msg));
+	/*
+	 * The wire is cut before the broker forgets the sandbox, so that none
+	 * of its packets passes without a registration. The link's index is
+	 * taken while the address is still the sandbox's (the broker may give
+	 * it out again at once after), and the link is marked before then, so
+	 * that a create that gets the address meets a marked link. Not when
+	 * the record names another broker's socket: that broker may refuse it
+	 * (below), and then nothing may have been touched.
+	 */
+	if (owned && sb.link[0]) {
+		r = netns_rtnl_open(&rt);
+		if (r < 0) {
+			snprintf(err, errlen, "cannot open rtnetlink: %s", strerror(-r));
+			return r;
+		}
+		link_index = netns_link_index(&rt, sb.link);
+		if (link_index < 0)
+			link_index = 0; /* gone already, with its namespace */
+		if (!have_state || !strcmp(sb.socket, netns_socket_path)) {
+			cut_wire(sb.link, sb.addr, &rt, link_index, &first, err, errlen);
+			cut = true;
+		}
+	}
+	if (cut) {
+		/*
+		 * The broker's answer changes nothing of what is removed here
+		 * (an owned sandbox goes whether the broker knew it or not, or
+		 * could not be told), so the broker works on the request while
+		 * the rest of the sandbox goes.
+		 */
+		int fd = unregister_send(name);
+
+		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, first, err, errlen);
+		ans = unregister_answer(fd, msg, sizeof(msg));
+		netns_rtnl_close(&rt);
+		return finish(name, ans, r, msg, err, errlen);
+	}
+	ans = unregister_answer(unregister_send(name), msg, sizeof(msg));
 	if (ans == BROKER_DID_NOT_KNOW && have_state && !orphan &&
 	    strcmp(sb.socket, netns_socket_path)) {
 		snprintf(err, errlen,
 			 "sluiced at %s does not know `%s`, which was registered at %s; "
 			 "use --socket %s",
 			 netns_socket_path, name, sb.socket, sb.socket);
+		netns_rtnl_close(&rt);
 		return -EXDEV;
 	}
 	if (!owned) {
@@ -217,23 +326,9 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", msg);
 		return -EHOSTUNREACH;
 	}
-	r = remove_local(name, sb.link, sb.addr, err, errlen);
-	if (ans == BROKER_UNREACHABLE) {
-		/* The sandbox reaches nothing now; the broker keeps its address
-		 * until it hears of it. */
-		snprintf(err, errlen,
-			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back", name,
-			 msg, name);
-		return -EHOSTUNREACH;
-	}
-	if (r < 0)
-		return r;
-	if (ans == BROKER_DID_NOT_KNOW)
-		fprintf(stderr,
-			"sluice: warning: sluiced at %s did not know `%s` (its state lost?); "
-			"removed what was left of it here\n",
-			netns_socket_path, name);
-	return 0;
+	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, first, err, errlen);
+	netns_rtnl_close(&rt);
+	return finish(name, ans, r, msg, err, errlen);
 }
 
 int cmd_delete(int argc, char **argv)

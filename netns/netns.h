@@ -17,6 +17,8 @@ extern const char *netns_socket_path;
  * negative errno when it could not be reached.
  */
 int netns_ctl(const char *line, char **resp);
+int netns_ctl_send(const char *line);
+int netns_ctl_recv(int fd, char **resp);
 
 struct netns_sandbox;
 

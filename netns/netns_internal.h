@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Sandbox names: [A-Za-z0-9._-], not starting with '.' or '-', as the broker. */
 #define NETNS_NAME_MAX 63
@@ -26,6 +27,9 @@
  * most 15 characters, unique per address, and what the nftables rules match. */
 #define NETNS_LINK_PREFIX "sl-"
 #define NETNS_IFNAMSIZ 16
+/* The alias of a broker-side link whose sandbox is deleted (the link goes
+ * a moment later): a create that meets it may remove it. */
+#define NETNS_LINK_RETIRED "sluice: deleted"
 #define NETNS_SANDBOX_IF "eth0"
 #define NETNS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
 
@@ -64,12 +68,14 @@ void netns_env_each(const struct netns_sandbox *sb,
 
 /* --- nsfs.c: named network namespaces, iproute2 style ----------------- */
 
-int netns_ns_create(const char *name, int *nsfd);
+int netns_ns_new(int *nsfd, int (*inside)(void *arg), void *arg);
+int netns_ns_name(const char *name, int nsfd);
 int netns_ns_remove(const char *name);
 int netns_ns_open(const char *name);
 int netns_ns_enter(int nsfd, int *saved);
 int netns_ns_leave(int saved);
-int netns_sysctl_write(const char *path, const char *value);
+int netns_procfs_private(void);
+int netns_sysctl_write(int dfd, const char *path, const char *value);
 
 /* --- veth.c: links, addresses and routes over rtnetlink (libmnl) ------ */
 
@@ -79,14 +85,31 @@ struct netns_rtnl {
 	uint32_t seq;
 };
 
+/* Requests sent to one socket in one message (netns_rtnl_batch_send()). */
+struct netns_rtnl_batch {
+	char buf[2048];
+	size_t len;
+	unsigned n;
+	bool overflow;
+};
+
 int netns_rtnl_open(struct netns_rtnl *r);
 void netns_rtnl_close(struct netns_rtnl *r);
+int netns_link_index(struct netns_rtnl *r, const char *name);
 int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int peer_nsfd);
-int netns_link_del(struct netns_rtnl *r, const char *name);
-int netns_link_up(struct netns_rtnl *r, const char *name);
-int netns_addr4_add(struct netns_rtnl *r, const char *dev, uint32_t addr, unsigned plen);
-int netns_route4_default(struct netns_rtnl *r, const char *dev, uint32_t gw);
-int netns_link_wait_running(const char *name, unsigned timeout_ms);
+int netns_link_no_ipv6(struct netns_rtnl *r, int index);
+int netns_link_del(struct netns_rtnl *r, int index);
+int netns_link_retire(struct netns_rtnl *r, int index);
+int netns_link_retired(struct netns_rtnl *r, const char *name);
+pid_t netns_link_del_begin(int index);
+void netns_link_del_reap(pid_t pid);
+void netns_rtnl_batch_init(struct netns_rtnl_batch *b);
+void netns_link_up(struct netns_rtnl_batch *b, int index);
+void netns_addr4_add(struct netns_rtnl_batch *b, int index, uint32_t addr, unsigned plen);
+void netns_route4_default(struct netns_rtnl_batch *b, int index, uint32_t gw);
+int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsigned *step);
+int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct netns_rtnl *r2,
+			    const char *name2, unsigned timeout_ms);
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 

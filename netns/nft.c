@@ -1,27 +1,40 @@
 // SPDX-License-Identifier: MIT
 /* The firewall of the broker's namespace: one table, `inet sluice`, whose
  * rules match sandbox links by name ("sl-*") and whose per-sandbox state is
- * set elements only (libnftables).
+ * set elements only.
  *
  * Theory of operation: the rules are static; they depend only on the
  * broker's three ports. A sandbox adds one element, its link and address,
  * to @sandbox_src (anti-spoofing) and removes it on delete, so the cost of
  * a packet and of a create does not grow with the number of sandboxes.
- * Installing the table is idempotent and guarded by a lock: the last rule
- * carries a signature naming the ruleset version and the ports; when it is
- * there, the table is left alone (never flushed under running sandboxes);
- * when it is not (a new table, other ports, an older sluice), the chains
- * are flushed and filled in one transaction, which keeps the sets and the
- * named counters. */
+ * Installing the table is idempotent: the last rule carries a signature
+ * naming the ruleset version and the ports; when it is there, the table is
+ * left alone (never flushed under running sandboxes); when it is not (a new
+ * table, other ports, an older sluice), the chains are flushed and filled
+ * in one transaction, which keeps the sets and the named counters.
+ *
+ * Two paths, for two costs. Installing is rare and is written in nft's
+ * language (libnftables), under a lock. Everything a create or a delete
+ * does every time, reading the signature and adding or deleting one
+ * element, is one nf_tables netlink exchange built here with libmnl: a
+ * libnftables context costs milliseconds (it reads /etc/iproute2, NSS and
+ * the whole ruleset cache) where the kernel needs microseconds. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "netns/netns_internal.h"
@@ -29,6 +42,16 @@
 #define RULESET_VERSION 1
 #define LOCK_PATH NETNS_STATE_DIR "/.nft.lock"
 #define LOCK_WAIT_MS 10000
+#define TABLE "sluice"
+#define SET "sandbox_src"
+/* The chain whose last rule carries the signature. */
+#define SIG_CHAIN "forward"
+/* libnftnl's NFTNL_UDATA_RULE_COMMENT: a rule's comment in its user data. */
+#define UDATA_RULE_COMMENT 0
+/* A key of @sandbox_src: `ifname . ipv4_addr`, each field padded to 32-bit
+ * registers: 16 bytes of name (NUL padded), then the address, network order. */
+#define KEY_IFNAME_LEN 16
+#define KEY_LEN (KEY_IFNAME_LEN + 4)
 
 /*
  * %1$u proxy port, %2$u transparent port, %3$u dns port, %4$s signature.
@@ -74,10 +97,9 @@
 	"add rule inet sluice forward oifname \"sl-*\" counter name \"forward_refused\" drop\n" \
 	"add rule inet sluice forward iifname \"sl-*\" counter name \"forward_refused\" reject with icmpx type admin-prohibited comment \"%4$s\"\n"
 
-/* Runs @cmd; on failure copies nft's first error line to @err. *@out, when
- * asked for, gets nft's terse output (no set elements; strdup'd; the caller
- * frees it). */
-static int run(const char *cmd, char **out, char *err, size_t errlen)
+/* Runs @cmd with libnftables; on failure copies nft's first error line to
+ * @err. */
+static int run(const char *cmd, char *err, size_t errlen)
 {
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	int r = 0;
@@ -91,11 +113,6 @@ static int run(const char *cmd, char **out, char *err, size_t errlen)
 		snprintf(err, errlen, "nftables: cannot buffer output");
 		return -ENOMEM;
 	}
-	/* A listing is read only for the ruleset's signature. Terse, nft
-	 * neither prints nor fetches set elements (one per sandbox). */
-	if (out)
-		nft_ctx_output_set_flags(ctx, nft_ctx_output_get_flags(ctx) |
-						      NFT_CTX_OUTPUT_TERSE);
 	if (nft_run_cmd_from_buffer(ctx, cmd) != 0) {
 		const char *e = nft_ctx_get_error_buffer(ctx);
 		size_t n;
@@ -105,12 +122,6 @@ static int run(const char *cmd, char **out, char *err, size_t errlen)
 		snprintf(err, errlen, "nftables: %.*s", (int)(n > 300 ? 300 : n),
 			 n ? e : "failed");
 		r = strstr(e, "No such file or directory") ? -ENOENT : -EIO;
-	} else if (out) {
-		const char *o = nft_ctx_get_output_buffer(ctx);
-
-		*out = strdup(o ? o : "");
-		if (!*out)
-			r = -ENOMEM;
 	}
 	nft_ctx_free(ctx);
 	return r;
@@ -140,18 +151,140 @@ static int lock_take(void)
 	return fd;
 }
 
-/* Is @sig in the block of `table inet sluice` of the listing @have? */
-static bool has_signature(const char *have, const char *sig)
-{
-	const char *t = have, *end, *s;
+/* --- nf_tables over netlink (libmnl) ------------------------------------ */
 
-	while ((t = strstr(t, "table inet sluice {\n")) && t != have && t[-1] != '\n')
-		t++;
-	if (!t)
-		return false;
-	end = strstr(t, "\n}");
-	s = strstr(t, sig);
-	return s && end && s < end;
+struct nfnl {
+	struct mnl_socket *nl;
+	uint32_t portid;
+	uint32_t seq;
+};
+
+static int nfnl_open(struct nfnl *n)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	int e;
+
+	n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!n->nl)
+		return -errno;
+	/* A kernel that never answers must not hang sluice. */
+	setsockopt(mnl_socket_get_fd(n->nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		e = -errno;
+		mnl_socket_close(n->nl);
+		n->nl = NULL;
+		return e;
+	}
+	n->portid = mnl_socket_get_portid(n->nl);
+	n->seq = (uint32_t)time(NULL);
+	return 0;
+}
+
+static void nfnl_close(struct nfnl *n)
+{
+	if (n->nl)
+		mnl_socket_close(n->nl);
+	n->nl = NULL;
+}
+
+/* An nfnetlink message header at @buf. */
+static struct nlmsghdr *nfnl_put(char *buf, uint16_t type, uint16_t flags, uint8_t family,
+				 uint16_t res_id, uint32_t seq)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *nfg;
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = family;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = htons(res_id);
+	return nlh;
+}
+
+/* Reads answers to @seq until the kernel's acknowledgement or the end of a
+ * dump; @cb (may be NULL) sees each data message. Return: 0, @cb's
+ * negative errno, or the kernel's. */
+static int nfnl_wait(struct nfnl *n, uint32_t seq, mnl_cb_t cb, void *data)
+{
+	char buf[16384];
+
+	for (;;) {
+		ssize_t got = mnl_socket_recvfrom(n->nl, buf, sizeof(buf));
+		int k;
+
+		if (got < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		errno = 0;
+		k = mnl_cb_run(buf, (size_t)got, seq, n->portid, cb, data);
+		if (k == MNL_CB_ERROR)
+			return errno ? -errno : -EIO;
+		if (k == MNL_CB_STOP)
+			return 0;
+	}
+}
+
+struct sig_search {
+	const char *sig;
+	bool found;
+};
+
+/* One rule of the dump: does its comment equal the signature? */
+static int rule_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct sig_search *s = data;
+	const struct nlattr *a;
+	size_t want = strlen(s->sig) + 1;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+		const uint8_t *u, *end;
+
+		if (mnl_attr_get_type(a) != NFTA_RULE_USERDATA)
+			continue;
+		/* User data: (type, length, value) records, one byte each for
+		 * type and length; the comment's value ends with its NUL. */
+		u = mnl_attr_get_payload(a);
+		end = u + mnl_attr_get_payload_len(a);
+		while (end - u >= 2 && end - u >= 2 + u[1]) {
+			if (u[0] == UDATA_RULE_COMMENT && u[1] == want &&
+			    !memcmp(u + 2, s->sig, want))
+				s->found = true;
+			u += 2 + u[1];
+		}
+	}
+	return MNL_CB_OK;
+}
+
+/*
+ * Is the ruleset with signature @sig in force? One dump of the rules of
+ * the signature's chain, which holds two rules whatever the number of
+ * sandboxes. Return: 1, 0 (no table, no chain, no such rule), or a
+ * negative errno.
+ */
+static int ruleset_in_force(const char *sig)
+{
+	struct sig_search s = { .sig = sig };
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh;
+	struct nfnl n;
+	int r = nfnl_open(&n);
+
+	if (r < 0)
+		return r;
+	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP,
+		       NFPROTO_INET, 0, ++n.seq);
+	mnl_attr_put_strz(nlh, NFTA_RULE_TABLE, TABLE);
+	mnl_attr_put_strz(nlh, NFTA_RULE_CHAIN, SIG_CHAIN);
+	if (mnl_socket_sendto(n.nl, nlh, nlh->nlmsg_len) < 0)
+		r = -errno;
+	else
+		r = nfnl_wait(&n, n.seq, rule_cb, &s);
+	nfnl_close(&n);
+	if (r == -ENOENT)
+		return 0;
+	return r < 0 ? r : s.found;
 }
 
 /**
@@ -160,27 +293,30 @@ static bool has_signature(const char *have, const char *sig)
  * @err:    why not
  * @errlen: its size
  *
- * Works in the calling thread's network namespace (the broker's).
+ * Works in the calling thread's network namespace (the broker's). When the
+ * signature is there (every create but a broker's first), that is one
+ * netlink dump and nothing else.
  *
  * Return: 0 or a negative errno.
  */
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
 {
-	char sig[96], cmd[sizeof(RULESET) + 256], *have = NULL;
+	char sig[96], cmd[sizeof(RULESET) + 256];
 	int fd, r, n;
 
 	snprintf(sig, sizeof(sig), "sluice ruleset %d ports %u %u %u", RULESET_VERSION, p->proxy,
 		 p->transparent, p->dns);
+	if (ruleset_in_force(sig) == 1)
+		return 0;
 	fd = lock_take();
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot lock %s: %s", LOCK_PATH, strerror(-fd));
 		return fd;
 	}
-	/* Not `list chain inet sluice forward`: libnftables (1.0.6) fetches
-	 * every element of the table's sets for it, a cost that grows with the
-	 * number of sandboxes. A terse `list ruleset` fetches none. On first
-	 * use there is no table: the listing is empty, and the ruleset goes in. */
-	if (run("list ruleset inet", &have, err, errlen) == 0 && has_signature(have, sig)) {
+	/* Another create may have installed it while we waited for the lock.
+	 * Should the check itself fail, installing again does no harm: it is
+	 * one transaction that keeps the sets. */
+	if (ruleset_in_force(sig) == 1) {
 		r = 0;
 		goto out;
 	}
@@ -190,9 +326,8 @@ int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
 		r = -ENAMETOOLONG;
 		goto out;
 	}
-	r = run(cmd, NULL, err, errlen);
+	r = run(cmd, err, errlen);
 out:
-	free(have);
 	close(fd); /* releases the lock */
 	return r;
 }
@@ -205,16 +340,65 @@ out:
  * @err:    why not
  * @errlen: its size
  *
+ * One nf_tables transaction (batch begin, the element, batch end), sent in
+ * one message and acknowledged once, in the calling thread's namespace.
+ *
  * Return: 0; -ENOENT when deleting an element (or a table) that is not
  * there; another negative errno.
  */
 int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen)
 {
+	char buf[MNL_SOCKET_BUFFER_SIZE], a[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
-	char a[INET_ADDRSTRLEN], cmd[200];
+	uint8_t key[KEY_LEN] = { 0 };
+	struct nlattr *list, *el, *k;
+	struct nlmsghdr *nlh;
+	size_t off = 0, nlen = strlen(link);
+	uint32_t seq;
+	struct nfnl n;
+	int r;
 
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
-	snprintf(cmd, sizeof(cmd), "%s element inet sluice sandbox_src { \"%s\" . %s }",
-		 add ? "add" : "delete", link, a);
-	return run(cmd, NULL, err, errlen);
+	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
+		snprintf(err, errlen, "nftables: bad link name `%s`", link);
+		return -EINVAL;
+	}
+	memcpy(key, link, nlen);
+	memcpy(key + KEY_IFNAME_LEN, &ia.s_addr, 4);
+
+	r = nfnl_open(&n);
+	if (r < 0) {
+		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+		return r;
+	}
+	/* One sequence number for the three: an error names the message it is
+	 * about by it, and only the element asks for an acknowledgement. */
+	seq = ++n.seq;
+	nlh = nfnl_put(buf, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
+	off += NLMSG_ALIGN(nlh->nlmsg_len);
+	nlh = nfnl_put(buf + off,
+		       (NFNL_SUBSYS_NFTABLES << 8) | (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
+		       NLM_F_ACK | (add ? NLM_F_CREATE : 0), NFPROTO_INET, 0, seq);
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, SET);
+	list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+	el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+	k = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
+	mnl_attr_put(nlh, NFTA_DATA_VALUE, sizeof(key), key);
+	mnl_attr_nest_end(nlh, k);
+	mnl_attr_nest_end(nlh, el);
+	mnl_attr_nest_end(nlh, list);
+	off += NLMSG_ALIGN(nlh->nlmsg_len);
+	nlh = nfnl_put(buf + off, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
+	off += NLMSG_ALIGN(nlh->nlmsg_len);
+
+	if (mnl_socket_sendto(n.nl, buf, off) < 0)
+		r = -errno;
+	else
+		r = nfnl_wait(&n, seq, NULL, NULL);
+	nfnl_close(&n);
+	if (r < 0)
+		snprintf(err, errlen, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s: %s",
+			 add ? "add" : "delete", link, a, TABLE, SET, strerror(-r));
+	return r;
 }

@@ -11,16 +11,25 @@
  * exactly that flaw). So when our /run/netns is a slave, the mount and the
  * unmount are done by a short-lived child that joined the mount namespace
  * holding the master peer group (found among PID 1 and our ancestors); the
- * result propagates back to us and to every other namespace as usual. */
+ * result propagates back to us and to every other namespace as usual.
+ *
+ * Finding that namespace must not cost more with more sandboxes: every
+ * sandbox is a mount, and /proc/PID/mountinfo lists them all. Where the
+ * kernel has statmount(2) (Linux 6.8; 6.11 to look into another process's
+ * mount namespace), one statx() and one statmount() per namespace tell the
+ * peer groups of /run/netns; mountinfo is read only where they cannot. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,50 +40,245 @@
 /* Bounds for walking up the process tree and through chains of masters. */
 #define ANCESTORS_MAX 64
 #define MASTERS_MAX 8
+/* A mountinfo larger than this is not read (a million mounts or so). */
+#define MOUNTINFO_MAX (256u << 20)
 
 /*
- * Peer groups of the topmost mount on /run/netns in a mountinfo file:
- * *shared and *master are 0 when the mount has none.
+ * statmount(2) and what it needs, declared here for C libraries and
+ * kernel headers older than the kernel (include/uapi/linux/mount.h,
+ * include/uapi/linux/nsfs.h); a kernel without them says ENOSYS, EINVAL,
+ * E2BIG or ENOTTY, and mountinfo is read instead.
+ */
+/* 457 wherever the new system calls share one number (not alpha, mips). */
+#if !defined(__NR_statmount) && !defined(__alpha__) && !defined(__mips__)
+#define __NR_statmount 457
+#endif
+#define SL_STATX_MNT_ID_UNIQUE 0x00004000U
+#define SL_STATX_ATTR_MOUNT_ROOT 0x00002000ULL
+#define SL_STATMOUNT_MNT_BASIC 0x00000002U
+#define SL_MNT_ID_REQ_SIZE_VER1 32
+
+struct sl_mnt_id_req {
+	uint32_t size;
+	uint32_t spare;
+	uint64_t mnt_id;
+	uint64_t param;
+	uint64_t mnt_ns_id;
+};
+
+struct sl_statmount {
+	uint32_t size;
+	uint32_t mnt_opts;
+	uint64_t mask;
+	uint32_t sb_dev_major;
+	uint32_t sb_dev_minor;
+	uint64_t sb_magic;
+	uint32_t sb_flags;
+	uint32_t fs_type;
+	uint64_t mnt_id;
+	uint64_t mnt_parent_id;
+	uint32_t mnt_id_old;
+	uint32_t mnt_parent_id_old;
+	uint64_t mnt_attr;
+	uint64_t mnt_propagation;
+	uint64_t mnt_peer_group;
+	uint64_t mnt_master;
+	uint64_t propagate_from;
+	uint32_t mnt_root;
+	uint32_t mnt_point;
+	uint64_t mnt_ns_id;
+	uint64_t spare2[49];
+};
+
+struct sl_mnt_ns_info {
+	uint32_t size;
+	uint32_t nr_mounts;
+	uint64_t mnt_ns_id;
+};
+#define SL_NS_MNT_GET_INFO _IOR(0xb7, 10, struct sl_mnt_ns_info)
+#define SL_NS_GET_MNTNS_ID _IOR(0xb7, 0x5, uint64_t)
+
+/* The new mount API (Linux 5.2), for C libraries older than the kernel. */
+#if !defined(SYS_fsopen) && !defined(__alpha__) && !defined(__mips__)
+#define SYS_fsopen 430
+#define SYS_fsconfig 431
+#define SYS_fsmount 432
+#endif
+#define SL_FSOPEN_CLOEXEC 0x00000001
+#define SL_FSCONFIG_CMD_CREATE 6
+#define SL_FSMOUNT_CLOEXEC 0x00000001
+
+/* What a mount namespace has on /run/netns: peer groups are 0 for none. */
+struct netns_mnt {
+	uint64_t shared; /* its own peer group */
+	uint64_t master; /* the peer group it receives propagation from */
+};
+
+/*
+ * Peer groups of the topmost mount on /run/netns in a mountinfo file.
  * Return: 0; -ENOENT when /run/netns is not a mount point there.
  */
-static int run_netns_groups(const char *mountinfo, unsigned *shared, unsigned *master)
+static int groups_mountinfo(const char *mountinfo, struct netns_mnt *m)
 {
-	FILE *f = fopen(mountinfo, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int found = -ENOENT;
+	size_t cap = 64 << 10, len = 0;
+	char *buf = NULL, *line, *next;
+	int fd = open(mountinfo, O_RDONLY | O_CLOEXEC), found = -ENOENT;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
-	while (getline(&line, &cap, f) > 0) {
+	/* Whole, in large reads: each read of a seq_file starts over from
+	 * where the last one stopped, and small reads multiply that. */
+	for (;;) {
+		ssize_t k;
+
+		if (!buf || len + 1 == cap) {
+			char *nb;
+
+			if (buf)
+				cap *= 2;
+			if (cap > MOUNTINFO_MAX || !(nb = realloc(buf, cap))) {
+				free(buf);
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		k = read(fd, buf + len, cap - 1 - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = -errno;
+
+			free(buf);
+			close(fd);
+			return e;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	close(fd);
+	buf[len] = '\0';
+	for (line = buf; line && *line; line = next) {
 		char *save = NULL, *tok;
-		unsigned s = 0, m = 0;
+		uint64_t s = 0, ma = 0;
 		int field = 0;
 		bool ours = false;
 
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* Only the mount point (field 5) of most lines is looked at. */
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - ... */
-		for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 			field++;
-			if (field == 5)
+			if (field == 5) {
 				ours = strcmp(tok, NETNS_RUN_DIR) == 0;
+				if (!ours)
+					break;
+			}
 			if (field < 7)
 				continue;
 			if (!strcmp(tok, "-"))
 				break;
 			if (!strncmp(tok, "shared:", 7))
-				s = (unsigned)strtoul(tok + 7, NULL, 10);
+				s = strtoull(tok + 7, NULL, 10);
 			else if (!strncmp(tok, "master:", 7))
-				m = (unsigned)strtoul(tok + 7, NULL, 10);
+				ma = strtoull(tok + 7, NULL, 10);
 		}
 		if (ours) { /* later lines are mounted on top of earlier ones */
-			*shared = s;
-			*master = m;
+			m->shared = s;
+			m->master = ma;
 			found = 0;
 		}
 	}
-	free(line);
-	fclose(f);
+	free(buf);
 	return found;
+}
+
+/*
+ * The same from statx() and statmount(): @path is /run/netns as the
+ * namespace sees it, @mnt_ns_id that namespace (0: ours).
+ * Return: 0; -ENOENT when it is not a mount point; -ENOSYS when the
+ * kernel cannot tell this way; another negative errno.
+ */
+static int groups_statmount(const char *path, uint64_t mnt_ns_id, struct netns_mnt *m)
+{
+	struct sl_mnt_id_req req = { .size = SL_MNT_ID_REQ_SIZE_VER1 };
+	struct sl_statmount sm;
+	struct statx stx;
+
+	if (statx(AT_FDCWD, path, AT_NO_AUTOMOUNT, SL_STATX_MNT_ID_UNIQUE, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_mask & SL_STATX_MNT_ID_UNIQUE) ||
+	    !(stx.stx_attributes_mask & SL_STATX_ATTR_MOUNT_ROOT))
+		return -ENOSYS;
+	if (!(stx.stx_attributes & SL_STATX_ATTR_MOUNT_ROOT))
+		return -ENOENT;
+#ifdef __NR_statmount
+	req.mnt_id = stx.stx_mnt_id;
+	req.param = SL_STATMOUNT_MNT_BASIC;
+	req.mnt_ns_id = mnt_ns_id;
+	memset(&sm, 0, sizeof(sm));
+	if (syscall(__NR_statmount, &req, &sm, sizeof(sm), 0) < 0) {
+		/* ENOENT too: a kernel without mnt_ns_id looks in our namespace. */
+		if (errno == ENOSYS || errno == EINVAL || errno == E2BIG || errno == EOPNOTSUPP ||
+		    errno == ENOENT)
+			return -ENOSYS;
+		return -errno;
+	}
+	if (!(sm.mask & SL_STATMOUNT_MNT_BASIC))
+		return -ENOSYS;
+	m->shared = sm.mnt_propagation & MS_SHARED ? sm.mnt_peer_group : 0;
+	m->master = sm.mnt_master;
+	return 0;
+#else
+	(void)req;
+	(void)sm;
+	(void)mnt_ns_id;
+	(void)m;
+	return -ENOSYS;
+#endif
+}
+
+/* The id statmount() knows the mount namespace @mntfd by; 0 if none. */
+static uint64_t mnt_ns_id_of(int mntfd)
+{
+	struct sl_mnt_ns_info info = { .size = sizeof(info) };
+	uint64_t id = 0;
+
+	if (ioctl(mntfd, SL_NS_MNT_GET_INFO, &info) == 0)
+		return info.mnt_ns_id;
+	if (ioctl(mntfd, SL_NS_GET_MNTNS_ID, &id) == 0)
+		return id;
+	return 0;
+}
+
+/*
+ * Peer groups of /run/netns in the mount namespace of @pid (0: ours,
+ * @mntfd unused), whose mount namespace is open as @mntfd.
+ * Return: 0; -ENOENT when /run/netns is not a mount point there; another
+ * negative errno.
+ */
+static int run_netns_groups(pid_t pid, int mntfd, struct netns_mnt *m)
+{
+	char path[64];
+	uint64_t id = 0;
+	int r = -ENOSYS;
+
+	if (pid == 0) {
+		r = groups_statmount(NETNS_RUN_DIR, 0, m);
+	} else if ((id = mnt_ns_id_of(mntfd)) != 0) {
+		snprintf(path, sizeof(path), "/proc/%d/root" NETNS_RUN_DIR, (int)pid);
+		r = groups_statmount(path, id, m);
+	}
+	if (r != -ENOSYS)
+		return r;
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	return groups_mountinfo(path, m);
 }
 
 /* The parent of @pid, or 0. */
@@ -108,24 +312,24 @@ static pid_t parent_of(pid_t pid)
  * whose namespace cannot be opened (PID 1 under some supervisors) are
  * passed over.
  */
-static int holder_of(unsigned group, unsigned *next)
+static int holder_of(uint64_t group, uint64_t *next)
 {
 	pid_t pid = 1;
 	int i, fd, r = -ESRCH;
 
 	for (i = 0; i < ANCESTORS_MAX && pid > 0; i++) {
+		struct netns_mnt m = { 0 };
 		char path[64];
-		unsigned s, m;
 
-		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-		if (run_netns_groups(path, &s, &m) == 0 && s == group) {
-			snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd >= 0) {
-				*next = m;
-				return fd;
-			}
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
 			r = -errno;
+		} else if (run_netns_groups(pid, fd, &m) == 0 && m.shared == group) {
+			*next = m.master;
+			return fd;
+		} else {
+			close(fd);
 		}
 		pid = i == 0 ? getppid() : parent_of(pid);
 		if (pid == 1)
@@ -142,11 +346,13 @@ static int holder_of(unsigned group, unsigned *next)
  */
 static int mount_ns_of_run_netns(void)
 {
-	unsigned shared, master, next = 0;
+	struct netns_mnt self = { 0 };
+	uint64_t master, next = 0;
 	int i, fd = -1, k;
 
-	if (run_netns_groups("/proc/self/mountinfo", &shared, &master) < 0 || master == 0)
+	if (run_netns_groups(0, -1, &self) < 0 || self.master == 0)
 		return -ENOENT;
+	master = self.master;
 	for (i = 0; i < MASTERS_MAX && master; i++, master = next) {
 		k = holder_of(master, &next);
 		if (k < 0) {
@@ -161,39 +367,69 @@ static int mount_ns_of_run_netns(void)
 	return fd;
 }
 
+struct in_mount_ns {
+	int mntfd;
+	int (*fn)(void *arg);
+	void *arg;
+};
+
+/* The child's side of in_run_netns_mount_ns(): its exit status is 0 or
+ * the positive errno. */
+static int in_mount_ns_child(void *p)
+{
+	const struct in_mount_ns *c = p;
+	int r = setns(c->mntfd, CLONE_NEWNS) < 0 ? -errno : c->fn(c->arg);
+
+	return r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0;
+}
+
 /*
  * Runs @fn(@arg) where /run/netns mounts belong (see the top of the file):
- * in this process, or in a child that joined that mount namespace (setns
- * to a mount namespace needs a single-threaded caller; a child is one).
+ * in this process, or in a child that joined that mount namespace.
+ *
+ * The child shares this process's memory and runs while this process
+ * waits (CLONE_VM | CLONE_VFORK, as posix_spawn() does), on a stack of its
+ * own, and on this CPU: no page tables are copied, and no other CPU has to
+ * be woken for it, which on a busy machine can take milliseconds. It has
+ * its own root and working directory (no CLONE_FS), which setns() to a
+ * mount namespace needs, and it only makes system calls, since this
+ * process is stopped meanwhile.
+ *
  * Return: @fn's result (0 or a negative errno).
  */
 static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
 {
-	int mntfd = mount_ns_of_run_netns(), status;
+	static char stack[64 << 10] __attribute__((aligned(16)));
+	struct in_mount_ns c = { .mntfd = mount_ns_of_run_netns(), .fn = fn, .arg = arg };
+	cpu_set_t old, here;
+	bool pinned = false;
+	int cpu, status, e;
 	pid_t pid;
 
-	if (mntfd == -ENOENT)
+	if (c.mntfd == -ENOENT)
 		return fn(arg);
-	if (mntfd < 0) {
+	if (c.mntfd < 0) {
 		/* A mount made here would die with this mount namespace, and the
 		 * sandbox with it: refuse rather than make one that vanishes. */
 		log_err("netns: %s here is a slave mount whose master cannot be reached (%s)",
-			NETNS_RUN_DIR, strerror(-mntfd));
-		return mntfd;
+			NETNS_RUN_DIR, strerror(-c.mntfd));
+		return c.mntfd;
 	}
-	pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-
-		close(mntfd);
+	cpu = sched_getcpu();
+	if (cpu >= 0 && cpu < CPU_SETSIZE && sched_getaffinity(0, sizeof(old), &old) == 0) {
+		CPU_ZERO(&here);
+		CPU_SET(cpu, &here);
+		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
+	}
+	/* Returns once the child has exited. */
+	pid = clone(in_mount_ns_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
+		    &c);
+	e = pid < 0 ? -errno : 0;
+	if (pinned)
+		sched_setaffinity(0, sizeof(old), &old);
+	close(c.mntfd);
+	if (e < 0)
 		return e;
-	}
-	if (pid == 0) {
-		int r = setns(mntfd, CLONE_NEWNS) < 0 ? -errno : fn(arg);
-
-		_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
-	}
-	close(mntfd);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return -errno;
@@ -250,21 +486,22 @@ static int do_bind(void *arg)
 }
 
 /**
- * netns_ns_create() - a new network namespace, named /run/netns/@name
- * @name:  a valid sandbox name
- * @nsfd:  on success, an fd of the namespace (the caller closes it)
+ * netns_ns_new() - a new network namespace, and work done inside it
+ * @nsfd:   on success, an fd of the namespace (the caller closes it; the
+ *          namespace lives as long as something holds it)
+ * @inside: called in the new namespace, in this thread; may be NULL
+ * @arg:    passed to @inside
  *
- * Return: 0; -EEXIST when the name is taken; another negative errno.
+ * What @inside opens (a socket) stays in the new namespace when the thread
+ * is back in its own, so the new one needs no second visit.
+ *
+ * Return: 0; @inside's negative errno (the namespace is dropped); another
+ * negative errno.
  */
-int netns_ns_create(const char *name, int *nsfd)
+int netns_ns_new(int *nsfd, int (*inside)(void *arg), void *arg)
 {
-	struct bind_req b;
-	char path[512];
 	int self, fd, r;
 
-	r = netns_path(path, sizeof(path), NETNS_RUN_DIR, name, NULL);
-	if (r < 0)
-		return r;
 	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return -errno;
@@ -275,22 +512,41 @@ int netns_ns_create(const char *name, int *nsfd)
 	}
 	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
+	if (r == 0 && inside)
+		r = inside(arg);
 	/* Back home before anything else: the rest of sluice runs there. */
 	if (setns(self, CLONE_NEWNET) < 0)
 		die("sluice: cannot return to the original network namespace: %s",
 		    strerror(errno));
 	close(self);
-	if (r < 0)
-		return r;
-	b.path = path;
-	b.nsfd = fd;
-	r = in_run_netns_mount_ns(do_bind, &b);
 	if (r < 0) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return r;
 	}
 	*nsfd = fd;
 	return 0;
+}
+
+/**
+ * netns_ns_name() - name a network namespace /run/netns/@name
+ * @name: a valid sandbox name
+ * @nsfd: the namespace
+ *
+ * Return: 0; -EEXIST when the name is taken; another negative errno.
+ */
+int netns_ns_name(const char *name, int nsfd)
+{
+	struct bind_req b;
+	char path[512];
+	int r;
+
+	r = netns_path(path, sizeof(path), NETNS_RUN_DIR, name, NULL);
+	if (r < 0)
+		return r;
+	b.path = path;
+	b.nsfd = nsfd;
+	return in_run_netns_mount_ns(do_bind, &b);
 }
 
 static int do_unbind(void *arg)
@@ -392,16 +648,55 @@ int netns_ns_leave(int saved)
 }
 
 /**
+ * netns_procfs_private() - a procfs of this process's own, mounted nowhere
+ * (fsopen(), fsmount())
+ *
+ * Its /proc/sys/net, as every /proc/sys/net, shows the network namespace
+ * of whoever looks. Why another procfs: every network namespace that looks
+ * up /proc/sys/net in the system's procfs leaves there a dentry of that
+ * name, all in one hash chain, which the next look-up from a new namespace
+ * walks from end to end, at a spinlock each: with a thousand sandboxes
+ * that is milliseconds. A procfs made for one create starts empty, and
+ * leaves nothing behind.
+ *
+ * Return: an fd of its root (the caller closes it); a negative errno when
+ * the kernel or the caller's privileges allow none (then /proc will do).
+ */
+int netns_procfs_private(void)
+{
+#ifdef SYS_fsopen
+	int fs, mnt;
+
+	fs = (int)syscall(SYS_fsopen, "proc", SL_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (syscall(SYS_fsconfig, fs, SL_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		mnt = -errno;
+		close(fs);
+		return mnt;
+	}
+	mnt = (int)syscall(SYS_fsmount, fs, SL_FSMOUNT_CLOEXEC, 0);
+	if (mnt < 0)
+		mnt = -errno;
+	close(fs);
+	return mnt;
+#else
+	return -ENOSYS;
+#endif
+}
+
+/**
  * netns_sysctl_write() - write a /proc/sys file
- * @path:  under /proc/sys/net, it is the calling thread's namespace's
+ * @dfd:   where @path starts: AT_FDCWD, or a procfs root (relative @path)
+ * @path:  under sys/net, it is the calling thread's namespace's
  * @value: the text written
  *
  * Return: 0 or a negative errno.
  */
-int netns_sysctl_write(const char *path, const char *value)
+int netns_sysctl_write(int dfd, const char *path, const char *value)
 {
 	size_t n = strlen(value);
-	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+	int fd = openat(dfd, path, O_WRONLY | O_CLOEXEC), r = 0;
 
 	if (fd < 0)
 		return -errno;

@@ -1,26 +1,48 @@
 // SPDX-License-Identifier: MIT
 /* The wire of a sandbox: a veth pair, its addresses, the sandbox's default
- * route, over rtnetlink with libmnl. A netlink socket works in the network
- * namespace it was opened in, so a caller opens one per namespace. */
+ * route, over rtnetlink with libmnl.
+ *
+ * Theory of operation: a netlink socket works in the network namespace it
+ * was opened in, whichever namespace its user is in later; so is an ioctl
+ * on it. A caller opens one socket per namespace, and then works on both
+ * namespaces from where it is, without moving back and forth. Links are
+ * named by index (ioctl SIOCGIFINDEX on the same socket), so that a name
+ * is looked up once and in the right namespace. Requests that follow each
+ * other (an address, then up, then a route) go to the kernel in one
+ * message and are acknowledged one by one.
+ *
+ * Deleting a link makes the kernel wait for pending RCU callbacks
+ * (rcu_barrier()) before the request returns: tens of milliseconds,
+ * although the link is gone from its namespace (name and index free) about
+ * a millisecond after the request starts. netns_link_del_begin() leaves
+ * the deletion, and that wait, to a child; netns_link_retire() marks the
+ * link meanwhile. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
+#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "netns/netns_internal.h"
 
-/* Every request is one message, far below this. */
+/* Every request is a few small messages, far below this. */
 #define RTNL_BUF 8192
+/* The most messages a batch holds, and the room kept for each. */
+#define BATCH_MAX 8
+#define BATCH_MSG_MAX 256
 
 /**
  * netns_rtnl_open() - an rtnetlink socket in the calling thread's namespace
@@ -57,28 +79,121 @@ void netns_rtnl_close(struct netns_rtnl *r)
 	}
 }
 
-/* Sends @nlh and waits for its acknowledgement. Return: 0 or the kernel's
- * negative errno. */
-static int talk(struct netns_rtnl *r, struct nlmsghdr *nlh)
+/* Reads acknowledgements until the one for @seq. Return: 0 or the kernel's
+ * negative errno for that message. */
+static int wait_ack(struct netns_rtnl *r, uint32_t seq)
 {
 	char buf[RTNL_BUF];
 
-	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
-	nlh->nlmsg_seq = ++r->seq;
-	if (mnl_socket_sendto(r->nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
 	for (;;) {
 		ssize_t n = mnl_socket_recvfrom(r->nl, buf, sizeof(buf));
 		int k;
 
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		k = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, r->portid, NULL, NULL);
-		if (k < 0)
-			return -errno;
+		errno = 0;
+		k = mnl_cb_run(buf, (size_t)n, seq, r->portid, NULL, NULL);
+		if (k == MNL_CB_ERROR)
+			return errno ? -errno : -EIO;
 		if (k == MNL_CB_STOP)
 			return 0;
 	}
+}
+
+/* Sends @nlh and waits for its acknowledgement. Return: 0 or the kernel's
+ * negative errno. */
+static int talk(struct netns_rtnl *r, struct nlmsghdr *nlh)
+{
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = ++r->seq;
+	if (mnl_socket_sendto(r->nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	return wait_ack(r, nlh->nlmsg_seq);
+}
+
+/**
+ * netns_rtnl_batch_init() - start a batch of requests for one socket
+ * @b: the batch
+ */
+void netns_rtnl_batch_init(struct netns_rtnl_batch *b)
+{
+	b->len = 0;
+	b->n = 0;
+	b->overflow = false;
+}
+
+/* Room for the next message of @b (each is far below BATCH_MSG_MAX): a
+ * fresh header, or NULL when @b is full, which then fails as a whole. */
+static struct nlmsghdr *batch_next(struct netns_rtnl_batch *b)
+{
+	if (b->overflow || b->n >= BATCH_MAX || sizeof(b->buf) - b->len < BATCH_MSG_MAX) {
+		b->overflow = true;
+		return NULL;
+	}
+	memset(b->buf + b->len, 0, BATCH_MSG_MAX);
+	return mnl_nlmsg_put_header(b->buf + b->len);
+}
+
+/* Closes the message @nlh that batch_next() gave. */
+static void batch_done(struct netns_rtnl_batch *b, struct nlmsghdr *nlh)
+{
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	b->len += NLMSG_ALIGN(nlh->nlmsg_len);
+	b->n++;
+}
+
+/**
+ * netns_rtnl_batch_send() - send a batch in one message, then read every
+ * acknowledgement
+ * @r:    the socket (its namespace is the batch's)
+ * @b:    the batch; empty again after
+ * @step: set to the index of the first request that failed; may be NULL
+ *
+ * The kernel carries out the requests in order, each whatever became of
+ * the one before, and acknowledges each on its own; the first failure is
+ * the one reported.
+ *
+ * Return: 0, -ENOSPC when the batch overflowed while being built, or the
+ * first failed request's negative errno.
+ */
+int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsigned *step)
+{
+	uint32_t first = r->seq + 1;
+	size_t off;
+	unsigned i;
+	int e = 0, k;
+
+	if (step)
+		*step = 0;
+	if (b->overflow || b->n == 0) {
+		e = b->overflow ? -ENOSPC : 0;
+		netns_rtnl_batch_init(b);
+		return e;
+	}
+	for (off = 0; off < b->len;) {
+		struct nlmsghdr *nlh = (struct nlmsghdr *)(b->buf + off);
+
+		nlh->nlmsg_seq = ++r->seq;
+		off += NLMSG_ALIGN(nlh->nlmsg_len);
+	}
+	if (mnl_socket_sendto(r->nl, b->buf, b->len) < 0) {
+		e = -errno;
+		netns_rtnl_batch_init(b);
+		return e;
+	}
+	/* One acknowledgement per request, in order, each in its own datagram. */
+	for (i = 0; i < b->n; i++) {
+		k = wait_ack(r, first + i);
+		if (k < 0 && e == 0) {
+			e = k;
+			if (step)
+				*step = i;
+		}
+		if (k == -ETIMEDOUT)
+			break;
+	}
+	netns_rtnl_batch_init(b);
+	return e;
 }
 
 static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags,
@@ -94,11 +209,35 @@ static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags,
 }
 
 /**
+ * netns_link_index() - the index of a link in the socket's namespace
+ * @r:    the socket
+ * @name: the link
+ *
+ * Return: the index (> 0); -ENODEV when there is no such link; another
+ * negative errno.
+ */
+int netns_link_index(struct netns_rtnl *r, const char *name)
+{
+	struct ifreq ifr;
+
+	if (strlen(name) >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, name);
+	/* A netlink socket takes the interface ioctls, in its own namespace. */
+	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFINDEX, &ifr) < 0)
+		return -errno;
+	return ifr.ifr_ifindex;
+}
+
+/**
  * netns_veth_add() - a veth pair whose peer starts life in another namespace
  * @r:         a socket in the namespace of @name
  * @name:      this end's name
  * @peer:      the other end's name, in @peer_nsfd
  * @peer_nsfd: the namespace of the other end
+ *
+ * Both ends are made down; they inherit their namespace's IPv6 defaults.
  *
  * Return: 0; -EEXIST when @name (or @peer there) exists; another negative errno.
  */
@@ -126,100 +265,300 @@ int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int
 }
 
 /**
- * netns_link_del() - delete a link by name (a veth takes its peer along)
- * @r:    a socket in the link's namespace
- * @name: the link
+ * netns_link_no_ipv6() - a link that takes no IPv6 address of its own
+ * @r:     a socket in the link's namespace
+ * @index: the link, down
+ *
+ * The link never makes a link-local address (IN6_ADDR_GEN_MODE_NONE), so
+ * it neither sends nor is reachable by IPv6 from this namespace. Said over
+ * netlink, not as disable_ipv6 in /proc/sys: a /proc/sys/net lookup in a
+ * namespace walks a dentry chain as long as the number of network
+ * namespaces that have one, a millisecond with a thousand sandboxes.
+ *
+ * Return: 0 (also when the kernel has no IPv6) or a negative errno.
+ */
+int netns_link_no_ipv6(struct netns_rtnl *r, int index)
+{
+	char buf[RTNL_BUF];
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, &ifm);
+	struct nlattr *spec, *in6;
+	int e;
+
+	ifm->ifi_index = index;
+	spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC);
+	in6 = mnl_attr_nest_start(nlh, AF_INET6);
+	mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+	mnl_attr_nest_end(nlh, in6);
+	mnl_attr_nest_end(nlh, spec);
+	e = talk(r, nlh);
+	return e == -EAFNOSUPPORT ? 0 : e;
+}
+
+/**
+ * netns_link_del() - delete a link, and wait until the kernel is done
+ * @r:     a socket in the link's namespace
+ * @index: the link (a veth takes its peer along)
  *
  * Return: 0; -ENODEV when there is no such link; another negative errno.
  */
-int netns_link_del(struct netns_rtnl *r, const char *name)
+int netns_link_del(struct netns_rtnl *r, int index)
 {
 	char buf[RTNL_BUF];
 	struct ifinfomsg *ifm;
 	struct nlmsghdr *nlh = link_msg(buf, RTM_DELLINK, 0, &ifm);
 
-	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	ifm->ifi_index = index;
 	return talk(r, nlh);
 }
 
-/* The index of @name in the socket's namespace (the caller's, too). */
-static int ifindex(const char *name)
-{
-	unsigned idx = if_nametoindex(name);
-
-	return idx ? (int)idx : -ENODEV;
-}
-
 /**
- * netns_link_up() - set a link up
- * @r:    a socket in the link's namespace, which is the caller's
- * @name: the link
+ * netns_link_retire() - mark a link as a deleted sandbox's (its alias is
+ * NETNS_LINK_RETIRED), so that a later create may remove it should it still
+ * be there (netns_link_retired())
+ * @r:     a socket in the link's namespace
+ * @index: the link
+ *
+ * The link is not set down: that makes the kernel flush the namespace's
+ * routing table, whose length grows with the number of sandboxes; its
+ * deletion does that a moment later, off the caller's path.
  *
  * Return: 0 or a negative errno.
  */
-int netns_link_up(struct netns_rtnl *r, const char *name)
+int netns_link_retire(struct netns_rtnl *r, int index)
 {
 	char buf[RTNL_BUF];
 	struct ifinfomsg *ifm;
 	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, &ifm);
-	int idx = ifindex(name);
 
-	if (idx < 0)
-		return idx;
-	ifm->ifi_index = idx;
-	ifm->ifi_flags = IFF_UP;
-	ifm->ifi_change = IFF_UP;
+	ifm->ifi_index = index;
+	mnl_attr_put_strz(nlh, IFLA_IFALIAS, NETNS_LINK_RETIRED);
 	return talk(r, nlh);
 }
 
+struct alias_seen {
+	bool retired;
+};
+
+static int alias_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct alias_seen *a = data;
+	const size_t mlen = sizeof(NETNS_LINK_RETIRED) - 1;
+	const struct nlattr *at;
+
+	if (nlh->nlmsg_type != RTM_NEWLINK)
+		return MNL_CB_OK;
+	mnl_attr_for_each(at, nlh, sizeof(struct ifinfomsg)) {
+		const char *v = mnl_attr_get_payload(at);
+		size_t n = mnl_attr_get_payload_len(at);
+
+		if (mnl_attr_get_type(at) == IFLA_IFALIAS && n >= mlen &&
+		    !memcmp(v, NETNS_LINK_RETIRED, mlen) && (n == mlen || v[mlen] == '\0'))
+			a->retired = true;
+	}
+	return MNL_CB_OK;
+}
+
 /**
- * netns_addr4_add() - add ADDR/PLEN to a link
- * @r:    a socket in the link's namespace, which is the caller's
- * @dev:  the link
- * @addr: host byte order
- * @plen: prefix length
+ * netns_link_retired() - was the link @name marked by
+ * netns_link_retire()?
+ * @r:    a socket in the link's namespace
+ * @name: the link
  *
- * Return: 0 or a negative errno.
+ * Return: 1, 0, -ENODEV when there is no such link, or another negative
+ * errno.
  */
-int netns_addr4_add(struct netns_rtnl *r, const char *dev, uint32_t addr, unsigned plen)
+int netns_link_retired(struct netns_rtnl *r, const char *name)
 {
 	char buf[RTNL_BUF];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct alias_seen a = { false };
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, RTM_GETLINK, NLM_F_REQUEST, &ifm);
+	ssize_t n;
+	int k;
+
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	nlh->nlmsg_seq = ++r->seq;
+	if (mnl_socket_sendto(r->nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	/* The answer is the link itself, or an error; no acknowledgement. */
+	n = mnl_socket_recvfrom(r->nl, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	errno = 0;
+	k = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, r->portid, alias_cb, &a);
+	if (k == MNL_CB_ERROR)
+		return errno ? -errno : -EIO;
+	return a.retired;
+}
+
+/* A link-deleting child's request, made before it starts. */
+struct deleter_req {
+	size_t len;
+	char msg[64];
+};
+
+/* The stack of the one child at a time that shares this process's memory
+ * (see netns_link_del_begin()), and its request. */
+static struct {
+	bool busy;
+	pid_t pid;
+	struct deleter_req req;
+	char stack[64 << 10] __attribute__((aligned(16)));
+} deleter;
+
+/*
+ * The child: one netlink socket, one request. It reads nothing this process
+ * may change (its request was made before, on a stack of its own), and its
+ * system calls do not fail in practice: an error of the kernel's about the
+ * request comes back as a message, which it does not read, not through
+ * errno (which a child sharing this process's memory shares too); sendto()
+ * to the kernel returns once the kernel is done with the request.
+ */
+static int deleter_main(void *arg)
+{
+	const struct deleter_req *req = arg;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	sigset_t all;
+	int fd;
+
+	/* Nothing meant for the caller (it held these already) stops it. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	/* Nothing of the caller's output is held open: a reader of it would
+	 * wait for this child too. */
+	close(STDIN_FILENO);
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd >= 0)
+		sendto(fd, req->msg, req->len, 0, (const struct sockaddr *)&kernel,
+		       sizeof(kernel));
+	return 0;
+}
+
+/**
+ * netns_link_del_begin() - delete a link in a child, without waiting
+ * @index: the link (a veth takes its peer along), in the calling thread's
+ *         namespace
+ *
+ * The kernel answers a link deletion only after its grace periods, tens of
+ * milliseconds; the link is gone from view about a millisecond after the
+ * request reaches it. The child makes the request and waits for that
+ * answer; it ends by itself, and the caller may exit before (and leave it
+ * to init to reap), or reap it with netns_link_del_reap().
+ *
+ * The child shares this process's memory (CLONE_VM, as posix_spawn() does,
+ * without waiting for it): a fork() would copy the page tables of every
+ * library sluice maps, which on a paravirtualised machine costs a
+ * millisecond or more. One such child at a time; a second call forks.
+ *
+ * Return: the child's pid, or a negative errno (nothing was started).
+ */
+pid_t netns_link_del_begin(int index)
+{
+	struct deleter_req req = { 0 };
+	struct nlmsghdr *nlh;
+	struct ifinfomsg *ifm;
+	pid_t pid;
+
+	/* No acknowledgement asked for: nobody reads it. */
+	nlh = link_msg(req.msg, RTM_DELLINK, NLM_F_REQUEST, &ifm);
+	ifm->ifi_index = index;
+	req.len = nlh->nlmsg_len;
+	if (deleter.busy) {
+		pid = fork();
+		if (pid == 0)
+			_exit(deleter_main(&req));
+		return pid < 0 ? -errno : pid;
+	}
+	deleter.req = req;
+	deleter.busy = true;
+	pid = clone(deleter_main, deleter.stack + sizeof(deleter.stack), CLONE_VM | SIGCHLD,
+		    &deleter.req);
+	if (pid < 0) {
+		deleter.busy = false;
+		return -errno;
+	}
+	deleter.pid = pid;
+	return pid;
+}
+
+/**
+ * netns_link_del_reap() - collect a netns_link_del_begin() child that is
+ * done, without waiting for one that is not
+ * @pid: the child
+ */
+void netns_link_del_reap(pid_t pid)
+{
+	int status;
+
+	if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid && pid == deleter.pid)
+		deleter.busy = false;
+}
+
+/**
+ * netns_link_up() - set a link up, as one request of a batch
+ * @b:     the batch
+ * @index: the link, in the namespace of the socket the batch goes to
+ */
+void netns_link_up(struct netns_rtnl_batch *b, int index)
+{
+	struct nlmsghdr *nlh = batch_next(b);
+	struct ifinfomsg *ifm;
+
+	if (!nlh)
+		return;
+	nlh->nlmsg_type = RTM_NEWLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = index;
+	ifm->ifi_flags = IFF_UP;
+	ifm->ifi_change = IFF_UP;
+	batch_done(b, nlh);
+}
+
+/**
+ * netns_addr4_add() - add ADDR/PLEN to a link, as one request of a batch
+ * @b:     the batch
+ * @index: the link, in the namespace of the socket the batch goes to
+ * @addr:  host byte order
+ * @plen:  prefix length
+ */
+void netns_addr4_add(struct netns_rtnl_batch *b, int index, uint32_t addr, unsigned plen)
+{
+	struct nlmsghdr *nlh = batch_next(b);
 	struct ifaddrmsg *ifa;
 	uint32_t a = htonl(addr);
-	int idx = ifindex(dev);
 
-	if (idx < 0)
-		return idx;
+	if (!nlh)
+		return;
 	nlh->nlmsg_type = RTM_NEWADDR;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
 	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_family = AF_INET;
 	ifa->ifa_prefixlen = (uint8_t)plen;
 	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
-	ifa->ifa_index = (uint32_t)idx;
+	ifa->ifa_index = (uint32_t)index;
 	mnl_attr_put_u32(nlh, IFA_LOCAL, a);
 	mnl_attr_put_u32(nlh, IFA_ADDRESS, a);
-	return talk(r, nlh);
+	batch_done(b, nlh);
 }
 
 /**
- * netns_route4_default() - default route via @gw on @dev
- * @r:   a socket in the namespace, which is the caller's
- * @dev: the link
- * @gw:  host byte order
- *
- * Return: 0 or a negative errno.
+ * netns_route4_default() - default route via @gw on a link, as one request
+ * of a batch
+ * @b:     the batch
+ * @index: the link, in the namespace of the socket the batch goes to
+ * @gw:    host byte order
  */
-int netns_route4_default(struct netns_rtnl *r, const char *dev, uint32_t gw)
+void netns_route4_default(struct netns_rtnl_batch *b, int index, uint32_t gw)
 {
-	char buf[RTNL_BUF];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlmsghdr *nlh = batch_next(b);
 	struct rtmsg *rtm;
-	int idx = ifindex(dev);
 
-	if (idx < 0)
-		return idx;
+	if (!nlh)
+		return;
 	nlh->nlmsg_type = RTM_NEWROUTE;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
@@ -229,14 +568,28 @@ int netns_route4_default(struct netns_rtnl *r, const char *dev, uint32_t gw)
 	rtm->rtm_scope = RT_SCOPE_UNIVERSE;
 	rtm->rtm_type = RTN_UNICAST;
 	mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(gw));
-	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)idx);
-	return talk(r, nlh);
+	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)index);
+	batch_done(b, nlh);
+}
+
+/* Is the link @name running? 1, 0, or a negative errno. */
+static int link_running(struct netns_rtnl *r, const char *name)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	return (ifr.ifr_flags & IFF_RUNNING) != 0;
 }
 
 /**
- * netns_link_wait_running() - wait until a link in the caller's namespace
- * carries traffic
- * @name:       the link
+ * netns_link_wait_running() - wait until links carry traffic
+ * @r1:         a socket in the namespace of @name1
+ * @name1:      a link
+ * @r2:         a socket in the namespace of @name2; may be NULL
+ * @name2:      another link, or NULL
  * @timeout_ms: the longest wait
  *
  * The kernel attaches a link's queueing discipline, and reports it
@@ -246,33 +599,23 @@ int netns_route4_default(struct netns_rtnl *r, const char *dev, uint32_t gw)
  *
  * Return: 0; -ETIMEDOUT; another negative errno.
  */
-int netns_link_wait_running(const char *name, unsigned timeout_ms)
+int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct netns_rtnl *r2,
+			    const char *name2, unsigned timeout_ms)
 {
-	struct ifreq ifr;
-	unsigned waited = 0;
-	int fd, r = -ETIMEDOUT;
+	unsigned waited_us = 0, nap_us = 50;
+	int k;
 
-	if (strlen(name) >= sizeof(ifr.ifr_name))
-		return -EINVAL;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
-		memset(&ifr, 0, sizeof(ifr));
-		strcpy(ifr.ifr_name, name);
-		if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-			r = -errno;
-			break;
-		}
-		if (ifr.ifr_flags & IFF_RUNNING) {
-			r = 0;
-			break;
-		}
-		if (waited >= timeout_ms)
-			break;
-		usleep(2000);
-		waited += 2;
+		k = link_running(r1, name1);
+		if (k == 1 && r2 && name2)
+			k = link_running(r2, name2);
+		if (k != 0)
+			return k < 0 ? k : 0;
+		if (waited_us >= timeout_ms * 1000u)
+			return -ETIMEDOUT;
+		usleep(nap_us);
+		waited_us += nap_us;
+		if (nap_us < 2000)
+			nap_us *= 2;
 	}
-	close(fd);
-	return r;
 }

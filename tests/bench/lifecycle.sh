@@ -22,7 +22,12 @@
 #      (timed too) and the script checks that nothing is left: no sl-* link
 #      in the broker namespace, no /run/netns, /etc/netns or
 #      /run/sluice-sandboxes entry, no element of the nftables set, no
-#      registration in the broker (its list and its state_dir).
+#      registration in the broker (its list and its state_dir). `sluice
+#      delete` returns with the sandbox's wire cut (set element gone, link
+#      marked) and leaves the deletion of the veth pair to a child, which
+#      waits out the kernel's grace periods: the links are waited for, at
+#      most LINK_SETTLE_SECONDS (10), and how many were left, when, is
+#      reported.
 #
 # Targets: create < 10 ms and delete < 10 ms at the median (net), and the
 # median with 1,000 sandboxes present within max(25%, 1 ms) of the median
@@ -255,6 +260,17 @@ for ((i = 1; i <= NSB; i++)); do
 	[ $((i % 100)) = 0 ] && note "  $i deleted"
 done
 drain_us=$(($(now_us) - drain_t0))
+# The first look is at the time of one `ip link` run after the last delete.
+settle_t0=$(now_us)
+settle_deadline=$((settle_t0 + ${LINK_SETTLE_SECONDS:-10} * 1000000))
+links_at_end=$(sl_links)
+links_seen_us=$(($(now_us) - settle_t0))
+links_left=$links_at_end
+while [ "$links_left" != 0 ] && [ "$(now_us)" -lt "$settle_deadline" ]; do
+	sleep 0.01
+	links_left=$(sl_links)
+done
+settle_us=$(($(now_us) - settle_t0))
 echo "drain ${E_US[*]}" >>"$SAMPLES"
 
 # --- nothing left ---------------------------------------------------------------------
@@ -329,6 +345,9 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	printf '   deleting them: %.1f s in all (%.1f deletes/s)\n' \
 		"$(awk -v u="$drain_us" 'BEGIN { print u / 1e6 }')" \
 		"$(awk -v u="$drain_us" -v n="$ne" 'BEGIN { print u ? n * 1e6 / u : 0 }')"
+	printf '   sl-* links after the last delete returned: %s at +%.0f ms (one `ip link` run), %s at +%.0f ms\n' \
+		"$links_at_end" "$(awk -v u="$links_seen_us" 'BEGIN { print u / 1e3 }')" \
+		"$links_left" "$(awk -v u="$settle_us" 'BEGIN { print u / 1e3 }')"
 	if [ "$ne" -ge 200 ]; then
 		row "deletes 1-100" E_FIRST
 		row "deletes $((ne - 99))-$ne" E_LAST

@@ -146,6 +146,26 @@ elements() { nft_brk -j list set inet sluice sandbox_src 2>/dev/null |
 for o in d["nftables"]:
     if "set" in o: print(len(o["set"].get("elem", [])))'; }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+# `sluice delete` cuts a sandbox's wire before it returns (set element gone,
+# broker-side link marked for removal); the veth pair itself goes a moment
+# later (a child of sluice waits out the kernel's grace periods). link_up
+# LINK: the link's line if it is there and up. link_unmarked LINK: its line
+# if it is there and not marked. links_settle N: waits up to 5 s for the
+# broker namespace to hold N links (or link LINK to be gone); 0 when it does.
+link_up() { ip -n "$WORLD_BRK" -o link show dev "$1" up 2>/dev/null; }
+link_unmarked() { ip -n "$WORLD_BRK" -o link show dev "$1" 2>/dev/null | grep -v 'alias sluice: deleted'; }
+links_settle() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if [[ $1 =~ ^[0-9]+$ ]]; then
+			[ "$(ip -n "$WORLD_BRK" -o link show | wc -l)" = "$1" ] && return 0
+		else
+			ip -n "$WORLD_BRK" link show dev "$1" >/dev/null 2>&1 || return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
 
 # The "internet" counts every packet whose source is a sandbox address: the
 # broker's own connections come from 11.0.0.2, so any count is a leak.
@@ -188,6 +208,7 @@ t_eq "sandbox has only lo and eth0" "lo eth0" \
 t_eq "IPv6 is off in the sandbox" "1 1 1" \
 	"$(IN "$S1" cat /proc/sys/net/ipv6/conf/{all,default,eth0}/disable_ipv6 | paste -sd' ')"
 t_eq "and no IPv6 address is there" "" "$(IN "$S1" ip -6 addr show)"
+t_eq "the broker side has no IPv6 address either" "" "$(ip -n "$WORLD_BRK" -6 addr show dev "$L1")"
 t_contains "its set element is in table inet sluice" \
 	"$(nft_brk list set inet sluice sandbox_src)" "\"$L1\" . $A1"
 t_contains "the broker lists it" "$(sl list)" "$S1"
@@ -321,9 +342,11 @@ t_ok "delete $S2" sl delete "$S2"
 t0=$(date +%s%N)
 t_ok "delete $S1" sl delete "$S1"
 echo "# delete took $(ms_since "$t0") ms"
+t_eq "its link is marked for removal (or gone) when delete returns" "" "$(link_unmarked "$L1")"
 t_eq "its netns is gone" "" "$(ip netns list | grep -w -- "$S1")"
 t_ok "its /etc/netns directory is gone" test ! -e "/etc/netns/$S1"
 t_ok "its state directory is gone" test ! -e "$STATE/$S1"
+t_ok "its link goes within 5 s" links_settle "$L1"
 t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "$L1"
 t_eq "no set element is left" "0" "$(elements)"
 t_not_contains "the broker forgot it" "$(sl list)" "$S1"
@@ -340,6 +363,10 @@ XPID=$!
 for _ in $(seq 100); do ip netns pids "$P-xp" 2>/dev/null | grep -q . && break; sleep 0.05; done
 t_ok "delete with a process still in the sandbox" sl delete "$P-xp"
 t_eq "its sandbox is gone" "" "$(our_sandboxes)"
+t_eq "its link is marked for removal (or gone) when delete returns" "" \
+	"$(link_unmarked "sl-$(printf '%02x' ${AP//./ })")"
+t_ok "its link goes within 5 s, though the process holds the namespace" \
+	links_settle "sl-$(printf '%02x' ${AP//./ })"
 t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "sl-$(printf '%02x' ${AP//./ })"
 t_eq "the process is left with lo only" "lo" \
 	"$(nsenter --net="/proc/$XPID/ns/net" ip -o link show | awk -F': ' '{print $2}' | paste -sd' ')"
@@ -399,6 +426,17 @@ t_not_contains "the broker does not hold it" "$(sl list)" "$P-xf1"
 t_eq "no set element" "0" "$(elements)"
 t_eq "the link in the way is not touched" "1" "$(ip -n "$WORLD_BRK" -o link show dev sl-0ac90002 | wc -l)"
 ip -n "$WORLD_BRK" link del sl-0ac90002
+# A link that `sluice delete` marked for removal but that is still there
+# (its deletion was cut short) is in nobody's way: a create of its address
+# removes it, after waiting a moment for it to go by itself.
+ip -n "$WORLD_BRK" link add sl-0ac90002 type veth peer name "${P}zz"
+ip -n "$WORLD_BRK" link set sl-0ac90002 alias "sluice: deleted"
+t_ok "create removes a deleted sandbox's link left in its way" sl create "$P-xf3" --policy "$D/pol.yaml"
+t_contains "and takes that address" "$T_OUT" " 10.201.0.2 "
+t_fails "the old pair is gone" ip -n "$WORLD_BRK" link show dev "${P}zz"
+t_contains "the new link is up" "$(link_up sl-0ac90002)" "sl-0ac90002"
+t_ok "delete $P-xf3" sl delete "$P-xf3"
+t_ok "its link goes" links_settle sl-0ac90002
 mkdir -p "/etc/netns/$P-xf2" && echo keep >"/etc/netns/$P-xf2/mine"
 t_rc "create refuses a name whose /etc/netns directory exists" 1 sl create "$P-xf2" --policy "$D/pol.yaml"
 t_eq "and leaves that directory as it was" "mine" "$(ls "/etc/netns/$P-xf2")"
@@ -463,7 +501,8 @@ done
 echo "# 100 cycles: create $((ctime / 100000000)) ms, delete $((dtime / 100000000)) ms on average (each through ip netns exec)"
 t_eq "100 creates and deletes all succeed" "0" "$fails"
 [ "$fails" = 0 ] || head -5 "$D/cycle.err"
-t_eq "no link left" "$links0" "$(ip -n "$WORLD_BRK" -o link show | wc -l)"
+links_settle "$links0"
+t_eq "no link left (within 5 s)" "$links0" "$(ip -n "$WORLD_BRK" -o link show | wc -l)"
 t_eq "no netns left" "$netns0" "$(ip netns list | grep -c "^$WORLD_PREFIX")"
 t_eq "no /etc/netns entry left" "$etc0" "$(ls /etc/netns | grep -c "^$WORLD_PREFIX")"
 t_eq "no set element left" "0" "$(elements)"
