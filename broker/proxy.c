@@ -1124,6 +1124,49 @@ static enum step tls_connect(struct conn *c)
 	return STEP_NEXT;
 }
 
+/* What a connection's first bytes are (see peek_first()). */
+enum first_bytes { FB_WAIT, FB_GONE, FB_HTTP, FB_OTHER, FB_HELLO, FB_BAD_HELLO };
+
+/*
+ * Peeks (never consumes) the first bytes from the sandbox: an HTTP request,
+ * a TLS ClientHello (FB_HELLO: parsed into *@hp, which the caller frees),
+ * or anything else. Edge-triggered while waiting for more: the peeked bytes
+ * stay in the socket, so level-triggered readiness would spin. The first
+ * byte arms the head timeout.
+ */
+static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
+{
+	ssize_t k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
+	int r;
+
+	*hp = NULL;
+	if (k < 0 && errno == EAGAIN) {
+		want(c, EPOLLIN | EPOLLET, 0);
+		return FB_WAIT;
+	}
+	if (k <= 0)
+		return FB_GONE;
+	if (!c->head_started) {
+		c->head_started = true;
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	}
+	if ((uint8_t)c->in->data[0] != 0x16)
+		return looks_like_http(c->in->data, (size_t)k) ? FB_HTTP : FB_OTHER;
+	*hp = malloc(sizeof(**hp));
+	if (!*hp)
+		return FB_GONE;
+	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, *hp);
+	if (r == 1)
+		return FB_HELLO;
+	free(*hp);
+	*hp = NULL;
+	if (r == 0 && (size_t)k < c->in->cap) {
+		want(c, EPOLLIN | EPOLLET, 0);
+		return FB_WAIT;
+	}
+	return FB_BAD_HELLO;
+}
+
 /*
  * Plain HTTP inside a CONNECT tunnel goes through the HTTP path, request by
  * request, each bound to the tunnel's host like a request inside
@@ -1160,52 +1203,35 @@ static enum step start_inner_http(struct conn *c)
 static enum step peek(struct conn *c, bool timed_out)
 {
 	struct tls_hello *h;
-	ssize_t k;
-	int r;
+	bool sni_ok;
 
 	if (timed_out)
 		return start_tunnel(c);
-	k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
-	if (k < 0 && errno == EAGAIN) {
-		want(c, EPOLLIN | EPOLLET, 0);
+	switch (peek_first(c, &h)) {
+	case FB_WAIT:
 		return STEP_AGAIN;
-	}
-	if (k <= 0) {
+	case FB_GONE:
 		audit(c, "allow", "client-gone");
 		conn_free(c);
 		return STEP_FREED;
-	}
-	if (!c->head_started) {
-		c->head_started = true;
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
-	}
-	if ((uint8_t)c->in->data[0] != 0x16) {
-		if (looks_like_http(c->in->data, (size_t)k))
-			return start_inner_http(c);
+	case FB_HTTP:
+		return start_inner_http(c);
+	case FB_OTHER:
 		return start_tunnel(c);
-	}
-	h = malloc(sizeof(*h));
-	if (!h)
-		return conn_free(c), STEP_FREED;
-	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, h);
-	if (r == 0 && (size_t)k < c->in->cap) {
-		free(h);
-		want(c, EPOLLIN | EPOLLET, 0);
-		return STEP_AGAIN;
-	}
-	c->raw = true; /* past the 200: a refusal is a reset */
-	if (r != 1) {
-		free(h);
+	case FB_BAD_HELLO:
+		c->raw = true; /* past the 200: a refusal is a reset */
 		return reply(c, 0, "deny", "bad-client-hello");
+	case FB_HELLO:
+		break;
 	}
-	if (h->sni_present && (h->sni_invalid || !host_same(h->sni, c->host))) {
-		free(h);
+	sni_ok = !h->sni_present || (!h->sni_invalid && host_same(h->sni, c->host));
+	free(h);
+	if (!sni_ok) {
+		c->raw = true;
 		return reply(c, 0, "deny", "sni-mismatch");
 	}
-	free(h);
 	if (c->intercept)
 		return start_tls(c);
-	c->raw = false;
 	return start_tunnel(c);
 }
 
@@ -1725,55 +1751,38 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 static enum step sniff(struct conn *c, bool timed_out)
 {
 	struct tls_hello *h;
-	ssize_t k;
-	int r;
+	bool sni_ok;
 
 	if (timed_out)
 		return as_tunnel(c, "tcp");
-	k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
-	if (k < 0 && errno == EAGAIN) {
-		want(c, EPOLLIN | EPOLLET, 0);
+	switch (peek_first(c, &h)) {
+	case FB_WAIT:
 		return STEP_AGAIN;
-	}
-	if (k <= 0) {
+	case FB_GONE:
 		conn_free(c);
 		return STEP_FREED;
-	}
-	if (!c->head_started) {
-		c->head_started = true;
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
-	}
-	if ((uint8_t)c->in->data[0] != 0x16) {
-		if (looks_like_http(c->in->data, (size_t)k)) {
-			c->proto = "http";
-			c->st = CS_HEAD;
-			c->head_started = false;
-			want(c, EPOLLIN, 0);
-			return STEP_NEXT;
-		}
+	case FB_HTTP:
+		c->proto = "http";
+		c->st = CS_HEAD;
+		c->head_started = false;
+		want(c, EPOLLIN, 0);
+		return STEP_NEXT;
+	case FB_OTHER:
 		return as_tunnel(c, "tcp");
-	}
-	h = malloc(sizeof(*h));
-	if (!h)
-		return conn_free(c), STEP_FREED;
-	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, h);
-	if (r == 0 && (size_t)k < c->in->cap) {
-		free(h);
-		want(c, EPOLLIN | EPOLLET, 0);
-		return STEP_AGAIN;
+	case FB_BAD_HELLO:
+		c->proto = "tls";
+		c->raw = true;
+		return reply(c, 0, "deny", "bad-client-hello");
+	case FB_HELLO:
+		break;
 	}
 	c->proto = "tls";
 	c->raw = true;
-	if (r != 1) {
-		free(h);
-		return reply(c, 0, "deny", "bad-client-hello");
-	}
-	if (c->orig_synthetic && h->sni_present &&
-	    (h->sni_invalid || strcmp(h->sni, c->host) != 0)) {
-		free(h);
-		return reply(c, 0, "deny", "sni-mismatch");
-	}
+	sni_ok = !c->orig_synthetic || !h->sni_present ||
+		 (!h->sni_invalid && strcmp(h->sni, c->host) == 0);
 	free(h);
+	if (!sni_ok)
+		return reply(c, 0, "deny", "sni-mismatch");
 	return as_tunnel(c, "tls");
 }
 
