@@ -1296,7 +1296,7 @@ static enum step establish(struct conn *c)
 static int inject(struct conn *c, const struct http_request *req, const struct cred_plan *plan)
 {
 	struct cred_secret held[CRED_MAX_USES] = { 0 };
-	const struct cred_secret **secrets;
+	const struct cred_secret *secrets[CREDS_MAX] = { 0 };
 	struct cred_rewrite *rw;
 	size_t cap = broker.cfg.max_head_bytes * 2 + 1024;
 	char *scratch;
@@ -1304,11 +1304,9 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 
 	rw = malloc(sizeof(*rw));
 	scratch = malloc(cap);
-	secrets = calloc(CREDS_MAX, sizeof(*secrets));
-	if (!rw || !scratch || !secrets) {
+	if (!rw || !scratch) {
 		free(rw);
 		free(scratch);
-		free(secrets);
 		return -ENOMEM;
 	}
 	r = creds_acquire(c->pol, c->sb, c->host, plan, secrets, held);
@@ -1322,7 +1320,6 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 	explicit_bzero(scratch, cap);
 	creds_release(held);
 	free(scratch);
-	free(secrets);
 	free(rw);
 	return r;
 }
