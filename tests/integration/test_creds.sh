@@ -11,18 +11,7 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-S1=$WORLD_PREFIX-c1
-S2=$WORLD_PREFIX-c2
-D=$WORLD_DIR
-S() { sl "$@"; }
-cleanup() {
-	S delete "$S1" >/dev/null 2>&1
-	S delete "$S2" >/dev/null 2>&1
-	broker_stop
-	world_down
-}
-trap cleanup EXIT
+broker_world c1 c2
 
 SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 STRICT="strict-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"

@@ -10,15 +10,8 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
-SB=$WORLD_PREFIX-t1
-D=$WORLD_DIR
-cleanup() {
-	sl delete "$SB" >/dev/null 2>&1
-	broker_stop
-	world_down
-}
-trap cleanup EXIT
+broker_world t1
+SB=$S1
 
 broker_config "connect_timeout: 2s"
 cat >"$D/pol.yaml" <<EOF

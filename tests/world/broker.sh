@@ -8,6 +8,8 @@
 #   broker_stop                         TERM, up to 5 s, KILL; idempotent
 #   sl ARGS...                          sluice --socket $BROKER_SOCK ARGS,
 #                                       inside the broker namespace
+#   broker_world SUFFIX...              a test's preamble: world_up, sandbox
+#                                       names S1, S2, ... and an EXIT trap
 #
 # The config holds what every test world broker needs (control socket,
 # state directory, the world's resolver, an audit log, two workers) plus the
@@ -152,3 +154,28 @@ broker_stop() {
 # sl ARGS...: the sluice command line tool, on the broker's control socket,
 # inside the broker namespace (as a user runs it).
 sl() { ip netns exec "$WORLD_BRK" "$(_broker_bin)/sluice" --socket "$BROKER_SOCK" "$@"; }
+
+# broker_world SUFFIX...: the preamble of a test with one broker and a few
+# sandboxes. world_up (the test ends with "0 passed, 1 failed" when the world
+# does not come up); S1, S2, ... = $WORLD_PREFIX-SUFFIX in the order given;
+# D=$WORLD_DIR; S = sl; and an EXIT trap that deletes those sandboxes, stops
+# the broker and takes the world down. Call it in the test's own shell.
+broker_world() {
+	local i=1 s
+	world_up || { echo "world did not come up"; echo "0 passed, 1 failed"; exit 1; }
+	_BROKER_WORLD_SB=()
+	for s in "$@"; do
+		printf -v "S$i" '%s' "$WORLD_PREFIX-$s"
+		_BROKER_WORLD_SB+=("$WORLD_PREFIX-$s")
+		i=$((i + 1))
+	done
+	D=$WORLD_DIR
+	trap _broker_world_down EXIT
+}
+S() { sl "$@"; }
+_broker_world_down() {
+	local s
+	for s in "${_BROKER_WORLD_SB[@]}"; do sl delete "$s" >/dev/null 2>&1; done
+	broker_stop
+	world_down
+}
