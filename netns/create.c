@@ -47,6 +47,7 @@ struct build {
 	struct netns_rtnl out; /* and in the broker's */
 	int link_index;	       /* of sb.link, in the broker's namespace */
 	int cfg_fd, reg_fd;    /* requests to the broker not answered yet */
+	int proc;	       /* a procfs of our own (netns_procfs_private()), or -1 */
 	bool registered, state_dir, netns, etc_dir, link, element;
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 };
@@ -345,19 +346,18 @@ static bool clear_retired_link(struct netns_rtnl *r, const char *name, unsigned 
 /* Run inside the new namespace, before it has a link other than lo: IPv6
  * off for all, and by default for the links to come (eth0 is made with
  * it off, so it never gets an IPv6 address), written through a procfs of
- * its own (netns_procfs_private()); and the sandbox's rtnetlink socket,
- * which stays there. */
+ * its own (netns_procfs_private(), kept in @b for the broker side); and
+ * the sandbox's rtnetlink socket, which stays there. */
 static int sandbox_inside(void *arg)
 {
 	static const char *const v6[] = { "all", "default", "lo" };
 	struct build *b = arg;
-	int e = 0, proc = netns_procfs_private();
+	int e = 0;
 	size_t i;
 
+	b->proc = netns_procfs_private();
 	for (i = 0; i < sizeof(v6) / sizeof(v6[0]) && e == 0; i++)
-		e = ipv6_off(proc, v6[i]);
-	if (proc >= 0)
-		close(proc);
+		e = ipv6_off(b->proc, v6[i]);
 	return e < 0 ? e : netns_rtnl_open(&b->in);
 }
 
@@ -394,8 +394,12 @@ static int wire(struct build *b, char *err, size_t errlen)
 		e = b->link_index = netns_link_index(&b->out, b->sb.link);
 	}
 	if (e > 0) {
-		step = "keep IPv6 addresses off the broker side";
-		e = netns_link_no_ipv6(&b->out, b->link_index);
+		/* Before it is up: a broker-side link with IPv6 on, even with no
+		 * address, would get a multicast route, and each link's up and
+		 * down walks every IPv6 route of the broker's namespace: a
+		 * create would grow with the number of sandboxes. */
+		step = "turn IPv6 off on the broker side";
+		e = ipv6_off(b->proc, b->sb.link);
 	}
 	if (e == 0) {
 		step = "address and set up the broker side";
@@ -459,6 +463,8 @@ static void rollback(struct build *b)
 	}
 	netns_rtnl_close(&b->out);
 	netns_rtnl_close(&b->in);
+	if (b->proc >= 0)
+		close(b->proc);
 	if (b->nsfd >= 0) {
 		close(b->nsfd);
 		b->nsfd = -1;
@@ -532,7 +538,7 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
 static int create(const char *name, const char *policy, struct netns_sandbox *out, char *err,
 		  size_t errlen)
 {
-	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1 };
+	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1 };
 	char abs[PATH_MAX], path[512];
 	int r;
 
@@ -641,6 +647,8 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		log_warn("netns: the wire of `%s` is not running yet", b.sb.name);
 	netns_rtnl_close(&b.out);
 	netns_rtnl_close(&b.in);
+	if (b.proc >= 0)
+		close(b.proc);
 	close(b.nsfd);
 	if (out)
 		*out = b.sb;

@@ -97,7 +97,6 @@ int netns_rtnl_open(struct netns_rtnl *r);
 void netns_rtnl_close(struct netns_rtnl *r);
 int netns_link_index(struct netns_rtnl *r, const char *name);
 int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int peer_nsfd);
-int netns_link_no_ipv6(struct netns_rtnl *r, int index);
 int netns_link_del(struct netns_rtnl *r, int index);
 int netns_link_retire(struct netns_rtnl *r, int index);
 int netns_link_retired(struct netns_rtnl *r, const char *name);

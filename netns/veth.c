@@ -265,37 +265,6 @@ int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int
 }
 
 /**
- * netns_link_no_ipv6() - a link that takes no IPv6 address of its own
- * @r:     a socket in the link's namespace
- * @index: the link, down
- *
- * The link never makes a link-local address (IN6_ADDR_GEN_MODE_NONE), so
- * it neither sends nor is reachable by IPv6 from this namespace. Said over
- * netlink, not as disable_ipv6 in /proc/sys: a /proc/sys/net lookup in a
- * namespace walks a dentry chain as long as the number of network
- * namespaces that have one, a millisecond with a thousand sandboxes.
- *
- * Return: 0 (also when the kernel has no IPv6) or a negative errno.
- */
-int netns_link_no_ipv6(struct netns_rtnl *r, int index)
-{
-	char buf[RTNL_BUF];
-	struct ifinfomsg *ifm;
-	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, &ifm);
-	struct nlattr *spec, *in6;
-	int e;
-
-	ifm->ifi_index = index;
-	spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC);
-	in6 = mnl_attr_nest_start(nlh, AF_INET6);
-	mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
-	mnl_attr_nest_end(nlh, in6);
-	mnl_attr_nest_end(nlh, spec);
-	e = talk(r, nlh);
-	return e == -EAFNOSUPPORT ? 0 : e;
-}
-
-/**
  * netns_link_del() - delete a link, and wait until the kernel is done
  * @r:     a socket in the link's namespace
  * @index: the link (a veth takes its peer along)

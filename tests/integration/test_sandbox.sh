@@ -209,6 +209,12 @@ t_eq "IPv6 is off in the sandbox" "1 1 1" \
 	"$(IN "$S1" cat /proc/sys/net/ipv6/conf/{all,default,eth0}/disable_ipv6 | paste -sd' ')"
 t_eq "and no IPv6 address is there" "" "$(IN "$S1" ip -6 addr show)"
 t_eq "the broker side has no IPv6 address either" "" "$(ip -n "$WORLD_BRK" -6 addr show dev "$L1")"
+# IPv6 off on the broker side too: with it on, even without an address,
+# each link has a multicast route, and every link's up and down walks all
+# of them (a create that grows with the number of sandboxes).
+t_eq "IPv6 is off on the broker side" "1" \
+	"$(ip netns exec "$WORLD_BRK" cat "/proc/sys/net/ipv6/conf/$L1/disable_ipv6")"
+t_eq "and the broker side has no IPv6 route" "" "$(ip -n "$WORLD_BRK" -6 route show table all dev "$L1")"
 t_contains "its set element is in table inet sluice" \
 	"$(nft_brk list set inet sluice sandbox_src)" "\"$L1\" . $A1"
 t_contains "the broker lists it" "$(sl list)" "$S1"
