@@ -6,9 +6,16 @@
  * reloads; workers look sandboxes up per accepted connection. Lookups take
  * the read lock, find the entry by source address in a hash table, and take
  * references on the sandbox and its policy, so a reload or an unregister
- * never frees what a connection still uses. Registrations are written to
- * state_dir/sandboxes/NAME (address and policy path, never a secret) and
- * restored at start-up. */
+ * never frees what a connection still uses. A second table finds a sandbox
+ * by name, for the control requests, and a bitmap of the pool's blocks
+ * gives a new sandbox its address: no request walks every sandbox, so
+ * registering and unregistering take the same time with one sandbox or
+ * thousands, and hold the write lock (which stalls every lookup) for as
+ * short. Both tables are open addressing with linear probing, and a
+ * removal moves the entries after it back into place rather than leaving
+ * a tombstone, so that they do not slow down as sandboxes come and go.
+ * Registrations are written to state_dir/sandboxes/NAME (address and
+ * policy path, never a secret) and restored at start-up. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,39 +31,121 @@
 #include "common/log.h"
 #include "policy/policy.h"
 
-#define HASH_SLOTS (SANDBOX_MAX * 2)
+/* tests/unit/test_sandbox_table.c builds this file with a small table, so
+ * that its entries collide and removals move runs of them. */
+#ifndef SANDBOX_HASH_SLOTS
+#define SANDBOX_HASH_SLOTS (SANDBOX_MAX * 2)
+#endif
+#define HASH_SLOTS SANDBOX_HASH_SLOTS
+/* Blocks of the pool the bitmap tracks: at most SANDBOX_MAX are taken at
+ * once, so the first free one is always among the first SANDBOX_MAX + 1. */
+#define POOL_BITS_MAX ((uint32_t)SANDBOX_MAX + 1)
 
 static struct {
 	pthread_rwlock_t lock;
-	struct sandbox **slot; /* open addressing by address; NULL empty */
+	struct sandbox **slot;	  /* by address; NULL empty */
+	struct sandbox **by_name; /* the same sandboxes, by name */
 	size_t n;
 	char dir[300];
 	struct sl_addr pool; /* sandbox_pool */
 	unsigned pool_plen;
+	uint64_t *used;	  /* bit b: the pool's /30 number b is a sandbox's */
+	uint32_t nblocks; /* bits in @used */
 	char synth_dir[300];
 	char ca_dir[300]; /* state_dir/ca/NAME/{ca.key,ca.crt} */
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
-static struct sandbox *const TOMBSTONE = (struct sandbox *)(uintptr_t)1;
-
-static size_t addr_hash(const struct sl_addr *a)
+/* FNV-1a over @len bytes, as a slot number. Keys come from the control
+ * socket (root only), so a keyed hash buys nothing here. */
+static size_t fnv_slot(const void *p, size_t len)
 {
+	const unsigned char *b = p;
 	uint64_t h = 1469598103934665603ull;
 	size_t i;
 
-	for (i = 0; i < 16; i++) {
-		h ^= a->b[i];
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
 		h *= 1099511628211ull;
 	}
 	return (size_t)(h % HASH_SLOTS);
 }
 
+static size_t addr_home(const struct sandbox *s)
+{
+	return fnv_slot(&s->addr, sizeof(s->addr));
+}
+
+static size_t name_home(const struct sandbox *s)
+{
+	return fnv_slot(s->name, strlen(s->name));
+}
+
+/*
+ * Empties slot @i of @t, a table whose entries sit at @home or after it
+ * (linear probing): every entry of the run after @i that may move back to
+ * the hole does, so that a look-up still finds it before an empty slot.
+ * Caller holds the write lock.
+ */
+static void slot_remove(struct sandbox **t, size_t i, size_t (*home)(const struct sandbox *))
+{
+	size_t j = i, k;
+
+	for (;;) {
+		j = (j + 1) % HASH_SLOTS;
+		if (!t[j])
+			break;
+		k = home(t[j]);
+		/* t[j] stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t[i] = t[j];
+		i = j;
+	}
+	t[i] = NULL;
+}
+
+/* The pool block of @a when it is a sandbox address (.2 of a /30 of the
+ * pool) that the bitmap tracks; -1 otherwise. */
+static int64_t pool_block(const struct sl_addr *a)
+{
+	uint32_t off;
+
+	if (!tab.used || !addr_is_v4(a) || !addr_in_prefix(a, &tab.pool, tab.pool_plen))
+		return -1;
+	off = addr_v4(a) - addr_v4(&tab.pool);
+	if (off % 4 != 2 || off / 4 >= tab.nblocks)
+		return -1;
+	return off / 4;
+}
+
+static void block_mark(const struct sl_addr *a, bool used)
+{
+	int64_t b = pool_block(a);
+
+	if (b < 0)
+		return;
+	if (used)
+		tab.used[b / 64] |= 1ull << (b % 64);
+	else
+		tab.used[b / 64] &= ~(1ull << (b % 64));
+}
+
 int sandbox_table_init(const struct broker_config *cfg)
 {
+	unsigned host_bits = 128 - cfg->pool_plen;
+
 	tab.slot = calloc(HASH_SLOTS, sizeof(*tab.slot));
-	if (!tab.slot)
+	tab.by_name = calloc(HASH_SLOTS, sizeof(*tab.by_name));
+	/* A /30 per sandbox: 2^(host bits - 2) blocks, as many as tracked. */
+	tab.nblocks = host_bits < 2 ? 0
+		      : host_bits - 2 >= 17 ? POOL_BITS_MAX
+					    : (uint32_t)1 << (host_bits - 2);
+	if (tab.nblocks > POOL_BITS_MAX)
+		tab.nblocks = POOL_BITS_MAX;
+	tab.used = calloc((tab.nblocks + 63) / 64 + 1, sizeof(*tab.used));
+	if (!tab.slot || !tab.by_name || !tab.used)
 		return -ENOMEM;
 	snprintf(tab.dir, sizeof(tab.dir), "%s/sandboxes", cfg->state_dir);
 	tab.pool = cfg->pool_net;
@@ -94,41 +183,44 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-/* Slot of @a, or of the first free place for it when @for_insert. */
+/* Slot of @a, or of the free place for it when @for_insert (then
+ * -EEXIST when it is there already). -1 when there is none. */
 static ssize_t find_slot(const struct sl_addr *a, bool for_insert)
 {
-	size_t i = addr_hash(a), k;
-	ssize_t free_slot = -1;
+	size_t i = fnv_slot(a, sizeof(*a)), k;
 
 	for (k = 0; k < HASH_SLOTS; k++, i = (i + 1) % HASH_SLOTS) {
 		struct sandbox *s = tab.slot[i];
 
 		if (!s)
-			return for_insert ? (free_slot >= 0 ? free_slot : (ssize_t)i) : -1;
-		if (s == TOMBSTONE) {
-			if (free_slot < 0)
-				free_slot = (ssize_t)i;
-			continue;
-		}
+			return for_insert ? (ssize_t)i : -1;
 		if (memcmp(&s->addr, a, sizeof(*a)) == 0)
 			return for_insert ? -EEXIST : (ssize_t)i;
 	}
-	return for_insert ? free_slot : -1;
+	return -1;
 }
 
-static struct sandbox *find_name(const char *name, size_t *idx)
+/* The same in the table by name. */
+static ssize_t name_slot(const char *name, bool for_insert)
 {
-	size_t i;
+	size_t i = fnv_slot(name, strlen(name)), k;
 
-	for (i = 0; i < HASH_SLOTS && tab.n; i++) {
-		struct sandbox *s = tab.slot[i];
+	for (k = 0; k < HASH_SLOTS; k++, i = (i + 1) % HASH_SLOTS) {
+		struct sandbox *s = tab.by_name[i];
 
-		if (s && s != TOMBSTONE && strcmp(s->name, name) == 0) {
-			*idx = i;
-			return s;
-		}
+		if (!s)
+			return for_insert ? (ssize_t)i : -1;
+		if (strcmp(s->name, name) == 0)
+			return for_insert ? -EEXIST : (ssize_t)i;
 	}
-	return NULL;
+	return -1;
+}
+
+static struct sandbox *find_name(const char *name)
+{
+	ssize_t i = name_slot(name, false);
+
+	return i < 0 ? NULL : tab.by_name[i];
 }
 
 struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol)
@@ -193,30 +285,24 @@ static int persist(const struct sandbox *sb)
 	return 0;
 }
 
-/* Is the pool's /30 number @blk held by a sandbox? Caller holds the lock. */
-static bool block_used(uint32_t blk)
-{
-	struct sl_addr a = tab.pool;
-	uint32_t v = addr_v4(&a) + blk * 4 + 2;
-
-	addr_from_v4(&a, v);
-	return find_slot(&a, false) >= 0;
-}
-
 /*
  * Picks the first free /30 of sandbox_pool: .1 is the gateway (broker side),
  * .2 the sandbox. Under the write lock, so concurrent creates never collide.
+ * The bitmap is 64 blocks a word: with a thousand sandboxes, 16 words.
  */
 static int allocate(struct sl_addr *out)
 {
-	uint32_t blk, nblk = 1u << (128 - tab.pool_plen - 2);
+	uint32_t w, blk;
 
-	for (blk = 0; blk < nblk; blk++) {
-		if (!block_used(blk)) {
-			*out = tab.pool;
-			addr_from_v4(out, addr_v4(&tab.pool) + blk * 4 + 2);
-			return 0;
-		}
+	for (w = 0; (uint64_t)w * 64 < tab.nblocks; w++) {
+		if (tab.used[w] == ~0ull)
+			continue;
+		blk = w * 64 + (uint32_t)__builtin_ctzll(~tab.used[w]);
+		if (blk >= tab.nblocks)
+			break;
+		*out = tab.pool;
+		addr_from_v4(out, addr_v4(&tab.pool) + blk * 4 + 2);
+		return 0;
 	}
 	return -ENOSPC;
 }
@@ -269,11 +355,10 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 int sandbox_ca_pem(const char *name, char **pem)
 {
 	struct sandbox *sb;
-	size_t idx;
 	int r = -ENOENT;
 
 	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name, &idx);
+	sb = find_name(name);
 	if (sb)
 		r = tlsca_cert_pem(sb->ca, pem);
 	pthread_rwlock_unlock(&tab.lock);
@@ -290,8 +375,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	struct policy_error perr;
 	struct sandbox *sb;
 	bool automatic = strcmp(addr, "auto") == 0;
-	size_t idx;
-	ssize_t slot;
+	ssize_t slot = -1, nslot = -1;
 	int r;
 
 	if (!name_ok(name)) {
@@ -347,10 +431,11 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	r = automatic ? allocate(&sb->addr) : 0;
 	if (r < 0) {
 		snprintf(err, errlen, "sandbox_pool is full");
-	} else if (find_name(name, &idx)) {
+	} else if ((nslot = name_slot(name, true)) == -EEXIST) {
 		r = -EEXIST;
 		snprintf(err, errlen, "sandbox `%s` exists", name);
-	} else if ((slot = find_slot(&sb->addr, true)) < 0 || tab.n >= SANDBOX_MAX) {
+	} else if (nslot < 0 || (slot = find_slot(&sb->addr, true)) < 0 ||
+		   tab.n >= SANDBOX_MAX) {
 		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
 		if (r == -EEXIST)
 			snprintf(err, errlen, "address `%s` is registered already", addr);
@@ -363,6 +448,8 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 				 strerror(-r));
 		} else {
 			tab.slot[slot] = sb;
+			tab.by_name[nslot] = sb;
+			block_mark(&sb->addr, true);
 			tab.n++;
 			got = sb->addr;
 			reg = sb;
@@ -416,15 +503,20 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 
 int sandbox_unregister(const char *name, char *err, size_t errlen)
 {
-	struct sandbox *sb;
+	struct sandbox *sb = NULL;
 	char path[600];
-	size_t idx;
+	ssize_t ni, ai;
 	unsigned i;
 
 	pthread_rwlock_wrlock(&tab.lock);
-	sb = find_name(name, &idx);
-	if (sb) {
-		tab.slot[idx] = TOMBSTONE;
+	ni = name_slot(name, false);
+	if (ni >= 0) {
+		sb = tab.by_name[ni];
+		ai = find_slot(&sb->addr, false);
+		slot_remove(tab.by_name, (size_t)ni, name_home);
+		if (ai >= 0)
+			slot_remove(tab.slot, (size_t)ai, addr_home);
+		block_mark(&sb->addr, false);
 		tab.n--;
 		snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
 		unlink(path);
@@ -463,7 +555,7 @@ int sandbox_list(char *buf, size_t len)
 		struct sandbox *s = tab.slot[i];
 		char a[ADDR_STRLEN];
 
-		if (!s || s == TOMBSTONE)
+		if (!s)
 			continue;
 		addr_format(&s->addr, a, sizeof(a));
 		k = snprintf(buf + o, len - o, "%s %s %s %u\n", s->name, a, s->policy_path,
@@ -498,7 +590,7 @@ void sandbox_tls_stats(struct tlsca_stats *sum)
 		struct sandbox *sb = tab.slot[i];
 		struct tlsca_stats st;
 
-		if (!sb || sb == TOMBSTONE || !sb->ca)
+		if (!sb || !sb->ca)
 			continue;
 		tlsca_stats(sb->ca, &st);
 		sum->hits += st.hits;
@@ -529,7 +621,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 		struct sandbox *s = tab.slot[i];
 		struct policy_error perr;
 
-		if (!s || s == TOMBSTONE)
+		if (!s)
 			continue;
 		r = policy_load_file(s->policy_path, &fresh[i], &perr);
 		if (r < 0)
@@ -544,7 +636,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 			struct sandbox *s = tab.slot[i];
 			struct policy *old;
 
-			if (!s || s == TOMBSTONE || !fresh[i])
+			if (!s || !fresh[i])
 				continue;
 			old = s->policy;
 			s->policy = fresh[i];
@@ -555,7 +647,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 		for (i = 0; i < HASH_SLOTS; i++) {
 			struct sandbox *s = tab.slot[i];
 
-			if (s && s != TOMBSTONE && s->creds)
+			if (s && s->creds)
 				creds_sandbox_sync(s, s->policy, false);
 		}
 	}
@@ -611,11 +703,10 @@ int sandbox_restore(char *err, size_t errlen)
 int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen)
 {
 	struct sandbox *sb;
-	size_t idx;
 	int k, r = -ENOENT;
 
 	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name, &idx);
+	sb = find_name(name);
 	if (sb) {
 		k = snprintf(out, len, "ok\n");
 		r = creds_env(sb, sb->policy, out + k, len - (size_t)k);

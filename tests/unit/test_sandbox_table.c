@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for the broker's table of sandboxes (broker/sandbox.c), built
+ * here with a table of 64 slots so that entries collide: look-ups by
+ * address and by name after removals from the middle of a run, churn with
+ * names never seen before, and the pool's allocation of addresses (the
+ * lowest free /30, full pool, a freed block given out again). */
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define SANDBOX_HASH_SLOTS 64
+#include "broker/sandbox.c"
+
+/* What broker/main.c defines for the rest of the broker; no worker and no
+ * connection runs here, so the proxy (linked for its close hook) never
+ * asks. */
+struct broker broker;
+
+bool broker_is_local(const struct sl_addr *a, uint16_t port)
+{
+	(void)a;
+	(void)port;
+	fail_msg("broker_is_local called in a table test");
+	return true;
+}
+
+#define SLOTS SANDBOX_HASH_SLOTS
+
+static char dir[64], policy_path[128];
+static bool present[4096];
+static struct sl_addr addr_of[4096];
+
+static void name_of(unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "sb-%u", i);
+}
+
+static int setup(void **state)
+{
+	struct broker_config cfg;
+	FILE *f;
+
+	(void)state;
+	log_threshold = LOG_LVL_WARN; /* a line per registration is noise here */
+	snprintf(dir, sizeof(dir), "/tmp/sluice-unit-sbtab-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(policy_path, sizeof(policy_path), "%s/p.yaml", dir);
+	f = fopen(policy_path, "w");
+	assert_non_null(f);
+	fputs("version: 1\negress:\n  allow:\n    - host: example.com\n", f);
+	fclose(f);
+	broker_config_defaults(&cfg);
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", dir);
+	/* A /26: 16 blocks of /30, so that the pool can be filled. */
+	assert_int_equal(addr_parse_cidr("10.77.0.0/26", &cfg.pool_net, &cfg.pool_plen), 0);
+	assert_int_equal(sandbox_table_init(&cfg), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int reg(unsigned i, const char *addr)
+{
+	char name[32], err[256];
+	struct sl_addr got;
+	int r;
+
+	name_of(i, name, sizeof(name));
+	r = sandbox_register(name, addr, policy_path, true, &got, err, sizeof(err));
+	if (r == 0) {
+		present[i] = true;
+		addr_of[i] = got;
+	}
+	return r;
+}
+
+static void unreg(unsigned i)
+{
+	char name[32], err[256];
+
+	name_of(i, name, sizeof(name));
+	assert_int_equal(sandbox_unregister(name, err, sizeof(err)), 0);
+	present[i] = false;
+}
+
+/* Every sandbox of @present is found by address and by name, with its
+ * own address; no other one is. */
+static void check_all(unsigned upto)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < upto; i++) {
+		char name[32];
+		struct policy *pol = NULL;
+		struct sandbox *sb;
+		char *pem = NULL;
+
+		name_of(i, name, sizeof(name));
+		sb = present[i] ? sandbox_lookup(&addr_of[i], &pol) : NULL;
+		if (present[i]) {
+			assert_non_null(sb);
+			assert_string_equal(sb->name, name);
+			policy_unref(pol);
+			sandbox_put(sb);
+			n++;
+		}
+		assert_int_equal(sandbox_ca_pem(name, &pem), present[i] ? 0 : -ENOENT);
+		free(pem);
+	}
+	assert_int_equal(sandbox_count(), n);
+}
+
+static void unreg_all(unsigned upto)
+{
+	unsigned i;
+
+	for (i = 0; i < upto; i++)
+		if (present[i])
+			unreg(i);
+	check_all(upto);
+}
+
+/* Sixteen blocks: auto gives .2 of each /30 in order, then the pool is
+ * full; a freed block is the next one given. */
+static void test_pool_allocation(void **state)
+{
+	char want[32], got[64];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(reg(i, "auto"), 0);
+		snprintf(want, sizeof(want), "10.77.0.%u", i * 4 + 2);
+		addr_format(&addr_of[i], got, sizeof(got));
+		assert_string_equal(got, want);
+	}
+	assert_int_equal(reg(16, "auto"), -ENOSPC);
+	assert_false(present[16]);
+	unreg(9);
+	unreg(3);
+	assert_int_equal(reg(17, "auto"), 0);
+	addr_format(&addr_of[17], got, sizeof(got));
+	assert_string_equal(got, "10.77.0.14"); /* block 3 */
+	assert_int_equal(reg(18, "auto"), 0);
+	addr_format(&addr_of[18], got, sizeof(got));
+	assert_string_equal(got, "10.77.0.38"); /* block 9 */
+	assert_int_equal(reg(19, "auto"), -ENOSPC);
+	/* An address given by hand, inside the pool, holds its block too. */
+	unreg(0);
+	assert_int_equal(reg(20, "10.77.0.2"), 0);
+	assert_int_equal(reg(21, "auto"), -ENOSPC);
+	check_all(32);
+	unreg_all(32);
+}
+
+/* Names and addresses already held are refused, and nothing changes. */
+static void test_duplicates(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(reg(0, "10.77.0.6"), 0);
+	assert_int_equal(sandbox_register("sb-0", "10.77.0.10", policy_path, true, NULL, err,
+					  sizeof(err)),
+			 -EEXIST);
+	assert_int_equal(sandbox_register("sb-other", "10.77.0.6", policy_path, true, NULL, err,
+					  sizeof(err)),
+			 -EEXIST);
+	assert_int_equal(sandbox_unregister("sb-other", err, sizeof(err)), -ENOENT);
+	check_all(2);
+	unreg_all(2);
+	assert_int_equal(sandbox_unregister("sb-0", err, sizeof(err)), -ENOENT);
+}
+
+/* Is slot @h among the eight around the table's wrap-around (60-63, 0-3)? */
+static bool near_wrap(size_t h)
+{
+	return h >= SLOTS - 4 || h < 4;
+}
+
+/* 40 sandboxes whose addresses and names all hash to eight slots around
+ * the wrap-around of the 64: one run of 40 entries in each table. Removing
+ * from the middle of the run, in an order that changes, keeps every other
+ * one findable. */
+static void test_collisions(void **state)
+{
+	static char names[40][32];
+	static struct sl_addr addrs[40];
+	unsigned i, n, round, cand;
+	char err[256];
+
+	(void)state;
+	for (n = 0, cand = 0; n < 40 && cand < 100000; cand++) {
+		struct sl_addr a;
+
+		addr_from_v4(&a, 0x0a630000u + cand); /* 10.99.0.0 + cand */
+		if (near_wrap(fnv_slot(&a, sizeof(a))))
+			addrs[n++] = a;
+	}
+	assert_int_equal(n, 40);
+	for (n = 0, cand = 0; n < 40 && cand < 100000; cand++) {
+		snprintf(names[n], sizeof(names[n]), "c-%u", cand);
+		if (near_wrap(fnv_slot(names[n], strlen(names[n]))))
+			n++;
+	}
+	assert_int_equal(n, 40);
+	for (round = 0; round < 6; round++) {
+		for (i = 0; i < 40; i++) {
+			char a[ADDR_STRLEN];
+
+			addr_format(&addrs[i], a, sizeof(a));
+			assert_int_equal(sandbox_register(names[i], a, policy_path, true, NULL, err,
+							  sizeof(err)),
+					 0);
+		}
+		assert_int_equal(sandbox_count(), 40);
+		for (i = 0; i < 40; i++) {
+			unsigned k = (i * 7 + round * 3) % 40, j; /* 7 is prime to 40 */
+
+			assert_int_equal(sandbox_unregister(names[k], err, sizeof(err)), 0);
+			/* Every one still there is found, by address and by name. */
+			for (j = 0; j < 40; j++) {
+				struct policy *pol = NULL;
+				struct sandbox *sb = sandbox_lookup(&addrs[j], &pol);
+				bool want = true;
+				unsigned m;
+				char *pem = NULL;
+
+				for (m = 0; m <= i; m++)
+					want = want && (m * 7 + round * 3) % 40 != j;
+				if (want) {
+					assert_non_null(sb);
+					assert_string_equal(sb->name, names[j]);
+					policy_unref(pol);
+					sandbox_put(sb);
+				} else {
+					assert_null(sb);
+				}
+				assert_int_equal(sandbox_ca_pem(names[j], &pem), want ? 0 : -ENOENT);
+				free(pem);
+			}
+			assert_int_equal(sandbox_count(), 39 - i);
+		}
+	}
+}
+
+/* A thousand sandboxes with names never seen before, never more than 30 at
+ * once, in 64 slots: a table that left a mark per removal would be full
+ * of them long before the end, and refuse or lose sandboxes. */
+static void test_churn(void **state)
+{
+	unsigned i, live = 0;
+	char a[32];
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		snprintf(a, sizeof(a), "10.98.%u.%u", i / 200, i % 200 + 1);
+		assert_int_equal(reg(100 + i, a), 0);
+		live++;
+		if (live > 30) {
+			unreg(100 + i - 30);
+			live--;
+		}
+		if (i % 97 == 0)
+			check_all(1100);
+	}
+	check_all(1100);
+	unreg_all(1100);
+	assert_int_equal(sandbox_count(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_allocation),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_collisions),
+		cmocka_unit_test(test_churn),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
