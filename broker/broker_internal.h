@@ -35,6 +35,7 @@ struct sandbox {
 	char policy_path[256];
 	struct policy *policy;
 	atomic_uint conns;
+	atomic_uint dns_tcp; /* TCP connections to the DNS filter, all workers */
 	atomic_bool dead;
 	/* Names -> synthetic addresses, for the sandbox's life (its own lock). */
 	struct dns_synth *synth;

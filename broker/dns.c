@@ -18,7 +18,9 @@
  * the query was sent to (IP_PKTINFO), which is what conntrack needs to undo
  * the redirect. A datagram larger than our buffer gets FORMERR.
  *
- * TCP (RFC 7766): a bounded number of connections per worker, each with a
+ * TCP (RFC 7766): a bounded number of connections per worker, and per
+ * sandbox (DNS_TCP_PER_SANDBOX over all workers, so that one sandbox
+ * cannot hold every connection and deny TCP DNS to the others), each with a
  * fixed input buffer (a message that cannot fit closes the connection), a
  * fixed output buffer (when it is full the connection stops reading until
  * the client reads its answers), any number of queries in sequence, and an
@@ -48,6 +50,7 @@
 #define REPLY_MAX 1024	    /* every reply the filter writes is < 600 bytes */
 #define TCP_ACCEPT_ROUNDS 32
 #define DNS_TCP_MAX_CONNS 256 /* per worker */
+#define DNS_TCP_PER_SANDBOX 16
 #define DNS_TCP_IDLE_MS 5000
 #define TCP_IN_MAX (2 + DNS_UDP_MAX)
 #define TCP_OUT_MAX (4 * (2 + REPLY_MAX))
@@ -66,6 +69,7 @@ struct dns_tcp {
 	struct timer timer;
 	struct dns_server *srv;
 	struct dns_tcp *next, *prev;
+	struct sandbox *sb; /* holds one of its dns_tcp; NULL for an unknown source */
 	struct sl_addr peer;
 	uint16_t pport;
 	uint32_t mask;
@@ -88,6 +92,7 @@ struct dns_server {
 	struct dns_tcp *conns;
 	unsigned n_conns;
 	uint64_t tcp_full_log_ms;
+	uint64_t tcp_sb_full_log_ms; /* the same for one sandbox's DNS_TCP_PER_SANDBOX */
 	struct dns_bucket unknown;
 	uint64_t unknown_dropped, unknown_log_ms;
 	uint64_t send_failed;
@@ -376,6 +381,10 @@ static void tcp_free(struct dns_tcp *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->n_conns--;
+	if (c->sb) {
+		atomic_fetch_sub(&c->sb->dns_tcp, 1);
+		sandbox_put(c->sb);
+	}
 	free(c);
 }
 
@@ -498,6 +507,37 @@ static void on_tcp(struct ev *ev, uint32_t events)
 	}
 }
 
+/*
+ * A connection from a sandbox takes one of its DNS_TCP_PER_SANDBOX (and a
+ * reference on it, in c->sb, until tcp_free()); one from an unknown source
+ * takes none, its queries are refused anyway. Return: -1 when the sandbox
+ * has them all (the connection is closed unanswered; logged at most once a
+ * second per worker).
+ */
+static int tcp_take_slot(struct dns_server *srv, struct dns_tcp *c)
+{
+	struct policy *pol = NULL;
+	struct sandbox *sb = sandbox_lookup(&c->peer, &pol);
+	uint64_t now;
+
+	policy_unref(pol);
+	if (!sb)
+		return 0;
+	if (atomic_fetch_add(&sb->dns_tcp, 1) < DNS_TCP_PER_SANDBOX) {
+		c->sb = sb;
+		return 0;
+	}
+	atomic_fetch_sub(&sb->dns_tcp, 1);
+	now = loop_now_ms(srv->w->loop);
+	if (now - srv->tcp_sb_full_log_ms >= REPORT_MS) {
+		log_warn("dns: sandbox `%s` has %d TCP DNS connections open, refusing more",
+			 sb->name, DNS_TCP_PER_SANDBOX);
+		srv->tcp_sb_full_log_ms = now;
+	}
+	sandbox_put(sb);
+	return -1;
+}
+
 static void on_tcp_accept(struct ev *ev, uint32_t events)
 {
 	struct dns_server *srv = container_of(ev, struct dns_server, tcp_ev);
@@ -541,6 +581,11 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 		c->timer.cb = tcp_on_timer;
 		addr_from_sockaddr((struct sockaddr *)&peer, &c->peer,
 				   &c->pport);
+		if (tcp_take_slot(srv, c) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->mask = EPOLLIN;
 		if (loop_add(srv->w->loop, &c->ev, EPOLLIN) < 0 ||
@@ -548,6 +593,10 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 			0) {
 			loop_del(srv->w->loop, &c->ev);
 			close(fd);
+			if (c->sb) {
+				atomic_fetch_sub(&c->sb->dns_tcp, 1);
+				sandbox_put(c->sb);
+			}
 			free(c);
 			continue;
 		}

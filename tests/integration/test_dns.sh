@@ -179,6 +179,56 @@ idle=$(sed -n 's/.*closed True after \([0-9.]*\) s.*/\1/p' <<<"$T_OUT")
 t_ok "within 4-8 s of the last query (idle ${idle:-?} s)" \
 	awk -v t="${idle:-99}" 'BEGIN { exit !(t >= 4 && t <= 8) }'
 
+# --- TCP: at most 16 connections per sandbox ------------------------------------------------
+# c1 opens 20 and asks on each: 16 are answered, 4 closed unanswered; with
+# c1 holding its 16, another sandbox (c2, registered for this) is answered;
+# once c1 closes them, c1 is answered again.
+t_ok "register c2 for a while" sl register c2 --addr 10.99.0.6 --policy "$D/pol.yaml"
+tcp_limit() {
+	client_exec c1 "$PY" - "$GW" "$PORT" "$WORLD_PREFIX-c2" "10.99.0.5" "$DNSQ" <<'PY'
+import socket, struct, subprocess, sys, time
+gw, port, c2, gw2, dnsq = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+def ask(s, qid):
+    m = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + b"\x04echo\x05world\x04test\x00" + struct.pack(">HH", 1, 1)
+    try:
+        s.sendall(struct.pack(">H", len(m)) + m)
+        h = s.recv(2, socket.MSG_WAITALL)
+        if len(h) < 2:
+            return False
+        r = s.recv(struct.unpack(">H", h)[0], socket.MSG_WAITALL)
+        return struct.unpack(">H", r[:2])[0] == qid
+    except OSError:
+        return False
+held = []
+for i in range(20):
+    s = socket.create_connection((gw, port), timeout=2)
+    held.append(s)
+answered = sum(ask(s, 100 + i) for i, s in enumerate(held))
+print("answered %d of 20" % answered)
+other = subprocess.run(["ip", "netns", "exec", c2, sys.executable, dnsq, "--tcp", "--server", gw2,
+                        "--port", str(port), "--timeout", "2", "echo.world.test", "A"],
+                       capture_output=True, text=True, timeout=10)
+print("other sandbox: %s" % ("answered" if "rcode NOERROR" in other.stdout else "not answered"))
+for s in held:
+    s.close()
+ok = False
+for attempt in range(20):  # the broker may see the closes a moment later
+    again = socket.create_connection((gw, port), timeout=2)
+    ok = ask(again, 7)
+    again.close()
+    if ok:
+        break
+    time.sleep(0.1)
+print("after closing: %s" % ("answered" if ok else "not answered"))
+PY
+}
+t_ok "20 TCP connections from one sandbox" tcp_limit
+t_contains "16 answered, the rest closed unanswered" "$T_OUT" "answered 16 of 20"
+t_contains "another sandbox is answered meanwhile" "$T_OUT" "other sandbox: answered"
+t_contains "the sandbox is answered again once it closes them" "$T_OUT" "after closing: answered"
+t_ok "the broker logged the refusal" grep -q "TCP DNS connections open, refusing more" "$BROKER_LOG"
+t_ok "unregister c2" sl unregister c2
+
 # --- replies leave from the address asked (what the port 53 redirect needs) --------------
 # Asked at the broker's other address, the reply must come from there, not
 # from the gateway address the route back would pick (dnsq checks).
