@@ -49,6 +49,7 @@ struct source {
 	EVP_PKEY *key;		    /* jwt */
 	char *kid;		    /* jwt: given, else the key's thumbprint */
 	char thumb[48];		    /* jwt: RFC 7638 thumbprint, base64url */
+	const char *name;	    /* the credential's (its policy outlives this) */
 };
 
 struct secrets {
@@ -407,6 +408,54 @@ static int load_one(const struct policy_credential *c, struct source *src, bool 
 	return -EINVAL;
 }
 
+/* Does @a's kid name another key than @b's? */
+static bool kid_clash_one(const struct source *a, const struct source *b)
+{
+	return a->key && b->key && !strcmp(a->kid, b->kid) && strcmp(a->thumb, b->thumb);
+}
+
+/*
+ * A kid is what a verifier picks a key of the JWK Set by: two keys under
+ * one kid (in this policy, or in one loaded already, another sandbox's or
+ * the one a reload replaces) would make tokens of one of them fail to
+ * verify, or a verifier trust the wrong key. Refused; a new key takes a
+ * new kid. Caller holds jwt_keys.lock. Return: 0 or -EEXIST (@err says).
+ */
+static int kid_clash(const struct secrets *sec, char *err, size_t errlen)
+{
+	const struct secrets *o;
+	size_t i, j;
+
+	for (i = 0; i < sec->n; i++) {
+		const struct source *a = &sec->src[i];
+
+		for (j = 0; j < i; j++) {
+			if (kid_clash_one(a, &sec->src[j]))
+				goto clash_here;
+		}
+		for (o = jwt_keys.head; o; o = o->next) {
+			for (j = 0; j < o->n; j++) {
+				if (kid_clash_one(a, &o->src[j])) {
+					snprintf(err, errlen,
+						 "credential `%s`: kid `%s` names another key "
+						 "already (credential `%s` of a loaded policy); "
+						 "give each key its own kid",
+						 a->name, a->kid, o->src[j].name);
+					return -EEXIST;
+				}
+			}
+		}
+		continue;
+clash_here:
+		snprintf(err, errlen,
+			 "credential `%s`: kid `%s` names another key already (credential `%s`); "
+			 "give each key its own kid",
+			 a->name, a->kid, sec->src[j].name);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 {
 	size_t i, n = policy_credential_count(p);
@@ -437,6 +486,7 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 			secrets_free(sec);
 			return r;
 		}
+		sec->src[i].name = c->name;
 		if (c->source_kind == POLICY_SOURCE_FILE || c->source_kind == POLICY_SOURCE_ENV)
 			sec->ptr[i] = &sec->src[i].secret;
 		if (c->source_kind == POLICY_SOURCE_JWT)
@@ -444,6 +494,12 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 	}
 	if (sec->has_jwt) {
 		pthread_mutex_lock(&jwt_keys.lock);
+		r = kid_clash(sec, err, errlen);
+		if (r < 0) {
+			pthread_mutex_unlock(&jwt_keys.lock);
+			secrets_free(sec);
+			return r;
+		}
 		sec->id = jwt_keys.next_id++;
 		sec->next = jwt_keys.head;
 		if (jwt_keys.head)

@@ -114,6 +114,47 @@ t_not_contains "nor the env secret" "$(cat "$BROKER_AUDIT")" "$STRICT"
 t_not_contains "nor in the broker's output" "$(cat "$BROKER_LOG")" "$SECRET"
 t_ok "nor in the broker's state_dir" bash -c "! grep -rqF '$SECRET' '$WORLD_DIR/state'"
 t_ok "nor in the sandbox's files" bash -c "! grep -rqF '$SECRET' /run/sluice-sandboxes/$S2 /etc/netns/$S2"
+
+# --- JWT kids: one key per kid, across every loaded policy ---------------------------------
+# A verifier picks the key of the JWK Set by kid: a second key under a kid
+# that names a key already is refused, in the same policy or another
+# sandbox's; the same key under the same kid is one key.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$D/k1.pem" 2>/dev/null
+openssl genpkey -algorithm ED25519 -out "$D/k2.pem" 2>/dev/null
+chmod 600 "$D/k1.pem" "$D/k2.pem"
+jwt_policy() { # FILE KEY... : one jwt credential per key, all with kid team-1
+	local f=$1 i=0 k
+	shift
+	printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\ncredentials:\n' >"$f"
+	for k in "$@"; do
+		i=$((i + 1))
+		printf '  - name: jwt-%s\n    source: { jwt: { key_file: %s, issuer: "https://sluice.test", kid: team-1 } }\n    inject: { header: Authorization, value: "Bearer {secret}" }\n    scope: { hosts: [echo.world.test], paths: ["/j%s/*"] }\n' \
+			"$i" "$k" "$i" >>"$f"
+	done
+}
+jwt_policy "$D/jwt-a.yaml" "$D/k1.pem"
+jwt_policy "$D/jwt-b.yaml" "$D/k2.pem"
+jwt_policy "$D/jwt-ab.yaml" "$D/k1.pem" "$D/k2.pem"
+J1=$WORLD_PREFIX-j1 J2=$WORLD_PREFIX-j2 J3=$WORLD_PREFIX-j3
+_BROKER_WORLD_SB+=("$J1" "$J2" "$J3")
+t_rc "a policy with two keys under one kid is refused" 1 S create "$J1" --policy "$D/jwt-ab.yaml"
+t_contains "and says which kid and which credentials" "$T_ERR" \
+	"credential \`jwt-2\`: kid \`team-1\` names another key already (credential \`jwt-1\`)"
+t_ok "and leaves nothing behind" test ! -e "/run/netns/$J1"
+t_ok "a sandbox with kid team-1 for one key" S create "$J1" --policy "$D/jwt-a.yaml"
+t_ok "another with the same key and kid" S create "$J3" --policy "$D/jwt-a.yaml"
+t_rc "another key under that kid, in another sandbox, is refused" 1 \
+	S create "$J2" --policy "$D/jwt-b.yaml"
+t_contains "naming the credential of the loaded policy" "$T_ERR" \
+	"kid \`team-1\` names another key already (credential \`jwt-1\` of a loaded policy)"
+t_eq "the JWK Set has the one key" "1" \
+	"$(S status --jwks | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["keys"]))')"
+t_ok "once both sandboxes of the first key are gone" S delete "$J1"
+t_ok "(and the other)" S delete "$J3"
+t_ok "the kid is free for another key" S create "$J2" --policy "$D/jwt-b.yaml"
+t_ok "(delete it)" S delete "$J2"
+t_not_contains "no private key in the broker's output" "$(cat "$BROKER_LOG")" "PRIVATE KEY"
+
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 broker_stop
 t_done
