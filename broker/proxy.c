@@ -112,6 +112,7 @@ struct conn {
 	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
 	bool tls_first;	  /* the upstream handshake precedes the first request */
 	bool inner;	  /* HTTP requests inside a CONNECT tunnel, each checked */
+	bool early;	  /* the client sent bytes before the CONNECT's 200 (in c->in) */
 	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
 	SSL *cssl, *ussl; /* intercepted: the sandbox's side, the upstream side */
 	const char *proto; /* "http", "connect", "tls", "tcp" */
@@ -146,7 +147,7 @@ static __thread struct worker *cur_worker;
 static void conn_run(struct conn *c);
 static enum step start_request(struct conn *c);
 static enum step sniff(struct conn *c, bool timed_out);
-static bool looks_like_http(const char *p, size_t n);
+static int looks_like_http(const char *p, size_t n);
 static enum step start_inner_http(struct conn *c);
 static enum step peek(struct conn *c, bool timed_out);
 
@@ -390,9 +391,11 @@ static void on_timer(struct timer *t)
 	case CS_SNIFF:
 	case CS_PEEK:
 		if (c->head_started) {
-			/* Bytes came, but never a whole ClientHello. */
+			/* Bytes came, but never a whole ClientHello or a method and
+			 * its space: a tunnel made now would carry the rest
+			 * unexamined (another SNI, another Host). */
 			if (c->st == CS_SNIFF)
-				c->proto = "tls";
+				c->proto = (uint8_t)c->in->data[0] == 0x16 ? "tls" : "http";
 			c->raw = true;
 			reply(c, 0, "deny", "head-timeout");
 			return;
@@ -1130,42 +1133,55 @@ enum first_bytes { FB_WAIT, FB_GONE, FB_HTTP, FB_OTHER, FB_HELLO, FB_BAD_HELLO }
 /*
  * Peeks (never consumes) the first bytes from the sandbox: an HTTP request,
  * a TLS ClientHello (FB_HELLO: parsed into *@hp, which the caller frees),
- * or anything else. Edge-triggered while waiting for more: the peeked bytes
- * stay in the socket, so level-triggered readiness would spin. The first
- * byte arms the head timeout.
+ * or anything else. Bytes the client sent before a CONNECT's 200 were
+ * consumed with its head; they are in c->in (c->in->len of them) and come
+ * first. Until the bytes decide (a ClientHello is whole, or a request line
+ * has its method and a space) it waits for more, edge-triggered: the
+ * peeked bytes stay in the socket, so level-triggered readiness would
+ * spin. The first byte arms the head timeout.
  */
 static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 {
-	ssize_t k = recv(c->cev.fd, c->in->data, c->in->cap, MSG_PEEK);
+	size_t off = c->in->len, n;
+	ssize_t k = recv(c->cev.fd, c->in->data + off, c->in->cap - off, MSG_PEEK);
+	bool ended = k == 0 || (k < 0 && errno != EAGAIN);
 	int r;
 
 	*hp = NULL;
-	if (k < 0 && errno == EAGAIN) {
+	n = off + (k > 0 ? (size_t)k : 0);
+	if (n == 0) {
+		if (ended)
+			return FB_GONE;
 		want(c, EPOLLIN | EPOLLET, 0);
 		return FB_WAIT;
 	}
-	if (k <= 0)
-		return FB_GONE;
 	if (!c->head_started) {
 		c->head_started = true;
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
 	}
-	if ((uint8_t)c->in->data[0] != 0x16)
-		return looks_like_http(c->in->data, (size_t)k) ? FB_HTTP : FB_OTHER;
-	*hp = malloc(sizeof(**hp));
-	if (!*hp)
-		return FB_GONE;
-	r = tls_parse_client_hello((const uint8_t *)c->in->data, (size_t)k, *hp);
-	if (r == 1)
-		return FB_HELLO;
-	free(*hp);
-	*hp = NULL;
-	if (r == 0 && (size_t)k < c->in->cap) {
-		want(c, EPOLLIN | EPOLLET, 0);
-		return FB_WAIT;
+	if ((uint8_t)c->in->data[0] != 0x16) {
+		r = looks_like_http(c->in->data, n);
+		if (r >= 0)
+			return r ? FB_HTTP : FB_OTHER;
+	} else {
+		*hp = malloc(sizeof(**hp));
+		if (!*hp)
+			return FB_GONE;
+		r = tls_parse_client_hello((const uint8_t *)c->in->data, n, *hp);
+		if (r == 1)
+			return FB_HELLO;
+		free(*hp);
+		*hp = NULL;
+		if (r != 0 || n == c->in->cap)
+			return FB_BAD_HELLO;
 	}
-	return FB_BAD_HELLO;
+	/* Not decided yet: a part of a ClientHello or of a method. */
+	if (ended)
+		return FB_GONE;
+	want(c, EPOLLIN | EPOLLET, 0);
+	return FB_WAIT;
 }
+
 
 /*
  * Plain HTTP inside a CONNECT tunnel goes through the HTTP path, request by
@@ -1186,10 +1202,22 @@ static enum step start_inner_http(struct conn *c)
 	c->up = c->down = 0;
 	c->method[0] = c->path[0] = '\0';
 	c->head_started = false;
-	c->in->pos = c->in->len = 0; /* the peeked bytes are still in the socket */
+	/* The peeked bytes are still in the socket; those sent before the 200
+	 * (c->in->len of them) are read first. */
+	c->in->pos = 0;
 	c->st = CS_HEAD;
 	want(c, EPOLLIN, 0);
 	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	return STEP_NEXT;
+}
+
+/* The tunnel, once its first bytes are examined: those the client sent
+ * before the 200 are written first (establish()). */
+static enum step tunnel_after_peek(struct conn *c)
+{
+	if (!c->early)
+		return start_tunnel(c);
+	c->st = CS_ESTABLISH;
 	return STEP_NEXT;
 }
 
@@ -1206,7 +1234,7 @@ static enum step peek(struct conn *c, bool timed_out)
 	bool sni_ok;
 
 	if (timed_out)
-		return start_tunnel(c);
+		return start_tunnel(c); /* silence (on_timer() resets the undecided) */
 	switch (peek_first(c, &h)) {
 	case FB_WAIT:
 		return STEP_AGAIN;
@@ -1217,7 +1245,7 @@ static enum step peek(struct conn *c, bool timed_out)
 	case FB_HTTP:
 		return start_inner_http(c);
 	case FB_OTHER:
-		return start_tunnel(c);
+		return tunnel_after_peek(c);
 	case FB_BAD_HELLO:
 		c->raw = true; /* past the 200: a refusal is a reset */
 		return reply(c, 0, "deny", "bad-client-hello");
@@ -1230,9 +1258,15 @@ static enum step peek(struct conn *c, bool timed_out)
 		c->raw = true;
 		return reply(c, 0, "deny", "sni-mismatch");
 	}
+	if (c->intercept && c->early) {
+		/* Part of its ClientHello is consumed: the TLS library cannot
+		 * have it. A client of a credential's host waits for the 200. */
+		c->raw = true;
+		return reply(c, 0, "deny", "early-client-hello");
+	}
 	if (c->intercept)
 		return start_tls(c);
-	return start_tunnel(c);
+	return tunnel_after_peek(c);
 }
 
 /* After "200 Connection established": bytes the client sent early go first. */
@@ -1257,10 +1291,18 @@ static enum step establish(struct conn *c)
 			return start_tls(c);
 		return start_tunnel(c);
 	}
+	if (c->in && c->in->len > c->in->pos && !c->early) {
+		/* The client did not wait for the 200: what it sent is examined
+		 * as a tunnel's first bytes are (peek()), from c->in and then
+		 * from the socket, and goes first if the tunnel is spliced. */
+		buf_compact(c->in);
+		c->early = true;
+		c->head_started = false;
+		c->st = CS_PEEK;
+		return STEP_NEXT;
+	}
 	if (c->in && c->in->len > c->in->pos) {
-		/* The client did not wait for the 200: what it sent goes first,
-		 * unexamined, and the tunnel is spliced (never intercepted: the
-		 * ClientHello is half consumed). */
+		/* Examined: the bytes sent before the 200 go first. */
 		r = write_out(c, true, c->in, c->in->len, &c->up);
 		if (r < 0) {
 			audit(c, "allow", "upstream-gone");
@@ -1713,8 +1755,12 @@ static enum step read_head(struct conn *c)
 
 /* --- the transparent path: what is this connection? ------------------------------- */
 
-/* A request line starts with an upper-case method and a space. */
-static bool looks_like_http(const char *p, size_t n)
+/*
+ * A request line starts with an upper-case method and a space. Return: 1
+ * when @p does, 0 when it does not, -1 when it may yet (1-15 upper-case
+ * letters so far): a method split over two segments is still a method.
+ */
+static int looks_like_http(const char *p, size_t n)
 {
 	size_t i;
 
@@ -1722,9 +1768,9 @@ static bool looks_like_http(const char *p, size_t n)
 		if (p[i] == ' ')
 			return i > 0;
 		if (p[i] < 'A' || p[i] > 'Z')
-			return false;
+			return 0;
 	}
-	return false;
+	return i < 16 ? -1 : 0;
 }
 
 static enum step as_tunnel(struct conn *c, const char *proto)
@@ -1751,7 +1797,7 @@ static enum step sniff(struct conn *c, bool timed_out)
 	bool sni_ok;
 
 	if (timed_out)
-		return as_tunnel(c, "tcp");
+		return as_tunnel(c, "tcp"); /* silence (on_timer() resets the undecided) */
 	switch (peek_first(c, &h)) {
 	case FB_WAIT:
 		return STEP_AGAIN;
