@@ -67,6 +67,43 @@ static void collect_local_addresses(void)
 	freeifaddrs(ifa);
 }
 
+/*
+ * Names, comma-separated in @out, the keys of @n that differ from the
+ * running configuration and take effect only on a restart: sockets bound,
+ * threads and buffers sized, pools handed out, trust loaded at start-up.
+ */
+static void restart_only_changes(const struct broker_config *n, char *out, size_t len)
+{
+	const struct broker_config *o = &broker.cfg;
+	const struct {
+		const char *key;
+		bool changed;
+	} k[] = {
+		{ "control_socket", strcmp(n->control_socket, o->control_socket) != 0 },
+		{ "state_dir", strcmp(n->state_dir, o->state_dir) != 0 },
+		{ "sandbox_pool", n->pool_plen != o->pool_plen ||
+					  memcmp(&n->pool_net, &o->pool_net, sizeof(n->pool_net)) },
+		{ "proxy_port", n->proxy_port != o->proxy_port },
+		{ "transparent_port", n->transparent_port != o->transparent_port },
+		{ "dns_port", n->dns_port != o->dns_port },
+		{ "synthetic_pool", n->synthetic_plen != o->synthetic_plen ||
+					    memcmp(&n->synthetic_net, &o->synthetic_net,
+						   sizeof(n->synthetic_net)) },
+		{ "upstream_resolvers", strcmp(n->upstream_resolvers, o->upstream_resolvers) != 0 },
+		{ "upstream_ca", strcmp(n->upstream_ca, o->upstream_ca) != 0 },
+		{ "workers", n->workers != o->workers },
+		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
+		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
+	};
+	size_t i, w = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < sizeof(k) / sizeof(k[0]) && w < len; i++) {
+		if (k[i].changed)
+			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
+	}
+}
+
 int broker_reload(char *err, size_t errlen)
 {
 	struct broker_config c = broker.cfg;
@@ -85,12 +122,15 @@ int broker_reload(char *err, size_t errlen)
 		log_err("reload: policy refused, every old policy stays: %s", err);
 		return r;
 	}
-	/* Only what can change without re-binding sockets takes effect. */
-	if (strcmp(c.control_socket, broker.cfg.control_socket) ||
-	    c.proxy_port != broker.cfg.proxy_port || c.workers != broker.cfg.workers ||
-	    strcmp(c.state_dir, broker.cfg.state_dir) || strcmp(c.upstream_ca, broker.cfg.upstream_ca))
-		log_warn("reload: control_socket, state_dir, proxy_port, workers and upstream_ca "
-			 "change on restart only");
+	/* The timeouts, max_connections and audit_log take effect now; the
+	 * rest on a restart, and the log names what waits for one. */
+	{
+		char changed[300];
+
+		restart_only_changes(&c, changed, sizeof(changed));
+		if (changed[0])
+			log_warn("reload: changed, in force after a restart only: %s", changed);
+	}
 	broker.cfg.max_connections = c.max_connections;
 	broker.cfg.head_timeout_ms = c.head_timeout_ms;
 	broker.cfg.connect_timeout_ms = c.connect_timeout_ms;

@@ -178,6 +178,13 @@ t_eq "a third connection over max_connections" "503 broker-connection-limit" "$(
 wait "${holders[@]}" 2>/dev/null
 sed -i '/^max_connections: 2$/d' "$BROKER_CONF"
 t_ok "reload back to the default limit" sl reload
+# A key that waits for a restart is named in the log; one in force now is not.
+sed -i 's/^workers: 2$/workers: 2\ndns_cache_size: 100\nmax_connections: 10000/' "$BROKER_CONF"
+t_ok "reload with dns_cache_size and max_connections changed" sl reload
+t_ok "the log names dns_cache_size as waiting for a restart" \
+	grep -q "in force after a restart only: dns_cache_size$" "$BROKER_LOG"
+sed -i '/^dns_cache_size: 100$/d; /^max_connections: 10000$/d' "$BROKER_CONF"
+t_ok "reload back" sl reload
 sleep 0.3
 t_eq "connections accepted again" "200 " "$(reason http://echo.world.test/)"
 
