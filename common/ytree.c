@@ -197,7 +197,11 @@ int ytree_load(const char *name, const char *buf, size_t len, struct ynode **roo
 			} else if (!top) {
 				top = n;
 			} else {
+				/* Not from libyaml (one root per document, one
+				 * document); refused rather than used after free. */
 				ytree_free(n);
+				r = fail_at(err, name, line, col, "more than one top-level YAML node");
+				break;
 			}
 			if (n->type != YNODE_SCALAR) {
 				if (depth >= YTREE_MAX_DEPTH) {
