@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netns_guard.h"
+
 #define MAX_LISTEN 8
 #define MAX_THREADS 16
 #define INBUF 8192
@@ -129,31 +131,6 @@ static int parse_listen(const char *spec, int i)
 		laddr_len[i] = sizeof(*s4);
 	}
 	return 0;
-}
-
-/* Is this process in a named network namespace (one under /run/netns)? */
-static bool in_named_netns(void)
-{
-	struct stat me, st;
-	struct dirent *de;
-	char path[300];
-	bool found = false;
-	DIR *d;
-
-	if (stat("/proc/self/ns/net", &me) < 0)
-		return false;
-	d = opendir("/run/netns");
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
-		if (stat(path, &st) == 0 && st.st_ino == me.st_ino && st.st_dev == me.st_dev)
-			found = true;
-	}
-	closedir(d);
-	return found;
 }
 
 /* Case-insensitive: does the head (NUL-terminated) carry header NAME with a

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netns_guard.h"
+
 #define MAX_SOCKETS 4096
 #define MAX_WINDOW 64
 #define SLOTS 256 /* per socket; IDs are socket-local, slot = id % SLOTS */
@@ -62,32 +64,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Is this process in a named network namespace (one under /run/netns)? */
-static bool in_named_netns(void)
-{
-	struct stat me, st;
-	struct dirent *de;
-	char path[300];
-	bool found = false;
-	DIR *d;
-
-	if (stat("/proc/self/ns/net", &me) < 0)
-		return false;
-	d = opendir("/run/netns");
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
-		if (stat(path, &st) == 0 && st.st_ino == me.st_ino &&
-		    st.st_dev == me.st_dev)
-			found = true;
-	}
-	closedir(d);
-	return found;
 }
 
 static int build_query(const char *name, uint16_t qtype)

@@ -77,6 +77,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "netns_guard.h"
+
 #define MAX_LISTEN 8
 #define MAX_HOSTS 256
 #define MAX_THREADS 256
@@ -97,31 +99,6 @@ __attribute__((format(printf, 2, 3))) static int errmsg(int code, const char *fm
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	return code;
-}
-
-/* Is this process in a named network namespace (one under /run/netns)? */
-static bool in_named_netns(void)
-{
-	struct stat me, st;
-	struct dirent *de;
-	char path[300];
-	bool found = false;
-	DIR *d;
-
-	if (stat("/proc/self/ns/net", &me) < 0)
-		return false;
-	d = opendir("/run/netns");
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
-		if (stat(path, &st) == 0 && st.st_ino == me.st_ino && st.st_dev == me.st_dev)
-			found = true;
-	}
-	closedir(d);
-	return found;
 }
 
 static uint64_t now_us(void)
