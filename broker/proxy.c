@@ -2116,12 +2116,12 @@ drop:
 	sandbox_put(sb);
 }
 
-void proxy_accept(struct ev *ev, uint32_t events)
+/* Accepts what is waiting on @ev (at most 64 at a time, so that the rest
+ * of the loop gets its turn) for the explicit or the transparent path. */
+static void accept_batch(struct worker *w, struct ev *ev, bool transparent)
 {
-	struct worker *w = container_of(ev, struct worker, proxy_ev);
 	int i;
 
-	(void)events;
 	cur_worker = w;
 	for (i = 0; i < 64; i++) {
 		struct sockaddr_storage peer;
@@ -2134,27 +2134,20 @@ void proxy_accept(struct ev *ev, uint32_t events)
 				log_warn("proxy: out of file descriptors");
 			return;
 		}
-		accept_one(w, fd, &peer, false);
+		accept_one(w, fd, &peer, transparent);
 	}
+}
+
+void proxy_accept(struct ev *ev, uint32_t events)
+{
+	(void)events;
+	accept_batch(container_of(ev, struct worker, proxy_ev), ev, false);
 }
 
 void proxy_accept_transparent(struct ev *ev, uint32_t events)
 {
-	struct worker *w = container_of(ev, struct worker, transparent_ev);
-	int i;
-
 	(void)events;
-	cur_worker = w;
-	for (i = 0; i < 64; i++) {
-		struct sockaddr_storage peer;
-		socklen_t pl = sizeof(peer);
-		int fd = accept4(ev->fd, (struct sockaddr *)&peer, &pl,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		accept_one(w, fd, &peer, true);
-	}
+	accept_batch(container_of(ev, struct worker, transparent_ev), ev, true);
 }
 
 void proxy_close_sandbox_post(void *arg)
