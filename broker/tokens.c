@@ -1,20 +1,31 @@
 // SPDX-License-Identifier: MIT
-/* OAuth2 client-credentials tokens: the broker's cache and its fetcher thread.
+/* OAuth2 client-credentials tokens: the broker's cache and its fetcher threads.
  *
  * Theory of operation: an oauth2 credential of a loaded policy holds a
  * reference on one cache entry, keyed by (token_url, client_id, scopes),
  * so that sandboxes and reloads with the same credential share one token.
- * One thread, started with the first oauth2 credential, does every fetch:
- * it sleeps on a condition variable until the earliest entry is due, then
- * posts the client-credentials grant over TLS (verified against
- * upstream_ca or the system store) to an address it resolved itself with
- * the broker's upstream resolvers (c-ares on a loop of its own; never
- * NSS), with a deadline on the whole exchange. A token is refreshed at
- * about 80-85% of its life and handed out until 90%; a failure is retried
- * after 1, 2, 4 ... 60 s while the old token, if any, is still handed out.
- * Workers only ever copy the current token under the cache's mutex: a
- * request that finds none is refused (502 credential-unavailable) and
- * asks the fetcher to hurry, unless it is backing off.
+ * A fixed pool of TOKENS_FETCHERS threads, started together with the first
+ * oauth2 credential, does the fetches, each thread one at a time: an idle
+ * thread sleeps on the cache's condition variable until the earliest entry
+ * that no thread is fetching is due, marks it as being fetched (so no
+ * other thread takes it) and holds a reference on it while it posts the
+ * client-credentials grant over TLS (verified against upstream_ca or the
+ * system store) to an address it resolved itself with the broker's
+ * upstream resolvers (c-ares on a loop and resolver of its own; never
+ * NSS), with a deadline on the whole exchange. So fetches of different
+ * entries run at once: an endpoint that hangs holds one thread until its
+ * deadline, never another credential's fetch; with more entries due than
+ * threads, the others wait for the next free thread. A token is refreshed
+ * at about 80-85% of its life and handed out until 90%; a failure is
+ * retried after 1, 2, 4 ... 60 s while the old token, if any, is still
+ * handed out. Workers only ever copy the current token under the cache's
+ * mutex: a request that finds none is refused (502 credential-unavailable)
+ * and asks the fetchers to hurry, unless it is backing off.
+ *
+ * Stopping: tokens_stop() marks the cache stopping, makes the shared stop
+ * eventfd readable (it is polled by every fetch, never read, so that every
+ * thread sees it) and stops each thread's loop, so that every fetch in
+ * flight ends at once; then it joins every thread.
  *
  * Tokens and client secrets live in cred_secret memory and are wiped when
  * replaced or dropped; neither is ever logged: log lines name the
@@ -59,7 +70,7 @@
 
 struct tokens_entry {
 	struct tokens_entry *next, *prev;
-	unsigned refs; /* policies holding it, and the fetcher during a fetch */
+	unsigned refs; /* policies holding it, and a fetcher during a fetch */
 	char *key;     /* "token_url\nclient_id\nscope scope..." */
 	char cred_name[CRED_NAME_MAX + 1]; /* the credential that made it, for logs */
 	char *host, *path, *client_id;
@@ -71,30 +82,37 @@ struct tokens_entry {
 	uint64_t usable_until;	  /* monotonic ms */
 	uint64_t due;		  /* next fetch, monotonic ms */
 	unsigned failures;	  /* in a row */
-	bool fetching;
-	bool tried; /* a fetch has ended (tokens_wait_first) */
+	bool fetching;		  /* by one fetcher thread; no other takes it */
+	bool tried;		  /* a fetch has ended (tokens_wait_first) */
 };
 
 static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
 		       uint64_t *expires_in, char *err, size_t errlen);
 
+/* One fetcher thread; the HTTPS fetch's context. */
+struct fetcher {
+	pthread_t thread;
+	unsigned id;
+	struct loop *loop;    /* its own, for its resolver (loop_stop()s it) */
+	struct resolver *res; /* made and freed on the thread; NULL: none */
+};
+
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* the fetcher's: an entry may be due sooner */
+	pthread_cond_t wake; /* the fetchers': an entry may be due sooner */
 	pthread_cond_t done; /* tokens_wait_first()'s: a fetch ended */
 	struct tokens_entry *head;
 	size_t n;
 	bool started, stopping;
-	pthread_t thread;
-	/* Set by tokens_start(), read by the fetcher only. */
+	struct fetcher fetchers[TOKENS_FETCHERS];
+	unsigned n_fetchers; /* threads running (to join) */
+	/* Set by tokens_start() before the threads start; then read only. */
 	char ca[512];
 	char resolvers[512];
 	uint32_t connect_ms, fetch_ms;
-	SSL_CTX *ctx;
-	int stop_fd;	  /* eventfd: ends a fetch's poll() at once */
-	struct loop *loop; /* the fetcher's, for its resolver */
-	struct resolver *res;
-	tokens_fetch_fn *fetch;
+	SSL_CTX *ctx; /* shared: SSL_new() is thread-safe on it */
+	int stop_fd;  /* eventfd: readable once stopping; polled, never read */
+	tokens_fetch_fn *fetch; /* both read under the lock, per fetch */
 	void *fetch_ctx;
 	uint64_t ok, failed;
 } T = {
@@ -383,11 +401,12 @@ void tokens_set_fetch(tokens_fetch_fn *fn, void *ctx)
 
 /* ---- the HTTPS fetch ------------------------------------------------------ */
 
-/* Waits for @events on @fd until @deadline; -ECANCELED when stopping. */
-static int wait_io(int fd, short events, uint64_t deadline)
+/* Waits for @events on @fd until @deadline; -ECANCELED once @cancel_fd
+ * is readable (stopping). */
+static int wait_io(int fd, short events, uint64_t deadline, int cancel_fd)
 {
 	struct pollfd p[2] = { { .fd = fd, .events = events },
-			       { .fd = T.stop_fd, .events = POLLIN } };
+			       { .fd = cancel_fd, .events = POLLIN } };
 
 	for (;;) {
 		uint64_t now = mono_ms();
@@ -408,6 +427,8 @@ static int wait_io(int fd, short events, uint64_t deadline)
 }
 
 struct lookup {
+	struct loop *loop; /* the fetcher's */
+	struct timer tick;
 	bool done;
 	int status;
 	struct sl_addr addrs[RESOLVE_MAX_ADDRS];
@@ -425,27 +446,28 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
 	lk->n = status == 0 ? (n > RESOLVE_MAX_ADDRS ? RESOLVE_MAX_ADDRS : n) : 0;
 	if (lk->n)
 		memcpy(lk->addrs, addrs, lk->n * sizeof(*addrs));
-	loop_stop(T.loop);
+	loop_stop(lk->loop);
 }
 
 static void on_tick(struct timer *t)
 {
-	(void)t;
-	loop_stop(T.loop);
+	loop_stop(container_of(t, struct lookup, tick)->loop);
 }
 
-/* A blocking lookup on the fetcher's own loop, bounded by @deadline. */
-static int resolve_host(const char *host, struct lookup *lk, uint64_t deadline)
+/* A blocking lookup on fetcher @f's own loop, bounded by @deadline. */
+static int resolve_host(struct fetcher *f, const char *host, struct lookup *lk,
+			uint64_t deadline)
 {
 	struct resolve_req req;
-	struct timer tick = { .cb = on_tick };
 	int r;
 
 	memset(lk, 0, sizeof(*lk));
-	if (!T.res)
+	lk->loop = f->loop;
+	lk->tick.cb = on_tick;
+	if (!f->res)
 		return -ENOSYS;
 	resolve_req_init(&req);
-	r = resolver_lookup(T.res, host, &req, on_resolved, lk);
+	r = resolver_lookup(f->res, host, &req, on_resolved, lk);
 	if (r < 0)
 		return r;
 	while (!lk->done) {
@@ -456,19 +478,19 @@ static int resolve_host(const char *host, struct lookup *lk, uint64_t deadline)
 		stopping = T.stopping;
 		pthread_mutex_unlock(&T.lock);
 		if (now >= deadline || stopping) {
-			resolver_cancel(T.res, &req);
-			loop_timer_cancel(T.loop, &tick);
+			resolver_cancel(f->res, &req);
+			loop_timer_cancel(f->loop, &lk->tick);
 			return stopping ? -ECANCELED : -ETIMEDOUT;
 		}
 		/* Ticks, so that the deadline and a stop are seen. */
-		loop_timer_arm(T.loop, &tick, deadline - now < 200 ? deadline - now : 200);
-		loop_run(T.loop);
+		loop_timer_arm(f->loop, &lk->tick, deadline - now < 200 ? deadline - now : 200);
+		loop_run(f->loop);
 	}
-	loop_timer_cancel(T.loop, &tick);
+	loop_timer_cancel(f->loop, &lk->tick);
 	return lk->status < 0 ? lk->status : 0;
 }
 
-static int tcp_connect(const struct sl_addr *a, uint16_t port, uint64_t deadline)
+static int tcp_connect(const struct sl_addr *a, uint16_t port, uint64_t deadline, int cancel_fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = (socklen_t)addr_to_sockaddr(a, port, &ss);
@@ -484,7 +506,7 @@ static int tcp_connect(const struct sl_addr *a, uint16_t port, uint64_t deadline
 		r = -errno;
 		goto fail;
 	}
-	r = wait_io(fd, POLLOUT, deadline);
+	r = wait_io(fd, POLLOUT, deadline, cancel_fd);
 	if (r < 0)
 		goto fail;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &el) < 0) {
@@ -502,13 +524,13 @@ fail:
 }
 
 /* After an SSL call returned @ret <= 0: waits as it asks; 0 to try again. */
-static int ssl_wait(SSL *ssl, int ret, int fd, uint64_t deadline)
+static int ssl_wait(SSL *ssl, int ret, int fd, uint64_t deadline, int cancel_fd)
 {
 	switch (SSL_get_error(ssl, ret)) {
 	case SSL_ERROR_WANT_READ:
-		return wait_io(fd, POLLIN, deadline);
+		return wait_io(fd, POLLIN, deadline, cancel_fd);
 	case SSL_ERROR_WANT_WRITE:
-		return wait_io(fd, POLLOUT, deadline);
+		return wait_io(fd, POLLOUT, deadline, cancel_fd);
 	case SSL_ERROR_ZERO_RETURN:
 		return -ENODATA;
 	case SSL_ERROR_SYSCALL:
@@ -599,8 +621,9 @@ static const char *parse_error(int r)
 }
 
 /* Reads the whole answer into @buf (TOKENS_RESPONSE_MAX); sets the head. */
-static int read_answer(SSL *ssl, int fd, uint64_t deadline, char *buf, size_t *got,
-		       struct http_response *resp, size_t *head_len, char *err, size_t errlen)
+static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char *buf,
+		       size_t *got, struct http_response *resp, size_t *head_len, char *err,
+		       size_t errlen)
 {
 	int r;
 
@@ -618,7 +641,7 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, char *buf, size_t *g
 		if (k > 0) {
 			*got += (size_t)k;
 		} else {
-			r = ssl_wait(ssl, k, fd, deadline);
+			r = ssl_wait(ssl, k, fd, deadline, cancel_fd);
 			if (r == -ENODATA)
 				break; /* the server closed (Connection: close) */
 			if (r < 0) {
@@ -649,9 +672,11 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, char *buf, size_t *g
 	return 0;
 }
 
+/* @ctx: the struct fetcher of the thread it runs on. */
 static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
 		       uint64_t *expires_in, char *err, size_t errlen)
 {
+	struct fetcher *f = ctx;
 	uint64_t deadline = mono_ms() + T.fetch_ms;
 	struct http_response *resp = NULL;
 	struct lookup lk;
@@ -662,14 +687,13 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	SSL *ssl = NULL;
 	char hostport[300];
 
-	(void)ctx;
 	/* Where: an address literal as is, a name through the broker's
 	 * upstream resolvers. */
 	memset(&lk, 0, sizeof(lk));
 	if (addr_parse(rq->host, &lk.addrs[0]) == 0) {
 		lk.n = 1;
 	} else {
-		r = resolve_host(rq->host, &lk, deadline);
+		r = resolve_host(f, rq->host, &lk, deadline);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot resolve %s: %s", rq->host,
 				 r == -ENOENT ? "no such name" : r == -ETIMEDOUT ? "timed out" : strerror(-r));
@@ -723,7 +747,8 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	for (i = 0; (size_t)i < lk.n && i < TOKENS_MAX_TRIES && fd < 0; i++) {
 		uint64_t cd = mono_ms() + T.connect_ms;
 
-		fd = tcp_connect(&lk.addrs[i], rq->port, cd < deadline ? cd : deadline);
+		fd = tcp_connect(&lk.addrs[i], rq->port, cd < deadline ? cd : deadline,
+				 rq->cancel_fd);
 		if (fd < 0)
 			r = fd;
 		if (r == -ECANCELED)
@@ -747,7 +772,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 		goto out;
 	}
 	while ((k = SSL_connect(ssl)) != 1) {
-		r = ssl_wait(ssl, k, fd, deadline);
+		r = ssl_wait(ssl, k, fd, deadline, rq->cancel_fd);
 		if (r < 0) {
 			long v = SSL_get_verify_result(ssl);
 
@@ -767,7 +792,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 			i += k;
 			continue;
 		}
-		r = ssl_wait(ssl, k, fd, deadline);
+		r = ssl_wait(ssl, k, fd, deadline, rq->cancel_fd);
 		if (r < 0) {
 			snprintf(err, errlen, "sending the request: %s",
 				 r == -ETIMEDOUT ? "timed out" : "connection lost");
@@ -776,7 +801,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	}
 	OPENSSL_cleanse(req, rcap);
 
-	r = read_answer(ssl, fd, deadline, ans, &got, resp, &hl, err, errlen);
+	r = read_answer(ssl, fd, deadline, rq->cancel_fd, ans, &got, resp, &hl, err, errlen);
 	if (r < 0)
 		goto out;
 	body = ans + hl;
@@ -828,13 +853,13 @@ out:
 	return r;
 }
 
-/* ---- the fetcher thread --------------------------------------------------- */
+/* ---- the fetcher threads ------------------------------------------------- */
 
 /*
- * The fetcher may start while the broker still holds its start-up
+ * The fetchers may start while the broker still holds its start-up
  * capabilities (a restore at start-up), and capabilities are per thread:
- * it drops them all itself, as the main thread does before the workers
- * start. It needs none: it connects out and reads nothing but its
+ * each drops them all itself, as the main thread does before the workers
+ * start. None needs any: they connect out and read nothing but their
  * sockets.
  */
 static void drop_own_caps(void)
@@ -852,6 +877,7 @@ static void drop_own_caps(void)
 		log_warn("tokens: cannot drop capabilities: %s", strerror(errno));
 }
 
+/* With the lock held: the earliest entry no thread is fetching. */
 static struct tokens_entry *next_due(void)
 {
 	struct tokens_entry *e, *best = NULL;
@@ -863,15 +889,21 @@ static struct tokens_entry *next_due(void)
 	return best;
 }
 
+/* One thread of the pool: one fetch at a time, the earliest due first. */
 static void *fetcher(void *arg)
 {
+	struct fetcher *f = arg;
 	char err[300];
+	bool https;
 
-	(void)arg;
 	drop_own_caps();
-	if (T.fetch == fetch_https) {
-		T.res = resolver_new(T.loop, T.resolvers, 16, err, sizeof(err));
-		if (!T.res)
+	pthread_mutex_lock(&T.lock);
+	https = T.fetch == fetch_https;
+	pthread_mutex_unlock(&T.lock);
+	if (https) {
+		f->res = resolver_new(f->loop, T.resolvers, 16, err, sizeof(err));
+		/* The same configuration for every thread: said once. */
+		if (!f->res && f->id == 0)
 			log_err("tokens: no resolver (%s): token_url names cannot be resolved", err);
 	}
 	pthread_mutex_lock(&T.lock);
@@ -881,6 +913,8 @@ static void *fetcher(void *arg)
 		struct tokens_request rq;
 		uint64_t now = mono_ms(), exp = 0, wait_s;
 		char msg[600], host[256], name[CRED_NAME_MAX + 1];
+		tokens_fetch_fn *fn;
+		void *fn_ctx;
 		uint32_t jitter = 0;
 		bool ok;
 		int r;
@@ -896,22 +930,27 @@ static void *fetcher(void *arg)
 			}
 			continue;
 		}
+		/* Ours: no other thread takes it, nor frees it, until we are done. */
 		e->fetching = true;
 		e->refs++;
 		r = cred_secret_set(&cs, e->client_secret.buf, e->client_secret.len);
+		snprintf(host, sizeof(host), "%s", e->host);
+		/* A copy: tokens_get() renames the entry under the lock. */
+		snprintf(name, sizeof(name), "%s", e->cred_name);
 		rq = (struct tokens_request){
-			.cred_name = e->cred_name, .host = e->host, .port = e->port,
+			.cred_name = name, .host = e->host, .port = e->port,
 			.path = e->path, .client_id = e->client_id,
 			.scopes = (const char *const *)e->scopes, .n_scopes = e->n_scopes,
-			.client_secret = &cs,
+			.client_secret = &cs, .cancel_fd = T.stop_fd,
 		};
-		snprintf(host, sizeof(host), "%s", e->host);
-		snprintf(name, sizeof(name), "%s", e->cred_name);
+		/* The function and its argument as one pair (tokens_set_fetch()). */
+		fn = T.fetch;
+		fn_ctx = fn == fetch_https ? f : T.fetch_ctx;
 		pthread_mutex_unlock(&T.lock);
 
 		err[0] = '\0';
 		if (r == 0)
-			r = T.fetch(T.fetch_ctx, &rq, &tok, &exp, err, sizeof(err));
+			r = fn(fn_ctx, &rq, &tok, &exp, err, sizeof(err));
 		else
 			snprintf(err, sizeof(err), "out of memory");
 		cred_secret_free(&cs);
@@ -950,8 +989,8 @@ static void *fetcher(void *arg)
 		e->tried = true;
 		pthread_cond_broadcast(&T.done);
 		entry_put_locked(e);
-		if (r == -ECANCELED)
-			continue; /* stopping */
+		if (r == -ECANCELED && T.stopping)
+			continue; /* not a failure of the endpoint's */
 		pthread_mutex_unlock(&T.lock);
 		if (ok)
 			log_info("%s", msg);
@@ -960,15 +999,51 @@ static void *fetcher(void *arg)
 		pthread_mutex_lock(&T.lock);
 	}
 	pthread_mutex_unlock(&T.lock);
-	resolver_free(T.res);
-	T.res = NULL;
+	resolver_free(f->res);
+	f->res = NULL;
 	return NULL;
+}
+
+/*
+ * Without the lock, T.stopping set: ends every fetch in flight at once
+ * (the stop eventfd, polled by every fetch; each thread's loop, for a
+ * lookup in flight) and joins every thread.
+ */
+static void fetchers_end(void)
+{
+	uint64_t one = 1;
+	unsigned i;
+
+	if (write(T.stop_fd, &one, sizeof(one)) < 0)
+		log_warn("tokens: cannot signal the fetchers: %s", strerror(errno));
+	for (i = 0; i < T.n_fetchers; i++)
+		loop_stop(T.fetchers[i].loop);
+	for (i = 0; i < T.n_fetchers; i++)
+		pthread_join(T.fetchers[i].thread, NULL);
+	T.n_fetchers = 0;
+}
+
+/* With the lock held, the threads joined: frees what tokens_start() made. */
+static void fetchers_free(void)
+{
+	unsigned i;
+
+	SSL_CTX_free(T.ctx);
+	T.ctx = NULL;
+	if (T.stop_fd >= 0)
+		close(T.stop_fd);
+	T.stop_fd = -1;
+	for (i = 0; i < TOKENS_FETCHERS; i++) {
+		loop_free(T.fetchers[i].loop);
+		T.fetchers[i].loop = NULL;
+	}
 }
 
 int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 {
 	sigset_t all, old;
-	int r;
+	unsigned i;
+	int r = 0;
 
 	pthread_once(&conds_once, conds_init);
 	pthread_mutex_lock(&T.lock);
@@ -986,34 +1061,48 @@ int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 		T.connect_ms = T.fetch_ms;
 	T.ctx = tlsca_upstream_ctx(T.ca, err, errlen);
 	T.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	T.loop = loop_new();
-	if (!T.ctx || T.stop_fd < 0 || !T.loop) {
+	if (!T.ctx || T.stop_fd < 0) {
 		r = T.ctx ? -errno : -EINVAL;
 		if (T.ctx)
 			snprintf(err, errlen, "token fetcher: %s", strerror(-r));
 		goto fail;
 	}
+	for (i = 0; i < TOKENS_FETCHERS; i++) {
+		T.fetchers[i].id = i;
+		T.fetchers[i].res = NULL;
+		T.fetchers[i].loop = loop_new();
+		if (!T.fetchers[i].loop) {
+			r = -ENOMEM;
+			snprintf(err, errlen, "token fetcher: %s", strerror(-r));
+			goto fail;
+		}
+	}
 	T.stopping = false;
-	/* No signal for this thread: the main thread takes them by signalfd. */
+	/* No signal for these threads: the main thread takes them by signalfd.
+	 * They wait for the lock, held until all have started. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = -pthread_create(&T.thread, NULL, fetcher, NULL);
+	for (i = 0; i < TOKENS_FETCHERS && r == 0; i++) {
+		r = -pthread_create(&T.fetchers[i].thread, NULL, fetcher, &T.fetchers[i]);
+		if (r == 0)
+			T.n_fetchers++;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot start the token fetcher: %s", strerror(-r));
+		snprintf(err, errlen, "cannot start the token fetchers: %s", strerror(-r));
+		/* All or none: end those that started. */
+		T.stopping = true;
+		pthread_mutex_unlock(&T.lock);
+		fetchers_end();
+		pthread_mutex_lock(&T.lock);
+		T.stopping = false;
 		goto fail;
 	}
 	T.started = true;
 	pthread_mutex_unlock(&T.lock);
 	return 0;
 fail:
-	SSL_CTX_free(T.ctx);
-	T.ctx = NULL;
-	if (T.stop_fd >= 0)
-		close(T.stop_fd);
-	T.stop_fd = -1;
-	loop_free(T.loop);
-	T.loop = NULL;
+	fetchers_free();
 	pthread_mutex_unlock(&T.lock);
 	return r;
 }
@@ -1021,7 +1110,6 @@ fail:
 void tokens_stop(void)
 {
 	struct tokens_entry *e;
-	uint64_t one = 1;
 
 	pthread_mutex_lock(&T.lock);
 	if (!T.started || T.stopping) {
@@ -1032,11 +1120,7 @@ void tokens_stop(void)
 	pthread_cond_broadcast(&T.wake);
 	pthread_cond_broadcast(&T.done);
 	pthread_mutex_unlock(&T.lock);
-	/* A fetch in flight: its poll() and its resolver loop end at once. */
-	if (write(T.stop_fd, &one, sizeof(one)) < 0)
-		log_warn("tokens: cannot signal the fetcher: %s", strerror(errno));
-	loop_stop(T.loop);
-	pthread_join(T.thread, NULL);
+	fetchers_end();
 
 	pthread_mutex_lock(&T.lock);
 	for (e = T.head; e; e = e->next) {
@@ -1046,12 +1130,7 @@ void tokens_stop(void)
 		e->due = 0;
 		e->tried = false;
 	}
-	SSL_CTX_free(T.ctx);
-	T.ctx = NULL;
-	close(T.stop_fd);
-	T.stop_fd = -1;
-	loop_free(T.loop);
-	T.loop = NULL;
+	fetchers_free();
 	T.started = false;
 	T.stopping = false;
 	pthread_mutex_unlock(&T.lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* OAuth2 client-credentials tokens: one cache for the broker, filled and
- * refreshed by one background thread, read by workers without waiting. */
+ * refreshed by a small pool of background threads, read by workers without
+ * waiting. */
 #ifndef SLUICE_BROKER_TOKENS_H
 #define SLUICE_BROKER_TOKENS_H
 
@@ -12,6 +13,9 @@ struct cred_secret;
 struct policy_credential;
 struct tokens_entry;
 
+/* Fetcher threads: fetches of this many entries run at once, so that an
+ * endpoint that hangs holds up one thread, never the others' tokens. */
+#define TOKENS_FETCHERS 4
 /* A token endpoint's answer: at most this many bytes, head included. */
 #define TOKENS_RESPONSE_MAX (64 * 1024)
 /* A whole fetch (resolve, connect, TLS, request, answer) ends by then. */
@@ -41,6 +45,8 @@ struct tokens_request {
 	const char *const *scopes;
 	size_t n_scopes;
 	const struct cred_secret *client_secret;
+	int cancel_fd; /* readable (POLLIN) once the fetch must end: poll it
+			* with the fetch's own fds, never read it */
 };
 
 /**
@@ -53,32 +59,38 @@ struct tokens_request {
  *              secret or a token)
  * @errlen:     its size
  *
- * Called on the fetcher thread, without the cache's lock.
+ * Called on a fetcher thread, without the cache's lock; up to
+ * TOKENS_FETCHERS calls (for different entries, never two for one) may
+ * run at once, so it must be thread-safe. It must end promptly once
+ * @rq->cancel_fd is readable (tokens_stop() waits for it), returning
+ * -ECANCELED.
  *
- * Return: 0 or a negative errno.
+ * Return: 0 or a negative errno (-ECANCELED when cancelled).
  */
 typedef int tokens_fetch_fn(void *ctx, const struct tokens_request *rq,
 			    struct cred_secret *token, uint64_t *expires_in,
 			    char *err, size_t errlen);
 
 /**
- * tokens_start() - start the fetcher thread (once; later calls return 0)
+ * tokens_start() - start the TOKENS_FETCHERS fetcher threads (once; later
+ * calls return 0)
  * @cfg:    TLS trust, resolvers and timeouts (copied)
  * @err:    on failure, a message
  * @errlen: its size
  *
- * The thread drops every capability of its own before it fetches (it
+ * Each thread drops every capability of its own before it fetches (they
  * may be started while the broker still holds them) and takes no
- * signal.
+ * signal. All start or none does.
  *
  * Return: 0, or a negative errno (-EINVAL for an unusable upstream_ca).
  */
 int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen);
 
 /**
- * tokens_stop() - end the fetcher thread and wipe every cached token
+ * tokens_stop() - end the fetcher threads and wipe every cached token
  *
- * A fetch in flight is abandoned (its socket closed). Entries stay
+ * Every fetch in flight is abandoned at once (its socket closed), then
+ * every thread is joined. Entries stay
  * allocated for the policies that hold them; tokens_copy() answers
  * -EAGAIN from now on. Safe to call when never started, and twice.
  */
@@ -87,9 +99,10 @@ void tokens_stop(void);
 /**
  * tokens_set_fetch() - replace the HTTPS fetch (unit tests)
  * @fn:  the function, or NULL for the HTTPS fetch
- * @ctx: its argument
+ * @ctx: its argument (shared by the fetcher threads)
  *
- * Call before tokens_start().
+ * Call before tokens_start(). Each fetch reads the pair under the cache's
+ * lock, so a fetch never sees one without the other.
  */
 void tokens_set_fetch(tokens_fetch_fn *fn, void *ctx);
 
@@ -117,7 +130,7 @@ void tokens_put(struct tokens_entry *e);
  * @out: on success, a copy (cred_secret_free() it)
  *
  * Never waits for the network: takes the cache's lock for a copy. When no
- * token is usable, asks the fetcher for one (unless it is backing off
+ * token is usable, asks the fetchers for one (unless it is backing off
  * after a failure, so that requests cannot hammer a failing endpoint).
  *
  * Return: 0; -EAGAIN when no token is usable now; -ENOMEM.

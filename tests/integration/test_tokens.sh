@@ -4,7 +4,9 @@
 # client-credentials token fetched by the broker over verified TLS from a
 # token endpoint in the test world (tests/world/tokens.py), fetched once
 # for many requests, refreshed in the background, and a 502
-# credential-unavailable when the endpoint refuses; JWTs minted by the
+# credential-unavailable when the endpoint refuses; an endpoint that
+# accepts and never answers holds up no other credential's token (the
+# fetches run on several threads) and no stop; JWTs minted by the
 # broker (ES256 and EdDSA), verified by a service in the test world with
 # the JWK Set `sluice status --jwks` prints, and refused once expired.
 # Neither the client secret nor a token appears in the audit log, the
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world c1 c2
+broker_world c1 c2 c3
 
 # The endpoints: OAuth2 over HTTPS on other.world.test:9443 (the world's
 # certificate names *.world.test and 11.0.2.20), the JWT service over HTTP
@@ -49,7 +51,9 @@ issued() {	# SCOPE: tokens issued for it
 }
 last_token() { awk -F '\t' -v s="$1" '$2 == s { t = $1 } END { print t }' "$D/issued"; }
 
-broker_config "upstream_ca: $WORLD_CA"
+# response_timeout bounds a token fetch too (at most 15 s): 8 s, so that
+# the hanging endpoint below fails within the test's time.
+broker_config "upstream_ca: $WORLD_CA" "response_timeout: 8s"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
@@ -243,6 +247,99 @@ t_eq "the JWK Set still lists each key once" "2" \
 	"$(S status --jwks | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["keys"]))')"
 t_eq "the second sandbox shared the cached oauth2 token" "1" "$(issued 'read write')"
 t_ok "delete the second sandbox" S delete "$S2"
+
+# ---- oauth2: an endpoint that hangs --------------------------------------------
+# other.world.test:9444 accepts connections and never answers (not even the
+# TLS handshake). A fetch from it holds one fetcher thread until its
+# deadline (8 s); another credential's first fetch must not wait for it.
+HANG_PY='
+import select, socket, sys, time
+addr, port, log, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(16)
+open(ready, "w").write("ready\n")
+held = []
+end = time.monotonic() + 120  # bounded, whatever the test does
+while time.monotonic() < end:
+    if select.select([s], [], [], 1)[0]:
+        held.append(s.accept()[0])  # held open, never read, never answered
+        with open(log, "a") as f:
+            f.write("accepted %d\n" % len(held))
+'
+: >"$D/hang-accepted"
+world_spawn inet hang /usr/bin/python3 -c "$HANG_PY" 11.0.2.20 9444 "$D/hang-accepted" "$D/ready.hang" ||
+	{ echo "0 passed, 1 failed"; exit 1; }
+HANG_PID=$WORLD_LAST_PID
+HANG_ST=$(_world_starttime "$HANG_PID")
+_world_wait "the hanging endpoint" test -s "$D/ready.hang" || { echo "0 passed, 1 failed"; exit 1; }
+hang_stop() {	# ends the listener by its PID; once gone, drops its world record
+	if _world_alive "$HANG_PID" "$HANG_ST"; then
+		kill "$HANG_PID"
+		for _ in $(seq 50); do _world_alive "$HANG_PID" "$HANG_ST" || break; sleep 0.1; done
+	fi
+	_world_alive "$HANG_PID" "$HANG_ST" && return 1	# left to world_down
+	awk -v p="$HANG_PID" -v s="$HANG_ST" '!($1 == p && $2 == s)' "$D/pids" >"$D/pids.tmp" &&
+		mv "$D/pids.tmp" "$D/pids"
+}
+accepted() { grep -c '^accepted' "$D/hang-accepted"; }
+hang_lines() { grep -F "credential \`api-hang\`" "$BROKER_LOG"; }
+cat >"$D/pol-hang.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+credentials:
+  - name: api-hang
+    source:
+      oauth2: { token_url: "https://other.world.test:9444/token", client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [hang] }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/hang/*"] }
+    plaintext: allow
+EOF
+cat "$D/pol-hang.yaml" - >"$D/pol-both.yaml" <<EOF
+  - name: api-healthy
+    source:
+      oauth2: { token_url: $TOKEN_URL, client_id: sluice-test,
+                client_secret_file: $D/client_secret, scopes: [healthy] }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/healthy/*"] }
+    plaintext: allow
+EOF
+# First a sandbox with the hanging credential alone: its fetch is in flight
+# (the endpoint took the connection) before the second sandbox asks for a
+# new token from a healthy endpoint.
+t_ok "a sandbox with a credential whose endpoint hangs" S create "$S2" --policy "$D/pol-hang.yaml"
+for _ in $(seq 50); do [ "$(accepted)" -ge 1 ] && break; sleep 0.1; done
+t_eq "the hanging endpoint took the broker's connection" "1" "$(accepted)"
+t_ok "a sandbox with both credentials" S create "$S3" --policy "$D/pol-both.yaml"
+out=$(S exec "$S3" -- curl -s -m 10 -o - -w '\n%{http_code}' http://echo.world.test/healthy/first)
+HLOG=$(hang_lines)
+t_eq "its first request to the healthy credential's host: 200" "200" "${out##*$'\n'}"
+HTOK=$(last_token healthy)
+t_contains "with the healthy credential's token" "$out" "\"Authorization\", \"Bearer ${HTOK:-none}\""
+t_eq "while the hanging fetch had not ended yet" "" "$HLOG"
+world_clear_logs
+t_eq "the hanging credential's host: 502" "502 credential-unavailable" \
+	"$(S exec "$S3" -- curl -s -m 10 -o /dev/null -D - http://echo.world.test/hang/x | t_status_reason)"
+t_eq "the echo server saw no request without it" "" "$(world_echo_log)"
+for _ in $(seq 120); do [ -n "$(hang_lines)" ] && break; sleep 0.1; done
+HLOG=$(hang_lines)
+t_contains "the broker logs the hanging endpoint's failure" "$HLOG" \
+	"credential \`api-hang\`: token from other.world.test failed: TLS handshake failed: timed out"
+t_not_contains "without the client secret" "$HLOG" "$CLIENT_SECRET"
+# The retry (after 1 s) hangs again: the broker must stop at once anyway.
+for _ in $(seq 50); do [ "$(accepted)" -ge 2 ] && break; sleep 0.1; done
+t_eq "a retry is in flight (the endpoint took it; one failure logged)" "2 1" \
+	"$(accepted) $(hang_lines | wc -l)"
+t_ok "delete the two sandboxes" S delete "$S3"
+t_ok "(the second)" S delete "$S2"
+broker_stop
+t_contains "the broker stops at once, the hanging fetch in flight" "$(tail -n 3 "$BROKER_LOG")" \
+	"sluiced: stopped"
+hang_stop
 
 # ---- oauth2 refresh -------------------------------------------------------------
 # Tokens now live 2 s; a restarted broker fetches a fresh one (the cache

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for broker/tokens.c without a network: the refresh schedule,
- * the chunked-body decoder, and the token cache and its fetcher thread
+ * the chunked-body decoder, and the token cache and its fetcher threads
  * with a fetch function of the test's own. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,6 +124,15 @@ static void test_dechunk(void **state)
 
 /* ---- the cache, with a fetch of the test's own ------------------------------- */
 
+/*
+ * A fetch for a host whose name starts with "hang" blocks, as for an
+ * endpoint that accepts and never answers: until the test releases it
+ * (a 1 written to release_fd, a semaphore: one blocked fetch each), until
+ * the fetch is cancelled (rq->cancel_fd readable: tokens_stop()), or for
+ * FAKE_BLOCK_MAX_MS at the most. It then answers as any other.
+ */
+#define FAKE_BLOCK_MAX_MS 10000
+
 struct fake {
 	pthread_mutex_t lock;
 	unsigned calls;
@@ -131,9 +142,57 @@ struct fake {
 	char last_secret[64];
 	char last_host[64];
 	char last_scopes[64];
+	int release_fd;	     /* eventfd (semaphore) */
+	unsigned blocked;    /* fetches blocked now */
+	unsigned block_calls; /* fetches that blocked, in all */
+	unsigned cancelled;  /* blocked fetches ended by rq->cancel_fd */
+	unsigned timed_out;  /* blocked fetches ended by FAKE_BLOCK_MAX_MS */
 };
 
-static struct fake fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct fake fake = { .lock = PTHREAD_MUTEX_INITIALIZER, .release_fd = -1 };
+
+static uint64_t now_ms(void);
+
+/* 0 when released; -ECANCELED or -ETIMEDOUT. */
+static int fake_block(struct fake *f, int cancel_fd)
+{
+	uint64_t end = now_ms() + FAKE_BLOCK_MAX_MS;
+	int r = -ETIMEDOUT;
+
+	pthread_mutex_lock(&f->lock);
+	f->blocked++;
+	f->block_calls++;
+	pthread_mutex_unlock(&f->lock);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = f->release_fd, .events = POLLIN },
+				       { .fd = cancel_fd, .events = POLLIN } };
+		uint64_t now = now_ms();
+		uint64_t one;
+
+		if (now >= end)
+			break;
+		if (poll(p, 2, (int)(end - now)) < 0 && errno != EINTR)
+			break;
+		/* Like fetch_https: the cancel fd is polled, never read. */
+		if (p[1].revents) {
+			r = -ECANCELED;
+			break;
+		}
+		/* Another blocked fetch may have taken the release: poll on. */
+		if (p[0].revents && read(f->release_fd, &one, sizeof(one)) == sizeof(one)) {
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_lock(&f->lock);
+	f->blocked--;
+	if (r == -ECANCELED)
+		f->cancelled++;
+	else if (r == -ETIMEDOUT)
+		f->timed_out++;
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
 
 static int fake_fetch(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
 		      uint64_t *expires_in, char *err, size_t errlen)
@@ -143,6 +202,13 @@ static int fake_fetch(void *ctx, const struct tokens_request *rq, struct cred_se
 	size_t i;
 	int r;
 
+	if (strncmp(rq->host, "hang", 4) == 0) {
+		r = fake_block(f, rq->cancel_fd);
+		if (r < 0) {
+			snprintf(err, errlen, "fake: %s", r == -ECANCELED ? "cancelled" : "timed out");
+			return r;
+		}
+	}
 	pthread_mutex_lock(&f->lock);
 	f->calls++;
 	snprintf(f->last_secret, sizeof(f->last_secret), "%.*s", (int)rq->client_secret->len,
@@ -178,6 +244,41 @@ static unsigned calls(void)
 	return n;
 }
 
+/* A field of the fake, read under its lock. */
+static unsigned fake_get(const unsigned *field)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&fake.lock);
+	n = *field;
+	pthread_mutex_unlock(&fake.lock);
+	return n;
+}
+
+struct fake_counts {
+	unsigned calls, blocked, cancelled, timed_out;
+};
+
+/* The counters, copied under the lock: assert on the copy (a failed
+ * assertion jumps out, and must not leave the lock held). */
+static struct fake_counts fake_snapshot(void)
+{
+	struct fake_counts c;
+
+	pthread_mutex_lock(&fake.lock);
+	c = (struct fake_counts){ .calls = fake.calls, .blocked = fake.blocked,
+				  .cancelled = fake.cancelled, .timed_out = fake.timed_out };
+	pthread_mutex_unlock(&fake.lock);
+	return c;
+}
+
+static void fake_release(unsigned n)
+{
+	uint64_t v = n;
+
+	assert_int_equal(write(fake.release_fd, &v, sizeof(v)), sizeof(v));
+}
+
 static void fake_set(int fail, uint64_t expires_in)
 {
 	pthread_mutex_lock(&fake.lock);
@@ -204,6 +305,16 @@ static uint64_t now_ms(void)
 static char *scopes_rw[] = { "read", "write" };
 static char *scopes_r[] = { "read" };
 
+/* Waits (5 s at most) until @n fetches are blocked; the number then. */
+static unsigned wait_blocked(unsigned n)
+{
+	uint64_t end = now_ms() + 5000;
+
+	while (fake_get(&fake.blocked) < n && now_ms() < end)
+		sleep_ms(1);
+	return fake_get(&fake.blocked);
+}
+
 static struct policy_credential cred(const char *name, char **scopes, size_t n)
 {
 	return (struct policy_credential){
@@ -220,17 +331,39 @@ static struct policy_credential cred(const char *name, char **scopes, size_t n)
 	};
 }
 
+/* Another endpoint: another entry (the fake blocks for "hang..." hosts). */
+static struct policy_credential cred_at(const char *name, const char *host, char *url,
+					size_t urlsize)
+{
+	struct policy_credential c = cred(name, scopes_r, 1);
+
+	snprintf(url, urlsize, "https://%s/token", host);
+	c.oauth2.token_url = url;
+	c.oauth2.token_host = (char *)host;
+	return c;
+}
+
 static int setup(void **state)
 {
 	static const struct tokens_config cfg = { .resolvers = "" };
 	char err[300];
+	uint64_t v;
 
 	(void)state;
+	if (fake.release_fd < 0)
+		fake.release_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	if (fake.release_fd < 0)
+		return -1;
+	while (read(fake.release_fd, &v, sizeof(v)) == sizeof(v))
+		; /* releases left by an earlier test */
 	pthread_mutex_lock(&fake.lock);
 	fake.calls = 0;
 	fake.fail = 0;
 	fake.empty = false;
 	fake.expires_in = 3600;
+	fake.block_calls = 0;
+	fake.cancelled = 0;
+	fake.timed_out = 0;
 	pthread_mutex_unlock(&fake.lock);
 	tokens_set_fetch(fake_fetch, &fake);
 	if (tokens_start(&cfg, err, sizeof(err)) < 0) {
@@ -428,6 +561,115 @@ static void test_stop_wipes(void **state)
 	cred_secret_free(&cs);
 }
 
+/*
+ * An endpoint that hangs holds up one fetcher thread, not the others:
+ * while its fetch is blocked, other entries are fetched and their tokens
+ * handed out; the hanging entry is never fetched twice at once.
+ */
+static void test_hang_does_not_block_others(void **state)
+{
+	char u0[64], u1[64], u2[64];
+	struct policy_credential ch = cred_at("hang", "hang.example", u0, sizeof(u0)),
+				 c1 = cred_at("ok1", "auth1.example", u1, sizeof(u1)),
+				 c2 = cred_at("ok2", "auth2.example", u2, sizeof(u2));
+	struct cred_secret cs = secret("s"), t = { 0 };
+	struct tokens_entry *eh, *e1, *e2;
+	struct fake_counts snap;
+	int i;
+
+	(void)state;
+	eh = tokens_get(&ch, &cs);
+	assert_non_null(eh);
+	assert_int_equal(wait_blocked(1), 1);
+	e1 = tokens_get(&c1, &cs);
+	e2 = tokens_get(&c2, &cs);
+	assert_non_null(e1);
+	assert_non_null(e2);
+	assert_true(tokens_wait_first(e1, 5000));
+	assert_true(tokens_wait_first(e2, 5000));
+	assert_int_equal(tokens_copy(e1, &t), 0);
+	assert_non_null(t.buf);
+	assert_memory_equal(t.buf, "token-", 6);
+	cred_secret_free(&t);
+	assert_int_equal(tokens_copy(e2, &t), 0);
+	cred_secret_free(&t);
+	/* ... while the hanging fetch was still blocked, and still is. */
+	snap = fake_snapshot();
+	assert_int_equal(snap.blocked, 1);
+	assert_int_equal(snap.cancelled + snap.timed_out, 0);
+	assert_int_equal(snap.calls, 2); /* ok1 and ok2, once each */
+
+	/* Requests for the hanging one get none, and do not make a second
+	 * thread fetch it while the first still is. */
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(tokens_copy(eh, &t), -EAGAIN);
+		sleep_ms(1);
+	}
+	assert_int_equal(fake_get(&fake.block_calls), 1);
+
+	/* Once it answers, its token is there too. */
+	fake_release(1);
+	assert_true(tokens_wait_first(eh, 5000));
+	assert_int_equal(tokens_copy(eh, &t), 0);
+	cred_secret_free(&t);
+	assert_int_equal(fake_get(&fake.blocked), 0);
+	assert_int_equal(fake_get(&fake.block_calls), 1);
+	tokens_put(eh);
+	tokens_put(e1);
+	tokens_put(e2);
+	cred_secret_free(&cs);
+}
+
+/*
+ * The pool is bounded: with every thread held by a hanging endpoint, a
+ * further entry waits for a free thread (and gets one as soon as one is
+ * free). tokens_stop() ends every blocked fetch at once: it returns while
+ * they are blocked, and each was ended by its cancellation, not its cap.
+ */
+static void test_pool_and_stop(void **state)
+{
+	char urls[TOKENS_FETCHERS + 1][64], hosts[TOKENS_FETCHERS][32];
+	struct policy_credential c;
+	struct cred_secret cs = secret("s"), t = { 0 };
+	struct tokens_entry *eh[TOKENS_FETCHERS], *e;
+	struct fake_counts snap;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < TOKENS_FETCHERS; i++) {
+		snprintf(hosts[i], sizeof(hosts[i]), "hang%u.example", i);
+		c = cred_at("hang", hosts[i], urls[i], sizeof(urls[i]));
+		eh[i] = tokens_get(&c, &cs);
+		assert_non_null(eh[i]);
+	}
+	assert_int_equal(wait_blocked(TOKENS_FETCHERS), TOKENS_FETCHERS);
+	c = cred_at("ok", "auth.example", urls[TOKENS_FETCHERS], sizeof(urls[0]));
+	e = tokens_get(&c, &cs);
+	assert_non_null(e);
+	/* Every thread is held: no fetch for it (a bounded look). */
+	assert_false(tokens_wait_first(e, 300));
+	assert_int_equal(calls(), 0);
+	/* One released: its thread fetches the waiting entry next. */
+	fake_release(1);
+	assert_true(tokens_wait_first(e, 5000));
+	assert_int_equal(tokens_copy(e, &t), 0);
+	cred_secret_free(&t);
+
+	/* The rest are blocked when tokens_stop() is called ... */
+	assert_int_equal(wait_blocked(TOKENS_FETCHERS - 1), TOKENS_FETCHERS - 1);
+	tokens_stop();
+	/* ... and it returned once every one of them was cancelled. */
+	snap = fake_snapshot();
+	assert_int_equal(snap.blocked, 0);
+	assert_int_equal(snap.cancelled, TOKENS_FETCHERS - 1);
+	assert_int_equal(snap.timed_out, 0);
+	assert_int_equal(tokens_copy(e, &t), -EAGAIN);
+	for (i = 0; i < TOKENS_FETCHERS; i++)
+		tokens_put(eh[i]);
+	tokens_put(e);
+	cred_secret_free(&cs);
+}
+
 static void test_bad_arguments(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2);
@@ -452,6 +694,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refreshed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_wipes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hang_does_not_block_others, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_and_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
 	};
 
