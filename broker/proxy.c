@@ -113,6 +113,9 @@ struct conn {
 	bool tls_first;	  /* the upstream handshake precedes the first request */
 	bool inner;	  /* HTTP requests inside a CONNECT tunnel, each checked */
 	bool early;	  /* the client sent bytes before the CONNECT's 200 (in c->in) */
+	/* The request head decide() parsed and planned, kept for
+	 * start_request() (NULL: none); see struct parsed. */
+	struct parsed *parsed;
 	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
 	SSL *cssl, *ussl; /* intercepted: the sandbox's side, the upstream side */
 	const char *proto; /* "http", "connect", "tls", "tcp" */
@@ -146,6 +149,21 @@ static __thread struct worker *cur_worker;
 
 static void conn_run(struct conn *c);
 static enum step start_request(struct conn *c);
+
+/*
+ * A plain-HTTP request head as read_head() parsed it and decide() planned
+ * its credentials, kept until start_request() writes it upstream, so that
+ * a request is parsed and planned once. Its slices point into c->in at
+ * @pos, which does not move in between (the client is not read while the
+ * upstream is resolved and connected); start_request() checks that it has
+ * not, and parses again if it has.
+ */
+struct parsed {
+	struct http_request req;
+	struct cred_plan plan;
+	size_t pos; /* c->in->pos when parsed */
+	int len;    /* the head's length */
+};
 static enum step sniff(struct conn *c, bool timed_out);
 static int looks_like_http(const char *p, size_t n);
 static enum step start_inner_http(struct conn *c);
@@ -284,6 +302,7 @@ static void conn_free(struct conn *c)
 		if (c->pd[i] >= 0)
 			close(c->pd[i]);
 	}
+	free(c->parsed);
 	free(c->in);
 	free(c->uin);
 	if (c->out) {
@@ -732,8 +751,11 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	return STEP_NEXT;
 }
 
-static enum step decide(struct conn *c, struct http_request *req)
+/* Decides on the head in @ps: kept in c->parsed (for start_request())
+ * unless the request is refused for its placeholders, when it is freed. */
+static enum step decide(struct conn *c, struct parsed *ps)
 {
+	struct http_request *req = &ps->req;
 	const struct http_authority *a = &req->authority;
 
 	const char *head = c->in->data + c->in->pos;
@@ -757,9 +779,12 @@ static enum step decide(struct conn *c, struct http_request *req)
 	/* Placeholders first: one on its way outside its scope is an
 	 * exfiltration attempt, and is logged as that whatever else is wrong
 	 * with the request. */
-	s = check_credentials(c, req, head, (size_t)c->head_len, NULL);
-	if (s != STEP_NEXT || c->st == CS_REPLY)
+	s = check_credentials(c, req, head, (size_t)c->head_len, &ps->plan);
+	if (s != STEP_NEXT || c->st == CS_REPLY) {
+		free(ps);
 		return s; /* refused: the reply is under way */
+	}
+	c->parsed = ps; /* @req stays valid; read_head() drops a CONNECT's */
 	if (c->cssl || c->inner) {
 		/* Inside intercepted TLS or a CONNECT tunnel: every request is
 		 * for the host the tunnel was opened to (no domain fronting). */
@@ -1368,46 +1393,51 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 
 static enum step start_request(struct conn *c)
 {
+	struct parsed *ps = c->parsed;
 	struct http_request *req;
 	int n, headlen;
 
-	/* Parse the head again (the buffer has not moved) to write it out. */
-	req = malloc(sizeof(*req));
-	if (!req)
-		return conn_free(c), STEP_FREED;
-	headlen = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
-				     broker.cfg.max_head_bytes, req);
-	if (headlen <= 0) {
-		free(req);
-		return reply(c, 400, "deny", "bad-request");
+	c->parsed = NULL;
+	if (!ps || ps->pos != c->in->pos) {
+		/* Not kept, or the buffer moved: parse and plan again. */
+		enum step s;
+
+		free(ps);
+		ps = malloc(sizeof(*ps));
+		if (!ps)
+			return conn_free(c), STEP_FREED;
+		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
+					     broker.cfg.max_head_bytes, &ps->req);
+		if (ps->len <= 0) {
+			free(ps);
+			return reply(c, 400, "deny", "bad-request");
+		}
+		s = check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
+				      &ps->plan);
+		if (s != STEP_NEXT || c->st == CS_REPLY) {
+			free(ps);
+			return s;
+		}
 	}
+	req = &ps->req;
+	headlen = ps->len;
 	if (!c->out)
 		/* Room for injected headers and replaced placeholders. */
 		c->out = buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
-		free(req);
+		free(ps);
 		return conn_free(c), STEP_FREED;
 	}
-	{
-		struct cred_plan plan;
-		enum step s = check_credentials(c, req, c->in->data + c->in->pos,
-						(size_t)headlen, &plan);
-
-		if (s != STEP_NEXT || c->st == CS_REPLY) {
-			free(req);
-			return s;
+	if (ps->plan.nuse > 0) {
+		n = inject(c, req, &ps->plan);
+		if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
+			free(ps);
+			return reply(c, 502, "error", "credential-unavailable");
 		}
-		if (plan.nuse > 0) {
-			n = inject(c, req, &plan);
-			if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
-				free(req);
-				return reply(c, 502, "error", "credential-unavailable");
-			}
-		} else {
-			n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
-		}
+	} else {
+		n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
 	}
-	free(req);
+	free(ps);
 	if (n < 0)
 		return reply(c, 400, "deny", "head-too-large");
 	c->out->pos = 0;
@@ -1687,6 +1717,7 @@ static enum step flush_pending(struct conn *c)
 static enum step read_head(struct conn *c)
 {
 	struct http_request *req;
+	struct parsed *ps;
 	ssize_t got = 0;
 	int hl;
 	enum step s;
@@ -1712,13 +1743,15 @@ static enum step read_head(struct conn *c)
 		c->t_req = loop_now_ms(c->w->loop);
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
 	}
-	req = malloc(sizeof(*req));
-	if (!req)
+	ps = c->parsed ? c->parsed : malloc(sizeof(*ps));
+	c->parsed = NULL;
+	if (!ps)
 		return conn_free(c), STEP_FREED;
+	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 				broker.cfg.max_head_bytes, req);
 	if (hl == 0) {
-		free(req);
+		c->parsed = ps; /* reused for the next try */
 		buf_compact(c->in);
 		if (c->in->len == c->in->cap)
 			return reply(c, 400, "deny", "head-too-large");
@@ -1736,7 +1769,7 @@ static enum step read_head(struct conn *c)
 	if (hl < 0) {
 		const char *why = req->error ? req->error : "bad-request";
 
-		free(req);
+		free(ps);
 		c->method[0] = c->path[0] = '\0';
 		if (!strcmp(why, "numeric-host"))
 			return deny(c, "address-literal");
@@ -1746,8 +1779,16 @@ static enum step read_head(struct conn *c)
 	loop_timer_arm(c->w->loop, &c->timer,
 		       broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	c->head_len = hl;
-	s = decide(c, req);
-	free(req);
+	ps->pos = c->in->pos;
+	ps->len = hl;
+	s = decide(c, ps);
+	if (s == STEP_FREED)
+		return s;
+	if (c->is_connect && c->parsed) {
+		/* Nothing of a CONNECT's head is written upstream. */
+		free(c->parsed);
+		c->parsed = NULL;
+	}
 	if (s == STEP_NEXT && c->st == CS_HEAD)
 		return start_request(c); /* reused upstream connection */
 	return s;
