@@ -19,7 +19,11 @@
 #      most LIFECYCLE_FILL_SECONDS (900) for all of them; the time is
 #      reported, and the median of the first and last hundred creates);
 #      then LIFECYCLE_CYCLES cycles on top of them; then all are deleted
-#      (timed too) and the script checks that nothing is left: no sl-* link
+#      (timed too);
+#   c. LIFECYCLE_CYCLES cycles with no other sandbox again, so that a drift
+#      of the machine's load over the run shows as a difference between a
+#      and c rather than as growth; then the script checks that nothing is
+#      left: no sl-* link
 #      in the broker namespace, no /run/netns, /etc/netns or
 #      /run/sluice-sandboxes entry, no element of the nftables set, no
 #      registration in the broker (its list and its state_dir). `sluice
@@ -31,10 +35,10 @@
 #
 # Targets: create < 10 ms and delete < 10 ms at the median (net), and the
 # median with 1,000 sandboxes present within max(25%, 1 ms) of the median
-# with none. p99 is by nearest rank: of 50 samples, the largest. A target
+# with none (a and c together). p99 is by nearest rank: of 50 samples, the largest. A target
 # missed prints MISS but does not fail the run; the exit status is non-zero
 # only when the bench could not run, a create or delete failed, or
-# something was left behind. It takes about five minutes. The
+# something was left behind. It takes about six minutes. The
 # report goes to stdout and build/bench/lifecycle.txt; every raw sample to
 # build/bench/lifecycle-samples.txt. This shell runs in an empty network
 # namespace; sandboxes are named "$WORLD_PREFIX-lc*" and the trap removes
@@ -260,6 +264,9 @@ for ((i = 1; i <= NSB; i++)); do
 	[ $((i % 100)) = 0 ] && note "  $i deleted"
 done
 drain_us=$(($(now_us) - drain_t0))
+note "c. $CYCLES create + delete cycles, no other sandbox again"
+cycles again "$P-lcz"
+C_C=("${C_US[@]}") C_D=("${D_US[@]}") C_N=("${N_US[@]}") C_CN=("${C_NET[@]}") C_DN=("${D_NET[@]}")
 # The first look is at the time of one `ip link` run after the last delete.
 settle_t0=$(now_us)
 settle_deadline=$((settle_t0 + ${LINK_SETTLE_SECONDS:-10} * 1000000))
@@ -305,8 +312,11 @@ row() {
 	fi
 	printf '   %-26s %4d %8s %8s %8s %8s   %8s %8s\n' "$1" "${#raw[@]}" "$m" "$p" "$lo" "$hi" "$nm" "$np"
 }
-a_cm=$(median "${A_CN[@]}")
-a_dm=$(median "${A_DN[@]}")
+# None present: a and c together, so that a load that came or went
+# during the run weighs on both sides of the comparison alike.
+N_CN=("${A_CN[@]}" "${C_CN[@]}") N_DN=("${A_DN[@]}" "${C_DN[@]}")
+a_cm=$(median "${N_CN[@]}")
+a_dm=$(median "${N_DN[@]}")
 l_cm=$(median "${L_CN[@]}")
 l_dm=$(median "${L_DN[@]}")
 nf=${#F_US[@]}
@@ -334,6 +344,13 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	row "no-op (sluice help)" L_N
 	row "create" L_C L_CN
 	row "delete" L_D L_DN
+	echo "c. no other sandbox present, after deleting them"
+	row "no-op (sluice help)" C_N
+	row "create" C_C C_CN
+	row "delete" C_D C_DN
+	echo "a and c together (net values in the first columns)"
+	row "create, net" N_CN
+	row "delete, net" N_DN
 	echo
 	printf '   creating the %d: %.1f s in all (%.1f creates/s)\n' "$made" \
 		"$(awk -v u="$fill_us" 'BEGIN { print u / 1e6 }')" \
@@ -356,9 +373,9 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	echo "   sluiced with $made sandboxes: $fds fds, VmRSS ${rss:-?} KiB"
 	echo
 	echo "targets (net median):"
-	echo "   create < 10 ms, none present: $a_cm ms: $(verdict "$a_cm" 10)"
+	echo "   create < 10 ms, none present (a and c): $a_cm ms: $(verdict "$a_cm" 10)"
 	echo "   create < 10 ms, $made present: $l_cm ms: $(verdict "$l_cm" 10)"
-	echo "   delete < 10 ms, none present: $a_dm ms: $(verdict "$a_dm" 10)"
+	echo "   delete < 10 ms, none present (a and c): $a_dm ms: $(verdict "$a_dm" 10)"
 	echo "   delete < 10 ms, $made present: $l_dm ms: $(verdict "$l_dm" 10)"
 	echo "   create not growing with $made present (within max(25%, 1 ms)): $(flat "$a_cm" "$l_cm")"
 	echo "   delete not growing with $made present (within max(25%, 1 ms)): $(flat "$a_dm" "$l_dm")"
@@ -368,7 +385,7 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 		echo "problems seen during the run:"
 		sed 's/^/   - /' "$PROBLEMS" | head -n 40
 	else
-		echo "problems seen during the run: none ($((4 * CYCLES + nf + ne)) creates and deletes, all succeeded)"
+		echo "problems seen during the run: none ($((6 * CYCLES + nf + ne)) creates and deletes, all succeeded)"
 	fi
 } >"$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
