@@ -166,6 +166,8 @@ int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len)
  * or -ENOSPC, -ENOMEM. A key's kid is the policy's, else its RFC 7638
  * thumbprint; a key loaded by several policies is listed once. */
 int creds_jwks(char *out, size_t len);
+/* Minted JWTs kept for reuse, over every sandbox (`sluice status`). */
+size_t creds_jwt_cached(void);
 /* Stops the OAuth2 token fetcher and wipes its tokens (at shutdown). */
 void creds_shutdown(void);
 

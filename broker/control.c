@@ -107,9 +107,9 @@ static void handle(char *line, char *out, size_t outlen)
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
 			     "ok\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-			     "tls_leaf_cached %zu\n",
+			     "tls_leaf_cached %zu\njwt_cached %zu\n",
 			     sandbox_count(), (unsigned long long)ts.hits,
-			     (unsigned long long)ts.misses, ts.entries);
+			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached());
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, "error: status too long\n");

@@ -614,6 +614,16 @@ static int jwk_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->kid, y->kid);
 }
 
+size_t creds_jwt_cached(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&jwt_cache.lock);
+	n = jwt_cache.n;
+	pthread_mutex_unlock(&jwt_cache.lock);
+	return n;
+}
+
 int creds_jwks(char *out, size_t len)
 {
 	struct jwk_ref *refs = NULL;

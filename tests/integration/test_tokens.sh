@@ -246,7 +246,11 @@ t_eq "gets its own token (sub = its name)" "$S2" \
 t_eq "the JWK Set still lists each key once" "2" \
 	"$(S status --jwks | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["keys"]))')"
 t_eq "the second sandbox shared the cached oauth2 token" "1" "$(issued 'read write')"
+jwt_cached() { S status | awk '$1 == "jwt_cached" { print $2 }'; }
+J0=$(jwt_cached)
+t_ok "sluice status counts cached JWTs (${J0:-none}, both sandboxes')" test "${J0:-0}" -ge 2
 t_ok "delete the second sandbox" S delete "$S2"
+t_eq "its one cached JWT is dropped with it" "$((${J0:-0} - 1))" "$(jwt_cached)"
 
 # ---- oauth2: an endpoint that hangs --------------------------------------------
 # other.world.test:9444 accepts connections and never answers (not even the
