@@ -194,20 +194,11 @@ uint64_t tokens_backoff_ms(unsigned failures)
 
 /* ---- entries -------------------------------------------------------------- */
 
-/* With the lock held; the entry is gone when this returns true. */
-static bool entry_put_locked(struct tokens_entry *e)
+/* Frees @e and all it holds, wiping its secrets; it is in no list. */
+static void entry_free(struct tokens_entry *e)
 {
 	size_t i;
 
-	if (--e->refs > 0)
-		return false;
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		T.head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	T.n--;
 	cred_secret_free(&e->token);
 	cred_secret_free(&e->client_secret);
 	free(e->key);
@@ -218,6 +209,21 @@ static bool entry_put_locked(struct tokens_entry *e)
 		free(e->scopes[i]);
 	free(e->scopes);
 	free(e);
+}
+
+/* With the lock held; the entry is gone when this returns true. */
+static bool entry_put_locked(struct tokens_entry *e)
+{
+	if (--e->refs > 0)
+		return false;
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		T.head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	T.n--;
+	entry_free(e);
 	return true;
 }
 
@@ -275,13 +281,8 @@ static struct tokens_entry *entry_new(const struct policy_credential *c, char *k
 	}
 	return e;
 fail:
-	free(e->host);
-	free(e->path);
-	free(e->client_id);
-	for (i = 0; i < e->n_scopes; i++)
-		free(e->scopes[i]);
-	free(e->scopes);
-	free(e);
+	e->key = NULL; /* still the caller's */
+	entry_free(e);
 	return NULL;
 }
 
