@@ -51,6 +51,7 @@
 #include <openssl/x509v3.h>
 
 #include "broker/tlsca.h"
+#include "policy/policy.h"
 
 #define CA_KEY_FILE "ca.key"
 #define CA_CRT_FILE "ca.crt"
@@ -554,7 +555,7 @@ int tlsca_cert_pem(const struct tlsca *ca, char **pem)
  */
 static int host_parse(const char *in, struct host *h)
 {
-	size_t len, i, label = 0;
+	size_t len, i, given;
 
 	memset(h, 0, sizeof(*h));
 	if (!in)
@@ -573,6 +574,7 @@ static int host_parse(const char *in, struct host *h)
 		h->ip_len = 16;
 		goto lower;
 	}
+	given = len;
 	if (len && in[len - 1] == '.')
 		len--;
 	if (len == 0 || len > HOST_MAX)
@@ -589,23 +591,8 @@ static int host_parse(const char *in, struct host *h)
 		h->ip_len = 16;
 		goto lower;
 	}
-	for (i = 0; i < len; i++) {
-		char c = h->name[i];
-
-		if (c == '.') {
-			if (label == 0)
-				return -EINVAL;
-			label = 0;
-			continue;
-		}
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '-' || c == '_'))
-			return -EINVAL;
-		if (++label > 63)
-			return -EINVAL;
-	}
-	if (label == 0)
-		return -EINVAL;
+	/* A name: the policy's rules for names, and lowercased. */
+	return policy_normalize_name(in, given, h->name, &len) < 0 ? -EINVAL : 0;
 lower:
 	for (i = 0; h->name[i]; i++)
 		if (h->name[i] >= 'A' && h->name[i] <= 'Z')

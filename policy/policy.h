@@ -197,4 +197,17 @@ const char *policy_rule_text(const struct policy *p, int i);
  */
 bool policy_check_name(const char *s, size_t len, bool wildcard_ok, const char **why);
 
+/**
+ * policy_normalize_name() - a host name as the policy compares it
+ * @in, @len: the name (one trailing dot is dropped)
+ * @out:    at least 254 bytes; may be @in
+ * @outlen: its length
+ *
+ * Labels of letters, digits, '-' and '_', 1-63 each, 253 in all;
+ * lowercased.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int policy_normalize_name(const char *in, size_t len, char *out, size_t *outlen);
+
 #endif

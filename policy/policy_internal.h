@@ -72,7 +72,6 @@ struct policy {
 
 /* match.c */
 uint64_t policy_name_hash(const char *s, size_t len);
-int policy_normalize_name(const char *in, size_t len, char *out, size_t *outlen);
 int policy_names_build(struct policy *p);
 int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned plen,
 			int32_t value, int32_t *old);
