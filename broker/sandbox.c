@@ -112,7 +112,7 @@ static int64_t pool_block(const struct sl_addr *a)
 {
 	uint32_t off;
 
-	if (!tab.used || !addr_is_v4(a) || !addr_in_prefix(a, &tab.pool, tab.pool_plen))
+	if (!addr_is_v4(a) || !addr_in_prefix(a, &tab.pool, tab.pool_plen))
 		return -1;
 	off = addr_v4(a) - addr_v4(&tab.pool);
 	if (off % 4 != 2 || off / 4 >= tab.nblocks)
@@ -138,12 +138,11 @@ int sandbox_table_init(const struct broker_config *cfg)
 
 	tab.slot = calloc(HASH_SLOTS, sizeof(*tab.slot));
 	tab.by_name = calloc(HASH_SLOTS, sizeof(*tab.by_name));
-	/* A /30 per sandbox: 2^(host bits - 2) blocks, as many as tracked. */
-	tab.nblocks = host_bits < 2 ? 0
+	/* A /30 per sandbox: 2^(host bits - 2) blocks, at most POOL_BITS_MAX
+	 * tracked (2^16 < POOL_BITS_MAX < 2^17). */
+	tab.nblocks = host_bits < 2	    ? 0
 		      : host_bits - 2 >= 17 ? POOL_BITS_MAX
 					    : (uint32_t)1 << (host_bits - 2);
-	if (tab.nblocks > POOL_BITS_MAX)
-		tab.nblocks = POOL_BITS_MAX;
 	tab.used = calloc((tab.nblocks + 63) / 64 + 1, sizeof(*tab.used));
 	if (!tab.slot || !tab.by_name || !tab.used)
 		return -ENOMEM;
