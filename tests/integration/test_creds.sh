@@ -140,7 +140,9 @@ _BROKER_WORLD_SB+=("$J1" "$J2" "$J3")
 t_rc "a policy with two keys under one kid is refused" 1 S create "$J1" --policy "$D/jwt-ab.yaml"
 t_contains "and says which kid and which credentials" "$T_ERR" \
 	"credential \`jwt-2\`: kid \`team-1\` names another key already (credential \`jwt-1\`)"
-t_ok "and leaves nothing behind" test ! -e "/run/netns/$J1"
+t_ok "and leaves nothing behind" bash -c "test ! -e /run/netns/$J1 && test ! -e /etc/netns/$J1 &&
+	test ! -e /run/sluice-sandboxes/$J1"
+t_eq "nor a registration" "" "$(S list | grep -F "$J1")"
 t_ok "a sandbox with kid team-1 for one key" S create "$J1" --policy "$D/jwt-a.yaml"
 t_ok "another with the same key and kid" S create "$J3" --policy "$D/jwt-a.yaml"
 t_rc "another key under that kid, in another sandbox, is refused" 1 \
