@@ -367,6 +367,16 @@ static void on_udp(struct ev *ev, uint32_t events)
 
 /* --- TCP ------------------------------------------------------------------ */
 
+/* Gives back what tcp_take_slot() took. */
+static void tcp_put_slot(struct dns_tcp *c)
+{
+	if (c->sb) {
+		atomic_fetch_sub(&c->sb->dns_tcp, 1);
+		sandbox_put(c->sb);
+		c->sb = NULL;
+	}
+}
+
 static void tcp_free(struct dns_tcp *c)
 {
 	struct dns_server *srv = c->srv;
@@ -381,10 +391,7 @@ static void tcp_free(struct dns_tcp *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->n_conns--;
-	if (c->sb) {
-		atomic_fetch_sub(&c->sb->dns_tcp, 1);
-		sandbox_put(c->sb);
-	}
+	tcp_put_slot(c);
 	free(c);
 }
 
@@ -593,10 +600,7 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 			0) {
 			loop_del(srv->w->loop, &c->ev);
 			close(fd);
-			if (c->sb) {
-				atomic_fetch_sub(&c->sb->dns_tcp, 1);
-				sandbox_put(c->sb);
-			}
+			tcp_put_slot(c);
 			free(c);
 			continue;
 		}
