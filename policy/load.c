@@ -293,13 +293,15 @@ static void rule_text(struct policy_rule *ru, const char *what)
 	for (i = 0; i < ru->n_ports && o < sizeof(buf); i++)
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%u", i ? "," : "",
 				      ru->ports[i]);
+	if (ru->raw_tcp && o < sizeof(buf))
+		snprintf(buf + o, sizeof(buf) - o, " raw_tcp");
 	ru->text = strdup(buf);
 }
 
 static int allow_rule(struct loader *ld, const struct ynode *n, struct policy_rule *ru)
 {
-	static const char *const keys[] = { "host", "cidr", "ports", NULL };
-	const struct ynode *host, *cn, *pn;
+	static const char *const keys[] = { "host", "cidr", "ports", "raw_tcp", NULL };
+	const struct ynode *host, *cn, *pn, *rn;
 	char what[300];
 	int r;
 
@@ -311,6 +313,17 @@ static int allow_rule(struct loader *ld, const struct ynode *n, struct policy_ru
 	host = ytree_map_get(n, "host");
 	cn = ytree_map_get(n, "cidr");
 	pn = ytree_map_get(n, "ports");
+	rn = ytree_map_get(n, "raw_tcp");
+	if (rn) {
+		r = want_scalar(ld, rn, "raw_tcp");
+		if (r < 0)
+			return r;
+		if (!strcmp(rn->str, "true"))
+			ru->raw_tcp = true;
+		else if (strcmp(rn->str, "false"))
+			return fail(ld, rn, "bad value `%s` for `raw_tcp` (true or false)",
+				    SHOW(rn));
+	}
 	if (host && cn)
 		return fail(ld, n, "an allow rule has `host` or `cidr`, not both");
 	if (!host && !cn)
@@ -1229,6 +1242,11 @@ const struct policy_limits *policy_limits(const struct policy *p)
 size_t policy_rule_count(const struct policy *p)
 {
 	return p->n_rules;
+}
+
+bool policy_rule_raw_tcp(const struct policy *p, int i)
+{
+	return i >= 0 && (size_t)i < p->n_rules && p->rules[i].raw_tcp;
 }
 
 const char *policy_rule_text(const struct policy *p, int i)

@@ -184,6 +184,9 @@ const struct policy_credential *policy_credential_get(const struct policy *p, si
 enum policy_redirects policy_redirects(const struct policy *p);
 const struct policy_limits *policy_limits(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
+/* Does rule @i let bytes that are neither HTTP nor TLS through (`raw_tcp`)? */
+bool policy_rule_raw_tcp(const struct policy *p, int i);
+
 /* A one-line description of rule @i ("host *.example.com ports 80,443"). */
 const char *policy_rule_text(const struct policy *p, int i);
 

@@ -18,6 +18,7 @@ struct policy_rule {
 	uint16_t *ports;
 	size_t n_ports;
 	char *text;	/* for audit lines and errors */
+	bool raw_tcp;	/* bytes neither HTTP nor TLS may pass to its ports */
 };
 
 /* Open-addressing hash of normalised names to a chain of rule indices. */

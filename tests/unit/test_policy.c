@@ -133,6 +133,9 @@ static const struct bad_row bad_rows[] = {
 	{ RULES "    - host: a.example.com\n      ports: [0443]\n", 5, 15, "bad port `0443`" },
 	{ RULES "    - host: a.example.com\n      ports: [443, 443]\n", 5, 20, "duplicate port `443`" },
 	{ RULES "    - host: a.example.com\n      ports: []\n", 5, 14, "`ports` is empty" },
+	{ RULES "    - host: a.example.com\n      raw_tcp: yes\n", 5, 16,
+	  "bad value `yes` for `raw_tcp` (true or false)" },
+	{ RULES "    - host: a.example.com\n      raw_tcp: [true]\n", 5, 16, "raw_tcp" },
 	{ RULES "    - host: a.example.com\n      ports: [443, [80]]\n", 5, 20,
 	  "a port must be a number, not a list" },
 	{ RULES "    - host: a.example.com\n      ports:\n        - 443\n        - 99999\n", 7, 11,
@@ -628,6 +631,27 @@ static void test_defaults(void **state)
 	assert_int_equal(policy_limits(p)->connections, 256);
 	assert_int_equal(policy_limits(p)->idle_timeout_sec, 300);
 	assert_int_equal(policy_redirects(p), POLICY_REDIRECTS_WITHIN_POLICY);
+	policy_unref(p);
+}
+
+/* raw_tcp is per rule: off unless a rule says so, and only on that rule. */
+static void test_raw_tcp(void **state)
+{
+	struct policy *p = load(V "egress:\n  allow:\n    - host: a.example.com\n"
+				  "    - host: a.example.com\n      ports: [22]\n      raw_tcp: true\n"
+				  "    - cidr: 203.0.113.0/24\n      ports: [5432]\n      raw_tcp: false\n");
+	int rule = -1;
+
+	(void)state;
+	assert_int_equal(policy_match_name(p, "a.example.com", 13, 443, &rule), POLICY_ALLOW);
+	assert_false(policy_rule_raw_tcp(p, rule));
+	assert_int_equal(policy_match_name(p, "a.example.com", 13, 22, &rule), POLICY_ALLOW);
+	assert_true(policy_rule_raw_tcp(p, rule));
+	assert_string_equal(policy_rule_text(p, rule), "host a.example.com ports 22 raw_tcp");
+	assert_false(policy_rule_raw_tcp(p, 2));
+	assert_string_equal(policy_rule_text(p, 2), "cidr 203.0.113.0/24 ports 5432");
+	assert_false(policy_rule_raw_tcp(p, -1));
+	assert_false(policy_rule_raw_tcp(p, 3));
 	policy_unref(p);
 }
 
@@ -1212,6 +1236,7 @@ int main(void)
 		cmocka_unit_test(test_deny_all),
 		cmocka_unit_test(test_load_file_errors),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_raw_tcp),
 		cmocka_unit_test(test_values_parsed),
 		cmocka_unit_test(test_credential_fields),
 		cmocka_unit_test(test_token_sources),
