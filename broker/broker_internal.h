@@ -56,6 +56,8 @@ int sandbox_table_init(const struct broker_config *cfg);
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
 struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol);
 void sandbox_put(struct sandbox *sb);
+/* The policy in force for @sb now, with a reference for the caller. */
+struct policy *sandbox_policy(struct sandbox *sb);
 /* @addr "auto" allocates the next free /30 of sandbox_pool; the address
  * registered is written to *@assigned when not NULL. */
 int sandbox_register(const char *name, const char *addr, const char *policy_path,
@@ -109,6 +111,10 @@ void proxy_accept_transparent(struct ev *ev, uint32_t events);
 /* Posted to each worker with a sandbox reference, which it drops: closes
  * that worker's connections of the (now dead) sandbox. */
 void proxy_close_sandbox_post(void *sandbox);
+/* On a worker after a reload (@worker: that worker): closes the tunnels and
+ * intercepted connections whose host, address, raw TCP or credentials the
+ * new policy withdrew, and hands the new policy to the tunnels it keeps. */
+void proxy_policy_changed_post(void *worker);
 void proxy_close_all(struct worker *w);
 
 /* control.c */

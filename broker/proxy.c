@@ -36,6 +36,7 @@
 #include "broker/broker_internal.h"
 #include "broker/http.h"
 #include "broker/metrics.h"
+#include "broker/reflect.h"
 #include "broker/tls_sni.h"
 #include "broker/tlsca.h"
 #include "dnsfilter/dnsfilter.h"
@@ -50,7 +51,9 @@
 #define UBUF_SIZE (16 * 1024)
 #define PIPE_CAP (64 * 1024)
 #define LINGER_MS 2000
-/* How long a tunnel's first bytes are waited for before splicing. */
+#define REPLY_CAP 1024
+/* Transparent: how long the client may stay silent before the broker
+ * connects to see whether the server speaks first. */
 #define SNIFF_MS 300
 
 enum cstate {
@@ -68,6 +71,7 @@ enum cstate {
 	CS_RESP_BODY, /* relaying the response body */
 	CS_REPLY,     /* writing a reply of the broker's own, then linger */
 	CS_LINGER,    /* write side shut; discarding input until EOF or timer */
+	CS_CLOSE,     /* ended (audited): the driver frees it, nobody else */
 };
 
 enum step { STEP_AGAIN, STEP_NEXT, STEP_FREED };
@@ -113,6 +117,11 @@ struct conn {
 	bool tls_first;	  /* the upstream handshake precedes the first request */
 	bool inner;	  /* HTTP requests inside a CONNECT tunnel, each checked */
 	bool early;	  /* the client sent bytes before the CONNECT's 200 (in c->in) */
+	bool raw_ok;	  /* the rule lets bytes that are neither HTTP nor TLS through */
+	bool need_raw;	  /* transparent: the first bytes were neither HTTP nor TLS */
+	bool silent;	  /* transparent: the client said nothing before connecting */
+	bool interim;	  /* relaying a 1xx response: the final one follows */
+	bool resp_partial; /* c->uin holds part of a response head */
 	/* The request head decide() parsed and planned, kept for
 	 * start_request() (NULL: none); see struct parsed. */
 	struct parsed *parsed;
@@ -142,6 +151,7 @@ struct conn {
 	int pu[2], pd[2];  /* tunnel pipes: client->upstream, upstream->client */
 	size_t pu_n, pd_n; /* bytes in each pipe */
 	size_t pend;	   /* response bytes admitted by the framer, not yet sent */
+	struct reflect refl; /* the secrets this request carried, to redact */
 	bool c_eof, u_eof, c_shut, u_shut;
 };
 
@@ -165,9 +175,9 @@ struct parsed {
 	int len;    /* the head's length */
 };
 static enum step sniff(struct conn *c, bool timed_out);
-static int looks_like_http(const char *p, size_t n);
+static int looks_like_http(const char *p, size_t n, bool raw_ok);
 static enum step start_inner_http(struct conn *c);
-static enum step peek(struct conn *c, bool timed_out);
+static enum step peek(struct conn *c);
 
 static uint64_t now_us(void)
 {
@@ -303,6 +313,7 @@ static void conn_free(struct conn *c)
 			close(c->pd[i]);
 	}
 	free(c->parsed);
+	reflect_clear(&c->refl);
 	free(c->in);
 	free(c->uin);
 	if (c->out) {
@@ -356,36 +367,68 @@ static const char *status_text(int status)
 }
 
 /*
+ * Ends @c: its one audit line (when @reason is not NULL), then CS_CLOSE, so
+ * that the driver frees it once the state machine returns. Nothing else may
+ * free a connection inside a step: whoever called the step can go on using
+ * @c until it returns. Return: STEP_NEXT (the driver's next step frees).
+ */
+static enum step conn_end(struct conn *c, const char *decision, const char *reason)
+{
+	if (reason)
+		audit(c, decision, reason);
+	c->st = CS_CLOSE;
+	return STEP_NEXT;
+}
+
+/* Is @c answering, lingering or ended (a refusal is under way)? */
+static bool ending(const struct conn *c)
+{
+	return c->st == CS_REPLY || c->st == CS_LINGER || c->st == CS_CLOSE;
+}
+
+/*
  * Answers the client with @status and @reason (one line, also in
- * X-Sluice-Reason), logs the decision, and closes after lingering.
+ * X-Sluice-Reason), logs the decision, and closes after lingering. On a
+ * connection without HTTP (c->raw) the answer is a reset. Never frees @c:
+ * the caller goes on through the driver (conn_run()).
  */
 static enum step reply(struct conn *c, int status, const char *decision, const char *reason)
 {
 	char body[160];
-	int bl;
+	int bl, n;
 
+	/* A late answer must not start a connect under a refusal. */
+	resolver_cancel(c->w->resolver, &c->rr);
+	loop_timer_cancel(c->w->loop, &c->resume);
 	if (c->raw) {
 		/* No HTTP to answer in: a reset, the reason in the audit log. */
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-		audit(c, decision, reason);
 		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, decision, reason);
 	}
 	close_upstream(c);
+	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
+	if (c->out && c->out->cap < REPLY_CAP) {
+		free(c->out);
+		c->out = NULL;
+	}
 	if (!c->out)
-		c->out = buf_new(1024);
+		c->out = buf_new(REPLY_CAP);
 	if (!c->out)
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
 		      status == 403 ? "refused" : status_text(status), reason);
+	if (bl < 0 || (size_t)bl >= sizeof(body))
+		bl = (int)strlen(body);
 	c->out->pos = 0;
-	c->out->len = (size_t)snprintf(c->out->data, c->out->cap,
-				       "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
-				       "Content-Type: text/plain\r\nContent-Length: %d\r\n"
-				       "Connection: close\r\n\r\n%s",
-				       status, status_text(status), reason, bl, body);
+	n = snprintf(c->out->data, c->out->cap,
+		     "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
+		     "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+		     "Connection: close\r\n\r\n%s",
+		     status, status_text(status), reason, bl, body);
+	/* Never more than the buffer holds, whatever snprintf would have made. */
+	c->out->len = n < 0 ? 0 : (size_t)n >= c->out->cap ? c->out->cap - 1 : (size_t)n;
 	c->status = status;
 	audit(c, decision, reason);
 	loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
@@ -406,6 +449,8 @@ static void on_timer(struct timer *t)
 	uint64_t idle_ms = c->pol ? policy_limits(c->pol)->idle_timeout_sec * 1000 : 300000;
 	uint64_t now = loop_now_ms(c->w->loop);
 
+	/* Every case ends in conn_run(), which frees a connection a refusal
+	 * ended (CS_CLOSE): nothing here touches @c after a refusal. */
 	switch (c->st) {
 	case CS_SNIFF:
 	case CS_PEEK:
@@ -417,22 +462,31 @@ static void on_timer(struct timer *t)
 				c->proto = (uint8_t)c->in->data[0] == 0x16 ? "tls" : "http";
 			c->raw = true;
 			reply(c, 0, "deny", "head-timeout");
-			return;
+			break;
 		}
-		/* Silence: a protocol where the server speaks first. */
-		if ((c->st == CS_SNIFF ? sniff(c, true) : peek(c, true)) == STEP_FREED)
-			return;
+		if (c->st == CS_SNIFF) {
+			/* Silence: connect, then wait for either side (peek()). */
+			sniff(c, true);
+			break;
+		}
+		/* Nobody spoke: the client owed its first bytes (or, where raw
+		 * TCP is allowed, the server; an idle tunnel ends). */
+		c->raw = true;
+		if (c->raw_ok)
+			conn_end(c, "allow", "idle-timeout");
+		else
+			reply(c, 0, "deny", "head-timeout");
 		break;
 	case CS_TLS_ACCEPT:
 		reply(c, 0, "deny", "tls-timeout");
-		return;
+		break;
 	case CS_TLS_CONNECT:
 		reply(c, 504, "error", "upstream-timeout");
 		break;
 	case CS_HEAD:
 		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
-			conn_free(c); /* idle keep-alive connection */
-			return;
+			conn_end(c, NULL, NULL); /* idle keep-alive connection */
+			break;
 		}
 		reply(c, 408, "error", "head-timeout");
 		break;
@@ -450,20 +504,18 @@ static void on_timer(struct timer *t)
 			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
 			return;
 		}
-		audit(c, "allow", "idle-timeout");
-		conn_free(c);
-		return;
+		conn_end(c, "allow", "idle-timeout");
+		break;
 	case CS_REQ:
 	case CS_RESP_HEAD:
 		reply(c, 504, "error", "upstream-timeout");
 		break;
 	case CS_RESP_BODY:
-		audit(c, "allow", "idle-timeout");
-		conn_free(c);
-		return;
+		conn_end(c, "allow", "idle-timeout");
+		break;
 	default:
-		conn_free(c);
-		return;
+		conn_end(c, NULL, NULL);
+		break;
 	}
 	conn_run(c);
 }
@@ -670,8 +722,12 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
 	size_t i;
 
 	(void)req;
+	if (c->st != CS_RESOLVE)
+		return; /* refused meanwhile (reply() cancels, this is a backstop) */
 	c->naddrs = 0;
 	c->ai = 0;
+	/* Each refusal below leaves @c to conn_run(), which frees it if it
+	 * ended (a reset on a raw tunnel): nothing here uses @c after it. */
 	if (status < 0) {
 		if (status == -ETIMEDOUT)
 			reply(c, 504, "error", "dns-timeout");
@@ -683,7 +739,10 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
 	for (i = 0; i < n; i++) {
 		policy_guard(c->pol, &addrs[i], c->port, GUARD_FROM_NAME, &g);
 		if (g.verdict == GUARD_ALLOW && broker_is_local(&addrs[i], c->port)) {
-			first_refusal = first_refusal ? first_refusal : "broker-address";
+			if (!first_refusal) {
+				first_refusal = "broker-address";
+				c->dst = addrs[i];
+			}
 			continue;
 		}
 		if (g.verdict != GUARD_ALLOW) {
@@ -698,7 +757,6 @@ static void on_resolved(struct resolve_req *req, int status, const struct sl_add
 	if (c->naddrs == 0) {
 		c->literal = true; /* so the audit line shows the refused address */
 		deny(c, first_refusal ? first_refusal : "address-denied");
-		c->literal = false;
 		conn_run(c);
 		return;
 	}
@@ -733,8 +791,10 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	}
 	if (!plan)
 		plan = &local;
-	cred_plan_request(c->sb->creds, c->pol, req->has_authority ? req->authority.host : NULL,
-			  req, (uint64_t)time(NULL), c->cssl ? 0 : CRED_PLAN_PLAINTEXT, plan);
+	/* Credentials go by the destination the broker connects to, never by
+	 * what the request's Host says (decide() makes them agree). */
+	cred_plan_request(c->sb->creds, c->pol, c->host[0] ? c->host : NULL, req,
+			  (uint64_t)time(NULL), c->cssl ? 0 : CRED_PLAN_PLAINTEXT, plan);
 	if (plan->cred >= 0)
 		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
 			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
@@ -774,13 +834,17 @@ static enum step decide(struct conn *c, struct parsed *ps)
 	else
 		c->path[0] = '\0';
 	/* The audit line of a refusal below names the host asked for. */
-	if (!c->cssl && !c->inner && !c->transparent && req->has_authority)
-		memcpy(c->host, a->host, a->host_len + 1);
+	if (!c->cssl && !c->inner && !c->transparent) {
+		if (req->has_authority)
+			memcpy(c->host, a->host, a->host_len + 1);
+		else
+			c->host[0] = '\0'; /* not the last request's */
+	}
 	/* Placeholders first: one on its way outside its scope is an
 	 * exfiltration attempt, and is logged as that whatever else is wrong
 	 * with the request. */
 	s = check_credentials(c, req, head, (size_t)c->head_len, &ps->plan);
-	if (s != STEP_NEXT || c->st == CS_REPLY) {
+	if (s != STEP_NEXT || ending(c)) {
 		free(ps);
 		return s; /* refused: the reply is under way */
 	}
@@ -800,9 +864,23 @@ static enum step decide(struct conn *c, struct parsed *ps)
 		 * header must name the same host (no domain fronting). */
 		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
 			return reply(c, 400, "deny", "connect-on-transparent");
-		if (c->orig_synthetic &&
-		    (!req->has_authority || strcmp(a->host, c->host) != 0 ||
-		     (a->port_given && a->port != c->orig_port)))
+		if (!c->orig_synthetic) {
+			/* An address no cidr rule allows is refused as that,
+			 * whatever the Host says. */
+			struct guard_result g;
+
+			if (policy_guard(c->pol, &c->orig_dst, c->orig_port, GUARD_FROM_LITERAL,
+					 &g) != GUARD_ALLOW)
+				return deny(c, g.reason);
+		}
+		if (!req->has_authority || (a->port_given && a->port != c->orig_port))
+			return deny(c, "host-mismatch");
+		/* A literal destination (a cidr rule) takes a Host naming that
+		 * address only: a name there would pick a credential or a
+		 * virtual host the policy did not judge. */
+		if (c->orig_synthetic ? !host_same(a->host, c->host)
+				      : !a->is_literal ||
+					memcmp(&a->addr, &c->orig_dst, sizeof(a->addr)) != 0)
 			return deny(c, "host-mismatch");
 		return decide_target(c);
 	}
@@ -836,6 +914,12 @@ static enum step decide_target(struct conn *c)
 		if (broker_is_local(&c->dst, c->port))
 			return deny(c, "broker-address");
 		c->rule = g.rule;
+		c->raw_ok = policy_rule_raw_tcp(c->pol, c->rule);
+		if (c->need_raw && !c->raw_ok)
+			return deny(c, "raw-tcp-not-allowed");
+		/* A kept-alive connection's upstream goes: the new one takes
+		 * its place (uev) and must not leave the old fd registered. */
+		close_upstream(c);
 		c->addrs[0] = c->dst;
 		c->naddrs = 1;
 		c->ai = 0;
@@ -845,6 +929,9 @@ static enum step decide_target(struct conn *c)
 	d = policy_match_name(c->pol, c->host, strlen(c->host), c->port, &c->rule);
 	if (d != POLICY_ALLOW)
 		return deny(c, policy_decision_reason(d));
+	c->raw_ok = policy_rule_raw_tcp(c->pol, c->rule);
+	if (c->need_raw && !c->raw_ok)
+		return deny(c, "raw-tcp-not-allowed");
 	if (c->is_connect)
 		c->intercept = (!c->transparent || !strcmp(c->proto, "tls")) &&
 			       intercepted(c->pol, c->host);
@@ -870,6 +957,9 @@ static enum step begin_connect(struct conn *c)
 		want(c, 0, 0); /* the resolver has not answered yet */
 		return STEP_AGAIN;
 	}
+	/* One upstream at a time: uev is about to take a new fd. */
+	if (c->uev.fd >= 0)
+		close_upstream(c);
 	for (; c->ai < c->naddrs; c->ai++) {
 		c->dst = c->addrs[c->ai];
 		sl = addr_to_sockaddr(&c->dst, c->port, &ss);
@@ -931,7 +1021,7 @@ static enum step connected(struct conn *c)
 		 * after the head (an early ClientHello) moves to the tunnel. */
 		c->out = buf_new(sizeof(ok));
 		if (!c->out)
-			return conn_free(c), STEP_FREED;
+			return conn_end(c, "error", "out-of-memory");
 		memcpy(c->out->data, ok, sizeof(ok) - 1);
 		c->out->len = sizeof(ok) - 1;
 		c->status = 200;
@@ -1008,17 +1098,13 @@ static enum step tunnel(struct conn *c)
 
 	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) < 0 ||
 	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) < 0) {
-		audit(c, "allow", "reset");
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, "allow", "reset");
 	}
 	metrics_bytes(c->up - up0, c->down - down0);
 	if (c->up != up0 || c->down != down0)
 		c->t_last = loop_now_ms(c->w->loop);
 	if (c->u_shut && c->c_shut) {
-		audit(c, "allow", "allowed");
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, "allow", "allowed");
 	}
 	/* Backpressure: read a side only while its pipe has room; wait for
 	 * writability only while a pipe holds bytes. */
@@ -1041,9 +1127,7 @@ static enum step start_tunnel(struct conn *c)
 	free(c->in);
 	c->in = NULL;
 	if (make_pipe(c->pu) < 0 || make_pipe(c->pd) < 0) {
-		audit(c, "error", "out-of-pipes");
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, "error", "out-of-pipes");
 	}
 	c->t_last = loop_now_ms(c->w->loop);
 	loop_timer_arm(c->w->loop, &c->timer, idle_ms);
@@ -1177,7 +1261,9 @@ static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 	if (n == 0) {
 		if (ended)
 			return FB_GONE;
-		want(c, EPOLLIN | EPOLLET, 0);
+		/* A server that speaks first ends the wait too (server_spoke()). */
+		want(c, EPOLLIN | EPOLLET,
+		     c->raw_ok && c->uev.fd >= 0 ? EPOLLIN | EPOLLRDHUP : 0);
 		return FB_WAIT;
 	}
 	if (!c->head_started) {
@@ -1185,9 +1271,11 @@ static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
 	}
 	if ((uint8_t)c->in->data[0] != 0x16) {
-		r = looks_like_http(c->in->data, n);
+		r = looks_like_http(c->in->data, n, c->raw_ok);
 		if (r >= 0)
 			return r ? FB_HTTP : FB_OTHER;
+		if (n == c->in->cap)
+			return FB_OTHER; /* a token longer than a head: not HTTP */
 	} else {
 		*hp = malloc(sizeof(**hp));
 		if (!*hp)
@@ -1247,46 +1335,77 @@ static enum step tunnel_after_peek(struct conn *c)
 }
 
 /*
- * After "200 Connection established", a CONNECT tunnel's first bytes are
- * peeked (never consumed): a TLS ClientHello must name the CONNECT's host
- * in its SNI (no domain fronting), and is intercepted when the host is in
- * a credential's scope; anything else, or silence for SNIFF_MS (a protocol
- * where the server speaks first), is spliced.
+ * Has the server spoken first (or hung up) while the client said nothing?
+ * Only where the rule allows raw TCP: there a server-first protocol (SMTP,
+ * SSH banners) is spliced once the server has spoken. Elsewhere, and once
+ * the client has begun, only the client's first bytes decide.
  */
-static enum step peek(struct conn *c, bool timed_out)
+static bool server_spoke(struct conn *c)
+{
+	char b;
+	ssize_t k;
+
+	if (!c->raw_ok || c->head_started || c->uev.fd < 0)
+		return false;
+	k = recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return k >= 0 || (errno != EAGAIN && errno != EINTR);
+}
+
+/*
+ * A tunnel's first bytes, peeked (never consumed) once the upstream is
+ * connected: after a CONNECT's "200 Connection established", or on the
+ * transparent path after the client stayed silent (c->silent). A TLS
+ * ClientHello must name the tunnel's host in its SNI (no domain fronting)
+ * and is intercepted when the host is in a credential's scope; HTTP goes
+ * request by request through the HTTP path, bound to the host; anything
+ * else passes only where the rule allows raw TCP. Silence is never a
+ * reason to splice: the wait ends when the client speaks, when the server
+ * speaks first (raw TCP rules only), or at the timer (on_timer()).
+ */
+static enum step peek(struct conn *c)
 {
 	struct tls_hello *h;
-	bool sni_ok;
+	bool sni_ok, ech;
 
-	if (timed_out)
-		return start_tunnel(c); /* silence (on_timer() resets the undecided) */
 	switch (peek_first(c, &h)) {
 	case FB_WAIT:
+		if (server_spoke(c))
+			return tunnel_after_peek(c);
 		return STEP_AGAIN;
 	case FB_GONE:
-		audit(c, "allow", "client-gone");
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, "allow", "client-gone");
 	case FB_HTTP:
 		return start_inner_http(c);
 	case FB_OTHER:
+		c->raw = true; /* past the 200: a refusal is a reset */
+		if (!c->raw_ok)
+			return reply(c, 0, "deny", "raw-tcp-not-allowed");
 		return tunnel_after_peek(c);
 	case FB_BAD_HELLO:
-		c->raw = true; /* past the 200: a refusal is a reset */
+		c->raw = true;
 		return reply(c, 0, "deny", "bad-client-hello");
 	case FB_HELLO:
 		break;
 	}
-	sni_ok = !h->sni_present || (!h->sni_invalid && host_same(h->sni, c->host));
-	free(h);
-	if (!sni_ok) {
-		c->raw = true;
-		return reply(c, 0, "deny", "sni-mismatch");
+	c->raw = true;
+	if (c->transparent) {
+		/* Connected as "tcp" after silence: now it is TLS. */
+		c->proto = "tls";
+		c->intercept = intercepted(c->pol, c->host);
 	}
+	/* A literal destination has no name for an SNI to match. */
+	sni_ok = (c->transparent && !c->orig_synthetic) || !h->sni_present ||
+		 (!h->sni_invalid && host_same(h->sni, c->host));
+	ech = h->has_ech;
+	free(h);
+	if (!sni_ok)
+		return reply(c, 0, "deny", "sni-mismatch");
+	if (ech && !c->intercept)
+		/* The inner, encrypted ClientHello would pick the site. */
+		return reply(c, 0, "deny", "ech-refused");
 	if (c->intercept && c->early) {
 		/* Part of its ClientHello is consumed: the TLS library cannot
 		 * have it. A client of a credential's host waits for the 200. */
-		c->raw = true;
 		return reply(c, 0, "deny", "early-client-hello");
 	}
 	if (c->intercept)
@@ -1300,9 +1419,7 @@ static enum step establish(struct conn *c)
 	int r = c->out ? write_out(c, false, c->out, c->out->len, NULL) : 1;
 
 	if (r < 0) {
-		audit(c, "allow", "client-gone");
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, "allow", "client-gone");
 	}
 	if (r == 0) {
 		want(c, EPOLLOUT, 0);
@@ -1310,13 +1427,13 @@ static enum step establish(struct conn *c)
 	}
 	free(c->out);
 	c->out = NULL;
-	if (c->transparent) {
-		/* sniff() has checked the SNI already. */
+	if (c->transparent && !c->silent) {
+		/* sniff() has examined the first bytes already. */
 		if (c->intercept)
 			return start_tls(c);
 		return start_tunnel(c);
 	}
-	if (c->in && c->in->len > c->in->pos && !c->early) {
+	if (!c->transparent && c->in && c->in->len > c->in->pos && !c->early) {
 		/* The client did not wait for the 200: what it sent is examined
 		 * as a tunnel's first bytes are (peek()), from c->in and then
 		 * from the socket, and goes first if the tunnel is spliced. */
@@ -1330,9 +1447,7 @@ static enum step establish(struct conn *c)
 		/* Examined: the bytes sent before the 200 go first. */
 		r = write_out(c, true, c->in, c->in->len, &c->up);
 		if (r < 0) {
-			audit(c, "allow", "upstream-gone");
-			conn_free(c);
-			return STEP_FREED;
+			return conn_end(c, "allow", "upstream-gone");
 		}
 		if (r == 0) {
 			want(c, 0, EPOLLOUT);
@@ -1343,11 +1458,15 @@ static enum step establish(struct conn *c)
 	if (!c->in) {
 		c->in = buf_new(broker.cfg.max_head_bytes);
 		if (!c->in)
-			return conn_free(c), STEP_FREED;
+			return conn_end(c, "error", "out-of-memory");
 	}
 	c->in->pos = c->in->len = 0;
 	c->head_started = false;
-	loop_timer_arm(c->w->loop, &c->timer, SNIFF_MS);
+	/* The client owes its first bytes within head_timeout; where raw TCP
+	 * is allowed, an idle tunnel may wait as long as any tunnel. */
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->raw_ok ? policy_limits(c->pol)->idle_timeout_sec * 1000
+				 : broker.cfg.head_timeout_ms);
 	c->st = CS_PEEK;
 	return STEP_NEXT;
 }
@@ -1365,7 +1484,7 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 	struct cred_secret held[CRED_MAX_USES] = { 0 };
 	const struct cred_secret *secrets[CREDS_MAX] = { 0 };
 	struct cred_rewrite *rw;
-	size_t cap = broker.cfg.max_head_bytes * 2 + 1024;
+	size_t cap = broker.cfg.max_head_bytes * 2 + 1024, i;
 	char *scratch;
 	int r;
 
@@ -1377,8 +1496,30 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 		return -ENOMEM;
 	}
 	r = creds_acquire(c->pol, c->sb, c->host, plan, secrets, held);
+	/* The response is scanned for every secret the request carries
+	 * (reflect.c), so it must come in an encoding the broker can read. */
+	for (i = 0; r == 0 && i < plan->nuse; i++) {
+		const struct cred_secret *sec = secrets[plan->use[i]];
+
+		if (sec)
+			r = reflect_add(&c->refl, sec->buf, sec->len, plan->use[i]);
+	}
 	if (r == 0)
 		r = cred_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
+	if (r == 0 && c->refl.n > 0) {
+		static const char identity[] = "identity";
+		size_t k;
+
+		for (k = 0; k < rw->nset && strcasecmp(rw->set[k].name, "Accept-Encoding"); k++)
+			;
+		if (k == CRED_MAX_SET)
+			r = -E2BIG;
+		else
+			rw->set[k] = (struct http_set_header){ "Accept-Encoding", identity,
+							       sizeof(identity) - 1 };
+		if (k == rw->nset && r == 0)
+			rw->nset++;
+	}
 	if (r == 0) {
 		r = cred_write_request_head(rw, req, c->out->data, c->out->cap);
 		cred_rewrite_wipe(rw);
@@ -1405,7 +1546,7 @@ static enum step start_request(struct conn *c)
 		free(ps);
 		ps = malloc(sizeof(*ps));
 		if (!ps)
-			return conn_free(c), STEP_FREED;
+			return conn_end(c, "error", "out-of-memory");
 		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 					     broker.cfg.max_head_bytes, &ps->req);
 		if (ps->len <= 0) {
@@ -1414,7 +1555,7 @@ static enum step start_request(struct conn *c)
 		}
 		s = check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
 				      &ps->plan);
-		if (s != STEP_NEXT || c->st == CS_REPLY) {
+		if (s != STEP_NEXT || ending(c)) {
 			free(ps);
 			return s;
 		}
@@ -1426,18 +1567,25 @@ static enum step start_request(struct conn *c)
 		c->out = buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
 		free(ps);
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	}
+	reflect_clear(&c->refl);
 	if (ps->plan.nuse > 0) {
 		n = inject(c, req, &ps->plan);
 		if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
 			free(ps);
 			return reply(c, 502, "error", "credential-unavailable");
 		}
+		if (n == -E2BIG) {
+			free(ps);
+			return reply(c, 502, "error", "reflection-unscannable");
+		}
 	} else {
 		n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
 	}
 	free(ps);
+	if (n == -ENOMEM)
+		return reply(c, 503, "error", "out-of-memory");
 	if (n < 0)
 		return reply(c, 400, "deny", "head-too-large");
 	c->out->pos = 0;
@@ -1448,7 +1596,7 @@ static enum step start_request(struct conn *c)
 	c->reqf = framer_new(false, false);
 	c->respf = framer_new(true, c->head_req);
 	if (!c->reqf || !c->respf)
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	/* Prime the request framer with the original head so it knows the
 	 * body's framing; the head was validated already. */
 	if (framer_feed(c->reqf, c->in->data + c->in->pos - headlen, (size_t)headlen) < 0)
@@ -1456,8 +1604,9 @@ static enum step start_request(struct conn *c)
 	if (!c->uin)
 		c->uin = buf_new(UBUF_SIZE);
 	if (!c->uin)
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	c->uin->pos = c->uin->len = 0;
+	c->interim = c->resp_partial = false;
 	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
 	c->st = CS_REQ;
 	return STEP_NEXT;
@@ -1490,9 +1639,7 @@ static enum step send_request(struct conn *c)
 				return STEP_AGAIN;
 			}
 			if (got <= 0) {
-				audit(c, "allow", "client-gone");
-				conn_free(c);
-				return STEP_FREED;
+				return conn_end(c, "allow", "client-gone");
 			}
 			continue;
 		}
@@ -1565,24 +1712,45 @@ static bool redirect_allowed(struct conn *c, const struct http_response *resp)
 				 url.authority.port, NULL) == POLICY_ALLOW;
 }
 
+/* Is the body as the origin has it (no Content-Encoding but identity)?
+ * Only such a body can be scanned for reflected secrets. */
+static bool identity_encoded(const struct http_response *resp)
+{
+	size_t i;
+
+	for (i = 0; i < resp->nheaders; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (h->name.len == 16 && !strncasecmp(h->name.ptr, "Content-Encoding", 16) &&
+		    !(h->value.len == 8 && !strncasecmp(h->value.ptr, "identity", 8)))
+			return false;
+	}
+	return true;
+}
+
 static enum step read_response_head(struct conn *c)
 {
 	struct http_response *resp;
-	ssize_t got;
-	int hl;
+	ssize_t got = 0;
+	int hl = 0;
 
-	got = read_into(c, true, c->uin);
-	if (got == -EAGAIN) {
-		want(c, 0, EPOLLIN);
-		return STEP_AGAIN;
+	/* Bytes already here (what followed a 1xx) are parsed before reading. */
+	buf_compact(c->uin);
+	if (c->uin->len == 0 || c->resp_partial) {
+		got = read_into(c, true, c->uin);
+		if (got == -EAGAIN) {
+			want(c, 0, EPOLLIN);
+			return STEP_AGAIN;
+		}
+		if (got <= 0 && got != -ENOBUFS)
+			return reply(c, 502, "error", "upstream-reset");
 	}
-	if (got <= 0 && got != -ENOBUFS)
-		return reply(c, 502, "error", "upstream-reset");
 	resp = malloc(sizeof(*resp));
 	if (!resp)
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	hl = http_parse_response(c->uin->data, c->uin->len, c->uin->cap, c->head_req, resp);
-	if (hl == 0 && got != -ENOBUFS) {
+	c->resp_partial = hl == 0;
+	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap) {
 		free(resp);
 		return STEP_NEXT; /* read more */
 	}
@@ -1591,10 +1759,26 @@ static enum step read_response_head(struct conn *c)
 		return reply(c, 502, "error", "bad-response");
 	}
 	c->status = resp->status;
+	if (resp->status >= 100 && resp->status < 200) {
+		free(resp);
+		/* No Upgrade is ever forwarded: a 101 answers nothing sent. */
+		if (c->status == 101)
+			return reply(c, 502, "error", "bad-response");
+		/* An interim response (100 Continue, 103 Early Hints) goes to
+		 * the client as it came; the final one follows on the same
+		 * connection and is read as a response of its own. */
+		c->interim = true;
+		c->st = CS_RESP_BODY;
+		return STEP_NEXT;
+	}
 	if (resp->status >= 300 && resp->status < 400 && resp->has_location &&
 	    !redirect_allowed(c, resp)) {
 		free(resp);
 		return deny(c, "redirect-outside-policy");
+	}
+	if (c->refl.n > 0 && !identity_encoded(resp)) {
+		free(resp);
+		return reply(c, 502, "error", "reflection-unscannable");
 	}
 	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
 	if (resp->body_until_close)
@@ -1606,54 +1790,50 @@ static enum step read_response_head(struct conn *c)
 	return STEP_NEXT;
 }
 
-/* Relays the response (head included, from uin) until the framer is done. */
+/*
+ * Relays the response (head included, from uin) until the framer is done.
+ * Bytes the framer admitted (c->pend of them, from uin->pos) are scanned
+ * for the secrets the request carried and redacted (reflect.c) before they
+ * are sent; a tail that may begin a secret waits for the bytes after it.
+ * Anything upstream sends after the response is not part of it and goes
+ * with the upstream connection.
+ */
 static enum step relay_response(struct conn *c)
 {
 	for (;;) {
-		size_t avail = c->uin->len - c->uin->pos;
+		size_t unfed = c->uin->len - c->uin->pos - c->pend, sendable = c->pend;
 
-		if (avail > 0) {
-			ssize_t take = c->respf->done ? 0
-						      : framer_feed(c->respf, c->uin->data + c->uin->pos,
-								    avail);
+		if (unfed > 0 && !c->respf->done) {
+			ssize_t take = framer_feed(c->respf, c->uin->data + c->uin->pos + c->pend,
+						   unfed);
 
-			if (take < 0) {
-				audit(c, "allow", "bad-response-body");
-				conn_free(c);
-				return STEP_FREED;
-			}
-			/* Write exactly the framed bytes; anything after them from
-			 * upstream is not part of this response and is dropped with
-			 * the upstream connection below. */
-			if (take > 0) {
-				while (take > 0) {
-					ssize_t k = io_send(c, false, c->uin->data + c->uin->pos,
-							    (size_t)take);
-
-					if (k == -EAGAIN) {
-						/* The framer has seen these bytes already:
-						 * flush_pending() sends them first. */
-						c->pend = (size_t)take;
-						want(c, EPOLLOUT, 0);
-						return STEP_AGAIN;
-					}
-					if (k <= 0) {
-						audit(c, "allow", "client-gone");
-						conn_free(c);
-						return STEP_FREED;
-					}
-					c->down += (uint64_t)k;
-					c->uin->pos += (size_t)k;
-					take -= k;
-				}
-			}
-			if (c->respf->done)
-				break;
-			if (c->uin->pos < c->uin->len)
-				continue;
+			if (take < 0)
+				return conn_end(c, "allow", "bad-response-body");
+			c->pend += (size_t)take;
+			sendable = c->pend;
 		}
-		if (c->respf->done)
+		if (c->refl.n > 0 && c->pend > 0)
+			sendable -= reflect_scan(&c->refl,
+						 (unsigned char *)c->uin->data + c->uin->pos,
+						 c->pend, c->respf->done);
+		while (sendable > 0) {
+			ssize_t k = io_send(c, false, c->uin->data + c->uin->pos, sendable);
+
+			if (k == -EAGAIN) {
+				want(c, EPOLLOUT, 0);
+				return STEP_AGAIN;
+			}
+			if (k <= 0)
+				return conn_end(c, "allow", "client-gone");
+			c->down += (uint64_t)k;
+			c->uin->pos += (size_t)k;
+			c->pend -= (size_t)k;
+			sendable -= (size_t)k;
+		}
+		if (c->respf->done && c->pend == 0)
 			break;
+		if (c->uin->len - c->uin->pos - c->pend > 0 && !c->respf->done)
+			continue; /* more bytes already here to frame */
 		{
 			ssize_t got = read_into(c, true, c->uin);
 
@@ -1661,26 +1841,41 @@ static enum step relay_response(struct conn *c)
 				want(c, 0, EPOLLIN);
 				return STEP_AGAIN;
 			}
-			if (got == 0) {
-				if (framer_finish(c->respf))
-					break;
-			}
-			if (got <= 0) {
-				audit(c, "allow", "upstream-reset");
-				conn_free(c);
-				return STEP_FREED;
-			}
+			if (got == 0 && framer_finish(c->respf))
+				continue; /* close-delimited: what is held goes now */
+			if (got <= 0)
+				return conn_end(c, "allow", "upstream-reset");
 		}
 	}
+	if (c->interim) {
+		/* The 1xx is relayed; what follows it in uin is the next head. */
+		c->interim = false;
+		framer_free(&c->respf);
+		c->respf = framer_new(true, c->head_req);
+		if (!c->respf)
+			return conn_end(c, "error", "out-of-memory");
+		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
+		c->st = CS_RESP_HEAD;
+		return STEP_NEXT;
+	}
 	metrics_bytes(c->up, c->down);
-	audit(c, "allow", "allowed");
+	if (c->refl.hits > 0) {
+		/* The origin sent a secret back: redacted, and said so. */
+		if (c->refl.hit_cred >= 0)
+			snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+				 policy_credential_get(c->pol, (size_t)c->refl.hit_cred)->name);
+		log_warn("proxy: %s: %s: the response carried a secret back (%zu times); redacted",
+			 c->sb->name, c->host, c->refl.hits);
+		audit(c, "allow", "secret-redacted");
+	} else {
+		audit(c, "allow", "allowed");
+	}
+	reflect_clear(&c->refl);
 	if (c->uin->pos < c->uin->len || !c->upstream_reusable)
 		close_upstream(c);
 	c->uin->pos = c->uin->len = 0;
-	if (!c->client_keepalive) {
-		conn_free(c);
-		return STEP_FREED;
-	}
+	if (!c->client_keepalive)
+		return conn_end(c, NULL, NULL);
 	/* Next request on the kept-alive connection. */
 	c->up = c->down = 0;
 	c->status = 0;
@@ -1690,29 +1885,22 @@ static enum step relay_response(struct conn *c)
 	return STEP_NEXT;
 }
 
-/* Finishes writing bytes the framer already admitted (see relay_response). */
-static enum step flush_pending(struct conn *c)
-{
-	while (c->pend > 0) {
-		ssize_t k = io_send(c, false, c->uin->data + c->uin->pos, c->pend);
-
-		if (k == -EAGAIN) {
-			want(c, EPOLLOUT, 0);
-			return STEP_AGAIN;
-		}
-		if (k <= 0) {
-			audit(c, "allow", "client-gone");
-			conn_free(c);
-			return STEP_FREED;
-		}
-		c->down += (uint64_t)k;
-		c->uin->pos += (size_t)k;
-		c->pend -= (size_t)k;
-	}
-	return STEP_NEXT;
-}
-
 /* --- the request head ---------------------------------------------------------------- */
+
+/* Takes the sandbox's policy in force now (a request begins, or a tunnel
+ * the new policy keeps). Nothing of the old one may be in use: a plan's
+ * credential indices belong to the policy that made them. */
+static void refresh_policy(struct conn *c)
+{
+	struct policy *p = sandbox_policy(c->sb);
+
+	if (p == c->pol) {
+		policy_unref(p);
+		return;
+	}
+	policy_unref(c->pol);
+	c->pol = p;
+}
 
 static enum step read_head(struct conn *c)
 {
@@ -1725,7 +1913,7 @@ static enum step read_head(struct conn *c)
 	if (!c->in) {
 		c->in = buf_new(broker.cfg.max_head_bytes);
 		if (!c->in)
-			return conn_free(c), STEP_FREED;
+			return conn_end(c, "error", "out-of-memory");
 	}
 	if (c->in->len == c->in->pos) {
 		got = read_into(c, false, c->in);
@@ -1734,19 +1922,21 @@ static enum step read_head(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (got <= 0) {
-			conn_free(c);
-			return STEP_FREED;
+			return conn_end(c, NULL, NULL);
 		}
 	}
 	if (!c->head_started) {
 		c->head_started = true;
 		c->t_req = loop_now_ms(c->w->loop);
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+		/* Each request meets the policy in force when it begins: a
+		 * reload reaches kept-alive connections too. */
+		refresh_policy(c);
 	}
 	ps = c->parsed ? c->parsed : malloc(sizeof(*ps));
 	c->parsed = NULL;
 	if (!ps)
-		return conn_free(c), STEP_FREED;
+		return conn_end(c, "error", "out-of-memory");
 	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 				broker.cfg.max_head_bytes, req);
@@ -1761,8 +1951,7 @@ static enum step read_head(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (got <= 0) {
-			conn_free(c);
-			return STEP_FREED;
+			return conn_end(c, NULL, NULL);
 		}
 		return STEP_NEXT;
 	}
@@ -1796,22 +1985,49 @@ static enum step read_head(struct conn *c)
 
 /* --- the transparent path: what is this connection? ------------------------------- */
 
-/*
- * A request line starts with an upper-case method and a space. Return: 1
- * when @p does, 0 when it does not, -1 when it may yet (1-15 upper-case
- * letters so far): a method split over two segments is still a method.
- */
-static int looks_like_http(const char *p, size_t n)
+/* RFC 9110's tchar: what a method is made of. */
+static bool is_tchar(unsigned char ch)
 {
-	size_t i;
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
 
-	for (i = 0; i < n && i < 16; i++) {
-		if (p[i] == ' ')
-			return i > 0;
-		if (p[i] < 'A' || p[i] > 'Z')
+/*
+ * Can the first bytes be an HTTP request? Return: 1 when they are, 0 when
+ * they cannot be, -1 when they may yet (a method split over segments).
+ *
+ * Where the rule does not allow raw TCP (@raw_ok false), the test is what
+ * a lenient server would take for a request line: empty lines, then a
+ * token of any case and length, then a space or a tab. Such bytes go to
+ * the strict parser, which forwards or refuses them; nothing that some
+ * server reads as HTTP is spliced unexamined. Where raw TCP is allowed,
+ * only an upper-case method and a space count, so that a banner such as
+ * "SSH-2.0-OpenSSH_9.2p1 Debian" is not taken for a request.
+ */
+static int looks_like_http(const char *p, size_t n, bool raw_ok)
+{
+	size_t i = 0, t;
+
+	if (raw_ok) {
+		for (i = 0; i < n && i < 16; i++) {
+			if (p[i] == ' ')
+				return i > 0;
+			if (p[i] < 'A' || p[i] > 'Z')
+				return 0;
+		}
+		return i < 16 ? -1 : 0;
+	}
+	while (i < n && (p[i] == '\r' || p[i] == '\n'))
+		i++;
+	for (t = i; t < n; t++) {
+		unsigned char ch = (unsigned char)p[t];
+
+		if (ch == ' ' || ch == '\t')
+			return t > i;
+		if (!is_tchar(ch))
 			return 0;
 	}
-	return i < 16 ? -1 : 0;
+	return -1;
 }
 
 static enum step as_tunnel(struct conn *c, const char *proto)
@@ -1828,23 +2044,26 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 /*
  * Peeks (never consumes) the first bytes: a TLS ClientHello is matched by its
  * SNI, an HTTP request goes through the HTTP path with its Host checked, and
- * anything else, or silence for SNIFF_MS (server-speaks-first protocols), is
- * tunnelled by name. Edge-triggered while waiting: the peeked bytes stay in
- * the socket, so level-triggered readiness would spin.
+ * anything else is tunnelled by name where the rule allows raw TCP. After
+ * SNIFF_MS of silence the broker connects and peek() waits for either side
+ * (a protocol where the server speaks first). Edge-triggered while
+ * waiting: the peeked bytes stay in the socket, so level-triggered
+ * readiness would spin.
  */
 static enum step sniff(struct conn *c, bool timed_out)
 {
 	struct tls_hello *h;
-	bool sni_ok;
+	bool sni_ok, ech;
 
-	if (timed_out)
-		return as_tunnel(c, "tcp"); /* silence (on_timer() resets the undecided) */
+	if (timed_out) {
+		c->silent = true;
+		return as_tunnel(c, "tcp");
+	}
 	switch (peek_first(c, &h)) {
 	case FB_WAIT:
 		return STEP_AGAIN;
 	case FB_GONE:
-		conn_free(c);
-		return STEP_FREED;
+		return conn_end(c, NULL, NULL);
 	case FB_HTTP:
 		c->proto = "http";
 		c->st = CS_HEAD;
@@ -1852,6 +2071,7 @@ static enum step sniff(struct conn *c, bool timed_out)
 		want(c, EPOLLIN, 0);
 		return STEP_NEXT;
 	case FB_OTHER:
+		c->need_raw = true; /* decide_target() refuses it unless raw_tcp */
 		return as_tunnel(c, "tcp");
 	case FB_BAD_HELLO:
 		c->proto = "tls";
@@ -1863,10 +2083,14 @@ static enum step sniff(struct conn *c, bool timed_out)
 	c->proto = "tls";
 	c->raw = true;
 	sni_ok = !c->orig_synthetic || !h->sni_present ||
-		 (!h->sni_invalid && strcmp(h->sni, c->host) == 0);
+		 (!h->sni_invalid && host_same(h->sni, c->host));
+	ech = h->has_ech;
 	free(h);
 	if (!sni_ok)
 		return reply(c, 0, "deny", "sni-mismatch");
+	if (ech && !intercepted(c->pol, c->host))
+		/* The inner, encrypted ClientHello would pick the site. */
+		return reply(c, 0, "deny", "ech-refused");
 	return as_tunnel(c, "tls");
 }
 
@@ -1888,8 +2112,7 @@ static enum step linger(struct conn *c)
 		}
 		break;
 	}
-	conn_free(c);
-	return STEP_FREED;
+	return conn_end(c, NULL, NULL);
 }
 
 static enum step step(struct conn *c)
@@ -1908,7 +2131,7 @@ static enum step step(struct conn *c)
 	case CS_ESTABLISH:
 		return establish(c);
 	case CS_PEEK:
-		return peek(c, false);
+		return peek(c);
 	case CS_TLS_ACCEPT:
 		return tls_accept(c);
 	case CS_TLS_CONNECT:
@@ -1920,12 +2143,6 @@ static enum step step(struct conn *c)
 	case CS_RESP_HEAD:
 		return read_response_head(c);
 	case CS_RESP_BODY:
-		if (c->pend > 0) {
-			enum step s = flush_pending(c);
-
-			if (s != STEP_NEXT)
-				return s;
-		}
 		return relay_response(c);
 	case CS_REPLY:
 		r = write_out(c, false, c->out, c->out->len, NULL);
@@ -1934,8 +2151,7 @@ static enum step step(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (r < 0) {
-			conn_free(c);
-			return STEP_FREED;
+			return conn_end(c, NULL, NULL);
 		}
 		if (c->cssl) {
 			ERR_clear_error();
@@ -1947,6 +2163,9 @@ static enum step step(struct conn *c)
 		return STEP_NEXT;
 	case CS_LINGER:
 		return linger(c);
+	case CS_CLOSE:
+		conn_free(c); /* the one place a step frees */
+		return STEP_FREED;
 	}
 	return STEP_AGAIN;
 }
@@ -1981,7 +2200,7 @@ static void on_client(struct ev *ev, uint32_t events)
 	 * handshake, OpenSSL reads what the client said last (an alert: it
 	 * does not trust the sandbox CA) and the handshake fails with it. */
 	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
-	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT) {
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
 		if (c->st != CS_HEAD)
 			audit(c, "allow", "client-gone");
 		conn_free(c);
@@ -2026,7 +2245,8 @@ static void reset_now(int fd)
 /*
  * A redirected connection: where was it going? A synthetic address stands
  * for the name the DNS filter gave it; anything else is a literal that only
- * a cidr rule allows. Frees @c and returns -1 when it cannot go anywhere.
+ * a cidr rule allows. Return: 0, or -1 when it cannot go anywhere (then @c
+ * is refused and ended: the caller runs it, which frees it).
  */
 static int transparent_setup(struct conn *c)
 {
@@ -2058,11 +2278,46 @@ static int transparent_setup(struct conn *c)
 	}
 	c->in = buf_new(broker.cfg.max_head_bytes);
 	if (!c->in) {
-		conn_free(c);
+		reply(c, 0, "error", "out-of-memory");
 		return -1;
+	}
+	/* How strictly the first bytes are read depends on the rule that
+	 * would allow the destination (looks_like_http()); decide_target()
+	 * makes the decision itself later. */
+	if (c->literal) {
+		struct guard_result g;
+
+		if (policy_guard(c->pol, &c->dst, c->port, GUARD_FROM_LITERAL, &g) == GUARD_ALLOW)
+			c->raw_ok = policy_rule_raw_tcp(c->pol, g.rule);
+	} else {
+		int rule = -1;
+
+		if (policy_match_name(c->pol, c->host, strlen(c->host), c->port, &rule) ==
+		    POLICY_ALLOW)
+			c->raw_ok = policy_rule_raw_tcp(c->pol, rule);
 	}
 	c->raw = false;
 	return 0;
+}
+
+/*
+ * Refuses a connection before it has a struct conn: one audit line, then a
+ * 403/429/503 on the explicit port, a reset on the transparent one (where
+ * the client may speak TLS or anything else, not HTTP).
+ */
+static void refuse_early(int fd, bool transparent, const char *sandbox, const struct sl_addr *src,
+			 uint16_t sport, int status, const char *decision, const char *reason)
+{
+	struct audit_event ev = { .sandbox = sandbox, .proto = transparent ? "tcp" : "connect",
+				  .addr = src, .port = sport, .decision = decision,
+				  .reason = reason, .status = transparent ? 0 : status };
+
+	audit_log(&ev);
+	metrics_decision(ev.proto, decision, reason);
+	if (transparent)
+		reset_now(fd);
+	else
+		refuse_now(fd, status, reason);
 }
 
 static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *peer,
@@ -2078,48 +2333,33 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	addr_from_sockaddr((const struct sockaddr *)peer, &src, &sport);
 	sb = sandbox_lookup(&src, &pol);
 	if (!sb) {
-		struct audit_event ev = { .proto = "connect", .addr = &src, .port = sport,
-					  .decision = "deny", .reason = "unknown-source",
-					  .status = 403 };
-
-		if (transparent)
-			ev.proto = "tcp";
-		audit_log(&ev);
-		metrics_decision(ev.proto, "deny", "unknown-source");
-		if (transparent)
-			reset_now(fd);
-		else
-			refuse_now(fd, 403, "unknown-source");
+		refuse_early(fd, transparent, NULL, &src, sport, 403, "deny", "unknown-source");
 		return;
 	}
 	if (atomic_load(&broker.draining)) {
-		refuse_now(fd, 503, "broker-draining");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error",
+			     "broker-draining");
 		goto drop;
 	}
 	if (atomic_fetch_add(&broker.total_conns, 1) >= broker.cfg.max_connections) {
 		atomic_fetch_sub(&broker.total_conns, 1);
-		metrics_decision("connect", "deny", "broker-connection-limit");
-		refuse_now(fd, 503, "broker-connection-limit");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error",
+			     "broker-connection-limit");
 		log_warn("proxy: total connection limit %u reached", broker.cfg.max_connections);
 		goto drop;
 	}
 	if (atomic_fetch_add(&sb->conns, 1) >= policy_limits(pol)->connections) {
-		struct audit_event ev = { .sandbox = sb->name, .proto = "connect", .addr = &src,
-					  .port = sport, .decision = "deny",
-					  .reason = "connection-limit", .status = 429 };
-
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&broker.total_conns, 1);
-		audit_log(&ev);
-		metrics_decision("connect", "deny", "connection-limit");
-		refuse_now(fd, 429, "connection-limit");
+		refuse_early(fd, transparent, sb->name, &src, sport, 429, "deny",
+			     "connection-limit");
 		goto drop;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&broker.total_conns, 1);
-		refuse_now(fd, 503, "out-of-memory");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error", "out-of-memory");
 		goto drop;
 	}
 	c->counted = true;
@@ -2148,8 +2388,10 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		conn_free(c);
 		return;
 	}
-	if (transparent && transparent_setup(c) < 0)
+	if (transparent && transparent_setup(c) < 0) {
+		conn_run(c);
 		return;
+	}
 	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : broker.cfg.head_timeout_ms);
 	return;
 drop:
@@ -2205,6 +2447,65 @@ void proxy_close_sandbox_post(void *arg)
 		}
 	}
 	sandbox_put(sb);
+}
+
+/*
+ * Does @np still allow what @c is connected to: the host (or literal) and
+ * port, the address the broker connected to, raw TCP where the tunnel
+ * carries it, and interception where its TLS ends at the broker?
+ */
+static bool still_allowed(const struct conn *c, const struct policy *np)
+{
+	struct guard_result g;
+	int rule = -1;
+
+	if (c->literal) {
+		if (policy_guard(np, &c->dst, c->port, GUARD_FROM_LITERAL, &g) != GUARD_ALLOW)
+			return false;
+		rule = g.rule;
+	} else {
+		if (policy_match_name(np, c->host, strlen(c->host), c->port, &rule) !=
+		    POLICY_ALLOW)
+			return false;
+		if (c->uev.fd >= 0 &&
+		    policy_guard(np, &c->dst, c->port, GUARD_FROM_NAME, &g) != GUARD_ALLOW)
+			return false;
+	}
+	if (c->proto && !strcmp(c->proto, "tcp") && c->raw_ok && !policy_rule_raw_tcp(np, rule))
+		return false;
+	if ((c->cssl || c->intercept) && !intercepted(np, c->host))
+		return false;
+	return true;
+}
+
+void proxy_policy_changed_post(void *arg)
+{
+	struct worker *w = arg;
+	struct conn *c, *next;
+
+	for (c = w->conns; c; c = next) {
+		bool tunnel = c->st == CS_TUNNEL || c->st == CS_PEEK || c->st == CS_ESTABLISH ||
+			      c->st == CS_TLS_ACCEPT || c->st == CS_TLS_CONNECT;
+		struct policy *np;
+
+		next = c->next;
+		if (!tunnel && !c->cssl && !c->inner)
+			continue; /* a request re-reads the policy when it begins */
+		np = sandbox_policy(c->sb);
+		if (np == c->pol) {
+			policy_unref(np);
+			continue;
+		}
+		if (!still_allowed(c, np)) {
+			policy_unref(np);
+			audit(c, "deny", "policy-withdrawn");
+			conn_free(c);
+			continue;
+		}
+		policy_unref(np);
+		if (c->st == CS_TUNNEL)
+			refresh_policy(c); /* no request of it holds the old one */
+	}
 }
 
 void proxy_close_all(struct worker *w)

@@ -238,6 +238,16 @@ struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol)
 	return sb;
 }
 
+struct policy *sandbox_policy(struct sandbox *sb)
+{
+	struct policy *p;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	p = policy_ref(sb->policy);
+	pthread_rwlock_unlock(&tab.lock);
+	return p;
+}
+
 void sandbox_put(struct sandbox *sb)
 {
 	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1) {
@@ -649,6 +659,11 @@ int sandbox_reload_all(char *err, size_t errlen)
 			if (s && s->creds)
 				creds_sandbox_sync(s, s->policy, false);
 		}
+		/* Open connections meet the new policies too: each worker closes
+		 * the tunnels they withdrew (requests re-read it one by one). */
+		for (i = 0; i < broker.n_workers; i++)
+			loop_post(broker.workers[i].loop, proxy_policy_changed_post,
+				  &broker.workers[i]);
 	}
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);

@@ -194,3 +194,9 @@ t_done() {
 t_status_reason() {
 	awk '/^HTTP\//{s=$2; r=""} tolower($1)=="x-sluice-reason:"{r=$2} END{gsub("\r","",r); print s, r}'
 }
+
+# origin PATH: the test world's origins' own records (JSON lines, oldest
+# first) of the requests they got for PATH, path and query as sent. What a
+# request carried upstream is read here, not from the answer the sandbox
+# got: the broker redacts the secrets a request carried from its answer.
+origin() { world_echo_log | grep -F "\"path\": \"$1\""; }

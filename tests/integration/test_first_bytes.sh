@@ -5,8 +5,12 @@
 # half-way. They are examined as a tunnel's first bytes always are (a
 # ClientHello's SNI bound to the CONNECT host, plain HTTP through the HTTP
 # path with its Host bound to it), never spliced unexamined; bytes that stay
-# undecided until head_timeout are reset. Silence from the start is still
-# spliced (a protocol where the server speaks first). The same on the
+# undecided until head_timeout are reset. Silence is never a reason to
+# splice: where the rule allows raw TCP (`raw_tcp: true`) a protocol where
+# the server speaks first is spliced once the server has spoken; elsewhere
+# the client's first bytes are examined whenever they come, anything that
+# a lenient server could read as a request line goes to the strict parser,
+# and bytes that are neither HTTP nor TLS are reset. The same on the
 # transparent path. The client is a small python3 program in the sandbox
 # that sends each segment with an explicit send() and sleeps in between.
 set -u
@@ -32,7 +36,10 @@ version: 1
 egress:
   allow:
     - host: echo.world.test
-      ports: [80, 443, 22]
+      ports: [80, 443]
+    - host: echo.world.test
+      ports: [22]
+      raw_tcp: true
     - host: other.world.test
       ports: [80, 443]
 credentials:
@@ -151,9 +158,25 @@ for i, step in enumerate(steps):
         queued += b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (arg.encode(), arg.encode())
     elif kind == "h":
         queued += codecs.escape_decode(arg.encode())[0]
-    elif kind in ("tls", "tls1"):
+    elif kind in ("tls", "tls1", "tlsech"):
         tls = hello(arg)
         ch = tls[3]
+        if kind == "tlsech":
+            # An encrypted_client_hello extension (0xfe0d), as a client
+            # with an ECH config (or GREASE) sends it: the record, the
+            # handshake and the extensions grow by its length.
+            ext = b"\xfe\x0d\x00\x08" + b"\x00\x00\x01\x00\x01\x07\x00\x00"
+            body = bytearray(ch[9:])
+            p = 34
+            p += 1 + body[p]
+            p += 2 + int.from_bytes(body[p:p + 2], "big")
+            p += 1 + body[p]
+            elen = int.from_bytes(body[p:p + 2], "big")
+            body[p:p + 2] = (elen + len(ext)).to_bytes(2, "big")
+            body += ext
+            hs = b"\x01" + len(body).to_bytes(3, "big") + bytes(body)
+            ch = ch[:3] + len(hs).to_bytes(2, "big") + hs
+            kind = "tls"
         half = len(ch) // 2 if kind == "tls1" else len(ch)
         tls[3] = ch[half:]
         queued += ch[:half]
@@ -334,7 +357,103 @@ t_contains "spliced: the banner came through" "$T_OUT" "SSH-2.0-sluice-world"
 t_contains "and the server echoes what follows" "$T_OUT" ".hello"
 t_eq "no reset" "timeout" "$(result)"
 
+# --- CONNECT: silence first, then the client speaks ----------------------------------
+# Waiting is no way past the checks: silence splices nothing where the rule
+# does not allow raw TCP, and what comes after it is examined.
+amark
+t_ok "CONNECT to :443, 0.6 s of silence, then a ClientHello with another SNI" \
+	FB proxy c:echo.world.test:443 wait200 sleep:0.6 tls:other.world.test read:3
+t_eq "is reset" "reset" "$(result)"
+t_ok "audit sni-mismatch" audited sni-mismatch
+
+amark
+t_ok "CONNECT to :80, 0.6 s of silence, then a request naming another Host" \
+	FB proxy c:echo.world.test:80 wait200 sleep:0.6 \
+	"h:GET /fb-silent-bad HTTP/1.1${CRLF}Host: other.world.test${CRLF}Connection: close${CRLF}${CRLF}" read:3
+t_eq "403 host-mismatch" "403 host-mismatch" "$(inner)"
+t_ok "the echo server never saw it" not_in_echo /fb-silent-bad
+
+amark
+t_ok "CONNECT to :80, silence until head_timeout" FB proxy c:echo.world.test:80 wait200 read:4
+t_eq "is reset (not spliced)" "reset" "$(result)"
+t_ok "audit head-timeout" audited head-timeout
+
+amark
+t_ok "CONNECT to :80, bytes that are neither HTTP nor TLS" \
+	FB proxy c:echo.world.test:80 wait200 'h:\x00\x01hello\r\n' read:3
+t_eq "are reset" "reset" "$(result)"
+t_ok "audit raw-tcp-not-allowed" audited raw-tcp-not-allowed
+
+amark
+t_ok "CONNECT to :443, a ClientHello with an ECH extension" \
+	FB proxy c:echo.world.test:443 wait200 tlsech:echo.world.test read:3
+t_eq "is reset" "reset" "$(result)"
+t_ok "audit ech-refused" audited ech-refused
+
+# --- request lines a lenient server would take ------------------------------------------
+# A tab for the space, leading empty lines, a lower-case or a long method:
+# each goes to the strict parser (refused), never spliced to the origin.
+for form in "GET\\t/fb-lax-tab" "\\r\\nGET /fb-lax-crlf" "get /fb-lax-lower" \
+	"LONGMETHODNAMEXYZW /fb-lax-long"; do
+	path=${form##*/}
+	amark
+	t_ok "transparent: \"${form%% *}\" request line naming another Host" \
+		FB direct:echo.world.test:80 \
+		"h:${form} HTTP/1.1${CRLF}Host: other.world.test${CRLF}Connection: close${CRLF}${CRLF}" read:3
+	t_contains "refused by the broker" "$T_OUT" "X-Sluice-Reason:"
+	t_ok "the echo server never saw it" not_in_echo "/$path"
+	amark
+	t_ok "CONNECT: the same inside a tunnel" FB proxy c:echo.world.test:80 wait200 \
+		"h:${form}-c HTTP/1.1${CRLF}Host: other.world.test${CRLF}Connection: close${CRLF}${CRLF}" read:3
+	t_contains "refused by the broker" "$T_OUT" "X-Sluice-Reason:"
+	t_ok "the echo server never saw it" not_in_echo "/$path-c"
+done
+
 # --- the transparent path -------------------------------------------------------------
+amark
+t_ok "transparent: 0.6 s of silence, then a ClientHello with another SNI" \
+	FB direct:echo.world.test:443 sleep:0.6 tls:other.world.test read:3
+t_eq "is reset" "reset" "$(result)"
+t_ok "audit sni-mismatch" audited sni-mismatch
+
+amark
+t_ok "transparent: 0.6 s of silence, then a request naming another Host" \
+	FB direct:echo.world.test:80 sleep:0.6 \
+	"h:GET /fb-t-silent HTTP/1.1${CRLF}Host: other.world.test${CRLF}Connection: close${CRLF}${CRLF}" read:3
+t_eq "403 host-mismatch" "403 host-mismatch" "$(inner)"
+t_ok "the echo server never saw it" not_in_echo /fb-t-silent
+
+amark
+t_ok "transparent: 0.6 s of silence, then the right Host" \
+	FB direct:echo.world.test:80 sleep:0.6 "$(req /fb-t-silent-ok echo.world.test)" read:3
+t_contains "reaches the origin" "$T_OUT" '"path": "/fb-t-silent-ok"'
+
+amark
+t_ok "transparent: 0.6 s of silence, then TLS with the right SNI" \
+	FB --ca "$WORLD_CA" direct:echo.world.test:443 sleep:0.6 tls:echo.world.test handshake \
+	tget:echo.world.test:/fb-t-silent-tls
+t_eq "is spliced once examined" "tls-ok" "$(result)"
+t_contains "the origin's certificate" "$T_OUT" "issuer=sluice test world CA"
+
+amark
+t_ok "transparent: silence, then the server speaks first (raw_tcp rule)" \
+	FB direct:echo.world.test:22 read:1 'h:\x00hello\r\n' read:1
+t_contains "spliced: the banner came through" "$T_OUT" "SSH-2.0-sluice-world"
+t_contains "and the server echoes what follows" "$T_OUT" ".hello"
+
+amark
+t_ok "transparent: bytes that are neither HTTP nor TLS to :80" \
+	FB direct:echo.world.test:80 'h:\x00\x01hello\r\n' read:3
+t_eq "are reset" "reset" "$(result)"
+t_ok "audit raw-tcp-not-allowed" audited raw-tcp-not-allowed
+
+amark
+t_ok "transparent: a ClientHello with an ECH extension" \
+	FB direct:echo.world.test:443 tlsech:echo.world.test read:3
+t_eq "is reset" "reset" "$(result)"
+t_ok "audit ech-refused" audited ech-refused
+
+amark
 amark
 t_ok "transparent: \"GE\", a pause, the rest naming another Host" \
 	FB direct:echo.world.test:80 h:GE sleep:0.4 \

@@ -68,7 +68,18 @@ reason() {
 
 # --- explicit path (CONNECT) ---------------------------------------------------
 t_ok "HTTPS in scope, explicit proxy" X curl -sf -m 10 https://echo.world.test/api/x
-t_contains "the echo server saw the injected header" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_contains "the echo server saw the injected header" "$(origin /api/x)" "\"Authorization\", \"Bearer $SECRET\""
+# The echo server answers with what it got: an origin reflecting the request.
+t_not_contains "its answer, reflecting the header, reaches the sandbox without the secret" \
+	"$T_OUT" "$SECRET"
+t_contains "redacted where it stood" "$T_OUT" "\"Authorization\", \"Bearer ******"
+t_ok "the audit line says secret-redacted" \
+	grep -q '"reason":"secret-redacted".*"credential":"echo-token"' "$BROKER_AUDIT"
+t_contains "asked upstream in an encoding the broker can scan" "$(origin /api/x)" \
+	'["Accept-Encoding", "identity"]'
+t_ok "a client asking for gzip" X curl -sf -m 10 -H 'Accept-Encoding: gzip' https://echo.world.test/api/gz
+t_contains "is answered in identity, scanned" "$(origin /api/gz)" '["Accept-Encoding", "identity"]'
+t_not_contains "and redacted" "$T_OUT" "$SECRET"
 t_contains "over TLS to the origin" "$T_OUT" '"scheme": "https"'
 t_ok "the sandbox sees a leaf from its own CA" X openssl s_client -connect echo.world.test:443 \
 	-servername echo.world.test -CAfile "$BUNDLE" -verify_return_error </dev/null
@@ -80,7 +91,7 @@ t_not_contains "the client's value is gone" "$T_OUT" "Bearer mine"
 PH=$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')
 t_contains "the sandbox holds a placeholder" "$PH" "sluice-ph-"
 t_ok "a placeholder in the query over HTTPS, in scope" X curl -sf -m 10 "https://echo.world.test/api/q?t=$PH"
-t_contains "is swapped (no plaintext: allow needed inside TLS)" "$T_OUT" "t=$SECRET"
+t_contains "is swapped (no plaintext: allow needed inside TLS)" "$(origin "/api/q?t=$SECRET")" "t=$SECRET"
 t_eq "the placeholder over HTTPS outside its path" "403 placeholder-out-of-scope" \
 	"$(reason curl -H "X-T: $PH" https://echo.world.test/other)"
 t_eq "the placeholder over plain HTTP (no plaintext: allow)" "403 placeholder-out-of-scope" \
@@ -93,7 +104,8 @@ t_not_contains "no secret" "$T_OUT" "$SECRET"
 # Keep-alive: several requests on one intercepted connection, one handshake.
 t_ok "three requests on one kept-alive connection" \
 	X curl -sf -m 10 https://echo.world.test/api/1 https://echo.world.test/api/2 https://echo.world.test/nothing
-t_eq "each in scope one got the secret" "2" "$(echo "$T_OUT" | grep -o "Bearer $SECRET" | wc -l)"
+t_eq "each in scope one got the secret" "2" \
+	"$({ origin /api/1 | tail -n 1; origin /api/2 | tail -n 1; } | grep -c "Bearer $SECRET")"
 n0=$(grep -c '"reason":"intercepted"' "$BROKER_AUDIT")
 X curl -sf -m 10 -o /dev/null https://echo.world.test/api/1 -o /dev/null https://echo.world.test/api/2 >/dev/null
 t_eq "... over a single TLS connection (one interception for two requests)" "1" \
@@ -114,7 +126,8 @@ t_eq "an upstream with a self-signed certificate" "502 upstream-tls" \
 t_eq "an upstream whose certificate names another host" "502 upstream-tls" \
 	"$(reason curl https://bad.canary.world.test/)"
 t_ok "an intercepted host that verifies" X curl -sf -m 10 https://other.world.test/
-t_contains "gets its header" "$T_OUT" "\"X-Other\", \"$SECRET\""
+t_contains "gets its header" "$(origin / | grep '"server": "11.0.2.20:443"' | tail -n 1)" \
+	"\"X-Other\", \"$SECRET\""
 
 # Hosts outside every scope are spliced: the origin's own certificate.
 t_ok "a host outside every scope is spliced" X curl -sf -m 10 --cacert "$WORLD_CA" https://canary.world.test/
@@ -141,7 +154,8 @@ t_not_contains "no secret over plain HTTP" "$T_OUT" "$SECRET"
 
 # --- transparent path -----------------------------------------------------------
 t_ok "HTTPS in scope, transparent path" X $NOPROXY curl -sf -m 10 https://echo.world.test/api/t
-t_contains "the echo server saw the injected header" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_contains "the echo server saw the injected header" "$(origin /api/t)" "\"Authorization\", \"Bearer $SECRET\""
+t_not_contains "its reflecting answer reaches the sandbox redacted" "$T_OUT" "$SECRET"
 t_eq "transparent, upstream with a bad certificate" "502 upstream-tls" \
 	"$(reason $NOPROXY curl https://other.world.test:8443/)"
 t_ok "transparent, a host outside every scope is spliced" \
@@ -169,7 +183,7 @@ broker_stop
 broker_start
 t_ok "after a broker restart, interception still verifies with the bundle" \
 	X curl -sf -m 10 https://echo.world.test/api/r
-t_contains "and injects" "$T_OUT" "Bearer $SECRET"
+t_contains "and injects" "$(origin /api/r)" "Bearer $SECRET"
 t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 CA1=$(sed -n 2p "$STATE/ca/$S1/ca.crt")
 t_ok "has a CA of its own" test -f "$STATE/ca/$S2/ca.crt"

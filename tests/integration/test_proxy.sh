@@ -30,7 +30,10 @@ egress:
     - host: closed.echo.world.test
     - host: "*.canary.world.test"
     - host: echo.world.test
-      ports: [8443, 22]
+      ports: [8443]
+    - host: echo.world.test
+      ports: [22]
+      raw_tcp: true
     - cidr: 11.0.2.20/32
       ports: [80]
     - cidr: 11.0.9.0/24
@@ -87,6 +90,15 @@ t_ok "cidr rule allows a literal on its port" c1 curl -sf -m 10 $P http://11.0.2
 t_ok "pipelined requests are answered in order" raw \
 	'GET http://echo.world.test/p1 HTTP/1.1\r\nHost: echo.world.test\r\n\r\nGET http://echo.world.test/p2 HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n'
 t_eq "both answers, p1 first" "/p1 /p2" "$(echo "$T_OUT" | grep -o '"path": "/p[12]"' | cut -d'"' -f4 | tr '\n' ' ' | sed 's/ $//')"
+t_ok "a 100 Continue, then a second request on the same connection" raw \
+	'GET http://echo.world.test/interim/100 HTTP/1.1\r\nHost: echo.world.test\r\n\r\nGET http://echo.world.test/i2 HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n'
+t_eq "the interim answer, then each request's own answer in order" "100 200 200" \
+	"$(echo "$T_OUT" | grep -o '^HTTP/1.1 [0-9]*' | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//')"
+t_eq "the final answers belong to /interim/100 and /i2" "/interim/100 /i2" \
+	"$(echo "$T_OUT" | grep -o '"path": "/[a-z0-9/]*"' | cut -d'"' -f4 | tr '\n' ' ' | sed 's/ $//')"
+t_ok "a 103 Early Hints inside an intercepted or plain request" c1 curl -sf -m 10 $P \
+	http://echo.world.test/interim/103
+t_contains "ends with the final answer" "$T_OUT" '"path": "/interim/103"'
 t_ok "SSH-like TCP through CONNECT on an allowed port" raw \
 	'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\nping\n' --hold 2
 t_contains "tunnel carried the banner and the echo" "$T_OUT" "SSH-2.0-sluice-world"

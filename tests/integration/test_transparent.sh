@@ -19,7 +19,10 @@ version: 1
 egress:
   allow:
     - host: echo.world.test
-      ports: [80, 443, 22]
+      ports: [80, 443]
+    - host: echo.world.test
+      ports: [22]
+      raw_tcp: true
     - host: rebind.world.test
 EOF
 broker_start
@@ -46,6 +49,9 @@ t_contains "TLS reached the echo server" "$T_OUT" '"path": "/t2"'
 t_ok "SSH-like TCP to an allowed name and port is tunnelled" \
 	X $NOPROXY bash -c "exec 3<>/dev/tcp/echo.world.test/22; head -c 20 <&3"
 t_contains "the banner came through" "$T_OUT" "SSH-2.0"
+t_fails "bytes that are neither HTTP nor TLS to :80 (no raw_tcp) are reset" \
+	X $NOPROXY bash -c "exec 3<>/dev/tcp/echo.world.test/80; printf '\\001\\002hi\\n' >&3; head -c 20 <&3 | grep -q ."
+t_contains "audit says raw-tcp-not-allowed" "$(cat "$D/audit.log")" '"reason":"raw-tcp-not-allowed"'
 t_ok "an allowed name on a port outside policy" X $NOPROXY curl -s -m 5 -o /dev/null -D - http://echo.world.test:8080/
 t_contains "403 port-not-allowed" "$T_OUT" "X-Sluice-Reason: port-not-allowed"
 t_ok "an address literal" X $NOPROXY curl -s -m 5 -o /dev/null -D - http://11.0.2.10/

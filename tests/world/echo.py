@@ -14,6 +14,8 @@
 # that may carry a body):
 #   /redirect?to=URL[&code=3xx]  that code (default 302) with Location: URL
 #   /status/N                    status N (200..599)
+#   /interim/N                   an interim response N (100..199 but 101),
+#                                then the 200 answer, on the same connection
 #   /bytes/N                     N bytes of 'x' (N <= 1 GiB), streamed
 #   anything else                200
 # The body of every non-/bytes answer is JSON:
@@ -224,6 +226,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.bad("status must be 200..599")
                 return
             self.answer(int(n), rec)
+        elif path.startswith("/interim/"):
+            n = path[len("/interim/"):]
+            if not n.isdigit() or not 100 <= int(n) <= 199 or int(n) == 101:
+                self.bad("interim must be 100..199, not 101")
+                return
+            self.send_response_only(int(n))
+            self.end_headers()
+            self.answer(200, rec)
         elif path.startswith("/bytes/"):
             n = path[len("/bytes/"):]
             if not n.isdigit() or len(n) > 10 or int(n) > MAX_BYTES:
