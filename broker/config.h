@@ -23,12 +23,20 @@ struct broker_config {
 	char upstream_ca[256];
 	char audit_log[256];
 	unsigned workers;		/* 0: one per core */
-	uint32_t max_connections;	/* all sandboxes together */
+	/* The keys a reload changes in the running broker.cfg (main.c,
+	 * broker_reload()) while workers read them: _Atomic, so that every
+	 * read and write is one whole access and not a data race. A plain
+	 * read compiles to an atomic load (a plain mov on x86); never take
+	 * their address as a uint32_t *. Each stands alone: a worker may see
+	 * one key of a reload before another, which is harmless. */
+	_Atomic uint32_t max_connections; /* all sandboxes together */
+	_Atomic uint32_t head_timeout_ms;
+	_Atomic uint32_t connect_timeout_ms;
+	_Atomic uint32_t response_timeout_ms; /* request sent -> response head */
+	_Atomic uint32_t drain_timeout_ms;
+	/* The rest is fixed once the workers run (a reload logs a change to
+	 * it as waiting for a restart). */
 	uint32_t max_head_bytes;
-	uint32_t head_timeout_ms;
-	uint32_t connect_timeout_ms;
-	uint32_t response_timeout_ms;	/* request sent -> response head */
-	uint32_t drain_timeout_ms;
 	uint32_t dns_cache_size;
 	struct sl_addr synthetic_net;	/* synthetic_pool for the DNS filter */
 	unsigned synthetic_plen;

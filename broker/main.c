@@ -131,11 +131,18 @@ int broker_reload(char *err, size_t errlen)
 		if (changed[0])
 			log_warn("reload: changed, in force after a restart only: %s", changed);
 	}
-	broker.cfg.max_connections = c.max_connections;
-	broker.cfg.head_timeout_ms = c.head_timeout_ms;
-	broker.cfg.connect_timeout_ms = c.connect_timeout_ms;
-	broker.cfg.response_timeout_ms = c.response_timeout_ms;
-	broker.cfg.drain_timeout_ms = c.drain_timeout_ms;
+	/* Workers read these as they go (config.h): atomic stores, each on
+	 * its own; relaxed, as nothing else is published through them. */
+	atomic_store_explicit(&broker.cfg.max_connections, c.max_connections,
+			      memory_order_relaxed);
+	atomic_store_explicit(&broker.cfg.head_timeout_ms, c.head_timeout_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&broker.cfg.connect_timeout_ms, c.connect_timeout_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&broker.cfg.response_timeout_ms, c.response_timeout_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&broker.cfg.drain_timeout_ms, c.drain_timeout_ms,
+			      memory_order_relaxed);
 	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
 		char e[300];
 

@@ -7,8 +7,9 @@
  *  2. an address literal that no cidr rule allows is refused;
  *  3. the most specific prefix among deny_ranges and allow_ranges decides,
  *     deny winning a tie; an address in neither is allowed.
- * Addresses that embed an IPv4 address (v4-mapped, NAT64 64:ff9b::/96 and
- * 64:ff9b:1::/48, 6to4 2002::/16) are judged as that IPv4 address. */
+ * Addresses that embed an IPv4 address (v4-mapped, v4-compatible, SIIT,
+ * NAT64, 6to4, ISATAP) are judged as that IPv4 address too; Teredo and odd
+ * 64:ff9b:1::/48 layouts are refused (see judged_address()). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 
 /* IANA special-purpose ranges that are not globally reachable (v4 and v6
  * registries), plus broadcast and the deprecated site-local range. The
- * embedding ranges above are not listed: they are judged by their v4. */
+ * embedding ranges are not listed: they are judged by their v4. */
 const char *const policy_default_deny[] = {
 	"0.0.0.0/8",	   "10.0.0.0/8",      "100.64.0.0/10",	  "127.0.0.0/8",
 	"169.254.0.0/16",  "172.16.0.0/12",   "192.0.0.0/24",	  "192.0.2.0/24",
@@ -170,35 +171,105 @@ static int cidr_rule(const struct policy *p, const struct sl_addr *a, uint16_t p
 	return -1;
 }
 
+/*
+ * The forms that embed an IPv4 address, and what the guard does with each.
+ * The rule: wherever some stack, tunnel or translator on the path could send
+ * the packet to the embedded v4 address, the address is judged as that v4
+ * (as well as as written); a form that embeds more than the guard can judge
+ * is refused outright. Only a cidr rule, checked before any of this, opens
+ * either kind.
+ *
+ *  - v4-mapped ::ffff:0:0/96: common/addr.c stores every v4 address this
+ *    way, so it *is* the v4 address; nothing to do here.
+ *  - v4-compatible ::/96, but not :: and ::1 (RFC 4291 gives those their own
+ *    meaning, and they have their own default ranges): deprecated, yet Linux
+ *    routes ::/96 into sit0's automatic tunnel once sit0 is up, which sends
+ *    to the embedded v4, so `::169.254.169.254` can reach the metadata
+ *    service. Judged as v4.
+ *  - v4-translated ::ffff:0:0:0/96 (RFC 2765 SIIT): a translator turns it
+ *    into the v4 address. Judged as v4.
+ *  - NAT64 64:ff9b::/96: the translator connects to the v4. Judged as v4.
+ *  - local-use NAT64 64:ff9b:1::/48: the v4 in the last 32 bits (a /96 in
+ *    the /48, as deployments use); other layouts are refused rather than
+ *    guessed at.
+ *  - 6to4 2002::/16: a 6to4 host or relay encapsulates to bits 16-47.
+ *    Judged as v4.
+ *  - ISATAP interface ids (RFC 5214) in the low 64 bits of any prefix,
+ *    0000:5efe:V4 and 0200:5efe:V4 (the u bit), and the same with the g bit
+ *    set, which costs nothing to catch: a host with an ISATAP interface on
+ *    that prefix encapsulates straight to V4. Under another prefix the
+ *    address is also an ordinary v6 one, so it is judged both as written
+ *    and as V4, which refuses `<prefix>::5efe:169.254.169.254` while an
+ *    ISATAP host on a public v4 stays reachable. With 2002::/16 it embeds
+ *    two v4 addresses; both are judged.
+ *  - Teredo 2001::/32 (RFC 4380): refused outright. It embeds two v4
+ *    addresses (the server in bits 32-63, the client's NAT mapping in the
+ *    last 32 bits XOR 0xffffffff) and a UDP port; reaching it means UDP to
+ *    what those say through a relay, never a server a policy means. The
+ *    default 2001::/23 holds it already; this keeps it refused when
+ *    allow_ranges carves 2001::/23 out.
+ *
+ * Not recognisable here: a network-specific NAT64 prefix or a 6rd prefix
+ * is chosen by each operator; deny_ranges (checked as written) covers them.
+ */
+#define EMBEDDED_MAX 2
+
+struct judged {
+	struct sl_addr v4[EMBEDDED_MAX]; /* the embedded v4 addresses, v4-mapped */
+	size_t n;
+	const char *refuse; /* the prefix refused outright, or NULL */
+};
+
 static const uint8_t nat64_wkp[12] = { 0x00, 0x64, 0xff, 0x9b };
 static const uint8_t nat64_local[6] = { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 };
+static const uint8_t v4_translated[12] = { [8] = 0xff, [9] = 0xff };
+static const uint8_t teredo[4] = { 0x20, 0x01, 0x00, 0x00 };
+static const uint8_t zero[12];
 
-/*
- * The address to judge: the embedded v4 for the translation ranges. For
- * 64:ff9b:1::/48 the v4 is taken from the last 32 bits (a /96 within the
- * /48, as NAT64 deployments use); other layouts are refused outright
- * (*refuse set) rather than guessed at.
- */
-static void judged_address(const struct sl_addr *a, struct sl_addr *out, bool *refuse)
+static void embed(struct judged *j, const uint8_t *b)
 {
-	static const uint8_t zero[10];
+	addr_from_v4(&j->v4[j->n++], (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+					     (uint32_t)b[2] << 8 | b[3]);
+}
 
-	*refuse = false;
-	*out = *a;
-	if (memcmp(a->b, nat64_wkp, 12) == 0) {
-		addr_from_v4(out, (uint32_t)a->b[12] << 24 | (uint32_t)a->b[13] << 16 |
-					  (uint32_t)a->b[14] << 8 | a->b[15]);
-	} else if (memcmp(a->b, nat64_local, 6) == 0) {
+static bool is_isatap_id(const struct sl_addr *a)
+{
+	return (a->b[8] & ~0x03) == 0 && a->b[9] == 0 && a->b[10] == 0x5e && a->b[11] == 0xfe;
+}
+
+/* What @a embeds, per the list above. */
+static void judged_address(const struct sl_addr *a, struct judged *j)
+{
+	j->n = 0;
+	j->refuse = NULL;
+	if (addr_is_v4(a))
+		return;
+	if (memcmp(a->b, zero, 12) == 0) {
+		/* :: and ::1 are not v4-compatible */
+		if (a->b[12] || a->b[13] || a->b[14] || a->b[15] > 1)
+			embed(j, a->b + 12);
+		return;
+	}
+	if (memcmp(a->b, v4_translated, 12) == 0 || memcmp(a->b, nat64_wkp, 12) == 0) {
+		embed(j, a->b + 12);
+		return;
+	}
+	if (memcmp(a->b, nat64_local, 6) == 0) {
 		if (memcmp(a->b + 6, zero, 6) != 0) {
-			*refuse = true;
+			j->refuse = "64:ff9b:1::/48";
 			return;
 		}
-		addr_from_v4(out, (uint32_t)a->b[12] << 24 | (uint32_t)a->b[13] << 16 |
-					  (uint32_t)a->b[14] << 8 | a->b[15]);
-	} else if (a->b[0] == 0x20 && a->b[1] == 0x02) {
-		addr_from_v4(out, (uint32_t)a->b[2] << 24 | (uint32_t)a->b[3] << 16 |
-					  (uint32_t)a->b[4] << 8 | a->b[5]);
+		embed(j, a->b + 12);
+		return;
 	}
+	if (memcmp(a->b, teredo, 4) == 0) {
+		j->refuse = "2001::/32";
+		return;
+	}
+	if (a->b[0] == 0x20 && a->b[1] == 0x02)
+		embed(j, a->b + 2);
+	if (is_isatap_id(a))
+		embed(j, a->b + 12);
 }
 
 static const char *const verdict_reason[] = {
@@ -221,9 +292,10 @@ enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a,
 				uint16_t port, enum guard_origin origin,
 				struct guard_result *res)
 {
-	struct sl_addr j;
-	bool held, refuse;
+	struct judged j;
+	bool held;
 	int32_t rg;
+	size_t i;
 	int rule;
 
 	res->range[0] = '\0';
@@ -241,22 +313,25 @@ enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a,
 		return verdict(res, held ? GUARD_PORT_NOT_ALLOWED : GUARD_ADDRESS_LITERAL);
 
 	/* The address as written first (a policy may deny 2002::/16 itself),
-	 * then the v4 address it embeds. */
+	 * then every v4 address it embeds: each must pass. */
 	rg = longest_range(p, a);
 	if (rg >= 0 && !p->ranges[rg].allow) {
 		snprintf(res->range, sizeof(res->range), "%s", p->ranges[rg].text);
 		return verdict(res, GUARD_ADDRESS_DENIED);
 	}
-	judged_address(a, &j, &refuse);
-	if (refuse) {
-		snprintf(res->range, sizeof(res->range), "64:ff9b:1::/48");
+	judged_address(a, &j);
+	if (j.refuse) {
+		snprintf(res->range, sizeof(res->range), "%s", j.refuse);
 		return verdict(res, GUARD_ADDRESS_DENIED);
 	}
-	if (memcmp(&j, a, sizeof(j)) != 0)
-		rg = longest_range(p, &j);
-	if (rg >= 0 && !p->ranges[rg].allow) {
-		snprintf(res->range, sizeof(res->range), "%s", p->ranges[rg].text);
-		return verdict(res, GUARD_ADDRESS_DENIED);
+	for (i = 0; i < j.n; i++) {
+		/* The v4 range names the decision: for ::ffff:10.1.2.3 under
+		 * allow_ranges [10.1.0.0/16], that carve-out. */
+		rg = longest_range(p, &j.v4[i]);
+		if (rg >= 0 && !p->ranges[rg].allow) {
+			snprintf(res->range, sizeof(res->range), "%s", p->ranges[rg].text);
+			return verdict(res, GUARD_ADDRESS_DENIED);
+		}
 	}
 	if (rg >= 0)
 		snprintf(res->range, sizeof(res->range), "%s", p->ranges[rg].text);

@@ -150,8 +150,9 @@ struct guard_result {
 /**
  * policy_guard() - the address guard: may the broker connect to @a:@port?
  * @p:      compiled policy
- * @a:      the address (embedded v4 in ::ffff:0:0/96, 64:ff9b::/96,
- *          64:ff9b:1::/48 and 2002::/16 is judged as that v4 address)
+ * @a:      the address (one embedding a v4 address, v4-mapped,
+ *          v4-compatible, v4-translated, NAT64, 6to4 or ISATAP, is judged
+ *          as that v4 address too; Teredo is refused: see guard.c)
  * @port:   destination port
  * @origin: whether the address came from resolving an allowed name
  * @res:    the verdict and why

@@ -25,6 +25,7 @@ egress:
     - host: rebind.world.test
     - host: metadata.world.test
     - host: loop.world.test
+    - host: compat.world.test
     - host: mixed.world.test
     - host: nx.world.test
     - host: closed.echo.world.test
@@ -115,6 +116,11 @@ t_eq "cidr rule on another port" "403 port-not-allowed" "$(reason http://11.0.2.
 t_eq "allowed name resolving into 10/8 (rebinding)" "403 address-denied" "$(reason http://rebind.world.test/)"
 t_eq "allowed name resolving to metadata" "403 address-denied" "$(reason http://metadata.world.test/)"
 t_eq "allowed name resolving to loopback" "403 address-denied" "$(reason http://loop.world.test/)"
+# Its only answer is AAAA ::169.254.169.254, judged as 169.254.169.254.
+t_eq "allowed name resolving to v4-compatible ::169.254.169.254" "403 address-denied" \
+	"$(reason http://compat.world.test/)"
+t_eq "... via CONNECT" "403 address-denied" "$(reason https://compat.world.test/ -k)"
+t_eq "... and the decoy there saw nothing" "" "$(world_decoy_hits | grep -F '::169.254.169.254')"
 t_eq "the broker's own address and port" "403 broker-address" "$(reason http://11.0.0.2:3128/)"
 t_eq "redirect to a host outside policy" "403 redirect-outside-policy" \
 	"$(reason 'http://echo.world.test/redirect?to=http://other.world.test/&code=302')"

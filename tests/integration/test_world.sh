@@ -61,6 +61,8 @@ loop.world.test|A|rcode NOERROR A 127.0.0.1
 mixed.world.test|A|rcode NOERROR A 10.0.0.5 A 11.0.2.10
 v6only.world.test|A|rcode NOERROR
 v6only.world.test|AAAA|rcode NOERROR AAAA fd00::5
+compat.world.test|A|rcode NOERROR
+compat.world.test|AAAA|rcode NOERROR AAAA ::a9fe:a9fe
 x-7f3a.canary.world.test|A|rcode NOERROR A 11.0.2.10
 nosuch.world.test|A|rcode NXDOMAIN
 example.com|A|rcode NXDOMAIN

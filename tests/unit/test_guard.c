@@ -184,7 +184,8 @@ static const struct row default_rows[] = {
 	/* ::/128 (nothing below it) and ::1/128 */
 	D("::", "::/128"),
 	D("::1", "::1/128"),
-	OK("::2"),
+	/* ::2 is v4-compatible ::0.0.0.2, judged as 0.0.0.2 */
+	D("::2", "0.0.0.0/8"),
 	/* 100::/64 */
 	OK("ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
 	D("100::", "100::/64"),
@@ -322,6 +323,45 @@ static const struct row embedded_rows[] = {
 	D("2002:a9fe:a9fe::", "169.254.0.0/16"),
 	OK("2002:808:808::"),
 	OK("2002:808:808:1:2:3:4:5"),
+	/* IPv4-compatible ::/96 (deprecated, but Linux's sit0 still tunnels
+	 * it to the v4 address), other than :: and ::1 */
+	D("::169.254.169.254", "169.254.0.0/16"),
+	D("::127.0.0.1", "127.0.0.0/8"),
+	D("::10.0.0.1", "10.0.0.0/8"),
+	D("::0.0.0.2", "0.0.0.0/8"),
+	D("::255.255.255.255", "255.255.255.255/32"),
+	OK("::8.8.8.8"),
+	OK("::1.0.0.0"),
+	/* IPv4-translated ::ffff:0:0:0/96 (RFC 2765 SIIT) */
+	D("::ffff:0:169.254.169.254", "169.254.0.0/16"),
+	D("::ffff:0:127.0.0.1", "127.0.0.0/8"),
+	D("::ffff:0:10.0.0.1", "10.0.0.0/8"),
+	OK("::ffff:0:8.8.8.8"),
+	/* ISATAP interface ids 0000:5efe and 0200:5efe (u bit; the g bit
+	 * too) in the low 64 bits, under any prefix */
+	D("2606:4700:1::5efe:169.254.169.254", "169.254.0.0/16"),
+	D("2606:4700:1::200:5efe:127.0.0.1", "127.0.0.0/8"),
+	D("2606:4700:1::100:5efe:10.0.0.1", "10.0.0.0/8"),
+	D("2606:4700:1::300:5efe:10.0.0.1", "10.0.0.0/8"),
+	D("::5efe:169.254.169.254", "169.254.0.0/16"),
+	D("::200:5efe:10.0.0.1", "10.0.0.0/8"),
+	OK("2606:4700:1::5efe:8.8.8.8"),
+	OK("2606:4700:1::200:5efe:8.8.8.8"),
+	OK("::5efe:8.8.8.8"),
+	/* ... the prefix as written still counts */
+	D("fe80::5efe:8.8.8.8", "fe80::/10"),
+	D("fd00::200:5efe:8.8.8.8", "fc00::/7"),
+	/* ... near misses are not ISATAP */
+	OK("2606:4700:1::400:5efe:a00:1"),
+	OK("2606:4700:1::5eff:a00:1"),
+	OK("2606:4700:1:0:1:5efe:a00:1"),
+	/* 6to4 with an ISATAP id embeds two v4 addresses: both are judged */
+	D("2002:808:808::5efe:10.0.0.1", "10.0.0.0/8"),
+	D("2002:a00:1::200:5efe:8.8.8.8", "10.0.0.0/8"),
+	OK("2002:808:808::5efe:8.8.4.4"),
+	/* Teredo 2001::/32 is in the default 2001::/23 (see
+	 * test_teredo_refused for a policy that carves that out) */
+	D("2001:0:a9fe:a9fe::", "2001::/23"),
 	/* Public v6 */
 	OK("2606:4700::1"),
 };
@@ -330,6 +370,45 @@ static void test_embedded(void **state)
 {
 	(void)state;
 	check_rows("embedded", "version: 1\n", embedded_rows, ARRAY_SIZE(embedded_rows));
+}
+
+/*
+ * Teredo 2001::/32 is refused outright, even where allow_ranges carves the
+ * default 2001::/23 out: it embeds two v4 addresses (the server in bits
+ * 32-63, the client's NAT mapping as the last 32 bits XOR 0xffffffff) and a
+ * port, and reaching it means UDP to whatever those say. Only a cidr rule
+ * (precedence 1) opens it.
+ */
+static void test_teredo_refused(void **state)
+{
+	static const struct row rows[] = {
+		/* server 169.254.169.254, client 8.8.8.8 */
+		D("2001:0:a9fe:a9fe::f7f7:f7f7", "2001::/32"),
+		/* server 8.8.8.8, client 127.0.0.1 */
+		D("2001:0:808:808::80ff:fffe", "2001::/32"),
+		/* server 8.8.8.8, client 10.0.0.1 */
+		D("2001:0:808:808::f5ff:fffe", "2001::/32"),
+		/* server 8.8.8.8, client 8.8.8.8: public, still refused */
+		D("2001:0:808:808:8000:ffff:f7f7:f7f7", "2001::/32"),
+		D("2001::", "2001::/32"),
+		D("2001:0:ffff:ffff:ffff:ffff:ffff:ffff", "2001::/32"),
+		/* The rest of the carve-out is open, as the policy says. */
+		{ "2001:1::1", 443, NAME, ALLOW, "2001::/23", -1 },
+		{ "2001:1ff::1", 443, NAME, ALLOW, "2001::/23", -1 },
+		/* A cidr rule still opens Teredo, for its ports. */
+		{ "2001:0:808:808::1", 443, NAME, ALLOW, "", 0 },
+		{ "2001:0:808:808::1", 443, LIT, ALLOW, "", 0 },
+		{ "2001:0:808:808::1", 80, NAME, DENIED, "2001::/32", -1 },
+	};
+
+	(void)state;
+	check_rows("allow_ranges 2001::/23",
+		   "version: 1\n"
+		   "egress:\n"
+		   "  allow:\n"
+		   "    - { cidr: \"2001:0:808:808::1/128\", ports: [443] }\n"
+		   "  allow_ranges: [\"2001::/23\"]\n",
+		   rows, ARRAY_SIZE(rows));
 }
 
 /* ---- literals and cidr rules --------------------------------------------- */
@@ -422,6 +501,9 @@ static void test_allow_ranges_carve_out(void **state)
 		{ "::ffff:10.1.2.3", 443, NAME, ALLOW, "10.1.0.0/16", -1 },
 		{ "64:ff9b::a01:203", 443, NAME, ALLOW, "10.1.0.0/16", -1 },
 		{ "2002:a01:203::", 443, NAME, ALLOW, "10.1.0.0/16", -1 },
+		{ "::10.1.2.3", 443, NAME, ALLOW, "10.1.0.0/16", -1 },
+		{ "2606:4700:1::5efe:10.1.2.3", 443, NAME, ALLOW, "10.1.0.0/16", -1 },
+		D("::10.2.0.1", "10.0.0.0/8"),
 		/* A carve-out does not open literals. */
 		{ "10.1.2.3", 443, LIT, LITERAL, "", -1 },
 		/* Other defaults stay. */
@@ -526,6 +608,9 @@ static void test_deny_ranges_add_to_defaults(void **state)
 		D("::ffff:8.8.8.8", "8.8.8.0/24"),
 		D("64:ff9b::808:808", "8.8.8.0/24"),
 		D("2002:808:808::", "8.8.8.0/24"),
+		D("::8.8.8.8", "8.8.8.0/24"),
+		D("::ffff:0:8.8.8.8", "8.8.8.0/24"),
+		D("2606:4701::5efe:8.8.8.8", "8.8.8.0/24"),
 		/* v6 user ranges */
 		D("2606:4700::1", "2606:4700::/32"),
 		OK("2606:4701::1"),
@@ -583,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_default_ranges),
 		cmocka_unit_test(test_default_ranges_covered),
 		cmocka_unit_test(test_embedded),
+		cmocka_unit_test(test_teredo_refused),
 		cmocka_unit_test(test_cidr_rules),
 		cmocka_unit_test(test_cidr_rules_chained),
 		cmocka_unit_test(test_allow_ranges_carve_out),

@@ -76,7 +76,7 @@ struct fake_dns {
 	pthread_mutex_t lock;
 	struct fake_name names[FAKE_NAMES];
 	int nnames;
-	bool drop_unknown;
+	bool drop_unknown; /* under lock: tests set it while the server runs */
 	unsigned int total;
 	unsigned int unknown;
 	unsigned int malformed;
@@ -104,7 +104,7 @@ static size_t fake_answer(struct fake_dns *d, const unsigned char *q,
 	size_t off = 12, nl = 0, o;
 	unsigned int qtype, an = 0;
 	struct fake_name rec = {.rcode = 3};
-	bool found = false;
+	bool found = false, drop_unknown;
 
 	if (len < 12 || ((q[4] << 8) | q[5]) != 1 || (q[2] & 0x80)) {
 		pthread_mutex_lock(&d->lock);
@@ -152,9 +152,10 @@ static size_t fake_answer(struct fake_dns *d, const unsigned char *q,
 	}
 	if (!found)
 		d->unknown++;
+	drop_unknown = d->drop_unknown;
 	pthread_mutex_unlock(&d->lock);
 
-	if (rec.drop || (!found && d->drop_unknown))
+	if (rec.drop || (!found && drop_unknown))
 		return 0;
 	if (off > outsz)
 		return 0;
@@ -286,6 +287,13 @@ static void fake_stop(struct fake_dns *d)
 	pthread_join(d->th, NULL);
 	close(d->fd);
 	pthread_mutex_destroy(&d->lock);
+}
+
+static void fake_drop_unknown(struct fake_dns *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->drop_unknown = true;
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* Adds (or replaces) a name. @v6 holds @n6 text addresses. */
@@ -736,8 +744,8 @@ static void test_deadline_with_two_servers(void **state)
 	(void)state;
 	fake_start(second);
 	W.have_second = true;
-	second->drop_unknown = true;
-	W.dns.drop_unknown = true;
+	fake_drop_unknown(second);
+	fake_drop_unknown(&W.dns);
 	resolver_free(W.r);
 	snprintf(servers, sizeof(servers), "127.0.0.1:%u,127.0.0.1:%u",
 		 W.dns.port, second->port);
@@ -1005,7 +1013,7 @@ static void test_inflight_bound_and_free(void **state)
 
 	(void)state;
 	assert_non_null(x);
-	W.dns.drop_unknown = true;
+	fake_drop_unknown(&W.dns);
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "n%d.cap.test", i);
 		assert_int_equal(

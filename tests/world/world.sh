@@ -17,8 +17,9 @@
 # banner), and decoys on private, CGNAT, link-local/metadata, documentation
 # and ULA addresses plus a UDP listener on 11.0.3.1 (53, 443, 9999). For the
 # probe's allowlist-edge checks dnsmasq also answers *.evil.world.test and
-# evil-echo.world.test (11.0.2.20), and echo.world.test has a NULL record
-# next to its TXT one. world_add_routed gives a namespace plain routed
+# evil-echo.world.test (11.0.2.20), echo.world.test has a NULL record
+# next to its TXT one, and compat.world.test has only the AAAA
+# ::169.254.169.254 (a v4-compatible address, on a decoy). world_add_routed gives a namespace plain routed
 # access to the internet namespace, with no broker. A decoy
 # answers like a real server, so that a leak looks like success to the code
 # under test, and writes a HIT line that the test then finds.
@@ -50,7 +51,8 @@ WORLD_OTHER4=11.0.2.20
 WORLD_ECHO6=2600:1::10
 WORLD_UDP4=11.0.3.1
 WORLD_DECOYS4="10.0.0.5 172.16.0.5 192.168.1.5 100.64.0.5 169.254.169.254 169.254.170.2 192.0.2.5 198.51.100.5 203.0.113.5 100.100.100.200"
-WORLD_DECOYS6="fd00::5 fd00:ec2::254 2001:db8::5"
+# ::169.254.169.254 (v4-compatible: Linux's sit0 tunnels ::/96 to the v4)
+WORLD_DECOYS6="fd00::5 fd00:ec2::254 2001:db8::5 ::169.254.169.254"
 
 _world_err() { echo "world: $*" >&2; }
 
@@ -192,6 +194,7 @@ _world_servers() {
 		--host-record=mixed.world.test,10.0.0.5 \
 		--host-record=mixed.world.test,11.0.2.10 \
 		--host-record=v6only.world.test,fd00::5 \
+		--host-record=compat.world.test,::169.254.169.254 \
 		--address=/canary.world.test/11.0.2.10 \
 		--txt-record=echo.world.test,"sluice-world echo" \
 		--txt-record=ready.world.test,ready \
