@@ -380,6 +380,68 @@ bool cred_path_match(const char *glob, const char *path, size_t len)
 	return *g == '\0';
 }
 
+/*
+ * Could an origin, or a front end before it, read @path as a path other
+ * than the one a glob was compared with?  Raw comparison already fails
+ * closed on anything encoded inside the part a glob names literally; what
+ * is left is the part a '*' covers, where "/api/..;/admin",
+ * "/api/%252e%252e/admin" or "/api/..%00/admin" matches "/api/" followed
+ * by '*' and a server reads /admin.  So, anywhere in the path: no ';'
+ * (servers that strip path parameters), no '\' (Windows separators), no
+ * empty segment ("//", merged by many), no segment made only of dots and
+ * spaces (".", "..", and "..." or "..%20", which Windows trims into ".."
+ * or nothing), and no percent-escape for a byte a server could decode
+ * into another path: '.', '/', '\', '%' (decoded twice), ';', '?', '#',
+ * controls (NUL cuts, TAB and others are trimmed) and every non-ASCII
+ * byte (overlong UTF-8 such as %c0%ae, and characters that best-fit or
+ * NFKC mappings fold into '.' or '/').  Strict on purpose: a legitimate
+ * path this refuses only goes without the credential.
+ */
+static bool path_scope_safe(const char *p, size_t len)
+{
+	size_t i, seg_start = 0;
+	bool trimmable = true; /* the segment so far is dots and spaces */
+
+	if (len == 0 || p[0] != '/')
+		return false;
+	for (i = 1; i <= len; i++) {
+		unsigned char ch;
+
+		if (i == len || p[i] == '/') {
+			/* seg_start is the '/' before the segment: an empty
+			 * one is refused but for a trailing '/'. */
+			if (i == seg_start + 1 ? i < len : trimmable)
+				return false;
+			seg_start = i;
+			trimmable = true;
+			continue;
+		}
+		ch = (unsigned char)p[i];
+		if (ch == '%') {
+			int hi, lo;
+
+			if (len - i < 3)
+				return false;
+			hi = hexval(text_lower(p[i + 1]));
+			lo = hexval(text_lower(p[i + 2]));
+			if (hi < 0 || lo < 0)
+				return false;
+			ch = (unsigned char)(hi << 4 | lo);
+			i += 2;
+			if (ch < 0x20 || ch >= 0x7f || strchr("./\\%;?#", ch))
+				return false;
+			if (ch != ' ')
+				trimmable = false;
+			continue;
+		}
+		if (ch <= 0x20 || ch >= 0x7f || ch == ';' || ch == '\\')
+			return false;
+		if (ch != '.')
+			trimmable = false;
+	}
+	return true;
+}
+
 bool cred_in_scope(const struct policy_credential *c, const char *host,
 		   const char *method, const struct http_request *req)
 {
@@ -421,7 +483,8 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 	}
 
 	if (c->n_paths) {
-		if (!req || req->path_ambiguous)
+		if (!req || req->path_ambiguous ||
+		    !path_scope_safe(req->path.ptr, req->path.len))
 			return false;
 		ok = false;
 		for (i = 0; i < c->n_paths && !ok; i++)

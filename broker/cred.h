@@ -151,9 +151,13 @@ bool cred_path_match(const char *glob, const char *path, size_t len);
  *
  * Host in c->hosts; method in c->methods (any when none; methods are
  * case-sensitive); path matching one of c->paths (any when none).  A path
- * the parser flagged ambiguous (dot segments, encoded '/' or '\') never
- * satisfies a path scope: "/repos/acme/../other" must not get the
- * credential meant for /repos/acme/.
+ * some server could read as another path never satisfies a path scope:
+ * "/repos/acme/../other" must not get the credential meant for
+ * /repos/acme/.  Refused in any segment: '.' and '..' segments (and
+ * segments of only dots and encoded spaces), empty segments ("//"), ';'
+ * (path parameters: "/repos/acme/..;/other"), '\', and percent-escapes
+ * of '.', '/', '\', '%' (so "%252e%252e"), ';', '?', '#', control bytes
+ * ("%00", "%09") and non-ASCII bytes (overlong UTF-8 "%c0%ae").
  *
  * Return: true when in scope.
  */

@@ -78,6 +78,13 @@ reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |
 		t_status_reason
 }
+# Paths a server may read as another path (outside /api/) never match.
+for p in '/api/..;/x' '/api/%252e%252e/x' '/api/%c0%ae%c0%ae/x' '/api/..%00/x' '/api/..%09/x'; do
+	t_ok "path $p: forwarded" X curl -sf -m 10 --path-as-is "http://echo.world.test$p"
+	t_not_contains "path $p: without the secret" "$T_OUT" "$SECRET"
+	t_eq "path $p: its placeholder is refused" "403 placeholder-out-of-scope" \
+		"$(reason curl --path-as-is -H "Authorization: Bearer $PH" "http://echo.world.test$p")"
+done
 t_eq "the placeholder sent to another allowed host" "403 placeholder-out-of-scope" \
 	"$(reason curl -H "Authorization: Bearer $PH" http://other.world.test/)"
 t_eq "the placeholder with a method outside scope" "403 placeholder-out-of-scope" \

@@ -346,6 +346,102 @@ static void test_in_scope(void **state)
 	assert_false(cred_in_scope(NULL, "a.example.com", "GET", NULL));
 }
 
+/*
+ * Paths a server could read as another path than the glob saw: never in a
+ * path scope (github's: "/repos/acme/" then '*').  Each bypass form once
+ * matched, since the glob's '*' covers it; the first rows are requests
+ * that must still match.
+ */
+static void test_path_scope_bypass(void **state)
+{
+	static const struct {
+		const char *path;
+		bool in_scope;
+	} tab[] = {
+		{ "/repos/acme/x", true },
+		{ "/repos/acme/x/y.json", true },
+		{ "/repos/acme/", true },
+		{ "/repos/acme/a.b/..c/x...y", true },
+		{ "/repos/acme/name%20with%20spaces", true },
+		{ "/repos/acme/a%3Ab%40c%2B", true },
+		{ "/repos/acme/x?q=..;/%2e%00", true }, /* the query is not the path */
+		/* path parameters: "..;" is ".." to a server that strips them */
+		{ "/repos/acme/..;/other", false },
+		{ "/repos/acme/x;v=1", false },
+		{ "/repos/acme/x;/y", false },
+		{ "/repos/acme/;/../other", false },
+		/* dot segments, literal or encoded in any case, single or double */
+		{ "/repos/acme/../other", false },
+		{ "/repos/acme/./x", false },
+		{ "/repos/acme/x/..", false },
+		{ "/repos/acme/%2e%2e/other", false },
+		{ "/repos/acme/%2E%2e/other", false },
+		{ "/repos/acme/.%2E/other", false },
+		{ "/repos/acme/%252e%252e/other", false },
+		{ "/repos/acme/%252E%252E/other", false },
+		{ "/repos/acme/%25252e%25252e/other", false },
+		{ "/repos/acme/x%2ejson", false },
+		{ "/repos/acme/.../other", false },
+		{ "/repos/acme/..%20/other", false },
+		{ "/repos/acme/%20/other", false },
+		/* overlong UTF-8 dots and slashes, and other non-ASCII */
+		{ "/repos/acme/%c0%ae%c0%ae/other", false },
+		{ "/repos/acme/%C0%AE%C0%AE/other", false },
+		{ "/repos/acme/%e0%80%ae%e0%80%ae/other", false },
+		{ "/repos/acme/..%c0%afother", false },
+		{ "/repos/acme/%ef%bc%8e%ef%bc%8e/other", false },
+		/* dots followed by a NUL, TAB or another control byte */
+		{ "/repos/acme/..%00/other", false },
+		{ "/repos/acme/..%09/other", false },
+		{ "/repos/acme/.%0a./other", false },
+		{ "/repos/acme/x%0d%0a", false },
+		{ "/repos/acme/x%7f", false },
+		/* separators: backslash, encoded slash or backslash */
+		{ "/repos/acme/..\\other", false },
+		{ "/repos/acme\\..\\..\\other", false },
+		{ "/repos/acme/..%2fother", false },
+		{ "/repos/acme/..%2Fother", false },
+		{ "/repos/acme/..%5cother", false },
+		{ "/repos/acme/%5C..%5Cother", false },
+		/* empty segments, encoded '?' or '#' that cut the path */
+		{ "/repos/acme//x", false },
+		{ "/repos/acme/x//", false },
+		{ "/repos/acme/x%3f/../y", false },
+		{ "/repos/acme/x%3F", false },
+		{ "/repos/acme/x%23", false },
+		/* a stray '%' */
+		{ "/repos/acme/x%", false },
+	};
+	const struct policy_credential *gh, *wild;
+	char head[512];
+	size_t i, bad = 0;
+
+	(void)state;
+	gh = policy_credential_get(pol, (size_t)i_github);
+	wild = policy_credential_get(pol, (size_t)i_wild);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		struct http_request req;
+		int n = snprintf(head, sizeof(head),
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+				 tab[i].path);
+		int r = http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req);
+
+		/* One the parser refuses never reaches a scope: as good. */
+		if (r <= 0 ? tab[i].in_scope
+			   : cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+			print_error("%s: %s, want %s\n", tab[i].path,
+				    r <= 0 ? "parser refused it" :
+				    tab[i].in_scope ? "out of scope" : "in scope",
+				    tab[i].in_scope ? "in scope" : "out of scope");
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	/* A credential without a path scope is not concerned. */
+	assert_true(cred_in_scope(wild, "a.example.com", NULL,
+				  parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
+}
+
 static void test_build_injection(void **state)
 {
 	struct policy_credential c = { .name = (char *)"t",
@@ -1295,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(test_host_match),
 		cmocka_unit_test(test_path_match),
 		cmocka_unit_test(test_in_scope),
+		cmocka_unit_test(test_path_scope_bypass),
 		cmocka_unit_test(test_build_injection),
 		cmocka_unit_test_setup_teardown(test_secret_load, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_table),
