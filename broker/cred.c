@@ -442,6 +442,183 @@ static bool path_scope_safe(const char *p, size_t len)
 	return true;
 }
 
+/* Is @m (@len bytes, compared in upper case) one of @c's methods? */
+static bool method_listed(const struct policy_credential *c, const char *m,
+			  size_t len)
+{
+	size_t i, k;
+
+	for (i = 0; i < c->n_methods; i++) {
+		const char *w = c->methods[i];
+
+		if (strlen(w) != len)
+			continue;
+		for (k = 0; k < len; k++)
+			if (text_lower(w[k]) != text_lower(m[k]))
+				break;
+		if (k == len)
+			return true;
+	}
+	return false;
+}
+
+/* An override value must be one method: a token (RFC 9110 tchar). */
+static bool method_token(const char *m, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)m[i];
+
+		if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
+			return false;
+	}
+	return true;
+}
+
+/* An override header's name, '_' read as '-' (CGI maps both to one
+ * variable): X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override. */
+static bool is_override_header(struct http_slice name)
+{
+	static const char *const names[] = { "x-http-method-override",
+					     "x-http-method", "x-method-override" };
+	size_t i, k;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *w = names[i];
+
+		if (name.len != strlen(w))
+			continue;
+		for (k = 0; k < name.len; k++) {
+			char ch = text_lower(name.ptr[k]);
+
+			if ((ch == '_' ? '-' : ch) != w[k])
+				break;
+		}
+		if (k == name.len)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Percent-decodes @s into @out, '+' as a space, at most @cap bytes (*cut
+ * says whether more followed).  A '%' without two hex digits stays as it
+ * is, as most decoders leave it.  Return: the decoded length.
+ */
+static size_t form_decode(const char *s, size_t len, char *out, size_t cap,
+			  bool *cut)
+{
+	size_t i, o = 0;
+
+	*cut = false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if (ch == '%' && len - i >= 3 && hexval(text_lower(s[i + 1])) >= 0 &&
+		    hexval(text_lower(s[i + 2])) >= 0) {
+			ch = (char)(hexval(text_lower(s[i + 1])) << 4 |
+				    hexval(text_lower(s[i + 2])));
+			i += 2;
+		} else if (ch == '+') {
+			ch = ' ';
+		}
+		if (o == cap) {
+			*cut = true;
+			break;
+		}
+		out[o++] = ch;
+	}
+	return o;
+}
+
+/*
+ * Is a query parameter named @key (raw) a "_method" override?  Read as
+ * the most lenient framework would: decoded, ASCII case folded, leading
+ * spaces dropped, ' ' and '.' as '_' (PHP's names), an array suffix
+ * ("_method[]") allowed.
+ */
+static bool is_override_param(const char *key, size_t len)
+{
+	char k[64];
+	bool cut;
+	size_t n = form_decode(key, len, k, sizeof(k), &cut), i = 0, j;
+
+	while (i < n && k[i] == ' ')
+		i++;
+	/* Cut before the name could be read: cannot tell, so it counts. */
+	if (n - i < 7)
+		return cut;
+	for (j = 0; j < 7; j++) {
+		char ch = text_lower(k[i + j]);
+
+		if (ch == ' ' || ch == '.')
+			ch = '_';
+		if (ch != "_method"[j])
+			return false;
+	}
+	return n - i == 7 || k[i + 7] == '[';
+}
+
+/*
+ * Method overrides: origins that honour X-HTTP-Method-Override and its
+ * siblings, or a "_method" parameter, do what they name, not what the
+ * request line says.  Each one must name a method of the scope too (the
+ * origin may honour it or not: both must be in scope); one that does not
+ * read as a single method is never in scope.  Only the query is seen: a
+ * "_method" in a form body is not (README says so).
+ */
+static bool overrides_in_scope(const struct policy_credential *c,
+			       const struct http_request *req)
+{
+	size_t i;
+
+	for (i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+		const char *v = h->value.ptr;
+		size_t vl = h->value.len;
+
+		if (!is_override_header(h->name))
+			continue;
+		while (vl && (*v == ' ' || *v == '\t')) {
+			v++;
+			vl--;
+		}
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		if (!method_token(v, vl) || !method_listed(c, v, vl))
+			return false;
+	}
+	if (req->has_query) {
+		const char *q = req->query.ptr, *end = q + req->query.len;
+
+		while (q < end) {
+			const char *pe = q, *eq;
+			char m[32];
+			bool cut = false;
+			size_t n;
+
+			/* '&', and ';' which some frameworks split on too. */
+			while (pe < end && *pe != '&' && *pe != ';')
+				pe++;
+			eq = memchr(q, '=', (size_t)(pe - q));
+			if (is_override_param(q, (size_t)((eq ? eq : pe) - q))) {
+				n = eq ? form_decode(eq + 1, (size_t)(pe - eq - 1), m,
+						     sizeof(m), &cut)
+				       : 0;
+				if (cut || !method_token(m, n) || !method_listed(c, m, n))
+					return false;
+			}
+			if (pe == end)
+				break;
+			q = pe + 1;
+		}
+	}
+	return true;
+}
+
 bool cred_in_scope(const struct policy_credential *c, const char *host,
 		   const char *method, const struct http_request *req)
 {
@@ -478,7 +655,7 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 		for (i = 0; i < c->n_methods && !ok; i++)
 			ok = strlen(c->methods[i]) == ml &&
 			     memcmp(c->methods[i], m, ml) == 0;
-		if (!ok)
+		if (!ok || (req && !overrides_in_scope(c, req)))
 			return false;
 	}
 

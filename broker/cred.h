@@ -150,7 +150,10 @@ bool cred_path_match(const char *glob, const char *path, size_t len);
  *          and @c has no path scope
  *
  * Host in c->hosts; method in c->methods (any when none; methods are
- * case-sensitive); path matching one of c->paths (any when none).  A path
+ * case-sensitive), and so is every method an override asks for
+ * (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, '_' read as
+ * '-', or a "_method" query parameter, compared in any case); an override
+ * that does not read as one method is never in scope; path matching one of c->paths (any when none).  A path
  * some server could read as another path never satisfies a path scope:
  * "/repos/acme/../other" must not get the credential meant for
  * /repos/acme/.  Refused in any segment: '.' and '..' segments (and

@@ -89,6 +89,17 @@ t_eq "the placeholder sent to another allowed host" "403 placeholder-out-of-scop
 	"$(reason curl -H "Authorization: Bearer $PH" http://other.world.test/)"
 t_eq "the placeholder with a method outside scope" "403 placeholder-out-of-scope" \
 	"$(reason curl -X POST -H "Authorization: Bearer $PH" http://echo.world.test/api/x)"
+# A method override is judged by the method it asks for (the scope is GET).
+t_ok "a GET overridden to GET" X curl -sf -m 10 -H "X-HTTP-Method-Override: get" http://echo.world.test/api/o
+t_contains "is in scope" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_ok "a GET overridden to DELETE: forwarded" X curl -sf -m 10 -H "x-http-method-override: DELETE" http://echo.world.test/api/o
+t_not_contains "without the secret" "$T_OUT" "$SECRET"
+t_ok "X-HTTP-Method: forwarded" X curl -sf -m 10 -H "X-HTTP-Method: PUT" http://echo.world.test/api/o
+t_not_contains "without the secret" "$T_OUT" "$SECRET"
+t_eq "the placeholder with ?_method=DELETE" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Authorization: Bearer $PH" "http://echo.world.test/api/x?a=1&_method=DELETE")"
+t_eq "the placeholder with X-Method-Override: POST" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Authorization: Bearer $PH" -H "X-Method-Override: POST" http://echo.world.test/api/x)"
 t_eq "the placeholder inside Basic credentials to another host" "403 placeholder-out-of-scope" \
 	"$(reason curl -u "user:$PH" http://other.world.test/)"
 t_eq "a credential without plaintext: allow, over plain HTTP" "403 placeholder-out-of-scope" \

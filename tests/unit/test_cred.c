@@ -984,6 +984,102 @@ static void test_plaintext(void **state)
 	cred_table_free(t);
 }
 
+/*
+ * Method overrides are judged as the method they ask for: github's scope
+ * is GET and POST, so a GET that asks for DELETE is out of it, whatever
+ * the spelling of the override.
+ */
+static void test_method_override(void **state)
+{
+	static const struct {
+		const char *target, *headers;
+		bool in_scope;
+	} tab[] = {
+		{ "/repos/acme/x", "", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: POST\r\n", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override:  get \r\n", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: DELETE\r\n", false },
+		{ "/repos/acme/x", "x-http-method-override: delete\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-METHOD-OVERRIDE: PUT\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-Method-Override: PATCH\r\n", false },
+		{ "/repos/acme/x", "X_HTTP_Method_Override: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET\r\nX-HTTP-Method: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET, DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override:\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Overrides: DELETE\r\n", true },
+		{ "/repos/acme/x?_method=GET", "", true },
+		{ "/repos/acme/x?_method=POST&a=1", "", true },
+		{ "/repos/acme/x?_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=delete", "", false },
+		{ "/repos/acme/x?a=1&_method=DELETE", "", false },
+		{ "/repos/acme/x?a=1;_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=GET&_method=DELETE", "", false },
+		{ "/repos/acme/x?_METHOD=DELETE", "", false },
+		{ "/repos/acme/x?%5Fmethod=DELETE", "", false },
+		{ "/repos/acme/x?%5f%6d%65%74%68%6f%64=DELETE", "", false },
+		{ "/repos/acme/x?_method%5B%5D=DELETE", "", false },
+		{ "/repos/acme/x?_method[]=DELETE", "", false },
+		{ "/repos/acme/x?.method=DELETE", "", false },
+		{ "/repos/acme/x?+_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=DEL%45TE", "", false },
+		{ "/repos/acme/x?_method=GET%00", "", false },
+		{ "/repos/acme/x?_method", "", false },
+		{ "/repos/acme/x?_method=", "", false },
+		{ "/repos/acme/x?_method=AVERYLONGMETHODNAMEMORETHANTHIRTYTWOCHARS", "", false },
+		{ "/repos/acme/x?x_method=DELETE", "", true },
+		{ "/repos/acme/x?_methods=DELETE", "", true },
+		{ "/repos/acme/x?q=_method%3DDELETE", "", true },
+	};
+	const struct policy_credential *gh, *wild;
+	char head[512];
+	size_t i, bad = 0;
+
+	(void)state;
+	gh = policy_credential_get(pol, (size_t)i_github);
+	wild = policy_credential_get(pol, (size_t)i_wild);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		struct http_request req;
+		int n = snprintf(head, sizeof(head),
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n%s\r\n",
+				 tab[i].target, tab[i].headers);
+
+		if (http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req) <= 0)
+			fail_msg("%s %s: does not parse", tab[i].target, tab[i].headers);
+		if (cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+			print_error("case %zu (%s): %s, want %s\n", i, tab[i].target,
+				    tab[i].in_scope ? "out of scope" : "in scope",
+				    tab[i].in_scope ? "in scope" : "out of scope");
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	/* The plan: nothing injected, a placeholder refused. */
+	{
+		struct cred_table *t = cred_table_new();
+		char ph[CRED_PLACEHOLDER_LEN + 1];
+
+		assert_int_equal(cred_table_issue(t, "github", NOW, 0, ph), 0);
+		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		       "X-HTTP-Method-Override: DELETE\r\n\r\n", NULL, 0, &res);
+		assert_int_equal(res.plan.verdict, CRED_FORWARD);
+		assert_false(uses(&res.plan, i_github, true));
+		assert_null(strstr(res.out, "GH-S3CRET"));
+		snprintf(head, sizeof(head),
+			 "GET /repos/acme/x?_method=DELETE HTTP/1.1\r\nHost: api.github.com\r\n"
+			 "Authorization: Bearer %s\r\n\r\n", ph);
+		run(t, head, NULL, 0, &res);
+		assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+		assert_int_equal(res.plan.cred, i_github);
+		cred_table_free(t);
+	}
+	/* A credential without a methods scope is not concerned. */
+	assert_true(cred_in_scope(wild, NULL, NULL,
+				  parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
+					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
+}
+
 static void test_write_target_override(void **state)
 {
 	const struct http_request *req;
@@ -1392,6 +1488,7 @@ int main(void)
 		cmocka_unit_test(test_path_match),
 		cmocka_unit_test(test_in_scope),
 		cmocka_unit_test(test_path_scope_bypass),
+		cmocka_unit_test(test_method_override),
 		cmocka_unit_test(test_build_injection),
 		cmocka_unit_test_setup_teardown(test_secret_load, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_table),
