@@ -14,12 +14,14 @@
  *     credentials apply?  Every placeholder-shaped string in the head is
  *     looked up; an unknown, expired or revoked one, or one whose
  *     credential's scope (host, method, path) does not hold the request,
- *     refuses the request (an exfiltration attempt, or a stale sandbox).
- *     Credentials with an inject header apply to every request in their
- *     scope, placeholder or not.
+ *     refuses the request (an exfiltration attempt, or a stale sandbox),
+ *     and so does a valid one anywhere but in a header its credential
+ *     names (never the path or the query: an origin reflecting those
+ *     would give the secret back).  Credentials with an inject header
+ *     apply to every request in their scope, placeholder or not.
  *  2. cred_rewrite_request(): with the secrets of the credentials the
- *     plan named, produce the header values to set and, if needed, a new
- *     request target; cred_write_request_head() writes the head.
+ *     plan named, produce the header values to set;
+ *     cred_write_request_head() writes the head.
  *
  * The one property everything here keeps: a secret is only ever copied
  * into a request that step 1 found in that credential's scope.  Finding
@@ -1125,9 +1127,22 @@ static void refuse(struct planner *x, enum cred_verdict v, int cred)
 	x->plan->cred = cred;
 }
 
-/* One placeholder occurrence; @anywhere_ok is false where no scope can
- * ever hold it (method, header names, Host, the authority). */
-static void occurrence(struct planner *x, const char *ph, bool anywhere_ok)
+/* May @c's placeholder be in (and be replaced in) header @name? */
+static bool carries(const struct policy_credential *c, struct http_slice name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_placeholder_headers; i++)
+		if (slice_is(name, c->placeholder_headers[i]))
+			return true;
+	return false;
+}
+
+/* One placeholder occurrence; @in_header is the header whose value holds
+ * it, or NULL for a place where it never goes (the method, the target,
+ * the authority, a header name). */
+static void occurrence(struct planner *x, const char *ph,
+		       const struct http_slice *in_header)
 {
 	struct cred_plan *plan = x->plan;
 	char name[CRED_NAME_MAX + 1];
@@ -1181,13 +1196,19 @@ static void occurrence(struct planner *x, const char *ph, bool anywhere_ok)
 			break;
 		}
 	}
+	/* Valid and in scope, but only where its credential says: anywhere
+	 * else (the path, the query, another header) an origin that
+	 * reflects the request would hand the secret back. */
 	if (x->ph_verdict[k] != CRED_FORWARD)
 		refuse(x, x->ph_verdict[k], plan->found[k].cred);
-	else if (!anywhere_ok)
+	else if (!in_header ||
+		 !carries(policy_credential_get(x->p, (size_t)plan->found[k].cred),
+			  *in_header))
 		refuse(x, CRED_OUT_OF_SCOPE, plan->found[k].cred);
 }
 
-static void scan(struct planner *x, const char *s, size_t len, bool ok)
+static void scan(struct planner *x, const char *s, size_t len,
+		 const struct http_slice *ok)
 {
 	const char *p;
 	size_t off;
@@ -1250,22 +1271,24 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 		host = req->has_authority ? req->authority.host : "";
 	x.host = host;
 
-	scan(&x, req->method.ptr, req->method.len, false);
+	scan(&x, req->method.ptr, req->method.len, NULL);
 	if (req->has_authority)
-		scan(&x, req->authority.host, req->authority.host_len, false);
-	scan(&x, host, strlen(host), false);
-	scan(&x, req->path.ptr, req->path.len, true);
+		scan(&x, req->authority.host, req->authority.host_len, NULL);
+	scan(&x, host, strlen(host), NULL);
+	scan(&x, req->path.ptr, req->path.len, NULL);
 	if (req->has_query)
-		scan(&x, req->query.ptr, req->query.len, true);
+		scan(&x, req->query.ptr, req->query.len, NULL);
 	for (i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
-		scan(&x, h->name.ptr, h->name.len, false);
-		scan(&x, h->value.ptr, h->value.len, !is_host(h->name));
+		scan(&x, h->name.ptr, h->name.len, NULL);
+		/* Host never carries one (the policy refuses it as a
+		 * placeholder header; this says so again). */
+		scan(&x, h->value.ptr, h->value.len, is_host(h->name) ? NULL : &h->name);
 		if (is_authorization(h->name)) {
 			bl = basic_decode(h->value, basic);
 			if (bl > 0)
-				scan(&x, (const char *)basic, (size_t)bl, true);
+				scan(&x, (const char *)basic, (size_t)bl, &h->name);
 		}
 	}
 	OPENSSL_cleanse(basic, sizeof(basic));
@@ -1309,13 +1332,16 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 
 struct rewriter {
 	const struct cred_plan *plan;
+	const struct policy *p;
 	const struct cred_secret *const *secrets;
 	struct obuf w;
 	int err;
 };
 
-/* The secret for a placeholder the plan found, or NULL (rw->err set). */
-static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
+/* The secret for a placeholder the plan found in header @name, or NULL
+ * (rw->err set). */
+static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph,
+					   struct http_slice name)
 {
 	const struct cred_plan *plan = r->plan;
 	const struct cred_secret *s;
@@ -1328,7 +1354,10 @@ static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
 	for (u = 0; cred >= 0 && u < plan->nuse; u++)
 		if (plan->use[u] == cred)
 			break;
-	if (cred < 0 || u == plan->nuse) {
+	/* The plan checked where it is; checked again, as the one thing
+	 * that must never go wrong here. */
+	if (cred < 0 || u == plan->nuse ||
+	    !carries(policy_credential_get(r->p, (size_t)cred), name)) {
 		r->err = -EINVAL;
 		return NULL;
 	}
@@ -1340,9 +1369,10 @@ static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
 	return s;
 }
 
-/* Appends @s with each placeholder replaced by its secret (raw or
- * percent-encoded). */
-static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
+/* Appends @s, from a value of header @name, with each placeholder
+ * replaced by its secret. */
+static void put_subst(struct rewriter *r, const char *s, size_t len,
+		      struct http_slice name)
 {
 	const struct cred_secret *sec;
 	const char *p;
@@ -1350,13 +1380,10 @@ static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
 
 	while (!r->err && (p = cred_find_placeholder(s, len, &off))) {
 		obuf_put(&r->w, s, off);
-		sec = ph_secret(r, p);
+		sec = ph_secret(r, p, name);
 		if (!sec)
 			return;
-		if (pct)
-			wput_pct(&r->w, sec->buf, sec->len);
-		else
-			obuf_put(&r->w, sec->buf, sec->len);
+		obuf_put(&r->w, sec->buf, sec->len);
 		s = p + CRED_PLACEHOLDER_LEN;
 		len -= off + CRED_PLACEHOLDER_LEN;
 	}
@@ -1423,12 +1450,12 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	if (bl <= 0 ||
 	    !cred_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
 		OPENSSL_cleanse(basic, sizeof(basic));
-		put_subst(r, h->value.ptr, h->value.len, false);
+		put_subst(r, h->value.ptr, h->value.len, h->name);
 		return;
 	}
 	/* user:pass with secrets, then its base64 after it, then moved down. */
 	start = r->w.len;
-	put_subst(r, (const char *)basic, (size_t)bl, false);
+	put_subst(r, (const char *)basic, (size_t)bl, h->name);
 	OPENSSL_cleanse(basic, sizeof(basic));
 	if (r->err || r->w.full)
 		return;
@@ -1489,7 +1516,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 			 const struct http_request *req, char *buf,
 			 size_t buflen, struct cred_rewrite *rw)
 {
-	struct rewriter r = { .plan = plan, .secrets = secrets,
+	struct rewriter r = { .plan = plan, .p = p, .secrets = secrets,
 			      .w = { .p = buf, .cap = buflen } };
 	size_t i, j, u, start;
 	int ret = -EINVAL, n;
@@ -1573,19 +1600,10 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		rw->nset++;
 	}
 
-	/* 3. The target, when the path or the query carries a placeholder. */
-	if (!r.err && !r.w.full &&
-	    (has_placeholder(req->path) ||
-	     (req->has_query && has_placeholder(req->query)))) {
-		start = r.w.len;
-		put_subst(&r, req->path.ptr, req->path.len, true);
-		if (req->has_query) {
-			obuf_putc(&r.w, '?');
-			put_subst(&r, req->query.ptr, req->query.len, true);
-		}
-		rw->target = r.w.p + start;
-		rw->target_len = r.w.len - start;
-	}
+	/* 3. Never the target: a plan that forwards has none there. */
+	if (has_placeholder(req->path) ||
+	    (req->has_query && has_placeholder(req->query)))
+		r.err = -EINVAL;
 
 	if (r.err) {
 		ret = r.err;
@@ -1611,8 +1629,7 @@ int cred_write_request_head(const struct cred_rewrite *rw,
 {
 	if (!rw || !req)
 		return -EINVAL;
-	return http_write_request_head_target(req, rw->target, rw->target_len,
-					      out, outlen, rw->set, rw->nset);
+	return http_write_request_head(req, out, outlen, rw->set, rw->nset);
 }
 
 void cred_rewrite_wipe(struct cred_rewrite *rw)
@@ -1622,8 +1639,6 @@ void cred_rewrite_wipe(struct cred_rewrite *rw)
 	if (rw->buf && rw->cap)
 		OPENSSL_cleanse(rw->buf, rw->cap);
 	rw->nset = 0;
-	rw->target = NULL;
-	rw->target_len = 0;
 	rw->len = 0;
 }
 

@@ -324,10 +324,15 @@ struct cred_plan {
  * Looks for placeholders in the method, the target (path, query and an
  * absolute-form authority), every header name and value, and inside
  * "Authorization: Basic" credentials (decoded).  Each must be valid for
- * this sandbox, and its credential's scope must hold the request; a
- * placeholder in the method, a header name, Host or the authority is
- * never in scope.  A credential that allows no plaintext refuses its
- * placeholder over plain HTTP.  The first failure decides the verdict.
+ * this sandbox, its credential's scope must hold the request, and it must
+ * be in the value of one of its credential's placeholder_headers (the
+ * inject header or Authorization unless the policy names others): in the
+ * path, the query, another header, the method, a header name, Host or the
+ * authority it is out of scope, since an origin that reflects the request
+ * (an echo, a redirect keeping the query, an error page) would hand the
+ * secret back to the sandbox.  A credential that allows no plaintext
+ * refuses its placeholder over plain HTTP.  The first failure decides the
+ * verdict.
  * Otherwise the verdict is CRED_FORWARD and plan->use lists the
  * credentials to apply: every credential with an inject header whose
  * scope holds the request, and every credential whose placeholder
@@ -349,16 +354,13 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 #define CRED_MAX_SET (HTTP_MAX_HEADERS + CRED_MAX_USES)
 
 /*
- * A rewritten request head, ready for http_write_request_head_target():
- * headers to set (each replacing client headers of that name) and, when
- * the path or query carried a placeholder, a new target.  Values point
- * into the caller's buffer and hold secrets: cred_rewrite_wipe() it.
+ * A rewritten request head, ready for http_write_request_head(): headers
+ * to set, each replacing client headers of that name.  Values point into
+ * the caller's buffer and hold secrets: cred_rewrite_wipe() it.
  */
 struct cred_rewrite {
 	struct http_set_header set[CRED_MAX_SET];
 	size_t nset;
-	const char *target; /* path?query, or NULL to keep the client's */
-	size_t target_len;
 	char *buf;
 	size_t cap, len;
 };
@@ -372,24 +374,25 @@ struct cred_rewrite {
  * @req:     the request
  * @buf:     storage for rewritten values (they hold secrets)
  * @buflen:  its size.  Each placeholder occurrence grows by its secret's
- *           length (three times that in a path or query, 4/3 inside
- *           Basic), so no fixed size fits every request: -ENOSPC is an
- *           answered refusal, like a head that is too large
+ *           length (4/3 of it inside Basic), so no fixed size fits every
+ *           request: -ENOSPC is an answered refusal, like a head that is
+ *           too large
  * @rw:      the result
  *
  * Injected headers: each used credential's inject header, value from its
  * template; two credentials injecting one name: the lower policy index
- * wins.  Client headers carrying a placeholder get the raw secret in its
- * place (inside Basic: decoded, replaced, re-encoded); several client
- * lines of that name are joined into one (", ", or "; " for Cookie),
- * unless an injected header of that name replaces them all.  In the path
- * and the query the secret goes in percent-encoded (all but unreserved
- * characters).  Hop-by-hop headers, names listed in Connection and Host
+ * wins.  Client headers carrying a placeholder (only ever one of its
+ * credential's placeholder_headers) get the raw secret in its place
+ * (inside Basic: decoded, replaced, re-encoded); several client lines of
+ * that name are joined into one (", ", or "; " for Cookie), unless an
+ * injected header of that name replaces them all.  The target is never
+ * rewritten.  Hop-by-hop headers, names listed in Connection and Host
  * are left alone: the head writer drops or rebuilds them.
  *
  * Return: 0; -ENOSPC (buffer wiped); -ENOKEY when a secret is missing;
- * -EINVAL when the plan does not fit the request or an inject header is
- * a name the head writer refuses (hop-by-hop, Host, framing).
+ * -EINVAL when the plan does not fit the request (a placeholder in the
+ * target or in a header its credential does not name) or an inject
+ * header is a name the head writer refuses (hop-by-hop, Host, framing).
  */
 int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 			 const struct cred_secret *const *secrets,

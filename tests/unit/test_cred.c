@@ -53,6 +53,7 @@ static const char policy_yaml[] =
 	"    source: { env: SLUICE_TEST_WILD }\n"
 	"    scope: { hosts: [\"*.example.com\"] }\n"
 	"    placeholder: WILD_TOKEN\n"
+	"    placeholder_headers: [X-Token, Authorization, Cookie]\n"
 	"  - name: plain\n"
 	"    source: { env: SLUICE_TEST_PLAIN }\n"
 	"    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
@@ -785,16 +786,6 @@ static void test_placeholders_in_scope(void **state)
 	snprintf(want, sizeof(want), "\r\nAuthorization: Basic %s\r\n", b64);
 	assert_non_null(strstr(res.out, want));
 
-	/* In the query and the path: percent-encoded. */
-	snprintf(head, sizeof(head),
-		 "GET /bot%s/send?token=%s&x=1 HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
-		 ph, ph);
-	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
-	assert_true(strncmp(res.out,
-			    "GET /botW%2Fld%2BS3cret%3Dx/send?token=W%2Fld%2BS3cret%3Dx&x=1 HTTP/1.1\r\n",
-			    72) == 0);
-
 	/* Several lines of one name become one, placeholders replaced. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: a=1\r\n"
@@ -803,14 +794,15 @@ static void test_placeholders_in_scope(void **state)
 	assert_non_null(strstr(res.out, "\r\nCookie: a=1; t=W/ld+S3cret=x\r\n"));
 	assert_int_equal(count(res.out, "Cookie:"), 1);
 
-	/* A hop-by-hop header is dropped by the writer, never rewritten. */
+	/* A carrier listed in Connection is dropped by the writer, never
+	 * rewritten. */
 	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: %s\r\n\r\n",
-		 ph);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nConnection: x-token\r\n"
+		 "X-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_FORWARD);
 	assert_null(strstr(res.out, "S3cret"));
-	assert_null(strstr(res.out, "Proxy-"));
+	assert_null(strstr(res.out, "X-Token"));
 
 	/* Secret missing: refused, nothing written. */
 	{
@@ -886,13 +878,16 @@ static void test_placeholders_refused(void **state)
 		 gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
-	/* ... and inside it. */
+	/* ... and inside it, in its inject header, which the injection
+	 * replaces. */
 	snprintf(head, sizeof(head),
-		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n"
-		 "Content-Length: 0\r\n\r\n", gh);
+		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		 "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n", gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_FORWARD);
-	assert_non_null(strstr(res.out, "\r\nX-T: GH-S3CRET-gh\r\n"));
+	assert_non_null(strstr(res.out, "\r\nAuthorization: Bearer GH-S3CRET-gh\r\n"));
+	assert_int_equal(count(res.out, "uthorization"), 1);
+	assert_null(cred_find_placeholder(res.out, (size_t)res.n, NULL));
 
 	/* Places no scope ever holds: Host, a header name. */
 	snprintf(head, sizeof(head),
@@ -919,15 +914,15 @@ static void test_placeholders_refused(void **state)
 	assert_int_equal(res.plan.cred, -1);
 	/* The first failure decides: valid, then unknown. */
 	snprintf(head, sizeof(head),
-		 "GET /x?a=%s HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n",
-		 ph, unk);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n"
+		 "Authorization: Bearer %s\r\n\r\n", ph, unk);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_UNKNOWN);
 
 	/* Too many distinct placeholders in one request. */
 	{
 		size_t len = (size_t)snprintf(head, sizeof(head),
-					      "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Many:");
+					      "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token:");
 
 		for (i = 0; i < CRED_MAX_FOUND + 1; i++) {
 			char p[CRED_PLACEHOLDER_LEN + 1];
@@ -955,6 +950,128 @@ static void test_placeholders_refused(void **state)
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_REVOKED);
+	cred_table_free(t);
+}
+
+/* @tmpl with its '@' replaced by @ph, into @out. */
+static void fill(char *out, size_t len, const char *tmpl, const char *ph)
+{
+	const char *at = strchr(tmpl, '@');
+
+	assert_non_null(at);
+	assert_true((size_t)snprintf(out, len, "%.*s%s%s", (int)(at - tmpl), tmpl, ph,
+				     at + 1) < len);
+}
+
+/*
+ * Where a placeholder may be: only in its credential's placeholder
+ * headers (wild: X-Token, Authorization, Cookie; github: its inject
+ * header, Authorization).  Anywhere else in an in-scope request an
+ * origin that reflects the request would hand the secret back: refused.
+ * Each head has one '@' for the wild placeholder (github's with @gh).
+ */
+static void test_placeholder_places(void **state)
+{
+	static const struct {
+		const char *head;
+		bool gh;
+		enum cred_verdict verdict;
+	} tab[] = {
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: @\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nx-token: @\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Bearer @\r\n\r\n",
+		  false, CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: t=@\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x?token=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x?a=1&b=x@y HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /bot@/send HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET http://a.example.com/x?t=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: @\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nReferer: http://a.example.com/?t=@\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: @\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: @\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: a\r\nX-Token-2: @\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token @\r\n\r\n",
+		  true, CRED_FORWARD },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-Token: @\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nCookie: t=@\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x?access_token=@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n", true,
+		  CRED_OUT_OF_SCOPE },
+	};
+	struct cred_table *t = cred_table_new();
+	char ph[CRED_PLACEHOLDER_LEN + 1], gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
+	size_t i, bad = 0;
+
+	(void)state;
+	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
+	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		fill(head, sizeof(head), tab[i].head, tab[i].gh ? gh : ph);
+		run(t, head, NULL, 0, &res);
+		if (res.plan.verdict != tab[i].verdict) {
+			print_error("case %zu: %s, want %s\n", i,
+				    res.plan.verdict ? cred_verdict_reason(res.plan.verdict)
+						     : "forwarded",
+				    tab[i].verdict ? cred_verdict_reason(tab[i].verdict)
+						   : "forwarded");
+			bad++;
+			continue;
+		}
+		/* Forwarded: the secret replaced it, in that header only. */
+		if (res.plan.verdict == CRED_FORWARD &&
+		    (cred_find_placeholder(res.out, (size_t)res.n, NULL) ||
+		     !strstr(res.out, tab[i].gh ? "GH-S3CRET-gh" : "W/ld+S3cret=x") ||
+		     strstr(res.out, "S3cret%") || strstr(res.out, "W%2F"))) {
+			print_error("case %zu: rewritten as %s\n", i, res.out);
+			bad++;
+		}
+		if (res.plan.verdict != CRED_FORWARD &&
+		    res.plan.cred != (tab[i].gh ? i_github : i_wild)) {
+			print_error("case %zu: refusal names credential %d\n", i, res.plan.cred);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+
+	/* A plan that forwards never has one in the target; a rewrite given
+	 * one anyway (a plan for another request) is refused. */
+	{
+		const struct http_request *req;
+		struct cred_plan plan;
+		struct cred_rewrite rw;
+		char buf[2048];
+
+		snprintf(head, sizeof(head),
+			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
+		assert_int_equal(cred_plan_request(t, pol, NULL, parse(head), NOW, 0, &plan), 0);
+		assert_int_equal(plan.verdict, CRED_FORWARD);
+		snprintf(head, sizeof(head),
+			 "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n", ph);
+		req = parse(head);
+		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+						      sizeof(buf), &rw), -EINVAL);
+		snprintf(head, sizeof(head),
+			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: %s\r\n\r\n", ph);
+		req = parse(head);
+		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+						      sizeof(buf), &rw), -EINVAL);
+	}
 	cred_table_free(t);
 }
 
@@ -1495,6 +1612,7 @@ int main(void)
 		cmocka_unit_test(test_inject_replaces_client_header),
 		cmocka_unit_test(test_placeholders_in_scope),
 		cmocka_unit_test(test_placeholders_refused),
+		cmocka_unit_test(test_placeholder_places),
 		cmocka_unit_test(test_plaintext),
 		cmocka_unit_test(test_write_target_override),
 		cmocka_unit_test(test_base64),
