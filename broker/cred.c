@@ -835,12 +835,22 @@ struct ph_entry {
 	int32_t next;	     /* bucket chain, -1 ends */
 };
 
+/* A credential given to the sandbox, and the end of its ttl there. */
+struct grant {
+	char name[CRED_NAME_MAX + 1];
+	uint64_t expires_at; /* 0: never */
+	bool revoked;
+};
+
 struct cred_table {
 	pthread_rwlock_t lock;
 	struct ph_entry *e;
 	size_t n, cap;
 	uint64_t seq;
 	int32_t head[TABLE_BUCKETS];
+	/* Few (one per credential name the sandbox ever had): a list. */
+	struct grant *g;
+	size_t ng, gcap;
 };
 
 static unsigned ph_bucket(const char *ph)
@@ -876,6 +886,7 @@ void cred_table_free(struct cred_table *t)
 		OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
 		free(t->e);
 	}
+	free(t->g);
 	pthread_rwlock_destroy(&t->lock);
 	free(t);
 }
@@ -1053,8 +1064,99 @@ size_t cred_table_revoke(struct cred_table *t, const char *cred_name)
 		e->revoked = true;
 		n++;
 	}
+	/* The sandbox is gone: nothing is injected for it any more. */
+	for (i = 0; !cred_name && i < t->ng; i++)
+		t->g[i].revoked = true;
 	pthread_rwlock_unlock(&t->lock);
 	return n;
+}
+
+/* Lock held.  Return: the grant of @name, or NULL. */
+static struct grant *grant_find(const struct cred_table *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->ng; i++)
+		if (strcmp(t->g[i].name, name) == 0)
+			return &t->g[i];
+	return NULL;
+}
+
+int cred_table_grant(struct cred_table *t, const char *cred_name,
+		     uint64_t expires_at)
+{
+	struct grant *g;
+	int ret = 0;
+
+	if (!t || !cred_name_ok(cred_name))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&t->lock);
+	if (grant_find(t, cred_name)) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (t->ng == t->gcap) {
+		size_t ncap = t->gcap ? 2 * t->gcap : 8;
+
+		if (ncap > CRED_GRANTS_MAX)
+			ncap = CRED_GRANTS_MAX;
+		g = ncap > t->gcap ? realloc(t->g, ncap * sizeof(*g)) : NULL;
+		if (!g) {
+			ret = ncap > t->gcap ? -ENOMEM : -ENOSPC;
+			goto out;
+		}
+		t->g = g;
+		t->gcap = ncap;
+	}
+	g = &t->g[t->ng++];
+	memset(g, 0, sizeof(*g));
+	memcpy(g->name, cred_name, strlen(cred_name) + 1);
+	g->expires_at = expires_at;
+out:
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+enum cred_ph_state cred_table_grant_state(struct cred_table *t,
+					  const char *cred_name, uint64_t now,
+					  uint64_t *expires_at)
+{
+	enum cred_ph_state st = CRED_PH_UNKNOWN;
+	const struct grant *g;
+
+	if (!t || !cred_name)
+		return CRED_PH_UNKNOWN;
+	pthread_rwlock_rdlock(&t->lock);
+	g = grant_find(t, cred_name);
+	if (g) {
+		if (g->revoked)
+			st = CRED_PH_REVOKED;
+		else if (g->expires_at && now >= g->expires_at)
+			st = CRED_PH_EXPIRED;
+		else
+			st = CRED_PH_VALID;
+		if (expires_at)
+			*expires_at = g->expires_at;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return st;
+}
+
+int cred_table_foreach_grant(struct cred_table *t,
+			     int (*fn)(const char *cred_name, uint64_t expires_at,
+				       bool revoked, void *arg),
+			     void *arg)
+{
+	size_t i;
+	int ret = 0;
+
+	if (!t || !fn)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = 0; i < t->ng && ret == 0; i++)
+		ret = fn(t->g[i].name, t->g[i].expires_at, t->g[i].revoked, arg);
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
 }
 
 int cred_table_foreach(struct cred_table *t,
@@ -1264,6 +1366,7 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 	memset(plan, 0, sizeof(*plan));
 	plan->cred = -1;
 	plan->plaintext_withheld = -1;
+	plan->expired_withheld = -1;
 	if (!t || !p || !req ||
 	    (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE))
 		return -EINVAL;
@@ -1312,6 +1415,14 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 				inject = false;
 				if (plan->plaintext_withheld < 0)
 					plan->plaintext_withheld = (int)i;
+			} else if (cred_table_grant_state(t, c->name, now, NULL) !=
+				   CRED_PH_VALID) {
+				/* Its ttl in this sandbox is over (or it was
+				 * never given to it): the ttl bounds the
+				 * injection, not only the placeholder. */
+				inject = false;
+				if (plan->expired_withheld < 0)
+					plan->expired_withheld = (int)i;
 			}
 		}
 		if (!inject && !has_ph)

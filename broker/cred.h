@@ -252,9 +252,51 @@ int cred_table_insert(struct cred_table *t, const char *ph,
 enum cred_ph_state cred_table_lookup(struct cred_table *t, const char *ph,
 				     uint64_t now, char *name);
 
-/* Revokes every placeholder of @cred_name, or all of them when NULL.
- * Return: how many were revoked. */
+/* Revokes every placeholder of @cred_name, or when NULL (the sandbox is
+ * gone) every placeholder and every grant.
+ * Return: how many placeholders were revoked. */
 size_t cred_table_revoke(struct cred_table *t, const char *cred_name);
+
+/* Credential names one sandbox may have been given over its life. */
+#define CRED_GRANTS_MAX 1024
+
+/**
+ * cred_table_grant() - give a credential to the sandbox, until its ttl ends
+ * @t:          the sandbox's table
+ * @cred_name:  the credential (at most CRED_NAME_MAX characters)
+ * @expires_at: the end of its ttl, seconds since the epoch; 0 for none
+ *
+ * A credential's ttl bounds its injection as well as its placeholders:
+ * cred_plan_request() injects a credential's header only while the
+ * sandbox holds a valid grant of it.  The first grant stays: a credential
+ * given already keeps its expiry (its ttl counts from the first time).
+ *
+ * Return: 0; -EEXIST when granted already (left as it was); -ENOSPC
+ * beyond CRED_GRANTS_MAX names; -ENOMEM; -EINVAL.
+ */
+int cred_table_grant(struct cred_table *t, const char *cred_name,
+		     uint64_t expires_at);
+
+/**
+ * cred_table_grant_state() - a credential's grant in this sandbox, now
+ * @t:          the table
+ * @cred_name:  the credential
+ * @now:        current time
+ * @expires_at: when not NULL and granted, set to the end of its ttl
+ *
+ * Return: CRED_PH_VALID, CRED_PH_EXPIRED, CRED_PH_REVOKED, or
+ * CRED_PH_UNKNOWN when never granted.
+ */
+enum cred_ph_state cred_table_grant_state(struct cred_table *t,
+					  const char *cred_name, uint64_t now,
+					  uint64_t *expires_at);
+
+/* Calls @fn for each grant (for saving state); stops at a non-zero
+ * return and returns it. */
+int cred_table_foreach_grant(struct cred_table *t,
+			     int (*fn)(const char *cred_name, uint64_t expires_at,
+				       bool revoked, void *arg),
+			     void *arg);
 
 /* Calls @fn for each entry (for saving state); stops at a non-zero
  * return and returns it. */
@@ -309,6 +351,10 @@ struct cred_plan {
 	/* A credential in scope that was not injected because the request
 	 * is plaintext and the credential does not allow it, or -1. */
 	int plaintext_withheld;
+	/* A credential in scope that was not injected because its ttl in
+	 * this sandbox has run out (or the sandbox holds no grant of it:
+	 * cred_table_grant()), or -1. */
+	int expired_withheld;
 };
 
 /**
@@ -335,7 +381,8 @@ struct cred_plan {
  * verdict.
  * Otherwise the verdict is CRED_FORWARD and plan->use lists the
  * credentials to apply: every credential with an inject header whose
- * scope holds the request, and every credential whose placeholder
+ * scope holds the request and whose grant in @t is valid at @now (its
+ * ttl: see cred_table_grant()), and every credential whose placeholder
  * appears.
  *
  * Placeholders are found as literal text only: percent-, base64- (other

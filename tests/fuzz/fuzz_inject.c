@@ -110,6 +110,11 @@ static void init(void)
 	    cred_table_insert(table, PH_REVOKED, "other", 0) < 0 ||
 	    cred_table_revoke(table, "other") != 1)
 		abort();
+	/* Given to the sandbox (injected while their ttl runs); other's ttl
+	 * is over, so it is never injected. */
+	for (i = 0; i < NCRED; i++)
+		if (cred_table_grant(table, names[i], i == 3 ? NOW : 0) < 0)
+			abort();
 }
 
 static bool plan_uses(const struct cred_plan *plan, int cred)
@@ -159,7 +164,9 @@ static void check_plan(const struct http_request *req,
 			abort();
 		if (plan->inject[i] && (!c->inject_header ||
 					((flags & CRED_PLAN_PLAINTEXT) &&
-					 !c->plaintext_allow)))
+					 !c->plaintext_allow) ||
+					cred_table_grant_state(table, c->name, NOW, NULL) !=
+						CRED_PH_VALID))
 			abort();
 		if (i && plan->use[i] <= plan->use[i - 1])
 			abort();

@@ -42,6 +42,12 @@ credentials:
     placeholder_headers: [X-Short]
     plaintext: allow
     ttl: 6s
+  - name: short-inject
+    source: { file: $D/secret }
+    inject: { header: X-Ttl, value: "{secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/ttl/*"] }
+    plaintext: allow
+    ttl: 6s
 EOF
 # The env-sourced secret is in the broker's environment only.
 SLUICE_TEST_STRICT=$STRICT broker_start || { echo "0 passed, 1 failed"; exit 1; }
@@ -61,6 +67,8 @@ NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 # First, while the short-lived placeholder (ttl 6s) is young.
 t_ok "a short-lived placeholder works in time" X curl -sf -m 10 -H "X-Short: $PH_SHORT" http://echo.world.test/short/x
 t_contains "and is swapped" "$T_OUT" "\"X-Short\", \"$SECRET\""
+t_ok "a short-lived inject credential in time" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_contains "is injected" "$T_OUT" "\"X-Ttl\", \"$SECRET\""
 
 t_ok "in scope: the header is injected (explicit proxy)" X curl -sf -m 10 http://echo.world.test/api/x
 t_contains "the echo server saw the secret" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
@@ -125,6 +133,10 @@ t_eq "the placeholder in a CONNECT head" "403 placeholder-out-of-scope" \
 for _ in $(seq 80); do [ $(($(date +%s%N) - created)) -gt 7000000000 ] && break; sleep 0.1; done
 t_eq "and is refused after its ttl" "403 placeholder-expired" \
 	"$(reason curl -H "X-Short: $PH_SHORT" http://echo.world.test/short/x)"
+# The ttl bounds the injection too, not only the placeholder.
+t_ok "after its ttl, a request in the inject credential's scope" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_not_contains "goes without it" "$T_OUT" "X-Ttl"
+t_not_contains "(no secret)" "$T_OUT" "$SECRET"
 
 t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 t_eq "another sandbox's placeholder is refused" "403 placeholder-out-of-scope" \
@@ -136,6 +148,10 @@ t_ok "the broker restarts" test -n "$BROKER_PID"
 t_eq "the same placeholder after a restart" "$PH" "$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')"
 t_ok "and it still works" X curl -sf -m 10 http://echo.world.test/api/r
 t_contains "injected after the restart" "$T_OUT" "Bearer $SECRET"
+t_ok "a restart does not restart a ttl" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_not_contains "(still not injected)" "$T_OUT" "X-Ttl"
+t_eq "nor the expired placeholder's" "403 placeholder-expired" \
+	"$(reason curl -H "X-Short: $PH_SHORT" http://echo.world.test/short/x)"
 t_ok "delete the first sandbox" S delete "$S1"
 t_eq "its placeholder, from the second sandbox, after delete" "403 placeholder-out-of-scope" \
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |

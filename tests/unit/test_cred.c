@@ -712,11 +712,26 @@ static bool uses(const struct cred_plan *plan, int cred, bool inject)
 
 static struct run_result res;
 
+/* Gives the sandbox of @t every credential of the policy at @now, as the
+ * broker does when it registers one (creds_sandbox_sync()). */
+static void grant_all(struct cred_table *t, uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < policy_credential_count(pol); i++) {
+		const struct policy_credential *c = policy_credential_get(pol, i);
+
+		assert_int_equal(cred_table_grant(t, c->name,
+						  c->ttl_sec ? now + c->ttl_sec : 0), 0);
+	}
+}
+
 static void test_inject_replaces_client_header(void **state)
 {
 	struct cred_table *t = cred_table_new();
 
 	(void)state;
+	grant_all(t, NOW);
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 	       "authorization: token client-own\r\nAccept: */*\r\n\r\n",
 	    NULL, 0, &res);
@@ -837,6 +852,7 @@ static void test_placeholders_refused(void **state)
 	size_t i;
 
 	(void)state;
+	grant_all(t, NOW);
 	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
 	assert_int_equal(cred_table_issue(t, "github", NOW, 900, gh), 0);
 	assert_int_equal(cred_table_issue(t, "wild", NOW - 100, 50, exp), 0);
@@ -1019,6 +1035,7 @@ static void test_placeholder_places(void **state)
 	size_t i, bad = 0;
 
 	(void)state;
+	grant_all(t, NOW);
 	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
 	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
@@ -1081,6 +1098,7 @@ static void test_plaintext(void **state)
 	char gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
 
 	(void)state;
+	grant_all(t, NOW);
 	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
 	/* github does not allow plaintext: not injected, and said so. */
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n", NULL,
@@ -1177,7 +1195,11 @@ static void test_method_override(void **state)
 		struct cred_table *t = cred_table_new();
 		char ph[CRED_PLACEHOLDER_LEN + 1];
 
+		grant_all(t, NOW);
 		assert_int_equal(cred_table_issue(t, "github", NOW, 0, ph), 0);
+		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		       "X-HTTP-Method-Override: GET\r\n\r\n", NULL, 0, &res);
+		assert_true(uses(&res.plan, i_github, true));
 		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 		       "X-HTTP-Method-Override: DELETE\r\n\r\n", NULL, 0, &res);
 		assert_int_equal(res.plan.verdict, CRED_FORWARD);
@@ -1195,6 +1217,81 @@ static void test_method_override(void **state)
 	assert_true(cred_in_scope(wild, NULL, NULL,
 				  parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
 					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
+}
+
+/*
+ * A credential's ttl bounds its injection, not only its placeholder:
+ * github (ttl 15m) given at NOW is injected until NOW + 899 and never
+ * from NOW + 900 on; plain (no ttl) always.  The clock is the plan's.
+ */
+static void test_ttl_bounds_injection(void **state)
+{
+	static const char gh_head[] =
+		"GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n";
+	struct cred_table *t = cred_table_new();
+	const struct http_request *req;
+	char ph[CRED_PLACEHOLDER_LEN + 1], head[512];
+	struct cred_plan plan;
+	uint64_t exp = 0;
+
+	(void)state;
+	grant_all(t, NOW);
+	assert_int_equal(cred_table_grant_state(t, "github", NOW, &exp), CRED_PH_VALID);
+	assert_int_equal(exp, NOW + 900);
+	/* The first grant stays: a second one does not extend it. */
+	assert_int_equal(cred_table_grant(t, "github", NOW + 5000), -EEXIST);
+	assert_int_equal(cred_table_grant_state(t, "github", NOW + 900, NULL),
+			 CRED_PH_EXPIRED);
+	assert_int_equal(cred_table_grant_state(t, "plain", NOW + 1000000, NULL),
+			 CRED_PH_VALID);
+	assert_int_equal(cred_table_grant_state(t, "nope", NOW, NULL), CRED_PH_UNKNOWN);
+	assert_int_equal(cred_table_grant(t, "", NOW), -EINVAL);
+	assert_int_equal(cred_table_issue(t, "github", NOW, 900, ph), 0);
+
+	req = parse(gh_head);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 899, 0, &plan), 0);
+	assert_true(uses(&plan, i_github, true));
+	assert_int_equal(plan.expired_withheld, -1);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CRED_FORWARD);
+	assert_false(uses(&plan, i_github, true));
+	assert_int_equal(plan.expired_withheld, i_github);
+	/* other-auth (no ttl) takes Authorization then. */
+	assert_true(uses(&plan, i_other_auth, true));
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 86400, 0, &plan), 0);
+	assert_false(uses(&plan, i_github, true));
+	/* Its placeholder too, with the same clock. */
+	snprintf(head, sizeof(head),
+		 "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		 "Authorization: Bearer %s\r\n\r\n", ph);
+	req = parse(head);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CRED_EXPIRED);
+	/* No ttl: injected whatever the time. */
+	req = parse("GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n");
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 100000000, 0, &plan), 0);
+	assert_true(uses(&plan, i_plain, true));
+	assert_int_equal(plan.expired_withheld, -1);
+	/* The sandbox is gone: nothing injected any more. */
+	cred_table_revoke(t, NULL);
+	assert_int_equal(cred_table_grant_state(t, "plain", NOW, NULL), CRED_PH_REVOKED);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	assert_false(uses(&plan, i_plain, true));
+	cred_table_free(t);
+
+	/* Never given to this sandbox: never injected. */
+	t = cred_table_new();
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	assert_int_equal(plan.nuse, 0);
+	assert_int_equal(plan.expired_withheld, i_plain);
+	/* Bounded: CRED_GRANTS_MAX names. */
+	for (size_t i = 0; i < CRED_GRANTS_MAX; i++) {
+		snprintf(head, sizeof(head), "c%zu", i);
+		assert_int_equal(cred_table_grant(t, head, 0), 0);
+	}
+	assert_int_equal(cred_table_grant(t, "one-more", 0), -ENOSPC);
+	assert_int_equal(cred_table_grant_state(t, "c1023", NOW, NULL), CRED_PH_VALID);
+	cred_table_free(t);
 }
 
 static void test_write_target_override(void **state)
@@ -1614,6 +1711,7 @@ int main(void)
 		cmocka_unit_test(test_placeholders_refused),
 		cmocka_unit_test(test_placeholder_places),
 		cmocka_unit_test(test_plaintext),
+		cmocka_unit_test(test_ttl_bounds_injection),
 		cmocka_unit_test(test_write_target_override),
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test_setup_teardown(test_jwt, tmp_setup, tmp_teardown),
