@@ -153,14 +153,15 @@ bool cred_path_match(const char *glob, const char *path, size_t len);
  * case-sensitive), and so is every method an override asks for
  * (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, '_' read as
  * '-', or a "_method" query parameter, compared in any case); an override
- * that does not read as one method is never in scope; path matching one of c->paths (any when none).  A path
- * some server could read as another path never satisfies a path scope:
- * "/repos/acme/../other" must not get the credential meant for
- * /repos/acme/.  Refused in any segment: '.' and '..' segments (and
- * segments of only dots and encoded spaces), empty segments ("//"), ';'
- * (path parameters: "/repos/acme/..;/other"), '\', and percent-escapes
- * of '.', '/', '\', '%' (so "%252e%252e"), ';', '?', '#', control bytes
- * ("%00", "%09") and non-ASCII bytes (overlong UTF-8 "%c0%ae").
+ * that does not read as one method is never in scope; path matching one
+ * of c->paths (any when none).  A path some server could read as another
+ * path never satisfies a path scope: "/repos/acme/../other" must not get
+ * the credential meant for /repos/acme/.  Refused in any segment: '.'
+ * and '..' segments (and segments of only dots and encoded spaces), empty
+ * segments ("//"), ';' (path parameters: "/repos/acme/..;/other"), '\',
+ * and percent-escapes of '.', '/', '\', '%' (so "%252e%252e"), ';', '?',
+ * '#', control bytes ("%00", "%09") and non-ASCII bytes (overlong UTF-8
+ * "%c0%ae").
  *
  * Return: true when in scope.
  */
