@@ -14,12 +14,14 @@
  *     credentials apply?  Every placeholder-shaped string in the head is
  *     looked up; an unknown, expired or revoked one, or one whose
  *     credential's scope (host, method, path) does not hold the request,
- *     refuses the request (an exfiltration attempt, or a stale sandbox).
- *     Credentials with an inject header apply to every request in their
- *     scope, placeholder or not.
+ *     refuses the request (an exfiltration attempt, or a stale sandbox),
+ *     and so does a valid one anywhere but in a header its credential
+ *     names (never the path or the query: an origin reflecting those
+ *     would give the secret back).  Credentials with an inject header
+ *     apply to every request in their scope, placeholder or not.
  *  2. cred_rewrite_request(): with the secrets of the credentials the
- *     plan named, produce the header values to set and, if needed, a new
- *     request target; cred_write_request_head() writes the head.
+ *     plan named, produce the header values to set;
+ *     cred_write_request_head() writes the head.
  *
  * The one property everything here keeps: a secret is only ever copied
  * into a request that step 1 found in that credential's scope.  Finding
@@ -380,6 +382,245 @@ bool cred_path_match(const char *glob, const char *path, size_t len)
 	return *g == '\0';
 }
 
+/*
+ * Could an origin, or a front end before it, read @path as a path other
+ * than the one a glob was compared with?  Raw comparison already fails
+ * closed on anything encoded inside the part a glob names literally; what
+ * is left is the part a '*' covers, where "/api/..;/admin",
+ * "/api/%252e%252e/admin" or "/api/..%00/admin" matches "/api/" followed
+ * by '*' and a server reads /admin.  So, anywhere in the path: no ';'
+ * (servers that strip path parameters), no '\' (Windows separators), no
+ * empty segment ("//", merged by many), no segment made only of dots and
+ * spaces (".", "..", and "..." or "..%20", which Windows trims into ".."
+ * or nothing), and no percent-escape for a byte a server could decode
+ * into another path: '.', '/', '\', '%' (decoded twice), ';', '?', '#',
+ * controls (NUL cuts, TAB and others are trimmed) and every non-ASCII
+ * byte (overlong UTF-8 such as %c0%ae, and characters that best-fit or
+ * NFKC mappings fold into '.' or '/').  Strict on purpose: a legitimate
+ * path this refuses only goes without the credential.
+ */
+static bool path_scope_safe(const char *p, size_t len)
+{
+	size_t i, seg_start = 0;
+	bool trimmable = true; /* the segment so far is dots and spaces */
+
+	if (len == 0 || p[0] != '/')
+		return false;
+	for (i = 1; i <= len; i++) {
+		unsigned char ch;
+
+		if (i == len || p[i] == '/') {
+			/* seg_start is the '/' before the segment: an empty
+			 * one is refused but for a trailing '/'. */
+			if (i == seg_start + 1 ? i < len : trimmable)
+				return false;
+			seg_start = i;
+			trimmable = true;
+			continue;
+		}
+		ch = (unsigned char)p[i];
+		if (ch == '%') {
+			int hi, lo;
+
+			if (len - i < 3)
+				return false;
+			hi = hexval(text_lower(p[i + 1]));
+			lo = hexval(text_lower(p[i + 2]));
+			if (hi < 0 || lo < 0)
+				return false;
+			ch = (unsigned char)(hi << 4 | lo);
+			i += 2;
+			if (ch < 0x20 || ch >= 0x7f || strchr("./\\%;?#", ch))
+				return false;
+			if (ch != ' ')
+				trimmable = false;
+			continue;
+		}
+		if (ch <= 0x20 || ch >= 0x7f || ch == ';' || ch == '\\')
+			return false;
+		if (ch != '.')
+			trimmable = false;
+	}
+	return true;
+}
+
+/* Is @m (@len bytes, compared in upper case) one of @c's methods? */
+static bool method_listed(const struct policy_credential *c, const char *m,
+			  size_t len)
+{
+	size_t i, k;
+
+	for (i = 0; i < c->n_methods; i++) {
+		const char *w = c->methods[i];
+
+		if (strlen(w) != len)
+			continue;
+		for (k = 0; k < len; k++)
+			if (text_lower(w[k]) != text_lower(m[k]))
+				break;
+		if (k == len)
+			return true;
+	}
+	return false;
+}
+
+/* An override value must be one method: a token (RFC 9110 tchar). */
+static bool method_token(const char *m, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)m[i];
+
+		if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
+			return false;
+	}
+	return true;
+}
+
+/* An override header's name, '_' read as '-' (CGI maps both to one
+ * variable): X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override. */
+static bool is_override_header(struct http_slice name)
+{
+	static const char *const names[] = { "x-http-method-override",
+					     "x-http-method", "x-method-override" };
+	size_t i, k;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *w = names[i];
+
+		if (name.len != strlen(w))
+			continue;
+		for (k = 0; k < name.len; k++) {
+			char ch = text_lower(name.ptr[k]);
+
+			if ((ch == '_' ? '-' : ch) != w[k])
+				break;
+		}
+		if (k == name.len)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Percent-decodes @s into @out, '+' as a space, at most @cap bytes (*cut
+ * says whether more followed).  A '%' without two hex digits stays as it
+ * is, as most decoders leave it.  Return: the decoded length.
+ */
+static size_t form_decode(const char *s, size_t len, char *out, size_t cap,
+			  bool *cut)
+{
+	size_t i, o = 0;
+
+	*cut = false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if (ch == '%' && len - i >= 3 && hexval(text_lower(s[i + 1])) >= 0 &&
+		    hexval(text_lower(s[i + 2])) >= 0) {
+			ch = (char)(hexval(text_lower(s[i + 1])) << 4 |
+				    hexval(text_lower(s[i + 2])));
+			i += 2;
+		} else if (ch == '+') {
+			ch = ' ';
+		}
+		if (o == cap) {
+			*cut = true;
+			break;
+		}
+		out[o++] = ch;
+	}
+	return o;
+}
+
+/*
+ * Is a query parameter named @key (raw) a "_method" override?  Read as
+ * the most lenient framework would: decoded, ASCII case folded, leading
+ * spaces dropped, ' ' and '.' as '_' (PHP's names), an array suffix
+ * ("_method[]") allowed.
+ */
+static bool is_override_param(const char *key, size_t len)
+{
+	char k[64];
+	bool cut;
+	size_t n = form_decode(key, len, k, sizeof(k), &cut), i = 0, j;
+
+	while (i < n && k[i] == ' ')
+		i++;
+	/* Cut before the name could be read: cannot tell, so it counts. */
+	if (n - i < 7)
+		return cut;
+	for (j = 0; j < 7; j++) {
+		char ch = text_lower(k[i + j]);
+
+		if (ch == ' ' || ch == '.')
+			ch = '_';
+		if (ch != "_method"[j])
+			return false;
+	}
+	return n - i == 7 || k[i + 7] == '[';
+}
+
+/*
+ * Method overrides: origins that honour X-HTTP-Method-Override and its
+ * siblings, or a "_method" parameter, do what they name, not what the
+ * request line says.  Each one must name a method of the scope too (the
+ * origin may honour it or not: both must be in scope); one that does not
+ * read as a single method is never in scope.  Only the query is seen: a
+ * "_method" in a form body is not (README says so).
+ */
+static bool overrides_in_scope(const struct policy_credential *c,
+			       const struct http_request *req)
+{
+	size_t i;
+
+	for (i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+		const char *v = h->value.ptr;
+		size_t vl = h->value.len;
+
+		if (!is_override_header(h->name))
+			continue;
+		while (vl && (*v == ' ' || *v == '\t')) {
+			v++;
+			vl--;
+		}
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		if (!method_token(v, vl) || !method_listed(c, v, vl))
+			return false;
+	}
+	if (req->has_query) {
+		const char *q = req->query.ptr, *end = q + req->query.len;
+
+		while (q < end) {
+			const char *pe = q, *eq;
+			char m[32];
+			bool cut = false;
+			size_t n;
+
+			/* '&', and ';' which some frameworks split on too. */
+			while (pe < end && *pe != '&' && *pe != ';')
+				pe++;
+			eq = memchr(q, '=', (size_t)(pe - q));
+			if (is_override_param(q, (size_t)((eq ? eq : pe) - q))) {
+				n = eq ? form_decode(eq + 1, (size_t)(pe - eq - 1), m,
+						     sizeof(m), &cut)
+				       : 0;
+				if (cut || !method_token(m, n) || !method_listed(c, m, n))
+					return false;
+			}
+			if (pe == end)
+				break;
+			q = pe + 1;
+		}
+	}
+	return true;
+}
+
 bool cred_in_scope(const struct policy_credential *c, const char *host,
 		   const char *method, const struct http_request *req)
 {
@@ -416,12 +657,13 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 		for (i = 0; i < c->n_methods && !ok; i++)
 			ok = strlen(c->methods[i]) == ml &&
 			     memcmp(c->methods[i], m, ml) == 0;
-		if (!ok)
+		if (!ok || (req && !overrides_in_scope(c, req)))
 			return false;
 	}
 
 	if (c->n_paths) {
-		if (!req || req->path_ambiguous)
+		if (!req || req->path_ambiguous ||
+		    !path_scope_safe(req->path.ptr, req->path.len))
 			return false;
 		ok = false;
 		for (i = 0; i < c->n_paths && !ok; i++)
@@ -593,12 +835,22 @@ struct ph_entry {
 	int32_t next;	     /* bucket chain, -1 ends */
 };
 
+/* A credential given to the sandbox, and the end of its ttl there. */
+struct grant {
+	char name[CRED_NAME_MAX + 1];
+	uint64_t expires_at; /* 0: never */
+	bool revoked;
+};
+
 struct cred_table {
 	pthread_rwlock_t lock;
 	struct ph_entry *e;
 	size_t n, cap;
 	uint64_t seq;
 	int32_t head[TABLE_BUCKETS];
+	/* Few (one per credential name the sandbox ever had): a list. */
+	struct grant *g;
+	size_t ng, gcap;
 };
 
 static unsigned ph_bucket(const char *ph)
@@ -634,6 +886,7 @@ void cred_table_free(struct cred_table *t)
 		OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
 		free(t->e);
 	}
+	free(t->g);
 	pthread_rwlock_destroy(&t->lock);
 	free(t);
 }
@@ -811,8 +1064,99 @@ size_t cred_table_revoke(struct cred_table *t, const char *cred_name)
 		e->revoked = true;
 		n++;
 	}
+	/* The sandbox is gone: nothing is injected for it any more. */
+	for (i = 0; !cred_name && i < t->ng; i++)
+		t->g[i].revoked = true;
 	pthread_rwlock_unlock(&t->lock);
 	return n;
+}
+
+/* Lock held.  Return: the grant of @name, or NULL. */
+static struct grant *grant_find(const struct cred_table *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->ng; i++)
+		if (strcmp(t->g[i].name, name) == 0)
+			return &t->g[i];
+	return NULL;
+}
+
+int cred_table_grant(struct cred_table *t, const char *cred_name,
+		     uint64_t expires_at)
+{
+	struct grant *g;
+	int ret = 0;
+
+	if (!t || !cred_name_ok(cred_name))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&t->lock);
+	if (grant_find(t, cred_name)) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (t->ng == t->gcap) {
+		size_t ncap = t->gcap ? 2 * t->gcap : 8;
+
+		if (ncap > CRED_GRANTS_MAX)
+			ncap = CRED_GRANTS_MAX;
+		g = ncap > t->gcap ? realloc(t->g, ncap * sizeof(*g)) : NULL;
+		if (!g) {
+			ret = ncap > t->gcap ? -ENOMEM : -ENOSPC;
+			goto out;
+		}
+		t->g = g;
+		t->gcap = ncap;
+	}
+	g = &t->g[t->ng++];
+	memset(g, 0, sizeof(*g));
+	memcpy(g->name, cred_name, strlen(cred_name) + 1);
+	g->expires_at = expires_at;
+out:
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+enum cred_ph_state cred_table_grant_state(struct cred_table *t,
+					  const char *cred_name, uint64_t now,
+					  uint64_t *expires_at)
+{
+	enum cred_ph_state st = CRED_PH_UNKNOWN;
+	const struct grant *g;
+
+	if (!t || !cred_name)
+		return CRED_PH_UNKNOWN;
+	pthread_rwlock_rdlock(&t->lock);
+	g = grant_find(t, cred_name);
+	if (g) {
+		if (g->revoked)
+			st = CRED_PH_REVOKED;
+		else if (g->expires_at && now >= g->expires_at)
+			st = CRED_PH_EXPIRED;
+		else
+			st = CRED_PH_VALID;
+		if (expires_at)
+			*expires_at = g->expires_at;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return st;
+}
+
+int cred_table_foreach_grant(struct cred_table *t,
+			     int (*fn)(const char *cred_name, uint64_t expires_at,
+				       bool revoked, void *arg),
+			     void *arg)
+{
+	size_t i;
+	int ret = 0;
+
+	if (!t || !fn)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&t->lock);
+	for (i = 0; i < t->ng && ret == 0; i++)
+		ret = fn(t->g[i].name, t->g[i].expires_at, t->g[i].revoked, arg);
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
 }
 
 int cred_table_foreach(struct cred_table *t,
@@ -885,9 +1229,22 @@ static void refuse(struct planner *x, enum cred_verdict v, int cred)
 	x->plan->cred = cred;
 }
 
-/* One placeholder occurrence; @anywhere_ok is false where no scope can
- * ever hold it (method, header names, Host, the authority). */
-static void occurrence(struct planner *x, const char *ph, bool anywhere_ok)
+/* May @c's placeholder be in (and be replaced in) header @name? */
+static bool carries(const struct policy_credential *c, struct http_slice name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_placeholder_headers; i++)
+		if (slice_is(name, c->placeholder_headers[i]))
+			return true;
+	return false;
+}
+
+/* One placeholder occurrence; @in_header is the header whose value holds
+ * it, or NULL for a place where it never goes (the method, the target,
+ * the authority, a header name). */
+static void occurrence(struct planner *x, const char *ph,
+		       const struct http_slice *in_header)
 {
 	struct cred_plan *plan = x->plan;
 	char name[CRED_NAME_MAX + 1];
@@ -941,13 +1298,19 @@ static void occurrence(struct planner *x, const char *ph, bool anywhere_ok)
 			break;
 		}
 	}
+	/* Valid and in scope, but only where its credential says: anywhere
+	 * else (the path, the query, another header) an origin that
+	 * reflects the request would hand the secret back. */
 	if (x->ph_verdict[k] != CRED_FORWARD)
 		refuse(x, x->ph_verdict[k], plan->found[k].cred);
-	else if (!anywhere_ok)
+	else if (!in_header ||
+		 !carries(policy_credential_get(x->p, (size_t)plan->found[k].cred),
+			  *in_header))
 		refuse(x, CRED_OUT_OF_SCOPE, plan->found[k].cred);
 }
 
-static void scan(struct planner *x, const char *s, size_t len, bool ok)
+static void scan(struct planner *x, const char *s, size_t len,
+		 const struct http_slice *ok)
 {
 	const char *p;
 	size_t off;
@@ -1003,6 +1366,7 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 	memset(plan, 0, sizeof(*plan));
 	plan->cred = -1;
 	plan->plaintext_withheld = -1;
+	plan->expired_withheld = -1;
 	if (!t || !p || !req ||
 	    (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE))
 		return -EINVAL;
@@ -1010,22 +1374,24 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 		host = req->has_authority ? req->authority.host : "";
 	x.host = host;
 
-	scan(&x, req->method.ptr, req->method.len, false);
+	scan(&x, req->method.ptr, req->method.len, NULL);
 	if (req->has_authority)
-		scan(&x, req->authority.host, req->authority.host_len, false);
-	scan(&x, host, strlen(host), false);
-	scan(&x, req->path.ptr, req->path.len, true);
+		scan(&x, req->authority.host, req->authority.host_len, NULL);
+	scan(&x, host, strlen(host), NULL);
+	scan(&x, req->path.ptr, req->path.len, NULL);
 	if (req->has_query)
-		scan(&x, req->query.ptr, req->query.len, true);
+		scan(&x, req->query.ptr, req->query.len, NULL);
 	for (i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
-		scan(&x, h->name.ptr, h->name.len, false);
-		scan(&x, h->value.ptr, h->value.len, !is_host(h->name));
+		scan(&x, h->name.ptr, h->name.len, NULL);
+		/* Host never carries one (the policy refuses it as a
+		 * placeholder header; this says so again). */
+		scan(&x, h->value.ptr, h->value.len, is_host(h->name) ? NULL : &h->name);
 		if (is_authorization(h->name)) {
 			bl = basic_decode(h->value, basic);
 			if (bl > 0)
-				scan(&x, (const char *)basic, (size_t)bl, true);
+				scan(&x, (const char *)basic, (size_t)bl, &h->name);
 		}
 	}
 	OPENSSL_cleanse(basic, sizeof(basic));
@@ -1049,6 +1415,14 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 				inject = false;
 				if (plan->plaintext_withheld < 0)
 					plan->plaintext_withheld = (int)i;
+			} else if (cred_table_grant_state(t, c->name, now, NULL) !=
+				   CRED_PH_VALID) {
+				/* Its ttl in this sandbox is over (or it was
+				 * never given to it): the ttl bounds the
+				 * injection, not only the placeholder. */
+				inject = false;
+				if (plan->expired_withheld < 0)
+					plan->expired_withheld = (int)i;
 			}
 		}
 		if (!inject && !has_ph)
@@ -1069,13 +1443,16 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 
 struct rewriter {
 	const struct cred_plan *plan;
+	const struct policy *p;
 	const struct cred_secret *const *secrets;
 	struct obuf w;
 	int err;
 };
 
-/* The secret for a placeholder the plan found, or NULL (rw->err set). */
-static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
+/* The secret for a placeholder the plan found in header @name, or NULL
+ * (rw->err set). */
+static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph,
+					   struct http_slice name)
 {
 	const struct cred_plan *plan = r->plan;
 	const struct cred_secret *s;
@@ -1088,7 +1465,10 @@ static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
 	for (u = 0; cred >= 0 && u < plan->nuse; u++)
 		if (plan->use[u] == cred)
 			break;
-	if (cred < 0 || u == plan->nuse) {
+	/* The plan checked where it is; checked again, as the one thing
+	 * that must never go wrong here. */
+	if (cred < 0 || u == plan->nuse ||
+	    !carries(policy_credential_get(r->p, (size_t)cred), name)) {
 		r->err = -EINVAL;
 		return NULL;
 	}
@@ -1100,9 +1480,10 @@ static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph)
 	return s;
 }
 
-/* Appends @s with each placeholder replaced by its secret (raw or
- * percent-encoded). */
-static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
+/* Appends @s, from a value of header @name, with each placeholder
+ * replaced by its secret. */
+static void put_subst(struct rewriter *r, const char *s, size_t len,
+		      struct http_slice name)
 {
 	const struct cred_secret *sec;
 	const char *p;
@@ -1110,13 +1491,10 @@ static void put_subst(struct rewriter *r, const char *s, size_t len, bool pct)
 
 	while (!r->err && (p = cred_find_placeholder(s, len, &off))) {
 		obuf_put(&r->w, s, off);
-		sec = ph_secret(r, p);
+		sec = ph_secret(r, p, name);
 		if (!sec)
 			return;
-		if (pct)
-			wput_pct(&r->w, sec->buf, sec->len);
-		else
-			obuf_put(&r->w, sec->buf, sec->len);
+		obuf_put(&r->w, sec->buf, sec->len);
 		s = p + CRED_PLACEHOLDER_LEN;
 		len -= off + CRED_PLACEHOLDER_LEN;
 	}
@@ -1183,12 +1561,12 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	if (bl <= 0 ||
 	    !cred_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
 		OPENSSL_cleanse(basic, sizeof(basic));
-		put_subst(r, h->value.ptr, h->value.len, false);
+		put_subst(r, h->value.ptr, h->value.len, h->name);
 		return;
 	}
 	/* user:pass with secrets, then its base64 after it, then moved down. */
 	start = r->w.len;
-	put_subst(r, (const char *)basic, (size_t)bl, false);
+	put_subst(r, (const char *)basic, (size_t)bl, h->name);
 	OPENSSL_cleanse(basic, sizeof(basic));
 	if (r->err || r->w.full)
 		return;
@@ -1249,7 +1627,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 			 const struct http_request *req, char *buf,
 			 size_t buflen, struct cred_rewrite *rw)
 {
-	struct rewriter r = { .plan = plan, .secrets = secrets,
+	struct rewriter r = { .plan = plan, .p = p, .secrets = secrets,
 			      .w = { .p = buf, .cap = buflen } };
 	size_t i, j, u, start;
 	int ret = -EINVAL, n;
@@ -1333,19 +1711,10 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		rw->nset++;
 	}
 
-	/* 3. The target, when the path or the query carries a placeholder. */
-	if (!r.err && !r.w.full &&
-	    (has_placeholder(req->path) ||
-	     (req->has_query && has_placeholder(req->query)))) {
-		start = r.w.len;
-		put_subst(&r, req->path.ptr, req->path.len, true);
-		if (req->has_query) {
-			obuf_putc(&r.w, '?');
-			put_subst(&r, req->query.ptr, req->query.len, true);
-		}
-		rw->target = r.w.p + start;
-		rw->target_len = r.w.len - start;
-	}
+	/* 3. Never the target: a plan that forwards has none there. */
+	if (has_placeholder(req->path) ||
+	    (req->has_query && has_placeholder(req->query)))
+		r.err = -EINVAL;
 
 	if (r.err) {
 		ret = r.err;
@@ -1371,8 +1740,7 @@ int cred_write_request_head(const struct cred_rewrite *rw,
 {
 	if (!rw || !req)
 		return -EINVAL;
-	return http_write_request_head_target(req, rw->target, rw->target_len,
-					      out, outlen, rw->set, rw->nset);
+	return http_write_request_head(req, out, outlen, rw->set, rw->nset);
 }
 
 void cred_rewrite_wipe(struct cred_rewrite *rw)
@@ -1382,8 +1750,6 @@ void cred_rewrite_wipe(struct cred_rewrite *rw)
 	if (rw->buf && rw->cap)
 		OPENSSL_cleanse(rw->buf, rw->cap);
 	rw->nset = 0;
-	rw->target = NULL;
-	rw->target_len = 0;
 	rw->len = 0;
 }
 

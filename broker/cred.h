@@ -150,10 +150,18 @@ bool cred_path_match(const char *glob, const char *path, size_t len);
  *          and @c has no path scope
  *
  * Host in c->hosts; method in c->methods (any when none; methods are
- * case-sensitive); path matching one of c->paths (any when none).  A path
- * the parser flagged ambiguous (dot segments, encoded '/' or '\') never
- * satisfies a path scope: "/repos/acme/../other" must not get the
- * credential meant for /repos/acme/.
+ * case-sensitive), and so is every method an override asks for
+ * (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, '_' read as
+ * '-', or a "_method" query parameter, compared in any case); an override
+ * that does not read as one method is never in scope; path matching one
+ * of c->paths (any when none).  A path some server could read as another
+ * path never satisfies a path scope: "/repos/acme/../other" must not get
+ * the credential meant for /repos/acme/.  Refused in any segment: '.'
+ * and '..' segments (and segments of only dots and encoded spaces), empty
+ * segments ("//"), ';' (path parameters: "/repos/acme/..;/other"), '\',
+ * and percent-escapes of '.', '/', '\', '%' (so "%252e%252e"), ';', '?',
+ * '#', control bytes ("%00", "%09") and non-ASCII bytes (overlong UTF-8
+ * "%c0%ae").
  *
  * Return: true when in scope.
  */
@@ -245,9 +253,51 @@ int cred_table_insert(struct cred_table *t, const char *ph,
 enum cred_ph_state cred_table_lookup(struct cred_table *t, const char *ph,
 				     uint64_t now, char *name);
 
-/* Revokes every placeholder of @cred_name, or all of them when NULL.
- * Return: how many were revoked. */
+/* Revokes every placeholder of @cred_name, or when NULL (the sandbox is
+ * gone) every placeholder and every grant.
+ * Return: how many placeholders were revoked. */
 size_t cred_table_revoke(struct cred_table *t, const char *cred_name);
+
+/* Credential names one sandbox may have been given over its life. */
+#define CRED_GRANTS_MAX 1024
+
+/**
+ * cred_table_grant() - give a credential to the sandbox, until its ttl ends
+ * @t:          the sandbox's table
+ * @cred_name:  the credential (at most CRED_NAME_MAX characters)
+ * @expires_at: the end of its ttl, seconds since the epoch; 0 for none
+ *
+ * A credential's ttl bounds its injection as well as its placeholders:
+ * cred_plan_request() injects a credential's header only while the
+ * sandbox holds a valid grant of it.  The first grant stays: a credential
+ * given already keeps its expiry (its ttl counts from the first time).
+ *
+ * Return: 0; -EEXIST when granted already (left as it was); -ENOSPC
+ * beyond CRED_GRANTS_MAX names; -ENOMEM; -EINVAL.
+ */
+int cred_table_grant(struct cred_table *t, const char *cred_name,
+		     uint64_t expires_at);
+
+/**
+ * cred_table_grant_state() - a credential's grant in this sandbox, now
+ * @t:          the table
+ * @cred_name:  the credential
+ * @now:        current time
+ * @expires_at: when not NULL and granted, set to the end of its ttl
+ *
+ * Return: CRED_PH_VALID, CRED_PH_EXPIRED, CRED_PH_REVOKED, or
+ * CRED_PH_UNKNOWN when never granted.
+ */
+enum cred_ph_state cred_table_grant_state(struct cred_table *t,
+					  const char *cred_name, uint64_t now,
+					  uint64_t *expires_at);
+
+/* Calls @fn for each grant (for saving state); stops at a non-zero
+ * return and returns it. */
+int cred_table_foreach_grant(struct cred_table *t,
+			     int (*fn)(const char *cred_name, uint64_t expires_at,
+				       bool revoked, void *arg),
+			     void *arg);
 
 /* Calls @fn for each entry (for saving state); stops at a non-zero
  * return and returns it. */
@@ -302,6 +352,10 @@ struct cred_plan {
 	/* A credential in scope that was not injected because the request
 	 * is plaintext and the credential does not allow it, or -1. */
 	int plaintext_withheld;
+	/* A credential in scope that was not injected because its ttl in
+	 * this sandbox has run out (or the sandbox holds no grant of it:
+	 * cred_table_grant()), or -1. */
+	int expired_withheld;
 };
 
 /**
@@ -317,13 +371,19 @@ struct cred_plan {
  * Looks for placeholders in the method, the target (path, query and an
  * absolute-form authority), every header name and value, and inside
  * "Authorization: Basic" credentials (decoded).  Each must be valid for
- * this sandbox, and its credential's scope must hold the request; a
- * placeholder in the method, a header name, Host or the authority is
- * never in scope.  A credential that allows no plaintext refuses its
- * placeholder over plain HTTP.  The first failure decides the verdict.
+ * this sandbox, its credential's scope must hold the request, and it must
+ * be in the value of one of its credential's placeholder_headers (the
+ * inject header or Authorization unless the policy names others): in the
+ * path, the query, another header, the method, a header name, Host or the
+ * authority it is out of scope, since an origin that reflects the request
+ * (an echo, a redirect keeping the query, an error page) would hand the
+ * secret back to the sandbox.  A credential that allows no plaintext
+ * refuses its placeholder over plain HTTP.  The first failure decides the
+ * verdict.
  * Otherwise the verdict is CRED_FORWARD and plan->use lists the
  * credentials to apply: every credential with an inject header whose
- * scope holds the request, and every credential whose placeholder
+ * scope holds the request and whose grant in @t is valid at @now (its
+ * ttl: see cred_table_grant()), and every credential whose placeholder
  * appears.
  *
  * Placeholders are found as literal text only: percent-, base64- (other
@@ -342,16 +402,13 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 #define CRED_MAX_SET (HTTP_MAX_HEADERS + CRED_MAX_USES)
 
 /*
- * A rewritten request head, ready for http_write_request_head_target():
- * headers to set (each replacing client headers of that name) and, when
- * the path or query carried a placeholder, a new target.  Values point
- * into the caller's buffer and hold secrets: cred_rewrite_wipe() it.
+ * A rewritten request head, ready for http_write_request_head(): headers
+ * to set, each replacing client headers of that name.  Values point into
+ * the caller's buffer and hold secrets: cred_rewrite_wipe() it.
  */
 struct cred_rewrite {
 	struct http_set_header set[CRED_MAX_SET];
 	size_t nset;
-	const char *target; /* path?query, or NULL to keep the client's */
-	size_t target_len;
 	char *buf;
 	size_t cap, len;
 };
@@ -365,24 +422,25 @@ struct cred_rewrite {
  * @req:     the request
  * @buf:     storage for rewritten values (they hold secrets)
  * @buflen:  its size.  Each placeholder occurrence grows by its secret's
- *           length (three times that in a path or query, 4/3 inside
- *           Basic), so no fixed size fits every request: -ENOSPC is an
- *           answered refusal, like a head that is too large
+ *           length (4/3 of it inside Basic), so no fixed size fits every
+ *           request: -ENOSPC is an answered refusal, like a head that is
+ *           too large
  * @rw:      the result
  *
  * Injected headers: each used credential's inject header, value from its
  * template; two credentials injecting one name: the lower policy index
- * wins.  Client headers carrying a placeholder get the raw secret in its
- * place (inside Basic: decoded, replaced, re-encoded); several client
- * lines of that name are joined into one (", ", or "; " for Cookie),
- * unless an injected header of that name replaces them all.  In the path
- * and the query the secret goes in percent-encoded (all but unreserved
- * characters).  Hop-by-hop headers, names listed in Connection and Host
+ * wins.  Client headers carrying a placeholder (only ever one of its
+ * credential's placeholder_headers) get the raw secret in its place
+ * (inside Basic: decoded, replaced, re-encoded); several client lines of
+ * that name are joined into one (", ", or "; " for Cookie), unless an
+ * injected header of that name replaces them all.  The target is never
+ * rewritten.  Hop-by-hop headers, names listed in Connection and Host
  * are left alone: the head writer drops or rebuilds them.
  *
  * Return: 0; -ENOSPC (buffer wiped); -ENOKEY when a secret is missing;
- * -EINVAL when the plan does not fit the request or an inject header is
- * a name the head writer refuses (hop-by-hop, Host, framing).
+ * -EINVAL when the plan does not fit the request (a placeholder in the
+ * target or in a header its credential does not name) or an inject
+ * header is a name the head writer refuses (hop-by-hop, Host, framing).
  */
 int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 			 const struct cred_secret *const *secrets,

@@ -12,11 +12,13 @@
  * request, creds_acquire() hands the proxy the current value of each
  * credential it needs: the secret itself, a copy of the cached access
  * token, or a JWT minted for (sandbox, host), kept for reuse until
- * shortly before it expires. A sandbox's placeholders live in its
- * cred_table; they are written to state_dir/placeholders/NAME (mode 0600:
- * placeholders, never secrets) so that a broker restart keeps the
- * sandbox's environment valid, and revoked with the sandbox, as are its
- * minted JWTs. */
+ * shortly before it expires. A sandbox's placeholders, and its grants
+ * (when each credential's ttl ends for it: the ttl bounds injection as
+ * well as placeholders), live in its cred_table; they are written to
+ * state_dir/placeholders/NAME (mode 0600: placeholders and expiries,
+ * never secrets) so that a broker restart keeps the sandbox's
+ * environment valid and its ttls running, and revoked with the sandbox,
+ * as are its minted JWTs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -679,6 +681,17 @@ static int save_one(const char *ph, const char *cred, uint64_t expires, bool rev
 	return 0;
 }
 
+/* "grant NAME EXPIRES": never a placeholder, which a broker from before
+ * grants were saved skips as a malformed line. */
+static int save_grant(const char *cred, uint64_t expires, bool revoked, void *arg)
+{
+	FILE *f = arg;
+
+	if (!revoked)
+		fprintf(f, "grant %s %llu\n", cred, (unsigned long long)expires);
+	return 0;
+}
+
 static int save(struct sandbox *sb)
 {
 	char path[600], tmp[620];
@@ -696,6 +709,7 @@ static int save(struct sandbox *sb)
 		unlink(tmp);
 		return -ENOMEM;
 	}
+	cred_table_foreach_grant(sb->creds, save_grant, f);
 	cred_table_foreach(sb->creds, save_one, f);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		r = -errno;
@@ -711,6 +725,8 @@ struct has_arg {
 	const char *cred;
 	uint64_t now;
 	bool found;
+	bool forever;	/* one of them never expires */
+	uint64_t latest; /* the latest expiry among them */
 };
 
 static int has_live(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
@@ -718,16 +734,25 @@ static int has_live(const char *ph, const char *cred, uint64_t expires, bool rev
 	struct has_arg *h = arg;
 
 	(void)ph;
-	if (!revoked && strcmp(cred, h->cred) == 0 && (expires == 0 || expires > h->now))
-		h->found = true;
+	if (revoked || strcmp(cred, h->cred) != 0 || (expires != 0 && expires <= h->now))
+		return 0;
+	h->found = true;
+	if (expires == 0)
+		h->forever = true;
+	else if (expires > h->latest)
+		h->latest = expires;
 	return 0;
 }
 
 /*
- * Gives every credential with a placeholder one live placeholder; called at
- * registration (after a restore too) and after a reload. Expired ones are
- * not renewed here: a ttl is the placeholder's life, and a new one comes
- * with a new sandbox.
+ * Gives every credential of @p to the sandbox once (a grant: the end of
+ * its ttl, counted from now, which is the sandbox's creation or the
+ * reload that added the credential) and every credential with a
+ * placeholder one live placeholder; called at registration (after a
+ * restore too) and after a reload. The ttl bounds both the injection and
+ * the placeholder, so neither is renewed here: a grant stays as first
+ * given, whatever a reload does to the ttl, and a placeholder issued
+ * later expires with the grant. A new sandbox starts anew.
  */
 int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 {
@@ -740,7 +765,28 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 		const struct policy_credential *c = policy_credential_get(p, i);
 		struct has_arg h = { .cred = c->name, .now = now };
 		char ph[CRED_PLACEHOLDER_LEN + 1];
+		enum cred_ph_state st;
+		uint64_t exp = 0;
 
+		st = cred_table_grant_state(sb->creds, c->name, now, &exp);
+		if (st == CRED_PH_UNKNOWN) {
+			/* State saved before grants were: a placeholder's
+			 * expiry was the ttl's end. */
+			struct has_arg any = { .cred = c->name, .now = 0 };
+
+			cred_table_foreach(sb->creds, has_live, &any);
+			if (any.found)
+				exp = any.forever ? 0 : any.latest;
+			else if (c->ttl_sec && now <= UINT64_MAX - c->ttl_sec)
+				exp = now + c->ttl_sec;
+			else
+				exp = 0;
+			r = cred_table_grant(sb->creds, c->name, exp);
+			if (r < 0)
+				return r;
+			changed = true;
+			st = exp && exp <= now ? CRED_PH_EXPIRED : CRED_PH_VALID;
+		}
 		if (!c->placeholder)
 			continue;
 		cred_table_foreach(sb->creds, has_live, &h);
@@ -754,7 +800,10 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 			if (any.found)
 				continue;
 		}
-		r = cred_table_issue(sb->creds, c->name, now, c->ttl_sec, ph);
+		/* Over (or revoked): no placeholder to outlive it. */
+		if (st != CRED_PH_VALID)
+			continue;
+		r = cred_table_issue(sb->creds, c->name, now, exp ? exp - now : 0, ph);
 		explicit_bzero(ph, sizeof(ph));
 		if (r < 0)
 			return r;
@@ -782,7 +831,11 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 			char ph[64], cred[CRED_NAME_MAX + 1];
 			unsigned long long exp;
 
-			if (sscanf(line, "%63s %64s %llu", ph, cred, &exp) == 3)
+			if (sscanf(line, "%63s %64s %llu", ph, cred, &exp) != 3)
+				continue;
+			if (strcmp(ph, "grant") == 0)
+				cred_table_grant(sb->creds, cred, exp);
+			else
 				cred_table_insert(sb->creds, ph, cred, exp);
 		}
 		explicit_bzero(line, sizeof(line));

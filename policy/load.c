@@ -819,7 +819,8 @@ static int source(struct loader *ld, const struct ynode *v, struct policy_creden
 static int credential(struct loader *ld, const struct ynode *n, struct policy_credential *c)
 {
 	static const char *const keys[] = { "name",	   "source", "inject", "scope",
-					    "placeholder", "ttl",    "plaintext", NULL };
+					    "placeholder", "placeholder_headers",
+					    "ttl",	   "plaintext", NULL };
 	static const char *const inj_keys[] = { "header", "value", NULL };
 	static const char *const scope_keys[] = { "hosts", "methods", "paths", NULL };
 	const struct ynode *v, *s;
@@ -944,6 +945,36 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 	}
 	if (!c->inject_header && !c->placeholder)
 		return fail(ld, n, "credential `%s` needs `inject` or `placeholder`", c->name);
+	/* Where the placeholder may go: never the path or the query, where
+	 * an origin reflecting the request would hand the secret back. */
+	v = ytree_map_get(n, "placeholder_headers");
+	if (v) {
+		if (!c->placeholder)
+			return fail(ld, v, "`placeholder_headers` needs a `placeholder`");
+		if ((r = str_list(ld, v, "placeholder_headers", &c->placeholder_headers,
+				  &c->n_placeholder_headers)) < 0)
+			return r;
+		for (i = 0; i < c->n_placeholder_headers; i++) {
+			const char *h = c->placeholder_headers[i];
+
+			if (!token_ok(h, strlen(h)))
+				return fail(ld, v->kids[i], "bad header name `%s`",
+					    SHOW(v->kids[i]));
+			if (!header_injectable(h))
+				return fail(ld, v->kids[i],
+					    "header `%s` cannot carry a placeholder (it frames or routes the request)",
+					    SHOW(v->kids[i]));
+		}
+	} else if (c->placeholder) {
+		c->placeholder_headers = calloc(1, sizeof(char *));
+		if (!c->placeholder_headers)
+			return -ENOMEM;
+		c->placeholder_headers[0] =
+			strdup(c->inject_header ? c->inject_header : "Authorization");
+		if (!c->placeholder_headers[0])
+			return -ENOMEM;
+		c->n_placeholder_headers = 1;
+	}
 	v = ytree_map_get(n, "ttl");
 	if (v && (r = duration(ld, v, "ttl", &c->ttl_sec)) < 0)
 		return r;
@@ -1087,6 +1118,9 @@ static void cred_free(struct policy_credential *c)
 		free(c->paths[i]);
 	free(c->paths);
 	free(c->placeholder);
+	for (i = 0; i < c->n_placeholder_headers; i++)
+		free(c->placeholder_headers[i]);
+	free(c->placeholder_headers);
 	free(c->oauth2.token_url);
 	free(c->oauth2.token_host);
 	free(c->oauth2.token_path);

@@ -73,6 +73,13 @@ struct policy_credential {
 	char **paths; /* globs, '*' matches any run of characters; 0 means any */
 	size_t n_paths;
 	char *placeholder; /* environment variable name, or NULL */
+	/*
+	 * The headers a placeholder is replaced in, and the only places it
+	 * may appear: `placeholder_headers`, else the inject header, else
+	 * Authorization.  None when there is no placeholder.
+	 */
+	char **placeholder_headers;
+	size_t n_placeholder_headers;
 	uint64_t ttl_sec;  /* 0: no ttl given */
 	bool plaintext_allow;
 };

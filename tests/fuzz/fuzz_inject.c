@@ -11,9 +11,10 @@
  *                 -ENOSPC), bits 3-4 the output size.
  *
  * Invariants: a secret appears in the upstream head only if the plan used
- * its credential (or the client sent those bytes itself); a refused plan
- * uses nothing; no placeholder survives into a forwarded head; the head
- * parses again; buffers are wiped on failure.
+ * its credential (or the client sent those bytes itself), and never in
+ * the request line; a refused plan uses nothing; no placeholder survives
+ * into a forwarded head; the head parses again; buffers are wiped on
+ * failure.
  */
 
 #include <errno.h>
@@ -46,6 +47,7 @@ static const char policy_yaml[] =
 	"    source: { env: FUZZ_WILD }\n"
 	"    scope: { hosts: [\"*.example.com\"], paths: [\"/api/*\", \"/bot*\"] }\n"
 	"    placeholder: WILD_TOKEN\n"
+	"    placeholder_headers: [X-Token, Authorization, Cookie]\n"
 	"  - name: plain\n"
 	"    source: { env: FUZZ_PLAIN }\n"
 	"    inject: { header: X-Api-Key, value: \"k={secret}\" }\n"
@@ -68,7 +70,8 @@ static const char policy_yaml[] =
 static const char *const secret_text[NCRED] = {
 	"GHSECRETq7", "W/ld+SECRETz9", "PLAINSECRETk3", "OTHERSECRETx5",
 };
-/* How each appears percent-encoded in a path or query. */
+/* How each would appear percent-encoded in a path or query (where it
+ * must never go). */
 static const char *const secret_pct[NCRED] = {
 	"GHSECRETq7", "W%2Fld%2BSECRETz9", "PLAINSECRETk3", "OTHERSECRETx5",
 };
@@ -107,6 +110,11 @@ static void init(void)
 	    cred_table_insert(table, PH_REVOKED, "other", 0) < 0 ||
 	    cred_table_revoke(table, "other") != 1)
 		abort();
+	/* Given to the sandbox (injected while their ttl runs); other's ttl
+	 * is over, so it is never injected. */
+	for (i = 0; i < NCRED; i++)
+		if (cred_table_grant(table, names[i], i == 3 ? NOW : 0) < 0)
+			abort();
 }
 
 static bool plan_uses(const struct cred_plan *plan, int cred)
@@ -156,7 +164,9 @@ static void check_plan(const struct http_request *req,
 			abort();
 		if (plan->inject[i] && (!c->inject_header ||
 					((flags & CRED_PLAN_PLAINTEXT) &&
-					 !c->plaintext_allow)))
+					 !c->plaintext_allow) ||
+					cred_table_grant_state(table, c->name, NOW, NULL) !=
+						CRED_PH_VALID))
 			abort();
 		if (i && plan->use[i] <= plan->use[i - 1])
 			abort();
@@ -239,7 +249,14 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 		bool in_in = memmem(data, size, secret_text[i], strlen(secret_text[i])) ||
 			     memmem(data, size, secret_pct[i], strlen(secret_pct[i]));
 
+		const char *eol = memchr(out, '\n', (size_t)n);
+		size_t line = eol ? (size_t)(eol - out) : (size_t)n;
+
 		if (in_out && !plan_uses(&plan, idx[i]) && !in_in)
+			abort();
+		/* Never in the target, where an origin may reflect it. */
+		if (!in_in && (memmem(out, line, secret_text[i], strlen(secret_text[i])) ||
+			       memmem(out, line, secret_pct[i], strlen(secret_pct[i]))))
 			abort();
 	}
 	/* Every placeholder was replaced or dropped. */

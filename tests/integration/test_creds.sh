@@ -39,6 +39,13 @@ credentials:
     source: { file: $D/secret }
     scope: { hosts: [echo.world.test], paths: ["/short/*"] }
     placeholder: SHORT_TOKEN
+    placeholder_headers: [X-Short]
+    plaintext: allow
+    ttl: 6s
+  - name: short-inject
+    source: { file: $D/secret }
+    inject: { header: X-Ttl, value: "{secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/ttl/*"] }
     plaintext: allow
     ttl: 6s
 EOF
@@ -59,39 +66,78 @@ X() { S exec "$S1" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 # First, while the short-lived placeholder (ttl 6s) is young.
 t_ok "a short-lived placeholder works in time" X curl -sf -m 10 -H "X-Short: $PH_SHORT" http://echo.world.test/short/x
-t_contains "and is swapped" "$T_OUT" "\"X-Short\", \"$SECRET\""
+t_contains "and is swapped" "$(origin '/short/x' | tail -n 1)" "\"X-Short\", \"$SECRET\""
+t_ok "a short-lived inject credential in time" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_contains "is injected" "$(origin '/ttl/x' | tail -n 1)" "\"X-Ttl\", \"$SECRET\""
 
 t_ok "in scope: the header is injected (explicit proxy)" X curl -sf -m 10 http://echo.world.test/api/x
-t_contains "the echo server saw the secret" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_contains "the echo server saw the secret" "$(origin '/api/x' | tail -n 1)" "\"Authorization\", \"Bearer $SECRET\""
 t_ok "in scope, transparent path" X $NOPROXY curl -sf -m 10 http://echo.world.test/api/y
-t_contains "the echo server saw the secret" "$T_OUT" "\"Authorization\", \"Bearer $SECRET\""
+t_contains "the echo server saw the secret" "$(origin '/api/y' | tail -n 1)" "\"Authorization\", \"Bearer $SECRET\""
 t_ok "the client's own Authorization" X curl -sf -m 10 -H 'Authorization: Bearer mine' http://echo.world.test/api/z
-t_eq "is replaced, never kept beside it" "1" "$(echo "$T_OUT" | grep -o '"Authorization"' | wc -l)"
-t_not_contains "the client's value is gone" "$T_OUT" "Bearer mine"
-t_ok "a placeholder in the query, in scope" X curl -sf -m 10 "http://echo.world.test/api/q?token=$PH"
-t_contains "is swapped for the secret" "$T_OUT" "token=$SECRET"
-t_ok "the placeholder in a header value" X curl -sf -m 10 -H "X-Token: $PH" http://echo.world.test/api/h
-t_contains "is swapped too" "$T_OUT" "\"X-Token\", \"$SECRET\""
+t_eq "is replaced, never kept beside it" "1" "$(origin /api/z | tail -n 1 | grep -o '"Authorization"' | wc -l)"
+t_not_contains "the client's value is gone" "$(origin '/api/z' | tail -n 1)" "Bearer mine"
+t_ok "the placeholder in its inject header, in scope" X curl -sf -m 10 -H "Authorization: Bearer $PH" http://echo.world.test/api/h
+t_contains "gets the secret" "$(origin '/api/h' | tail -n 1)" "\"Authorization\", \"Bearer $SECRET\""
+t_not_contains "and no placeholder" "$(origin '/api/h' | tail -n 1)" "sluice-ph-"
 t_ok "outside the path scope: nothing injected" X curl -sf -m 10 http://echo.world.test/other
-t_not_contains "no secret" "$T_OUT" "$SECRET"
+t_not_contains "no secret" "$(origin '/other' | tail -n 1)" "$SECRET"
 reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |
 		t_status_reason
 }
+# Paths a server may read as another path (outside /api/) never match.
+for p in '/api/..;/x' '/api/%252e%252e/x' '/api/%c0%ae%c0%ae/x' '/api/..%00/x' '/api/..%09/x'; do
+	t_ok "path $p: forwarded" X curl -sf -m 10 --path-as-is "http://echo.world.test$p"
+	t_ok "path $p: the origin got it" test -n "$(origin "$p")"
+	t_not_contains "path $p: without the secret" "$(origin "$p" | tail -n 1)" "$SECRET"
+	t_eq "path $p: its placeholder is refused" "403 placeholder-out-of-scope" \
+		"$(reason curl --path-as-is -H "Authorization: Bearer $PH" "http://echo.world.test$p")"
+done
 t_eq "the placeholder sent to another allowed host" "403 placeholder-out-of-scope" \
 	"$(reason curl -H "Authorization: Bearer $PH" http://other.world.test/)"
 t_eq "the placeholder with a method outside scope" "403 placeholder-out-of-scope" \
 	"$(reason curl -X POST -H "Authorization: Bearer $PH" http://echo.world.test/api/x)"
+# A method override is judged by the method it asks for (the scope is GET).
+t_ok "a GET overridden to GET" X curl -sf -m 10 -H "X-HTTP-Method-Override: get" http://echo.world.test/api/o
+t_contains "is in scope" "$(origin '/api/o' | tail -n 1)" "\"Authorization\", \"Bearer $SECRET\""
+t_ok "a GET overridden to DELETE: forwarded" X curl -sf -m 10 -H "x-http-method-override: DELETE" http://echo.world.test/api/o
+t_not_contains "without the secret" "$(origin '/api/o' | tail -n 1)" "$SECRET"
+t_ok "X-HTTP-Method: forwarded" X curl -sf -m 10 -H "X-HTTP-Method: PUT" http://echo.world.test/api/o
+t_not_contains "without the secret" "$(origin '/api/o' | tail -n 1)" "$SECRET"
+t_eq "the placeholder with ?_method=DELETE" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Authorization: Bearer $PH" "http://echo.world.test/api/x?a=1&_method=DELETE")"
+t_eq "the placeholder with X-Method-Override: POST" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Authorization: Bearer $PH" -H "X-Method-Override: POST" http://echo.world.test/api/x)"
 t_eq "the placeholder inside Basic credentials to another host" "403 placeholder-out-of-scope" \
 	"$(reason curl -u "user:$PH" http://other.world.test/)"
 t_eq "a credential without plaintext: allow, over plain HTTP" "403 placeholder-out-of-scope" \
-	"$(reason curl -H "X-Token: $PH_STRICT" http://echo.world.test/strict/x)"
+	"$(reason curl -H "Authorization: Bearer $PH_STRICT" http://echo.world.test/strict/x)"
+# Placeholders are replaced only in the headers their credential names:
+# anywhere else an origin that reflects the request (this echo server)
+# would hand the secret back, so they are refused even in scope.
+t_eq "the placeholder in the query, in scope" "403 placeholder-out-of-scope" \
+	"$(reason curl "http://echo.world.test/api/q?token=$PH")"
+t_eq "the placeholder in the path, in scope" "403 placeholder-out-of-scope" \
+	"$(reason curl "http://echo.world.test/api/$PH")"
+t_eq "the placeholder in another header, in scope" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "X-Token: $PH" http://echo.world.test/api/h)"
+t_eq "the placeholder in Referer, in scope" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Referer: http://echo.world.test/?t=$PH" http://echo.world.test/api/h)"
+t_eq "a placeholder-only credential's outside its header" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "X-Other: $PH_SHORT" http://echo.world.test/short/x)"
+t_eq "... or in Authorization, when it names another" "403 placeholder-out-of-scope" \
+	"$(reason curl -H "Authorization: Bearer $PH_SHORT" http://echo.world.test/short/x)"
 t_eq "the placeholder in a CONNECT head" "403 placeholder-out-of-scope" \
 	"$(reason curl -s --proxy-header "X-T: $PH" --cacert "$WORLD_CA" https://echo.world.test/)"
 # Wait (bounded) until 7 s after the create: past the ttl.
 for _ in $(seq 80); do [ $(($(date +%s%N) - created)) -gt 7000000000 ] && break; sleep 0.1; done
 t_eq "and is refused after its ttl" "403 placeholder-expired" \
 	"$(reason curl -H "X-Short: $PH_SHORT" http://echo.world.test/short/x)"
+# The ttl bounds the injection too, not only the placeholder.
+t_ok "after its ttl, a request in the inject credential's scope" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_not_contains "goes without it" "$(origin '/ttl/x' | tail -n 1)" "X-Ttl"
+t_not_contains "(no secret)" "$(origin '/ttl/x' | tail -n 1)" "$SECRET"
 
 t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 t_eq "another sandbox's placeholder is refused" "403 placeholder-out-of-scope" \
@@ -102,7 +148,11 @@ SLUICE_TEST_STRICT=$STRICT broker_start
 t_ok "the broker restarts" test -n "$BROKER_PID"
 t_eq "the same placeholder after a restart" "$PH" "$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')"
 t_ok "and it still works" X curl -sf -m 10 http://echo.world.test/api/r
-t_contains "injected after the restart" "$T_OUT" "Bearer $SECRET"
+t_contains "injected after the restart" "$(origin '/api/r' | tail -n 1)" "Bearer $SECRET"
+t_ok "a restart does not restart a ttl" X curl -sf -m 10 http://echo.world.test/ttl/x
+t_not_contains "(still not injected)" "$(origin '/ttl/x' | tail -n 1)" "X-Ttl"
+t_eq "nor the expired placeholder's" "403 placeholder-expired" \
+	"$(reason curl -H "X-Short: $PH_SHORT" http://echo.world.test/short/x)"
 t_ok "delete the first sandbox" S delete "$S1"
 t_eq "its placeholder, from the second sandbox, after delete" "403 placeholder-out-of-scope" \
 	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - -H "X-Token: $PH" http://echo.world.test/api/x |

@@ -90,14 +90,17 @@ t_eq "is replaced, never kept beside it" "1" "$(echo "$T_OUT" | grep -o '"Author
 t_not_contains "the client's value is gone" "$T_OUT" "Bearer mine"
 PH=$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')
 t_contains "the sandbox holds a placeholder" "$PH" "sluice-ph-"
-t_ok "a placeholder in the query over HTTPS, in scope" X curl -sf -m 10 "https://echo.world.test/api/q?t=$PH"
-t_contains "is swapped (no plaintext: allow needed inside TLS)" "$(origin "/api/q?t=$SECRET")" "t=$SECRET"
+t_ok "the placeholder in its header over HTTPS, in scope" X curl -sf -m 10 -H "Authorization: Bearer $PH" https://echo.world.test/api/q
+t_contains "gets the secret (no plaintext: allow needed inside TLS)" "$(origin /api/q)" \
+	"\"Authorization\", \"Bearer $SECRET\""
+t_eq "the placeholder in the query over HTTPS, in scope (an echo would reflect it)" \
+	"403 placeholder-out-of-scope" "$(reason curl "https://echo.world.test/api/q?t=$PH")"
 t_eq "the placeholder over HTTPS outside its path" "403 placeholder-out-of-scope" \
-	"$(reason curl -H "X-T: $PH" https://echo.world.test/other)"
+	"$(reason curl -H "Authorization: Bearer $PH" https://echo.world.test/other)"
 t_eq "the placeholder over plain HTTP (no plaintext: allow)" "403 placeholder-out-of-scope" \
-	"$(reason curl -H "X-T: $PH" http://echo.world.test/api/x)"
+	"$(reason curl -H "Authorization: Bearer $PH" http://echo.world.test/api/x)"
 t_eq "the placeholder to another intercepted host" "403 placeholder-out-of-scope" \
-	"$(reason curl -H "X-T: $PH" https://other.world.test/)"
+	"$(reason curl -H "Authorization: Bearer $PH" https://other.world.test/)"
 t_ok "outside the path scope: no injection" X curl -sf -m 10 https://echo.world.test/nothing
 t_not_contains "no secret" "$T_OUT" "$SECRET"
 

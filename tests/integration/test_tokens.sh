@@ -78,6 +78,7 @@ credentials:
                 client_secret_file: $D/client_secret, scopes: [literal] }
     scope: { hosts: [echo.world.test], paths: ["/lit/*"] }
     placeholder: LIT_TOKEN
+    placeholder_headers: [X-Token]
     plaintext: allow
   - name: api-refused
     source:

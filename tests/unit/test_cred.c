@@ -53,6 +53,7 @@ static const char policy_yaml[] =
 	"    source: { env: SLUICE_TEST_WILD }\n"
 	"    scope: { hosts: [\"*.example.com\"] }\n"
 	"    placeholder: WILD_TOKEN\n"
+	"    placeholder_headers: [X-Token, Authorization, Cookie]\n"
 	"  - name: plain\n"
 	"    source: { env: SLUICE_TEST_PLAIN }\n"
 	"    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
@@ -346,6 +347,102 @@ static void test_in_scope(void **state)
 	assert_false(cred_in_scope(NULL, "a.example.com", "GET", NULL));
 }
 
+/*
+ * Paths a server could read as another path than the glob saw: never in a
+ * path scope (github's: "/repos/acme/" then '*').  Each bypass form once
+ * matched, since the glob's '*' covers it; the first rows are requests
+ * that must still match.
+ */
+static void test_path_scope_bypass(void **state)
+{
+	static const struct {
+		const char *path;
+		bool in_scope;
+	} tab[] = {
+		{ "/repos/acme/x", true },
+		{ "/repos/acme/x/y.json", true },
+		{ "/repos/acme/", true },
+		{ "/repos/acme/a.b/..c/x...y", true },
+		{ "/repos/acme/name%20with%20spaces", true },
+		{ "/repos/acme/a%3Ab%40c%2B", true },
+		{ "/repos/acme/x?q=..;/%2e%00", true }, /* the query is not the path */
+		/* path parameters: "..;" is ".." to a server that strips them */
+		{ "/repos/acme/..;/other", false },
+		{ "/repos/acme/x;v=1", false },
+		{ "/repos/acme/x;/y", false },
+		{ "/repos/acme/;/../other", false },
+		/* dot segments, literal or encoded in any case, single or double */
+		{ "/repos/acme/../other", false },
+		{ "/repos/acme/./x", false },
+		{ "/repos/acme/x/..", false },
+		{ "/repos/acme/%2e%2e/other", false },
+		{ "/repos/acme/%2E%2e/other", false },
+		{ "/repos/acme/.%2E/other", false },
+		{ "/repos/acme/%252e%252e/other", false },
+		{ "/repos/acme/%252E%252E/other", false },
+		{ "/repos/acme/%25252e%25252e/other", false },
+		{ "/repos/acme/x%2ejson", false },
+		{ "/repos/acme/.../other", false },
+		{ "/repos/acme/..%20/other", false },
+		{ "/repos/acme/%20/other", false },
+		/* overlong UTF-8 dots and slashes, and other non-ASCII */
+		{ "/repos/acme/%c0%ae%c0%ae/other", false },
+		{ "/repos/acme/%C0%AE%C0%AE/other", false },
+		{ "/repos/acme/%e0%80%ae%e0%80%ae/other", false },
+		{ "/repos/acme/..%c0%afother", false },
+		{ "/repos/acme/%ef%bc%8e%ef%bc%8e/other", false },
+		/* dots followed by a NUL, TAB or another control byte */
+		{ "/repos/acme/..%00/other", false },
+		{ "/repos/acme/..%09/other", false },
+		{ "/repos/acme/.%0a./other", false },
+		{ "/repos/acme/x%0d%0a", false },
+		{ "/repos/acme/x%7f", false },
+		/* separators: backslash, encoded slash or backslash */
+		{ "/repos/acme/..\\other", false },
+		{ "/repos/acme\\..\\..\\other", false },
+		{ "/repos/acme/..%2fother", false },
+		{ "/repos/acme/..%2Fother", false },
+		{ "/repos/acme/..%5cother", false },
+		{ "/repos/acme/%5C..%5Cother", false },
+		/* empty segments, encoded '?' or '#' that cut the path */
+		{ "/repos/acme//x", false },
+		{ "/repos/acme/x//", false },
+		{ "/repos/acme/x%3f/../y", false },
+		{ "/repos/acme/x%3F", false },
+		{ "/repos/acme/x%23", false },
+		/* a stray '%' */
+		{ "/repos/acme/x%", false },
+	};
+	const struct policy_credential *gh, *wild;
+	char head[512];
+	size_t i, bad = 0;
+
+	(void)state;
+	gh = policy_credential_get(pol, (size_t)i_github);
+	wild = policy_credential_get(pol, (size_t)i_wild);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		struct http_request req;
+		int n = snprintf(head, sizeof(head),
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+				 tab[i].path);
+		int r = http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req);
+
+		/* One the parser refuses never reaches a scope: as good. */
+		if (r <= 0 ? tab[i].in_scope
+			   : cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+			print_error("%s: %s, want %s\n", tab[i].path,
+				    r <= 0 ? "parser refused it" :
+				    tab[i].in_scope ? "out of scope" : "in scope",
+				    tab[i].in_scope ? "in scope" : "out of scope");
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	/* A credential without a path scope is not concerned. */
+	assert_true(cred_in_scope(wild, "a.example.com", NULL,
+				  parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
+}
+
 static void test_build_injection(void **state)
 {
 	struct policy_credential c = { .name = (char *)"t",
@@ -615,11 +712,26 @@ static bool uses(const struct cred_plan *plan, int cred, bool inject)
 
 static struct run_result res;
 
+/* Gives the sandbox of @t every credential of the policy at @now, as the
+ * broker does when it registers one (creds_sandbox_sync()). */
+static void grant_all(struct cred_table *t, uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < policy_credential_count(pol); i++) {
+		const struct policy_credential *c = policy_credential_get(pol, i);
+
+		assert_int_equal(cred_table_grant(t, c->name,
+						  c->ttl_sec ? now + c->ttl_sec : 0), 0);
+	}
+}
+
 static void test_inject_replaces_client_header(void **state)
 {
 	struct cred_table *t = cred_table_new();
 
 	(void)state;
+	grant_all(t, NOW);
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 	       "authorization: token client-own\r\nAccept: */*\r\n\r\n",
 	    NULL, 0, &res);
@@ -689,16 +801,6 @@ static void test_placeholders_in_scope(void **state)
 	snprintf(want, sizeof(want), "\r\nAuthorization: Basic %s\r\n", b64);
 	assert_non_null(strstr(res.out, want));
 
-	/* In the query and the path: percent-encoded. */
-	snprintf(head, sizeof(head),
-		 "GET /bot%s/send?token=%s&x=1 HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
-		 ph, ph);
-	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
-	assert_true(strncmp(res.out,
-			    "GET /botW%2Fld%2BS3cret%3Dx/send?token=W%2Fld%2BS3cret%3Dx&x=1 HTTP/1.1\r\n",
-			    72) == 0);
-
 	/* Several lines of one name become one, placeholders replaced. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: a=1\r\n"
@@ -707,14 +809,15 @@ static void test_placeholders_in_scope(void **state)
 	assert_non_null(strstr(res.out, "\r\nCookie: a=1; t=W/ld+S3cret=x\r\n"));
 	assert_int_equal(count(res.out, "Cookie:"), 1);
 
-	/* A hop-by-hop header is dropped by the writer, never rewritten. */
+	/* A carrier listed in Connection is dropped by the writer, never
+	 * rewritten. */
 	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: %s\r\n\r\n",
-		 ph);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nConnection: x-token\r\n"
+		 "X-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_FORWARD);
 	assert_null(strstr(res.out, "S3cret"));
-	assert_null(strstr(res.out, "Proxy-"));
+	assert_null(strstr(res.out, "X-Token"));
 
 	/* Secret missing: refused, nothing written. */
 	{
@@ -749,6 +852,7 @@ static void test_placeholders_refused(void **state)
 	size_t i;
 
 	(void)state;
+	grant_all(t, NOW);
 	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
 	assert_int_equal(cred_table_issue(t, "github", NOW, 900, gh), 0);
 	assert_int_equal(cred_table_issue(t, "wild", NOW - 100, 50, exp), 0);
@@ -790,13 +894,16 @@ static void test_placeholders_refused(void **state)
 		 gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
-	/* ... and inside it. */
+	/* ... and inside it, in its inject header, which the injection
+	 * replaces. */
 	snprintf(head, sizeof(head),
-		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n"
-		 "Content-Length: 0\r\n\r\n", gh);
+		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		 "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n", gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_FORWARD);
-	assert_non_null(strstr(res.out, "\r\nX-T: GH-S3CRET-gh\r\n"));
+	assert_non_null(strstr(res.out, "\r\nAuthorization: Bearer GH-S3CRET-gh\r\n"));
+	assert_int_equal(count(res.out, "uthorization"), 1);
+	assert_null(cred_find_placeholder(res.out, (size_t)res.n, NULL));
 
 	/* Places no scope ever holds: Host, a header name. */
 	snprintf(head, sizeof(head),
@@ -823,15 +930,15 @@ static void test_placeholders_refused(void **state)
 	assert_int_equal(res.plan.cred, -1);
 	/* The first failure decides: valid, then unknown. */
 	snprintf(head, sizeof(head),
-		 "GET /x?a=%s HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n",
-		 ph, unk);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n"
+		 "Authorization: Bearer %s\r\n\r\n", ph, unk);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CRED_UNKNOWN);
 
 	/* Too many distinct placeholders in one request. */
 	{
 		size_t len = (size_t)snprintf(head, sizeof(head),
-					      "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Many:");
+					      "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token:");
 
 		for (i = 0; i < CRED_MAX_FOUND + 1; i++) {
 			char p[CRED_PLACEHOLDER_LEN + 1];
@@ -862,12 +969,136 @@ static void test_placeholders_refused(void **state)
 	cred_table_free(t);
 }
 
+/* @tmpl with its '@' replaced by @ph, into @out. */
+static void fill(char *out, size_t len, const char *tmpl, const char *ph)
+{
+	const char *at = strchr(tmpl, '@');
+
+	assert_non_null(at);
+	assert_true((size_t)snprintf(out, len, "%.*s%s%s", (int)(at - tmpl), tmpl, ph,
+				     at + 1) < len);
+}
+
+/*
+ * Where a placeholder may be: only in its credential's placeholder
+ * headers (wild: X-Token, Authorization, Cookie; github: its inject
+ * header, Authorization).  Anywhere else in an in-scope request an
+ * origin that reflects the request would hand the secret back: refused.
+ * Each head has one '@' for the wild placeholder (github's with @gh).
+ */
+static void test_placeholder_places(void **state)
+{
+	static const struct {
+		const char *head;
+		bool gh;
+		enum cred_verdict verdict;
+	} tab[] = {
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: @\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nx-token: @\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Bearer @\r\n\r\n",
+		  false, CRED_FORWARD },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: t=@\r\n\r\n", false,
+		  CRED_FORWARD },
+		{ "GET /x?token=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x?a=1&b=x@y HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /bot@/send HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET http://a.example.com/x?t=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: @\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nReferer: http://a.example.com/?t=@\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: @\r\n\r\n", false,
+		  CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: @\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: a\r\nX-Token-2: @\r\n\r\n",
+		  false, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token @\r\n\r\n",
+		  true, CRED_FORWARD },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-Token: @\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nCookie: t=@\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x?access_token=@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
+		  true, CRED_OUT_OF_SCOPE },
+		{ "GET /repos/acme/@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n", true,
+		  CRED_OUT_OF_SCOPE },
+	};
+	struct cred_table *t = cred_table_new();
+	char ph[CRED_PLACEHOLDER_LEN + 1], gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
+	size_t i, bad = 0;
+
+	(void)state;
+	grant_all(t, NOW);
+	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
+	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		fill(head, sizeof(head), tab[i].head, tab[i].gh ? gh : ph);
+		run(t, head, NULL, 0, &res);
+		if (res.plan.verdict != tab[i].verdict) {
+			print_error("case %zu: %s, want %s\n", i,
+				    res.plan.verdict ? cred_verdict_reason(res.plan.verdict)
+						     : "forwarded",
+				    tab[i].verdict ? cred_verdict_reason(tab[i].verdict)
+						   : "forwarded");
+			bad++;
+			continue;
+		}
+		/* Forwarded: the secret replaced it, in that header only. */
+		if (res.plan.verdict == CRED_FORWARD &&
+		    (cred_find_placeholder(res.out, (size_t)res.n, NULL) ||
+		     !strstr(res.out, tab[i].gh ? "GH-S3CRET-gh" : "W/ld+S3cret=x") ||
+		     strstr(res.out, "S3cret%") || strstr(res.out, "W%2F"))) {
+			print_error("case %zu: rewritten as %s\n", i, res.out);
+			bad++;
+		}
+		if (res.plan.verdict != CRED_FORWARD &&
+		    res.plan.cred != (tab[i].gh ? i_github : i_wild)) {
+			print_error("case %zu: refusal names credential %d\n", i, res.plan.cred);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+
+	/* A plan that forwards never has one in the target; a rewrite given
+	 * one anyway (a plan for another request) is refused. */
+	{
+		const struct http_request *req;
+		struct cred_plan plan;
+		struct cred_rewrite rw;
+		char buf[2048];
+
+		snprintf(head, sizeof(head),
+			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
+		assert_int_equal(cred_plan_request(t, pol, NULL, parse(head), NOW, 0, &plan), 0);
+		assert_int_equal(plan.verdict, CRED_FORWARD);
+		snprintf(head, sizeof(head),
+			 "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n", ph);
+		req = parse(head);
+		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+						      sizeof(buf), &rw), -EINVAL);
+		snprintf(head, sizeof(head),
+			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: %s\r\n\r\n", ph);
+		req = parse(head);
+		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+						      sizeof(buf), &rw), -EINVAL);
+	}
+	cred_table_free(t);
+}
+
 static void test_plaintext(void **state)
 {
 	struct cred_table *t = cred_table_new();
 	char gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
 
 	(void)state;
+	grant_all(t, NOW);
 	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
 	/* github does not allow plaintext: not injected, and said so. */
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n", NULL,
@@ -885,6 +1116,181 @@ static void test_plaintext(void **state)
 	    CRED_PLAN_PLAINTEXT, &res);
 	assert_int_equal(res.plan.plaintext_withheld, -1);
 	assert_non_null(strstr(res.out, "\r\nX-Api-Key: PLAIN-S3CRET\r\n"));
+	cred_table_free(t);
+}
+
+/*
+ * Method overrides are judged as the method they ask for: github's scope
+ * is GET and POST, so a GET that asks for DELETE is out of it, whatever
+ * the spelling of the override.
+ */
+static void test_method_override(void **state)
+{
+	static const struct {
+		const char *target, *headers;
+		bool in_scope;
+	} tab[] = {
+		{ "/repos/acme/x", "", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: POST\r\n", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override:  get \r\n", true },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: DELETE\r\n", false },
+		{ "/repos/acme/x", "x-http-method-override: delete\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-METHOD-OVERRIDE: PUT\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-Method-Override: PATCH\r\n", false },
+		{ "/repos/acme/x", "X_HTTP_Method_Override: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET\r\nX-HTTP-Method: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET, DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override:\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Overrides: DELETE\r\n", true },
+		{ "/repos/acme/x?_method=GET", "", true },
+		{ "/repos/acme/x?_method=POST&a=1", "", true },
+		{ "/repos/acme/x?_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=delete", "", false },
+		{ "/repos/acme/x?a=1&_method=DELETE", "", false },
+		{ "/repos/acme/x?a=1;_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=GET&_method=DELETE", "", false },
+		{ "/repos/acme/x?_METHOD=DELETE", "", false },
+		{ "/repos/acme/x?%5Fmethod=DELETE", "", false },
+		{ "/repos/acme/x?%5f%6d%65%74%68%6f%64=DELETE", "", false },
+		{ "/repos/acme/x?_method%5B%5D=DELETE", "", false },
+		{ "/repos/acme/x?_method[]=DELETE", "", false },
+		{ "/repos/acme/x?.method=DELETE", "", false },
+		{ "/repos/acme/x?+_method=DELETE", "", false },
+		{ "/repos/acme/x?_method=DEL%45TE", "", false },
+		{ "/repos/acme/x?_method=GET%00", "", false },
+		{ "/repos/acme/x?_method", "", false },
+		{ "/repos/acme/x?_method=", "", false },
+		{ "/repos/acme/x?_method=AVERYLONGMETHODNAMEMORETHANTHIRTYTWOCHARS", "", false },
+		{ "/repos/acme/x?x_method=DELETE", "", true },
+		{ "/repos/acme/x?_methods=DELETE", "", true },
+		{ "/repos/acme/x?q=_method%3DDELETE", "", true },
+	};
+	const struct policy_credential *gh, *wild;
+	char head[512];
+	size_t i, bad = 0;
+
+	(void)state;
+	gh = policy_credential_get(pol, (size_t)i_github);
+	wild = policy_credential_get(pol, (size_t)i_wild);
+	for (i = 0; i < ARRAY_SIZE(tab); i++) {
+		struct http_request req;
+		int n = snprintf(head, sizeof(head),
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n%s\r\n",
+				 tab[i].target, tab[i].headers);
+
+		if (http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req) <= 0)
+			fail_msg("%s %s: does not parse", tab[i].target, tab[i].headers);
+		if (cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+			print_error("case %zu (%s): %s, want %s\n", i, tab[i].target,
+				    tab[i].in_scope ? "out of scope" : "in scope",
+				    tab[i].in_scope ? "in scope" : "out of scope");
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	/* The plan: nothing injected, a placeholder refused. */
+	{
+		struct cred_table *t = cred_table_new();
+		char ph[CRED_PLACEHOLDER_LEN + 1];
+
+		grant_all(t, NOW);
+		assert_int_equal(cred_table_issue(t, "github", NOW, 0, ph), 0);
+		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		       "X-HTTP-Method-Override: GET\r\n\r\n", NULL, 0, &res);
+		assert_true(uses(&res.plan, i_github, true));
+		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		       "X-HTTP-Method-Override: DELETE\r\n\r\n", NULL, 0, &res);
+		assert_int_equal(res.plan.verdict, CRED_FORWARD);
+		assert_false(uses(&res.plan, i_github, true));
+		assert_null(strstr(res.out, "GH-S3CRET"));
+		snprintf(head, sizeof(head),
+			 "GET /repos/acme/x?_method=DELETE HTTP/1.1\r\nHost: api.github.com\r\n"
+			 "Authorization: Bearer %s\r\n\r\n", ph);
+		run(t, head, NULL, 0, &res);
+		assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+		assert_int_equal(res.plan.cred, i_github);
+		cred_table_free(t);
+	}
+	/* A credential without a methods scope is not concerned. */
+	assert_true(cred_in_scope(wild, NULL, NULL,
+				  parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
+					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
+}
+
+/*
+ * A credential's ttl bounds its injection, not only its placeholder:
+ * github (ttl 15m) given at NOW is injected until NOW + 899 and never
+ * from NOW + 900 on; plain (no ttl) always.  The clock is the plan's.
+ */
+static void test_ttl_bounds_injection(void **state)
+{
+	static const char gh_head[] =
+		"GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n";
+	struct cred_table *t = cred_table_new();
+	const struct http_request *req;
+	char ph[CRED_PLACEHOLDER_LEN + 1], head[512];
+	struct cred_plan plan;
+	uint64_t exp = 0;
+
+	(void)state;
+	grant_all(t, NOW);
+	assert_int_equal(cred_table_grant_state(t, "github", NOW, &exp), CRED_PH_VALID);
+	assert_int_equal(exp, NOW + 900);
+	/* The first grant stays: a second one does not extend it. */
+	assert_int_equal(cred_table_grant(t, "github", NOW + 5000), -EEXIST);
+	assert_int_equal(cred_table_grant_state(t, "github", NOW + 900, NULL),
+			 CRED_PH_EXPIRED);
+	assert_int_equal(cred_table_grant_state(t, "plain", NOW + 1000000, NULL),
+			 CRED_PH_VALID);
+	assert_int_equal(cred_table_grant_state(t, "nope", NOW, NULL), CRED_PH_UNKNOWN);
+	assert_int_equal(cred_table_grant(t, "", NOW), -EINVAL);
+	assert_int_equal(cred_table_issue(t, "github", NOW, 900, ph), 0);
+
+	req = parse(gh_head);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 899, 0, &plan), 0);
+	assert_true(uses(&plan, i_github, true));
+	assert_int_equal(plan.expired_withheld, -1);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CRED_FORWARD);
+	assert_false(uses(&plan, i_github, true));
+	assert_int_equal(plan.expired_withheld, i_github);
+	/* other-auth (no ttl) takes Authorization then. */
+	assert_true(uses(&plan, i_other_auth, true));
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 86400, 0, &plan), 0);
+	assert_false(uses(&plan, i_github, true));
+	/* Its placeholder too, with the same clock. */
+	snprintf(head, sizeof(head),
+		 "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		 "Authorization: Bearer %s\r\n\r\n", ph);
+	req = parse(head);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CRED_EXPIRED);
+	/* No ttl: injected whatever the time. */
+	req = parse("GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n");
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 100000000, 0, &plan), 0);
+	assert_true(uses(&plan, i_plain, true));
+	assert_int_equal(plan.expired_withheld, -1);
+	/* The sandbox is gone: nothing injected any more. */
+	cred_table_revoke(t, NULL);
+	assert_int_equal(cred_table_grant_state(t, "plain", NOW, NULL), CRED_PH_REVOKED);
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	assert_false(uses(&plan, i_plain, true));
+	cred_table_free(t);
+
+	/* Never given to this sandbox: never injected. */
+	t = cred_table_new();
+	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	assert_int_equal(plan.nuse, 0);
+	assert_int_equal(plan.expired_withheld, i_plain);
+	/* Bounded: CRED_GRANTS_MAX names. */
+	for (size_t i = 0; i < CRED_GRANTS_MAX; i++) {
+		snprintf(head, sizeof(head), "c%zu", i);
+		assert_int_equal(cred_table_grant(t, head, 0), 0);
+	}
+	assert_int_equal(cred_table_grant(t, "one-more", 0), -ENOSPC);
+	assert_int_equal(cred_table_grant_state(t, "c1023", NOW, NULL), CRED_PH_VALID);
 	cred_table_free(t);
 }
 
@@ -1295,13 +1701,17 @@ int main(void)
 		cmocka_unit_test(test_host_match),
 		cmocka_unit_test(test_path_match),
 		cmocka_unit_test(test_in_scope),
+		cmocka_unit_test(test_path_scope_bypass),
+		cmocka_unit_test(test_method_override),
 		cmocka_unit_test(test_build_injection),
 		cmocka_unit_test_setup_teardown(test_secret_load, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_inject_replaces_client_header),
 		cmocka_unit_test(test_placeholders_in_scope),
 		cmocka_unit_test(test_placeholders_refused),
+		cmocka_unit_test(test_placeholder_places),
 		cmocka_unit_test(test_plaintext),
+		cmocka_unit_test(test_ttl_bounds_injection),
 		cmocka_unit_test(test_write_target_override),
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test_setup_teardown(test_jwt, tmp_setup, tmp_teardown),

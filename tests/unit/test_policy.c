@@ -310,6 +310,20 @@ static const struct bad_row bad_rows[] = {
 	{ CREDS "    source: { env: A-B }\n" INJ SCOPE, 8, 20,
 	  "`A-B` is not a valid environment variable name" },
 	{ CREDS SRC SCOPE, 7, 5, "credential `c` needs `inject` or `placeholder`" },
+	{ CREDS SRC INJ SCOPE "    placeholder_headers: [X-T]\n", 11, 26,
+	  "`placeholder_headers` needs a `placeholder`" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X-T, Host]\n",
+	  11, 32, "header `Host` cannot carry a placeholder (it frames or routes the request)" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [content-length]\n",
+	  11, 27, "header `content-length` cannot carry a placeholder" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [Proxy-Authorization]\n",
+	  11, 27, "header `Proxy-Authorization` cannot carry a placeholder" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X:T]\n",
+	  11, 27, "bad header name `X:T`" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: []\n",
+	  11, 26, "`placeholder_headers` is empty" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: X-T\n",
+	  11, 26, "`placeholder_headers` must be a list, not a scalar" },
 	{ CREDS INJ SCOPE, 7, 5, "credential `c` needs a `source`" },
 	{ CREDS SRC INJ, 7, 5, "credential `c` needs a `scope` with `hosts`" },
 	{ EG "credentials:\n  - source: { env: TOK }\n" INJ SCOPE, 7, 5,
@@ -524,6 +538,9 @@ static void test_github_api(void **state)
 	assert_int_equal(c->n_paths, 1);
 	assert_string_equal(c->paths[0], "/repos/acme/*");
 	assert_string_equal(c->placeholder, "GITHUB_TOKEN");
+	/* Where the placeholder may go: by default, the inject header. */
+	assert_int_equal(c->n_placeholder_headers, 1);
+	assert_string_equal(c->placeholder_headers[0], "Authorization");
 	assert_int_equal(c->ttl_sec, 15 * 60);
 	assert_false(c->plaintext_allow);
 
@@ -706,8 +723,19 @@ static void test_credential_fields(void **state)
 		    "  - name: second\n"
 		    "    source: { file: /run/secrets/second }\n"
 		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
-		    "    scope: { hosts: [API.Example.com.] }\n");
-	assert_int_equal(policy_credential_count(p), 2);
+		    "    scope: { hosts: [API.Example.com.] }\n"
+		    "  - name: third\n"
+		    "    source: { env: TOK3 }\n"
+		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
+		    "    scope: { hosts: [api.example.com] }\n"
+		    "    placeholder: TOK_3\n"
+		    "  - name: fourth\n"
+		    "    source: { env: TOK4 }\n"
+		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
+		    "    scope: { hosts: [api.example.com] }\n"
+		    "    placeholder: TOK_4\n"
+		    "    placeholder_headers: [X-Token, cookie]\n");
+	assert_int_equal(policy_credential_count(p), 4);
 	c = policy_credential_get(p, 0);
 	assert_string_equal(c->name, "lower-methods");
 	assert_int_equal(c->source_kind, POLICY_SOURCE_ENV);
@@ -723,6 +751,9 @@ static void test_credential_fields(void **state)
 	assert_int_equal(c->n_paths, 2);
 	assert_string_equal(c->paths[1], "/v2");
 	assert_string_equal(c->placeholder, "TOK_P");
+	/* No inject header: the placeholder goes in Authorization. */
+	assert_int_equal(c->n_placeholder_headers, 1);
+	assert_string_equal(c->placeholder_headers[0], "Authorization");
 	assert_int_equal(c->ttl_sec, 5400);
 	assert_true(c->plaintext_allow);
 
@@ -735,8 +766,17 @@ static void test_credential_fields(void **state)
 	assert_int_equal(c->n_methods, 0); /* any method */
 	assert_int_equal(c->n_paths, 0);   /* any path */
 	assert_null(c->placeholder);
+	assert_int_equal(c->n_placeholder_headers, 0);
 	assert_int_equal(c->ttl_sec, 0);
 	assert_false(c->plaintext_allow);
+	/* The inject header by default; or the headers given. */
+	c = policy_credential_get(p, 2);
+	assert_int_equal(c->n_placeholder_headers, 1);
+	assert_string_equal(c->placeholder_headers[0], "X-Api-Key");
+	c = policy_credential_get(p, 3);
+	assert_int_equal(c->n_placeholder_headers, 2);
+	assert_string_equal(c->placeholder_headers[0], "X-Token");
+	assert_string_equal(c->placeholder_headers[1], "cookie");
 	policy_unref(p);
 }
 
