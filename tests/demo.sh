@@ -84,13 +84,22 @@ show 'sluice env SANDBOX | grep DEMO_API_TOKEN     (what the sandbox holds)'
 PH=$(sl env "$SB" | sed -n 's/^DEMO_API_TOKEN=//p')
 echo "  DEMO_API_TOKEN=$PH   (a placeholder; the broker's token is ${DEMO_API_TOKEN:0:9}...)"
 show 'curl -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/api/repos'
-got=$(X sh -c 'curl -s -m 10 -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/api/repos' |
+# The echo origin answers with the headers it got (an origin that reflects
+# the request): what it received is read from its own log, and what the
+# sandbox got back is shown as the sandbox saw it.
+echoed=$(X sh -c 'curl -s -m 10 -H "Authorization: Bearer $DEMO_API_TOKEN" https://echo.world.test/api/repos' |
+	python3 -c 'import json,sys; print(dict(json.load(sys.stdin)["headers"]).get("Authorization",""))')
+got=$(world_echo_log | grep -F '"path": "/api/repos"' | tail -n 1 |
 	python3 -c 'import json,sys; print(dict(json.load(sys.stdin)["headers"]).get("Authorization",""))')
 if [ "$got" = "Bearer $DEMO_API_TOKEN" ]; then
 	echo "  the origin received: Bearer ${DEMO_API_TOKEN:0:9}... (the broker's token, put in over intercepted TLS)"
 else
 	echo "  UNEXPECTED: the origin received \`${got:0:20}...'"
 fi
+case $echoed in
+*"$DEMO_API_TOKEN"*) echo "  LEAK: the origin's echo carried the token back to the sandbox" ;;
+*) echo "  the origin echoed the header back; the sandbox read: ${echoed:0:24}... (redacted by the broker)" ;;
+esac
 show 'curl -H "Authorization: Bearer $DEMO_API_TOKEN" http://echo.world.test/api/repos   (plain HTTP)'
 X sh -c 'curl -s -m 10 -o /dev/null -D - -H "Authorization: Bearer $DEMO_API_TOKEN" http://echo.world.test/api/repos' |
 	grep -Ei '^(HTTP|x-sluice)' | sed 's/^/  /'
