@@ -195,8 +195,16 @@ fuzz: fuzz-build
 
 # --- benchmarks, lint, install ----------------------------------------------
 
+# A CPU-only bench of the reflection guard (broker/reflect.c).
+$(BUILD)/bench/reflect: tests/bench/reflect.c $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
 bench:
 	$(Q)scripts/deps.sh bench
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/reflect
+	$(Q)$(BUILD)/bench/reflect
 	$(Q)$(MAKE) --no-print-directory build
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/dns.sh
