@@ -104,6 +104,39 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
 	}
 }
 
+/* Descriptors one proxied connection can hold: the client, the upstream
+ * and a tunnel's two pipes (two each). */
+#define FDS_PER_CONN 6
+/* Held besides connections: listeners, epoll and wake fds, the control
+ * socket, the audit log, resolver sockets (a few per worker) and each
+ * worker's TCP connections to the DNS filter (256 at most). */
+#define FDS_RESERVED(workers) (64u + (workers) * (256u + 16u))
+
+/*
+ * @want, or fewer: as many connections as RLIMIT_NOFILE can hold with the
+ * broker's other descriptors, so that the connection limit is met before
+ * the descriptors run out (running out of descriptors refuses accept(),
+ * the sandbox waits; the limit answers at once). Logs when it lowers.
+ */
+static uint32_t conn_limit_for_fds(uint32_t want)
+{
+	struct rlimit rl;
+	uint64_t fit, reserved = FDS_RESERVED(broker.n_workers ? broker.n_workers : 1);
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return want;
+	fit = rl.rlim_cur > reserved ? (rl.rlim_cur - reserved) / FDS_PER_CONN : 1;
+	if (fit == 0)
+		fit = 1;
+	if (want <= fit)
+		return want;
+	log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a tunnel "
+		 "holds %d descriptors and %llu are kept for the rest",
+		 want, (unsigned long long)fit, (unsigned long long)rl.rlim_cur, FDS_PER_CONN,
+		 (unsigned long long)reserved);
+	return (uint32_t)fit;
+}
+
 int broker_reload(char *err, size_t errlen)
 {
 	struct broker_config c = broker.cfg;
@@ -133,7 +166,7 @@ int broker_reload(char *err, size_t errlen)
 	}
 	/* Workers read these as they go (config.h): atomic stores, each on
 	 * its own; relaxed, as nothing else is published through them. */
-	atomic_store_explicit(&broker.cfg.max_connections, c.max_connections,
+	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections),
 			      memory_order_relaxed);
 	atomic_store_explicit(&broker.cfg.head_timeout_ms, c.head_timeout_ms,
 			      memory_order_relaxed);
@@ -355,6 +388,7 @@ int main(int argc, char **argv)
 	if (!broker.workers)
 		die("sluiced: out of memory");
 	broker.n_workers = n;
+	broker.cfg.max_connections = conn_limit_for_fds(broker.cfg.max_connections);
 	for (i = 0; i < n; i++) {
 		struct worker *w = &broker.workers[i];
 
