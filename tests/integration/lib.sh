@@ -7,10 +7,14 @@
 #   t_eq NAME EXPECTED ACTUAL
 #   t_contains NAME HAYSTACK NEEDLE
 #   t_not_contains NAME HAYSTACK NEEDLE
+#   t_none NAME [PROBLEM...]      passes when no PROBLEM is given; else fails,
+#                                 listing them (a check made of several parts)
 #   t_skip NAME REASON
 #   t_done                        prints "N passed, N failed"; exits 1 if any failed
 #   t_status_reason               filter: an HTTP head (curl -D -) on stdin ->
 #                                 "STATUS REASON" of its last response
+#   t_run CMD...                  runs CMD as the checks do (time limit, T_OUT,
+#                                 T_ERR, T_RC) and asserts nothing
 #
 # The command forms run CMD under a time limit of T_TIMEOUT seconds (default
 # 60): external commands through timeout(1), shell functions (brk_exec ...)
@@ -170,6 +174,14 @@ t_not_contains() {
 		_t_pass "$1"
 	fi
 }
+
+t_none() {
+	local name=$1
+	shift
+	if [ $# = 0 ]; then _t_pass "$name"; else _t_fail "$name" "$@"; fi
+}
+
+t_run() { _t_run "$@"; }
 
 t_skip() {
 	T_SKIP=$((T_SKIP + 1))

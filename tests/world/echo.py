@@ -6,7 +6,7 @@
 # own thread; connections are handled one thread each (ThreadingHTTPServer).
 #
 #   echo.py --log FILE --ready FILE [--cert C --key K] [--bad-cert C --bad-key K]
-#           --listen KIND:ADDR:PORT ...
+#           [--idle-timeout SECONDS] --listen KIND:ADDR:PORT ...
 #   KIND: http | https (test-CA cert) | https-bad (self-signed cert) | banner
 #   ADDR: 11.0.2.10 or [2600:1::10]
 #
@@ -27,6 +27,10 @@
 # answer can read the log at once.
 #
 # The banner server sends "SSH-2.0-sluice-world\r\n" and echoes its input.
+#
+# A connection idle for --idle-timeout seconds (default 60) is closed by the
+# server: a short one lets a test watch what a proxy does when an upstream
+# it kept alive closes its side.
 #
 # --ready FILE is written once every socket is bound and listening: from then
 # on the kernel accepts connections. A bind failure exits non-zero.
@@ -308,7 +312,7 @@ class EchoServer(ThreadingHTTPServer):
 class BannerHandler(socketserver.BaseRequestHandler):
     def handle(self):
         s = self.request
-        s.settimeout(IDLE_TIMEOUT)
+        s.settimeout(Handler.timeout)
         try:
             s.sendall(BANNER)
             while True:
@@ -355,7 +359,11 @@ def main():
     ap.add_argument("--bad-cert")
     ap.add_argument("--bad-key")
     ap.add_argument("--listen", action="append", required=True)
+    ap.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
     a = ap.parse_args()
+    if not 0 < a.idle_timeout <= 3600:
+        raise SystemExit("echo.py: --idle-timeout must be in (0, 3600]")
+    Handler.timeout = a.idle_timeout
 
     log = Log(a.log)
     good = tls_ctx(a.cert, a.key) if a.cert else None

@@ -19,7 +19,12 @@
 # probe's allowlist-edge checks dnsmasq also answers *.evil.world.test and
 # evil-echo.world.test (11.0.2.20), echo.world.test has a NULL record
 # next to its TXT one, and compat.world.test has only the AAAA
-# ::169.254.169.254 (a v4-compatible address, on a decoy). world_add_routed gives a namespace plain routed
+# ::169.254.169.254 (a v4-compatible address, on a decoy). For upstream
+# failures that must not take long to provoke: noanswer.world.test is
+# forwarded to 11.0.1.54, where nothing listens, so that a query for it is
+# never answered (a resolver times out); nosyn.world.test is 11.0.9.9, an
+# address nobody holds, so that a SYN to it is dropped (a connect times
+# out). world_add_routed gives a namespace plain routed
 # access to the internet namespace, with no broker. A decoy
 # answers like a real server, so that a leak looks like success to the code
 # under test, and writes a HIT line that the test then finds.
@@ -168,7 +173,8 @@ _world_net() {
 	# forwarded sandbox packet then gets its answer, and the leak shows).
 	ip -n "$i" route add default via 11.0.0.2 &&
 	ip -n "$i" -6 route add default via fd11:1::2 || return 1
-	for a in 11.0.1.53 "$WORLD_ECHO4" "$WORLD_OTHER4" "$WORLD_UDP4" $WORLD_DECOYS4; do
+	# 11.0.1.54: the silent resolver noanswer.world.test is forwarded to.
+	for a in 11.0.1.53 11.0.1.54 "$WORLD_ECHO4" "$WORLD_OTHER4" "$WORLD_UDP4" $WORLD_DECOYS4; do
 		ip -n "$i" addr add "$a/32" dev lo || return 1
 	done
 	for a in "$WORLD_ECHO6" $WORLD_DECOYS6; do
@@ -195,6 +201,8 @@ _world_servers() {
 		--host-record=mixed.world.test,11.0.2.10 \
 		--host-record=v6only.world.test,fd00::5 \
 		--host-record=compat.world.test,::169.254.169.254 \
+		--server=/noanswer.world.test/11.0.1.54 \
+		--host-record=nosyn.world.test,11.0.9.9 \
 		--address=/canary.world.test/11.0.2.10 \
 		--txt-record=echo.world.test,"sluice-world echo" \
 		--txt-record=ready.world.test,ready \
