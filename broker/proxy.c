@@ -801,6 +801,13 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	else if (plan->nuse > 0)
 		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
 			 policy_credential_get(c->pol, (size_t)plan->use[0])->name);
+	else if (plan->expired_withheld >= 0 || plan->plaintext_withheld >= 0)
+		/* Sent without it: the audit line still says which one. */
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)(plan->expired_withheld >= 0
+									? plan->expired_withheld
+									: plan->plaintext_withheld))
+				 ->name);
 	/* The contract's reasons: an expired placeholder says so; any other
 	 * misuse (another host, method, path, plain HTTP, another sandbox's
 	 * or a revoked one) is placeholder-out-of-scope. */
@@ -2213,7 +2220,14 @@ static void on_upstream(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, uev);
 
-	(void)events;
+	if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->st == CS_HEAD) {
+		/* A kept-alive upstream hung up between requests: of no more
+		 * use (the next request connects anew), and a hang-up left
+		 * registered would be reported again and again. */
+		close_upstream(c);
+		want(c, EPOLLIN, 0);
+		return;
+	}
 	conn_run(c);
 }
 

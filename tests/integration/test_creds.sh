@@ -138,6 +138,8 @@ t_eq "and is refused after its ttl" "403 placeholder-expired" \
 t_ok "after its ttl, a request in the inject credential's scope" X curl -sf -m 10 http://echo.world.test/ttl/x
 t_not_contains "goes without it" "$(origin '/ttl/x' | tail -n 1)" "X-Ttl"
 t_not_contains "(no secret)" "$(origin '/ttl/x' | tail -n 1)" "$SECRET"
+t_ok "its audit line names the credential it went without" \
+	bash -c "grep '\"path\":\"/ttl/x\"' '$BROKER_AUDIT' | tail -n 1 | grep -q '\"credential\":\"short-inject\"'"
 
 t_ok "a second sandbox" S create "$S2" --policy "$D/pol.yaml"
 t_eq "another sandbox's placeholder is refused" "403 placeholder-out-of-scope" \

@@ -40,27 +40,36 @@ broker_config "head_timeout: 1s" "connect_timeout: 1s" "response_timeout: 3s"
 # (dns-timeout); nx does not exist (dns-failure); rebind, metadata and loop
 # resolve to 10.0.0.5, 169.254.169.254 and 127.0.0.1 (address-denied).
 # 11.0.2.20:8081 (evil-echo.world.test) is an echo server that closes idle
-# connections after 1 s.
+# connections after 1 s. Rules with ports 22 and 9 say raw_tcp, so that the
+# raw TCP cases meet the refusals after resolution.
 cat >"$D/pol1.yaml" <<EOF
 version: 1
 egress:
   allow:
     - host: echo.world.test
       ports: [80, 443, 22, 9]
+      raw_tcp: true
     - host: rebind.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - host: metadata.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - host: loop.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - host: nx.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - host: noanswer.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - host: nosyn.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
     - cidr: 11.0.2.20/32
       ports: [8081, 9]
+      raw_tcp: true
     - host: evil-echo.world.test
       ports: [8081]
     - cidr: 11.0.0.2/32
@@ -75,6 +84,7 @@ egress:
   allow:
     - host: echo.world.test
       ports: [80, 443, 9]
+      raw_tcp: true
     - host: rebind.world.test
       ports: [443]
     - host: metadata.world.test
@@ -107,6 +117,7 @@ egress:
   allow:
     - host: echo.world.test
       ports: [80, 443, 22]
+      raw_tcp: true
 limits: { connections: 1, idle_timeout: 30s }
 EOF
 broker_start || { echo "0 passed, 1 failed"; exit 1; }
