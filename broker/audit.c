@@ -16,6 +16,14 @@
  * /proc/self/fd/2), sockets get MSG_DONTWAIT, and a write that fails or
  * comes up short is counted and dropped, never retried (a retry could
  * interleave with another thread's line).
+ *
+ * Refusals (see audit.h) go through a table of sources, each with its
+ * latest kind, the count of its repeats, a token bucket and a count of
+ * drops, under one mutex (agg_lock). Their lines are written under that
+ * mutex too, so that a "repeated" line never comes before the line it
+ * counts for; allowed decisions never take it. The table is bounded
+ * (AGG_SOURCES); a source idle for an interval with nothing to write is
+ * forgotten, and when every slot is busy the rest share one more.
  */
 #include "broker/audit.h"
 
@@ -260,7 +268,9 @@ static bool proto_is_connection(const char *proto)
 	return false;
 }
 
-int audit_format(const struct audit_event *ev, char *buf, size_t len)
+/* audit_format(), plus the folding counts when not 0 (see audit.h). */
+static int format_line(const struct audit_event *ev, uint64_t repeated,
+		       uint64_t dropped, char *buf, size_t len)
 {
 	struct line l = {.buf = buf, .len = len};
 	struct timespec ts;
@@ -304,19 +314,29 @@ int audit_format(const struct audit_event *ev, char *buf, size_t len)
 	}
 	put_str(&l, "dns_type", ev->dns_type, CAP_DNS_TYPE);
 	put_str(&l, "dns_answer", ev->dns_answer, CAP_DNS_ANSWER);
-	conn = proto_is_connection(ev->proto);
+	/* A count line stands for refusals, not for one connection. */
+	conn = proto_is_connection(ev->proto) && !repeated && !dropped;
 	if (conn || ev->bytes_up)
 		put_u64(&l, "bytes_up", ev->bytes_up);
 	if (conn || ev->bytes_down)
 		put_u64(&l, "bytes_down", ev->bytes_down);
 	if (conn || ev->duration_ms)
 		put_u64(&l, "duration_ms", ev->duration_ms);
+	if (repeated)
+		put_u64(&l, "repeated", repeated);
+	if (dropped)
+		put_u64(&l, "dropped", dropped);
 	put_raw(&l, "}\n", 2);
 
 	/* The caps above make this unreachable; never emit half a line. */
 	if (l.overflow)
 		return -ENOSPC;
 	return (int)l.pos;
+}
+
+int audit_format(const struct audit_event *ev, char *buf, size_t len)
+{
+	return format_line(ev, 0, 0, buf, len);
 }
 
 static void count_failure(int err)
@@ -335,25 +355,23 @@ static void count_failure(int err)
 			 err ? strerror(err) : "short write");
 }
 
-void audit_log(const struct audit_event *ev)
+/* Writes one formatted line (or counts why not); never blocks. */
+static void write_line(const char *buf, int len)
 {
-	char buf[AUDIT_LINE_MAX];
-	int saved = errno, len, fd, kind, tries;
+	int fd, kind, tries, err = 0;
 	ssize_t n = -1;
-	int err = 0;
 
-	len = audit_format(ev, buf, sizeof(buf));
 	fd = atomic_load_explicit(&audit_fd, memory_order_acquire);
 	kind = atomic_load_explicit(&audit_kind, memory_order_relaxed);
 	if (fd == AUDIT_FD_CLOSED) {
 		/* Shutting down: counted, not worth a warning. */
 		atomic_fetch_add_explicit(&audit_failures, 1,
 					  memory_order_relaxed);
-		goto out;
+		return;
 	}
 	if (len < 0) {
 		count_failure(-len);
-		goto out;
+		return;
 	}
 	if (fd == AUDIT_FD_DEFAULT) {
 		fd = STDERR_FILENO;
@@ -379,8 +397,360 @@ void audit_log(const struct audit_event *ev)
 	}
 	if (n != len)
 		count_failure(n < 0 ? err : 0);
-out:
+}
+
+static void emit(const struct audit_event *ev, uint64_t repeated,
+		 uint64_t dropped)
+{
+	char buf[AUDIT_LINE_MAX];
+
+	write_line(buf, format_line(ev, repeated, dropped, buf, sizeof(buf)));
+}
+
+/* --- refusals: folded per kind, bounded per source ------------------------ */
+
+#define AGG_SOURCES 2048 /* sources held at once; beyond, they share one */
+#define AGG_HASH 4096	 /* chains */
+#define AGG_NAME 256	 /* a longer name (no DNS name is) is never folded */
+#define AGG_ANSWER 32	 /* nor a longer DNS answer (no refusal's is) */
+
+/* What makes two refusals the same (see audit.h), as bounded copies. */
+struct agg_kind {
+	bool has_sandbox, has_proto, has_name, has_addr, has_answer;
+	char sandbox[CAP_SANDBOX];
+	char proto[CAP_PROTO];
+	char decision[CAP_DECISION];
+	char reason[CAP_REASON];
+	char name[AGG_NAME];
+	char dns_answer[AGG_ANSWER]; /* a refusal's: NXDOMAIN, REFUSED ... */
+	struct sl_addr addr;	     /* events without a sandbox only */
+	uint16_t port;		     /* events with a sandbox only */
+};
+
+struct agg_source {
+	int next; /* its hash chain, or the free list; -1 ends either */
+	bool used;
+	char key[CAP_SANDBOX]; /* the sandbox; "" for events without one */
+	uint64_t last_ms;      /* its latest refusal */
+	uint64_t milli;	       /* tokens, in thousandths of a line */
+	uint64_t refill_ms;    /* when the bucket was last filled */
+	bool has_kind;	       /* its latest kind, written at kind_ms */
+	struct agg_kind kind;
+	uint64_t kind_ms;
+	uint64_t repeated; /* of that kind, since its line */
+	uint64_t dropped;  /* over the rate, since dropped_ms */
+	uint64_t dropped_ms;
+};
+
+static pthread_mutex_t agg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under agg_lock. The last slot is for every source the table cannot hold. */
+static struct agg_source agg_src[AGG_SOURCES + 1];
+static int agg_head[AGG_HASH];
+static int agg_free;
+static bool agg_ready;
+static uint64_t (*agg_clock)(void);
+static atomic_uint_fast64_t agg_folded, agg_dropped;
+
+static uint64_t agg_now(void)
+{
+	struct timespec ts;
+
+	if (agg_clock)
+		return agg_clock();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Empties the table; under agg_lock. */
+static void agg_reset(void)
+{
+	int i;
+
+	memset(agg_src, 0, sizeof(agg_src));
+	for (i = 0; i < AGG_HASH; i++)
+		agg_head[i] = -1;
+	for (i = 0; i < AGG_SOURCES; i++)
+		agg_src[i].next = i + 1 < AGG_SOURCES ? i + 1 : -1;
+	agg_free = 0;
+	agg_src[AGG_SOURCES].used = true; /* the shared one: never freed */
+	agg_src[AGG_SOURCES].next = -1;
+	agg_src[AGG_SOURCES].milli = (uint64_t)AUDIT_REFUSAL_BURST * 1000;
+	agg_ready = true;
+}
+
+static unsigned agg_hash(const char *key)
+{
+	uint32_t h = 2166136261u; /* FNV-1a: keys are sandbox names */
+
+	while (*key) {
+		h ^= (unsigned char)*key++;
+		h *= 16777619u;
+	}
+	return h % AGG_HASH;
+}
+
+/* Copies @src into @dst (@len bytes) if it fits whole. */
+static bool copy_fits(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* The kind of @ev into @k; false when a field is too long to be held. */
+static bool kind_make(const struct audit_event *ev, struct agg_kind *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->has_sandbox = ev->sandbox != NULL;
+	k->has_proto = ev->proto != NULL;
+	k->has_name = ev->name != NULL;
+	k->has_answer = ev->dns_answer != NULL;
+	if (!copy_fits(k->sandbox, sizeof(k->sandbox),
+		       ev->sandbox ? ev->sandbox : "") ||
+	    !copy_fits(k->proto, sizeof(k->proto),
+		       ev->proto ? ev->proto : "") ||
+	    !copy_fits(k->decision, sizeof(k->decision),
+		       ev->decision ? ev->decision : "") ||
+	    !copy_fits(k->reason, sizeof(k->reason),
+		       ev->reason ? ev->reason : "") ||
+	    !copy_fits(k->name, sizeof(k->name), ev->name ? ev->name : "") ||
+	    !copy_fits(k->dns_answer, sizeof(k->dns_answer),
+		       ev->dns_answer ? ev->dns_answer : ""))
+		return false;
+	if (ev->sandbox) {
+		k->port = ev->port;
+	} else if (ev->addr) {
+		/* Without a sandbox the port is the client's own: not kept. */
+		k->has_addr = true;
+		k->addr = *ev->addr;
+	}
+	return true;
+}
+
+static bool kind_eq(const struct agg_kind *a, const struct agg_kind *b)
+{
+	return a->has_sandbox == b->has_sandbox &&
+	       a->has_proto == b->has_proto && a->has_name == b->has_name &&
+	       a->has_addr == b->has_addr && a->has_answer == b->has_answer &&
+	       a->port == b->port && !strcmp(a->dns_answer, b->dns_answer) &&
+	       !strcmp(a->sandbox, b->sandbox) && !strcmp(a->proto, b->proto) &&
+	       !strcmp(a->decision, b->decision) &&
+	       !strcmp(a->reason, b->reason) && !strcmp(a->name, b->name) &&
+	       (!a->has_addr || !memcmp(&a->addr, &b->addr, sizeof(a->addr)));
+}
+
+/* The source @key names, made if new (its bucket full). */
+static struct agg_source *source_get(const char *key)
+{
+	unsigned h = agg_hash(key);
+	struct agg_source *s;
+	int i;
+
+	for (i = agg_head[h]; i >= 0; i = agg_src[i].next)
+		if (!strcmp(agg_src[i].key, key))
+			return &agg_src[i];
+	if (agg_free < 0)
+		return &agg_src[AGG_SOURCES];
+	i = agg_free;
+	s = &agg_src[i];
+	agg_free = s->next;
+	memset(s, 0, sizeof(*s));
+	s->used = true;
+	/* A key too long for a sandbox name is cut: sources may then share. */
+	snprintf(s->key, sizeof(s->key), "%s", key);
+	s->milli = (uint64_t)AUDIT_REFUSAL_BURST * 1000;
+	s->next = agg_head[h];
+	agg_head[h] = i;
+	return s;
+}
+
+static void source_free(struct agg_source *s)
+{
+	int i = (int)(s - agg_src), *pp = &agg_head[agg_hash(s->key)];
+
+	while (*pp >= 0 && *pp != i)
+		pp = &agg_src[*pp].next;
+	if (*pp == i)
+		*pp = s->next;
+	s->used = false;
+	s->next = agg_free;
+	agg_free = i;
+}
+
+static bool take_token(struct agg_source *s, uint64_t now)
+{
+	uint64_t cap = (uint64_t)AUDIT_REFUSAL_BURST * 1000;
+
+	if (now > s->refill_ms) {
+		uint64_t dt = now - s->refill_ms;
+
+		/* RATE lines a second are RATE thousandths a millisecond. */
+		s->milli = dt > cap / AUDIT_REFUSAL_RATE
+			       ? cap
+			       : s->milli + dt * AUDIT_REFUSAL_RATE;
+		if (s->milli > cap)
+			s->milli = cap;
+		s->refill_ms = now;
+	}
+	if (s->milli < 1000)
+		return false;
+	s->milli -= 1000;
+	return true;
+}
+
+static void add_dropped(struct agg_source *s, uint64_t n, uint64_t now)
+{
+	if (!s->dropped)
+		s->dropped_ms = now;
+	s->dropped += n;
+	atomic_fetch_add_explicit(&agg_dropped, n, memory_order_relaxed);
+}
+
+/* Closes the source's kind: its repeats are written, or dropped. */
+static void end_kind(struct agg_source *s, uint64_t now)
+{
+	const struct agg_kind *k = &s->kind;
+
+	if (s->has_kind && s->repeated) {
+		if (take_token(s, now)) {
+			struct audit_event ev = {
+			    .sandbox = k->has_sandbox ? k->sandbox : NULL,
+			    .proto = k->has_proto ? k->proto : NULL,
+			    .name = k->has_name ? k->name : NULL,
+			    .addr = k->has_addr ? &k->addr : NULL,
+			    .port = k->port,
+			    .decision = k->decision,
+			    .reason = k->reason,
+			    .dns_answer = k->has_answer ? k->dns_answer : NULL,
+			};
+
+			emit(&ev, s->repeated, 0);
+			atomic_fetch_add_explicit(&agg_folded, s->repeated,
+						  memory_order_relaxed);
+		} else {
+			add_dropped(s, s->repeated, now);
+		}
+	}
+	s->has_kind = false;
+	s->repeated = 0;
+}
+
+static void emit_dropped(struct agg_source *s)
+{
+	struct audit_event ev = {
+	    .sandbox = s->key[0] ? s->key : NULL,
+	    .decision = "deny",
+	    .reason = "audit-rate-limited",
+	};
+
+	if (s->dropped)
+		emit(&ev, 0, s->dropped);
+	s->dropped = 0;
+}
+
+/* Writes what is due at @now; everything when @all. */
+static void source_expire(struct agg_source *s, uint64_t now, bool all)
+{
+	if (s->has_kind && (all || now - s->kind_ms >= AUDIT_REPEAT_MS))
+		end_kind(s, now);
+	if (s->dropped && (all || now - s->dropped_ms >= AUDIT_REPEAT_MS))
+		emit_dropped(s);
+}
+
+/* A refusal: folded, written or dropped; under agg_lock. */
+static void refusal(const struct audit_event *ev)
+{
+	struct agg_source *s;
+	struct agg_kind k;
+	bool foldable;
+	uint64_t now;
+
+	if (!agg_ready)
+		agg_reset();
+	now = agg_now();
+	s = source_get(ev->sandbox ? ev->sandbox : "");
+	s->last_ms = now;
+	source_expire(s, now, false);
+	foldable = kind_make(ev, &k);
+	if (foldable && s->has_kind && kind_eq(&s->kind, &k)) {
+		s->repeated++;
+		return;
+	}
+	end_kind(s, now);
+	if (!take_token(s, now)) {
+		add_dropped(s, 1, now);
+		return;
+	}
+	emit(ev, 0, 0);
+	if (foldable) {
+		s->kind = k;
+		s->has_kind = true;
+		s->kind_ms = now;
+	}
+}
+
+void audit_log(const struct audit_event *ev)
+{
+	int saved = errno;
+
+	if (ev->decision && !strcmp(ev->decision, "allow")) {
+		emit(ev, 0, 0);
+	} else {
+		pthread_mutex_lock(&agg_lock);
+		refusal(ev);
+		pthread_mutex_unlock(&agg_lock);
+	}
 	errno = saved;
+}
+
+/* Writes what is due (everything when @all) and forgets idle sources. */
+static void agg_sweep(bool all)
+{
+	uint64_t now;
+	int i;
+
+	pthread_mutex_lock(&agg_lock);
+	if (!agg_ready)
+		goto out;
+	now = agg_now();
+	for (i = 0; i <= AGG_SOURCES; i++) {
+		struct agg_source *s = &agg_src[i];
+
+		if (!s->used)
+			continue;
+		source_expire(s, now, all);
+		if (i < AGG_SOURCES && !s->has_kind && !s->dropped &&
+		    (all || now - s->last_ms >= AUDIT_REPEAT_MS))
+			source_free(s);
+	}
+out:
+	pthread_mutex_unlock(&agg_lock);
+}
+
+void audit_tick(void)
+{
+	agg_sweep(false);
+}
+
+uint64_t audit_refusals_folded(void)
+{
+	return atomic_load_explicit(&agg_folded, memory_order_relaxed);
+}
+
+uint64_t audit_refusals_dropped(void)
+{
+	return atomic_load_explicit(&agg_dropped, memory_order_relaxed);
+}
+
+void audit_set_clock(uint64_t (*now_ms)(void))
+{
+	pthread_mutex_lock(&agg_lock);
+	agg_clock = now_ms;
+	agg_reset();
+	pthread_mutex_unlock(&agg_lock);
 }
 
 uint64_t audit_write_failures(void)
@@ -536,6 +906,7 @@ void audit_close(void)
 {
 	int fd;
 
+	agg_sweep(true); /* counts still held, while there is a target */
 	pthread_mutex_lock(&audit_lock);
 	fd = atomic_exchange_explicit(&audit_fd, AUDIT_FD_CLOSED,
 				      memory_order_acq_rel);

@@ -78,10 +78,41 @@ int audit_reopen(void);
  * audit_close() - stop writing audit lines
  *
  * For shutdown, after the worker threads have stopped: a thread still in
- * audit_log() could otherwise write to a reused descriptor number. Later
- * lines are dropped and counted as write failures.
+ * audit_log() could otherwise write to a reused descriptor number. Counts
+ * not yet written ("repeated", "dropped") are written first, whatever their
+ * interval. Later lines are dropped and counted as write failures.
  */
 void audit_close(void);
+
+/*
+ * Refusals are folded and bounded per source, so that a sandbox cannot fill
+ * the disk (and silence the log) with cheap refused requests. A source is
+ * the sandbox (@sandbox); events without one share one source. Allowed
+ * decisions (@decision "allow") are never folded, bounded or dropped.
+ *
+ * Kind: same source, @proto, @decision, @reason, @name, @dns_answer, and
+ * @port (for events without a sandbox, where @port is the client's, @addr
+ * instead). Not @dns_type: a resolver asks A and AAAA in turn.
+ * The first event of a kind is written whole. Each following event of the
+ * same kind from that source, within AUDIT_REPEAT_MS of the first, is only
+ * counted; the count is written as one more line of that kind carrying
+ * "repeated":N when the interval ends or when the source's next refusal is
+ * of another kind. Only the source's latest kind is held: refusals of two
+ * kinds in turn are all written (and bounded by the rate below).
+ *
+ * Rate: written refusal lines (first lines and "repeated" lines) take a
+ * token from the source's bucket, AUDIT_REFUSAL_RATE a second, burst
+ * AUDIT_REFUSAL_BURST. Without a token the event is dropped and counted;
+ * one line per source and interval says how many:
+ *   {"time":...,"sandbox":S,"decision":"deny","reason":"audit-rate-limited",
+ *    "dropped":N}
+ * (written when AUDIT_REPEAT_MS have passed since the first drop). So every
+ * refusal is a line of its own, or in the "repeated" of a line, or in the
+ * "dropped" of a line (once the broker has stopped, or its interval ended).
+ */
+#define AUDIT_REPEAT_MS 10000
+#define AUDIT_REFUSAL_RATE 20
+#define AUDIT_REFUSAL_BURST 200
 
 /**
  * audit_log() - write one decision as one JSON line
@@ -93,8 +124,33 @@ void audit_close(void);
  * interleave. It never blocks on a full pipe or socket and never fails the
  * caller: a failed or short write is counted (audit_write_failures()) and
  * the broker goes on. The process is expected to ignore SIGPIPE.
+ *
+ * A refusal (any @ev->decision but "allow") may be folded or dropped
+ * instead, see above.
  */
 void audit_log(const struct audit_event *ev);
+
+/**
+ * audit_tick() - write the "repeated" and "dropped" lines whose interval
+ * has ended, and forget sources idle for an interval
+ *
+ * Call it about once a second (the broker's main loop does); audit_log()
+ * alone writes them only when the source refuses again.
+ */
+void audit_tick(void);
+
+/* Refusals counted in a "repeated" field, and dropped over a source's rate,
+ * since start. Atomic. */
+uint64_t audit_refusals_folded(void);
+uint64_t audit_refusals_dropped(void);
+
+/**
+ * audit_set_clock() - the clock that intervals and buckets use (tests)
+ * @now_ms: a monotonic clock in milliseconds; NULL: CLOCK_MONOTONIC
+ *
+ * Call it before any thread logs; it also forgets every source.
+ */
+void audit_set_clock(uint64_t (*now_ms)(void));
 
 /**
  * audit_format() - the line audit_log() would write, without writing it

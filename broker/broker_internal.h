@@ -39,10 +39,12 @@ struct sandbox {
 	atomic_bool dead;
 	/* Names -> synthetic addresses, for the sandbox's life (its own lock). */
 	struct dns_synth *synth;
-	/* DNS query rate: dns_lock guards the bucket and the two counters. */
+	/* DNS query rate: dns_lock guards the buckets and the counters. */
 	pthread_mutex_t dns_lock;
 	struct dns_bucket dns_bucket;
+	struct dns_bucket dns_refuse_bucket; /* REFUSED answers over the rate */
 	uint64_t dns_limited;	     /* refused for rate since the last report */
+	uint64_t dns_dropped;	     /* left unanswered since the last report */
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct cred_table *creds;

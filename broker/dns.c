@@ -9,9 +9,19 @@
  * at once) by dns_filter_answer(): from the policy and the sandbox's
  * synthetic map, never from upstream. Before that the sandbox's token
  * bucket is charged; an empty bucket gets REFUSED, counted, and reported
- * (audit line and log) at most once a second. A source that is no sandbox
+ * (audit line and log) at most once a second. REFUSED answers have a bucket
+ * of their own, as large as the first: a sandbox past both gets no answer
+ * at all (counted and reported with the rest). A source that is no sandbox
  * gets REFUSED (EDE 18, Prohibited), itself bounded by a per-worker bucket
  * beyond which it gets nothing.
+ *
+ * Fairness: every sandbox's UDP queries share the workers' sockets, and a
+ * datagram the kernel cannot queue is lost whoever sent it. The firewall
+ * meters each sandbox before the socket (netns/nft.c, @dns_rate); here the
+ * socket is drained as cheaply as possible, so that what a flood does get
+ * through costs little: a receive in a batch and a bucket look-up, no
+ * send (sending the REFUSED answers was two thirds of the CPU a flood
+ * took).
  *
  * UDP: recvmmsg() batches, a bounded number per wake-up so that the rest
  * of the worker's loop gets its turn; each reply leaves from the address
@@ -59,8 +69,12 @@
 #define UNKNOWN_BURST 200
 #define REPORT_MS 1000
 /* UDP receive buffer: bursts from many sandboxes at once (a build starting
- * 100 lookups, each A and AAAA) overflow the ~200 KiB default. */
-#define UDP_RCVBUF (1 << 20)
+ * 100 lookups, each A and AAAA) overflow the ~200 KiB default. And what the
+ * firewall's meter lets one sandbox send at once (rate plus burst: 2000
+ * datagrams, about 1.7 KiB of accounting each at the largest unfragmented
+ * size) must fit, whatever its source ports, even before a worker drains
+ * any: 3.4 MiB, under the 8 MiB the kernel accounts for 4 MiB asked. */
+#define UDP_RCVBUF (4 << 20)
 
 struct dns_server;
 
@@ -135,30 +149,53 @@ static void count(const struct dns_filter_result *res)
 	metrics_decision("dns", res->decision, res->reason);
 }
 
-/*
- * Charges @sb's bucket. Returns true to answer; when refused, *@report is
- * set to the number refused since the last report if a report is due (at
- * most one a second), else 0.
- */
-static bool rate_ok(struct sandbox *sb, uint64_t now, uint64_t *report)
-{
-	struct dns_bucket *b = &sb->dns_bucket;
-	bool ok;
+enum rate_verdict {
+	RATE_ANSWER, /* within the rate: answer the query */
+	RATE_REFUSE, /* over it: REFUSED */
+	RATE_DROP,   /* over it and over the REFUSED answers: nothing */
+};
 
-	*report = 0;
+/* What rate_check() has to report, when a report is due (else all 0). */
+struct rate_report {
+	bool due;
+	uint64_t refused, dropped; /* since the last report */
+};
+
+/*
+ * Charges @sb's buckets and says what the query gets. A report is due at
+ * most once a second while the sandbox is over its rate; it hands over the
+ * counts since the last one.
+ */
+static enum rate_verdict rate_check(struct sandbox *sb, uint64_t now,
+				    struct rate_report *rep)
+{
+	enum rate_verdict v = RATE_ANSWER;
+
+	*rep = (struct rate_report){0};
 	pthread_mutex_lock(&sb->dns_lock);
-	ok = dns_bucket_take(b, now, DNS_RATE_QPS, DNS_RATE_BURST);
-	if (!ok) {
+	if (dns_bucket_take(&sb->dns_bucket, now, DNS_RATE_QPS, DNS_RATE_BURST))
+		goto out;
+	/* As many REFUSED a second as answers: a client over its rate learns
+	 * it, and a flood beyond twice the rate costs a receive only. */
+	if (dns_bucket_take(&sb->dns_refuse_bucket, now, DNS_RATE_QPS,
+			    DNS_RATE_BURST)) {
+		v = RATE_REFUSE;
 		sb->dns_limited++;
-		if (!sb->dns_limited_log_ms ||
-		    now - sb->dns_limited_log_ms >= REPORT_MS) {
-			*report = sb->dns_limited;
-			sb->dns_limited = 0;
-			sb->dns_limited_log_ms = now;
-		}
+	} else {
+		v = RATE_DROP;
+		sb->dns_dropped++;
 	}
+	if (!sb->dns_limited_log_ms ||
+	    now - sb->dns_limited_log_ms >= REPORT_MS) {
+		rep->due = true;
+		rep->refused = sb->dns_limited;
+		rep->dropped = sb->dns_dropped;
+		sb->dns_limited = sb->dns_dropped = 0;
+		sb->dns_limited_log_ms = now;
+	}
+out:
 	pthread_mutex_unlock(&sb->dns_lock);
-	return ok;
+	return v;
 }
 
 static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
@@ -205,24 +242,37 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 {
 	struct dns_filter_result res;
 	struct policy *pol = NULL;
+	struct rate_report rep;
+	enum rate_verdict v;
 	struct sandbox *sb;
-	uint64_t report;
-	int n;
+	int n = 0;
 
 	sb = sandbox_lookup(src, &pol);
 	if (!sb)
 		return answer_unknown(srv, src, sport, msg, len, out, outlen);
 
-	if (!rate_ok(sb, loop_now_ms(srv->w->loop), &report)) {
-		n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, 0, "deny",
-				     "rate-limited", out, outlen, &res);
-		count(&res);
-		if (report) {
+	v = rate_check(sb, loop_now_ms(srv->w->loop), &rep);
+	if (v != RATE_ANSWER) {
+		/* A dropped query is parsed only when a report needs it. */
+		if (v == RATE_REFUSE || rep.due)
+			n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, 0,
+					     "deny", "rate-limited", out,
+					     outlen, &res);
+		if (v == RATE_REFUSE) {
+			count(&res);
+		} else {
+			n = 0;
+			metrics_dns_query("dropped");
+			metrics_decision("dns", "deny", "rate-limited");
+		}
+		if (rep.due) {
 			audit_dns(sb, src, sport, &res);
 			log_warn("dns: sandbox `%s` is over %u queries/s "
-				 "(burst %u): %llu refused since last report",
+				 "(burst %u): %llu refused, %llu dropped "
+				 "unanswered since last report",
 				 sb->name, DNS_RATE_QPS, DNS_RATE_BURST,
-				 (unsigned long long)report);
+				 (unsigned long long)rep.refused,
+				 (unsigned long long)rep.dropped);
 		}
 	} else if (truncated) {
 		n = dns_filter_error(msg, len, DNS_RCODE_FORMERR, 0, "deny",

@@ -34,6 +34,7 @@ static const char *config_path;
 static struct loop *main_loop;
 static struct ev control_ev, signal_ev;
 static struct timer drain_timer;
+static struct timer audit_timer;
 static uint64_t drain_deadline;
 
 bool broker_is_local(const struct sl_addr *a, uint16_t port)
@@ -279,6 +280,13 @@ static void on_drain_timer(struct timer *t)
 	loop_timer_arm(main_loop, t, 100);
 }
 
+/* Writes the audit log's folded and dropped counts whose interval ended. */
+static void on_audit_timer(struct timer *t)
+{
+	audit_tick();
+	loop_timer_arm(main_loop, t, 1000);
+}
+
 static void on_signal(struct ev *ev, uint32_t events)
 {
 	struct signalfd_siginfo si;
@@ -432,6 +440,8 @@ int main(int argc, char **argv)
 	signal_ev.fd = fd;
 	signal_ev.cb = on_signal;
 	loop_add(main_loop, &signal_ev, EPOLLIN);
+	audit_timer.cb = on_audit_timer;
+	loop_timer_arm(main_loop, &audit_timer, 1000);
 	log_info("sluiced: ready: %u workers, proxy port %u, control %s, %zu sandboxes", n,
 		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
 

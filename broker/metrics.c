@@ -460,6 +460,16 @@ int metrics_render_prometheus(char *buf, size_t len)
 	out_counter(&o, "sluice_audit_write_failures_total",
 		    "Audit lines lost to a failed or short write.",
 		    audit_write_failures());
+	out_counter(
+	    &o, "sluice_audit_refusals_folded_total",
+	    "Refusals counted in the repeated field of an earlier audit "
+	    "line of their kind.",
+	    audit_refusals_folded());
+	out_counter(
+	    &o, "sluice_audit_refusals_dropped_total",
+	    "Refusals not written beyond a sandbox's audit rate, counted "
+	    "in the dropped field of a summary line.",
+	    audit_refusals_dropped());
 
 	latency_snapshot(&lat);
 	out_header(&o, "sluice_upstream_connect_seconds", "histogram",
@@ -583,8 +593,10 @@ int metrics_render_text(char *buf, size_t len)
 		out_quantile(&o, &lat, "p99", 990);
 	}
 	outf(&o, "\n");
-	outf(&o, "audit: %llu lines lost\n",
-	     (unsigned long long)audit_write_failures());
+	outf(&o, "audit: %llu lines lost; refusals %llu folded, %llu dropped\n",
+	     (unsigned long long)audit_write_failures(),
+	     (unsigned long long)audit_refusals_folded(),
+	     (unsigned long long)audit_refusals_dropped());
 
 	return out_finish(&o);
 }

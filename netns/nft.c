@@ -39,7 +39,7 @@
 
 #include "netns/netns_internal.h"
 
-#define RULESET_VERSION 1
+#define RULESET_VERSION 2
 #define LOCK_PATH NETNS_STATE_DIR "/.nft.lock"
 #define LOCK_WAIT_MS 10000
 #define TABLE "sluice"
@@ -52,6 +52,9 @@
  * registers: 16 bytes of name (NUL padded), then the address, network order. */
 #define KEY_IFNAME_LEN 16
 #define KEY_LEN (KEY_IFNAME_LEN + 4)
+/* The per-sandbox meter of UDP DNS (see RULESET), as nft spells them. */
+#define DNS_METER_RATE "1000/second"
+#define DNS_METER_BURST "1000 packets"
 
 /*
  * %1$u proxy port, %2$u transparent port, %3$u dns port, %4$s signature.
@@ -60,6 +63,18 @@
  * dropped (a reject would answer the forged address); TCP and DNS go on;
  * everything else is refused at once with admin-prohibited, wherever it
  * was going, so that forwarding settings never matter.
+ * DNS over UDP is metered per source first (@dns_rate, one element per
+ * sandbox address, made by its first query and gone 10 s after its last):
+ * what a sandbox sends beyond DNS_METER_RATE a second (burst
+ * DNS_METER_BURST) is dropped here, before it reaches the broker's UDP
+ * socket. That socket's queue is shared by every sandbox; without the
+ * meter one sandbox's flood filled it, and the kernel dropped the other
+ * sandboxes' queries with it. The broker's own per-sandbox limit (500/s,
+ * burst 1000, answered REFUSED) stays the first any client meets: the meter
+ * is twice that, so it drops only what the broker would refuse anyway
+ * (answers and REFUSED: 500/s each, burst 1000 each). What it lets through
+ * at once, rate plus burst (2000 datagrams), fits a worker's socket buffer
+ * (UDP_RCVBUF in broker/dns.c) even before the worker reads any.
  * divert (dstnat): DNS to the filter; TCP to the gateway's own address on
  * the proxy port is the explicit proxy (fib ... iif: local *on the link it
  * came from*, not any address of the broker); all other TCP to the
@@ -70,10 +85,12 @@
 #define RULESET \
 	"add table inet sluice\n" \
 	"add set inet sluice sandbox_src { type ifname . ipv4_addr; }\n" \
+	"add set inet sluice dns_rate { type ipv4_addr; size 65536; flags dynamic,timeout; timeout 10s; }\n" \
 	"add counter inet sluice spoofed\n" \
 	"add counter inet sluice ipv6_dropped\n" \
 	"add counter inet sluice refused\n" \
 	"add counter inet sluice forward_refused\n" \
+	"add counter inet sluice dns_flood\n" \
 	"add chain inet sluice guard { type filter hook prerouting priority raw; policy accept; }\n" \
 	"add chain inet sluice divert { type nat hook prerouting priority dstnat; policy accept; }\n" \
 	"add chain inet sluice input { type filter hook input priority filter; policy accept; }\n" \
@@ -85,6 +102,7 @@
 	"add rule inet sluice guard iifname \"sl-*\" meta nfproto ipv6 counter name \"ipv6_dropped\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" iifname . ip saddr != @sandbox_src counter name \"spoofed\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" meta l4proto tcp accept\n" \
+	"add rule inet sluice guard iifname \"sl-*\" udp dport 53 update @dns_rate { ip saddr limit rate over " DNS_METER_RATE " burst " DNS_METER_BURST " } counter name \"dns_flood\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" udp dport 53 accept\n" \
 	"add rule inet sluice guard iifname \"sl-*\" counter name \"refused\" reject with icmpx type admin-prohibited\n" \
 	"add rule inet sluice divert iifname \"sl-*\" udp dport 53 redirect to :%3$u\n" \

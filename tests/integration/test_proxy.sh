@@ -238,6 +238,66 @@ t_ok "status --metrics" sl status --metrics
 t_contains "Prometheus decisions by reason" "$T_OUT" 'sluice_decisions_total{proto="http",decision="deny",reason="not-allowlisted"}'
 t_contains "connect latency histogram" "$T_OUT" 'sluice_upstream_connect_seconds_bucket'
 
+# --- audit: refusals folded and bounded per sandbox ----------------------------------
+# 1000 refused requests for one name, 1000 for another, one for a third:
+# each name's first refusal is a line of its own, the repeats one line with
+# "repeated":999. Then 250 refusals of 250 names (no two alike): beyond the
+# sandbox's audit rate (burst 200, 20/s) they are dropped, and one line says
+# how many. Each refusal is still answered 403.
+cat >"$D/refuse.py" <<'PY'
+import socket, sys
+def ask(name):
+    s = socket.create_connection(("10.99.0.1", 3128), timeout=5)
+    s.sendall(("GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+               % (name, name)).encode())
+    head = b""
+    while b"\r\n" not in head:
+        b = s.recv(4096)
+        if not b:
+            break
+        head += b
+    s.close()
+    return head.split(b" ")[1:2] == [b"403"]
+names = ["fold-a.world.test"] * 1000 + ["fold-b.world.test"] * 1000 + ["fold-c.world.test"]
+names += ["rl-%d.world.test" % i for i in range(250)]
+print("403 %d of %d" % (sum(ask(n) for n in names), len(names)))
+PY
+amark=$(wc -l <"$D/audit.log")
+t0=$(date +%s%N)
+t_ok "2251 refused requests from c1" c1 /usr/bin/python3 "$D/refuse.py"
+secs=$((($(date +%s%N) - t0) / 1000000000 + 1))
+t_eq "each answered 403" "403 2251 of 2251" "$T_OUT"
+new_lines() { tail -n +$((amark + 1)) "$D/audit.log"; }
+fold_lines() { new_lines | grep "\"name\":\"fold-$1.world.test\""; }
+t_eq "fold-a: its first refusal, then one line with the count" \
+	"1 1" "$(fold_lines a | grep -vc '"repeated"') $(fold_lines a | grep -c '"repeated":999[,}]')"
+t_contains "the first is a whole line" "$(fold_lines a | head -1)" '"decision":"deny","reason":"not-allowlisted"'
+t_contains "the count line says what it counts" "$(fold_lines a | tail -1)" \
+	'"sandbox":"c1","proto":"http","name":"fold-a.world.test","port":80,"decision":"deny","reason":"not-allowlisted","repeated":999'
+t_eq "fold-b: the same (its count written when fold-c came)" \
+	"1 1" "$(fold_lines b | grep -vc '"repeated"') $(fold_lines b | grep -c '"repeated":999[,}]')"
+t_eq "fold-c: its first refusal" 1 "$(fold_lines c | wc -l)"
+n_rl=$(new_lines | grep -c '"name":"rl-')
+max_rl=$((200 + 20 * secs))
+t_ok "250 refusals of 250 names: at most the rate's share written ($n_rl <= $max_rl)" \
+	test "$n_rl" -le "$max_rl" -a "$n_rl" -lt 250
+t_eq "the first of them is there" 1 "$(new_lines | grep -c '"name":"rl-0.world.test"')"
+# The count of those dropped comes when 10 s have passed since the first.
+for _ in $(seq 150); do new_lines | grep -q '"reason":"audit-rate-limited"' && break; sleep 0.1; done
+drop_line=$(new_lines | grep '"reason":"audit-rate-limited"')
+echo "# $n_rl of 250 written in ${secs} s; $drop_line"
+dropped=$(sed -n 's/.*"dropped":\([0-9]*\).*/\1/p' <<<"$drop_line")
+t_eq "one line counts the dropped ones, and every refusal is accounted for" \
+	"1 250" "$(grep -c . <<<"$drop_line") $((n_rl + ${dropped:-0}))"
+t_contains "it names the sandbox" "$drop_line" '"sandbox":"c1","decision":"deny","reason":"audit-rate-limited","dropped":'
+n_new=$(new_lines | grep -c '"sandbox":"c1"')
+t_ok "2251 refusals made $n_new audit lines" test "$n_new" -le $((n_rl + 10))
+t_ok "metrics" sl status --metrics
+m_folded=$(awk '$1 == "sluice_audit_refusals_folded_total" { print $2 }' <<<"$T_OUT")
+m_dropped=$(awk '$1 == "sluice_audit_refusals_dropped_total" { print $2 }' <<<"$T_OUT")
+t_ok "metrics count the folded refusals (${m_folded:-?} >= 1998)" test "${m_folded:-0}" -ge 1998
+t_ok "and the dropped ones (${m_dropped:-?} >= ${dropped:-?})" test "${m_dropped:-0}" -ge "${dropped:-1}"
+
 # --- reload ------------------------------------------------------------------------
 cp "$D/pol.yaml" "$D/pol.good"
 sed -i 's/    - host: rebind.world.test/    - host: other.world.test\n    - host: rebind.world.test/' "$D/pol.yaml"

@@ -639,8 +639,10 @@ static void test_write_file_and_parse_back(void **state)
 	    buf, "\"decision\":\"deny\",\"reason\":\"not-allowlisted\""));
 	free(buf);
 
-	/* O_APPEND: a second open adds, never truncates */
+	/* O_APPEND: a second open adds, never truncates (another refusal:
+	 * the same one again would be folded into a count) */
 	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	ev.name = "uploads.github.com";
 	audit_log(&ev);
 	buf = slurp(path, &len);
 	assert_int_equal(for_each_line(buf, len, check_line, NULL), 3);
@@ -746,6 +748,7 @@ static void test_stderr_pipe_full_never_blocks(void **state)
 		if (write(wfd, junk, 1) < 0)
 			break;
 	before = audit_write_failures();
+	ev.reason = "port-not-allowed"; /* a new kind: not folded */
 	alarm(10);
 	audit_log(&ev);
 	alarm(0);
@@ -796,6 +799,7 @@ static void test_stderr_socket_full_never_blocks(void **state)
 		if (send(sv[1], junk, 1, MSG_DONTWAIT) < 0)
 			break;
 	before = audit_write_failures();
+	ev.reason = "port-not-allowed"; /* a new kind: not folded */
 	alarm(10);
 	audit_log(&ev);
 	alarm(0);
@@ -928,6 +932,450 @@ static void test_closed_counts(void **state)
 	audit_close();			     /* twice is fine */
 }
 
+/* --- refusals: folded per kind, bounded per source ---------------------------
+ */
+
+static uint64_t fake_ms;
+
+static uint64_t fake_now(void)
+{
+	return fake_ms;
+}
+
+/* Opens a new file under tmpdir for one case, with the fake clock at 0 and
+ * no source remembered. */
+static void fold_open(char *path, size_t len, const char *what)
+{
+	static unsigned n;
+	char err[256];
+
+	snprintf(path, len, "%s/fold-%u.log", tmpdir, n++);
+	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	fake_ms = 0;
+	audit_set_clock(fake_now);
+	(void)what;
+}
+
+/* "SANDBOX DECISION REASON NAME[:PORT][@ADDR][(TYPE)][=ANSWER][ r=N][ d=N]",
+ * '-' for absent. */
+static void compact(const char *line, size_t len, char *out, size_t outlen)
+{
+	char f[8][AUDIT_LINE_MAX];
+	static const char *const keys[] = {"sandbox",  "decision",  "reason",
+					   "name",     "port",	    "addr",
+					   "dns_type", "dns_answer"};
+	struct jobj o;
+	size_t i;
+	int n;
+
+	if (!parse_line(line, len, &o))
+		fail_msg("malformed line: %.*s", (int)len, line);
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		snprintf(f[i], sizeof(f[i]), "%s",
+			 jget(&o, keys[i]) ? jstr(&o, keys[i]) : "");
+	n = snprintf(out, outlen, "%s %s %s %s%s%s%s%s%s%s%s%s%s",
+		     f[0][0] ? f[0] : "-", f[1], f[2], f[3][0] ? f[3] : "-",
+		     f[4][0] ? ":" : "", f[4], f[5][0] ? "@" : "", f[5],
+		     f[6][0] ? "(" : "", f[6], f[6][0] ? ")" : "",
+		     f[7][0] ? "=" : "", f[7]);
+	if (jget(&o, "repeated"))
+		n += snprintf(out + n, outlen - (size_t)n, " r=%s",
+			      jstr(&o, "repeated"));
+	if (jget(&o, "dropped"))
+		snprintf(out + n, outlen - (size_t)n, " d=%s",
+			 jstr(&o, "dropped"));
+	/* nothing that says "folded" may carry a number a line never had */
+	if (jget(&o, "repeated") || jget(&o, "dropped"))
+		assert_null(jget(&o, "bytes_up"));
+}
+
+#define MAX_LINES 8192
+
+struct lines {
+	char (*s)[700];
+	size_t n;
+};
+
+static void collect(const char *line, size_t len, void *arg)
+{
+	struct lines *l = arg;
+
+	assert_true(l->n < MAX_LINES);
+	compact(line, len, l->s[l->n++], sizeof(l->s[0]));
+}
+
+/* Every line of @path, compacted. */
+static void read_lines(const char *path, struct lines *l)
+{
+	size_t len;
+	char *buf = slurp(path, &len);
+
+	l->n = 0;
+	for_each_line(buf, len, collect, l);
+	free(buf);
+}
+
+struct step {
+	uint64_t at; /* ms */
+	char op; /* 'e' an event; 't' audit_tick(); 'n' lines so far == port */
+	const char *sb, *decision, *reason, *name;
+	uint16_t port;
+	const char *proto, *addr, *dns_type, *dns_answer;
+};
+
+struct fold_case {
+	const char *what;
+	struct step steps[12];
+	const char *want[12]; /* after the steps and audit_close() */
+};
+
+#define E(t, sb, d, r, n)                                                      \
+	{                                                                      \
+		t, 'e', sb, d, r, n, 0, "http", NULL                           \
+	}
+#define DENY(t, sb, n) E(t, sb, "deny", "not-allowlisted", n)
+#define TICK(t)                                                                \
+	{                                                                      \
+		t, 't', NULL, NULL, NULL, NULL, 0, NULL, NULL                  \
+	}
+#define LINES(t, k)                                                            \
+	{                                                                      \
+		t, 'n', NULL, NULL, NULL, NULL, k, NULL, NULL                  \
+	}
+
+#define LONG_NAME                                                              \
+	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
+	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
+	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
+	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
+	"l123456789l123456789l123456789l123456789l123456789l123456789.x"
+
+static const struct fold_case fold_cases[] = {
+    {"the first is written, repeats are counted until the kind changes",
+     {DENY(0, "s1", "a.x"), DENY(1, "s1", "a.x"), DENY(2, "s1", "a.x"),
+      LINES(2, 1), DENY(3, "s1", "b.x")},
+     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
+      "s1 deny not-allowlisted b.x"}},
+    {"the count is written when the interval ends (audit_tick)",
+     {DENY(0, "s1", "a.x"), DENY(100, "s1", "a.x"), DENY(200, "s1", "a.x"),
+      TICK(9999), LINES(9999, 1), TICK(10000), LINES(10000, 2),
+      DENY(10001, "s1", "a.x")},
+     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
+      "s1 deny not-allowlisted a.x"}},
+    {"a repeat after the interval writes the count, then is a first",
+     {DENY(0, "s1", "a.x"), DENY(5000, "s1", "a.x"), LINES(5000, 1),
+      DENY(10000, "s1", "a.x"), LINES(10000, 3)},
+     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=1",
+      "s1 deny not-allowlisted a.x"}},
+    {"allowed decisions are never folded, nor end a run",
+     {E(0, "s1", "allow", "allowed", "a.x"),
+      E(1, "s1", "allow", "allowed", "a.x"), DENY(2, "s1", "a.x"),
+      E(3, "s1", "allow", "allowed", "a.x"), DENY(4, "s1", "a.x"), LINES(4, 4)},
+     {"s1 allow allowed a.x", "s1 allow allowed a.x",
+      "s1 deny not-allowlisted a.x", "s1 allow allowed a.x",
+      "s1 deny not-allowlisted a.x r=1"}},
+    {"each sandbox has its own run",
+     {DENY(0, "s1", "a.x"), DENY(1, "s2", "a.x"), DENY(2, "s1", "a.x"),
+      DENY(3, "s2", "a.x"), LINES(3, 2)},
+     {"s1 deny not-allowlisted a.x", "s2 deny not-allowlisted a.x",
+      "s1 deny not-allowlisted a.x r=1", "s2 deny not-allowlisted a.x r=1"}},
+    {"another decision, reason, proto or port is another kind",
+     {DENY(0, "s1", "a.x"),
+      E(1, "s1", "error", "not-allowlisted", "a.x"),
+      E(2, "s1", "deny", "address-denied", "a.x"),
+      {3, 'e', "s1", "deny", "address-denied", "a.x", 0, "tls", NULL},
+      {4, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL},
+      {5, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL}},
+     {"s1 deny not-allowlisted a.x", "s1 error not-allowlisted a.x",
+      "s1 deny address-denied a.x", "s1 deny address-denied a.x",
+      "s1 deny address-denied a.x:443", "s1 deny address-denied a.x:443 r=1"}},
+    {"without a sandbox, the address is the kind, not the client's port",
+     {{0, 'e', NULL, "deny", "unknown-source", NULL, 1111, "tcp", "10.0.0.1"},
+      {1, 'e', NULL, "deny", "unknown-source", NULL, 2222, "tcp", "10.0.0.1"},
+      {2, 'e', NULL, "deny", "unknown-source", NULL, 3333, "tcp", "10.0.0.2"}},
+     {"- deny unknown-source -:1111@10.0.0.1",
+      "- deny unknown-source -@10.0.0.1 r=1",
+      "- deny unknown-source -:3333@10.0.0.2"}},
+    {"a name too long to hold is never folded",
+     {DENY(0, "s1", LONG_NAME), DENY(1, "s1", LONG_NAME)},
+     {"s1 deny not-allowlisted " LONG_NAME,
+      "s1 deny not-allowlisted " LONG_NAME}},
+    {"DNS: A and AAAA are one kind, another answer is another",
+     {{0, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A",
+       "NXDOMAIN"},
+      {1, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "AAAA",
+       "NXDOMAIN"},
+      {2, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A",
+       "REFUSED"}},
+     {"s1 deny not-allowlisted t.x(A)=NXDOMAIN",
+      "s1 deny not-allowlisted t.x=NXDOMAIN r=1",
+      "s1 deny not-allowlisted t.x(A)=REFUSED"}},
+    {"a refusal seen once leaves no count",
+     {DENY(0, "s1", "a.x"), TICK(20000), DENY(20001, "s1", "b.x")},
+     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted b.x"}},
+};
+
+static void test_fold_table(void **state)
+{
+	char path[256];
+	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	size_t c, i;
+
+	(void)state;
+	assert_non_null(got.s);
+	for (c = 0; c < ARRAY_SIZE(fold_cases); c++) {
+		const struct fold_case *fc = &fold_cases[c];
+		size_t nwant = 0;
+
+		fold_open(path, sizeof(path), fc->what);
+		for (i = 0; i < ARRAY_SIZE(fc->steps) && fc->steps[i].op; i++) {
+			const struct step *st = &fc->steps[i];
+			struct sl_addr a;
+			struct audit_event ev = {
+			    .sandbox = st->sb,
+			    .proto = st->proto,
+			    .name = st->name,
+			    .port = st->port,
+			    .decision = st->decision,
+			    .reason = st->reason,
+			    .dns_type = st->dns_type,
+			    .dns_answer = st->dns_answer,
+			};
+
+			fake_ms = 1000000 + st->at;
+			if (st->op == 'e') {
+				if (st->addr) {
+					assert_int_equal(
+					    addr_parse(st->addr, &a), 0);
+					ev.addr = &a;
+				}
+				audit_log(&ev);
+			} else if (st->op == 't') {
+				audit_tick();
+			} else {
+				read_lines(path, &got);
+				if (got.n != st->port)
+					fail_msg("%s: step %zu: %zu lines, "
+						 "wanted %u",
+						 fc->what, i, got.n, st->port);
+			}
+		}
+		audit_close();
+		read_lines(path, &got);
+		while (nwant < ARRAY_SIZE(fc->want) && fc->want[nwant])
+			nwant++;
+		for (i = 0; i < got.n || i < nwant; i++) {
+			const char *w = i < nwant ? fc->want[i] : "(none)";
+			const char *g = i < got.n ? got.s[i] : "(none)";
+
+			if (strcmp(w, g))
+				fail_msg("%s: line %zu: `%s`, wanted `%s`",
+					 fc->what, i + 1, g, w);
+		}
+	}
+	free(got.s);
+	audit_set_clock(NULL);
+}
+
+/* Over a sandbox's rate: dropped, counted on one line per interval; other
+ * sandboxes and allowed decisions are not touched. */
+static void test_rate_bound(void **state)
+{
+	char path[256], name[64];
+	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	uint64_t dropped0 = audit_refusals_dropped();
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "dns",
+				 .decision = "deny",
+				 .reason = "not-allowlisted",
+				 .name = name};
+	struct audit_event allow = {.sandbox = "s1",
+				    .proto = "dns",
+				    .decision = "allow",
+				    .reason = "allowed",
+				    .name = "ok.x"};
+	unsigned i, n_first = 0, n_allow = 0, n_drop = 0, dropped = 0;
+
+	(void)state;
+	assert_non_null(got.s);
+	fold_open(path, sizeof(path), "rate");
+	fake_ms = 5000;
+	/* 1000 refusals of 1000 names (no two of a kind), and 1000 allowed */
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "n%u.x", i);
+		audit_log(&ev);
+		audit_log(&allow);
+	}
+	/* another sandbox has its own bucket */
+	ev.sandbox = "s2";
+	audit_log(&ev);
+	ev.sandbox = "s1";
+	read_lines(path, &got);
+	assert_int_equal(got.n, AUDIT_REFUSAL_BURST + 1000 + 1);
+	assert_string_equal(got.s[0], "s1 deny not-allowlisted n0.x");
+	assert_string_equal(got.s[got.n - 1], "s2 deny not-allowlisted n999.x");
+	assert_int_equal(audit_refusals_dropped() - dropped0,
+			 1000 - AUDIT_REFUSAL_BURST);
+
+	/* the count comes when the interval since the first drop ends */
+	fake_ms = 5000 + AUDIT_REPEAT_MS - 1;
+	audit_tick();
+	read_lines(path, &got);
+	assert_int_equal(got.n, AUDIT_REFUSAL_BURST + 1000 + 1);
+	fake_ms = 5000 + AUDIT_REPEAT_MS;
+	audit_tick();
+	read_lines(path, &got);
+	assert_int_equal(got.n, AUDIT_REFUSAL_BURST + 1000 + 2);
+	snprintf(name, sizeof(name), "s1 deny audit-rate-limited - d=%u",
+		 1000 - AUDIT_REFUSAL_BURST);
+	assert_string_equal(got.s[got.n - 1], name);
+
+	/* the bucket refills at AUDIT_REFUSAL_RATE a second */
+	audit_close();
+	fold_open(path, sizeof(path), "refill");
+	fake_ms = 1000;
+	for (i = 0; i < AUDIT_REFUSAL_BURST + 10; i++) {
+		snprintf(name, sizeof(name), "m%u.x", i);
+		audit_log(&ev);
+	}
+	fake_ms += 1000;
+	for (i = 0; i < 2 * AUDIT_REFUSAL_RATE; i++) {
+		snprintf(name, sizeof(name), "k%u.x", i);
+		audit_log(&ev);
+	}
+	audit_close(); /* writes the drop count at once */
+	read_lines(path, &got);
+	for (i = 0; i < got.n; i++) {
+		if (strstr(got.s[i], " allow "))
+			n_allow++;
+		else if (sscanf(got.s[i], "s1 deny audit-rate-limited - d=%u",
+				&dropped) == 1)
+			n_drop++;
+		else
+			n_first++;
+	}
+	assert_int_equal(n_allow, 0);
+	assert_int_equal(n_first, AUDIT_REFUSAL_BURST + AUDIT_REFUSAL_RATE);
+	assert_int_equal(n_drop, 1);
+	assert_int_equal(dropped, 10 + AUDIT_REFUSAL_RATE);
+	free(got.s);
+	audit_set_clock(NULL);
+}
+
+/* 2000 identical refusals in a second are two lines; the count says how
+ * many were folded, and the metric agrees. */
+static void test_flood_of_one_kind(void **state)
+{
+	char path[256];
+	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	uint64_t folded0 = audit_refusals_folded();
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "http",
+				 .port = 80,
+				 .decision = "deny",
+				 .reason = "not-allowlisted",
+				 .name = "exfil.example",
+				 .method = "GET",
+				 .path = "/x",
+				 .status = 403};
+	unsigned i;
+
+	(void)state;
+	assert_non_null(got.s);
+	fold_open(path, sizeof(path), "flood");
+	for (i = 0; i < 2000; i++) {
+		fake_ms = 1000 + i / 2;
+		audit_log(&ev);
+	}
+	read_lines(path, &got);
+	assert_int_equal(got.n, 1);
+	fake_ms = 1000 + AUDIT_REPEAT_MS;
+	audit_tick();
+	read_lines(path, &got);
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.s[0],
+			    "s1 deny not-allowlisted exfil.example:80");
+	assert_string_equal(got.s[1],
+			    "s1 deny not-allowlisted exfil.example:80 r=1999");
+	assert_int_equal(audit_refusals_folded() - folded0, 1999);
+	audit_close();
+	free(got.s);
+	audit_set_clock(NULL);
+}
+
+/* Whatever comes, in whatever order: every refusal is a line, or in the
+ * "repeated" or "dropped" of one; every allowed decision is a line; and a
+ * source writes no more refusal lines than its bucket and its counts allow. */
+static void test_accounting_random(void **state)
+{
+	static const char *const sbs[] = {"s1", "s2", "s3", NULL};
+	static const char *const names[] = {"a.x", "b.x", "c.x", "d.x", "e.x"};
+	static const char *const reasons[] = {"not-allowlisted",
+					      "address-denied"};
+	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	unsigned long long refusals = 0, allows = 0, counted = 0, n_allow = 0;
+	unsigned long long n_ref_lines[4] = {0};
+	char path[256];
+	uint32_t seed = 12345;
+	unsigned i, k;
+	struct sl_addr a;
+
+	(void)state;
+	assert_non_null(got.s);
+	assert_int_equal(addr_parse("10.9.9.9", &a), 0);
+	fold_open(path, sizeof(path), "random");
+	fake_ms = 1;
+	for (i = 0; i < 4000; i++) {
+		struct audit_event ev = {.proto = "http"};
+		unsigned r;
+
+		seed = seed * 1103515245u + 12345u;
+		r = seed >> 8;
+		ev.sandbox = sbs[r % 4];
+		ev.addr = ev.sandbox ? NULL : &a;
+		ev.name = names[(r >> 4) % 5 < 3 ? 0 : (r >> 4) % 5];
+		ev.reason = reasons[(r >> 8) % 2];
+		ev.decision = (r >> 10) % 10 < 3 ? "allow" : "deny";
+		if (!strcmp(ev.decision, "allow"))
+			allows++;
+		else
+			refusals++;
+		audit_log(&ev);
+		fake_ms +=
+		    (r >> 12) % 10; /* about 18 s in all: over the rate */
+		if ((r >> 20) % 50 == 0)
+			audit_tick();
+	}
+	audit_close();
+	read_lines(path, &got);
+	for (i = 0; i < got.n; i++) {
+		const char *r = strstr(got.s[i], " r="),
+			   *d = strstr(got.s[i], " d=");
+
+		if (strstr(got.s[i], " allow ")) {
+			n_allow++;
+			continue;
+		}
+		counted += r   ? strtoull(r + 3, NULL, 10)
+			   : d ? strtoull(d + 3, NULL, 10)
+			       : 1;
+		for (k = 0; k < 3; k++)
+			if (!strncmp(got.s[i], sbs[k], 2) && got.s[i][2] == ' ')
+				break;
+		if (!d)
+			n_ref_lines[k]++;
+	}
+	assert_int_equal(n_allow, allows);
+	assert_int_equal(counted, refusals);
+	/* a bucket: burst plus rate x time (about 18 s) */
+	for (k = 0; k < 4; k++)
+		assert_true(n_ref_lines[k] <=
+			    AUDIT_REFUSAL_BURST +
+				AUDIT_REFUSAL_RATE * (fake_ms / 1000 + 1));
+	free(got.s);
+	audit_set_clock(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -947,6 +1395,10 @@ int main(void)
 	    cmocka_unit_test(test_stderr_socket_full_never_blocks),
 	    cmocka_unit_test(test_threads_lines_whole),
 	    cmocka_unit_test(test_closed_counts),
+	    cmocka_unit_test(test_fold_table),
+	    cmocka_unit_test(test_rate_bound),
+	    cmocka_unit_test(test_flood_of_one_kind),
+	    cmocka_unit_test(test_accounting_random),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

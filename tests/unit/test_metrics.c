@@ -271,6 +271,14 @@ static const char known_prometheus[] =
     "short write.\n"
     "# TYPE sluice_audit_write_failures_total counter\n"
     "sluice_audit_write_failures_total 0\n"
+    "# HELP sluice_audit_refusals_folded_total Refusals counted in the "
+    "repeated field of an earlier audit line of their kind.\n"
+    "# TYPE sluice_audit_refusals_folded_total counter\n"
+    "sluice_audit_refusals_folded_total 0\n"
+    "# HELP sluice_audit_refusals_dropped_total Refusals not written beyond a "
+    "sandbox's audit rate, counted in the dropped field of a summary line.\n"
+    "# TYPE sluice_audit_refusals_dropped_total counter\n"
+    "sluice_audit_refusals_dropped_total 0\n"
     "# HELP sluice_upstream_connect_seconds Time to establish a connection to "
     "an upstream.\n"
     "# TYPE sluice_upstream_connect_seconds histogram\n"
@@ -400,7 +408,7 @@ static void test_render_text(void **state)
 	    "  deny http not-allowlisted: 2\n"
 	    "dns: cache 1 hits, 2 misses; filter nxdomain 1\n"
 	    "upstream connect: 2, mean 15.5 ms, p50 <= 1 ms, p99 <= 50 ms\n"
-	    "audit: 0 lines lost\n";
+	    "audit: 0 lines lost; refusals 0 folded, 0 dropped\n";
 	int n;
 
 	(void)state;
@@ -432,7 +440,42 @@ static void test_audit_failures_shown(void **state)
 	render();
 	assert_int_equal(series("sluice_audit_write_failures_total"), 2);
 	assert_int_equal(metrics_render_text(out, sizeof(out)) > 0, 1);
-	assert_non_null(strstr(out, "audit: 2 lines lost\n"));
+	assert_non_null(strstr(out, "audit: 2 lines lost;"));
+}
+
+static uint64_t fixed_ms(void)
+{
+	return 1000;
+}
+
+/* So are the audit module's folded and dropped refusals. */
+static void test_audit_refusals_shown(void **state)
+{
+	struct audit_event ev = {.sandbox = "m1",
+				 .proto = "dns",
+				 .decision = "deny",
+				 .reason = "not-allowlisted"};
+	char err[256], name[32];
+	unsigned i;
+
+	(void)state;
+	audit_set_clock(fixed_ms);
+	assert_int_equal(audit_open("/dev/null", err, sizeof(err)), 0);
+	ev.name = "same.example";
+	for (i = 0; i < 3; i++)
+		audit_log(&ev); /* one line, two folded */
+	ev.name = name;
+	for (i = 0; i < AUDIT_REFUSAL_BURST + 5; i++) {
+		snprintf(name, sizeof(name), "n%u.example", i);
+		audit_log(&ev); /* the line of the two folded took a token */
+	}
+	audit_close();
+	audit_set_clock(NULL);
+	render();
+	assert_int_equal(series("sluice_audit_refusals_folded_total"), 2);
+	assert_int_equal(series("sluice_audit_refusals_dropped_total"), 7);
+	assert_int_equal(metrics_render_text(out, sizeof(out)) > 0, 1);
+	assert_non_null(strstr(out, "refusals 2 folded, 7 dropped\n"));
 }
 
 int main(void)
@@ -448,6 +491,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_bad_keys_are_other, reset),
 	    cmocka_unit_test_setup(test_table_overflow, reset),
 	    cmocka_unit_test_setup(test_render_text, reset),
+	    cmocka_unit_test_setup(test_audit_refusals_shown, reset),
 	    cmocka_unit_test_setup(test_audit_failures_shown, reset),
 	};
 
