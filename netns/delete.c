@@ -107,6 +107,31 @@ static bool wire_present(const char *name)
 	return there;
 }
 
+/*
+ * Is the broker namespace @sb was created in still alive, so that its
+ * broker may still hold the sandbox, its set element and its link? While
+ * the sandbox's wire (eth0) is there, the broker's end of it is in some
+ * namespace; that namespace is alive while a process is in it or a mount
+ * names it (netns_ns_in_use()). Not the wire alone: it outlives the
+ * namespace for as long as the kernel's teardown of it takes, or as long
+ * as something (an fd, a socket) holds its remains. The wire is looked at
+ * again after: the namespace's inode number may have been freed and given
+ * to a new one meanwhile, and then the wire is gone.
+ *
+ * Return: 1; 0 when it is gone; a negative errno when that could not be told.
+ */
+static int broker_ns_alive(const char *name, const struct netns_sandbox *sb)
+{
+	int r;
+
+	if (!wire_present(name))
+		return 0;
+	r = netns_ns_in_use(sb->broker_ns_dev, sb->broker_ns_ino);
+	if (r <= 0)
+		return r;
+	return wire_present(name) ? 1 : 0;
+}
+
 /* Keeps the first failure and its message; the later steps still run. */
 __attribute__((format(printf, 5, 6))) static void note(int *first, char *err, size_t errlen,
 							int r, const char *fmt, ...)
@@ -218,7 +243,9 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
  * should block SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
  *
  * Return: 0; -ENOENT when there is no such sandbox; -EXDEV when it belongs
- * to another broker (nothing is touched); another negative errno.
+ * to another broker (nothing is touched); another negative errno (when it
+ * cannot be told whether the other broker's namespace is gone, nothing is
+ * touched either).
  */
 int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 {
@@ -245,16 +272,26 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		 * create ran in: from anywhere else they cannot be reached. */
 		if (netns_self_ns_id(&dev, &ino) == 0 &&
 		    (dev != sb.broker_ns_dev || ino != sb.broker_ns_ino)) {
-			if (wire_present(name)) {
+			r = broker_ns_alive(name, &sb);
+			if (r > 0) {
 				snprintf(err, errlen,
 					 "sandbox `%s` is wired to the broker of another network "
 					 "namespace; run `sluice delete` there",
 					 name);
 				return -EXDEV;
 			}
-			/* That namespace is gone, and the wire and set element with
-			 * it: what is left is here, and no link of this namespace
-			 * may be taken for the sandbox's. */
+			if (r < 0) {
+				snprintf(err, errlen,
+					 "sandbox `%s` is wired to the broker of another network "
+					 "namespace, and whether that namespace is gone cannot be "
+					 "told (%s); run `sluice delete` there",
+					 name, strerror(-r));
+				return r;
+			}
+			/* That namespace is gone (its set element and the broker's
+			 * end of the wire go with it, or are held by what holds
+			 * its remains): what is left is here, and no link of this
+			 * namespace may be taken for the sandbox's. */
 			fprintf(stderr,
 				"sluice: warning: the broker namespace of `%s` is gone; "
 				"removing what is left of it\n",

@@ -72,6 +72,7 @@ int netns_ns_new(int *nsfd, int (*inside)(void *arg), void *arg);
 int netns_ns_name(const char *name, int nsfd);
 int netns_ns_remove(const char *name);
 int netns_ns_open(const char *name);
+int netns_ns_in_use(uint64_t dev, uint64_t ino);
 int netns_ns_enter(int nsfd, int *saved);
 int netns_ns_leave(int saved);
 int netns_procfs_private(void);

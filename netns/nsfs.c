@@ -18,6 +18,7 @@
  * kernel has statmount(2) (Linux 6.8; 6.11 to look into another process's
  * mount namespace), one statx() and one statmount() per namespace tell the
  * peer groups of /run/netns; mountinfo is read only where they cannot. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -30,6 +31,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,19 +117,20 @@ struct netns_mnt {
 };
 
 /*
- * Peer groups of the topmost mount on /run/netns in a mountinfo file.
- * Return: 0; -ENOENT when /run/netns is not a mount point there.
+ * The whole of a /proc text file (mountinfo), NUL-terminated, in *@out
+ * (the caller frees it). Whole, in large reads: each read of a seq_file
+ * starts over from where the last one stopped, and small reads multiply
+ * that.
+ * Return: 0 or a negative errno.
  */
-static int groups_mountinfo(const char *mountinfo, struct netns_mnt *m)
+static int read_whole(const char *path, char **out)
 {
 	size_t cap = 64 << 10, len = 0;
-	char *buf = NULL, *line, *next;
-	int fd = open(mountinfo, O_RDONLY | O_CLOEXEC), found = -ENOENT;
+	char *buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	/* Whole, in large reads: each read of a seq_file starts over from
-	 * where the last one stopped, and small reads multiply that. */
 	for (;;) {
 		ssize_t k;
 
@@ -159,6 +162,21 @@ static int groups_mountinfo(const char *mountinfo, struct netns_mnt *m)
 	}
 	close(fd);
 	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/*
+ * Peer groups of the topmost mount on /run/netns in a mountinfo file.
+ * Return: 0; -ENOENT when /run/netns is not a mount point there.
+ */
+static int groups_mountinfo(const char *mountinfo, struct netns_mnt *m)
+{
+	char *buf, *line, *next;
+	int found = -ENOENT, r = read_whole(mountinfo, &buf);
+
+	if (r < 0)
+		return r;
 	for (line = buf; line && *line; line = next) {
 		char *save = NULL, *tok;
 		uint64_t s = 0, ma = 0;
@@ -612,6 +630,120 @@ int netns_ns_open(const char *name)
 		return -EINVAL;
 	}
 	return fd;
+}
+
+/* Is the network namespace @want_dev:@want_ino named by a mount in this
+ * mount namespace (a bind mount of its nsfs file, as /run/netns/NAME)?
+ * Return: 1, 0, or a negative errno. */
+static int ns_mounted(uint64_t want_dev, uint64_t want_ino)
+{
+	char dev[32], root[48], *buf, *line, *next;
+	int r = read_whole("/proc/self/mountinfo", &buf);
+
+	if (r < 0)
+		return r;
+	snprintf(dev, sizeof(dev), "%u:%u", major(want_dev), minor(want_dev));
+	snprintf(root, sizeof(root), "net:[%llu]", (unsigned long long)want_ino);
+	for (line = buf; line && *line; line = next) {
+		char d[32], rt[48];
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* ID PARENT MAJ:MIN ROOT ...: an nsfs mount's root is "net:[INO]". */
+		if (sscanf(line, "%*s %*s %31s %47s", d, rt) == 2 && !strcmp(d, dev) &&
+		    !strcmp(rt, root)) {
+			r = 1;
+			break;
+		}
+	}
+	free(buf);
+	return r;
+}
+
+/*
+ * Is a thread of some process in the network namespace @dev:@ino? Every
+ * thread is looked at, not only each process's first: a thread may
+ * setns() on its own (sluice does). Processes whose namespaces this one
+ * may not read (PID 1 under some supervisors, a process of another user
+ * namespace) are passed over: the root that made a broker namespace can
+ * read whatever it started there.
+ * Return: 1; 0; a negative errno when /proc cannot be read.
+ */
+static int ns_entered(uint64_t dev, uint64_t ino)
+{
+	struct dirent *pe;
+	DIR *proc = opendir("/proc");
+	int r = 0;
+
+	if (!proc)
+		return -errno;
+	for (;;) {
+		struct dirent *te;
+		char path[64];
+		DIR *tasks;
+
+		errno = 0;
+		pe = readdir(proc);
+		if (!pe) {
+			r = -errno;
+			break;
+		}
+		if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/task", pe->d_name);
+		tasks = opendir(path);
+		if (!tasks) /* exited meanwhile, or not ours to read */
+			continue;
+		while ((te = readdir(tasks))) {
+			struct stat st;
+
+			if (te->d_name[0] < '1' || te->d_name[0] > '9')
+				continue;
+			/* Fails for a thread that exited meanwhile, for a zombie
+			 * (in no namespace any more), and where reading it is
+			 * not allowed. */
+			snprintf(path, sizeof(path), "%.20s/ns/net", te->d_name);
+			if (fstatat(dirfd(tasks), path, &st, 0) == 0 && st.st_dev == dev &&
+			    st.st_ino == ino) {
+				r = 1;
+				break;
+			}
+		}
+		closedir(tasks);
+		if (r)
+			break;
+	}
+	closedir(proc);
+	return r;
+}
+
+/**
+ * netns_ns_in_use() - is a network namespace still entered or named?
+ * @dev: the device of its nsfs inode (as netns_self_ns_id() gives it)
+ * @ino: that inode's number
+ *
+ * A namespace that no process is in and no mount names is gone for
+ * everyone who reaches namespaces by process or by name, and is so at the
+ * moment its last process exits and its last name is unmounted. What may
+ * keep its remains in the kernel for a while after (its links, so the far
+ * end of a veth pair too) does not count: the kernel tears a namespace
+ * down later, from a work queue, after RCU grace periods (tens of
+ * milliseconds on a busy machine), and an open fd of it or a socket made
+ * in it keeps it as long as that lives. Mounts are looked for in this
+ * mount namespace only: /run/netns, where sluice and ip name namespaces,
+ * is shared with the others.
+ *
+ * Return: 1 when a process is in it or a mount names it; 0 when neither;
+ * a negative errno when that could not be told.
+ */
+int netns_ns_in_use(uint64_t dev, uint64_t ino)
+{
+	int r = ns_mounted(dev, ino);
+
+	if (r != 0)
+		return r;
+	return ns_entered(dev, ino);
 }
 
 /**

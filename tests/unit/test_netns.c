@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for netns/: whether a network namespace is still entered or
+ * named (netns_ns_in_use(), which `sluice delete` asks of another broker's
+ * namespace): a process in it, a lone thread in it, a bind mount naming
+ * it count; an open fd of it does not. The cases that make namespaces
+ * need CAP_SYS_ADMIN and are skipped without it. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "netns/netns_internal.h"
+
+/* dev and ino of the network namespace open as @fd. */
+static void ns_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+}
+
+static void test_own_namespace_in_use(void **state)
+{
+	uint64_t dev, ino;
+
+	(void)state;
+	assert_int_equal(netns_self_ns_id(&dev, &ino), 0);
+	assert_int_equal(netns_ns_in_use(dev, ino), 1);
+}
+
+static void test_no_such_namespace(void **state)
+{
+	uint64_t dev, ino;
+
+	(void)state;
+	/* nsfs inode numbers start at 0xF0000000: 1 is nobody's. */
+	assert_int_equal(netns_self_ns_id(&dev, &ino), 0);
+	assert_int_equal(netns_ns_in_use(dev, 1), 0);
+}
+
+struct lone {
+	int fd;	     /* its namespace, once made; -errno if unshare failed */
+	int ready[2]; /* the thread says it is in it */
+	int end[2];   /* the test says it may end */
+};
+
+/* A thread alone in a network namespace of its own, until told to end. */
+static void *lone_main(void *p)
+{
+	struct lone *l = p;
+	char c;
+
+	if (unshare(CLONE_NEWNET) < 0)
+		l->fd = -errno;
+	else
+		l->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (write(l->ready[1], "x", 1) == 1 && read(l->end[0], &c, 1) < 0)
+		l->fd = -errno;
+	return NULL;
+}
+
+/* A thread counts though its process's first thread is elsewhere; once it
+ * has ended, the fd still held of its namespace does not. */
+static void test_thread_in_use_fd_not(void **state)
+{
+	struct lone l = { .fd = -1 };
+	uint64_t dev, ino;
+	pthread_t t;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(l.ready), 0);
+	assert_int_equal(pipe(l.end), 0);
+	assert_int_equal(pthread_create(&t, NULL, lone_main, &l), 0);
+	assert_int_equal(read(l.ready[0], &c, 1), 1);
+	if (l.fd < 0) {
+		assert_int_equal(write(l.end[1], "x", 1), 1);
+		pthread_join(t, NULL);
+		if (l.fd == -EPERM)
+			skip();
+		fail_msg("unshare: %s", strerror(-l.fd));
+	}
+	ns_id(l.fd, &dev, &ino);
+	assert_int_equal(netns_ns_in_use(dev, ino), 1);
+	assert_int_equal(write(l.end[1], "x", 1), 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(l.fd >= 0);
+	/* The fd keeps the namespace (and its inode number), but nobody is
+	 * in it and nothing names it. */
+	assert_int_equal(netns_ns_in_use(dev, ino), 0);
+	close(l.fd);
+	close(l.ready[0]);
+	close(l.ready[1]);
+	close(l.end[0]);
+	close(l.end[1]);
+}
+
+/*
+ * The child's side of test_mount_in_use(): in a mount namespace of its
+ * own, a network namespace nobody is in, named by a bind mount. Exit
+ * status: 0 as expected, 77 not permitted, else the step that failed.
+ */
+static int mount_child(void)
+{
+	char path[] = "/tmp/sluice-test-netns.XXXXXX", src[64];
+	uint64_t dev, ino;
+	int home, fd, k, r = 0;
+
+	if (unshare(CLONE_NEWNS) < 0)
+		return errno == EPERM ? 77 : 1;
+	if (mount("", "/", NULL, MS_PRIVATE | MS_REC, NULL) < 0)
+		return 2;
+	home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0 || unshare(CLONE_NEWNET) < 0)
+		return 3;
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(home, CLONE_NEWNET) < 0)
+		return 4;
+	ns_id(fd, &dev, &ino);
+	k = mkstemp(path);
+	if (k < 0)
+		return 5;
+	close(k);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, path, NULL, MS_BIND, NULL) < 0) {
+		unlink(path);
+		return 6;
+	}
+	if (netns_ns_in_use(dev, ino) != 1)
+		r = 7;
+	if (umount2(path, MNT_DETACH) < 0 && !r)
+		r = 8;
+	unlink(path);
+	/* fd still holds it, and no longer counts. */
+	if (!r && netns_ns_in_use(dev, ino) != 0)
+		r = 9;
+	return r;
+}
+
+static void test_mount_in_use(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(mount_child());
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_own_namespace_in_use),
+		cmocka_unit_test(test_no_such_namespace),
+		cmocka_unit_test(test_thread_in_use_fd_not),
+		cmocka_unit_test(test_mount_in_use),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
