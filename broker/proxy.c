@@ -1024,8 +1024,13 @@ static enum step connected(struct conn *c)
 	if (c->is_connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-		/* The head buffer becomes the reply buffer: what the client sent
-		 * after the head (an early ClientHello) moves to the tunnel. */
+		/* What the client sent after the head (an early ClientHello)
+		 * moves to the tunnel; a kept-alive connection's request buffer
+		 * (a GET before this CONNECT) goes. */
+		if (c->out) {
+			explicit_bzero(c->out->data, c->out->cap);
+			free(c->out);
+		}
 		c->out = buf_new(sizeof(ok));
 		if (!c->out)
 			return conn_end(c, "error", "out-of-memory");
