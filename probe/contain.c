@@ -476,8 +476,9 @@ void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r)
 	pidns_view(&v);
 	d = opendir("/proc");
 	if (!d) {
-		ADD(r, PROBE_PASS, "/proc cannot be listed (%s): no process is "
-				   "visible",
+		ADD(r, PROBE_PASS,
+		    "/proc cannot be listed (%s): no process is "
+		    "visible",
 		    strerror(errno));
 	} else {
 		while ((de = readdir(d)) && looked++ < PROC_SCAN_MAX) {
@@ -539,8 +540,8 @@ void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r)
 			    "(`%s`), not the broker",
 			    broker, comm);
 		else
-			ADD(r, PROBE_PASS, "pid %d (--broker-pid) is not visible",
-			    broker);
+			ADD(r, PROBE_PASS,
+			    "pid %d (--broker-pid) is not visible", broker);
 	}
 }
 
@@ -769,7 +770,8 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 	ADD(r, PROBE_PASS,
 	    "%d effective capabilities, over its own user namespace only "
 	    "(uid_map `%s`, %s)%s",
-	    n, have_map ? map : "unreadable", link,
+	    n, have_map ? map : "unreadable",
+	    have_link ? link : "ns/user unreadable",
 	    have_map && probe_idmap_outside(&m, 0, &root_out) == 0 &&
 		    root_out == 0
 		? "; note: uid 0 here is uid 0 outside, owner of every "
@@ -787,8 +789,8 @@ void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
 		const char *path = o->secret_files[i];
 		/* Opened, never read: the probe must not print, or even hold,
 		 * what it finds. */
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-					O_NONBLOCK);
+		int fd =
+		    open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		struct stat st;
 
 		if (fd < 0) {
@@ -802,8 +804,8 @@ void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
 			ADD(r, PROBE_FAIL,
 			    "%s can be opened for reading (%lld bytes; not "
 			    "read)",
-			    path, fstat(fd, &st) == 0 ? (long long)st.st_size
-						      : -1LL);
+			    path,
+			    fstat(fd, &st) == 0 ? (long long)st.st_size : -1LL);
 		close(fd);
 	}
 }

@@ -21,9 +21,9 @@
 #define PROBE_LIST_MAX 16  /* entries of a repeatable option */
 #define PROBE_DETAIL_MAX 1200
 #define PROBE_MAX_CHECKS 96
-#define PROBE_PATH_MAX 1024 /* a path given on the command line */
+#define PROBE_PATH_MAX 1024	/* a path given on the command line */
 #define PROBE_SOCK_PATH_MAX 108 /* sun_path */
-#define PROBE_IDMAP_MAX 16 /* lines of a uid_map the probe reads */
+#define PROBE_IDMAP_MAX 16	/* lines of a uid_map the probe reads */
 
 /* An IPv4 or IPv6 address. */
 struct probe_ip {
@@ -200,8 +200,7 @@ int probe_idmap_parse(const char *text, struct probe_idmap *m);
 bool probe_idmap_is_initial(const struct probe_idmap *m);
 int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside,
 			uint32_t *outside);
-int probe_ns_inode(const char *link, const char *type,
-		   unsigned long long *ino);
+int probe_ns_inode(const char *link, const char *type, unsigned long long *ino);
 int probe_status_field(const char *status, const char *name, char *buf,
 		       size_t n);
 void probe_cap_names(uint64_t caps, char *buf, size_t n);

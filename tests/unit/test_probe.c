@@ -859,7 +859,8 @@ static void test_opts_containment_errors(void **state)
 	    {"--broker-pid", "99999999999999999999", "not a PID"},
 	    {"--control-socket", "", "not a socket path"},
 	    {"--control-socket",
-	     "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "a"
 	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	     "not a socket path"},
 	    {"--secret-file", "", "not a path"},
@@ -889,9 +890,8 @@ static void test_opts_containment_errors(void **state)
 			argv[argc++] = "--secret-file";
 			argv[argc++] = "/x";
 		}
-		assert_int_equal(probe_opts_parse(argc, argv, o, err,
-						  sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+		    probe_opts_parse(argc, argv, o, err, sizeof(err)), -EINVAL);
 		assert_non_null(strstr(err, "at most"));
 	}
 	free(o);
@@ -998,8 +998,7 @@ static void test_status_fields(void **state)
 	(void)state;
 	assert_int_equal(probe_status_field(status, "NSpid", b, sizeof(b)), 0);
 	assert_string_equal(b, "4242\t3");
-	assert_int_equal(probe_status_field(status, "CapEff", b, sizeof(b)),
-			 0);
+	assert_int_equal(probe_status_field(status, "CapEff", b, sizeof(b)), 0);
 	assert_string_equal(b, "000001fffeffffff");
 	assert_int_equal(probe_status_field(status, "Cap", b, sizeof(b)),
 			 -ENOENT);
@@ -1028,8 +1027,7 @@ static void test_cap_names(void **state)
 	probe_cap_names(1ULL << 13, b, sizeof(b));
 	assert_string_equal(b, "CAP_NET_RAW");
 	/* The furthest-reaching first, then by number. */
-	probe_cap_names((1ULL << 0) | (1ULL << 21) | (1ULL << 5), b,
-			sizeof(b));
+	probe_cap_names((1ULL << 0) | (1ULL << 21) | (1ULL << 5), b, sizeof(b));
 	assert_string_equal(b, "CAP_SYS_ADMIN, CAP_CHOWN, CAP_KILL");
 	probe_cap_names(1ULL << 50, b, sizeof(b));
 	assert_string_equal(b, "cap50");
