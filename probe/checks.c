@@ -1960,6 +1960,12 @@ const struct probe_check probe_checks[] = {
 	{ "env-credentials", "Credential-looking variables hold sluice placeholders, never real values", c_env_credentials },
 	{ "expect-allow", "Every --expect-allow host works (through the proxy if set, else directly)", c_expect_allow },
 	{ "expect-deny", "Every --expect-deny host is refused, by name, directly and through the proxy", c_expect_deny },
+	{ "host-processes", "No process outside its own PID namespace is visible (the broker's: --broker-pid)", probe_c_host_processes },
+	{ "control-socket", "No sluice control socket can be connected to (" PROBE_CONTROL_SOCKET ", --control-socket)", probe_c_control_socket },
+	{ "netns-run", "/run/netns lists no network namespace (each one a setns(2) away)", probe_c_netns_run },
+	{ "netns-etc", "/etc/netns lists no namespace's settings", probe_c_netns_etc },
+	{ "caps-init-userns", "No effective capability over the initial user namespace (the host's)", probe_c_caps_init_userns },
+	{ "secret-files", "No --secret-file can be opened for reading", probe_c_secret_files },
 };
 /* clang-format on */
 

@@ -49,6 +49,10 @@ enum opt_id {
 	OPT_EDGE_PREFIX,
 	OPT_GATEWAY,
 	OPT_GATEWAY_PORTS,
+	OPT_CONTROL_SOCKET,
+	OPT_SECRET_FILE,
+	OPT_BROKER_PID,
+	OPT_N /* the count */
 };
 
 static const struct {
@@ -90,6 +94,9 @@ static const struct {
     {"edge-prefix", true, OPT_EDGE_PREFIX},
     {"gateway", true, OPT_GATEWAY},
     {"gateway-ports", true, OPT_GATEWAY_PORTS},
+    {"control-socket", true, OPT_CONTROL_SOCKET},
+    {"secret-file", true, OPT_SECRET_FILE},
+    {"broker-pid", true, OPT_BROKER_PID},
 };
 
 /**
@@ -157,6 +164,13 @@ void probe_usage(FILE *f)
 "  --gateway ADDR              the sandbox's gateway [the default route's]\n"
 "  --gateway-ports P[,P]       its ports other than the proxy's\n"
 "                              [22,80,443,8080,9090]\n"
+"\n"
+"Containment (what the runtime keeps from the code besides the network):\n"
+"  --control-socket PATH       a sluice control socket that must not connect\n"
+"                              (repeatable) [" PROBE_CONTROL_SOCKET " is always tried]\n"
+"  --secret-file PATH          a host file that must not open for reading, e.g.\n"
+"                              a credential's source file (repeatable)\n"
+"  --broker-pid PID            the broker's PID on the host: it must not be visible\n"
 "\n"
 "The proxy comes from HTTPS_PROXY / https_proxy / HTTP_PROXY / http_proxy;\n"
 "names are resolved over the wire by the probe itself, never by NSS.\n", f);
@@ -678,6 +692,46 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 			p = comma + 1;
 		}
 	}
+	case OPT_CONTROL_SOCKET:
+		if (!*v || strlen(v) >= sizeof(o->control_sockets[0]))
+			return errf(err, errlen,
+				    "--%s: `%s` is not a socket path (1 to %zu "
+				    "bytes)",
+				    opt, v, sizeof(o->control_sockets[0]) - 1);
+		if (o->n_control_sockets >= PROBE_LIST_MAX)
+			return errf(err, errlen, "--%s: at most %d", opt,
+				    PROBE_LIST_MAX);
+		snprintf(o->control_sockets[o->n_control_sockets++],
+			 sizeof(o->control_sockets[0]), "%s", v);
+		return 0;
+	case OPT_SECRET_FILE:
+		if (!*v || strlen(v) >= sizeof(o->secret_files[0]))
+			return errf(err, errlen,
+				    "--%s: `%s` is not a path (1 to %zu bytes)",
+				    opt, v, sizeof(o->secret_files[0]) - 1);
+		if (o->n_secret_files >= PROBE_LIST_MAX)
+			return errf(err, errlen, "--%s: at most %d", opt,
+				    PROBE_LIST_MAX);
+		snprintf(o->secret_files[o->n_secret_files++],
+			 sizeof(o->secret_files[0]), "%s", v);
+		return 0;
+	case OPT_BROKER_PID: {
+		char *end;
+		long p;
+
+		errno = 0;
+		p = strtol(v, &end, 10);
+		/* PID_MAX_LIMIT: 4194304 on 64-bit kernels */
+		if (*v < '0' || *v > '9' || *end || errno || p < 1 ||
+		    p > 4194304)
+			return errf(err, errlen,
+				    "--%s: `%s` is not a PID (1 to 4194304)",
+				    opt, v);
+		o->broker_pid = (int)p;
+		return 0;
+	}
+	case OPT_N:
+		break;
 	}
 	return errf(err, errlen, "--%s: not handled", opt);
 }
@@ -696,7 +750,7 @@ int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
 		     size_t errlen)
 {
 	bool only[PROBE_MAX_CHECKS] = {0}, skip[PROBE_MAX_CHECKS] = {0};
-	bool given[OPT_GATEWAY_PORTS + 1] = {0};
+	bool given[OPT_N] = {0};
 	bool any_only = false;
 	size_t i;
 	int a, r;

@@ -21,6 +21,9 @@
 #define PROBE_LIST_MAX 16  /* entries of a repeatable option */
 #define PROBE_DETAIL_MAX 1200
 #define PROBE_MAX_CHECKS 96
+#define PROBE_PATH_MAX 1024	/* a path given on the command line */
+#define PROBE_SOCK_PATH_MAX 108 /* sun_path */
+#define PROBE_IDMAP_MAX 16	/* lines of a uid_map the probe reads */
 
 /* An IPv4 or IPv6 address. */
 struct probe_ip {
@@ -82,6 +85,13 @@ struct probe_opts {
 	struct probe_ip gateway; /* af 0: the default route's */
 	uint16_t gw_ports[PROBE_LIST_MAX];
 	int n_gw_ports;
+
+	/* Containment: the default socket is always tried, these as well. */
+	char control_sockets[PROBE_LIST_MAX][PROBE_SOCK_PATH_MAX];
+	int n_control_sockets;
+	char secret_files[PROBE_LIST_MAX][PROBE_PATH_MAX];
+	int n_secret_files;
+	int broker_pid; /* 0: not given */
 };
 
 /* What the environment and the routing table say, found once before the checks
@@ -170,6 +180,41 @@ enum {
 	PROBE_N_SPELL
 };
 void probe_v4_spellings(const struct in_addr *a, char out[PROBE_N_SPELL][40]);
+
+/* contain.c: what a runtime must keep from the code it runs (the host's
+ * processes, sluice's control socket, other network namespaces,
+ * capabilities over the host, secret files). */
+#define PROBE_CONTROL_SOCKET "/run/sluice/sluiced.sock"
+
+/* One line of a uid_map or gid_map: IDs [inside, inside + count) are
+ * [outside, outside + count) in the parent user namespace. */
+struct probe_idmap {
+	int n;
+	bool more; /* lines past PROBE_IDMAP_MAX were not kept */
+	struct {
+		uint32_t inside, outside, count;
+	} e[PROBE_IDMAP_MAX];
+};
+
+int probe_idmap_parse(const char *text, struct probe_idmap *m);
+bool probe_idmap_is_initial(const struct probe_idmap *m);
+int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside,
+			uint32_t *outside);
+int probe_ns_inode(const char *link, const char *type, unsigned long long *ino);
+int probe_status_field(const char *status, const char *name, char *buf,
+		       size_t n);
+void probe_cap_names(uint64_t caps, char *buf, size_t n);
+int probe_status_ppid(const char *stat, int *ppid);
+
+void probe_c_host_processes(const struct probe_ctx *ctx,
+			    struct probe_result *r);
+void probe_c_control_socket(const struct probe_ctx *ctx,
+			    struct probe_result *r);
+void probe_c_netns_run(const struct probe_ctx *ctx, struct probe_result *r);
+void probe_c_netns_etc(const struct probe_ctx *ctx, struct probe_result *r);
+void probe_c_caps_init_userns(const struct probe_ctx *ctx,
+			      struct probe_result *r);
+void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r);
 
 /* out.c */
 void probe_json_escape(FILE *f, const char *s);

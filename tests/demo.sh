@@ -114,7 +114,11 @@ show "sluice probe --expect-allow echo.world.test:443 --expect-deny other.world.
 # Unprivileged ping sockets in the sandbox's own namespace, so that the ICMP
 # check has something to send with.
 ip netns exec "$SB" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+# The network checks only: `sluice exec` does not contain its command yet
+# (issue 12, part 1), so the containment checks would fail here by design;
+# tests/integration/test_probe.sh runs them under ip netns exec and bubblewrap.
 X "$BIN/sluice" probe --timeout 3 \
+	--skip host-processes,control-socket,netns-run,netns-etc,caps-init-userns,secret-files \
 	--expect-allow echo.world.test:443 --expect-allow echo.world.test:80 \
 	--expect-deny other.world.test:443 --expect-deny other.world.test:80 \
 	--canary canary.world.test --resolver 11.0.1.53 --resolver 11.0.3.1 \
@@ -130,6 +134,7 @@ X "$BIN/sluice" probe --timeout 3 \
 	--edge-suffix evil.world.test --edge-prefix evil- --gateway-ports 22,80,443,8080,9090 |
 	sed 's/^/  /'
 echo "  (exit status ${PIPESTATUS[0]}: 0 means every check passed or was skipped with its reason)"
+echo "  (the containment checks, --skip'ed here, are shown by tests/integration/test_probe.sh)"
 
 step "Audit log (one JSON line per decision)"
 sed 's/^/  /' "$D/audit.log"

@@ -817,6 +817,226 @@ static void test_name_check(void **state)
 	assert_int_equal(probe_name_check(long_label), -EINVAL);
 }
 
+/* ---- containment ------------------------------------------------------------
+ */
+
+static void test_opts_containment(void **state)
+{
+	struct probe_opts *o = calloc(1, sizeof(*o));
+	char err[256];
+
+	(void)state;
+	assert_non_null(o);
+	assert_int_equal(parse(o, err, sizeof(err), NULL), 0);
+	assert_int_equal(o->n_control_sockets, 0);
+	assert_int_equal(o->n_secret_files, 0);
+	assert_int_equal(o->broker_pid, 0);
+	assert_int_equal(parse(o, err, sizeof(err), "--control-socket",
+			       "/run/x/ctl.sock", "--control-socket=/tmp/b",
+			       "--secret-file", "/etc/sluice/token",
+			       "--secret-file=/root/.aws/credentials",
+			       "--broker-pid", "4242", NULL),
+			 0);
+	assert_int_equal(o->n_control_sockets, 2);
+	assert_string_equal(o->control_sockets[0], "/run/x/ctl.sock");
+	assert_string_equal(o->control_sockets[1], "/tmp/b");
+	assert_int_equal(o->n_secret_files, 2);
+	assert_string_equal(o->secret_files[1], "/root/.aws/credentials");
+	assert_int_equal(o->broker_pid, 4242);
+	free(o);
+}
+
+static void test_opts_containment_errors(void **state)
+{
+	static const struct {
+		const char *a1, *a2;
+		const char *msg;
+	} rows[] = {
+	    {"--broker-pid", "0", "not a PID"},
+	    {"--broker-pid", "-1", "not a PID"},
+	    {"--broker-pid", "12x", "not a PID"},
+	    {"--broker-pid", "4194305", "not a PID"},
+	    {"--broker-pid", "99999999999999999999", "not a PID"},
+	    {"--control-socket", "", "not a socket path"},
+	    {"--control-socket",
+	     "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "a"
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	     "not a socket path"},
+	    {"--secret-file", "", "not a path"},
+	    {"--secret-file", NULL, "--secret-file needs a value"},
+	};
+	struct probe_opts *o = calloc(1, sizeof(*o));
+	char err[256];
+
+	(void)state;
+	assert_non_null(o);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		err[0] = '\0';
+		assert_int_equal(
+		    parse(o, err, sizeof(err), rows[i].a1, rows[i].a2, NULL),
+		    -EINVAL);
+		if (!strstr(err, rows[i].msg))
+			fail_msg("%s %s: error `%s` lacks `%s`", rows[i].a1,
+				 rows[i].a2 ? rows[i].a2 : "", err,
+				 rows[i].msg);
+	}
+	/* A repeatable option is bounded. */
+	{
+		char *argv[2 * PROBE_LIST_MAX + 3] = {"probe"};
+		int argc = 1;
+
+		for (int k = 0; k <= PROBE_LIST_MAX; k++) {
+			argv[argc++] = "--secret-file";
+			argv[argc++] = "/x";
+		}
+		assert_int_equal(
+		    probe_opts_parse(argc, argv, o, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "at most"));
+	}
+	free(o);
+}
+
+static void test_idmap(void **state)
+{
+	static const struct {
+		const char *text;
+		int r, n;
+		bool initial;
+		int root_out; /* -1: uid 0 is not mapped */
+	} rows[] = {
+	    /* The initial namespace, as the kernel prints it. */
+	    {"         0          0 4294967295\n", 0, 1, true, 0},
+	    {"0 0 4294967295", 0, 1, true, 0},
+	    /* bwrap run as root: root to root, one ID. */
+	    {"         0          0          1\n", 0, 1, false, 0},
+	    /* rootless: root is the caller's uid outside. */
+	    {"         0       1000          1\n", 0, 1, false, 1000},
+	    /* a subordinate range, and root on its own */
+	    {"0 100000 65536\n", 0, 1, false, 100000},
+	    {"1000 1000 1\n0 100000 1000\n", 0, 2, false, 100000},
+	    /* nearly the identity, but not all of it */
+	    {"0 0 4294967294\n", 0, 1, false, 0},
+	    {"0 0 4294967295\n1 1 1\n", 0, 2, false, 0},
+	    {"1 1 4294967294\n", 0, 1, false, -1},
+	    /* no mapping written yet */
+	    {"", 0, 0, false, -1},
+	    {"0 0\n", -EINVAL, 0, false, -1},
+	    {"0 0 0\n", -EINVAL, 0, false, -1},
+	    {"0 0 4294967296\n", -EINVAL, 0, false, -1},
+	    {"0 0 1 2\n", -EINVAL, 0, false, -1},
+	    {"a b c\n", -EINVAL, 0, false, -1},
+	    {"-1 0 1\n", -EINVAL, 0, false, -1},
+	};
+	struct probe_idmap m;
+	uint32_t out;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		int r = probe_idmap_parse(rows[i].text, &m);
+
+		if (r != rows[i].r)
+			fail_msg("`%s`: %d, expected %d", rows[i].text, r,
+				 rows[i].r);
+		if (r < 0)
+			continue;
+		assert_int_equal(m.n, rows[i].n);
+		if (probe_idmap_is_initial(&m) != rows[i].initial)
+			fail_msg("`%s`: initial is wrong", rows[i].text);
+		r = probe_idmap_outside(&m, 0, &out);
+		if (rows[i].root_out < 0) {
+			assert_int_equal(r, -ENOENT);
+		} else {
+			assert_int_equal(r, 0);
+			assert_int_equal(out, (uint32_t)rows[i].root_out);
+		}
+	}
+	/* An ID inside a range maps with its offset; past it, not at all. */
+	assert_int_equal(probe_idmap_parse("0 100000 65536\n", &m), 0);
+	assert_int_equal(probe_idmap_outside(&m, 65535, &out), 0);
+	assert_int_equal(out, 165535);
+	assert_int_equal(probe_idmap_outside(&m, 65536, &out), -ENOENT);
+	/* Lines past the bound are counted, not kept: never "initial". */
+	{
+		char big[64 * (PROBE_IDMAP_MAX + 2)] = "";
+
+		for (int k = 0; k < PROBE_IDMAP_MAX + 1; k++)
+			snprintf(big + strlen(big), sizeof(big) - strlen(big),
+				 "%d %d 1\n", k, k);
+		assert_int_equal(probe_idmap_parse(big, &m), 0);
+		assert_int_equal(m.n, PROBE_IDMAP_MAX);
+		assert_true(m.more);
+		assert_false(probe_idmap_is_initial(&m));
+	}
+}
+
+static void test_ns_inode(void **state)
+{
+	unsigned long long ino;
+
+	(void)state;
+	assert_int_equal(probe_ns_inode("user:[4026531837]", "user", &ino), 0);
+	assert_true(ino == 0xEFFFFFFDULL); /* the initial user namespace */
+	assert_int_equal(probe_ns_inode("pid:[4026531836]", "pid", &ino), 0);
+	assert_true(ino == 0xEFFFFFFCULL);
+	assert_int_equal(probe_ns_inode("pid:[4026531836]", "user", &ino),
+			 -EINVAL);
+	assert_int_equal(probe_ns_inode("user:[]", "user", &ino), -EINVAL);
+	assert_int_equal(probe_ns_inode("user:[12", "user", &ino), -EINVAL);
+	assert_int_equal(probe_ns_inode("user:[12]x", "user", &ino), -EINVAL);
+	assert_int_equal(probe_ns_inode("user[12]", "user", &ino), -EINVAL);
+}
+
+static void test_status_fields(void **state)
+{
+	static const char status[] = "Name:\tsluice-probe\n"
+				     "NSpid:\t4242\t3\n"
+				     "CapEff:\t000001fffeffffff\n";
+	char b[64];
+	int ppid;
+
+	(void)state;
+	assert_int_equal(probe_status_field(status, "NSpid", b, sizeof(b)), 0);
+	assert_string_equal(b, "4242\t3");
+	assert_int_equal(probe_status_field(status, "CapEff", b, sizeof(b)), 0);
+	assert_string_equal(b, "000001fffeffffff");
+	assert_int_equal(probe_status_field(status, "Cap", b, sizeof(b)),
+			 -ENOENT);
+	assert_int_equal(probe_status_field(status, "Pid", b, sizeof(b)),
+			 -ENOENT);
+	assert_int_equal(probe_status_field(status, "Name", b, 5), 0);
+	assert_string_equal(b, "slui"); /* cut at the buffer */
+
+	assert_int_equal(probe_status_ppid("12 (sh) S 7 12 12 0", &ppid), 0);
+	assert_int_equal(ppid, 7);
+	/* A command name with spaces and parentheses. */
+	assert_int_equal(probe_status_ppid("12 (a) b (c)) R 99 1 1", &ppid), 0);
+	assert_int_equal(ppid, 99);
+	assert_int_equal(probe_status_ppid("12 sh S 7", &ppid), -EINVAL);
+	assert_int_equal(probe_status_ppid("12 (sh) S", &ppid), -EINVAL);
+	assert_int_equal(probe_status_ppid("12 (sh) S x", &ppid), -EINVAL);
+}
+
+static void test_cap_names(void **state)
+{
+	char b[1024];
+
+	(void)state;
+	probe_cap_names(0, b, sizeof(b));
+	assert_string_equal(b, "");
+	probe_cap_names(1ULL << 13, b, sizeof(b));
+	assert_string_equal(b, "CAP_NET_RAW");
+	/* The furthest-reaching first, then by number. */
+	probe_cap_names((1ULL << 0) | (1ULL << 21) | (1ULL << 5), b, sizeof(b));
+	assert_string_equal(b, "CAP_SYS_ADMIN, CAP_CHOWN, CAP_KILL");
+	probe_cap_names(1ULL << 50, b, sizeof(b));
+	assert_string_equal(b, "cap50");
+	/* The full set of a root shell: cut, never overrun. */
+	probe_cap_names(0x000001fffeffffffULL, b, 40);
+	assert_int_equal(strncmp(b, "CAP_SYS_ADMIN, CAP_NET_ADMIN", 28), 0);
+	assert_true(strlen(b) < 40);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -842,6 +1062,12 @@ int main(void)
 	    cmocka_unit_test(test_sanitize),
 	    cmocka_unit_test(test_res_add),
 	    cmocka_unit_test(test_name_check),
+	    cmocka_unit_test(test_opts_containment),
+	    cmocka_unit_test(test_opts_containment_errors),
+	    cmocka_unit_test(test_idmap),
+	    cmocka_unit_test(test_ns_inode),
+	    cmocka_unit_test(test_status_fields),
+	    cmocka_unit_test(test_cap_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
