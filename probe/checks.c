@@ -45,13 +45,7 @@
 #define T(ctx) ((ctx)->o->timeout_ms)
 #define ADD probe_res_add
 
-/* snprintf(3) for texts that are cut on purpose when too long (a detail
- * line is bounded); a function, so that the compiler does not warn about
- * each possible cut. */
-static void bfmt(char *buf, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void bfmt(char *buf, size_t n, const char *fmt, ...)
+void probe_bfmt(char *buf, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -69,7 +63,7 @@ static void ipport(const struct probe_ip *ip, uint16_t port, char *buf,
 	char h[INET6_ADDRSTRLEN + 2];
 
 	probe_ip_url(ip, h, sizeof(h));
-	bfmt(buf, n, "%s:%u", h, port);
+	probe_bfmt(buf, n, "%s:%u", h, port);
 }
 
 /* An HTTP/1.1 request head; @extra is more header lines, each ending in \r\n.
@@ -93,9 +87,9 @@ static void authority(const char *host, uint16_t port, uint16_t defport,
 	bool v6 = strchr(host, ':') != NULL;
 
 	if (port == defport)
-		bfmt(buf, n, v6 ? "[%s]" : "%s", host);
+		probe_bfmt(buf, n, v6 ? "[%s]" : "%s", host);
 	else
-		bfmt(buf, n, v6 ? "[%s]:%u" : "%s:%u", host, port);
+		probe_bfmt(buf, n, v6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
 static const struct probe_hostport *first_allow(const struct probe_ctx *ctx,
@@ -283,9 +277,9 @@ static void direct_http(const struct probe_ctx *ctx, struct probe_result *r,
 
 		probe_ip_url(ip, a, sizeof(a));
 		if (port == 80)
-			bfmt(hh, sizeof(hh), "%s", a);
+			probe_bfmt(hh, sizeof(hh), "%s", a);
 		else
-			bfmt(hh, sizeof(hh), "%s:%u", a, port);
+			probe_bfmt(hh, sizeof(hh), "%s:%u", a, port);
 		host = hh;
 	}
 	n = http_req(req, sizeof(req), method, path, host, extra);
@@ -308,7 +302,7 @@ static void direct_tls(const struct probe_ctx *ctx, struct probe_result *r,
 		return ADD(r, PROBE_FAIL, "out of memory");
 	ipport(ip, port, what, sizeof(what) - PROBE_NAME_MAX);
 	if (sni)
-		bfmt(what + strlen(what), PROBE_NAME_MAX + 8, " (SNI %s)", sni);
+		probe_bfmt(what + strlen(what), PROBE_NAME_MAX + 8, " (SNI %s)", sni);
 	probe_tcp_exchange(ip, port, hello, n, PR_TLS, T(ctx), x);
 	judge_tls(r, what, x, ip->af);
 	free(x);
@@ -326,7 +320,7 @@ static int resolve(const struct probe_ctx *ctx, const char *name,
 	if (probe_ip_parse(name, ip) == 0)
 		return 1;
 	if (!ctx->have_resolver) {
-		bfmt(why, n, "no resolver: %s", ctx->resolver_why);
+		probe_bfmt(why, n, "no resolver: %s", ctx->resolver_why);
 		return -1;
 	}
 	rc = probe_dns_query(&ctx->resolver, false, name, PROBE_DNS_A, T(ctx),
@@ -375,7 +369,7 @@ static void proxy_http(const struct probe_ctx *ctx, struct probe_result *r,
 
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
-	bfmt(what, sizeof(what), "proxy %s %s", method, url);
+	probe_bfmt(what, sizeof(what), "proxy %s %s", method, url);
 	fd = proxy_open(ctx, r, what, x);
 	if (fd >= 0) {
 		size_t n = http_req(req, sizeof(req), method, url, host, extra);
@@ -406,7 +400,7 @@ static int proxy_connect(const struct probe_ctx *ctx, struct probe_result *r,
 	char req[700], what[300];
 	int k;
 
-	bfmt(what, sizeof(what), "proxy CONNECT %s", auth);
+	probe_bfmt(what, sizeof(what), "proxy CONNECT %s", auth);
 	*fd = proxy_open(ctx, r, what, x);
 	if (*fd < 0)
 		return -1;
@@ -439,7 +433,7 @@ static void proxy_connect_refused(const struct probe_ctx *ctx,
 
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
-	bfmt(what, sizeof(what), "proxy CONNECT %s", auth);
+	probe_bfmt(what, sizeof(what), "proxy CONNECT %s", auth);
 	k = proxy_connect(ctx, r, auth, NULL, &fd, x, &h);
 	if (k == 1) {
 		uint8_t hello[800];
@@ -487,7 +481,7 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 	int fd;
 
 	if (!x) {
-		bfmt(d, dn, "out of memory");
+		probe_bfmt(d, dn, "out of memory");
 		return false;
 	}
 	authority(name, port, port == 443 ? 443 : 80, hh, sizeof(hh));
@@ -501,14 +495,14 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 			if (proxy_connect(ctx, &dummy, auth, NULL, &fd, x,
 					  &h) != 1) {
 				if (x->kind == PX_DATA && h.status)
-					bfmt(d, dn, "CONNECT %s: HTTP %d%s%s",
+					probe_bfmt(d, dn, "CONNECT %s: HTTP %d%s%s",
 					     auth, h.status,
 					     h.sluice_reason[0]
 						 ? " X-Sluice-Reason: "
 						 : "",
 					     h.sluice_reason);
 				else if (dummy.touched)
-					bfmt(d, dn, "%s", dummy.detail);
+					probe_bfmt(d, dn, "%s", dummy.detail);
 				else
 					probe_xchg_describe(x, d, dn);
 				goto out;
@@ -519,27 +513,27 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 			ok = x->kind == PX_DATA &&
 			     probe_tls_classify((uint8_t *)x->data, x->len) ==
 				 PT_SERVER_HELLO;
-			bfmt(d, dn, "%s via the proxy: %s", auth,
+			probe_bfmt(d, dn, "%s via the proxy: %s", auth,
 			     ok ? "TLS ServerHello" : "no ServerHello");
 			goto out;
 		}
-		bfmt(auth, sizeof(auth), "http://%s/", hh);
+		probe_bfmt(auth, sizeof(auth), "http://%s/", hh);
 		{
 			struct probe_result dummy = {0};
 
 			fd = proxy_open(ctx, &dummy, auth, x);
 			if (fd < 0) {
-				bfmt(d, dn, "%s", dummy.detail);
+				probe_bfmt(d, dn, "%s", dummy.detail);
 				goto out;
 			}
 		}
 		n = http_req(req, sizeof(req), "GET", auth, hh, NULL);
 		probe_tcp_talk(fd, req, n, PR_HTTP, T(ctx), x);
 		close(fd);
-		bfmt(why, sizeof(why), "GET %s via the proxy", auth);
+		probe_bfmt(why, sizeof(why), "GET %s via the proxy", auth);
 	} else {
 		if (resolve(ctx, name, &ip, why, sizeof(why)) != 1) {
-			bfmt(d, dn, "%s does not resolve: %s", name, why);
+			probe_bfmt(d, dn, "%s does not resolve: %s", name, why);
 			goto out;
 		}
 		if (port == 443) {
@@ -550,31 +544,31 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 			     probe_tls_classify((uint8_t *)x->data, x->len) ==
 				 PT_SERVER_HELLO;
 			if (ok)
-				bfmt(d, dn, "%s:443: TLS ServerHello", name);
+				probe_bfmt(d, dn, "%s:443: TLS ServerHello", name);
 			else {
 				probe_xchg_describe(x, why, sizeof(why));
-				bfmt(d, dn, "%s:443: no ServerHello (%s)", name,
+				probe_bfmt(d, dn, "%s:443: no ServerHello (%s)", name,
 				     why);
 			}
 			goto out;
 		}
 		n = http_req(req, sizeof(req), "GET", "/", hh, NULL);
 		probe_tcp_exchange(&ip, port, req, n, PR_HTTP, T(ctx), x);
-		bfmt(why, sizeof(why), "GET http://%s/", hh);
+		probe_bfmt(why, sizeof(why), "GET http://%s/", hh);
 	}
 	if (x->kind != PX_DATA) {
 		char e[120];
 
 		probe_xchg_describe(x, e, sizeof(e));
-		bfmt(d, dn, "%s: %s", why, e);
+		probe_bfmt(d, dn, "%s: %s", why, e);
 	} else if (probe_http_parse(x->data, x->len, &h) < 0) {
-		bfmt(d, dn, "%s: not an HTTP answer", why);
+		probe_bfmt(d, dn, "%s: not an HTTP answer", why);
 	} else if (h.sluice_reason[0]) {
-		bfmt(d, dn, "%s: HTTP %d X-Sluice-Reason: %s", why, h.status,
+		probe_bfmt(d, dn, "%s: HTTP %d X-Sluice-Reason: %s", why, h.status,
 		     h.sluice_reason);
 	} else {
 		ok = true;
-		bfmt(d, dn, "%s: HTTP %d", why, h.status);
+		probe_bfmt(d, dn, "%s: HTTP %d", why, h.status);
 	}
 out:
 	free(x);
@@ -596,7 +590,7 @@ static void refused_everywhere(const struct probe_ctx *ctx,
 		if (port == 443) {
 			char sni[PROBE_NAME_MAX];
 
-			bfmt(sni, sizeof(sni), "%s", name);
+			probe_bfmt(sni, sizeof(sni), "%s", name);
 			direct_tls(ctx, r, &ip, port, sni);
 		} else {
 			authority(name, port, 80, hh, sizeof(hh));
@@ -614,7 +608,7 @@ static void refused_everywhere(const struct probe_ctx *ctx,
 		proxy_connect_refused(ctx, r, hh, name);
 	} else {
 		authority(name, port, 80, hh, sizeof(hh));
-		bfmt(url, sizeof(url), "http://%s/", hh);
+		probe_bfmt(url, sizeof(url), "http://%s/", hh);
 		proxy_http(ctx, r, "GET", url, hh, NULL);
 	}
 }
@@ -742,9 +736,9 @@ static void c_tcp_host_mismatch(const struct probe_ctx *ctx,
 	if (r->v == PROBE_FAIL || r->v == PROBE_PASS) {
 		char tmp[PROBE_DETAIL_MAX];
 
-		bfmt(tmp, sizeof(tmp), "%s with Host: %s: %s", h->host, hh,
+		probe_bfmt(tmp, sizeof(tmp), "%s with Host: %s: %s", h->host, hh,
 		     r->detail);
-		bfmt(r->detail, sizeof(r->detail), "%s", tmp);
+		probe_bfmt(r->detail, sizeof(r->detail), "%s", tmp);
 	}
 }
 
@@ -762,13 +756,13 @@ static void c_tls_sni_mismatch(const struct probe_ctx *ctx,
 		    r, PROBE_SKIP,
 		    "%s does not resolve through the sandbox's resolver (%s)",
 		    h->host, why);
-	bfmt(sni, sizeof(sni), "%s", ctx->other_name);
+	probe_bfmt(sni, sizeof(sni), "%s", ctx->other_name);
 	direct_tls(ctx, r, &ip, 443, sni);
 	if (r->v != PROBE_SKIP) {
 		char tmp[PROBE_DETAIL_MAX];
 
-		bfmt(tmp, sizeof(tmp), "address of %s, %s", h->host, r->detail);
-		bfmt(r->detail, sizeof(r->detail), "%s", tmp);
+		probe_bfmt(tmp, sizeof(tmp), "address of %s, %s", h->host, r->detail);
+		probe_bfmt(r->detail, sizeof(r->detail), "%s", tmp);
 	}
 }
 
@@ -1082,7 +1076,7 @@ static void canary_label(const struct probe_ctx *ctx, char *buf, size_t n)
 	uint8_t rnd[8];
 
 	probe_random(rnd, sizeof(rnd));
-	bfmt(buf, n, "sluice-probe-%02x%02x%02x%02x%02x%02x%02x%02x.%s", rnd[0],
+	probe_bfmt(buf, n, "sluice-probe-%02x%02x%02x%02x%02x%02x%02x%02x.%s", rnd[0],
 	     rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7],
 	     ctx->o->canary);
 }
@@ -1214,7 +1208,7 @@ static void proxy_literal(const struct probe_ctx *ctx, struct probe_result *r,
 	char h[INET6_ADDRSTRLEN + 2], url[700];
 
 	probe_ip_url(ip, h, sizeof(h));
-	bfmt(url, sizeof(url), "http://%s%s", h, path);
+	probe_bfmt(url, sizeof(url), "http://%s%s", h, path);
 	proxy_http(ctx, r, method, url, h, extra);
 }
 
@@ -1235,7 +1229,7 @@ static void c_proxy_metadata(const struct probe_ctx *ctx,
 		      NULL);
 	proxy_literal(ctx, r, &ctx->o->meta6, "GET", "/latest/meta-data/",
 		      NULL);
-	bfmt(url, sizeof(url), "http://%s/computeMetadata/v1/",
+	probe_bfmt(url, sizeof(url), "http://%s/computeMetadata/v1/",
 	     ctx->o->metadata_name);
 	proxy_http(ctx, r, "GET", url, ctx->o->metadata_name,
 		   "Metadata-Flavor: Google\r\n");
@@ -1249,7 +1243,7 @@ static void spellings(const struct probe_ctx *ctx, struct probe_result *r,
 
 	probe_v4_spellings(a, sp);
 	for (int i = 0; i < n; i++) {
-		bfmt(url, sizeof(url), "http://%s%s", sp[which[i]], path);
+		probe_bfmt(url, sizeof(url), "http://%s%s", sp[which[i]], path);
 		proxy_http(ctx, r, "GET", url, sp[which[i]], NULL);
 	}
 }
@@ -1310,7 +1304,7 @@ static void c_proxy_allowed_port(const struct probe_ctx *ctx,
 	if (!need_proxy(ctx, r) || !(h = need_allow(ctx, r, 0)))
 		return;
 	authority(h->host, ctx->o->blocked_port, 80, hh, sizeof(hh));
-	bfmt(url, sizeof(url), "http://%s/", hh);
+	probe_bfmt(url, sizeof(url), "http://%s/", hh);
 	proxy_http(ctx, r, "GET", url, hh, NULL);
 	proxy_connect_refused(ctx, r, hh, NULL);
 }
@@ -1331,7 +1325,7 @@ static void loopback(const struct probe_ctx *ctx, struct probe_result *r,
 
 	if (!need_proxy(ctx, r))
 		return;
-	bfmt(url, sizeof(url), "http://%s/", host);
+	probe_bfmt(url, sizeof(url), "http://%s/", host);
 	proxy_http(ctx, r, "GET", url, host, NULL);
 }
 
@@ -1406,13 +1400,13 @@ static void c_proxy_host_mismatch(const struct probe_ctx *ctx,
 		return;
 	authority(h->host, h->port, 80, hh, sizeof(hh));
 	authority(ctx->other_name, h->port, 80, other, sizeof(other));
-	bfmt(url, sizeof(url), "http://%s/", hh);
+	probe_bfmt(url, sizeof(url), "http://%s/", hh);
 	proxy_http(ctx, r, "GET", url, other, NULL);
 	if (r->v != PROBE_SKIP) {
 		char tmp[PROBE_DETAIL_MAX];
 
-		bfmt(tmp, sizeof(tmp), "with Host: %s: %s", other, r->detail);
-		bfmt(r->detail, sizeof(r->detail), "%s", tmp);
+		probe_bfmt(tmp, sizeof(tmp), "with Host: %s: %s", other, r->detail);
+		probe_bfmt(r->detail, sizeof(r->detail), "%s", tmp);
 	}
 }
 
@@ -1436,7 +1430,7 @@ static void c_proxy_connect_host(const struct probe_ctx *ctx,
 		return ADD(r, PROBE_FAIL, "out of memory");
 	authority(h->host, h->port, 0, auth, sizeof(auth));
 	authority(ctx->other_name, h->port, 80, other, sizeof(other));
-	bfmt(what, sizeof(what),
+	probe_bfmt(what, sizeof(what),
 	     "CONNECT %s (Host: %s), then GET / with Host: %s", auth, other,
 	     other);
 	k = proxy_connect(ctx, r, auth, other, &fd, x, &resp);
@@ -1481,7 +1475,7 @@ static void c_proxy_sni_mismatch(const struct probe_ctx *ctx,
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
 	authority(h->host, 443, 0, auth, sizeof(auth));
-	bfmt(what, sizeof(what), "CONNECT %s, then a ClientHello for SNI %s",
+	probe_bfmt(what, sizeof(what), "CONNECT %s, then a ClientHello for SNI %s",
 	     auth, ctx->other_name);
 	k = proxy_connect(ctx, r, auth, NULL, &fd, x, &resp);
 	if (k == 0) {
@@ -1511,15 +1505,15 @@ static void c_proxy_self(const struct probe_ctx *ctx, struct probe_result *r)
 	if (!need_proxy(ctx, r))
 		return;
 	probe_ip_url(&ctx->proxy_ip, h, sizeof(h));
-	bfmt(hh, sizeof(hh), "%s:%u", h, ctx->proxy_port);
-	bfmt(url, sizeof(url), "http://%s/", hh);
+	probe_bfmt(hh, sizeof(hh), "%s:%u", h, ctx->proxy_port);
+	probe_bfmt(url, sizeof(url), "http://%s/", hh);
 	proxy_http(ctx, r, "GET", url, hh, NULL);
 	proxy_connect_refused(ctx, r, hh, NULL);
 	if (ctx->have_gateway) {
 		probe_ip_url(&ctx->gateway, h, sizeof(h));
 		for (int i = 0; i < ctx->o->n_gw_ports; i++) {
-			bfmt(hh, sizeof(hh), "%s:%u", h, ctx->o->gw_ports[i]);
-			bfmt(url, sizeof(url), "http://%s/", hh);
+			probe_bfmt(hh, sizeof(hh), "%s:%u", h, ctx->o->gw_ports[i]);
+			probe_bfmt(url, sizeof(url), "http://%s/", hh);
 			proxy_http(ctx, r, "GET", url, hh, NULL);
 		}
 	}
@@ -1539,18 +1533,18 @@ static int fetch(const struct probe_ctx *ctx, const struct probe_url *u,
 	int fd;
 
 	if (u->https) { /* the probe speaks no TLS beyond a ClientHello */
-		bfmt(d, dn,
+		probe_bfmt(d, dn,
 		     "https:// URLs need TLS, which the probe does not speak");
 		return -1;
 	}
 	authority(u->host, u->port, 80, hh, sizeof(hh));
 	if (ctx->have_proxy) {
-		bfmt(url, sizeof(url), "http://%s%s", hh, u->path);
+		probe_bfmt(url, sizeof(url), "http://%s%s", hh, u->path);
 		fd = probe_tcp_connect(&ctx->proxy_ip, ctx->proxy_port, T(ctx),
 				       x);
 		if (fd < 0) {
 			probe_xchg_describe(x, why, sizeof(why));
-			bfmt(d, dn, "the proxy did not take the connection: %s",
+			probe_bfmt(d, dn, "the proxy did not take the connection: %s",
 			     why);
 			return -1;
 		}
@@ -1562,7 +1556,7 @@ static int fetch(const struct probe_ctx *ctx, const struct probe_url *u,
 	if (u->host_is_ip)
 		ip = u->ip;
 	else if (resolve(ctx, u->host, &ip, why, sizeof(why)) != 1) {
-		bfmt(d, dn, "%s does not resolve: %s", u->host, why);
+		probe_bfmt(d, dn, "%s does not resolve: %s", u->host, why);
 		return -1;
 	}
 	n = http_req(req, sizeof(req), "GET", u->path, hh, NULL);
@@ -1588,7 +1582,7 @@ static void c_redirect(const struct probe_ctx *ctx, struct probe_result *r)
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
-	bfmt(what, sizeof(what), "GET %s%s", ctx->o->redirect_url,
+	probe_bfmt(what, sizeof(what), "GET %s%s", ctx->o->redirect_url,
 	     ctx->have_proxy ? " via the proxy" : "");
 	if (fetch(ctx, &u, x, d, sizeof(d)) < 0) {
 		ADD(r, PROBE_FAIL, "%s: cannot test: %s", what, d);
@@ -1622,7 +1616,7 @@ static void c_redirect(const struct probe_ctx *ctx, struct probe_result *r)
 
 		authority(to.host, to.port, 80, hh, sizeof(hh));
 		if (ctx->have_proxy) {
-			bfmt(url, sizeof(url), "http://%s%s", hh, to.path);
+			probe_bfmt(url, sizeof(url), "http://%s%s", hh, to.path);
 			proxy_http(ctx, &f, "GET", url, hh, NULL);
 		} else {
 			struct probe_ip ip;
@@ -1656,7 +1650,7 @@ static void c_name_suffix(const struct probe_ctx *ctx, struct probe_result *r)
 
 	if (!h)
 		return;
-	bfmt(name, sizeof(name), "%s.%s", h->host, ctx->o->edge_suffix);
+	probe_bfmt(name, sizeof(name), "%s.%s", h->host, ctx->o->edge_suffix);
 	if (probe_name_check(name) < 0)
 		return ADD(r, PROBE_SKIP, "%s is too long a name", name);
 	refused_everywhere(ctx, r, name, h->port);
@@ -1669,7 +1663,7 @@ static void c_name_prefix(const struct probe_ctx *ctx, struct probe_result *r)
 
 	if (!h)
 		return;
-	bfmt(name, sizeof(name), "%s%s", ctx->o->edge_prefix, h->host);
+	probe_bfmt(name, sizeof(name), "%s%s", ctx->o->edge_prefix, h->host);
 	if (probe_name_check(name) < 0)
 		return ADD(r, PROBE_SKIP, "%s is not a usable name", name);
 	refused_everywhere(ctx, r, name, h->port);
@@ -1680,7 +1674,7 @@ static void variant(const char *name, bool dot, char *out, size_t n)
 	size_t i, len = strlen(name);
 
 	if (dot) {
-		bfmt(out, n, name[len - 1] == '.' ? "%s" : "%s.", name);
+		probe_bfmt(out, n, name[len - 1] == '.' ? "%s" : "%s.", name);
 		return;
 	}
 	for (i = 0; i < len && i + 1 < n; i++)

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,19 +45,6 @@
 /* Processes, namespaces and files named in a detail line. */
 #define NAMED_MAX 4
 
-/* snprintf(3) for texts cut on purpose (a detail line is bounded). */
-static void bfmt(char *buf, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void bfmt(char *buf, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, n, fmt, ap);
-	va_end(ap);
-}
-
 /* Append to a bounded list text, ", " between items. */
 static void append(char *buf, size_t n, const char *item)
 {
@@ -66,7 +52,7 @@ static void append(char *buf, size_t n, const char *item)
 
 	if (len + 1 >= n)
 		return;
-	bfmt(buf + len, n - len, "%s%s", len ? ", " : "", item);
+	probe_bfmt(buf + len, n - len, "%s%s", len ? ", " : "", item);
 }
 
 /* ---- pure parsers (unit-tested) ---------------------------------------------
@@ -344,7 +330,7 @@ void probe_cap_names(uint64_t caps, char *buf, size_t n)
 		if (b < (int)(sizeof(cap_name) / sizeof(cap_name[0])))
 			append(buf, n, cap_name[b]);
 		else {
-			bfmt(other, sizeof(other), "cap%d", b);
+			probe_bfmt(other, sizeof(other), "cap%d", b);
 			append(buf, n, other);
 		}
 	}
@@ -388,7 +374,7 @@ static void comm_of(int pid, char *buf, size_t n)
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	k = read_text(path, raw, sizeof(raw));
 	if (k <= 0)
-		bfmt(buf, n, "?");
+		probe_bfmt(buf, n, "?");
 	else
 		probe_sanitize(buf, n, raw, (size_t)k);
 }
@@ -499,7 +485,7 @@ void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r)
 				continue;
 			n_out++;
 			comm_of(pid, comm, sizeof(comm));
-			bfmt(item, sizeof(item), "%d `%s`", pid, comm);
+			probe_bfmt(item, sizeof(item), "%d `%s`", pid, comm);
 			if (!strcmp(comm, "sluiced"))
 				append(sluiced, sizeof(sluiced), item);
 			else if (n_named++ < NAMED_MAX)
@@ -639,12 +625,12 @@ static int list_dir(const char *dir, const char *leaf, char *names, size_t n,
 		append(names, n, item);
 		if (opened[0])
 			continue;
-		bfmt(path, sizeof(path), "%s/%s%s%s", dir, de->d_name,
+		probe_bfmt(path, sizeof(path), "%s/%s%s%s", dir, de->d_name,
 		     leaf ? "/" : "", leaf ? leaf : "");
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd >= 0) {
 			close(fd);
-			bfmt(opened, on, "%s", path);
+			probe_bfmt(opened, on, "%s", path);
 		}
 	}
 	closedir(d);
@@ -738,7 +724,7 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 		have_map = true;
 		initial |= probe_idmap_is_initial(&m);
 		if (m.n)
-			bfmt(map, sizeof(map), "%u %u %u%s", m.e[0].inside,
+			probe_bfmt(map, sizeof(map), "%u %u %u%s", m.e[0].inside,
 			     m.e[0].outside, m.e[0].count,
 			     m.n > 1 || m.more ? " ..." : "");
 	}

@@ -149,6 +149,10 @@ int probe_check_index(const char *id, size_t len);
  * verdict is fail if any part failed, else pass if any passed, else skip.
  * A failing part replaces the detail of passing parts, so that the detail
  * names the leak first. */
+/* snprintf(3) for texts that are cut on purpose when too long (a detail
+ * line is bounded); a function, so that the compiler does not warn about
+ * each possible cut. */
+void probe_bfmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void probe_res_add(struct probe_result *r, enum probe_verdict v,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *probe_verdict_name(enum probe_verdict v);
