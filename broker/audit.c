@@ -651,10 +651,17 @@ static void emit_dropped(struct agg_source *s)
 	s->dropped = 0;
 }
 
+static _Atomic uint32_t fold_ms = AUDIT_REPEAT_MS;
+
+void audit_set_fold(uint32_t ms)
+{
+	atomic_store(&fold_ms, ms);
+}
+
 /* Writes what is due at @now; everything when @all. */
 static void source_expire(struct agg_source *s, uint64_t now, bool all)
 {
-	if (s->has_kind && (all || now - s->kind_ms >= AUDIT_REPEAT_MS))
+	if (s->has_kind && (all || now - s->kind_ms >= atomic_load(&fold_ms)))
 		end_kind(s, now);
 	if (s->dropped && (all || now - s->dropped_ms >= AUDIT_REPEAT_MS))
 		emit_dropped(s);

@@ -139,6 +139,13 @@ void audit_log(const struct audit_event *ev);
  */
 void audit_tick(void);
 
+/**
+ * audit_set_fold() - the window in which repeats of a refusal are folded
+ * @ms: milliseconds (AUDIT_REPEAT_MS by default); 0 writes every refusal
+ *      on its own line (the per-sandbox rate bound still applies)
+ */
+void audit_set_fold(uint32_t ms);
+
 /* Refusals counted in a "repeated" field, and dropped over a source's rate,
  * since start. Atomic. */
 uint64_t audit_refusals_folded(void);

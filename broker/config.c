@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/audit.h"
 #include "common/file.h"
 #include "common/ytree.h"
 
@@ -27,6 +28,7 @@ void broker_config_defaults(struct broker_config *c)
 	c->max_connections = 16384;
 	c->max_head_bytes = 16384;
 	c->head_timeout_ms = 10000;
+	c->audit_fold_ms = AUDIT_REPEAT_MS;
 	c->connect_timeout_ms = 10000;
 	c->response_timeout_ms = 60000;
 	c->drain_timeout_ms = 10000;
@@ -174,7 +176,7 @@ static const char *const known_keys[] = {
 	"transparent_port", "dns_port",	    "upstream_resolvers", "upstream_ca",
 	"audit_log",	  "workers",	    "max_connections", "max_head_bytes",
 	"head_timeout",	  "connect_timeout", "drain_timeout",  "dns_cache_size",
-	"synthetic_pool", "response_timeout", NULL,
+	"synthetic_pool", "response_timeout", "audit_fold", NULL,
 };
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
@@ -199,6 +201,14 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 		return prefix(ld, v, key, &c->synthetic_net, &c->synthetic_plen, 96 + 24);
 	if (IS("upstream_resolvers"))
 		return resolvers(ld, v, c);
+	if (IS("audit_fold")) {
+		/* 0 writes every refusal on a line of its own. */
+		if (v->type == YNODE_SCALAR && (!strcmp(v->str, "0") || !strcmp(v->str, "0s"))) {
+			c->audit_fold_ms = 0;
+			return 0;
+		}
+		return ms(ld, v, key, &c->audit_fold_ms);
+	}
 	if (IS("head_timeout"))
 		return ms(ld, v, key, &c->head_timeout_ms);
 	if (IS("connect_timeout"))

@@ -30,6 +30,8 @@ struct broker_config {
 	 * their address as a uint32_t *. Each stands alone: a worker may see
 	 * one key of a reload before another, which is harmless. */
 	_Atomic uint32_t max_connections; /* all sandboxes together */
+	/* repeats of a refusal within this are folded into one line (0: never) */
+	_Atomic uint32_t audit_fold_ms;
 	_Atomic uint32_t head_timeout_ms;
 	_Atomic uint32_t connect_timeout_ms;
 	_Atomic uint32_t response_timeout_ms; /* request sent -> response head */

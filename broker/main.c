@@ -171,6 +171,8 @@ int broker_reload(char *err, size_t errlen)
 			      memory_order_relaxed);
 	atomic_store_explicit(&broker.cfg.head_timeout_ms, c.head_timeout_ms,
 			      memory_order_relaxed);
+	broker.cfg.audit_fold_ms = c.audit_fold_ms;
+	audit_set_fold(c.audit_fold_ms);
 	atomic_store_explicit(&broker.cfg.connect_timeout_ms, c.connect_timeout_ms,
 			      memory_order_relaxed);
 	atomic_store_explicit(&broker.cfg.response_timeout_ms, c.response_timeout_ms,
@@ -354,6 +356,7 @@ int main(int argc, char **argv)
 		printf("%s: ok\n", config_path ? config_path : "(defaults)");
 		return 0;
 	}
+	audit_set_fold(broker.cfg.audit_fold_ms);
 	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
 		die("sluiced: %s", err);
 	r = sandbox_table_init(&broker.cfg);

@@ -27,7 +27,7 @@ printf '%s\n' "$SECRET" >"$D/secret"
 chmod 600 "$D/secret"
 # A short head_timeout keeps the "stops half-way" checks quick; 300 ms of
 # silence (SNIFF_MS) is far below it.
-broker_config "head_timeout: 1s" "connect_timeout: 2s"
+broker_config "head_timeout: 1s" "connect_timeout: 2s" "audit_fold: 0"
 # echo.world.test is spliced (no credential); other.world.test is allowed
 # too, so that a Host or SNI naming it is refused for not being the
 # tunnel's host, not for being outside the policy; its TLS is intercepted.

@@ -1303,6 +1303,49 @@ static void test_flood_of_one_kind(void **state)
 	audit_set_clock(NULL);
 }
 
+/* audit_fold: 0 writes each refusal on its own line, within the rate bound. */
+static void test_fold_off(void **state)
+{
+	char path[256];
+	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	struct audit_event ev = {.sandbox = "s2",
+				 .proto = "tcp",
+				 .port = 443,
+				 .decision = "deny",
+				 .reason = "sni-mismatch",
+				 .name = "echo.example"};
+	unsigned i;
+
+	(void)state;
+	assert_non_null(got.s);
+	fold_open(path, sizeof(path), "fold-off");
+	audit_set_fold(0);
+	for (i = 0; i < 5; i++) {
+		fake_ms = 5000 + i;
+		audit_log(&ev);
+	}
+	read_lines(path, &got);
+	assert_int_equal(got.n, 5);
+	for (i = 0; i < 5; i++)
+		assert_string_equal(got.s[i], "s2 deny sni-mismatch echo.example:443");
+	audit_set_fold(AUDIT_REPEAT_MS);
+	for (i = 0; i < 5; i++) {
+		fake_ms = 6000 + i;
+		audit_log(&ev);
+	}
+	read_lines(path, &got);
+	/* Folded again: these repeat the last line, within the window. */
+	assert_int_equal(got.n, 5);
+	fake_ms = 6000 + AUDIT_REPEAT_MS;
+	audit_tick();
+	read_lines(path, &got);
+	assert_int_equal(got.n, 6);
+	assert_string_equal(got.s[5], "s2 deny sni-mismatch echo.example:443 r=5");
+	audit_close();
+	free(got.s);
+	audit_set_clock(NULL);
+}
+
 /* Whatever comes, in whatever order: every refusal is a line, or in the
  * "repeated" or "dropped" of one; every allowed decision is a line; and a
  * source writes no more refusal lines than its bucket and its counts allow. */
@@ -1398,6 +1441,7 @@ int main(void)
 	    cmocka_unit_test(test_fold_table),
 	    cmocka_unit_test(test_rate_bound),
 	    cmocka_unit_test(test_flood_of_one_kind),
+	    cmocka_unit_test(test_fold_off),
 	    cmocka_unit_test(test_accounting_random),
 	};
 
