@@ -29,15 +29,27 @@ GID=$(getent group "$GRP" | cut -d: -f3)
 U=65534 # nobody; never in $GRP
 
 broker_config "control_group: $GRP"
+printf 'ctl-secret-%s\n' "$WORLD_PREFIX" >"$D/secret"
+chmod 600 "$D/secret"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
   allow:
     - host: echo.world.test
+credentials:
+  - name: ctl-token
+    source: { file: $D/secret }
+    scope: { hosts: [echo.world.test] }
+    placeholder: CTL_TOKEN
 EOF
 broker_start || { echo "0 passed, 1 failed"; exit 1; }
 t_ok "sluice create" S create "$S1" --policy "$D/pol.yaml"
 t_ok "the sandbox reaches what its policy allows" S exec "$S1" -- curl -sf -m 10 http://echo.world.test/ctl-before
+# sluice exec runs the command inside the sandbox: what it asks of the
+# broker (the placeholders) it must ask from outside, before it enters.
+t_ok "sluice exec" S exec "$S1" -- sh -c 'echo "token=$CTL_TOKEN"'
+t_contains "gives the command its placeholder" "$T_OUT" "token=sluice-ph-"
+t_not_contains "and is not refused on the way" "$T_ERR" "refused"
 sock_mode=$(stat -c '%a %G' "$BROKER_SOCK")
 t_eq "with control_group, the socket is 0660 and of that group" "660 $GRP" "$sock_mode"
 
