@@ -181,58 +181,92 @@ static int pid_nsid(struct mnl_socket *nl, pid_t pid, uint32_t seq, int32_t *nsi
 	return 0;
 }
 
-/* The broker's links that lead into one namespace (by its id). */
-#define WIRES_MAX 4096
-struct wires {
+/*
+ * What the last scan of the broker's links learned: the namespace id each
+ * sandbox's wire leads to. A namespace keeps its id while it lives, so the
+ * scan is redone only when sandboxes come or go (register, unregister,
+ * reload: control_changed()) or when it missed a sandbox (one registered
+ * but not wired yet, or whose wire is gone); otherwise a caller costs one
+ * RTM_GETNSID, with thousands of sandboxes as with one. Main thread only.
+ */
+struct wire {
+	int ifindex;
 	int32_t nsid;
-	int ifindex[WIRES_MAX];
-	size_t n;
-	bool overflow;
 };
+
+struct known {
+	int32_t nsid;
+	char name[SANDBOX_NAME_MAX + 1];
+};
+
+static struct {
+	struct wire *wires; /* during a scan: links that lead elsewhere */
+	size_t n_wires, cap_wires;
+	struct known *v;
+	size_t n, cap;
+	bool valid;    /* no sandbox came or went since */
+	bool complete; /* every registered sandbox's wire was found */
+} seen;
+
+#define WIRES_MAX (4 * (size_t)SANDBOX_MAX)
+
+static void control_changed(void)
+{
+	seen.valid = false;
+}
 
 static int link_cb(const struct nlmsghdr *nlh, void *data)
 {
 	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
-	struct wires *w = data;
 	struct nlattr *at;
 
+	(void)data;
 	if (nlh->nlmsg_type != RTM_NEWLINK)
 		return MNL_CB_OK;
 	mnl_attr_for_each(at, nlh, sizeof(*ifi)) {
 		if (mnl_attr_get_type(at) != IFLA_LINK_NETNSID ||
-		    mnl_attr_validate(at, MNL_TYPE_U32) < 0 ||
-		    (int32_t)mnl_attr_get_u32(at) != w->nsid)
+		    mnl_attr_validate(at, MNL_TYPE_U32) < 0)
 			continue;
-		if (w->n < WIRES_MAX)
-			w->ifindex[w->n++] = ifi->ifi_index;
-		else
-			w->overflow = true;
+		if (seen.n_wires == seen.cap_wires) {
+			size_t cap = seen.cap_wires ? 2 * seen.cap_wires : 256;
+			struct wire *w;
+
+			if (cap > WIRES_MAX || !(w = realloc(seen.wires, cap * sizeof(*w)))) {
+				errno = ENOMEM;
+				return MNL_CB_ERROR;
+			}
+			seen.wires = w;
+			seen.cap_wires = cap;
+		}
+		seen.wires[seen.n_wires].ifindex = ifi->ifi_index;
+		seen.wires[seen.n_wires++].nsid = (int32_t)mnl_attr_get_u32(at);
 	}
 	return MNL_CB_OK;
 }
 
-struct addr_scan {
-	const struct wires *w;
-	struct peer *p;
-};
+static int wire_cmp(const void *a, const void *b)
+{
+	const struct wire *x = a, *y = b;
+
+	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
+}
 
 /* An IPv4 address on a wire: a sandbox registered at another address of
  * its /30 or /31 (the pool's blocks) is the sandbox at the far end. */
 static int addr_cb(const struct nlmsghdr *nlh, void *data)
 {
 	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
-	struct addr_scan *sc = data;
+	struct wire key = { .ifindex = (int)ifa->ifa_index }, *w;
 	struct nlattr *at;
 	uint32_t local = 0, net, h;
-	bool have = false, ours = false;
-	size_t i;
+	bool have = false;
 
+	(void)data;
 	if (nlh->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET ||
-	    ifa->ifa_prefixlen < 30 || sc->p->sandbox[0])
+	    ifa->ifa_prefixlen < 30 || ifa->ifa_prefixlen > 31)
 		return MNL_CB_OK;
-	for (i = 0; i < sc->w->n; i++)
-		ours |= sc->w->ifindex[i] == (int)ifa->ifa_index;
-	if (!ours)
+	w = bsearch(&key, seen.wires, seen.n_wires, sizeof(*w), wire_cmp);
+	if (!w)
 		return MNL_CB_OK;
 	mnl_attr_for_each(at, nlh, sizeof(*ifa)) {
 		if ((mnl_attr_get_type(at) == IFA_LOCAL || mnl_attr_get_type(at) == IFA_ADDRESS) &&
@@ -254,12 +288,27 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 			continue;
 		addr_from_v4(&a, h);
 		sb = sandbox_lookup(&a, &pol);
-		if (sb) {
-			snprintf(sc->p->sandbox, sizeof(sc->p->sandbox), "%s", sb->name);
-			policy_unref(pol);
-			sandbox_put(sb);
-			break;
+		if (!sb)
+			continue;
+		if (seen.n == seen.cap) {
+			size_t cap = seen.cap ? 2 * seen.cap : 64;
+			struct known *k = cap <= SANDBOX_MAX ? realloc(seen.v, cap * sizeof(*k))
+							     : NULL;
+
+			if (!k) {
+				policy_unref(pol);
+				sandbox_put(sb);
+				errno = ENOMEM;
+				return MNL_CB_ERROR;
+			}
+			seen.v = k;
+			seen.cap = cap;
 		}
+		seen.v[seen.n].nsid = w->nsid;
+		snprintf(seen.v[seen.n].name, sizeof(seen.v[seen.n].name), "%s", sb->name);
+		seen.n++;
+		policy_unref(pol);
+		sandbox_put(sb);
 	}
 	return MNL_CB_OK;
 }
@@ -281,8 +330,33 @@ static int rtnl_dump(struct mnl_socket *nl, uint16_t type, uint32_t seq, mnl_cb_
 		struct ifinfomsg *ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
 
 		ifi->ifi_family = AF_UNSPEC;
+		/* Counters are most of a link's bytes, and not wanted here. */
+		mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
 	}
 	return rtnl_talk(nl, nlh, cb, data);
+}
+
+/* Learns every sandbox's namespace id anew. Dumping the links also gives
+ * a namespace an id if it had none, so that no sandbox is without one. */
+static int scan(struct mnl_socket *nl, uint32_t *seq)
+{
+	int r;
+
+	seen.valid = false;
+	seen.n = 0;
+	seen.n_wires = 0;
+	r = rtnl_dump(nl, RTM_GETLINK, (*seq)++, link_cb, NULL);
+	if (r == 0) {
+		qsort(seen.wires, seen.n_wires, sizeof(*seen.wires), wire_cmp);
+		r = rtnl_dump(nl, RTM_GETADDR, (*seq)++, addr_cb, NULL);
+	}
+	if (r < 0) {
+		seen.n = 0;
+		return r;
+	}
+	seen.valid = true;
+	seen.complete = seen.n >= sandbox_count();
+	return 0;
 }
 
 /*
@@ -295,9 +369,9 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 	struct timeval tmo = { .tv_sec = 1 };
 	struct mnl_socket *nl = NULL;
-	struct wires *w = NULL;
 	uint32_t seq = (uint32_t)time(NULL);
 	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	size_t i;
 	int r;
 
 	p->sandbox[0] = '\0';
@@ -311,18 +385,13 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 		snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
 		goto out;
 	}
-	w = calloc(1, sizeof(*w));
-	if (!w) {
-		r = -ENOMEM;
-		snprintf(why, whylen, "out of memory");
-		goto out;
+	r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
+	if (r == 0 && (!seen.valid || !seen.complete)) {
+		r = scan(nl, &seq);
+		/* The scan may have given the caller's namespace its id. */
+		if (r == 0 && nsid == NETNSA_NSID_NOT_ASSIGNED)
+			r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	}
-	/* Links first: a dump gives every sandbox's namespace its id (if it
-	 * had none), so that the caller's lookup below cannot miss one. */
-	w->nsid = NETNSA_NSID_NOT_ASSIGNED;
-	r = rtnl_dump(nl, RTM_GETLINK, seq++, link_cb, w);
-	if (r == 0)
-		r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	if (r < 0) {
 		snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
 		goto out;
@@ -336,20 +405,20 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	}
 	if (nsid == NETNSA_NSID_NOT_ASSIGNED)
 		goto out; /* no link of ours leads there: no sandbox's */
-	w->nsid = nsid;
-	w->n = 0;
-	r = rtnl_dump(nl, RTM_GETLINK, seq++, link_cb, w);
-	if (r == 0 && w->overflow)
-		r = -EOVERFLOW;
-	if (r == 0 && w->n) {
-		struct addr_scan sc = { .w = w, .p = p };
-
-		r = rtnl_dump(nl, RTM_GETADDR, seq++, addr_cb, &sc);
+	for (i = 0; i < seen.n; i++) {
+		if (seen.v[i].nsid == nsid) {
+			snprintf(p->sandbox, sizeof(p->sandbox), "%s", seen.v[i].name);
+			goto out;
+		}
 	}
-	if (r < 0)
-		snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
+	/* Some sandbox's wire was not found: its namespace may be this one. */
+	if (!seen.complete) {
+		r = -ENOENT;
+		snprintf(why, whylen, "%zu of %zu sandboxes have no wire in the broker's "
+			 "namespace to tell their namespace by", sandbox_count() - seen.n,
+			 sandbox_count());
+	}
 out:
-	free(w);
 	if (nl)
 		mnl_socket_close(nl);
 	return r;
@@ -492,6 +561,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		char as[ADDR_STRLEN];
 
 		peer_audit(p, w[1], w[0], "allow", "control-register");
+		control_changed();
 		r = sandbox_register(w[1], w[2], w[3], true, &a, err, sizeof(err));
 		if (r < 0) {
 			snprintf(out, outlen, "error: %s\n", err);
@@ -507,6 +577,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		}
 	} else if (!strcmp(w[0], "unregister") && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
+		control_changed();
 		r = sandbox_unregister(w[1], err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
 	} else if (!strcmp(w[0], "list") && n == 1) {
@@ -571,6 +642,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			snprintf(out, outlen, "error: %s\n", err);
 	} else if (!strcmp(w[0], "reload") && n == 1) {
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
+		control_changed();
 		r = broker_reload(err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
 	} else {

@@ -118,11 +118,18 @@ line=$(grep -F '"reason":"control-register"' "$BROKER_AUDIT" | grep -F "\"sandbo
 t_contains "its register is audited, allow, with a pid and uid 0" "$line" \
 	"\"decision\":\"allow\",\"reason\":\"control-register\",\"pid\":"
 t_contains "(uid 0)" "$line" '"uid":0}'
+# The broker learns a new sandbox's namespace (it caches what it learnt).
+bg pid ip netns exec "$S2" "$BIN/sluice" --socket "$BROKER_SOCK" list
+t_eq "a sandbox created later is refused from its namespace too" "1" "$RC"
+t_contains "naming it" "$ERR" "refused: the caller is in the network namespace of sandbox \`$S2\`"
 bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" delete "$S2"
 t_eq "root deletes it" "0" "$RC"
 line=$(grep -F '"reason":"control-unregister"' "$BROKER_AUDIT" | grep -F "\"sandbox\":\"$S2\"")
 t_contains "its unregister is audited, allow, with a pid and uid 0" "$line" \
 	"\"decision\":\"allow\",\"reason\":\"control-unregister\",\"pid\":"
+bg pid ip netns exec "$S1" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_contains "after that one is deleted, the first is still refused" "$ERR" \
+	"refused: the caller is in the network namespace of sandbox \`$S1\`"
 bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" reload
 t_eq "root reloads" "0" "$RC"
 t_contains "audited with its pid and uid" "$(audit_of "$pid" control-reload)" \
