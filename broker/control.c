@@ -24,10 +24,13 @@
  * leads there, so it is no sandbox's), and each sandbox's wire (a veth
  * whose broker end holds the sandbox's gateway address, on the broker's
  * side where the sandbox cannot touch it) carries the id of the sandbox's
- * namespace (IFLA_LINK_NETNSID; dumping links assigns it). The pid is
+ * namespace (IFLA_LINK_NETNSID; dumping links assigns it), learnt by a
+ * scan that is redone only when sandboxes come or go (`seen` below). The pid is
  * pinned by a pidfd (SO_PEERPIDFD, else pidfd_open) and the process must
  * still be alive after the lookup, so that a pid reused meanwhile is not
- * the one looked up. Anything that cannot be determined refuses. */
+ * the one looked up. Anything that cannot be determined refuses, a
+ * caller from a namespace with an id while some sandbox's wire cannot be
+ * found included. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libmnl/libmnl.h>
