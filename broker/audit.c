@@ -82,8 +82,9 @@ enum {
 	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION +
 		     CAP_REASON + CAP_RULE + CAP_CREDENTIAL + CAP_METHOD +
 		     CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER,
-	/* Keys, quotes, commas, the time, the address, six numbers of at most
-	 * 20 digits, "}\n": about 420 bytes; 1024 leaves room for new keys. */
+	/* Keys, quotes, commas, the time, the address, eight numbers of at
+	 * most 20 digits, "}\n": about 480 bytes; 1024 leaves room for new
+	 * keys. */
 	LINE_OVERHEAD = 1024,
 };
 _Static_assert(
@@ -314,6 +315,10 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 	}
 	put_str(&l, "dns_type", ev->dns_type, CAP_DNS_TYPE);
 	put_str(&l, "dns_answer", ev->dns_answer, CAP_DNS_ANSWER);
+	if (ev->has_peer) {
+		put_u64(&l, "pid", ev->peer_pid);
+		put_u64(&l, "uid", ev->peer_uid);
+	}
 	/* A count line stands for refusals, not for one connection. */
 	conn = proto_is_connection(ev->proto) && !repeated && !dropped;
 	if (conn || ev->bytes_up)

@@ -4,6 +4,7 @@
 #ifndef SLUICE_BROKER_AUDIT_H
 #define SLUICE_BROKER_AUDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,7 +33,7 @@ struct sl_addr;
 
 struct audit_event {
 	const char *sandbox;
-	const char *proto; /* "http", "connect", "tls", "tcp", "dns" */
+	const char *proto; /* "http", "connect", "tls", "tcp", "dns", "control" */
 	const char *name;
 	const struct sl_addr *addr; /* may be NULL */
 	uint16_t port;
@@ -47,6 +48,10 @@ struct audit_event {
 	uint64_t bytes_up, bytes_down;
 	uint64_t duration_ms;
 	int status; /* HTTP status sent, 0 = none */
+	/* A control socket caller (proto "control"), written as "pid" and
+	 * "uid" when @has_peer: who asked, as the kernel vouches for it. */
+	bool has_peer;
+	uint32_t peer_pid, peer_uid;
 };
 
 /**

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,12 +172,30 @@ bad:
 	return 0;
 }
 
+/* control_group: a group name, resolved now (see config.h). */
+static int group(struct cfgload *ld, const struct ynode *v, struct broker_config *c)
+{
+	char buf[16384];
+	struct group gr, *res = NULL;
+	int r;
+
+	r = str_into(ld, v, "control_group", c->control_group, sizeof(c->control_group));
+	if (r < 0 || !c->control_group[0])
+		return r;
+	r = getgrnam_r(c->control_group, &gr, buf, sizeof(buf), &res);
+	if (r || !res)
+		return ytree_fail(ld->err, ld->file, v, "`control_group`: unknown group `%s`%s%s",
+				  c->control_group, r ? ": " : "", r ? strerror(r) : "");
+	c->control_gid = res->gr_gid;
+	return 0;
+}
+
 static const char *const known_keys[] = {
 	"control_socket", "state_dir",	    "sandbox_pool",   "proxy_port",
 	"transparent_port", "dns_port",	    "upstream_resolvers", "upstream_ca",
 	"audit_log",	  "workers",	    "max_connections", "max_head_bytes",
 	"head_timeout",	  "connect_timeout", "drain_timeout",  "dns_cache_size",
-	"synthetic_pool", "response_timeout", "audit_fold", NULL,
+	"synthetic_pool", "response_timeout", "audit_fold", "control_group", NULL,
 };
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
@@ -195,6 +214,8 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 		return str_into(ld, v, key, c->upstream_ca, sizeof(c->upstream_ca));
 	if (IS("audit_log"))
 		return str_into(ld, v, key, c->audit_log, sizeof(c->audit_log));
+	if (IS("control_group"))
+		return group(ld, v, c);
 	if (IS("sandbox_pool"))
 		return prefix(ld, v, key, &c->pool_net, &c->pool_plen, 96 + 28);
 	if (IS("synthetic_pool"))

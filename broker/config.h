@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/addr.h"
 
@@ -42,6 +43,13 @@ struct broker_config {
 	uint32_t dns_cache_size;
 	struct sl_addr synthetic_net;	/* synthetic_pool for the DNS filter */
 	unsigned synthetic_plen;
+	/* control_group: besides root (and the broker's own uid), a caller
+	 * holding this group may use the control socket. Resolved to
+	 * control_gid when the file is read (start-up and every reload), so
+	 * that an unknown group is a configuration error, not a refusal
+	 * later. The main thread alone reads both (control.c). */
+	char control_group[64];		/* "" = root only */
+	gid_t control_gid;
 };
 
 /* Fills @c with the documented defaults. */

@@ -179,6 +179,14 @@ int broker_reload(char *err, size_t errlen)
 			      memory_order_relaxed);
 	atomic_store_explicit(&broker.cfg.drain_timeout_ms, c.drain_timeout_ms,
 			      memory_order_relaxed);
+	/* control_group: the callers' check follows now (control.c, on this
+	 * thread); the socket's group and mode were set at start-up, when the
+	 * broker could still chown it, and follow on a restart. */
+	if (strcmp(c.control_group, broker.cfg.control_group))
+		log_warn("reload: control_group `%s` checked from now on; the control socket's "
+			 "group and mode change on a restart", c.control_group);
+	memcpy(broker.cfg.control_group, c.control_group, sizeof(c.control_group));
+	broker.cfg.control_gid = c.control_gid;
 	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
 		char e[300];
 

@@ -107,15 +107,18 @@ static int load(const char *name, struct netns_sandbox *sb)
 static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 {
 	char err[700];
-	int r = netns_sandbox_enter(sb, err, sizeof(err));
+	int r = 0;
 
-	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
-		return 1;
-	}
+	/* The environment first: its placeholders come from the broker, whose
+	 * control socket answers no caller inside a sandbox's namespace. */
 	netns_env_each(sb, put_env, &r);
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
+		return 1;
+	}
+	r = netns_sandbox_enter(sb, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
 		return 1;
 	}
 	execvp(argv[0], argv);

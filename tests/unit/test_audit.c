@@ -470,6 +470,42 @@ static void test_hostile_strings_escaped(void **state)
 }
 
 /* Every field at its worst: the line stays short, whole and parseable. */
+/* A control socket caller: pid and uid, as numbers, after the rest. */
+static void test_control_peer(void **state)
+{
+	char line[AUDIT_LINE_MAX];
+	struct jobj o;
+	struct audit_event ev = {
+	    .sandbox = "s1",
+	    .proto = "control",
+	    .name = "unregister",
+	    .decision = "deny",
+	    .reason = "control-refused",
+	    .has_peer = true,
+	    .peer_pid = 4242,
+	    .peer_uid = 0,
+	};
+	static const char *const order[] = {
+	    "time", "sandbox", "proto", "name", "decision", "reason", "pid", "uid",
+	};
+	size_t i;
+
+	(void)state;
+	format_and_parse(&ev, line, &o);
+	assert_int_equal(o.n, ARRAY_SIZE(order));
+	for (i = 0; i < ARRAY_SIZE(order); i++)
+		assert_string_equal(o.f[i].key, order[i]);
+	assert_string_equal(jstr(&o, "pid"), "4242");
+	assert_false(jget(&o, "pid")->is_str);
+	assert_string_equal(jstr(&o, "uid"), "0");
+	assert_false(jget(&o, "uid")->is_str);
+	/* Without a caller, neither key (uid 0 is a value, not "none"). */
+	ev.has_peer = false;
+	format_and_parse(&ev, line, &o);
+	assert_null(jget(&o, "pid"));
+	assert_null(jget(&o, "uid"));
+}
+
 static void test_truncation_bound(void **state)
 {
 	static const char fill[] = {'"', '\x01', '\xff', 'a'};
@@ -502,12 +538,15 @@ static void test_truncation_bound(void **state)
 		    .bytes_up = UINT64_MAX,
 		    .bytes_down = UINT64_MAX,
 		    .duration_ms = UINT64_MAX,
+		    .has_peer = true,
+		    .peer_pid = UINT32_MAX,
+		    .peer_uid = UINT32_MAX,
 		};
 
 		memset(big, fill[k], 20000);
 		big[20000] = '\0';
 		format_and_parse(&ev, line, &o);
-		assert_int_equal(o.n, 18);
+		assert_int_equal(o.n, 20);
 		for (i = 0; i < o.n; i++)
 			assert_true(o.f[i].vlen <= AUDIT_FIELD_MAX);
 		assert_true(jget(&o, "name")->vlen > AUDIT_FIELD_MAX - 6);
@@ -1429,6 +1468,7 @@ int main(void)
 	    cmocka_unit_test(test_omitted_fields),
 	    cmocka_unit_test(test_path_drops_query),
 	    cmocka_unit_test(test_hostile_strings_escaped),
+	    cmocka_unit_test(test_control_peer),
 	    cmocka_unit_test(test_truncation_bound),
 	    cmocka_unit_test(test_write_file_and_parse_back),
 	    cmocka_unit_test(test_open_error),

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Who the control socket answers: never a caller inside a sandbox's network
+# namespace (root included, as `ip netns exec SANDBOX` gives it); root, or a
+# uid holding control_group, from outside. A refusal says why, exits
+# non-zero and is audited (`control-refused`, with pid and uid); every
+# request that changes something is audited with pid and uid. The sandbox a
+# refused request named stays registered and working. An unknown
+# control_group is a configuration error.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/world/broker.sh
+. tests/integration/lib.sh
+
+BIN=${SLUICE_BIN:-$PWD/bin}
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+broker_world c1 c2
+# A throwaway group, named after this world, removed on the way out.
+GRP=${WORLD_PREFIX}ctl
+ctl_down() {
+	getent group "$GRP" >/dev/null && groupdel "$GRP"
+	_broker_world_down
+}
+trap ctl_down EXIT
+groupadd -r "$GRP" || { echo "0 passed, 1 failed"; exit 1; }
+GID=$(getent group "$GRP" | cut -d: -f3)
+U=65534 # nobody; never in $GRP
+
+broker_config "control_group: $GRP"
+printf 'ctl-secret-%s\n' "$WORLD_PREFIX" >"$D/secret"
+chmod 600 "$D/secret"
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+credentials:
+  - name: ctl-token
+    source: { file: $D/secret }
+    scope: { hosts: [echo.world.test] }
+    placeholder: CTL_TOKEN
+EOF
+broker_start || { echo "0 passed, 1 failed"; exit 1; }
+t_ok "sluice create" S create "$S1" --policy "$D/pol.yaml"
+t_ok "the sandbox reaches what its policy allows" S exec "$S1" -- curl -sf -m 10 http://echo.world.test/ctl-before
+# sluice exec runs the command inside the sandbox: what it asks of the
+# broker (the placeholders) it must ask from outside, before it enters.
+t_ok "sluice exec" S exec "$S1" -- sh -c 'echo "token=$CTL_TOKEN"'
+t_contains "gives the command its placeholder" "$T_OUT" "token=sluice-ph-"
+t_not_contains "and is not refused on the way" "$T_ERR" "refused"
+sock_mode=$(stat -c '%a %G' "$BROKER_SOCK")
+t_eq "with control_group, the socket is 0660 and of that group" "660 $GRP" "$sock_mode"
+
+# audit_of PID REASON: the audit lines of that reason and caller pid.
+audit_of() { grep -F "\"reason\":\"$2\"" "$BROKER_AUDIT" | grep -F "\"pid\":$1,"; }
+# bg PID_VAR CMD...: CMD in the background (ip netns exec and setpriv exec,
+# so that $! is the process that connects: no timeout(1) in between, a
+# watchdog KILLs it after 20 s instead, and ends with it), its status in RC, its stderr in ERR.
+bg() {
+	local v=$1 p w
+	shift
+	"$@" >"$D/bg.out" 2>"$D/bg.err" &
+	p=$!
+	(for ((i = 0; i < 200; i++)); do
+		kill -0 "$p" 2>/dev/null || exit 0
+		sleep 0.1
+	done
+	kill -KILL "$p") >/dev/null 2>&1 &
+	w=$!
+	wait "$p"
+	RC=$?
+	wait "$w" 2>/dev/null
+	printf -v "$v" '%s' "$p"
+	ERR=$(cat "$D/bg.err")
+}
+
+# --- from inside the sandbox's namespace, as root -------------------------
+for req in status "unregister $S1" "register ${S1}x --addr 10.200.255.2 --policy $D/pol.yaml" reload; do
+	# shellcheck disable=SC2086 # the request's words
+	bg pid ip netns exec "$S1" "$BIN/sluice" --socket "$BROKER_SOCK" $req
+	t_eq "in the sandbox as root, \`${req%% *}\` fails" "1" "$RC"
+	t_contains "and says why" "$ERR" "refused: the caller is in the network namespace of sandbox \`$S1\`"
+	line=$(audit_of "$pid" control-refused)
+	t_contains "audited: deny, control-refused, from the sandbox, with pid $pid" "$line" \
+		"\"sandbox\":\"$S1\",\"proto\":\"control\",\"name\":\"${req%% *}\",\"decision\":\"deny\""
+	t_contains "and the caller's uid" "$line" "\"pid\":$pid,\"uid\":0}"
+done
+t_ok "sluice list" S list
+t_eq "the sandbox is still registered, and nothing else" "$S1" "$(echo "$T_OUT" | awk '{ print $1 }' | grep -F "$S1")"
+t_ok "and still works" S exec "$S1" -- curl -sf -m 10 http://echo.world.test/ctl-after
+t_ok "the policy in force is still its own" S exec "$S1" -- sh -c \
+	'test "$(curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.world.test/)" = 403'
+
+# --- uids, from the broker's namespace -------------------------------------
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid=$U --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "a uid outside control_group is refused" "1" "$RC"
+t_contains "(the socket's mode keeps it off)" "$ERR" "Permission denied"
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "a uid holding control_group as its group is answered" "0" "$RC"
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid=$U --groups="$GID" \
+	"$BIN/sluice" --socket "$BROKER_SOCK" reload
+t_eq "as a supplementary group too (reload)" "0" "$RC"
+t_contains "its reload is audited with its pid and uid" "$(audit_of "$pid" control-reload)" \
+	"\"name\":\"reload\",\"decision\":\"allow\",\"reason\":\"control-reload\",\"pid\":$pid,\"uid\":$U}"
+# Root from the broker's namespace: answered, and each mutating request
+# audited with its pid and uid.
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "root from the broker's namespace is answered" "0" "$RC"
+t_eq "a read-only request is not audited" "" "$(grep -F "\"pid\":$pid," "$BROKER_AUDIT")"
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" create "$S2" --policy "$D/pol.yaml"
+t_eq "root creates a sandbox" "0" "$RC"
+# create registers from a child or from itself: the line names a pid and uid 0.
+line=$(grep -F '"reason":"control-register"' "$BROKER_AUDIT" | grep -F "\"sandbox\":\"$S2\"")
+t_contains "its register is audited, allow, with a pid and uid 0" "$line" \
+	"\"decision\":\"allow\",\"reason\":\"control-register\",\"pid\":"
+t_contains "(uid 0)" "$line" '"uid":0}'
+# The broker learns a new sandbox's namespace (it caches what it learnt).
+bg pid ip netns exec "$S2" "$BIN/sluice" --socket "$BROKER_SOCK" list
+t_eq "a sandbox created later is refused from its namespace too" "1" "$RC"
+t_contains "naming it" "$ERR" "refused: the caller is in the network namespace of sandbox \`$S2\`"
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" delete "$S2"
+t_eq "root deletes it" "0" "$RC"
+line=$(grep -F '"reason":"control-unregister"' "$BROKER_AUDIT" | grep -F "\"sandbox\":\"$S2\"")
+t_contains "its unregister is audited, allow, with a pid and uid 0" "$line" \
+	"\"decision\":\"allow\",\"reason\":\"control-unregister\",\"pid\":"
+bg pid ip netns exec "$S1" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_contains "after that one is deleted, the first is still refused" "$ERR" \
+	"refused: the caller is in the network namespace of sandbox \`$S1\`"
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" reload
+t_eq "root reloads" "0" "$RC"
+t_contains "audited with its pid and uid" "$(audit_of "$pid" control-reload)" \
+	"\"pid\":$pid,\"uid\":0}"
+# From a namespace that is no sandbox's (this test's own): answered.
+t_ok "root from a namespace that is no sandbox's is answered" "$BIN/sluice" --socket "$BROKER_SOCK" status
+
+# --- control_group changes on reload; the broker itself refuses -----------
+sed -i "s/^control_group: .*/control_group: \"\"/" "$BROKER_CONF"
+t_ok "reload without control_group" S reload
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "a former member is refused by the broker" "1" "$RC"
+t_contains "which says why" "$ERR" "refused: uid $U is not root (and no control_group is set)"
+t_contains "audited: deny, control-refused, with its pid and uid" "$(audit_of "$pid" control-refused)" \
+	"\"decision\":\"deny\",\"reason\":\"control-refused\",\"pid\":$pid,\"uid\":$U}"
+
+# --- an unknown group is a configuration error -----------------------------
+sed -i "s/^control_group: .*/control_group: ${GRP}-none/" "$BROKER_CONF"
+t_rc "--check-config refuses an unknown control_group" 1 "$BIN/sluiced" --config "$BROKER_CONF" --check-config
+t_contains "with FILE:LINE:COL" "$T_ERR" "$BROKER_CONF:"
+t_contains "naming the group" "$T_ERR" "unknown group \`${GRP}-none\`"
+t_fails "a reload refuses it too" S reload
+t_contains "saying why" "$T_ERR" "unknown group \`${GRP}-none\`"
+t_ok "the broker still answers" S status
+
+t_none "the broker is still running" $(broker_alive || echo "sluiced exited")
+t_done
