@@ -268,7 +268,7 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 	if (nlh->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET ||
 	    ifa->ifa_prefixlen < 30 || ifa->ifa_prefixlen > 31)
 		return MNL_CB_OK;
-	w = bsearch(&key, seen.wires, seen.n_wires, sizeof(*w), wire_cmp);
+	w = seen.n_wires ? bsearch(&key, seen.wires, seen.n_wires, sizeof(*w), wire_cmp) : NULL;
 	if (!w)
 		return MNL_CB_OK;
 	mnl_attr_for_each(at, nlh, sizeof(*ifa)) {
@@ -350,7 +350,8 @@ static int scan(struct mnl_socket *nl, uint32_t *seq)
 	seen.n_wires = 0;
 	r = rtnl_dump(nl, RTM_GETLINK, (*seq)++, link_cb, NULL);
 	if (r == 0) {
-		qsort(seen.wires, seen.n_wires, sizeof(*seen.wires), wire_cmp);
+		if (seen.n_wires > 1) /* none: wires may be NULL, which qsort may not take */
+			qsort(seen.wires, seen.n_wires, sizeof(*seen.wires), wire_cmp);
 		r = rtnl_dump(nl, RTM_GETADDR, (*seq)++, addr_cb, NULL);
 	}
 	if (r < 0) {
