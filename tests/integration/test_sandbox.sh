@@ -290,7 +290,7 @@ t_contains "says no such sandbox" "$T_ERR" "no such sandbox \`$P-xnone\`"
 t_ok "curl through HTTP_PROXY from sluice exec" EX "$S1" curl -sf -m 10 http://echo.world.test/sandbox-hello
 t_contains "reached the echo server" "$T_OUT" '"path": "/sandbox-hello"'
 t_contains "the echo server logged it" "$(world_echo_log)" "/sandbox-hello"
-t_ok "HTTPS through CONNECT from sluice exec" EX "$S1" curl -sf -m 10 --cacert "$WORLD_CA" \
+t_ok "HTTPS through CONNECT from sluice exec" sl exec --bind "$D/pki:$D/pki:ro" "$S1" -- curl -sf -m 10 --cacert "$WORLD_CA" \
 	https://echo.world.test/sandbox-tls
 t_contains "TLS reached the echo server" "$T_OUT" '"path": "/sandbox-tls"'
 t_contains "the broker's audit names the sandbox" "$(grep sandbox-hello "$D/audit.log")" "\"sandbox\":\"$S1\""

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The contained runner: how `sluice exec` and `sluice run` start a command.
+ *
+ * Theory of operation. sluice (root) joins the sandbox's network namespace
+ * and a private mount namespace of its own (netns_sandbox_enter(): the
+ * sandbox's /sys), makes the workspace, drops to the sandbox's
+ * unprivileged uid and execs bubblewrap, which, without privilege:
+ *   - makes a user namespace mapping the inside identity (root, or --user)
+ *     to that uid: root inside owns nothing outside;
+ *   - keeps the network namespace (--share-net), makes new PID, IPC, UTS
+ *     and cgroup namespaces; its pid 1 reaps and passes the exit status on;
+ *   - builds the mount namespace from an allowlist: /usr and the /bin, /lib
+ *     links read-only, a curated /etc with the sandbox's resolv.conf and CA
+ *     bundle, a /proc of its PID namespace, a minimal /dev, a private /tmp,
+ *     the workspace as cwd and HOME, and the --bind directories;
+ *   - sets no_new_privs, drops every capability, loads the seccomp filter
+ *     of seccomp.c, and execs the command.
+ * `--privileged` skips all of it: today's root command in the sandbox's
+ * network namespace, for trusted tooling.
+ *
+ * The sandbox's uid outside is NETNS_UID_BASE plus the low 24 bits of its
+ * address: unprivileged, unused by the host, distinct per sandbox of a
+ * broker. Its workspace is NETNS_WORKSPACE_DIR/NAME, owned by that uid.
+ * bubblewrap opens every source as that uid: a --bind source must be
+ * reachable by it (bubblewrap's --bind-fd resolves the descriptor's path
+ * again, so opening it as root first would not help).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "netns/netns.h"
+#include "netns/netns_internal.h"
+
+/* Removing a workspace goes no deeper: one descriptor per level. */
+#define RM_DEPTH_MAX 200
+
+uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
+{
+	return NETNS_UID_BASE + (sb->addr & 0xffffffu);
+}
+
+/* A uid or gid: digits, or a name through @lookup; -1 when neither. */
+static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
+{
+	char buf[256], *end;
+	unsigned long v;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (buf[0] >= '0' && buf[0] <= '9') {
+		errno = 0;
+		v = strtoul(buf, &end, 10);
+		/* (uid_t)-1 means "no change" to the kernel; 65535 and up are
+		 * fine but must fit what bubblewrap maps. */
+		if (errno || *end || v >= 0x7fffffffUL)
+			return -1;
+		if (!group && primary) {
+			struct passwd *pw = getpwuid((uid_t)v);
+
+			*primary = pw ? pw->pw_gid : (gid_t)v;
+		}
+		return (long)v;
+	}
+	if (group) {
+		struct group *gr = getgrnam(buf);
+
+		return gr ? (long)gr->gr_gid : -1;
+	} else {
+		struct passwd *pw = getpwnam(buf);
+
+		if (!pw)
+			return -1;
+		if (primary)
+			*primary = pw->pw_gid;
+		return (long)pw->pw_uid;
+	}
+}
+
+/**
+ * netns_runner_option() - one option of `sluice exec` / `sluice run`
+ * @o:    the options so far
+ * @argc: the words
+ * @argv: ...
+ * @i:    the word at hand; advanced past a value it takes
+ *
+ * Return: 1 when argv[*i] was a runner option, 0 when it is not one, -1
+ * for a bad one (the error is printed).
+ */
+int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v;
+
+	if (!strcmp(a, "--privileged")) {
+		o->privileged = true;
+		return 1;
+	}
+	if (strcmp(a, "--user") && strcmp(a, "--bind"))
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "sluice: %s needs a value\n", a);
+		return -1;
+	}
+	v = argv[++*i];
+	if (!strcmp(a, "--user")) {
+		const char *colon = strchr(v, ':');
+		size_t ul = colon ? (size_t)(colon - v) : strlen(v);
+		gid_t primary = 0;
+		long u = parse_id(v, ul, false, &primary), g;
+
+		if (u < 0) {
+			fprintf(stderr, "sluice: --user `%.*s`: no such user\n", (int)ul, v);
+			return -1;
+		}
+		g = colon ? parse_id(colon + 1, strlen(colon + 1), true, NULL) : (long)primary;
+		if (g < 0) {
+			fprintf(stderr, "sluice: --user `%s`: no such group `%s`\n", v, colon + 1);
+			return -1;
+		}
+		o->uid = (uid_t)u;
+		o->gid = (gid_t)g;
+		o->user_set = true;
+		return 1;
+	}
+	/* --bind SRC:DST[:ro] */
+	{
+		char *s = strdup(v), *c1, *c2;
+		struct netns_bind *b;
+
+		if (!s) {
+			fprintf(stderr, "sluice: out of memory\n");
+			return -1;
+		}
+		c1 = strchr(s, ':');
+		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (c1)
+			*c1 = '\0';
+		if (c2)
+			*c2 = '\0';
+		if (!c1 || !s[0] || c1[1] != '/' ||
+		    (c2 && strcmp(c2 + 1, "ro") && strcmp(c2 + 1, "rw"))) {
+			fprintf(stderr,
+				"sluice: --bind `%s`: expected SRC:DST[:ro], DST an absolute path\n",
+				v);
+			free(s);
+			return -1;
+		}
+		if (o->nbinds >= NETNS_BINDS_MAX) {
+			fprintf(stderr, "sluice: more than %d --bind\n", NETNS_BINDS_MAX);
+			free(s);
+			return -1;
+		}
+		b = &o->binds[o->nbinds++];
+		b->src = s;
+		b->dst = c1 + 1;
+		b->ro = c2 && !strcmp(c2 + 1, "ro");
+		return 1;
+	}
+}
+
+/* Removes @name in @dfd and, for a directory, all it holds, without
+ * following a symbolic link anywhere: the tree was written by the sandbox. */
+static int rm_at(int dfd, const char *name, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd, r = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	if (depth >= RM_DEPTH_MAX)
+		return -ELOOP;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		int k;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		k = rm_at(fd, de->d_name, depth + 1);
+		if (k < 0 && k != -ENOENT && r == 0)
+			r = k;
+	}
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+/**
+ * netns_workspace_remove() - remove a sandbox's workspace and all in it
+ * @name: the sandbox
+ *
+ * Return: 0, -ENOENT when it has none, or another negative errno.
+ */
+int netns_workspace_remove(const char *name)
+{
+	int dfd, r;
+
+	if (!netns_name_ok(name))
+		return -EINVAL;
+	dfd = open(NETNS_WORKSPACE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = rm_at(dfd, name, 0);
+	close(dfd);
+	return r;
+}
+
+/* The workspace of @sb, made if missing, owned by @uid: an open
+ * descriptor (close-on-exec), or a negative errno. */
+static int workspace_open(const struct netns_sandbox *sb, uid_t uid, char *err, size_t errlen)
+{
+	char path[512];
+	struct stat st;
+	int fd, r;
+
+	/* The parent is root's, and may be passed but not listed: bubblewrap
+	 * (as the sandbox's uid) reaches the workspace through it; a sandbox
+	 * sees only its own; each workspace is 0700. */
+	if (mkdir(NETNS_WORKSPACE_PARENT, 0755) < 0 && errno != EEXIST)
+		goto fail_parent;
+	if (mkdir(NETNS_WORKSPACE_DIR, 0711) < 0 && errno != EEXIST)
+		goto fail_parent;
+	netns_path(path, sizeof(path), NETNS_WORKSPACE_DIR, sb->name, NULL);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make the workspace `%s`: %s", path, strerror(-r));
+		return r;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the workspace `%s`: %s", path, strerror(-r));
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	if ((st.st_uid != uid || st.st_gid != uid) && fchown(fd, uid, uid) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot give the workspace `%s` to uid %u: %s", path,
+			 (unsigned)uid, strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+fail_parent:
+	r = -errno;
+	snprintf(err, errlen, "cannot make `%s`: %s", NETNS_WORKSPACE_DIR, strerror(-r));
+	return r;
+}
+
+/* Files of the host's /etc a command may need and that say nothing about
+ * the host beyond its distribution: names, users (no shadow), libraries,
+ * time zone, trust store. Missing ones are skipped. */
+static const char *const etc_files[] = {
+	"passwd", "group", "nsswitch.conf", "hosts", "host.conf", "services",
+	"protocols", "gai.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+	"localtime", "timezone", "alternatives", "ssl", "ca-certificates",
+	"ca-certificates.conf", "pki", "crypto-policies", "os-release",
+	"debian_version", "bash.bashrc", "profile", "profile.d", "inputrc",
+	"shells", "login.defs", "mime.types", "terminfo", "python3", "gitconfig",
+};
+
+/* The top-level system directories: a link (merged /usr) or a directory. */
+static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+struct argv_buf {
+	char *v[512];
+	size_t n;
+	bool overflow;
+};
+
+static void add(struct argv_buf *a, const char *s)
+{
+	if (a->n + 1 >= sizeof(a->v) / sizeof(a->v[0])) {
+		a->overflow = true;
+		return;
+	}
+	a->v[a->n++] = (char *)s;
+}
+
+/* Text kept for the life of the process (it execs): numbers, paths. */
+static const char *keep(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *keep(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s ? s : "";
+}
+
+static void no_cloexec(int fd)
+{
+	int f = fcntl(fd, F_GETFD);
+
+	if (f >= 0)
+		fcntl(fd, F_SETFD, f & ~FD_CLOEXEC);
+}
+
+static void put_env(const char *key, const char *value, void *arg)
+{
+	int *r = arg;
+
+	if (setenv(key, value, 1) < 0 && *r == 0)
+		*r = -errno;
+}
+
+/**
+ * netns_runner_exec() - run @argv contained in @sb (see the top of the file)
+ * @sb:   the sandbox
+ * @o:    the options (not --privileged)
+ * @argv: the command
+ *
+ * Return: only on failure, with the exit status to give (1: nothing ran).
+ */
+int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv)
+{
+	const char *bwrap = getenv("SLUICE_BWRAP");
+	uid_t uid = netns_sandbox_uid(sb);
+	char err[700], link[PATH_MAX], bundle[512], resolv[512];
+	struct argv_buf a = { .n = 0 };
+	char ws_path[512];
+	int ws, sc, r = 0;
+	unsigned k;
+	size_t i;
+
+	if (!bwrap || !*bwrap)
+		bwrap = NETNS_BWRAP;
+	if (access(bwrap, X_OK) < 0) {
+		fprintf(stderr,
+			"sluice: bubblewrap (`%s`) is needed to contain the command: %s (install "
+			"the Debian package bubblewrap: `make deps`; or run it uncontained with "
+			"--privileged)\n",
+			bwrap, strerror(errno));
+		return 1;
+	}
+	for (k = 0; k < o->nbinds; k++) {
+		struct stat st;
+
+		if (stat(o->binds[k].src, &st) < 0) {
+			fprintf(stderr, "sluice: --bind `%s`: %s\n", o->binds[k].src,
+				strerror(errno));
+			return 1;
+		}
+	}
+	ws = workspace_open(sb, uid, err, sizeof(err));
+	if (ws < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 1;
+	}
+	close(ws);
+	netns_path(ws_path, sizeof(ws_path), NETNS_WORKSPACE_DIR, sb->name, NULL);
+	sc = netns_seccomp_fd();
+	if (sc < 0) {
+		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-sc));
+		return 1;
+	}
+	r = netns_sandbox_enter(sb, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 1;
+	}
+	netns_env_each(sb, put_env, &r);
+	if (r == 0 && setenv("HOME", NETNS_WORKSPACE_INSIDE, 1) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
+		return 1;
+	}
+
+	add(&a, "bwrap");
+	add(&a, "--unshare-user");
+	add(&a, "--uid");
+	add(&a, keep("%u", o->user_set ? (unsigned)o->uid : 0u));
+	add(&a, "--gid");
+	add(&a, keep("%u", o->user_set ? (unsigned)o->gid : 0u));
+	add(&a, "--unshare-pid");
+	add(&a, "--unshare-ipc");
+	add(&a, "--unshare-uts");
+	add(&a, "--hostname");
+	add(&a, sb->name);
+	add(&a, "--unshare-cgroup-try");
+	add(&a, "--share-net");
+	add(&a, "--die-with-parent");
+	add(&a, "--cap-drop");
+	add(&a, "ALL");
+	add(&a, "--ro-bind");
+	add(&a, "/usr");
+	add(&a, "/usr");
+	for (i = 0; i < sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
+		const char *p = keep("/%s", root_dirs[i]);
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(p, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			add(&a, "--symlink");
+			add(&a, keep("%s", link));
+			add(&a, p);
+		} else if (S_ISDIR(st.st_mode)) {
+			add(&a, "--ro-bind");
+			add(&a, p);
+			add(&a, p);
+		}
+	}
+	add(&a, "--ro-bind-try");
+	add(&a, "/opt");
+	add(&a, "/opt");
+	for (i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++) {
+		const char *p = keep("/etc/%s", etc_files[i]);
+
+		add(&a, "--ro-bind-try");
+		add(&a, p);
+		add(&a, p);
+	}
+	add(&a, "--symlink");
+	add(&a, "/proc/self/mounts");
+	add(&a, "/etc/mtab");
+	/* The sandbox's resolver and trust bundle, at the path the environment
+	 * names and as the system store (for programs that ignore the
+	 * variables). */
+	netns_path(resolv, sizeof(resolv), NETNS_ETC_DIR, sb->name, "resolv.conf");
+	add(&a, "--ro-bind-try");
+	add(&a, resolv);
+	add(&a, "/etc/resolv.conf");
+	netns_path(bundle, sizeof(bundle), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
+	if (access(bundle, R_OK) == 0) {
+		add(&a, "--ro-bind");
+		add(&a, bundle);
+		add(&a, bundle);
+		add(&a, "--ro-bind");
+		add(&a, bundle);
+		add(&a, NETNS_SYSTEM_CA);
+	}
+	/* The sysfs netns_sandbox_enter() mounted: the sandbox's links. */
+	add(&a, "--ro-bind");
+	add(&a, "/sys");
+	add(&a, "/sys");
+	add(&a, "--proc");
+	add(&a, "/proc");
+	add(&a, "--dev");
+	add(&a, "/dev");
+	add(&a, "--perms");
+	add(&a, "1777");
+	add(&a, "--tmpfs");
+	add(&a, "/tmp");
+	add(&a, "--bind");
+	add(&a, ws_path);
+	add(&a, NETNS_WORKSPACE_INSIDE);
+	for (k = 0; k < o->nbinds; k++) {
+		add(&a, o->binds[k].ro ? "--ro-bind" : "--bind");
+		add(&a, o->binds[k].src);
+		add(&a, o->binds[k].dst);
+	}
+	add(&a, "--chdir");
+	add(&a, NETNS_WORKSPACE_INSIDE);
+	add(&a, "--seccomp");
+	add(&a, keep("%d", sc));
+	/* Through sh's exec, so that a missing command is 127 and one that
+	 * cannot run 126, as a shell says (bubblewrap would say 1). */
+	add(&a, "--");
+	add(&a, "/bin/sh");
+	add(&a, "-c");
+	add(&a, "exec \"$@\"");
+	add(&a, "sluice");
+	for (i = 0; argv[i]; i++)
+		add(&a, argv[i]);
+	a.v[a.n] = NULL;
+	if (a.overflow) {
+		fprintf(stderr, "sluice: the command has too many words\n");
+		return 1;
+	}
+
+	/* The last privileged step is behind: from here on, sluice is the
+	 * sandbox's uid, with no supplementary group and no capability (a
+	 * change of uid from 0 clears them), so bubblewrap makes its user
+	 * namespace unprivileged and the mapping cannot name uid 0. */
+	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+	    setresuid(uid, uid, uid) < 0) {
+		fprintf(stderr, "sluice: cannot drop to uid %u: %s\n", (unsigned)uid,
+			strerror(errno));
+		return 1;
+	}
+	if (getuid() != uid || geteuid() != uid) {
+		fprintf(stderr, "sluice: still uid %u, not %u\n", (unsigned)geteuid(),
+			(unsigned)uid);
+		return 1;
+	}
+	no_cloexec(sc);
+	execv(bwrap, a.v);
+	fprintf(stderr, "sluice: %s: %s\n", bwrap, strerror(errno));
+	return 1;
+}
