@@ -346,6 +346,9 @@ t_eq "with its address" "$ECHO_A" "$(first_a "$T_OUT")"
 # socket got the whole flood (hundreds of thousands of datagrams, and on
 # today's main the other sandbox lost queries: the kernel dropped them).
 FLOOD_BIN=$D/dnsflood
+# The contained runner sees only what is bound in: the test world's files
+# (the flooder) and the repository, read-only.
+RO=(--bind "$D:$D:ro" --bind "$PWD:$PWD:ro")
 udp_stat() { # FIELD: the broker namespace's Udp: counter FIELD
 	brk_exec cat /proc/net/snmp | awk -v f="$1" '
 		$1 == "Udp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next }
@@ -360,15 +363,15 @@ if t_ok "compile the flooder (tests/world/dnsflood.c)" cc -std=gnu11 -O2 -Wall -
 	t_ok "create another sandbox" sl create "$VICTIM" --policy "$D/flood-pol.yaml"; then
 	read -r _ _ V_GW <<<"$T_OUT"
 	t_ok "the other sandbox is answered, over its port 53" \
-		sl exec "$VICTIM" -- "$PY" "$DNSQ" --server "$V_GW" --timeout 2 echo.world.test A
+		sl exec "${RO[@]}" "$VICTIM" -- "$PY" "$DNSQ" --server "$V_GW" --timeout 2 echo.world.test A
 	rcv0=$(udp_stat RcvbufErrors)
 	in0=$(udp_stat InDatagrams)
 	met0=$(nft_count dns_flood)
-	sl exec "$FLOODER" -- "$FLOOD_BIN" -s "$F_GW" -n 16 -c 5000000 -d 5 >"$D/flood.out" 2>&1 &
+	sl exec "${RO[@]}" "$FLOODER" -- "$FLOOD_BIN" -s "$F_GW" -n 16 -c 5000000 -d 5 >"$D/flood.out" 2>&1 &
 	flood_pid=$!
 	sleep 0.5
 	t_ok "150 queries from the other sandbox during the flood" \
-		sl exec "$VICTIM" -- "$PY" tests/world/dnsprobe.py --server "$V_GW" \
+		sl exec "${RO[@]}" "$VICTIM" -- "$PY" "$PWD/tests/world/dnsprobe.py" --server "$V_GW" \
 		--count 150 --interval 0.02 --timeout 2
 	probe=$T_OUT
 	wait "$flood_pid"

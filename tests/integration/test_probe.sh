@@ -138,7 +138,7 @@ ARGS=(--timeout 3
 
 # The sandbox as `sluice exec` makes it, with only the environment sluice gives.
 # shellcheck disable=SC2086 # sluice env prints KEY=VALUE words
-IN_SB() { sl exec "$SB" -- env -i PATH=/usr/bin:/bin $SBENV "$@"; }
+IN_SB() { sl exec --bind "$BIN:$BIN:ro" "$SB" -- env -i PATH=/usr/bin:/bin $SBENV "$@"; }
 # verdicts JSON: "verdict id" lines of a --json report.
 verdicts() { $PY -c 'import json,sys
 for c in json.load(sys.stdin)["checks"]: print(c["verdict"], c["id"])' <<<"$1"; }
@@ -198,7 +198,7 @@ t_contains "and the same summary as the JSON" "$TABLE" "$NIDS checks: $SB_SUM"
 NOPROXY_ENV=$(grep -v -i '_proxy=' <<<"$SBENV")
 # shellcheck disable=SC2086
 t_rc "in the sandbox without proxy variables: exits 0" 0 \
-	sl exec "$SB" -- env -i PATH=/usr/bin:/bin $NOPROXY_ENV "$PROBE" "${ARGS[@]}" --json
+	sl exec --bind "$BIN:$BIN:ro" "$SB" -- env -i PATH=/usr/bin:/bin $NOPROXY_ENV "$PROBE" "${ARGS[@]}" --json
 V=$(verdicts "$T_OUT")
 PROXY_IDS=$(grep -E '^proxy-' <<<"$IDS" | paste -sd' ')
 t_eq "every proxy check is skipped, and the IPv6 ones" \
