@@ -40,6 +40,8 @@
 #define NETNS_WORKSPACE_PARENT "/var/lib/sluice"
 #define NETNS_WORKSPACE_DIR "/var/lib/sluice/workspaces"
 #define NETNS_WORKSPACE_INSIDE "/workspace"
+/* Where sluice itself is, read-only, inside: the command's first program. */
+#define NETNS_RUNNER_INSIDE "/run/sluice-exec"
 #define NETNS_UID_BASE 0x70000000u
 #define NETNS_BINDS_MAX 32
 
@@ -142,6 +144,8 @@ struct netns_runner {
 	gid_t gid;
 	unsigned nbinds;
 	struct netns_bind binds[NETNS_BINDS_MAX];
+	/* The sluice that waits for the command (exec.c), or 0. */
+	pid_t parent;
 };
 
 struct sock_filter;

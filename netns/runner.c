@@ -32,10 +32,12 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,15 +289,19 @@ static const char *const etc_files[] = {
 /* The top-level system directories: a link (merged /usr) or a directory. */
 static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
+/* bubblewrap's command line: its options (fewer than ARGV_FIXED words) and
+ * the command's. Never freed: the process execs or exits. */
+#define ARGV_FIXED 256
+
 struct argv_buf {
-	char *v[512];
-	size_t n;
+	char **v;
+	size_t n, cap;
 	bool overflow;
 };
 
 static void add(struct argv_buf *a, const char *s)
 {
-	if (a->n + 1 >= sizeof(a->v) / sizeof(a->v[0])) {
+	if (a->n + 1 >= a->cap) {
 		a->overflow = true;
 		return;
 	}
@@ -346,7 +352,11 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	uid_t uid = netns_sandbox_uid(sb);
 	char err[700], link[PATH_MAX], bundle[512], resolv[512];
 	struct argv_buf a = { .n = 0 };
-	char ws_path[512];
+	size_t argc;
+	size_t init_at;
+	char ws_path[512], self[PATH_MAX];
+	ssize_t sl;
+	bool use_init;
 	int ws, sc, r = 0;
 	unsigned k;
 	size_t i;
@@ -377,6 +387,10 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	}
 	close(ws);
 	netns_path(ws_path, sizeof(ws_path), NETNS_WORKSPACE_DIR, sb->name, NULL);
+	/* sluice itself is the command's first program (--runner-exec), read
+	 * from where it is now, before the mount namespace changes. */
+	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[sl > 0 ? sl : 0] = '\0';
 	sc = netns_seccomp_fd();
 	if (sc < 0) {
 		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-sc));
@@ -395,6 +409,14 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 		return 1;
 	}
 
+	for (argc = 0; argv[argc]; argc++)
+		;
+	a.cap = ARGV_FIXED + 3 * (size_t)o->nbinds + argc;
+	a.v = calloc(a.cap, sizeof(*a.v));
+	if (!a.v) {
+		fprintf(stderr, "sluice: out of memory\n");
+		return 1;
+	}
 	add(&a, "bwrap");
 	add(&a, "--unshare-user");
 	add(&a, "--uid");
@@ -460,9 +482,11 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 		add(&a, "--ro-bind");
 		add(&a, bundle);
 		add(&a, bundle);
-		add(&a, "--ro-bind");
-		add(&a, bundle);
-		add(&a, NETNS_SYSTEM_CA);
+		if (access(NETNS_SYSTEM_CA, F_OK) == 0) {
+			add(&a, "--ro-bind");
+			add(&a, bundle);
+			add(&a, NETNS_SYSTEM_CA);
+		}
 	}
 	/* The sysfs netns_sandbox_enter() mounted: the sandbox's links. */
 	add(&a, "--ro-bind");
@@ -488,13 +512,18 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	add(&a, NETNS_WORKSPACE_INSIDE);
 	add(&a, "--seccomp");
 	add(&a, keep("%d", sc));
-	/* Through sh's exec, so that a missing command is 127 and one that
-	 * cannot run 126, as a shell says (bubblewrap would say 1). */
+	/* The command's first program: sluice --runner-exec (netns_runner_init())
+	 * where the sandbox's uid can run it, else sh's exec (for a shell's 127
+	 * and 126; bubblewrap would say 1), which cannot undo an ignored SIGINT
+	 * or SIGQUIT (so then bubblewrap keeps them, and a Ctrl-C ends the
+	 * command outright). Checked below, once that uid is ours. */
+	init_at = a.n;
+	add(&a, "--ro-bind");
+	add(&a, self);
+	add(&a, NETNS_RUNNER_INSIDE);
 	add(&a, "--");
-	add(&a, "/bin/sh");
-	add(&a, "-c");
-	add(&a, "exec \"$@\"");
-	add(&a, "sluice");
+	add(&a, NETNS_RUNNER_INSIDE);
+	add(&a, "--runner-exec");
 	for (i = 0; argv[i]; i++)
 		add(&a, argv[i]);
 	a.v[a.n] = NULL;
@@ -518,8 +547,55 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 			(unsigned)uid);
 		return 1;
 	}
+	/* The change of uid cleared the parent-death signal: set it again,
+	 * so that bubblewrap (and, --die-with-parent, the command) does not
+	 * outlive the sluice that waits for it. */
+	if (o->parent > 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != o->parent)
+			return 1;
+	}
+	use_init = self[0] && access(self, X_OK) == 0;
+	if (!use_init) {
+		static char *const sh[] = { "--", "/bin/sh", "-c", "exec \"$@\"", "sluice" };
+
+		a.n = init_at;
+		for (k = 0; k < sizeof(sh) / sizeof(sh[0]); k++)
+			add(&a, sh[k]);
+		for (i = 0; argv[i]; i++)
+			add(&a, argv[i]);
+		a.v[a.n] = NULL;
+		if (a.overflow) {
+			fprintf(stderr, "sluice: the command has too many words\n");
+			return 1;
+		}
+	}
+	/* A terminal's SIGINT and SIGQUIT go to the whole foreground process
+	 * group: the command handles them, and bubblewrap, which passes
+	 * nothing on, must not die of them and take the command with it
+	 * (--die-with-parent). netns_runner_init() undoes this for the command;
+	 * sluice, the parent, passes on the same signals sent to it alone. */
+	if (use_init) {
+		signal(SIGINT, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+	}
 	no_cloexec(sc);
 	execv(bwrap, a.v);
 	fprintf(stderr, "sluice: %s: %s\n", bwrap, strerror(errno));
 	return 1;
+}
+
+int netns_runner_init(char **argv)
+{
+	sigset_t none;
+	int e;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execvp(argv[0], argv);
+	e = errno;
+	fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(e));
+	return e == ENOENT ? 127 : 126;
 }

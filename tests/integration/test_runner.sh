@@ -75,8 +75,10 @@ for how in exec run; do
 	t_fails "$how: /home and /root are not there" $E sh -c 'ls /home || ls /root'
 done
 
-# The uid outside, as the host sees the command.
-S exec "$S1" -- sleep 20 </dev/null >/dev/null 2>&1 &
+# The uid outside, as the host sees the command. (ip netns exec execs
+# sluice, so $! is sluice itself.)
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" exec "$S1" -- \
+	sh -c 'trap "echo got TERM >/workspace/term; exit 5" TERM; sleep 20 & wait' </dev/null >/dev/null 2>&1 &
 XPID=$!
 for _ in $(seq 100); do
 	pids=$(ip netns pids "$S1" 2>/dev/null | paste -sd,)
@@ -84,6 +86,7 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 SLEEP_PID=$(ps -o pid=,comm= -p "$pids" | awk '$2 == "sleep" {print $1}')
+SH_PID=$(ps -o pid=,comm= -p "$pids" | awk '$2 == "sh" {print $1}')
 t_ok "the command runs (sleep)" test -n "$SLEEP_PID"
 UIDS=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$SLEEP_PID/status" 2>/dev/null)
 # 0x70000000 plus the low 24 bits of the sandbox's address (README).
@@ -93,14 +96,68 @@ t_eq "its real, effective, saved and fs uid outside are the sandbox's" "$U" \
 t_eq "and no process of the sandbox is uid 0 outside" "" \
 	"$(ps -o uid= -p "$pids" | awk '$1 == 0')"
 
-# SIGTERM to `sluice exec` ends the command; the shell sees 143.
+# SIGTERM to `sluice exec` reaches the command (its handler runs), and its
+# exit status comes back.
+kill -TERM "$XPID"
+rc=0
+for _ in $(seq 50); do kill -0 "$XPID" 2>/dev/null || break; sleep 0.1; done
+wait "$XPID" || rc=$?
+t_eq "exec: kill -TERM sluice exec: the command's handler ran" "got TERM" "$(cat "$WS/$S1/term" 2>&1)"
+t_eq "exec: and its exit status comes back" "5" "$rc"
+for _ in $(seq 50); do [ -e "/proc/$SH_PID" ] || [ -e "/proc/$SLEEP_PID" ] || break; sleep 0.1; done
+t_ok "exec: the sandbox's processes are gone" test ! -e "/proc/$SH_PID" -a ! -e "/proc/$SLEEP_PID"
+rm -f "$WS/$S1/term"
+
+# A command that does not handle SIGTERM: 143.
+ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" exec "$S1" -- sleep 20 </dev/null >/dev/null 2>&1 &
+XPID=$!
+for _ in $(seq 100); do
+	pids=$(ip netns pids "$S1" 2>/dev/null | paste -sd,)
+	[ -n "$pids" ] && ps -o comm= -p "$pids" | grep -qx sleep && break
+	sleep 0.05
+done
 kill -TERM "$XPID"
 rc=0
 for _ in $(seq 50); do kill -0 "$XPID" 2>/dev/null || break; sleep 0.1; done
 wait "$XPID" || rc=$?
 t_eq "exec: kill -TERM sluice exec gives 143" "143" "$rc"
-for _ in $(seq 50); do [ -e "/proc/$SLEEP_PID" ] || break; sleep 0.1; done
-t_ok "exec: and the command is gone" test ! -e "/proc/$SLEEP_PID"
+t_eq "exec: nothing is left in the sandbox" "" "$(ip netns pids "$S1" 2>/dev/null)"
+
+# Ctrl-C at a terminal: SIGINT goes to the whole foreground process group.
+# The command handles it; bubblewrap (which passes nothing on, and whose
+# death would take the command with it) and sluice must not die of it.
+cat >"$D/ptyrun.py" <<'PY'
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+def pump(secs, until=None):
+    global out
+    end = time.time() + secs
+    while time.time() < end and not (until and until in out):
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                d = os.read(fd, 4096)
+            except OSError:
+                return
+            if not d:
+                return
+            out += d
+pump(10, b"started")
+os.write(fd, b"\x03")
+pump(10)
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+print("status %d" % os.waitstatus_to_exitcode(st))
+PY
+t_ok "Ctrl-C at a terminal" python3 "$D/ptyrun.py" ip netns exec "$WORLD_BRK" "$BIN/sluice" \
+	--socket "$BROKER_SOCK" exec "$S1" -- \
+	sh -c 'trap "echo INT-handled" INT; echo started; sleep 5; echo after; exit 4'
+t_contains "reaches the command's handler" "$T_OUT" "INT-handled"
+t_contains "which goes on, and its status comes back" "$T_OUT" "after
+status 4"
 
 # --- exit statuses --------------------------------------------------------------------
 t_rc "exec: the command's exit status" 7 X sh -c 'exit 7'
