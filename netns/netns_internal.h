@@ -41,7 +41,12 @@
 #define NETNS_WORKSPACE_DIR "/var/lib/sluice/workspaces"
 #define NETNS_WORKSPACE_INSIDE "/workspace"
 /* Where sluice itself is, read-only, inside: the command's first program. */
-#define NETNS_RUNNER_INSIDE "/run/sluice-exec"
+#define NETNS_RUNNER_NAME "sluice-exec"
+#define NETNS_RUNNER_INSIDE "/run/" NETNS_RUNNER_NAME
+/* Where sluice prepares a contained command's /etc, in its own mount
+ * namespace (a tmpfs there; on the host an empty directory). A sandbox name
+ * never starts with '.'. */
+#define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
 #define NETNS_UID_BASE 0x70000000u
 #define NETNS_BINDS_MAX 32
 

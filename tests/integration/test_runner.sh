@@ -226,6 +226,14 @@ t_rc "a missing bubblewrap" 1 env SLUICE_BWRAP=/nonexistent/bwrap ip netns exec 
 t_contains "says what to install" "$T_ERR" "install the Debian package bubblewrap"
 t_ok "and nothing ran" test ! -e "$WS/$S1/ran"
 
+# --- the devices a program needs --------------------------------------------------------
+t_ok "/dev: null, zero, urandom, shm, a pty of its own" X sh -c 'echo x >/dev/null &&
+	head -c 4 /dev/zero | od -An -tx1 && head -c 1 /dev/urandom >/dev/null &&
+	echo y >/dev/shm/t && cat /dev/shm/t &&
+	python3 -c "import os; m, s = os.openpty(); print(os.ttyname(s))"'
+t_eq "they work" "00 00 00 00 y /dev/pts/0" "$(echo $T_OUT)"
+t_fails "no other device (the host's disks)" X sh -c 'ls /dev | grep -E "^(sd|vd|nvme|loop|mem|kmsg)"'
+
 # --- what sluice exec gives still works inside ---------------------------------------------
 t_ok "proxy variables: curl through the proxy" X curl -sf -m 10 http://echo.world.test/runner-hello
 t_contains "reached the echo server" "$T_OUT" '"path": "/runner-hello"'
