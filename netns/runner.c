@@ -41,6 +41,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -768,6 +769,14 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	if (use_init) {
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
+	}
+	/* Nothing the caller left open goes in but stdin, stdout and stderr:
+	 * a descriptor of a host file or directory is a way around the mount
+	 * namespace (openat() from it). Only the filter's, for bubblewrap. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		fprintf(stderr, "sluice: cannot close inherited descriptors: %s\n",
+			strerror(errno));
+		return 1;
 	}
 	no_cloexec(sc);
 	execv(bwrap, a.v);

@@ -226,6 +226,13 @@ t_rc "a missing bubblewrap" 1 env SLUICE_BWRAP=/nonexistent/bwrap ip netns exec 
 t_contains "says what to install" "$T_ERR" "install the Debian package bubblewrap"
 t_ok "and nothing ran" test ! -e "$WS/$S1/ran"
 
+# A descriptor the caller left open (here 7, on the world directory) does
+# not go in: from a directory's, openat() would reach around the mounts.
+t_ok "only stdin, stdout and stderr are open in the command" \
+	sh -c 'exec 7<"$1"; shift; "$@"' sh "$D" ip netns exec "$WORLD_BRK" "$BIN/sluice" \
+	--socket "$BROKER_SOCK" exec "$S1" -- sh -c 'ls /proc/self/fd'
+t_eq "0 1 2 (and ls's own)" "0 1 2 3" "$(echo $T_OUT)"
+
 # --- the devices a program needs --------------------------------------------------------
 t_ok "/dev: null, zero, urandom, shm, a pty of its own" X sh -c 'echo x >/dev/null &&
 	head -c 4 /dev/zero | od -An -tx1 && head -c 1 /dev/urandom >/dev/null &&
