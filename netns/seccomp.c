@@ -161,6 +161,13 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max)
 	 * ENOSYS makes the C library fall back to clone, whose flags it can. */
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
 	EMIT(RET(SECCOMP_RET_ERRNO | ENOSYS));
+#ifdef __NR_io_uring_setup
+	/* io_uring performs its operations where this filter does not see
+	 * them, and has been a rich source of kernel bugs: ENOSYS, as on a
+	 * kernel without it, so that programs take their ordinary path. */
+	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1));
+	EMIT(RET(SECCOMP_RET_ERRNO | ENOSYS));
+#endif
 	/* clone: threads and processes yes, new namespaces no (the flags are
 	 * the low 32 bits of the first argument; the kernel ignores the rest). */
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));

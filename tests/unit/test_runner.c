@@ -133,6 +133,9 @@ static int filtered_checks(void)
 	errno = 0;
 	if (ioctl(0, TIOCSTI, "x") != -1 || errno != EPERM)
 		bad |= 1 << 7;
+	errno = 0;
+	if (syscall(SYS_io_uring_setup, 1, NULL) != -1 || errno != ENOSYS)
+		bad |= 1 << 12;
 	/* What a workload needs: threads (clone3 refused, glibc falls back
 	 * to clone), fork, an ordinary ioctl's errno unchanged. */
 	if (pthread_create(&t, NULL, thread_fn, &token) != 0 || pthread_join(t, &ret) != 0 ||
