@@ -63,6 +63,10 @@ for how in exec run; do
 	t_fails "$how: nor the default one" $E test -e /run/sluice
 	t_fails "$how: /run/netns cannot be listed" $E ls /run/netns
 	t_fails "$how: /etc/netns is not there" $E ls /etc/netns
+	if [ "$how" = exec ]; then n=$S1; else n=$S4; fi
+	t_ok "$how: /run" $E sh -c 'ls /run; ls /run/sluice-sandboxes'
+	t_eq "$how: holds sluice's runner and this sandbox's CA bundle only (no other sandbox's files)" \
+		"sluice-exec sluice-sandboxes $n" "$(echo $T_OUT)"
 	t_fails "$how: another sandbox cannot be entered (nsenter)" $E nsenter --net="/run/netns/$S2" true
 	t_fails "$how: no new network namespace (unshare -n)" $E unshare -n true
 	t_fails "$how: no new user namespace (unshare -Ur)" $E unshare -Ur true
