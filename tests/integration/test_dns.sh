@@ -31,7 +31,7 @@ cleanup_sandboxes() {
 			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 			ip netns del "$n" 2>/dev/null
 		fi
-		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n"
+		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n" "/var/lib/sluice/workspaces/$n"
 	done
 }
 trap 'cleanup_sandboxes; broker_stop; world_down' EXIT

@@ -48,7 +48,7 @@ cleanup_sandboxes() {
 			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 			ip netns del "$n" 2>/dev/null
 		fi
-		rm -rf "/etc/netns/$n" "${STATE:?}/$n"
+		rm -rf "/etc/netns/$n" "${STATE:?}/$n" "/var/lib/sluice/workspaces/$n"
 	done
 }
 # running PID: 0 while a thread of PID is not yet a zombie (a zombie is in

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for the contained runner (netns/runner.c, netns/seccomp.c):
- * the options of `sluice exec` / `sluice run`, and the seccomp filter,
- * loaded in a child: what it refuses (and with which errno) and that what
- * a workload needs (threads, fork, ordinary syscalls) still works. */
+ * the options of `sluice exec` / `sluice run`; the seccomp filter, loaded
+ * in a child: what it refuses (and with which errno) and that what a
+ * workload needs (threads, fork, ordinary syscalls) still works; and the
+ * removal of a workspace, however deep the sandbox made it. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -200,12 +203,55 @@ static void test_seccomp_filter(void **state)
 	}
 }
 
+/* A workspace 450 levels deep, with files and a link to a file outside at
+ * every level, goes whole; the link's target stays. Needs root (the
+ * workspace directory is root's); skipped otherwise. */
+static void test_workspace_remove_deep(void **state)
+{
+	char name[64], path[256], outside[] = "/tmp/sluice-test-outside-XXXXXX";
+	struct stat st;
+	int fd, dfd, i, ofd;
+
+	(void)state;
+	snprintf(name, sizeof(name), "unit-test-%d", (int)getpid());
+	if (geteuid() != 0 || (mkdir("/var/lib/sluice", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(NETNS_WORKSPACE_DIR, 0711) < 0 && errno != EEXIST)) {
+		skip();
+		return;
+	}
+	ofd = mkstemp(outside);
+	assert_true(ofd >= 0);
+	close(ofd);
+	snprintf(path, sizeof(path), NETNS_WORKSPACE_DIR "/%s", name);
+	assert_int_equal(mkdir(path, 0700), 0);
+	dfd = open(path, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	for (i = 0; i < 450; i++) {
+		fd = openat(dfd, "f", O_WRONLY | O_CREAT, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(symlinkat(outside, dfd, "l"), 0);
+		assert_int_equal(mkdirat(dfd, "d", 0700), 0);
+		fd = openat(dfd, "d", O_RDONLY | O_DIRECTORY);
+		assert_true(fd >= 0);
+		close(dfd);
+		dfd = fd;
+	}
+	close(dfd);
+	assert_int_equal(netns_workspace_remove(name), 0);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(stat(outside, &st), 0);
+	unlink(outside);
+	assert_int_equal(netns_workspace_remove(name), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_user_option),
 		cmocka_unit_test(test_bind_option),
 		cmocka_unit_test(test_seccomp_filter),
+		cmocka_unit_test(test_workspace_remove_deep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
