@@ -71,7 +71,7 @@ int cmd_run(int argc, char **argv);
  * to their defaults (bubblewrap ran with them ignored), then CMD.
  * @argv: CMD and its arguments
  *
- * Return: only on failure: 127 for a missing CMD, 126 for another error.
+ * Return: never; exits 127 for a missing CMD, 126 for another error.
  */
 int netns_runner_init(char **argv);
 
