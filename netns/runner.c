@@ -50,6 +50,8 @@
  * most RM_MOVES_MAX deeper directories moved up (a tree 2 million levels
  * deep), each pass of the removal moving at least one. */
 #define RM_DEPTH_MAX 200
+/* NETNS_STATE_DIR (under /run) as a path within /run. */
+#define STATE_UNDER_RUN (&NETNS_STATE_DIR[sizeof("/run/") - 1])
 #define RM_MOVES_MAX 10000
 
 uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
@@ -496,16 +498,16 @@ static int stage(const struct netns_sandbox *sb, const char *self, char *err, si
 	/* The trust bundle, for the path the environment names and over the
 	 * system store (for programs that ignore the variables). */
 	netns_path(bundle, sizeof(bundle), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
-	snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s", NETNS_STATE_DIR + 5);
+	snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s", STATE_UNDER_RUN);
 	if (stat(bundle, &st) == 0) {
 		if (mkdir(to, 0755) < 0)
 			goto fail;
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s/%s", NETNS_STATE_DIR + 5,
+		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s/%s", STATE_UNDER_RUN,
 			 sb->name);
 		if (mkdir(to, 0755) < 0)
 			goto fail;
 		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s/%s/ca-bundle.crt",
-			 NETNS_STATE_DIR + 5, sb->name);
+			 STATE_UNDER_RUN, sb->name);
 		r = bind_into(bundle, to);
 		if (r < 0)
 			goto fail_r;
