@@ -22,9 +22,8 @@
  * The sandbox's uid outside is NETNS_UID_BASE plus the low 24 bits of its
  * address: unprivileged, unused by the host, distinct per sandbox of a
  * broker. Its workspace is NETNS_WORKSPACE_DIR/NAME, owned by that uid.
- * bubblewrap opens every source as that uid: a --bind source must be
- * reachable by it (bubblewrap's --bind-fd resolves the descriptor's path
- * again, so opening it as root first would not help).
+ * bubblewrap opens every source as that uid, so sluice binds as root what
+ * that uid could not reach (the workspace, --bind sources) where it can.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -274,12 +273,11 @@ static int workspace_open(const struct netns_sandbox *sb, uid_t uid, char *err, 
 	struct stat st;
 	int fd, r;
 
-	/* The parent is root's, and may be passed but not listed: bubblewrap
-	 * (as the sandbox's uid) reaches the workspace through it; a sandbox
-	 * sees only its own; each workspace is 0700. */
+	/* The parent is root's and closed: sluice binds a workspace in as
+	 * root (stage()); a sandbox sees only its own, each 0700. */
 	if (mkdir(NETNS_WORKSPACE_PARENT, 0755) < 0 && errno != EEXIST)
 		goto fail_parent;
-	if (mkdir(NETNS_WORKSPACE_DIR, 0711) < 0 && errno != EEXIST)
+	if (mkdir(NETNS_WORKSPACE_DIR, 0700) < 0 && errno != EEXIST)
 		goto fail_parent;
 	netns_path(path, sizeof(path), NETNS_WORKSPACE_DIR, sb->name, NULL);
 	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
@@ -438,11 +436,17 @@ static int stage_dev(void)
  *     (the regular files of etc_files copied, their directories bound,
  *     their symbolic links made again; the sandbox's resolv.conf; its CA
  *     bundle over the system store), and run/, its /run (sluice itself as
- *     NETNS_RUNNER_INSIDE; the CA bundle where the environment names it).
- * @self: sluice's own path.
+ *     NETNS_RUNNER_INSIDE; the CA bundle where the environment names it),
+ *     and, bound as root, the workspace @ws and each --bind source (as
+ *     bind-N): bubblewrap, as the sandbox's uid, could not pass a
+ *     directory only root may; what the command may do with the files in
+ *     them, its uid decides.
+ * @o:    the options (the binds)
+ * @self: sluice's own path
  * Return: 0 or a negative errno, with @err.
  */
-static int stage(const struct netns_sandbox *sb, const char *self, char *err, size_t errlen)
+static int stage(const struct netns_sandbox *sb, const struct netns_runner *o, const char *self,
+		 const char *ws, char *err, size_t errlen)
 {
 	char from[512], to[600], link[PATH_MAX], bundle[512];
 	const char *what = NETNS_RUNNER_STAGE;
@@ -525,6 +529,17 @@ static int stage(const struct netns_sandbox *sb, const char *self, char *err, si
 	if (r < 0) {
 		what = NETNS_RUNNER_STAGE "/dev";
 		goto fail_r;
+	}
+	what = ws;
+	r = bind_into(ws, NETNS_RUNNER_STAGE "/workspace");
+	if (r < 0)
+		goto fail_r;
+	for (k = 0; k < (int)o->nbinds; k++) {
+		what = o->binds[k].src;
+		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/bind-%d", k);
+		r = bind_into(o->binds[k].src, to);
+		if (r < 0)
+			goto fail_r;
 	}
 	return 0;
 fail:
@@ -647,7 +662,7 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	}
 	r = netns_sandbox_enter(sb, err, sizeof(err));
 	if (r == 0)
-		r = stage(sb, self, err, sizeof(err));
+		r = stage(sb, o, self, ws_path, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
 		return 1;
@@ -728,11 +743,11 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 	add(&a, "--tmpfs");
 	add(&a, "/tmp");
 	add(&a, "--bind");
-	add(&a, ws_path);
+	add(&a, NETNS_RUNNER_STAGE "/workspace");
 	add(&a, NETNS_WORKSPACE_INSIDE);
 	for (k = 0; k < o->nbinds; k++) {
 		add(&a, o->binds[k].ro ? "--ro-bind" : "--bind");
-		add(&a, o->binds[k].src);
+		add(&a, keep(NETNS_RUNNER_STAGE "/bind-%u", k));
 		add(&a, o->binds[k].dst);
 	}
 	add(&a, "--chdir");

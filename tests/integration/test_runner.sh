@@ -210,6 +210,14 @@ t_ok "even a bound root-owned 0600 file is not readable" \
 	S exec --bind "$D:$D:ro" "$S1" -- test -e "$D/secret"
 t_fails "cat it" S exec --bind "$D:$D:ro" "$S1" -- cat "$D/secret"
 t_not_contains "nothing of it printed" "$T_OUT" "$SECRET"
+# A source under a directory only root may pass (as a project under
+# /root): sluice binds it, as root; the files in it are read as the
+# sandbox's uid may.
+mkdir -m 0700 "$D/closed" && mkdir -m 0755 "$D/closed/open" && echo inner >"$D/closed/open/f" &&
+	chmod 644 "$D/closed/open/f"
+t_ok "--bind of a source behind a directory only root may pass" \
+	S exec --bind "$D/closed/open:/mnt/o:ro" "$S1" -- cat /mnt/o/f
+t_eq "its readable file" "inner" "$T_OUT"
 t_rc "--bind of a missing source" 1 S exec --bind "$D/nope:/mnt/x" "$S1" -- touch ran
 t_contains "says which" "$T_ERR" "--bind \`$D/nope\`: No such file or directory"
 t_rc "--bind without DST" 2 S exec --bind "$D/rw" "$S1" -- touch ran
