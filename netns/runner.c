@@ -2,20 +2,23 @@
 /*
  * The contained runner: how `sluice exec` and `sluice run` start a command.
  *
- * Theory of operation. sluice (root) joins the sandbox's network namespace
- * and a private mount namespace of its own (netns_sandbox_enter(): the
- * sandbox's /sys), makes the workspace, drops to the sandbox's
- * unprivileged uid and execs bubblewrap, which, without privilege:
+ * Theory of operation. sluice (root) forks (exec.c: the parent stays, to
+ * pass signals on and wait); the child joins the sandbox's network
+ * namespace and a private mount namespace of its own (netns_sandbox_enter():
+ * the sandbox's /sys), builds there, as root, what bubblewrap will bind
+ * (stage(): /etc, /run, /dev, the workspace, --bind sources), drops to the
+ * sandbox's unprivileged uid and execs bubblewrap, which, without privilege:
  *   - makes a user namespace mapping the inside identity (root, or --user)
  *     to that uid: root inside owns nothing outside;
  *   - keeps the network namespace (--share-net), makes new PID, IPC, UTS
  *     and cgroup namespaces; its pid 1 reaps and passes the exit status on;
  *   - builds the mount namespace from an allowlist: /usr and the /bin, /lib
- *     links read-only, a curated /etc with the sandbox's resolv.conf and CA
- *     bundle, a /proc of its PID namespace, a minimal /dev, a private /tmp,
- *     the workspace as cwd and HOME, and the --bind directories;
+ *     links read-only, the staged /etc (the sandbox's resolv.conf and CA
+ *     bundle in it), /run and /dev, a /proc of its PID namespace, a
+ *     private /tmp, the workspace as cwd and HOME, the --bind directories;
  *   - sets no_new_privs, drops every capability, loads the seccomp filter
- *     of seccomp.c, and execs the command.
+ *     of seccomp.c, and execs the command's first program, sluice
+ *     --runner-exec (netns_runner_init()), which execs the command.
  * `--privileged` skips all of it: today's root command in the sandbox's
  * network namespace, for trusted tooling.
  *
@@ -49,9 +52,9 @@
  * most RM_MOVES_MAX deeper directories moved up (a tree 2 million levels
  * deep), each pass of the removal moving at least one. */
 #define RM_DEPTH_MAX 200
+#define RM_MOVES_MAX 10000
 /* NETNS_STATE_DIR (under /run) as a path within /run. */
 #define STATE_UNDER_RUN (&NETNS_STATE_DIR[sizeof("/run/") - 1])
-#define RM_MOVES_MAX 10000
 
 uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
 {
