@@ -119,14 +119,17 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 		"sluice: warning: --privileged: `%s` runs as root with the host's files and "
 		"processes, only its network is the sandbox `%s`'s\n",
 		argv[0], sb->name);
-	r = netns_sandbox_enter(sb, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
-		return 1;
-	}
+	/* The environment first: its placeholders come from the broker's
+	 * control socket, which need not answer from inside a sandbox. */
+	r = 0;
 	netns_env_each(sb, put_env, &r);
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
+		return 1;
+	}
+	r = netns_sandbox_enter(sb, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
 		return 1;
 	}
 	execvp(argv[0], argv);

@@ -663,18 +663,21 @@ int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner 
 		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-sc));
 		return 1;
 	}
-	r = netns_sandbox_enter(sb, err, sizeof(err));
-	if (r == 0)
-		r = stage(sb, o, self, ws_path, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
-		return 1;
-	}
+	/* The environment before the sandbox's namespace: its placeholders
+	 * come from the broker's control socket, which need not answer a
+	 * caller inside a sandbox. */
 	netns_env_each(sb, put_env, &r);
 	if (r == 0 && setenv("HOME", NETNS_WORKSPACE_INSIDE, 1) < 0)
 		r = -errno;
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
+		return 1;
+	}
+	r = netns_sandbox_enter(sb, err, sizeof(err));
+	if (r == 0)
+		r = stage(sb, o, self, ws_path, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
 		return 1;
 	}
 
