@@ -209,6 +209,7 @@ bench:
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/dns.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/lifecycle.sh
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/exec.sh
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/intercept.sh
 
 tidy:

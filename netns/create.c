@@ -248,6 +248,15 @@ static int make_state_dir(struct build *b, char *err, size_t errlen)
 		return r;
 	}
 	b->state_dir = true;
+	/* The name is ours now: a workspace under it is a leftover (of a
+	 * sandbox gone with a reboot, or a delete that failed half-way), and
+	 * a new sandbox starts with an empty one. */
+	r = netns_workspace_remove(b->sb.name);
+	if (r < 0 && r != -ENOENT) {
+		snprintf(err, errlen, "cannot remove the old workspace `%s/%s`: %s",
+			 NETNS_WORKSPACE_DIR, b->sb.name, strerror(-r));
+		return r;
+	}
 	r = netns_state_write(&b->sb);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write `%s/sandbox`: %s", dir, strerror(-r));

@@ -206,6 +206,10 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
 		     strerror(-r));
+	r = netns_workspace_remove(name);
+	if (r < 0 && r != -ENOENT)
+		note(&first, err, errlen, r, "cannot remove " NETNS_WORKSPACE_DIR "/%s: %s", name,
+		     strerror(-r));
 	netns_link_del_reap(pid);
 	return first;
 }

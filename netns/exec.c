@@ -4,9 +4,11 @@
  * a child, delete, exit with the child's status). A program in a sandbox
  * gets the sandbox's network namespace, a private mount namespace in which
  * /etc/resolv.conf is the sandbox's (the gateway) and /sys shows the
- * sandbox's links, and the environment of DESIGN.md. */
+ * sandbox's links, and the environment of DESIGN.md; contained by
+ * runner.c unless --privileged. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,15 +104,24 @@ static int load(const char *name, struct netns_sandbox *sb)
 	return r;
 }
 
-/* Enters @sb, sets its environment and execs @argv; returns only on failure,
- * with the exit status a shell would give. */
+/* --privileged: today's root command in the sandbox's network namespace,
+ * with the host's files and processes. Enters @sb, sets its environment and
+ * execs @argv; returns only on failure, with the exit status a shell would
+ * give. */
 static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 {
 	char err[700];
-	int r = 0;
+	int r;
 
+	/* Audit hook: the control socket's audit of privileged runs goes here
+	 * (issue 12, part 2); until then the warning is the record. */
+	fprintf(stderr,
+		"sluice: warning: --privileged: `%s` runs as root with the host's files and "
+		"processes, only its network is the sandbox `%s`'s\n",
+		argv[0], sb->name);
 	/* The environment first: its placeholders come from the broker, whose
 	 * control socket answers no caller inside a sandbox's namespace. */
+	r = 0;
 	netns_env_each(sb, put_env, &r);
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
@@ -127,20 +138,12 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 	return r == ENOENT ? 127 : 126;
 }
 
-int cmd_exec(int argc, char **argv)
+/* Runs @argv in @sb as @o says; returns only on failure (see enter_and_exec). */
+static int run_in(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv)
 {
-	struct netns_sandbox sb;
-	int i = 2;
-
-	if (argc >= 3 && !strcmp(argv[2], "--"))
-		i = 3;
-	if (argc <= i || argv[1][0] == '-') {
-		fprintf(stderr, "usage: sluice exec NAME [--] CMD [ARG...]\n");
-		return 2;
-	}
-	if (load(argv[1], &sb) < 0)
-		return 1;
-	return enter_and_exec(&sb, argv + i);
+	if (o->privileged)
+		return enter_and_exec(sb, argv);
+	return netns_runner_exec(sb, o, argv);
 }
 
 int cmd_env(int argc, char **argv)
@@ -157,7 +160,79 @@ int cmd_env(int argc, char **argv)
 	return 0;
 }
 
+/* The child that sluice waits for: bubblewrap (run_contained), or the
+ * --privileged command itself. */
 static volatile pid_t run_child;
+static volatile bool run_contained;
+
+/* Decimal @v at @p; returns the end. Async-signal-safe, as all of what
+ * forward() calls. */
+static char *put_num(char *p, unsigned long v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < (int)sizeof(tmp));
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Sends @sig to the children of @pid (as /proc/PID/task/PID/children lists
+ * them; @sig 0: none), up to @max of them, their pids into @out. Return:
+ * how many there were. */
+static int children_of(pid_t pid, int sig, pid_t *out, int max)
+{
+	char path[96] = "/proc/", buf[512], *p;
+	unsigned long v = 0;
+	bool in = false;
+	ssize_t n;
+	int fd, found = 0;
+
+	p = put_num(path + 6, (unsigned long)pid);
+	memcpy(p, "/task/", 6);
+	p = put_num(p + 6, (unsigned long)pid);
+	memcpy(p, "/children", 10);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = ' ';
+	for (p = buf; p <= buf + n && found < max; p++) {
+		if (*p >= '0' && *p <= '9') {
+			v = v * 10 + (unsigned long)(*p - '0');
+			in = true;
+		} else if (in) {
+			if (sig)
+				kill((pid_t)v, sig);
+			out[found++] = (pid_t)v;
+			v = 0;
+			in = false;
+		}
+	}
+	return found;
+}
+
+/*
+ * Sends @sig to the contained command: the children of the sandbox's pid 1,
+ * bubblewrap's only child. bubblewrap passes no signal on, and its pid 1,
+ * a reaper, would drop one sent from outside its namespace. Found through
+ * /proc of the processes sluice started, never from anything the sandbox
+ * could write. Return: how many got it.
+ */
+static int signal_command(pid_t bwrap, int sig)
+{
+	pid_t init, cmd[16];
+
+	if (children_of(bwrap, 0, &init, 1) != 1)
+		return 0;
+	return children_of(init, sig, cmd, (int)(sizeof(cmd) / sizeof(cmd[0])));
+}
 
 /*
  * Forwards a signal sent to sluice to the command. A signal from the
@@ -169,25 +244,142 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 	int e = errno;
 
 	(void)ctx;
-	if (run_child > 0 && si->si_code != SI_KERNEL)
-		kill(run_child, sig);
+	if (si->si_code != SI_KERNEL && run_child > 0) {
+		if (!run_contained)
+			kill(run_child, sig);
+		else if (signal_command(run_child, sig) == 0)
+			/* No command yet: end bubblewrap, which ignores SIGINT
+			 * and SIGQUIT (runner.c). */
+			kill(run_child, sig == SIGINT || sig == SIGQUIT ? SIGTERM : sig);
+	}
 	errno = e;
 }
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+/*
+ * Runs @argv in @sb as @o says, in a child, and waits for it, passing on
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT (see forward()). @old: the signal mask
+ * to restore; the caller holds those signals (netns_hold_signals()), so
+ * that none is lost before the handlers are in place. Returns the child's
+ * wait status, with the handlers removed and the signals held again.
+ */
+static int spawn_wait(const struct netns_sandbox *sb, struct netns_runner *o, char **argv,
+		      sigset_t *old)
+{
+	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	pid_t pid, parent = getpid();
+	int status = 1 << 8;
+	size_t k;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		/* The command must not outlive the sluice that waits for it
+		 * (and, for run, will delete its sandbox; a sluice killed with
+		 * SIGKILL deletes nothing, though). The runner sets this again
+		 * after its change of uid, which clears it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		o->parent = parent;
+		sigprocmask(SIG_SETMASK, old, NULL);
+		_exit(run_in(sb, o, argv));
+	}
+	if (pid < 0) {
+		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(errno));
+		return status;
+	}
+	run_child = pid;
+	run_contained = !o->privileged;
+	sigemptyset(&sa.sa_mask);
+	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
+		sigaction(forwarded[k], &sa, NULL);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			status = 1 << 8;
+			break;
+		}
+	}
+	netns_hold_signals(old);
+	run_child = 0;
+	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
+		sigaction(forwarded[k], &dfl, NULL);
+	return status;
+}
+
+static int exit_status(int status)
+{
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+#define RUNNER_USAGE "[--user UID[:GID]] [--bind SRC:DST[:ro]]... [--privileged]"
+
+int cmd_exec(int argc, char **argv)
+{
+	static struct netns_runner o;
+	struct netns_sandbox sb;
+	const char *name = NULL;
+	sigset_t old;
+	int i, r, status;
+
+	/* Options before the command: before or after NAME, up to "--" or
+	 * the first other word after NAME. */
+	for (i = 1; i < argc; i++) {
+		r = netns_runner_option(&o, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (name)
+			break;
+		if (argv[i][0] == '-')
+			goto usage;
+		name = argv[i];
+	}
+	if (!name || i >= argc)
+		goto usage;
+	if (o.privileged && (o.user_set || o.nbinds)) {
+		fprintf(stderr, "sluice: --user and --bind have no meaning with --privileged\n");
+		return 2;
+	}
+	if (load(name, &sb) < 0)
+		return 1;
+	/* --privileged: sluice becomes the command, as before. Contained:
+	 * sluice stays, as the parent that passes signals on. */
+	if (o.privileged)
+		return enter_and_exec(&sb, argv + i);
+	netns_hold_signals(&old);
+	status = spawn_wait(&sb, &o, argv + i, &old);
+	return exit_status(status);
+usage:
+	fprintf(stderr, "usage: sluice exec " RUNNER_USAGE " NAME [--] CMD [ARG...]\n");
+	return 2;
+}
+
 int cmd_run(int argc, char **argv)
 {
+	static struct netns_runner o;
 	const char *policy = NULL, *name = NULL;
 	char defname[40], err[1024];
 	struct netns_sandbox sb;
-	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
 	sigset_t old;
-	size_t k;
-	pid_t pid, parent;
 	int i, status, r;
 
 	for (i = 1; i < argc; i++) {
+		r = netns_runner_option(&o, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
 		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
 			policy = argv[++i];
 		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
@@ -199,6 +391,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!policy || i + 1 >= argc)
 		goto usage;
+	if (o.privileged && (o.user_set || o.nbinds)) {
+		fprintf(stderr, "sluice: --user and --bind have no meaning with --privileged\n");
+		return 2;
+	}
 	if (!name) {
 		snprintf(defname, sizeof(defname), "sluice-run-%d", (int)getpid());
 		name = defname;
@@ -216,44 +412,13 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
 		return 1;
 	}
-	fflush(NULL);
-	parent = getpid();
-	pid = fork();
-	if (pid == 0) {
-		/* The command must not outlive the sluice that will delete its
-		 * sandbox (a sluice killed with SIGKILL deletes nothing, though). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		_exit(enter_and_exec(&sb, argv + i + 1));
-	}
-	if (pid < 0) {
-		r = -errno;
-		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(-r));
-		status = 1 << 8;
-	} else {
-		run_child = pid;
-		sigemptyset(&sa.sa_mask);
-		for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
-			sigaction(forwarded[k], &sa, NULL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		while (waitpid(pid, &status, 0) < 0) {
-			if (errno != EINTR) {
-				status = 1 << 8;
-				break;
-			}
-		}
-		netns_hold_signals(&old);
-		run_child = 0;
-	}
+	status = spawn_wait(&sb, &o, argv + i + 1, &old);
 	r = netns_sandbox_delete(sb.name, err, sizeof(err));
 	if (r < 0)
 		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, err);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	return exit_status(status);
 usage:
-	fprintf(stderr, "usage: sluice run --policy FILE [--name NAME] -- CMD [ARG...]\n");
+	fprintf(stderr, "usage: sluice run --policy FILE [--name NAME] " RUNNER_USAGE
+			" -- CMD [ARG...]\n");
 	return 2;
 }

@@ -19,9 +19,14 @@ static const struct {
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
 	{ "create", cmd_create, "create NAME --policy FILE   a sandbox wired to this namespace's broker" },
-	{ "exec", cmd_exec, "exec NAME [--] CMD [ARG...] run CMD in the sandbox" },
+	{ "exec", cmd_exec, "exec [OPTIONS] NAME [--] CMD [ARG...]\n"
+			    "                              run CMD in the sandbox, contained (its own user, PID and\n"
+			    "                              mount namespaces; cwd and HOME its workspace); OPTIONS:\n"
+			    "                              --user UID[:GID]     the identity inside (default root)\n"
+			    "                              --bind SRC:DST[:ro]  a host path inside (repeatable)\n"
+			    "                              --privileged         uncontained: root with the host's files" },
 	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
-	{ "run", cmd_run, "run --policy FILE [--name NAME] -- CMD [ARG...]\n"
+	{ "run", cmd_run, "run --policy FILE [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
 			  "                              create, exec, delete; exits with CMD's status" },
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
@@ -50,6 +55,10 @@ int main(int argc, char **argv)
 	size_t i;
 	int a, o;
 
+	/* Inside a contained command only (netns/runner.c), before anything
+	 * else: not a command for users, so not in the table. */
+	if (argc >= 3 && !strcmp(argv[1], "--runner-exec"))
+		return netns_runner_init(argv + 2);
 	if (env && *env)
 		netns_socket_path = env;
 	/* --socket PATH may stand anywhere before a "--" (after it, the words

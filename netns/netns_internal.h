@@ -32,6 +32,23 @@
 #define NETNS_LINK_RETIRED "sluice: deleted"
 #define NETNS_SANDBOX_IF "eth0"
 #define NETNS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
+/* The contained runner (runner.c): bubblewrap; each sandbox's workspace,
+ * NETNS_WORKSPACE_DIR/NAME on the host (on disk, not in /run: workspaces
+ * hold checkouts and builds), NETNS_WORKSPACE_INSIDE in the sandbox; the
+ * first of the unprivileged uids sandboxes run as outside. */
+#define NETNS_BWRAP "/usr/bin/bwrap"
+#define NETNS_WORKSPACE_PARENT "/var/lib/sluice"
+#define NETNS_WORKSPACE_DIR "/var/lib/sluice/workspaces"
+#define NETNS_WORKSPACE_INSIDE "/workspace"
+/* Where sluice itself is, read-only, inside: the command's first program. */
+#define NETNS_RUNNER_NAME "sluice-exec"
+#define NETNS_RUNNER_INSIDE "/run/" NETNS_RUNNER_NAME
+/* Where sluice prepares a contained command's /etc, in its own mount
+ * namespace (a tmpfs there; on the host an empty directory). A sandbox name
+ * never starts with '.'. */
+#define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
+#define NETNS_UID_BASE 0x70000000u
+#define NETNS_BINDS_MAX 32
 
 struct mnl_socket;
 
@@ -115,6 +132,35 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
 int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen);
+
+/* --- runner.c, seccomp.c: the contained runner ------------------------ */
+
+struct netns_bind {
+	const char *src;
+	const char *dst;
+	bool ro;
+};
+
+/* The options of `sluice exec` and `sluice run`. */
+struct netns_runner {
+	bool privileged;
+	bool user_set;
+	uid_t uid; /* inside */
+	gid_t gid;
+	unsigned nbinds;
+	struct netns_bind binds[NETNS_BINDS_MAX];
+	/* The sluice that waits for the command (exec.c), or 0. */
+	pid_t parent;
+};
+
+struct sock_filter;
+
+uid_t netns_sandbox_uid(const struct netns_sandbox *sb);
+int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i);
+int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv);
+int netns_workspace_remove(const char *name);
+int netns_seccomp_build(struct sock_filter *prog, size_t max);
+int netns_seccomp_fd(void);
 
 /* --- create.c, delete.c, exec.c --------------------------------------- */
 

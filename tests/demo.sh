@@ -47,7 +47,9 @@ step "Creating the sandbox"
 show sluice create "$SB" --policy policy.yaml
 sl create "$SB" --policy "$D/policy.yaml" || exit 1
 sl list
-X() { sl exec "$SB" -- "$@"; }
+# The contained runner sees only what is bound in: here sluice itself, for
+# the probe (step 7).
+X() { sl exec --bind "$BIN:$BIN:ro" "$SB" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 
 step "1. An allowed host: through the explicit proxy, and transparently (no proxy variables)"

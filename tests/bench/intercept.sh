@@ -160,7 +160,7 @@ cleanup() {
 		for pid in $(ip netns pids "$SB" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 		ip netns del "$SB" 2>/dev/null
 	fi
-	rm -rf "/etc/netns/$SB" "/run/sluice-sandboxes/$SB"
+	rm -rf "/etc/netns/$SB" "/run/sluice-sandboxes/$SB" "/var/lib/sluice/workspaces/$SB"
 	broker_stop
 	world_down
 }

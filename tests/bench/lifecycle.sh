@@ -104,7 +104,7 @@ cleanup_sandboxes() {
 			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 			ip netns del "$n" 2>/dev/null
 		fi
-		rm -rf "/etc/netns/$n" "${STATE:?}/$n"
+		rm -rf "/etc/netns/$n" "${STATE:?}/$n" "/var/lib/sluice/workspaces/$n"
 	done
 }
 trap 'cleanup_sandboxes; broker_stop; world_down' EXIT

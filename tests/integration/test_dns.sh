@@ -31,7 +31,7 @@ cleanup_sandboxes() {
 			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 			ip netns del "$n" 2>/dev/null
 		fi
-		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n"
+		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n" "/var/lib/sluice/workspaces/$n"
 	done
 }
 trap 'cleanup_sandboxes; broker_stop; world_down' EXIT
@@ -346,6 +346,9 @@ t_eq "with its address" "$ECHO_A" "$(first_a "$T_OUT")"
 # socket got the whole flood (hundreds of thousands of datagrams, and on
 # today's main the other sandbox lost queries: the kernel dropped them).
 FLOOD_BIN=$D/dnsflood
+# The contained runner sees only what is bound in: the test world's files
+# (the flooder) and the repository, read-only.
+RO=(--bind "$D:$D:ro" --bind "$PWD:$PWD:ro")
 udp_stat() { # FIELD: the broker namespace's Udp: counter FIELD
 	brk_exec cat /proc/net/snmp | awk -v f="$1" '
 		$1 == "Udp:" && !h { for (i = 2; i <= NF; i++) c[$i] = i; h = 1; next }
@@ -360,15 +363,17 @@ if t_ok "compile the flooder (tests/world/dnsflood.c)" cc -std=gnu11 -O2 -Wall -
 	t_ok "create another sandbox" sl create "$VICTIM" --policy "$D/flood-pol.yaml"; then
 	read -r _ _ V_GW <<<"$T_OUT"
 	t_ok "the other sandbox is answered, over its port 53" \
-		sl exec "$VICTIM" -- "$PY" "$DNSQ" --server "$V_GW" --timeout 2 echo.world.test A
+		sl exec "${RO[@]}" "$VICTIM" -- "$PY" "$DNSQ" --server "$V_GW" --timeout 2 echo.world.test A
 	rcv0=$(udp_stat RcvbufErrors)
 	in0=$(udp_stat InDatagrams)
 	met0=$(nft_count dns_flood)
-	sl exec "$FLOODER" -- "$FLOOD_BIN" -s "$F_GW" -n 16 -c 5000000 -d 5 >"$D/flood.out" 2>&1 &
+	# ip netns exec: the flooder checks that it runs in a named network
+	# namespace (/run/netns), which the contained runner does not show.
+	ip netns exec "$FLOODER" "$FLOOD_BIN" -s "$F_GW" -n 16 -c 5000000 -d 5 >"$D/flood.out" 2>&1 &
 	flood_pid=$!
 	sleep 0.5
 	t_ok "150 queries from the other sandbox during the flood" \
-		sl exec "$VICTIM" -- "$PY" tests/world/dnsprobe.py --server "$V_GW" \
+		sl exec "${RO[@]}" "$VICTIM" -- "$PY" "$PWD/tests/world/dnsprobe.py" --server "$V_GW" \
 		--count 150 --interval 0.02 --timeout 2
 	probe=$T_OUT
 	wait "$flood_pid"
@@ -392,7 +397,7 @@ if t_ok "compile the flooder (tests/world/dnsflood.c)" cc -std=gnu11 -O2 -Wall -
 	t_eq "no datagram lost for a full buffer in the broker namespace" 0 "$rcv"
 	t_ok "the flooding sandbox is answered again after a pause" bash -c \
 		"sleep 2.5; ip netns exec '$WORLD_BRK' '$(_broker_bin)/sluice' --socket '$BROKER_SOCK' \
-		exec '$FLOODER' -- '$PY' '$DNSQ' --server '$F_GW' --timeout 2 echo.world.test A | grep -q NOERROR"
+		exec --bind '$PWD:$PWD:ro' '$FLOODER' -- '$PY' '$DNSQ' --server '$F_GW' --timeout 2 echo.world.test A | grep -q NOERROR"
 fi
 cleanup_sandboxes
 

@@ -255,7 +255,9 @@ for i, step in enumerate(steps):
 flush()
 done("end")
 PY
-X() { S exec "$S1" -- "$@"; }
+# The contained runner sees only what is bound in: the test world's files
+# (CA, scripts) and the repository, read-only.
+X() { S exec --bind "$D:$D:ro" "$S1" -- "$@"; }
 FB() { X /usr/bin/python3 "$D/fb.py" "$@"; }
 CRLF='\r\n'
 # req PATH HOST: a GET request head, as an h: step's text.

@@ -59,7 +59,9 @@ t_ok "the CA cert is an EC P-256 CA" \
 	bash -c "openssl x509 -in '$STATE/ca/$S1/ca.crt' -noout -text | grep -q 'prime256v1' &&
 		openssl x509 -in '$STATE/ca/$S1/ca.crt' -noout -text | grep -q 'CA:TRUE'"
 
-X() { S exec "$S1" -- "$@"; }
+# The contained runner sees only what is bound in: the test world's files
+# (CA, scripts) and the repository, read-only.
+X() { S exec --bind "$D:$D:ro" "$S1" -- "$@"; }
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 reason() {
 	X "$@" -s -m 10 -o /dev/null -D - |

@@ -311,17 +311,20 @@ PY
 
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 MX="/usr/bin/python3 $D/mx.py"
+# The contained runner sees only what is bound in: the test world's files
+# (mx.py, the CA) and the repository, read-only.
+SX() { local n=$1; shift; S exec --bind "$D:$D:ro" "$n" -- "$@"; }
 # P1 STEP...: through the explicit proxy, from S1 (P2, P3: from S2, S3).
 # T1 HOST:PORT STEP...: the transparent path (no proxy variables), from S1
 # (T3: from S3). I2 STEP... and J2 HOST:PORT STEP...: the same from S2,
 # trusting its sandbox CA (intercepted TLS).
-P1() { S exec "$S1" -- $MX proxy "$@"; }
-T1() { S exec "$S1" -- $NOPROXY $MX "$@"; }
-P2() { S exec "$S2" -- $MX proxy "$@"; }
-I2() { S exec "$S2" -- $MX --ca "$BUNDLE" proxy "$@"; }
-J2() { S exec "$S2" -- $NOPROXY $MX --ca "$BUNDLE" "$@"; }
-P3() { S exec "$S3" -- $MX proxy "$@"; }
-T3() { S exec "$S3" -- $NOPROXY $MX "$@"; }
+P1() { SX "$S1" $MX proxy "$@"; }
+T1() { SX "$S1" $NOPROXY $MX "$@"; }
+P2() { SX "$S2" $MX proxy "$@"; }
+I2() { SX "$S2" $MX --ca "$BUNDLE" proxy "$@"; }
+J2() { SX "$S2" $NOPROXY $MX --ca "$BUNDLE" "$@"; }
+P3() { SX "$S3" $MX proxy "$@"; }
+T3() { SX "$S3" $NOPROXY $MX "$@"; }
 
 # outcome: the client's answers and how it ended, from T_OUT:
 # "STATUS REASON / STATUS REASON / reset".
@@ -679,7 +682,7 @@ chk "intercepted: an upstream whose certificate does not name the host: 502 upst
 	"200 - / 502 upstream-tls" -- I2 connect:bad.canary.world.test:443 tls:bad.canary.world.test get:/@bad.canary.world.test
 chk "intercepted: a client that does not trust the sandbox CA: TLS fails, reason client-tls, broker alive" \
 	"200 - / tls-error" client-tls -- \
-	S exec "$S2" -- $MX --ca "$WORLD_CA" proxy connect:echo.world.test:443 tls:echo.world.test
+	SX "$S2" $MX --ca "$WORLD_CA" proxy connect:echo.world.test:443 tls:echo.world.test
 chk "intercepted: a client that stops after its ClientHello: reset, reason tls-timeout, broker alive" \
 	"200 - / reset" tls-timeout -- I2 connect:echo.world.test:443 hello:echo.world.test read:5
 ka="intercepted: kept-alive inside TLS after an allowed request"

@@ -27,7 +27,9 @@ egress:
 EOF
 broker_start
 t_ok "sluice create" sl create "$SB" --policy "$D/pol.yaml"
-X() { sl exec "$SB" -- "$@"; }
+# The contained runner sees only what is bound in: the test world's files
+# (CA, scripts) and the repository, read-only.
+X() { sl exec --bind "$D:$D:ro" --bind "$PWD:$PWD:ro" "$SB" -- "$@"; }
 # Code that ignores proxy variables: env -u drops them.
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
 DNSQ="/usr/bin/python3 $PWD/tests/world/dnsq.py"
