@@ -220,8 +220,8 @@ t_rc "in the sandbox without proxy variables: exits 0" 0 \
 	sl exec --bind "$BIN:$BIN:ro" "$SB" -- env -i PATH=/usr/bin:/bin $NOPROXY_ENV "$PROBE" "${NETARGS[@]}" --json
 V=$(verdicts "$T_OUT")
 PROXY_IDS=$(grep -E '^proxy-' <<<"$IDS" | paste -sd' ')
-t_eq "every proxy check is skipped, and the IPv6 ones" \
-	"$(xargs -n1 <<<"$PROXY_IDS $SKIP_SB" | sort | paste -sd' ')" "$(ids_of "$V" skip)"
+t_eq "every proxy check is skipped, and the IPv6 ones and icmp-raw" \
+	"$(xargs -n1 <<<"$PROXY_IDS icmp-raw $SKIP_SB" | sort | paste -sd' ')" "$(ids_of "$V" skip)"
 t_contains "no proxy variable" "$(detail_of "$T_OUT" proxy-private)" "no proxy variable is set"
 t_eq "nothing failed" "" "$(ids_of "$V" fail)"
 t_contains "expected hosts work directly (transparent path)" "$(detail_of "$T_OUT" expect-allow)" \
