@@ -113,12 +113,18 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 	char err[700];
 	int r;
 
-	/* Audit hook: the control socket's audit of privileged runs goes here
-	 * (issue 12, part 2); until then the warning is the record. */
 	fprintf(stderr,
 		"sluice: warning: --privileged: `%s` runs as root with the host's files and "
 		"processes, only its network is the sandbox `%s`'s\n",
 		argv[0], sb->name);
+	/* Audited by the broker before anything runs; no record, no run. */
+	r = netns_note_privileged(sb, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "sluice: --privileged: the broker did not record the run, so it "
+				"does not start: %s\n",
+			err);
+		return 1;
+	}
 	/* The environment first: its placeholders come from the broker, whose
 	 * control socket answers no caller inside a sandbox's namespace. */
 	r = 0;

@@ -390,6 +390,34 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 	return 0;
 }
 
+/**
+ * netns_note_privileged() - tell the broker of an uncontained run, first
+ * @sb:     the sandbox (its broker's control socket)
+ * @err:    why not
+ * @errlen: its size
+ *
+ * The broker writes the audit line (reason privileged-exec, with this
+ * process's pid and uid from the socket's peer credentials).
+ *
+ * Return: 0, or a negative errno: then the run must not start.
+ */
+int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errlen)
+{
+	const char *saved = netns_socket_path;
+	char line[200], *resp;
+	int r;
+
+	if (sb->socket[0])
+		netns_socket_path = sb->socket;
+	snprintf(line, sizeof(line), "privileged %s", sb->name);
+	r = netns_ctl(line, &resp);
+	netns_socket_path = saved;
+	if (r < 0)
+		snprintf(err, errlen, "%s", r == -EPROTO && resp ? resp : strerror(-r));
+	free(resp);
+	return r;
+}
+
 /*
  * One variable per credential placeholder, as the broker issued them: the
  * sandbox gets the placeholder, never the secret. Asked of the broker the

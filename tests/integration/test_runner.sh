@@ -232,6 +232,8 @@ t_eq "run: uid and file" "1000 host" "$(echo $T_OUT)"
 t_ok "--privileged: today's behaviour" S exec --privileged "$S1" -- sh -c 'id -u; test -S "$1" && echo sock' sh "$BROKER_SOCK"
 t_eq "root with the host's files" "0 sock" "$(echo $T_OUT)"
 t_contains "warned on stderr" "$T_ERR" "warning: --privileged"
+t_ok "and audited by the broker, with the caller's pid and uid" \
+	bash -c "grep '\"reason\":\"privileged-exec\"' '$BROKER_AUDIT' | grep -q '\"sandbox\":\"$S1\".*\"uid\":0'"
 t_rc "--privileged with --bind is misuse" 2 S exec --privileged --bind "$D:/x" "$S1" -- true
 t_rc "a missing bubblewrap" 1 env SLUICE_BWRAP=/nonexistent/bwrap ip netns exec "$WORLD_BRK" \
 	"$BIN/sluice" --socket "$BROKER_SOCK" exec "$S1" -- touch ran
