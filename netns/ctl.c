@@ -15,6 +15,11 @@
 #include "netns/netns.h"
 #include "policy/policy.h"
 
+/* A refusal that passes (netns_ctl_transient()) is asked again, bounded:
+ * at most this many times more, this far apart (1 s in all). */
+#define CTL_RETRIES 20
+#define CTL_RETRY_US 50000
+
 const char *netns_socket_path = "/run/sluice/sluiced.sock";
 
 #define RESP_MAX (1 << 20)
@@ -115,8 +120,25 @@ int netns_ctl_recv(int fd, char **resp)
  */
 int netns_ctl(const char *line, char **resp)
 {
-	*resp = NULL;
-	return netns_ctl_recv(netns_ctl_send(line), resp);
+	int r, i;
+
+	for (i = 0;; i++) {
+		*resp = NULL;
+		r = netns_ctl_recv(netns_ctl_send(line), resp);
+		if (r != -EPROTO || !netns_ctl_transient(*resp) || i == CTL_RETRIES)
+			return r;
+		free(*resp);
+		usleep(CTL_RETRY_US);
+	}
+}
+
+bool netns_ctl_transient(const char *msg)
+{
+	/* The broker refuses a caller it cannot place while a sandbox is
+	 * registered without its wire (one being created or deleted at this
+	 * moment): that passes. */
+	return msg && strstr(msg, "refused:") &&
+	       (strstr(msg, "have no wire") || strstr(msg, "before it could be checked"));
 }
 
 /* Runs a request and prints the answer or the error; returns an exit status. */

@@ -67,11 +67,18 @@ static int unregister_send(const char *name)
 }
 
 /* What the broker answered on @fd (from unregister_send(); closed here).
- * @msg gets the reason when it could not be told. */
-static enum broker_answer unregister_answer(int fd, char *msg, size_t len)
+ * @msg gets the reason when it could not be told. A refusal that passes
+ * (netns_ctl_transient()) is asked again, bounded. */
+static enum broker_answer unregister_answer(int fd, const char *name, char *msg, size_t len)
 {
 	char *resp;
-	int r = netns_ctl_recv(fd, &resp);
+	int r = netns_ctl_recv(fd, &resp), i;
+
+	for (i = 0; i < 20 && r == -EPROTO && netns_ctl_transient(resp); i++) {
+		free(resp);
+		usleep(50000);
+		r = netns_ctl_recv(unregister_send(name), &resp);
+	}
 
 	if (r == 0) {
 		free(resp);
@@ -343,11 +350,11 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		int fd = unregister_send(name);
 
 		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, first, err, errlen);
-		ans = unregister_answer(fd, msg, sizeof(msg));
+		ans = unregister_answer(fd, name, msg, sizeof(msg));
 		netns_rtnl_close(&rt);
 		return finish(name, ans, r, msg, err, errlen);
 	}
-	ans = unregister_answer(unregister_send(name), msg, sizeof(msg));
+	ans = unregister_answer(unregister_send(name), name, msg, sizeof(msg));
 	if (ans == BROKER_DID_NOT_KNOW && have_state && !orphan &&
 	    strcmp(sb.socket, netns_socket_path)) {
 		snprintf(err, errlen,

@@ -3,6 +3,7 @@
 #ifndef SLUICE_NETNS_H
 #define SLUICE_NETNS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The broker's control socket (--socket, SLUICE_SOCKET, or the default). */
@@ -17,6 +18,9 @@ extern const char *netns_socket_path;
  * negative errno when it could not be reached.
  */
 int netns_ctl(const char *line, char **resp);
+/* Is @msg (a broker's error) a refusal that passes while sandboxes come
+ * and go? netns_ctl() asks again then; callers of netns_ctl_send() may. */
+bool netns_ctl_transient(const char *msg);
 int netns_ctl_send(const char *line);
 int netns_ctl_recv(int fd, char **resp);
 
