@@ -113,11 +113,31 @@ struct peer {
 };
 
 /* One rtnetlink request on @nl; each answer message goes to @cb. */
+/* Does @buf hold the end of a dump (NLMSG_DONE, or an error)? */
+static bool dump_ends(const char *buf, ssize_t len)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)buf;
+	int n = (int)len;
+
+	for (; mnl_nlmsg_ok(nlh, n); nlh = mnl_nlmsg_next(nlh, &n))
+		if (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR)
+			return true;
+	return false;
+}
+
+/*
+ * Sends @nlh and runs @cb on the answer. Return: 0; -EINTR when a dump
+ * changed while the kernel made it (NLM_F_DUMP_INTR: links came or went,
+ * as they do while sandboxes are created and deleted): the rest of it is
+ * read and dropped, so that the socket can be used again, and the caller
+ * dumps again; another negative errno.
+ */
 static int rtnl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	unsigned portid = mnl_socket_get_portid(nl);
 	uint32_t seq = nlh->nlmsg_seq;
+	bool intr = false;
 	int r = 1, guard;
 	ssize_t k;
 
@@ -129,11 +149,21 @@ static int rtnl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, v
 		k = mnl_socket_recvfrom(nl, buf, sizeof(buf));
 		if (k < 0)
 			return -errno;
+		if (intr) {
+			r = dump_ends(buf, k) ? 0 : 1;
+			continue;
+		}
 		r = mnl_cb_run(buf, (size_t)k, seq, portid, cb, data);
+		if (r < 0 && errno == EINTR) {
+			intr = true;
+			r = dump_ends(buf, k) ? 0 : 1;
+		}
 	}
 	if (r < 0)
 		return -errno;
-	return r > 0 ? -EOVERFLOW : 0;
+	if (r > 0)
+		return -EOVERFLOW;
+	return intr ? -EINTR : 0;
 }
 
 struct nsid_answer {
@@ -343,8 +373,9 @@ static int rtnl_dump(struct mnl_socket *nl, uint16_t type, uint32_t seq, mnl_cb_
  * a namespace an id if it had none, so that no sandbox is without one. */
 static int scan(struct mnl_socket *nl, uint32_t *seq)
 {
-	int r;
+	int r, tries = 0;
 
+again:
 	seen.valid = false;
 	seen.n = 0;
 	seen.n_wires = 0;
@@ -354,6 +385,8 @@ static int scan(struct mnl_socket *nl, uint32_t *seq)
 			qsort(seen.wires, seen.n_wires, sizeof(*seen.wires), wire_cmp);
 		r = rtnl_dump(nl, RTM_GETADDR, (*seq)++, addr_cb, NULL);
 	}
+	if (r == -EINTR && ++tries < 10)
+		goto again; /* links changed during the dump: take it again */
 	if (r < 0) {
 		seen.n = 0;
 		return r;

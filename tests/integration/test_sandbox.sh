@@ -538,12 +538,13 @@ t_eq "with 6 different addresses" "6" "$(cat "$D"/conc.* | awk '{print $2}' | so
 t_eq "6 set elements" "6" "$(elements)"
 pids=()
 for i in 1 2 3 4 5 6; do
-	sl delete "$P-xc$i" >/dev/null 2>&1 &
+	sl delete "$P-xc$i" >"$D/cdel.$i" 2>&1 &
 	pids+=($!)
 done
 bad=0
 for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 t_eq "6 concurrent deletes succeed" "0" "$bad"
+[ "$bad" = 0 ] || { echo "# what the deletes said:"; sed 's/^/#   /' "$D"/cdel.*; }
 t_eq "concurrent deletes leave nothing" "" "$(our_sandboxes)"
 t_eq "and no set element" "0" "$(elements)"
 
