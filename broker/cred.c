@@ -464,22 +464,6 @@ static bool method_listed(const struct policy_credential *c, const char *m,
 	return false;
 }
 
-/* An override value must be one method: a token (RFC 9110 tchar). */
-static bool method_token(const char *m, size_t len)
-{
-	size_t i;
-
-	if (len == 0)
-		return false;
-	for (i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)m[i];
-
-		if (ch <= 0x20 || ch >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", ch))
-			return false;
-	}
-	return true;
-}
-
 /* An override header's name, '_' read as '-' (CGI maps both to one
  * variable): X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override. */
 static bool is_override_header(struct http_slice name)
@@ -590,7 +574,7 @@ static bool overrides_in_scope(const struct policy_credential *c,
 		}
 		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 			vl--;
-		if (!method_token(v, vl) || !method_listed(c, v, vl))
+		if (!http_is_token(v, vl) || !method_listed(c, v, vl))
 			return false;
 	}
 	if (req->has_query) {
@@ -610,7 +594,7 @@ static bool overrides_in_scope(const struct policy_credential *c,
 				n = eq ? form_decode(eq + 1, (size_t)(pe - eq - 1), m,
 						     sizeof(m), &cut)
 				       : 0;
-				if (cut || !method_token(m, n) || !method_listed(c, m, n))
+				if (cut || !http_is_token(m, n) || !method_listed(c, m, n))
 					return false;
 			}
 			if (pe == end)

@@ -64,8 +64,7 @@ struct head_ctx {
 
 static const char empty[] = "";
 
-/* tchar from RFC 9110 5.6.2 */
-static bool is_tchar(unsigned char c)
+bool http_is_tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9'))
@@ -84,14 +83,14 @@ static bool slice_eq_ci(struct http_slice s, const char *lit)
 	return text_eq_ci(s.ptr, s.len, lit, strlen(lit));
 }
 
-static bool is_token(const char *s, size_t len)
+bool http_is_token(const char *s, size_t len)
 {
 	size_t i;
 
 	if (len == 0)
 		return false;
 	for (i = 0; i < len; i++)
-		if (!is_tchar((unsigned char)s[i]))
+		if (!http_is_tchar((unsigned char)s[i]))
 			return false;
 	return true;
 }
@@ -237,7 +236,7 @@ static int on_header_field_complete(llhttp_t *p)
 		return ctx_fail(c, "invalid-character");
 	c->in_field = false;
 	h = &c->hdr[*c->nhdr - 1];
-	if (!is_token(h->name.ptr, h->name.len))
+	if (!http_is_token(h->name.ptr, h->name.len))
 		return ctx_fail(c, "invalid-character");
 
 	c->cur = HK_OTHER;
@@ -473,7 +472,7 @@ static int request_line(const char *buf, size_t line_len,
 	size_t i = 0, t;
 	int v;
 
-	while (i < line_len && is_tchar((unsigned char)buf[i]))
+	while (i < line_len && http_is_tchar((unsigned char)buf[i]))
 		i++;
 	if (i == 0 || i == line_len || buf[i] != ' ')
 		return -EINVAL;
@@ -627,7 +626,7 @@ static int request_target(struct http_request *req)
 
 	/* Some other scheme ("https://", "ftp://"): not for a plain proxy. */
 	for (i = 0; i < len && t[i] != ':'; i++)
-		if (!is_tchar((unsigned char)t[i]) || t[i] == '/')
+		if (!http_is_tchar((unsigned char)t[i]) || t[i] == '/')
 			break;
 	if (i > 0 && i + 2 < len && t[i] == ':' && t[i + 1] == '/' &&
 	    t[i + 2] == '/')
@@ -844,7 +843,7 @@ static int check_set(const struct http_set_header *set, size_t nset)
 		if (!set[i].name || (!set[i].value && set[i].value_len))
 			return -EINVAL;
 		nlen = strlen(set[i].name);
-		if (!is_token(set[i].name, nlen) ||
+		if (!http_is_token(set[i].name, nlen) ||
 		    http_is_hop_by_hop(set[i].name, nlen) ||
 		    text_eq_ci(set[i].name, nlen, "Content-Length", 14))
 			return -EINVAL;

@@ -201,6 +201,10 @@ int http_parse_response(const char *buf, size_t len, size_t max_head,
 const struct http_header *http_find_header(const struct http_request *req,
 					   const char *name);
 
+/* RFC 9110 5.6.2: is @c a tchar; is @s (@len bytes, at least one) a token? */
+bool http_is_tchar(unsigned char c);
+bool http_is_token(const char *s, size_t len);
+
 /**
  * http_is_hop_by_hop() - whether a header must not be forwarded
  * @name: header name (not NUL-terminated)

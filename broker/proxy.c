@@ -1997,13 +1997,6 @@ static enum step read_head(struct conn *c)
 
 /* --- the transparent path: what is this connection? ------------------------------- */
 
-/* RFC 9110's tchar: what a method is made of. */
-static bool is_tchar(unsigned char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
 /*
  * Can the first bytes be an HTTP request? Return: 1 when they are, 0 when
  * they cannot be, -1 when they may yet (a method split over segments).
@@ -2036,7 +2029,7 @@ static int looks_like_http(const char *p, size_t n, bool raw_ok)
 
 		if (ch == ' ' || ch == '\t')
 			return t > i;
-		if (!is_tchar(ch))
+		if (!http_is_tchar(ch))
 			return 0;
 	}
 	return -1;
