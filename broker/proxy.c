@@ -872,13 +872,12 @@ static enum step decide(struct conn *c, struct parsed *ps)
 		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
 			return reply(c, 400, "deny", "connect-on-transparent");
 		if (!c->orig_synthetic) {
-			/* An address no cidr rule allows is refused as that,
-			 * whatever the Host says. */
-			struct guard_result g;
-
-			if (policy_guard(c->pol, &c->orig_dst, c->orig_port, GUARD_FROM_LITERAL,
-					 &g) != GUARD_ALLOW)
-				return deny(c, g.reason);
+			/* The address is judged first (decide_target() does no
+			 * I/O for a literal): one no cidr rule allows is refused
+			 * as that, whatever the Host says. */
+			s = decide_target(c);
+			if (s != STEP_NEXT || ending(c))
+				return s;
 		}
 		if (!req->has_authority || (a->port_given && a->port != c->orig_port))
 			return deny(c, "host-mismatch");
@@ -889,7 +888,7 @@ static enum step decide(struct conn *c, struct parsed *ps)
 				      : !a->is_literal ||
 					memcmp(&a->addr, &c->orig_dst, sizeof(a->addr)) != 0)
 			return deny(c, "host-mismatch");
-		return decide_target(c);
+		return c->orig_synthetic ? decide_target(c) : STEP_NEXT;
 	}
 	if (!c->is_connect && req->form != HTTP_FORM_ABSOLUTE)
 		return reply(c, 400, "deny", "origin-form-on-proxy");
