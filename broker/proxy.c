@@ -285,6 +285,17 @@ static void close_upstream(struct conn *c)
 	c->upstream_reusable = false;
 }
 
+/* Frees c->out, wiped first: an upstream head in it may hold an injected
+ * secret. */
+static void out_drop(struct conn *c)
+{
+	if (c->out) {
+		explicit_bzero(c->out->data, c->out->cap);
+		free(c->out);
+		c->out = NULL;
+	}
+}
+
 static void framer_free(struct framer **f)
 {
 	free(*f);
@@ -316,11 +327,7 @@ static void conn_free(struct conn *c)
 	reflect_clear(&c->refl);
 	free(c->in);
 	free(c->uin);
-	if (c->out) {
-		/* The upstream head may hold an injected secret. */
-		explicit_bzero(c->out->data, c->out->cap);
-		free(c->out);
-	}
+	out_drop(c);
 	framer_free(&c->reqf);
 	framer_free(&c->respf);
 	if (c->prev)
@@ -409,10 +416,8 @@ static enum step reply(struct conn *c, int status, const char *decision, const c
 	}
 	close_upstream(c);
 	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
-	if (c->out && c->out->cap < REPLY_CAP) {
-		free(c->out);
-		c->out = NULL;
-	}
+	if (c->out && c->out->cap < REPLY_CAP)
+		out_drop(c);
 	if (!c->out)
 		c->out = buf_new(REPLY_CAP);
 	if (!c->out)
@@ -1026,10 +1031,7 @@ static enum step connected(struct conn *c)
 		/* What the client sent after the head (an early ClientHello)
 		 * moves to the tunnel; a kept-alive connection's request buffer
 		 * (a GET before this CONNECT) goes. */
-		if (c->out) {
-			explicit_bzero(c->out->data, c->out->cap);
-			free(c->out);
-		}
+		out_drop(c);
 		c->out = buf_new(sizeof(ok));
 		if (!c->out)
 			return conn_end(c, "error", "out-of-memory");
@@ -1436,8 +1438,7 @@ static enum step establish(struct conn *c)
 		want(c, EPOLLOUT, 0);
 		return STEP_AGAIN;
 	}
-	free(c->out);
-	c->out = NULL;
+	out_drop(c);
 	if (c->transparent && !c->silent) {
 		/* sniff() has examined the first bytes already. */
 		if (c->intercept)
