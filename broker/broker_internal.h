@@ -17,7 +17,7 @@
 struct policy;
 struct http_request;
 struct conn;
-struct tlsca;
+struct tls_ca;
 struct ssl_ctx_st;
 
 #define SANDBOX_NAME_MAX 63
@@ -49,7 +49,7 @@ struct sandbox {
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct cred_table *creds;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
-	struct tlsca *ca;
+	struct tls_ca *ca;
 };
 
 /* sandbox.c */
@@ -68,9 +68,9 @@ int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
 size_t sandbox_count(void);
-struct tlsca_stats;
+struct tls_leaf_stats;
 /* The leaf-certificate caches of every registered sandbox, summed. */
-void sandbox_tls_stats(struct tlsca_stats *sum);
+void sandbox_tls_stats(struct tls_leaf_stats *sum);
 /* The PEM of the sandbox's CA certificate (free() it); -ENOENT. */
 int sandbox_ca_pem(const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */

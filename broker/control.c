@@ -50,7 +50,7 @@
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
 #include "policy/policy.h"
@@ -624,7 +624,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		if (r < 0)
 			snprintf(out, outlen, "error: list too long\n");
 	} else if (!strcmp(w[0], "status") && n == 1) {
-		struct tlsca_stats ts;
+		struct tls_leaf_stats ts;
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */

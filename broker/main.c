@@ -24,7 +24,7 @@
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
 
@@ -371,7 +371,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
 	/* Intercepted connections' upstream side; read before privileges go. */
-	broker.upstream_ctx = tlsca_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
+	broker.upstream_ctx = tls_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
 	if (!broker.upstream_ctx)
 		die("sluiced: upstream_ca: %s", err);
 	collect_local_addresses();

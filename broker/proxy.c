@@ -37,8 +37,7 @@
 #include "broker/http.h"
 #include "broker/metrics.h"
 #include "broker/reflect.h"
-#include "broker/tls_sni.h"
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "dnsfilter/dnsfilter.h"
 #include "common/log.h"
 #include "policy/policy.h"
@@ -1152,7 +1151,7 @@ static enum step start_tunnel(struct conn *c)
  * signed by the sandbox's CA. */
 static enum step start_tls(struct conn *c)
 {
-	SSL_CTX *ctx = c->sb->ca ? tlsca_leaf_ctx(c->sb->ca, c->host) : NULL;
+	SSL_CTX *ctx = c->sb->ca ? tls_leaf_ctx(c->sb->ca, c->host) : NULL;
 
 	c->raw = true; /* until the handshake is done, refusals are resets */
 	if (!ctx)
@@ -1208,7 +1207,7 @@ static enum step tls_connect(struct conn *c)
 	if (!c->ussl) {
 		c->ussl = SSL_new(broker.upstream_ctx);
 		if (!c->ussl || SSL_set_fd(c->ussl, c->uev.fd) != 1 ||
-		    tlsca_upstream_prepare(c->ussl, c->host) < 0) {
+		    tls_upstream_prepare(c->ussl, c->host) < 0) {
 			ERR_clear_error();
 			return reply(c, 502, "error", "upstream-tls");
 		}

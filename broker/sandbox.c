@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "broker/broker_internal.h"
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "broker/cred.h"
 #include "common/log.h"
 #include "policy/policy.h"
@@ -254,7 +254,7 @@ void sandbox_put(struct sandbox *sb)
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
 		cred_table_free(sb->creds);
-		tlsca_free(sb->ca);
+		tls_ca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}
@@ -316,7 +316,7 @@ static int allocate(struct sl_addr *out)
 	return -ENOSPC;
 }
 
-/* Drops state_dir/ca/NAME and what tlsca_save() put there. */
+/* Drops state_dir/ca/NAME and what tls_ca_save() put there. */
 static void remove_ca_dir(const char *name)
 {
 	static const char *const files[] = { "ca.key", "ca.crt" };
@@ -339,7 +339,7 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 
 	if (!fresh) {
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, sb->name);
-		sb->ca = tlsca_load(dir, e, sizeof(e));
+		sb->ca = tls_ca_load(dir, e, sizeof(e));
 		if (sb->ca)
 			return 0;
 		/* Fail closed all the same: the sandbox's bundle does not hold
@@ -348,11 +348,11 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 		log_err("sandbox: `%s`: cannot load its CA (%s): a new one is made; "
 			"intercepted hosts fail for it until it is re-created",
 			sb->name, e);
-		sb->ca = tlsca_create(sb->name, e, sizeof(e));
-		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tlsca_save(sb->ca, dir) < 0))
+		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
+		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
 	} else {
-		sb->ca = tlsca_create(sb->name, e, sizeof(e));
+		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
 	}
 	if (!sb->ca) {
 		snprintf(err, errlen, "sandbox CA: %s", e);
@@ -369,7 +369,7 @@ int sandbox_ca_pem(const char *name, char **pem)
 	pthread_rwlock_rdlock(&tab.lock);
 	sb = find_name(name);
 	if (sb)
-		r = tlsca_cert_pem(sb->ca, pem);
+		r = tls_ca_cert_pem(sb->ca, pem);
 	pthread_rwlock_unlock(&tab.lock);
 	return r;
 }
@@ -430,7 +430,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		r = -errno;
 		snprintf(err, errlen, "cannot create the synthetic address map: %s", strerror(-r));
 		policy_unref(sb->policy);
-		tlsca_free(sb->ca);
+		tls_ca_free(sb->ca);
 		free(sb);
 		return r;
 	}
@@ -469,7 +469,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	if (sb) {
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
-		tlsca_free(sb->ca);
+		tls_ca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 		return r;
@@ -481,7 +481,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		char dir[600];
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, name);
-		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tlsca_save(reg->ca, dir) < 0)
+		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(reg->ca, dir) < 0)
 			log_err("sandbox: `%s`: cannot save its CA in %s: intercepted TLS will "
 				"fail after a broker restart", name, dir);
 	}
@@ -589,7 +589,7 @@ size_t sandbox_count(void)
 	return n;
 }
 
-void sandbox_tls_stats(struct tlsca_stats *sum)
+void sandbox_tls_stats(struct tls_leaf_stats *sum)
 {
 	size_t i;
 
@@ -597,11 +597,11 @@ void sandbox_tls_stats(struct tlsca_stats *sum)
 	pthread_rwlock_rdlock(&tab.lock);
 	for (i = 0; i < HASH_SLOTS; i++) {
 		struct sandbox *sb = tab.slot[i];
-		struct tlsca_stats st;
+		struct tls_leaf_stats st;
 
 		if (!sb || !sb->ca)
 			continue;
-		tlsca_stats(sb->ca, &st);
+		tls_leaf_stats(sb->ca, &st);
 		sum->hits += st.hits;
 		sum->misses += st.misses;
 		sum->evictions += st.evictions;

@@ -57,7 +57,7 @@
 #include "broker/http.h"
 #include "broker/loop.h"
 #include "broker/resolve.h"
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "broker/tokens.h"
 #include "common/addr.h"
 #include "common/log.h"
@@ -767,7 +767,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	/* TLS, verified: the chain against upstream_ca or the system store,
 	 * the name (or address) against the certificate. */
 	ssl = SSL_new(T.ctx);
-	if (!ssl || tlsca_upstream_prepare(ssl, rq->host) < 0 || SSL_set_fd(ssl, fd) != 1) {
+	if (!ssl || tls_upstream_prepare(ssl, rq->host) < 0 || SSL_set_fd(ssl, fd) != 1) {
 		snprintf(err, errlen, "cannot set up TLS");
 		r = -ENOMEM;
 		goto out;
@@ -1060,7 +1060,7 @@ int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 			     : TOKENS_FETCH_MAX_MS;
 	if (T.connect_ms > T.fetch_ms)
 		T.connect_ms = T.fetch_ms;
-	T.ctx = tlsca_upstream_ctx(T.ca, err, errlen);
+	T.ctx = tls_upstream_ctx(T.ca, err, errlen);
 	T.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!T.ctx || T.stop_fd < 0) {
 		r = T.ctx ? -errno : -EINVAL;

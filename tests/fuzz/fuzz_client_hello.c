@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/tls_sni.h"
+#include "broker/tls/tls.h"
 
 #define CHECK(c)                                                               \
 	do {                                                                   \

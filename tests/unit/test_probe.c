@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/tls_sni.h"
+#include "broker/tls/tls.h"
 #include "common/addr.h"
 #include "dnsfilter/dnsfilter.h"
 #include "probe/probe_internal.h"

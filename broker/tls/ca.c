@@ -10,17 +10,17 @@
  * bundle only, its key stays in the broker (DIR/ca.key, 0600), so a CA
  * leaked from one sandbox is worth nothing against another.
  *
- * The CA is short-lived (TLSCA_CA_DAYS, about the longest a sandbox is
+ * The CA is short-lived (TLS_CA_DAYS, about the longest a sandbox is
  * expected to exist) and cannot sign other CAs (pathlen:0).  For every
- * host the sandbox connects to, tlsca_leaf_ctx() mints a leaf for exactly
- * that name, valid TLSCA_LEAF_DAYS, and wraps it in a server SSL_CTX.
+ * host the sandbox connects to, tls_leaf_ctx() mints a leaf for exactly
+ * that name, valid TLS_LEAF_DAYS, and wraps it in a server SSL_CTX.
  * All leaves of one CA share one EC P-256 key made when the CA is created
  * or loaded and never written: a key per leaf would cost a keygen per
  * host and buy nothing, since any leaf key's compromise means the
  * broker's memory is compromised, CA key included.
  *
  * Minting costs a signature and an SSL_CTX (most of the time), so
- * contexts are kept in a per-CA LRU of TLSCA_CACHE_MAX hosts behind a
+ * contexts are kept in a per-CA LRU of TLS_LEAF_CACHE_MAX hosts behind a
  * mutex; the minting itself runs outside the lock so that one slow mint
  * does not stall other workers' hits.  A cached leaf is re-minted a day
  * before it expires.  Evicted contexts live on in the connections that
@@ -50,7 +50,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 #include "policy/policy.h"
 
 #define CA_KEY_FILE "ca.key"
@@ -59,7 +59,7 @@
 #define HOST_MAX 253
 #define DAY_SEC 86400
 /* Buckets of the leaf cache: a power of two, twice the entries. */
-#define CACHE_BUCKETS (2 * TLSCA_CACHE_MAX)
+#define CACHE_BUCKETS (2 * TLS_LEAF_CACHE_MAX)
 
 struct leaf {
 	char host[HOST_MAX + 1];
@@ -70,7 +70,7 @@ struct leaf {
 	struct leaf *prev, *next;	/* LRU: head is the most recent */
 };
 
-struct tlsca {
+struct tls_ca {
 	EVP_PKEY *key;
 	X509 *cert;
 	time_t not_after; /* the CA's; no leaf outlives it */
@@ -191,8 +191,8 @@ static X509 *make_ca_cert(EVP_PKEY *key, const char *sandbox_name)
 		goto fail;
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, X509_VERSION_3) || set_random_serial(x) < 0 ||
-	    set_validity(x, now - TLSCA_BACKDATE_SEC,
-			 now + (time_t)TLSCA_CA_DAYS * DAY_SEC) < 0 ||
+	    set_validity(x, now - TLS_BACKDATE_SEC,
+			 now + (time_t)TLS_CA_DAYS * DAY_SEC) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
 					(const unsigned char *)"sluice", -1, -1, 0) ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
@@ -212,9 +212,9 @@ fail:
 	return NULL;
 }
 
-static struct tlsca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen)
+static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen)
 {
-	struct tlsca *ca = calloc(1, sizeof(*ca));
+	struct tls_ca *ca = calloc(1, sizeof(*ca));
 
 	if (!ca) {
 		seterr(err, errlen, "out of memory");
@@ -241,9 +241,9 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-struct tlsca *tlsca_create(const char *sandbox_name, char *err, size_t errlen)
+struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
 {
-	struct tlsca *ca;
+	struct tls_ca *ca;
 	EVP_PKEY *key;
 	X509 *cert;
 
@@ -335,7 +335,7 @@ fail:
 	return ret;
 }
 
-int tlsca_save(const struct tlsca *ca, const char *dir)
+int tls_ca_save(const struct tls_ca *ca, const char *dir)
 {
 	BIO *kb = NULL, *cb = NULL;
 	char *kp, *cp;
@@ -359,7 +359,7 @@ int tlsca_save(const struct tlsca *ca, const char *dir)
 	if (kl <= 0 || cl <= 0)
 		goto out;
 	/* Key first: a certificate on disk without its key is useless, a key
-	 * without its certificate is refused by tlsca_load(). */
+	 * without its certificate is refused by tls_ca_load(). */
 	ret = write_file_at(dfd, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
 		ret = write_file_at(dfd, CA_CRT_FILE, cp, (size_t)cl, 0644);
@@ -454,13 +454,13 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
-struct tlsca *tlsca_load(const char *dir, char *err, size_t errlen)
+struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 {
 	unsigned char *kbuf = NULL, *cbuf = NULL;
 	size_t klen = 0, clen = 0;
 	EVP_PKEY *key = NULL;
 	X509 *cert = NULL;
-	struct tlsca *ca = NULL;
+	struct tls_ca *ca = NULL;
 	BIO *b;
 	int dfd;
 
@@ -521,7 +521,7 @@ out:
 	return ca;
 }
 
-int tlsca_cert_pem(const struct tlsca *ca, char **pem)
+int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)
 {
 	BIO *b = BIO_new(BIO_s_mem());
 	char *p, *out;
@@ -638,12 +638,12 @@ out:
 	return ret;
 }
 
-static X509 *make_leaf(const struct tlsca *ca, const struct host *h,
+static X509 *make_leaf(const struct tls_ca *ca, const struct host *h,
 		       time_t now, time_t *not_after)
 {
 	X509 *x = X509_new();
 	X509_NAME *name;
-	time_t end = now + (time_t)TLSCA_LEAF_DAYS * DAY_SEC;
+	time_t end = now + (time_t)TLS_LEAF_DAYS * DAY_SEC;
 
 	if (!x)
 		return NULL;
@@ -653,7 +653,7 @@ static X509 *make_leaf(const struct tlsca *ca, const struct host *h,
 	/* The SAN is what clients check; the CN is for people, and holds
 	 * 64 characters at most. */
 	if (!X509_set_version(x, X509_VERSION_3) || set_random_serial(x) < 0 ||
-	    set_validity(x, now - TLSCA_BACKDATE_SEC, end) < 0 ||
+	    set_validity(x, now - TLS_BACKDATE_SEC, end) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
 					(const unsigned char *)(strlen(h->name) <= 64
 						? h->name : "sluice intercepted host"),
@@ -701,7 +701,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_NOACK;
 }
 
-static SSL_CTX *make_leaf_ctx(const struct tlsca *ca, const struct host *h,
+static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct host *h,
 			      time_t now, time_t *refresh_at)
 {
 	SSL_CTX *ctx;
@@ -752,7 +752,7 @@ static uint64_t host_hash(const char *s)
 }
 
 /* Callers hold ca->lock. */
-static struct leaf *cache_find(struct tlsca *ca, const char *host, uint64_t hash)
+static struct leaf *cache_find(struct tls_ca *ca, const char *host, uint64_t hash)
 {
 	struct leaf *e;
 
@@ -762,7 +762,7 @@ static struct leaf *cache_find(struct tlsca *ca, const char *host, uint64_t hash
 	return NULL;
 }
 
-static void lru_unlink(struct tlsca *ca, struct leaf *e)
+static void lru_unlink(struct tls_ca *ca, struct leaf *e)
 {
 	if (e->prev)
 		e->prev->next = e->next;
@@ -775,7 +775,7 @@ static void lru_unlink(struct tlsca *ca, struct leaf *e)
 	e->prev = e->next = NULL;
 }
 
-static void lru_push_front(struct tlsca *ca, struct leaf *e)
+static void lru_push_front(struct tls_ca *ca, struct leaf *e)
 {
 	e->prev = NULL;
 	e->next = ca->head;
@@ -786,7 +786,7 @@ static void lru_push_front(struct tlsca *ca, struct leaf *e)
 		ca->tail = e;
 }
 
-static void cache_remove(struct tlsca *ca, struct leaf *e)
+static void cache_remove(struct tls_ca *ca, struct leaf *e)
 {
 	struct leaf **pp = &ca->buckets[e->hash & (CACHE_BUCKETS - 1)];
 
@@ -798,7 +798,7 @@ static void cache_remove(struct tlsca *ca, struct leaf *e)
 	ca->n--;
 }
 
-SSL_CTX *tlsca_leaf_ctx(struct tlsca *ca, const char *host)
+SSL_CTX *tls_leaf_ctx(struct tls_ca *ca, const char *host)
 {
 	struct host h;
 	struct leaf *e;
@@ -842,7 +842,7 @@ SSL_CTX *tlsca_leaf_ctx(struct tlsca *ca, const char *host)
 		e->ctx = ctx;
 		e->refresh_at = refresh_at;
 	} else {
-		if (ca->n >= TLSCA_CACHE_MAX && ca->tail) {
+		if (ca->n >= TLS_LEAF_CACHE_MAX && ca->tail) {
 			e = ca->tail;
 			cache_remove(ca, e);
 			SSL_CTX_free(e->ctx);
@@ -875,7 +875,7 @@ SSL_CTX *tlsca_leaf_ctx(struct tlsca *ca, const char *host)
 	return ret;
 }
 
-void tlsca_stats(struct tlsca *ca, struct tlsca_stats *st)
+void tls_leaf_stats(struct tls_ca *ca, struct tls_leaf_stats *st)
 {
 	pthread_mutex_lock(&ca->lock);
 	st->hits = ca->hits;
@@ -885,7 +885,7 @@ void tlsca_stats(struct tlsca *ca, struct tlsca_stats *st)
 	pthread_mutex_unlock(&ca->lock);
 }
 
-void tlsca_free(struct tlsca *ca)
+void tls_ca_free(struct tls_ca *ca)
 {
 	struct leaf *e, *next;
 
@@ -905,7 +905,7 @@ void tlsca_free(struct tlsca *ca)
 
 /* ---- upstream ------------------------------------------------------------ */
 
-SSL_CTX *tlsca_upstream_ctx(const char *ca_file, char *err, size_t errlen)
+SSL_CTX *tls_upstream_ctx(const char *ca_file, char *err, size_t errlen)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -942,7 +942,7 @@ fail:
 	return NULL;
 }
 
-int tlsca_upstream_prepare(SSL *ssl, const char *host)
+int tls_upstream_prepare(SSL *ssl, const char *host)
 {
 	struct host h;
 

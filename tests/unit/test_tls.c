@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for broker/tlsca.c: the per-sandbox CA, its leaves, in-memory
- * TLS handshakes through them, and the upstream client context. */
+/* Unit tests for broker/tls/ca.c, leaf.c and upstream.c: the per-sandbox
+ * CA, its leaves, in-memory TLS handshakes through them, and the upstream
+ * client context. */
 
 #include <errno.h>
 #include <setjmp.h>
@@ -24,14 +25,14 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "broker/tlsca.h"
+#include "broker/tls/tls.h"
 
 static char tmpdir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sluice-tlsca.XXXXXX");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sluice-tls.XXXXXX");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 
@@ -49,13 +50,13 @@ static void path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", tmpdir, name);
 }
 
-static X509 *ca_cert(const struct tlsca *ca)
+static X509 *ca_cert(const struct tls_ca *ca)
 {
 	char *pem = NULL;
 	BIO *b;
 	X509 *x;
 
-	assert_int_equal(tlsca_cert_pem(ca, &pem), 0);
+	assert_int_equal(tls_ca_cert_pem(ca, &pem), 0);
 	b = BIO_new_mem_buf(pem, -1);
 	x = PEM_read_bio_X509(b, NULL, NULL, NULL);
 	BIO_free(b);
@@ -83,14 +84,14 @@ static long secs_from_now(const ASN1_TIME *t)
 static void test_ca_fields(void **state)
 {
 	char err[256] = "", cn[128];
-	struct tlsca *ca;
+	struct tls_ca *ca;
 	BASIC_CONSTRAINTS *bc;
 	ASN1_BIT_STRING *ku;
 	X509 *x;
 	int crit = -1;
 
 	(void)state;
-	ca = tlsca_create("demo-1", err, sizeof(err));
+	ca = tls_ca_create("demo-1", err, sizeof(err));
 	assert_non_null(ca);
 	x = ca_cert(ca);
 	assert_string_equal(cert_cn(x, cn, sizeof(cn)), "sluice sandbox demo-1 CA");
@@ -121,10 +122,10 @@ static void test_ca_fields(void **state)
 	assert_in_range(secs_from_now(X509_get0_notAfter(x)),
 			397L * 86400 - 5, 397L * 86400 + 5);
 	X509_free(x);
-	tlsca_free(ca);
+	tls_ca_free(ca);
 
 	/* A long name is cut to fit the CN; a control character refused. */
-	ca = tlsca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever",
+	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever",
 			  err, sizeof(err));
 	assert_non_null(ca);
 	x = ca_cert(ca);
@@ -132,22 +133,22 @@ static void test_ca_fields(void **state)
 	assert_int_equal(strlen(cn), 64);
 	assert_string_equal(cn + 61, " CA");
 	X509_free(x);
-	tlsca_free(ca);
-	assert_null(tlsca_create("bad\nname", err, sizeof(err)));
-	assert_null(tlsca_create("", err, sizeof(err)));
+	tls_ca_free(ca);
+	assert_null(tls_ca_create("bad\nname", err, sizeof(err)));
+	assert_null(tls_ca_create("", err, sizeof(err)));
 }
 
 static void test_save_load(void **state)
 {
 	char err[256] = "", p[256], p2[256];
-	struct tlsca *ca, *ca2;
+	struct tls_ca *ca, *ca2;
 	char *pem1, *pem2;
 	struct stat st;
 
 	(void)state;
-	ca = tlsca_create("roundtrip", err, sizeof(err));
+	ca = tls_ca_create("roundtrip", err, sizeof(err));
 	assert_non_null(ca);
-	assert_int_equal(tlsca_save(ca, tmpdir), 0);
+	assert_int_equal(tls_ca_save(ca, tmpdir), 0);
 
 	path(p, sizeof(p), "ca.key");
 	assert_int_equal(lstat(p, &st), 0);
@@ -159,11 +160,11 @@ static void test_save_load(void **state)
 	path(p, sizeof(p), "ca.key.tmp");
 	assert_int_equal(lstat(p, &st), -1);
 
-	ca2 = tlsca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
 	if (!ca2)
 		fail_msg("load: %s", err);
-	assert_int_equal(tlsca_cert_pem(ca, &pem1), 0);
-	assert_int_equal(tlsca_cert_pem(ca2, &pem2), 0);
+	assert_int_equal(tls_ca_cert_pem(ca, &pem1), 0);
+	assert_int_equal(tls_ca_cert_pem(ca2, &pem2), 0);
 	assert_string_equal(pem1, pem2);
 	assert_non_null(strstr(pem1, "-----BEGIN CERTIFICATE-----"));
 	free(pem1);
@@ -171,7 +172,7 @@ static void test_save_load(void **state)
 
 	/* The loaded CA signs leaves the saved certificate verifies. */
 	{
-		SSL_CTX *ctx = tlsca_leaf_ctx(ca2, "x.example");
+		SSL_CTX *ctx = tls_leaf_ctx(ca2, "x.example");
 		X509 *leaf, *cax = ca_cert(ca);
 		EVP_PKEY *pub = X509_get0_pubkey(cax);
 
@@ -181,26 +182,26 @@ static void test_save_load(void **state)
 		X509_free(cax);
 		SSL_CTX_free(ctx);
 	}
-	tlsca_free(ca2);
+	tls_ca_free(ca2);
 
 	/* Saving again replaces both files (a new CA here). */
-	ca2 = tlsca_create("other", err, sizeof(err));
-	assert_int_equal(tlsca_save(ca2, tmpdir), 0);
-	tlsca_free(ca2);
-	ca2 = tlsca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_create("other", err, sizeof(err));
+	assert_int_equal(tls_ca_save(ca2, tmpdir), 0);
+	tls_ca_free(ca2);
+	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
 	assert_non_null(ca2);
-	assert_int_equal(tlsca_cert_pem(ca2, &pem2), 0);
-	assert_int_equal(tlsca_cert_pem(ca, &pem1), 0);
+	assert_int_equal(tls_ca_cert_pem(ca2, &pem2), 0);
+	assert_int_equal(tls_ca_cert_pem(ca, &pem1), 0);
 	assert_string_not_equal(pem1, pem2);
 	free(pem1);
 	free(pem2);
-	tlsca_free(ca2);
+	tls_ca_free(ca2);
 
 	/* A key readable by others is refused. */
 	path(p, sizeof(p), "ca.key");
 	assert_int_equal(chmod(p, 0644), 0);
 	err[0] = '\0';
-	assert_null(tlsca_load(tmpdir, err, sizeof(err)));
+	assert_null(tls_ca_load(tmpdir, err, sizeof(err)));
 	assert_non_null(strstr(err, "mode"));
 	assert_int_equal(chmod(p, 0600), 0);
 
@@ -209,16 +210,16 @@ static void test_save_load(void **state)
 	assert_int_equal(rename(p, p2), 0);
 	assert_int_equal(symlink(p2, p), 0);
 	err[0] = '\0';
-	assert_null(tlsca_load(tmpdir, err, sizeof(err)));
+	assert_null(tls_ca_load(tmpdir, err, sizeof(err)));
 	assert_non_null(strstr(err, "symlink"));
 
-	/* tlsca_save() replaces the symlink, never writes through it. */
-	assert_int_equal(tlsca_save(ca, tmpdir), 0);
+	/* tls_ca_save() replaces the symlink, never writes through it. */
+	assert_int_equal(tls_ca_save(ca, tmpdir), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
-	ca2 = tlsca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
 	assert_non_null(ca2);
-	tlsca_free(ca2);
+	tls_ca_free(ca2);
 	{
 		/* The symlink's target kept the other CA's key. */
 		char buf[4096];
@@ -238,31 +239,31 @@ static void test_save_load(void **state)
 	path(p, sizeof(p), "ca.key.tmp");
 	path(p2, sizeof(p2), "victim");
 	assert_int_equal(symlink(p2, p), 0);
-	assert_int_equal(tlsca_save(ca, tmpdir), 0);
+	assert_int_equal(tls_ca_save(ca, tmpdir), 0);
 	assert_int_equal(lstat(p2, &st), -1);
 	assert_int_equal(lstat(p, &st), -1);
 
 	/* Certificate and key of different CAs. */
 	{
-		struct tlsca *ca3 = tlsca_create("third", err, sizeof(err));
+		struct tls_ca *ca3 = tls_ca_create("third", err, sizeof(err));
 		char sub[256];
 
 		snprintf(sub, sizeof(sub), "%s/sub", tmpdir);
 		assert_int_equal(mkdir(sub, 0700), 0);
-		assert_int_equal(tlsca_save(ca3, sub), 0);
+		assert_int_equal(tls_ca_save(ca3, sub), 0);
 		path(p, sizeof(p), "sub/ca.crt");
 		path(p2, sizeof(p2), "ca.crt");
 		assert_int_equal(rename(p2, p), 0);
-		assert_null(tlsca_load(sub, err, sizeof(err)));
+		assert_null(tls_ca_load(sub, err, sizeof(err)));
 		assert_non_null(strstr(err, "do not match"));
-		tlsca_free(ca3);
+		tls_ca_free(ca3);
 	}
-	assert_null(tlsca_load("/nonexistent-sluice-dir", err, sizeof(err)));
-	assert_int_equal(tlsca_save(ca, "/nonexistent-sluice-dir"), -ENOENT);
-	tlsca_free(ca);
+	assert_null(tls_ca_load("/nonexistent-sluice-dir", err, sizeof(err)));
+	assert_int_equal(tls_ca_save(ca, "/nonexistent-sluice-dir"), -ENOENT);
+	tls_ca_free(ca);
 }
 
-static X509_STORE *store_of(const struct tlsca *ca)
+static X509_STORE *store_of(const struct tls_ca *ca)
 {
 	X509_STORE *st = X509_STORE_new();
 	X509 *x = ca_cert(ca);
@@ -273,7 +274,7 @@ static X509_STORE *store_of(const struct tlsca *ca)
 }
 
 /* X509_verify_cert() of @leaf against @ca for TLS server use and @host. */
-static int verify_leaf(const struct tlsca *ca, X509 *leaf, const char *host)
+static int verify_leaf(const struct tls_ca *ca, X509 *leaf, const char *host)
 {
 	X509_STORE *st = store_of(ca);
 	X509_STORE_CTX *sc = X509_STORE_CTX_new();
@@ -295,7 +296,7 @@ static int verify_leaf(const struct tlsca *ca, X509 *leaf, const char *host)
 static void test_leaf(void **state)
 {
 	char err[256], cn[128];
-	struct tlsca *ca = tlsca_create("leafy", err, sizeof(err)), *other;
+	struct tls_ca *ca = tls_ca_create("leafy", err, sizeof(err)), *other;
 	SSL_CTX *ctx;
 	X509 *leaf;
 	EXTENDED_KEY_USAGE *eku;
@@ -304,7 +305,7 @@ static void test_leaf(void **state)
 
 	(void)state;
 	assert_non_null(ca);
-	ctx = tlsca_leaf_ctx(ca, "API.Example.COM.");
+	ctx = tls_leaf_ctx(ca, "API.Example.COM.");
 	assert_non_null(ctx);
 	leaf = SSL_CTX_get0_certificate(ctx);
 	assert_non_null(leaf);
@@ -331,52 +332,52 @@ static void test_leaf(void **state)
 	assert_in_range(secs_from_now(X509_get0_notBefore(leaf)), -3605, -3595);
 
 	/* Another sandbox's CA does not vouch for it. */
-	other = tlsca_create("other", err, sizeof(err));
+	other = tls_ca_create("other", err, sizeof(err));
 	assert_int_not_equal(verify_leaf(other, leaf, "api.example.com"), X509_V_OK);
-	tlsca_free(other);
+	tls_ca_free(other);
 	SSL_CTX_free(ctx);
 
 	/* Address literals get an IP SAN. */
-	ctx = tlsca_leaf_ctx(ca, "192.0.2.7");
+	ctx = tls_leaf_ctx(ca, "192.0.2.7");
 	assert_non_null(ctx);
 	leaf = SSL_CTX_get0_certificate(ctx);
 	assert_int_equal(X509_check_ip_asc(leaf, "192.0.2.7", 0), 1);
 	assert_int_equal(X509_check_ip_asc(leaf, "192.0.2.8", 0), 0);
 	SSL_CTX_free(ctx);
-	ctx = tlsca_leaf_ctx(ca, "[2001:DB8::1]");
+	ctx = tls_leaf_ctx(ca, "[2001:DB8::1]");
 	assert_non_null(ctx);
 	leaf = SSL_CTX_get0_certificate(ctx);
 	assert_int_equal(X509_check_ip_asc(leaf, "2001:db8::1", 0), 1);
 	SSL_CTX_free(ctx);
 
 	/* Nothing that could put another name into a certificate. */
-	assert_null(tlsca_leaf_ctx(ca, ""));
-	assert_null(tlsca_leaf_ctx(ca, "."));
-	assert_null(tlsca_leaf_ctx(ca, "a..b"));
-	assert_null(tlsca_leaf_ctx(ca, "a.example.com, DNS:evil.com"));
-	assert_null(tlsca_leaf_ctx(ca, "*.example.com"));
-	assert_null(tlsca_leaf_ctx(ca, "a b"));
-	assert_null(tlsca_leaf_ctx(ca, "[not-v6]"));
-	assert_null(tlsca_leaf_ctx(ca, NULL));
-	tlsca_free(ca);
+	assert_null(tls_leaf_ctx(ca, ""));
+	assert_null(tls_leaf_ctx(ca, "."));
+	assert_null(tls_leaf_ctx(ca, "a..b"));
+	assert_null(tls_leaf_ctx(ca, "a.example.com, DNS:evil.com"));
+	assert_null(tls_leaf_ctx(ca, "*.example.com"));
+	assert_null(tls_leaf_ctx(ca, "a b"));
+	assert_null(tls_leaf_ctx(ca, "[not-v6]"));
+	assert_null(tls_leaf_ctx(ca, NULL));
+	tls_ca_free(ca);
 }
 
 static void test_cache(void **state)
 {
 	char err[256], host[64];
-	struct tlsca *ca = tlsca_create("cache", err, sizeof(err));
-	struct tlsca_stats st;
+	struct tls_ca *ca = tls_ca_create("cache", err, sizeof(err));
+	struct tls_leaf_stats st;
 	SSL_CTX *a, *b, *c;
 	int i;
 
 	(void)state;
-	a = tlsca_leaf_ctx(ca, "a.example");
-	b = tlsca_leaf_ctx(ca, "A.EXAMPLE.");
-	c = tlsca_leaf_ctx(ca, "b.example");
+	a = tls_leaf_ctx(ca, "a.example");
+	b = tls_leaf_ctx(ca, "A.EXAMPLE.");
+	c = tls_leaf_ctx(ca, "b.example");
 	assert_non_null(a);
 	assert_ptr_equal(a, b);
 	assert_ptr_not_equal(a, c);
-	tlsca_stats(ca, &st);
+	tls_leaf_stats(ca, &st);
 	assert_int_equal(st.hits, 1);
 	assert_int_equal(st.misses, 2);
 	assert_int_equal(st.entries, 2);
@@ -384,34 +385,34 @@ static void test_cache(void **state)
 
 	/* Fill past the bound: the least recently used go, "a" stays because
 	 * it is used again half-way. */
-	for (i = 0; i < TLSCA_CACHE_MAX + 10; i++) {
+	for (i = 0; i < TLS_LEAF_CACHE_MAX + 10; i++) {
 		SSL_CTX *x;
 
 		snprintf(host, sizeof(host), "h%d.example", i);
-		x = tlsca_leaf_ctx(ca, host);
+		x = tls_leaf_ctx(ca, host);
 		assert_non_null(x);
 		SSL_CTX_free(x);
-		if (i == TLSCA_CACHE_MAX / 2) {
-			x = tlsca_leaf_ctx(ca, "a.example");
+		if (i == TLS_LEAF_CACHE_MAX / 2) {
+			x = tls_leaf_ctx(ca, "a.example");
 			assert_ptr_equal(x, a);
 			SSL_CTX_free(x);
 		}
 	}
-	tlsca_stats(ca, &st);
-	assert_int_equal(st.entries, TLSCA_CACHE_MAX);
+	tls_leaf_stats(ca, &st);
+	assert_int_equal(st.entries, TLS_LEAF_CACHE_MAX);
 	assert_int_equal(st.evictions, 12);
-	assert_int_equal(st.misses, 2 + TLSCA_CACHE_MAX + 10);
-	b = tlsca_leaf_ctx(ca, "a.example");
+	assert_int_equal(st.misses, 2 + TLS_LEAF_CACHE_MAX + 10);
+	b = tls_leaf_ctx(ca, "a.example");
 	assert_ptr_equal(a, b);
 	SSL_CTX_free(b);
 	/* "b.example" was evicted: a new context. */
-	b = tlsca_leaf_ctx(ca, "b.example");
+	b = tls_leaf_ctx(ca, "b.example");
 	assert_ptr_not_equal(b, c);
 	SSL_CTX_free(b);
 	/* The evicted one is still usable by whoever holds it. */
 	assert_non_null(SSL_CTX_get0_certificate(c));
 	SSL_CTX_free(c);
-	tlsca_free(ca);
+	tls_ca_free(ca);
 	/* ... and so is one handed out before the CA was freed. */
 	assert_int_equal(X509_check_host(SSL_CTX_get0_certificate(a), "a.example",
 					 0, 0, NULL), 1);
@@ -419,7 +420,7 @@ static void test_cache(void **state)
 }
 
 struct thr_arg {
-	struct tlsca *ca;
+	struct tls_ca *ca;
 	int id;
 	int fails;
 };
@@ -434,7 +435,7 @@ static void *thr_main(void *p)
 		SSL_CTX *x;
 
 		snprintf(host, sizeof(host), "t%d.example", (i * 7 + a->id) % 40);
-		x = tlsca_leaf_ctx(a->ca, host);
+		x = tls_leaf_ctx(a->ca, host);
 		if (!x || X509_check_host(SSL_CTX_get0_certificate(x), host, 0, 0,
 					  NULL) != 1)
 			a->fails++;
@@ -446,10 +447,10 @@ static void *thr_main(void *p)
 static void test_threads(void **state)
 {
 	char err[256];
-	struct tlsca *ca = tlsca_create("threads", err, sizeof(err));
+	struct tls_ca *ca = tls_ca_create("threads", err, sizeof(err));
 	struct thr_arg args[4];
 	pthread_t th[4];
-	struct tlsca_stats st;
+	struct tls_leaf_stats st;
 	int i;
 
 	(void)state;
@@ -461,11 +462,11 @@ static void test_threads(void **state)
 		pthread_join(th[i], NULL);
 		assert_int_equal(args[i].fails, 0);
 	}
-	tlsca_stats(ca, &st);
+	tls_leaf_stats(ca, &st);
 	assert_int_equal(st.hits + st.misses, 800);
 	assert_int_equal(st.entries, 40);
 	assert_in_range(st.misses, 40, 40 + 4 * 40);
-	tlsca_free(ca);
+	tls_ca_free(ca);
 }
 
 /* ---- in-memory handshakes ------------------------------------------------ */
@@ -513,7 +514,7 @@ static void pair(SSL *c, SSL *s)
 }
 
 /* A client trusting @trust (or nothing), checking @host, offering @alpn. */
-static SSL *client(const struct tlsca *trust, const char *host,
+static SSL *client(const struct tls_ca *trust, const char *host,
 		   const unsigned char *alpn, size_t alpn_len, int max_version)
 {
 	SSL_CTX *cc = SSL_CTX_new(TLS_client_method());
@@ -539,9 +540,9 @@ static void test_handshake(void **state)
 	static const unsigned char both[] = "\x02h2\x08http/1.1";
 	static const unsigned char h2[] = "\x02h2";
 	char err[256], buf[64];
-	struct tlsca *ca = tlsca_create("hs", err, sizeof(err));
-	struct tlsca *other = tlsca_create("other", err, sizeof(err));
-	SSL_CTX *sctx = tlsca_leaf_ctx(ca, "api.example.com");
+	struct tls_ca *ca = tls_ca_create("hs", err, sizeof(err));
+	struct tls_ca *other = tls_ca_create("other", err, sizeof(err));
+	SSL_CTX *sctx = tls_leaf_ctx(ca, "api.example.com");
 	const unsigned char *sel;
 	unsigned sel_len;
 	SSL *c, *s;
@@ -612,20 +613,20 @@ static void test_handshake(void **state)
 	SSL_free(s);
 
 	SSL_CTX_free(sctx);
-	tlsca_free(ca);
-	tlsca_free(other);
+	tls_ca_free(ca);
+	tls_ca_free(other);
 	ERR_clear_error();
 }
 
 /* ---- upstream ------------------------------------------------------------ */
 
-static void write_ca_file(const struct tlsca *ca, char *p, size_t len)
+static void write_ca_file(const struct tls_ca *ca, char *p, size_t len)
 {
 	char *pem;
 	FILE *f;
 
 	path(p, len, "upstream-ca.pem");
-	assert_int_equal(tlsca_cert_pem(ca, &pem), 0);
+	assert_int_equal(tls_ca_cert_pem(ca, &pem), 0);
 	f = fopen(p, "w");
 	assert_non_null(f);
 	fputs(pem, f);
@@ -635,16 +636,16 @@ static void write_ca_file(const struct tlsca *ca, char *p, size_t len)
 
 /* Upstream client (from @uctx, prepared for @want) against a server with
  * a leaf for @have.  Return: handshake result, verify result in *vr. */
-static int upstream_try(SSL_CTX *uctx, struct tlsca *server_ca,
+static int upstream_try(SSL_CTX *uctx, struct tls_ca *server_ca,
 			const char *have, const char *want, long *vr,
 			char *sni_seen, size_t sni_len)
 {
-	SSL_CTX *sctx = tlsca_leaf_ctx(server_ca, have);
+	SSL_CTX *sctx = tls_leaf_ctx(server_ca, have);
 	SSL *c = SSL_new(uctx), *s = SSL_new(sctx);
 	const char *sni;
 	int r;
 
-	assert_int_equal(tlsca_upstream_prepare(c, want), 0);
+	assert_int_equal(tls_upstream_prepare(c, want), 0);
 	pair(c, s);
 	r = handshake(c, s);
 	*vr = SSL_get_verify_result(c);
@@ -661,13 +662,13 @@ static int upstream_try(SSL_CTX *uctx, struct tlsca *server_ca,
 static void test_upstream(void **state)
 {
 	char err[256] = "", p[256], sni[300];
-	struct tlsca *ca = tlsca_create("upstream", err, sizeof(err));
+	struct tls_ca *ca = tls_ca_create("upstream", err, sizeof(err));
 	SSL_CTX *uctx;
 	long vr;
 
 	(void)state;
 	write_ca_file(ca, p, sizeof(p));
-	uctx = tlsca_upstream_ctx(p, err, sizeof(err));
+	uctx = tls_upstream_ctx(p, err, sizeof(err));
 	if (!uctx)
 		fail_msg("%s", err);
 	assert_int_equal(SSL_CTX_get_verify_mode(uctx), SSL_VERIFY_PEER);
@@ -698,8 +699,8 @@ static void test_upstream(void **state)
 	{
 		SSL *x = SSL_new(uctx);
 
-		assert_int_equal(tlsca_upstream_prepare(x, "bad name"), -EINVAL);
-		assert_int_equal(tlsca_upstream_prepare(x, ""), -EINVAL);
+		assert_int_equal(tls_upstream_prepare(x, "bad name"), -EINVAL);
+		assert_int_equal(tls_upstream_prepare(x, ""), -EINVAL);
 		SSL_free(x);
 	}
 	SSL_CTX_free(uctx);
@@ -707,7 +708,7 @@ static void test_upstream(void **state)
 	/* An upstream the system store does not know fails. */
 	setenv("SSL_CERT_FILE", "/nonexistent-sluice-bundle.pem", 1);
 	setenv("SSL_CERT_DIR", "/nonexistent-sluice-dir", 1);
-	uctx = tlsca_upstream_ctx(NULL, err, sizeof(err));
+	uctx = tls_upstream_ctx(NULL, err, sizeof(err));
 	assert_non_null(uctx);
 	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr,
 				      NULL, 0), -1);
@@ -715,7 +716,7 @@ static void test_upstream(void **state)
 	SSL_CTX_free(uctx);
 	/* ... and SSL_CERT_FILE is honoured for the system store. */
 	setenv("SSL_CERT_FILE", p, 1);
-	uctx = tlsca_upstream_ctx("", err, sizeof(err));
+	uctx = tls_upstream_ctx("", err, sizeof(err));
 	assert_non_null(uctx);
 	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr,
 				      NULL, 0), 0);
@@ -724,10 +725,10 @@ static void test_upstream(void **state)
 	unsetenv("SSL_CERT_DIR");
 
 	err[0] = '\0';
-	assert_null(tlsca_upstream_ctx("/nonexistent-sluice-bundle.pem", err,
+	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", err,
 				       sizeof(err)));
 	assert_non_null(strstr(err, "nonexistent-sluice-bundle.pem"));
-	tlsca_free(ca);
+	tls_ca_free(ca);
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* TLS ClientHello parsing: reassembles the hello from peeked handshake
  * records and extracts SNI, ALPN, supported_versions and ECH presence. */
-#include "broker/tls_sni.h"
+#include "broker/tls/tls.h"
 
 #include <errno.h>
 #include <stddef.h>

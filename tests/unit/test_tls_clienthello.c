@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for broker/tls_sni.c: real ClientHellos captured from
+/* Unit tests for broker/tls/clienthello.c: real ClientHellos captured from
  * OpenSSL s_client and curl, re-framed, truncated and corrupted. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/tls_sni.h"
+#include "broker/tls/tls.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
