@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The per-sandbox CA, leaf certificates for interception, upstream TLS. */
+/* The per-sandbox CA: its key and certificate, made, saved and loaded. */
 
 /*
  * Theory of operation
@@ -11,27 +11,14 @@
  * leaked from one sandbox is worth nothing against another.
  *
  * The CA is short-lived (TLS_CA_DAYS, about the longest a sandbox is
- * expected to exist) and cannot sign other CAs (pathlen:0).  For every
- * host the sandbox connects to, tls_leaf_ctx() mints a leaf for exactly
- * that name, valid TLS_LEAF_DAYS, and wraps it in a server SSL_CTX.
- * All leaves of one CA share one EC P-256 key made when the CA is created
- * or loaded and never written: a key per leaf would cost a keygen per
- * host and buy nothing, since any leaf key's compromise means the
- * broker's memory is compromised, CA key included.
- *
- * Minting costs a signature and an SSL_CTX (most of the time), so
- * contexts are kept in a per-CA LRU of TLS_LEAF_CACHE_MAX hosts behind a
- * mutex; the minting itself runs outside the lock so that one slow mint
- * does not stall other workers' hits.  A cached leaf is re-minted a day
- * before it expires.  Evicted contexts live on in the connections that
- * hold a reference.
+ * expected to exist) and cannot sign other CAs (pathlen:0).  The leaves
+ * it signs, and their cache, are leaf.c's.
  */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -50,52 +37,14 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "broker/tls/tls.h"
-#include "policy/policy.h"
+#include "broker/tls/tls_internal.h"
 
 #define CA_KEY_FILE "ca.key"
 #define CA_CRT_FILE "ca.crt"
 #define CA_FILE_MAX (64 * 1024)
-#define HOST_MAX 253
-#define DAY_SEC 86400
-/* Buckets of the leaf cache: a power of two, twice the entries. */
-#define CACHE_BUCKETS (2 * TLS_LEAF_CACHE_MAX)
-
-struct leaf {
-	char host[HOST_MAX + 1];
-	uint64_t hash;
-	SSL_CTX *ctx;
-	time_t refresh_at; /* re-mint from then on */
-	struct leaf *hnext;		/* bucket chain */
-	struct leaf *prev, *next;	/* LRU: head is the most recent */
-};
-
-struct tls_ca {
-	EVP_PKEY *key;
-	X509 *cert;
-	time_t not_after; /* the CA's; no leaf outlives it */
-	EVP_PKEY *leaf_key;
-
-	pthread_mutex_t lock; /* guards everything below */
-	struct leaf *buckets[CACHE_BUCKETS];
-	struct leaf *head, *tail;
-	size_t n;
-	uint64_t hits, misses, evictions;
-};
-
-/* A host name or literal as the leaf and the cache see it. */
-struct host {
-	char name[HOST_MAX + 1]; /* lowercased, no dot, no brackets */
-	bool is_ip;
-	unsigned char ip[16];
-	int ip_len;
-};
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* Appends OpenSSL's newest queued reason, then empties the queue. */
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	unsigned long e = ERR_peek_last_error();
 	va_list ap;
@@ -122,7 +71,7 @@ static EVP_PKEY *new_p256_key(void)
 }
 
 /* 128 random bits, never zero; DER may add a leading zero octet. */
-static int set_random_serial(X509 *x)
+int tls_set_random_serial(X509 *x)
 {
 	unsigned char b[16];
 	BIGNUM *bn = NULL;
@@ -141,7 +90,7 @@ static int set_random_serial(X509 *x)
 	return ret;
 }
 
-static int add_ext(X509 *x, X509 *issuer, int nid, const char *value)
+int tls_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 {
 	X509V3_CTX v3;
 	X509_EXTENSION *ext;
@@ -156,7 +105,7 @@ static int add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 	return ok ? 0 : -ENOMEM;
 }
 
-static int set_validity(X509 *x, time_t from, time_t to)
+int tls_set_validity(X509 *x, time_t from, time_t to)
 {
 	if (!ASN1_TIME_set(X509_getm_notBefore(x), from) ||
 	    !ASN1_TIME_set(X509_getm_notAfter(x), to))
@@ -190,19 +139,19 @@ static X509 *make_ca_cert(EVP_PKEY *key, const char *sandbox_name)
 	if (n < 0)
 		goto fail;
 	name = X509_get_subject_name(x);
-	if (!X509_set_version(x, X509_VERSION_3) || set_random_serial(x) < 0 ||
-	    set_validity(x, now - TLS_BACKDATE_SEC,
-			 now + (time_t)TLS_CA_DAYS * DAY_SEC) < 0 ||
+	if (!X509_set_version(x, X509_VERSION_3) || tls_set_random_serial(x) < 0 ||
+	    tls_set_validity(x, now - TLS_BACKDATE_SEC,
+			 now + (time_t)TLS_CA_DAYS * TLS_DAY_SEC) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
 					(const unsigned char *)"sluice", -1, -1, 0) ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
 					(const unsigned char *)cn, -1, -1, 0) ||
 	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, key))
 		goto fail;
-	if (add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
-	    add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
-	    add_ext(x, x, NID_subject_key_identifier, "hash") < 0 ||
-	    add_ext(x, x, NID_authority_key_identifier, "keyid:always") < 0)
+	if (tls_add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
+	    tls_add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
+	    tls_add_ext(x, x, NID_subject_key_identifier, "hash") < 0 ||
+	    tls_add_ext(x, x, NID_authority_key_identifier, "keyid:always") < 0)
 		goto fail;
 	if (!X509_sign(x, key, EVP_sha256()))
 		goto fail;
@@ -217,7 +166,7 @@ static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen
 	struct tls_ca *ca = calloc(1, sizeof(*ca));
 
 	if (!ca) {
-		seterr(err, errlen, "out of memory");
+		tls_seterr(err, errlen, "out of memory");
 		return NULL;
 	}
 	ca->key = key;
@@ -225,7 +174,7 @@ static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen
 	ca->not_after = asn1_time_to_time(X509_get0_notAfter(cert));
 	ca->leaf_key = new_p256_key();
 	if (!ca->leaf_key || pthread_mutex_init(&ca->lock, NULL) != 0) {
-		seterr(err, errlen, "cannot make the leaf key");
+		tls_seterr(err, errlen, "cannot make the leaf key");
 		EVP_PKEY_free(ca->leaf_key);
 		free(ca);
 		return NULL;
@@ -248,17 +197,17 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
 	X509 *cert;
 
 	if (!sandbox_name || !*sandbox_name || !name_ok(sandbox_name)) {
-		seterr(err, errlen, "bad sandbox name for a CA");
+		tls_seterr(err, errlen, "bad sandbox name for a CA");
 		return NULL;
 	}
 	key = new_p256_key();
 	if (!key) {
-		seterr(err, errlen, "cannot make the CA key");
+		tls_seterr(err, errlen, "cannot make the CA key");
 		return NULL;
 	}
 	cert = make_ca_cert(key, sandbox_name);
 	if (!cert) {
-		seterr(err, errlen, "cannot make the CA certificate");
+		tls_seterr(err, errlen, "cannot make the CA certificate");
 		EVP_PKEY_free(key);
 		return NULL;
 	}
@@ -390,36 +339,36 @@ static int read_small_at(int dfd, const char *name, bool private,
 				       O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
-		seterr(err, errlen, "`%s`: %s", name,
+		tls_seterr(err, errlen, "`%s`: %s", name,
 		       ret == -ELOOP ? "is a symlink" : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		seterr(err, errlen, "`%s`: %s", name, strerror(-ret));
+		tls_seterr(err, errlen, "`%s`: %s", name, strerror(-ret));
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		seterr(err, errlen, "`%s`: not a regular file", name);
+		tls_seterr(err, errlen, "`%s`: not a regular file", name);
 		goto fail;
 	}
 	if (private && (st.st_mode & 077)) {
 		ret = -EPERM;
-		seterr(err, errlen, "`%s`: mode %03o lets others read the key",
+		tls_seterr(err, errlen, "`%s`: mode %03o lets others read the key",
 		       name, (unsigned)(st.st_mode & 0777));
 		goto fail;
 	}
 	if (st.st_size <= 0 || st.st_size > CA_FILE_MAX) {
 		ret = -EFBIG;
-		seterr(err, errlen, "`%s`: empty or larger than %d bytes", name,
+		tls_seterr(err, errlen, "`%s`: empty or larger than %d bytes", name,
 		       CA_FILE_MAX);
 		goto fail;
 	}
 	b = OPENSSL_secure_malloc((size_t)st.st_size);
 	if (!b) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		tls_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	while (got < (size_t)st.st_size) {
@@ -430,7 +379,7 @@ static int read_small_at(int dfd, const char *name, bool private,
 		if (r <= 0) {
 			ret = r < 0 ? -errno : -EIO;
 			OPENSSL_secure_clear_free(b, (size_t)st.st_size);
-			seterr(err, errlen, "`%s`: short read", name);
+			tls_seterr(err, errlen, "`%s`: short read", name);
 			goto fail;
 		}
 		got += (size_t)r;
@@ -465,12 +414,12 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 	int dfd;
 
 	if (!dir) {
-		seterr(err, errlen, "no directory");
+		tls_seterr(err, errlen, "no directory");
 		return NULL;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		seterr(err, errlen, "`%s`: %s", dir, strerror(errno));
+		tls_seterr(err, errlen, "`%s`: %s", dir, strerror(errno));
 		return NULL;
 	}
 	if (read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, err, errlen) < 0 ||
@@ -482,7 +431,7 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 		key = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
 	BIO_free(b);
 	if (!key || !EVP_PKEY_is_a(key, "EC")) {
-		seterr(err, errlen, "`%s/%s`: not an EC private key", dir, CA_KEY_FILE);
+		tls_seterr(err, errlen, "`%s/%s`: not an EC private key", dir, CA_KEY_FILE);
 		goto out;
 	}
 	b = BIO_new_mem_buf(cbuf, (int)clen);
@@ -490,19 +439,19 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
 	BIO_free(b);
 	if (!cert) {
-		seterr(err, errlen, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
+		tls_seterr(err, errlen, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
 		goto out;
 	}
 	if (X509_check_private_key(cert, key) != 1) {
-		seterr(err, errlen, "`%s`: certificate and key do not match", dir);
+		tls_seterr(err, errlen, "`%s`: certificate and key do not match", dir);
 		goto out;
 	}
 	if (X509_check_ca(cert) < 1) {
-		seterr(err, errlen, "`%s/%s`: not a CA certificate", dir, CA_CRT_FILE);
+		tls_seterr(err, errlen, "`%s/%s`: not a CA certificate", dir, CA_CRT_FILE);
 		goto out;
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
-		seterr(err, errlen, "`%s/%s`: the CA certificate has expired", dir,
+		tls_seterr(err, errlen, "`%s/%s`: the CA certificate has expired", dir,
 		       CA_CRT_FILE);
 		goto out;
 	}
@@ -545,423 +494,14 @@ int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)
 	return 0;
 }
 
-/* ---- leaves -------------------------------------------------------------- */
-
-/*
- * Canonical host: an IPv4 or IPv6 literal (brackets dropped), or DNS
- * labels of letters, digits, '-' and '_' (1..63 each, 253 in all),
- * lowercased, one trailing dot dropped.  Anything else is refused: the
- * name goes into a certificate.
- */
-static int host_parse(const char *in, struct host *h)
-{
-	size_t len, i, given;
-
-	memset(h, 0, sizeof(*h));
-	if (!in)
-		return -EINVAL;
-	len = strlen(in);
-	if (len >= 2 && in[0] == '[' && in[len - 1] == ']') {
-		in++;
-		len -= 2;
-		if (len > HOST_MAX)
-			return -EINVAL;
-		memcpy(h->name, in, len);
-		h->name[len] = '\0';
-		if (inet_pton(AF_INET6, h->name, h->ip) != 1)
-			return -EINVAL;
-		h->is_ip = true;
-		h->ip_len = 16;
-		goto lower;
-	}
-	given = len;
-	if (len && in[len - 1] == '.')
-		len--;
-	if (len == 0 || len > HOST_MAX)
-		return -EINVAL;
-	memcpy(h->name, in, len);
-	h->name[len] = '\0';
-	if (inet_pton(AF_INET, h->name, h->ip) == 1) {
-		h->is_ip = true;
-		h->ip_len = 4;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, h->name, h->ip) == 1) {
-		h->is_ip = true;
-		h->ip_len = 16;
-		goto lower;
-	}
-	/* A name: the policy's rules for names, and lowercased. */
-	return policy_normalize_name(in, given, h->name, &len) < 0 ? -EINVAL : 0;
-lower:
-	for (i = 0; h->name[i]; i++)
-		if (h->name[i] >= 'A' && h->name[i] <= 'Z')
-			h->name[i] = (char)(h->name[i] - 'A' + 'a');
-	return 0;
-}
-
-static int add_san(X509 *x, const struct host *h)
-{
-	GENERAL_NAMES *gens = sk_GENERAL_NAME_new_null();
-	GENERAL_NAME *gen = GENERAL_NAME_new();
-	ASN1_OCTET_STRING *os = NULL;
-	ASN1_IA5STRING *ia5 = NULL;
-	int ret = -ENOMEM;
-
-	if (!gens || !gen)
-		goto out;
-	/* Built from parts, not from a "DNS:..." config string, so that no
-	 * host can smuggle a second name in. */
-	if (h->is_ip) {
-		os = ASN1_OCTET_STRING_new();
-		if (!os || !ASN1_OCTET_STRING_set(os, h->ip, h->ip_len))
-			goto out;
-		GENERAL_NAME_set0_value(gen, GEN_IPADD, os);
-		os = NULL;
-	} else {
-		ia5 = ASN1_IA5STRING_new();
-		if (!ia5 || !ASN1_STRING_set(ia5, h->name, -1))
-			goto out;
-		GENERAL_NAME_set0_value(gen, GEN_DNS, ia5);
-		ia5 = NULL;
-	}
-	if (!sk_GENERAL_NAME_push(gens, gen))
-		goto out;
-	gen = NULL;
-	if (X509_add1_ext_i2d(x, NID_subject_alt_name, gens, 0, X509V3_ADD_DEFAULT) == 1)
-		ret = 0;
-out:
-	ASN1_OCTET_STRING_free(os);
-	ASN1_IA5STRING_free(ia5);
-	GENERAL_NAME_free(gen);
-	sk_GENERAL_NAME_pop_free(gens, GENERAL_NAME_free);
-	return ret;
-}
-
-static X509 *make_leaf(const struct tls_ca *ca, const struct host *h,
-		       time_t now, time_t *not_after)
-{
-	X509 *x = X509_new();
-	X509_NAME *name;
-	time_t end = now + (time_t)TLS_LEAF_DAYS * DAY_SEC;
-
-	if (!x)
-		return NULL;
-	if (ca->not_after && end > ca->not_after)
-		end = ca->not_after;
-	name = X509_get_subject_name(x);
-	/* The SAN is what clients check; the CN is for people, and holds
-	 * 64 characters at most. */
-	if (!X509_set_version(x, X509_VERSION_3) || set_random_serial(x) < 0 ||
-	    set_validity(x, now - TLS_BACKDATE_SEC, end) < 0 ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-					(const unsigned char *)(strlen(h->name) <= 64
-						? h->name : "sluice intercepted host"),
-					-1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||
-	    !X509_set_pubkey(x, ca->leaf_key))
-		goto fail;
-	if (add_ext(x, ca->cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
-	    add_ext(x, ca->cert, NID_key_usage, "critical,digitalSignature") < 0 ||
-	    add_ext(x, ca->cert, NID_ext_key_usage, "serverAuth") < 0 ||
-	    add_ext(x, ca->cert, NID_subject_key_identifier, "hash") < 0 ||
-	    add_ext(x, ca->cert, NID_authority_key_identifier, "keyid:always") < 0 ||
-	    add_san(x, h) < 0)
-		goto fail;
-	if (!X509_sign(x, ca->key, EVP_sha256()))
-		goto fail;
-	*not_after = end;
-	return x;
-fail:
-	X509_free(x);
-	return NULL;
-}
-
-/* "http/1.1" if the client offers it; otherwise no ALPN at all (not an
- * alert): an h2-only client then speaks HTTP/1.1 or gives up itself. */
-static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-		       const unsigned char *in, unsigned int inlen, void *arg)
-{
-	unsigned int i = 0;
-
-	(void)ssl;
-	(void)arg;
-	while (i < inlen) {
-		unsigned int n = in[i];
-
-		if (n == 0 || n > inlen - i - 1)
-			break;
-		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
-		i += 1 + n;
-	}
-	return SSL_TLSEXT_ERR_NOACK;
-}
-
-static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct host *h,
-			      time_t now, time_t *refresh_at)
-{
-	SSL_CTX *ctx;
-	time_t end = 0;
-	X509 *leaf = make_leaf(ca, h, now, &end);
-
-	if (!leaf)
-		return NULL;
-	ctx = SSL_CTX_new(TLS_server_method());
-	if (!ctx)
-		goto fail;
-	/* Only ECDHE AEAD suites for 1.2 (the leaf is ECDSA anyway); 1.3 keeps
-	 * its defaults.  The server-side session cache is off: 1024 contexts
-	 * each caching up to 20480 sessions is memory without a bound worth
-	 * having; stateless tickets still resume. */
-	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
-	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
-	    !SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") ||
-	    SSL_CTX_use_certificate(ctx, leaf) != 1 ||
-	    SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
-	    SSL_CTX_check_private_key(ctx) != 1)
-		goto fail;
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
-				 SSL_OP_CIPHER_SERVER_PREFERENCE |
-				 SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
-	X509_free(leaf);
-	/* A leaf capped by a CA in its last day is kept to its end rather
-	 * than re-minted on every connection. */
-	*refresh_at = end - DAY_SEC > now ? end - DAY_SEC : end;
-	return ctx;
-fail:
-	SSL_CTX_free(ctx);
-	X509_free(leaf);
-	return NULL;
-}
-
-static uint64_t host_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* Callers hold ca->lock. */
-static struct leaf *cache_find(struct tls_ca *ca, const char *host, uint64_t hash)
-{
-	struct leaf *e;
-
-	for (e = ca->buckets[hash & (CACHE_BUCKETS - 1)]; e; e = e->hnext)
-		if (e->hash == hash && strcmp(e->host, host) == 0)
-			return e;
-	return NULL;
-}
-
-static void lru_unlink(struct tls_ca *ca, struct leaf *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		ca->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		ca->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push_front(struct tls_ca *ca, struct leaf *e)
-{
-	e->prev = NULL;
-	e->next = ca->head;
-	if (ca->head)
-		ca->head->prev = e;
-	ca->head = e;
-	if (!ca->tail)
-		ca->tail = e;
-}
-
-static void cache_remove(struct tls_ca *ca, struct leaf *e)
-{
-	struct leaf **pp = &ca->buckets[e->hash & (CACHE_BUCKETS - 1)];
-
-	while (*pp && *pp != e)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = e->hnext;
-	lru_unlink(ca, e);
-	ca->n--;
-}
-
-SSL_CTX *tls_leaf_ctx(struct tls_ca *ca, const char *host)
-{
-	struct host h;
-	struct leaf *e;
-	SSL_CTX *ctx, *ret = NULL;
-	time_t now = time(NULL), refresh_at = 0;
-	uint64_t hash;
-
-	if (!ca || host_parse(host, &h) < 0)
-		return NULL;
-	hash = host_hash(h.name);
-
-	pthread_mutex_lock(&ca->lock);
-	e = cache_find(ca, h.name, hash);
-	if (e && now < e->refresh_at) {
-		ca->hits++;
-		lru_unlink(ca, e);
-		lru_push_front(ca, e);
-		if (SSL_CTX_up_ref(e->ctx))
-			ret = e->ctx;
-		pthread_mutex_unlock(&ca->lock);
-		return ret;
-	}
-	ca->misses++;
-	pthread_mutex_unlock(&ca->lock);
-
-	/* Minting takes a signature and an SSL_CTX: outside the lock. */
-	ctx = make_leaf_ctx(ca, &h, now, &refresh_at);
-	if (!ctx) {
-		ERR_clear_error();
-		return NULL;
-	}
-
-	pthread_mutex_lock(&ca->lock);
-	e = cache_find(ca, h.name, hash);
-	if (e && now < e->refresh_at) {
-		/* Another worker minted the same host meanwhile: keep one. */
-		SSL_CTX_free(ctx);
-		ctx = e->ctx;
-	} else if (e) {
-		SSL_CTX_free(e->ctx);
-		e->ctx = ctx;
-		e->refresh_at = refresh_at;
-	} else {
-		if (ca->n >= TLS_LEAF_CACHE_MAX && ca->tail) {
-			e = ca->tail;
-			cache_remove(ca, e);
-			SSL_CTX_free(e->ctx);
-			ca->evictions++;
-		} else {
-			e = malloc(sizeof(*e));
-			if (!e) {
-				pthread_mutex_unlock(&ca->lock);
-				/* Still usable, just not cached. */
-				return ctx;
-			}
-		}
-		memset(e, 0, sizeof(*e));
-		memcpy(e->host, h.name, strlen(h.name) + 1);
-		e->hash = hash;
-		e->ctx = ctx;
-		e->refresh_at = refresh_at;
-		e->hnext = ca->buckets[hash & (CACHE_BUCKETS - 1)];
-		ca->buckets[hash & (CACHE_BUCKETS - 1)] = e;
-		lru_push_front(ca, e);
-		ca->n++;
-	}
-	if (e->prev) {
-		lru_unlink(ca, e);
-		lru_push_front(ca, e);
-	}
-	if (SSL_CTX_up_ref(ctx))
-		ret = ctx;
-	pthread_mutex_unlock(&ca->lock);
-	return ret;
-}
-
-void tls_leaf_stats(struct tls_ca *ca, struct tls_leaf_stats *st)
-{
-	pthread_mutex_lock(&ca->lock);
-	st->hits = ca->hits;
-	st->misses = ca->misses;
-	st->evictions = ca->evictions;
-	st->entries = ca->n;
-	pthread_mutex_unlock(&ca->lock);
-}
-
 void tls_ca_free(struct tls_ca *ca)
 {
-	struct leaf *e, *next;
-
 	if (!ca)
 		return;
-	for (e = ca->head; e; e = next) {
-		next = e->next;
-		SSL_CTX_free(e->ctx);
-		free(e);
-	}
+	tls_leaf_cache_free(ca);
 	pthread_mutex_destroy(&ca->lock);
 	EVP_PKEY_free(ca->leaf_key);
 	EVP_PKEY_free(ca->key);
 	X509_free(ca->cert);
 	free(ca);
-}
-
-/* ---- upstream ------------------------------------------------------------ */
-
-SSL_CTX *tls_upstream_ctx(const char *ca_file, char *err, size_t errlen)
-{
-	static const unsigned char alpn[] = "\x08http/1.1";
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-
-	if (!ctx) {
-		seterr(err, errlen, "cannot make a TLS client context");
-		return NULL;
-	}
-	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)) {
-		seterr(err, errlen, "cannot set the TLS version");
-		goto fail;
-	}
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (ca_file && *ca_file) {
-		if (SSL_CTX_load_verify_file(ctx, ca_file) != 1) {
-			seterr(err, errlen, "upstream CA bundle `%s`", ca_file);
-			goto fail;
-		}
-	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		/* Reads SSL_CERT_FILE / SSL_CERT_DIR when set. */
-		seterr(err, errlen, "system trust store");
-		goto fail;
-	}
-	/* Returns 0 on success, unlike the rest of the API. */
-	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0) {
-		seterr(err, errlen, "cannot set ALPN");
-		goto fail;
-	}
-	ERR_clear_error();
-	return ctx;
-fail:
-	SSL_CTX_free(ctx);
-	return NULL;
-}
-
-int tls_upstream_prepare(SSL *ssl, const char *host)
-{
-	struct host h;
-
-	if (!ssl || host_parse(host, &h) < 0)
-		return -EINVAL;
-	if (h.is_ip) {
-		if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), h.ip,
-					      (size_t)h.ip_len) != 1)
-			goto fail;
-		return 0;
-	}
-	/* No partial wildcards ("f*.example.com"): RFC 6125 leaves them to
-	 * the client's taste, and ours is no. */
-	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	if (SSL_set_tlsext_host_name(ssl, h.name) != 1 ||
-	    SSL_set1_host(ssl, h.name) != 1)
-		goto fail;
-	return 0;
-fail:
-	ERR_clear_error();
-	return -ENOMEM;
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of broker/tls/ share: the CA with its leaf cache, the
+ * canonical host, and the certificate helpers of ca.c. */
+#ifndef SLUICE_BROKER_TLS_INTERNAL_H
+#define SLUICE_BROKER_TLS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include "broker/tls/tls.h"
+
+#define TLS_HOST_MAX 253
+#define TLS_DAY_SEC 86400
+/* Buckets of the leaf cache: a power of two, twice the entries. */
+#define TLS_CACHE_BUCKETS (2 * TLS_LEAF_CACHE_MAX)
+
+struct tls_leaf {
+	char host[TLS_HOST_MAX + 1];
+	uint64_t hash;
+	SSL_CTX *ctx;
+	time_t refresh_at;	      /* re-mint from then on */
+	struct tls_leaf *hnext;	      /* bucket chain */
+	struct tls_leaf *prev, *next; /* LRU: head is the most recent */
+};
+
+struct tls_ca {
+	EVP_PKEY *key;
+	X509 *cert;
+	time_t not_after; /* the CA's; no leaf outlives it */
+	EVP_PKEY *leaf_key;
+
+	pthread_mutex_t lock; /* guards everything below */
+	struct tls_leaf *buckets[TLS_CACHE_BUCKETS];
+	struct tls_leaf *head, *tail;
+	size_t n;
+	uint64_t hits, misses, evictions;
+};
+
+/* A host name or literal as the leaf and the cache see it. */
+struct tls_host {
+	char name[TLS_HOST_MAX + 1]; /* lowercased, no dot, no brackets */
+	bool is_ip;
+	unsigned char ip[16];
+	int ip_len;
+};
+
+/* ca.c: a message in @err, with OpenSSL's newest queued reason appended;
+ * the queue is emptied. */
+void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* ca.c: certificate fields that the CA and its leaves both set. */
+int tls_set_random_serial(X509 *x);
+int tls_add_ext(X509 *x, X509 *issuer, int nid, const char *value);
+int tls_set_validity(X509 *x, time_t from, time_t to);
+
+/* leaf.c: see the comment at its definition. */
+int tls_host_parse(const char *in, struct tls_host *h);
+/* leaf.c: drops every cached leaf of @ca (tls_ca_free() calls it). */
+void tls_leaf_cache_free(struct tls_ca *ca);
+
+#endif
