@@ -18,6 +18,7 @@ struct policy;
 struct http_request;
 struct conn;
 struct tls_ca;
+struct creds_table;
 struct ssl_ctx_st;
 
 #define SANDBOX_NAME_MAX 63
@@ -47,7 +48,7 @@ struct sandbox {
 	uint64_t dns_dropped;	     /* left unanswered since the last report */
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
-	struct cred_table *creds;
+	struct creds_table *creds;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
 };
@@ -132,52 +133,6 @@ int dns_server_start(struct worker *w);
 /* Closes them and this worker's TCP DNS connections; on the worker's loop
  * thread (e.g. posted by stop_listening) or after its loop has stopped. */
 void dns_server_stop(struct worker *w);
-
-/* creds.c */
-struct cred_table;
-struct cred_secret;
-int creds_init(const char *state_dir);
-/* Reads the secrets of @p's credentials and attaches them to @p. */
-int creds_load_secrets(struct policy *p, char *err, size_t errlen);
-/* The secrets attached to @p, by credential index (NULL: none). */
-const struct cred_secret *const *creds_secrets(const struct policy *p);
-struct cred_plan;
-/* Largest number of credentials in a policy (policy/load.c refuses more). */
-#define CREDS_MAX 256
-/**
- * creds_acquire() - the secrets one request's plan needs, now
- * @p:    the policy the plan was made with
- * @sb:   the sandbox sending the request (a minted token's subject)
- * @host: the host the request goes to (a minted token's audience)
- * @plan: a CRED_FORWARD plan with nuse > 0
- * @out:  CREDS_MAX pointers; the entries plan->use names are set, the
- *        others left alone
- * @held: CRED_MAX_USES secrets owned by the caller, empty on entry: room
- *        for values made for this request (a copy of an OAuth2 token, a
- *        minted JWT); creds_release() them once the head is written
- *
- * Return: 0; -EAGAIN when a credential cannot be had now (a token not yet
- * fetched or its endpoint failing: the request is refused with 502
- * credential-unavailable, never sent without it); -ENOKEY; -ENOMEM.
- */
-int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *host,
-		  const struct cred_plan *plan, const struct cred_secret **out,
-		  struct cred_secret *held);
-/* Wipes what creds_acquire() put in @held (CRED_MAX_USES entries). */
-void creds_release(struct cred_secret *held);
-int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore);
-int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired);
-void creds_sandbox_forget(struct sandbox *sb);
-/* "VAR=placeholder" lines for the sandbox's environment. */
-int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len);
-/* The JWK Set (JSON) of every jwt key of the loaded policies; its length,
- * or -ENOSPC, -ENOMEM. A key's kid is the policy's, else its RFC 7638
- * thumbprint; a key loaded by several policies is listed once. */
-int creds_jwks(char *out, size_t len);
-/* Minted JWTs kept for reuse, over every sandbox (`sluice status`). */
-size_t creds_jwt_cached(void);
-/* Stops the OAuth2 token fetcher and wipes its tokens (at shutdown). */
-void creds_shutdown(void);
 
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);

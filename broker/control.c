@@ -50,6 +50,7 @@
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
+#include "broker/creds/creds.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"

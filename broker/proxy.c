@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
-#include "broker/cred.h"
+#include "broker/creds/creds.h"
 #include "broker/broker_internal.h"
 #include "broker/http.h"
 #include "broker/metrics.h"
@@ -169,7 +169,7 @@ static enum step start_request(struct conn *c);
  */
 struct parsed {
 	struct http_request req;
-	struct cred_plan plan;
+	struct creds_plan plan;
 	size_t pos; /* c->in->pos when parsed */
 	int len;    /* the head's length */
 };
@@ -699,7 +699,7 @@ static bool intercepted(const struct policy *p, const char *host)
 		const struct policy_credential *pc = policy_credential_get(p, i);
 
 		for (j = 0; j < pc->n_hosts; j++)
-			if (cred_host_match(pc->hosts[j], host, hl))
+			if (creds_host_match(pc->hosts[j], host, hl))
 				return true;
 	}
 	return false;
@@ -782,14 +782,14 @@ static enum step decide_target(struct conn *c);
  * rewrite. Return: STEP_NEXT to go on, else the refusal's step.
  */
 static enum step check_credentials(struct conn *c, struct http_request *req, const char *head,
-				   size_t hl, struct cred_plan *plan)
+				   size_t hl, struct creds_plan *plan)
 {
-	struct cred_plan local;
+	struct creds_plan local;
 	size_t off;
 
 	c->cred_name[0] = '\0';
 	if (c->is_connect) {
-		if (!cred_find_placeholder(head, hl, &off))
+		if (!creds_find_placeholder(head, hl, &off))
 			return STEP_NEXT;
 		return deny(c, "placeholder-out-of-scope");
 	}
@@ -797,8 +797,8 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 		plan = &local;
 	/* Credentials go by the destination the broker connects to, never by
 	 * what the request's Host says (decide() makes them agree). */
-	cred_plan_request(c->sb->creds, c->pol, c->host[0] ? c->host : NULL, req,
-			  (uint64_t)time(NULL), c->cssl ? 0 : CRED_PLAN_PLAINTEXT, plan);
+	creds_plan_request(c->sb->creds, c->pol, c->host[0] ? c->host : NULL, req,
+			   (uint64_t)time(NULL), c->cssl ? 0 : CREDS_PLAN_PLAINTEXT, plan);
 	if (plan->cred >= 0)
 		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
 			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
@@ -815,9 +815,9 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	/* The contract's reasons: an expired placeholder says so; any other
 	 * misuse (another host, method, path, plain HTTP, another sandbox's
 	 * or a revoked one) is placeholder-out-of-scope. */
-	if (plan->verdict == CRED_EXPIRED)
+	if (plan->verdict == CREDS_EXPIRED)
 		return deny(c, "placeholder-expired");
-	if (plan->verdict != CRED_FORWARD)
+	if (plan->verdict != CREDS_FORWARD)
 		return deny(c, "placeholder-out-of-scope");
 	return STEP_NEXT;
 }
@@ -1490,11 +1490,11 @@ static enum step establish(struct conn *c)
  * only in c->out (wiped once sent) and in a scratch buffer wiped here.
  * Return: the head's length or a negative errno.
  */
-static int inject(struct conn *c, const struct http_request *req, const struct cred_plan *plan)
+static int inject(struct conn *c, const struct http_request *req, const struct creds_plan *plan)
 {
-	struct cred_secret held[CRED_MAX_USES] = { 0 };
-	const struct cred_secret *secrets[CREDS_MAX] = { 0 };
-	struct cred_rewrite *rw;
+	struct creds_secret held[CREDS_MAX_USES] = { 0 };
+	const struct creds_secret *secrets[CREDS_MAX] = { 0 };
+	struct creds_rewrite *rw;
 	size_t cap = broker.cfg.max_head_bytes * 2 + 1024, i;
 	char *scratch;
 	int r;
@@ -1510,20 +1510,20 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 	/* The response is scanned for every secret the request carries
 	 * (reflect.c), so it must come in an encoding the broker can read. */
 	for (i = 0; r == 0 && i < plan->nuse; i++) {
-		const struct cred_secret *sec = secrets[plan->use[i]];
+		const struct creds_secret *sec = secrets[plan->use[i]];
 
 		if (sec)
 			r = reflect_add(&c->refl, sec->buf, sec->len, plan->use[i]);
 	}
 	if (r == 0)
-		r = cred_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
+		r = creds_rewrite_request(plan, c->pol, secrets, req, scratch, cap, rw);
 	if (r == 0 && c->refl.n > 0) {
 		static const char identity[] = "identity";
 		size_t k;
 
 		for (k = 0; k < rw->nset && strcasecmp(rw->set[k].name, "Accept-Encoding"); k++)
 			;
-		if (k == CRED_MAX_SET)
+		if (k == CREDS_MAX_SET)
 			r = -E2BIG;
 		else
 			rw->set[k] = (struct http_set_header){ "Accept-Encoding", identity,
@@ -1532,8 +1532,8 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 			rw->nset++;
 	}
 	if (r == 0) {
-		r = cred_write_request_head(rw, req, c->out->data, c->out->cap);
-		cred_rewrite_wipe(rw);
+		r = creds_write_request_head(rw, req, c->out->data, c->out->cap);
+		creds_rewrite_wipe(rw);
 	}
 	/* The rewritten values point into scratch: wiped whatever happened. */
 	explicit_bzero(scratch, cap);

@@ -27,7 +27,7 @@
 
 #include "broker/broker_internal.h"
 #include "broker/tls/tls.h"
-#include "broker/cred.h"
+#include "broker/creds/creds.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -253,7 +253,7 @@ void sandbox_put(struct sandbox *sb)
 	if (sb && atomic_fetch_sub(&sb->refs, 1) == 1) {
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
-		cred_table_free(sb->creds);
+		creds_table_free(sb->creds);
 		tls_ca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);

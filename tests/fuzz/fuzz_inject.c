@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/cred.h"
+#include "broker/creds/creds_internal.h"
 #include "broker/http.h"
 #include "policy/policy.h"
 
@@ -77,9 +77,9 @@ static const char *const secret_pct[NCRED] = {
 };
 
 static struct policy *pol;
-static struct cred_table *table;
-static struct cred_secret sec[NCRED];
-static const struct cred_secret *secrets[NCRED];
+static struct creds_table *table;
+static struct creds_secret sec[NCRED];
+static const struct creds_secret *secrets[NCRED];
 static int idx[NCRED]; /* policy index of secret_text[i]'s credential */
 
 static void init(void)
@@ -97,27 +97,27 @@ static void init(void)
 		for (j = 0; j < NCRED; j++)
 			if (strcmp(policy_credential_get(pol, j)->name, names[i]) == 0)
 				idx[i] = (int)j;
-		if (cred_secret_set(&sec[i], secret_text[i], strlen(secret_text[i])) < 0)
+		if (creds_secret_set(&sec[i], secret_text[i], strlen(secret_text[i])) < 0)
 			abort();
 		secrets[idx[i]] = &sec[i];
 	}
-	table = cred_table_new();
+	table = creds_table_new();
 	if (!table ||
-	    cred_table_insert(table, PH_GH, "github", 0) < 0 ||
-	    cred_table_insert(table, PH_WILD, "wild", NOW + 3600) < 0 ||
-	    cred_table_insert(table, PH_EXPIRED, "wild", NOW - 1) < 0 ||
-	    cred_table_insert(table, PH_PLAIN, "plain", 0) < 0 ||
-	    cred_table_insert(table, PH_REVOKED, "other", 0) < 0 ||
-	    cred_table_revoke(table, "other") != 1)
+	    creds_table_insert(table, PH_GH, "github", 0) < 0 ||
+	    creds_table_insert(table, PH_WILD, "wild", NOW + 3600) < 0 ||
+	    creds_table_insert(table, PH_EXPIRED, "wild", NOW - 1) < 0 ||
+	    creds_table_insert(table, PH_PLAIN, "plain", 0) < 0 ||
+	    creds_table_insert(table, PH_REVOKED, "other", 0) < 0 ||
+	    creds_table_revoke(table, "other") != 1)
 		abort();
 	/* Given to the sandbox (injected while their ttl runs); other's ttl
 	 * is over, so it is never injected. */
 	for (i = 0; i < NCRED; i++)
-		if (cred_table_grant(table, names[i], i == 3 ? NOW : 0) < 0)
+		if (creds_table_grant(table, names[i], i == 3 ? NOW : 0) < 0)
 			abort();
 }
 
-static bool plan_uses(const struct cred_plan *plan, int cred)
+static bool plan_uses(const struct creds_plan *plan, int cred)
 {
 	size_t i;
 
@@ -128,16 +128,16 @@ static bool plan_uses(const struct cred_plan *plan, int cred)
 }
 
 static void check_plan(const struct http_request *req,
-		       const struct cred_plan *plan, unsigned flags)
+		       const struct creds_plan *plan, unsigned flags)
 {
 	size_t i, k;
 
-	if ((unsigned)plan->verdict >= CRED_VERDICT_COUNT ||
-	    plan->nfound > CRED_MAX_FOUND || plan->nuse > CRED_MAX_USES)
+	if ((unsigned)plan->verdict >= CREDS_VERDICT_COUNT ||
+	    plan->nfound > CREDS_MAX_FOUND || plan->nuse > CREDS_MAX_USES)
 		abort();
 	if (plan->cred < -1 || plan->cred >= NCRED)
 		abort();
-	if (plan->verdict != CRED_FORWARD) {
+	if (plan->verdict != CREDS_FORWARD) {
 		if (plan->nuse != 0)
 			abort();
 		return;
@@ -147,26 +147,26 @@ static void check_plan(const struct http_request *req,
 	for (k = 0; k < plan->nfound; k++) {
 		const struct policy_credential *c;
 
-		if (plan->found[k].state != CRED_PH_VALID || plan->found[k].cred < 0 ||
+		if (plan->found[k].state != CREDS_PH_VALID || plan->found[k].cred < 0 ||
 		    !plan_uses(plan, plan->found[k].cred))
 			abort();
 		c = policy_credential_get(pol, (size_t)plan->found[k].cred);
-		if (!cred_in_scope(c, NULL, NULL, req))
+		if (!creds_in_scope(c, NULL, NULL, req))
 			abort();
-		if ((flags & CRED_PLAN_PLAINTEXT) && !c->plaintext_allow)
+		if ((flags & CREDS_PLAN_PLAINTEXT) && !c->plaintext_allow)
 			abort();
 	}
 	for (i = 0; i < plan->nuse; i++) {
 		const struct policy_credential *c =
 			policy_credential_get(pol, (size_t)plan->use[i]);
 
-		if (!cred_in_scope(c, NULL, NULL, req))
+		if (!creds_in_scope(c, NULL, NULL, req))
 			abort();
 		if (plan->inject[i] && (!c->inject_header ||
-					((flags & CRED_PLAN_PLAINTEXT) &&
+					((flags & CREDS_PLAN_PLAINTEXT) &&
 					 !c->plaintext_allow) ||
-					cred_table_grant_state(table, c->name, NOW, NULL) !=
-						CRED_PH_VALID))
+					creds_table_grant_state(table, c->name, NOW, NULL) !=
+						CREDS_PH_VALID))
 			abort();
 		if (i && plan->use[i] <= plan->use[i - 1])
 			abort();
@@ -188,17 +188,17 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 	static const size_t buf_sizes[] = { 16, 200, 4096, 65536 };
 	static const size_t out_sizes[] = { 64, 512, 8192, 70000 };
 	static struct http_request req, again;
-	static struct cred_rewrite rw;
+	static struct creds_rewrite rw;
 	static char buf[65536], out[70000];
-	struct cred_plan plan;
-	unsigned pflags = (flags & 1) ? CRED_PLAN_PLAINTEXT : 0;
+	struct creds_plan plan;
+	unsigned pflags = (flags & 1) ? CREDS_PLAN_PLAINTEXT : 0;
 	size_t blen = buf_sizes[(flags >> 1) & 3], olen = out_sizes[(flags >> 3) & 3];
 	int r, n, i;
 
 	r = http_parse_request((const char *)data, size, HTTP_DEFAULT_MAX_HEAD, &req);
 	if (r <= 0)
 		return;
-	r = cred_plan_request(table, pol, NULL, &req, NOW, pflags, &plan);
+	r = creds_plan_request(table, pol, NULL, &req, NOW, pflags, &plan);
 	if (req.form == HTTP_FORM_AUTHORITY) {
 		if (r != -EINVAL)
 			abort();
@@ -207,25 +207,25 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 	if (r != 0)
 		abort();
 	check_plan(&req, &plan, pflags);
-	if (plan.verdict != CRED_FORWARD) {
+	if (plan.verdict != CREDS_FORWARD) {
 		/* A refused plan cannot be applied. */
-		if (cred_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw) !=
+		if (creds_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw) !=
 		    -EINVAL)
 			abort();
 		return;
 	}
 
-	r = cred_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw);
+	r = creds_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw);
 	if (r == -ENOSPC) {
 		if (!all_zero(buf, blen))
 			abort();
 		return;
 	}
-	if (r != 0 || rw.nset > CRED_MAX_SET || rw.len > blen)
+	if (r != 0 || rw.nset > CREDS_MAX_SET || rw.len > blen)
 		abort();
 
-	n = cred_write_request_head(&rw, &req, out, olen);
-	cred_rewrite_wipe(&rw);
+	n = creds_write_request_head(&rw, &req, out, olen);
+	creds_rewrite_wipe(&rw);
 	if (!all_zero(buf, blen))
 		abort();
 	if (n == -ENOSPC) {
@@ -260,7 +260,7 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 			abort();
 	}
 	/* Every placeholder was replaced or dropped. */
-	if (cred_find_placeholder(out, (size_t)n, NULL))
+	if (creds_find_placeholder(out, (size_t)n, NULL))
 		abort();
 	/* github's injection wins Authorization over other's. */
 	for (i = 0; i < (int)plan.nuse; i++)
@@ -296,20 +296,20 @@ done:
 
 static void fuzz_json(const uint8_t *data, size_t size)
 {
-	struct cred_secret tok;
+	struct creds_secret tok;
 	uint64_t exp = 1;
 	size_t i;
 	int r;
 
-	r = cred_oauth2_parse_response((const char *)data, size, &tok, &exp);
+	r = creds_oauth2_parse_response((const char *)data, size, &tok, &exp);
 	if (r == 0) {
 		if (!tok.buf || tok.len == 0 || tok.len > size ||
-		    exp > CRED_OAUTH2_EXPIRES_MAX)
+		    exp > CREDS_OAUTH2_EXPIRES_MAX)
 			abort();
 		for (i = 0; i < tok.len; i++)
 			if (tok.buf[i] < 0x21 || tok.buf[i] > 0x7e)
 				abort();
-		cred_secret_free(&tok);
+		creds_secret_free(&tok);
 		return;
 	}
 	if (tok.buf || exp != 0)

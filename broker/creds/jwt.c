@@ -24,7 +24,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
-#include "broker/cred.h"
+#include "broker/creds/creds_internal.h"
 
 /* Longest claim or kid accepted (a host name is 253). */
 #define JWT_FIELD_MAX 1024
@@ -64,23 +64,23 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
-int cred_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
+int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
 		      size_t errlen)
 {
-	struct cred_secret pem;
+	struct creds_secret pem;
 	EVP_PKEY *k = NULL;
 	BIO *b;
 	int ret;
 
 	*key = NULL;
-	ret = cred_file_read(pem_file, &pem, err, errlen);
+	ret = creds_file_read(pem_file, &pem, err, errlen);
 	if (ret < 0)
 		return ret;
 	b = pem.len <= INT_MAX ? BIO_new_mem_buf(pem.buf, (int)pem.len) : NULL;
 	if (b)
 		k = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
 	BIO_free(b);
-	cred_secret_free(&pem);
+	creds_secret_free(&pem);
 	ERR_clear_error();
 	if (!k) {
 		if (err && errlen)
@@ -163,7 +163,7 @@ static void jput_b64url(struct jbuf *b, const void *data, size_t len)
 	if (b->full) {
 		return;
 	}
-	n = cred_base64_encode(data, len, true, b->p + b->len, b->cap - b->len);
+	n = creds_base64_encode(data, len, true, b->p + b->len, b->cap - b->len);
 	if (n < 0) {
 		b->full = true;
 		return;
@@ -218,7 +218,7 @@ static bool field_ok(const char *s, bool optional)
 	return *s && strlen(s) <= JWT_FIELD_MAX;
 }
 
-int cred_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
+int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
 		  const char *sub, const char *aud, const char *scope,
 		  uint64_t iat, uint64_t ttl, char *out, size_t outlen)
 {
@@ -346,7 +346,7 @@ out:
 	return ret;
 }
 
-int cred_jwks(EVP_PKEY *const *keys, const char *const *kids, size_t n,
+int creds_jwks_from_keys(EVP_PKEY *const *keys, const char *const *kids, size_t n,
 	      char *out, size_t outlen)
 {
 	struct jbuf b = { .p = out, .cap = outlen ? outlen - 1 : 0 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for broker/tokens.c without a network: the refresh schedule,
+/* Unit tests for broker/creds/tokens.c without a network: the refresh schedule,
  * the chunked-body decoder, and the token cache and its fetcher threads
  * with a fetch function of the test's own. */
 #include <setjmp.h>
@@ -18,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/cred.h"
-#include "broker/tokens.h"
+#include "broker/creds/creds_internal.h"
 #include "policy/policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -29,48 +28,48 @@
 static void test_schedule(void **state)
 {
 	static const uint64_t lives[] = { 1, 2, 3, 10, 60, 299, 300, 3600, 86400,
-					  CRED_OAUTH2_EXPIRES_MAX, CRED_OAUTH2_EXPIRES_MAX + 1 };
+					  CREDS_OAUTH2_EXPIRES_MAX, CREDS_OAUTH2_EXPIRES_MAX + 1 };
 	static const uint32_t jitters[] = { 0, 1, 500, 1000, 1001, UINT32_MAX };
 	size_t i, j;
 
 	(void)state;
 	/* 2 s: handed out 1.8 s, refreshed between 1.6 and 1.7 s. */
-	assert_int_equal(tokens_usable_ms(2), 1800);
-	assert_int_equal(tokens_refresh_ms(2, 0), 1600);
-	assert_int_equal(tokens_refresh_ms(2, 1000), 1700);
+	assert_int_equal(creds_tokens_usable_ms(2), 1800);
+	assert_int_equal(creds_tokens_refresh_ms(2, 0), 1600);
+	assert_int_equal(creds_tokens_refresh_ms(2, 1000), 1700);
 	/* No expires_in: five minutes. */
-	assert_int_equal(tokens_usable_ms(0), tokens_usable_ms(TOKENS_DEFAULT_EXPIRES_SEC));
-	assert_int_equal(tokens_usable_ms(0), 270000);
-	assert_int_equal(tokens_refresh_ms(0, 0), 240000);
+	assert_int_equal(creds_tokens_usable_ms(0), creds_tokens_usable_ms(CREDS_TOKENS_DEFAULT_EXPIRES_SEC));
+	assert_int_equal(creds_tokens_usable_ms(0), 270000);
+	assert_int_equal(creds_tokens_refresh_ms(0, 0), 240000);
 	/* An hour: handed out until 30 s before the end. */
-	assert_int_equal(tokens_usable_ms(3600), 3570000);
-	assert_int_equal(tokens_refresh_ms(3600, 0), 2880000);
-	assert_int_equal(tokens_refresh_ms(3600, 1000), 3060000);
+	assert_int_equal(creds_tokens_usable_ms(3600), 3570000);
+	assert_int_equal(creds_tokens_refresh_ms(3600, 0), 2880000);
+	assert_int_equal(creds_tokens_refresh_ms(3600, 1000), 3060000);
 	for (i = 0; i < ARRAY_SIZE(lives); i++) {
-		uint64_t life = lives[i] > CRED_OAUTH2_EXPIRES_MAX ? CRED_OAUTH2_EXPIRES_MAX : lives[i];
+		uint64_t life = lives[i] > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX : lives[i];
 
-		assert_true(tokens_usable_ms(lives[i]) <= life * 1000);
-		assert_true(tokens_usable_ms(lives[i]) >= life * 900);
+		assert_true(creds_tokens_usable_ms(lives[i]) <= life * 1000);
+		assert_true(creds_tokens_usable_ms(lives[i]) >= life * 900);
 		for (j = 0; j < ARRAY_SIZE(jitters); j++) {
-			uint64_t r = tokens_refresh_ms(lives[i], jitters[j]);
+			uint64_t r = creds_tokens_refresh_ms(lives[i], jitters[j]);
 
 			/* Refreshed before it stops being handed out, never at once. */
 			assert_true(r > 0);
-			assert_true(r < tokens_usable_ms(lives[i]));
+			assert_true(r < creds_tokens_usable_ms(lives[i]));
 			/* At 80-85% of the life, or 10 s before handing out
 			 * stops when that comes first. */
 			assert_true(r <= life * 850);
-			assert_true(r >= life * 800 || r == tokens_usable_ms(lives[i]) - 10000);
+			assert_true(r >= life * 800 || r == creds_tokens_usable_ms(lives[i]) - 10000);
 		}
 	}
 
-	assert_int_equal(tokens_backoff_ms(0), 1000);
-	assert_int_equal(tokens_backoff_ms(1), 1000);
-	assert_int_equal(tokens_backoff_ms(2), 2000);
-	assert_int_equal(tokens_backoff_ms(3), 4000);
-	assert_int_equal(tokens_backoff_ms(6), 32000);
-	assert_int_equal(tokens_backoff_ms(7), TOKENS_BACKOFF_MAX_MS);
-	assert_int_equal(tokens_backoff_ms(1000000), TOKENS_BACKOFF_MAX_MS);
+	assert_int_equal(creds_tokens_backoff_ms(0), 1000);
+	assert_int_equal(creds_tokens_backoff_ms(1), 1000);
+	assert_int_equal(creds_tokens_backoff_ms(2), 2000);
+	assert_int_equal(creds_tokens_backoff_ms(3), 4000);
+	assert_int_equal(creds_tokens_backoff_ms(6), 32000);
+	assert_int_equal(creds_tokens_backoff_ms(7), CREDS_TOKENS_BACKOFF_MAX_MS);
+	assert_int_equal(creds_tokens_backoff_ms(1000000), CREDS_TOKENS_BACKOFF_MAX_MS);
 }
 
 /* ---- chunked bodies ----------------------------------------------------------- */
@@ -113,7 +112,7 @@ static void test_dechunk(void **state)
 		long r;
 
 		memcpy(buf, rows[i].in, len);
-		r = tokens_dechunk(buf, len);
+		r = creds_tokens_dechunk(buf, len);
 		if (r != rows[i].want)
 			print_error("row %zu: want %ld, got %ld\n", i, rows[i].want, r);
 		assert_int_equal(r, rows[i].want);
@@ -128,7 +127,7 @@ static void test_dechunk(void **state)
  * A fetch for a host whose name starts with "hang" blocks, as for an
  * endpoint that accepts and never answers: until the test releases it
  * (a 1 written to release_fd, a semaphore: one blocked fetch each), until
- * the fetch is cancelled (rq->cancel_fd readable: tokens_stop()), or for
+ * the fetch is cancelled (rq->cancel_fd readable: creds_tokens_stop()), or for
  * FAKE_BLOCK_MAX_MS at the most. It then answers as any other.
  */
 #define FAKE_BLOCK_MAX_MS 10000
@@ -194,7 +193,7 @@ static int fake_block(struct fake *f, int cancel_fd)
 	return r;
 }
 
-static int fake_fetch(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
+static int fake_fetch(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
 		      uint64_t *expires_in, char *err, size_t errlen)
 {
 	struct fake *f = ctx;
@@ -231,7 +230,7 @@ static int fake_fetch(void *ctx, const struct tokens_request *rq, struct cred_se
 		snprintf(err, errlen, "fake failure");
 		return r;
 	}
-	return cred_secret_set(token, tok, strlen(tok));
+	return creds_secret_set(token, tok, strlen(tok));
 }
 
 static unsigned calls(void)
@@ -345,7 +344,7 @@ static struct policy_credential cred_at(const char *name, const char *host, char
 
 static int setup(void **state)
 {
-	static const struct tokens_config cfg = { .resolvers = "" };
+	static const struct creds_tokens_config cfg = { .resolvers = "" };
 	char err[300];
 	uint64_t v;
 
@@ -365,9 +364,9 @@ static int setup(void **state)
 	fake.cancelled = 0;
 	fake.timed_out = 0;
 	pthread_mutex_unlock(&fake.lock);
-	tokens_set_fetch(fake_fetch, &fake);
-	if (tokens_start(&cfg, err, sizeof(err)) < 0) {
-		print_error("tokens_start: %s\n", err);
+	creds_tokens_set_fetch(fake_fetch, &fake);
+	if (creds_tokens_start(&cfg, err, sizeof(err)) < 0) {
+		print_error("creds_tokens_start: %s\n", err);
 		return -1;
 	}
 	return 0;
@@ -376,15 +375,15 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	tokens_stop();
+	creds_tokens_stop();
 	return 0;
 }
 
-static struct cred_secret secret(const char *s)
+static struct creds_secret secret(const char *s)
 {
-	struct cred_secret cs = { 0 };
+	struct creds_secret cs = { 0 };
 
-	assert_int_equal(cred_secret_set(&cs, s, strlen(s)), 0);
+	assert_int_equal(creds_secret_set(&cs, s, strlen(s)), 0);
 	return cs;
 }
 
@@ -393,20 +392,20 @@ static void test_fetched_once(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2), c2 = cred("b", scopes_rw, 2),
 				 c3 = cred("c", scopes_r, 1);
-	struct cred_secret cs = secret("client-secret"), t = { 0 };
-	struct tokens_entry *e, *e2, *e3;
-	struct tokens_stats st;
+	struct creds_secret cs = secret("client-secret"), t = { 0 };
+	struct creds_tokens_entry *e, *e2, *e3;
+	struct creds_tokens_stats st;
 	int i;
 
 	(void)state;
-	e = tokens_get(&c, &cs);
+	e = creds_tokens_get(&c, &cs);
 	assert_non_null(e);
-	assert_true(tokens_wait_first(e, 2000));
+	assert_true(creds_tokens_wait_first(e, 2000));
 	for (i = 0; i < 1000; i++) {
-		assert_int_equal(tokens_copy(e, &t), 0);
+		assert_int_equal(creds_tokens_copy(e, &t), 0);
 		assert_int_equal(t.len, 7);
 		assert_memory_equal(t.buf, "token-1", 7);
-		cred_secret_free(&t);
+		creds_secret_free(&t);
 	}
 	assert_int_equal(calls(), 1);
 	pthread_mutex_lock(&fake.lock);
@@ -417,63 +416,63 @@ static void test_fetched_once(void **state)
 
 	/* Another credential (another sandbox, a reload) with the same
 	 * endpoint, client and scopes shares the entry and its token. */
-	e2 = tokens_get(&c2, &cs);
+	e2 = creds_tokens_get(&c2, &cs);
 	assert_ptr_equal(e2, e);
-	assert_true(tokens_wait_first(e2, 10));
-	assert_int_equal(tokens_copy(e2, &t), 0);
+	assert_true(creds_tokens_wait_first(e2, 10));
+	assert_int_equal(creds_tokens_copy(e2, &t), 0);
 	assert_memory_equal(t.buf, "token-1", 7);
-	cred_secret_free(&t);
+	creds_secret_free(&t);
 	assert_int_equal(calls(), 1);
 
 	/* Other scopes: another token. */
-	e3 = tokens_get(&c3, &cs);
+	e3 = creds_tokens_get(&c3, &cs);
 	assert_ptr_not_equal(e3, e);
-	assert_true(tokens_wait_first(e3, 2000));
+	assert_true(creds_tokens_wait_first(e3, 2000));
 	assert_int_equal(calls(), 2);
-	tokens_stats(&st);
+	creds_tokens_stats(&st);
 	assert_int_equal(st.entries, 2);
 	assert_true(st.fetch_ok >= 2);
 
-	tokens_put(e2);
-	tokens_stats(&st);
+	creds_tokens_put(e2);
+	creds_tokens_stats(&st);
 	assert_int_equal(st.entries, 2); /* e still holds it */
-	tokens_put(e);
-	tokens_put(e3);
-	tokens_stats(&st);
+	creds_tokens_put(e);
+	creds_tokens_put(e3);
+	creds_tokens_stats(&st);
 	assert_int_equal(st.entries, 0);
-	tokens_put(NULL);
-	cred_secret_free(&cs);
+	creds_tokens_put(NULL);
+	creds_secret_free(&cs);
 }
 
 /* Short-lived tokens are refreshed before they stop being handed out. */
 static void test_refreshed(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2);
-	struct cred_secret cs = secret("s1"), cs2 = secret("s2-rotated"), t = { 0 };
-	struct tokens_entry *e, *again;
+	struct creds_secret cs = secret("s1"), cs2 = secret("s2-rotated"), t = { 0 };
+	struct creds_tokens_entry *e, *again;
 	uint64_t end;
 	unsigned copies = 0, misses = 0;
 	char first[16] = "", last[16] = "";
 
 	(void)state;
 	fake_set(0, 2);
-	e = tokens_get(&c, &cs);
+	e = creds_tokens_get(&c, &cs);
 	assert_non_null(e);
-	assert_true(tokens_wait_first(e, 2000));
+	assert_true(creds_tokens_wait_first(e, 2000));
 	/* A reload reads a rotated client secret: the next fetch uses it. */
-	again = tokens_get(&c, &cs2);
+	again = creds_tokens_get(&c, &cs2);
 	assert_ptr_equal(again, e);
-	tokens_put(again);
+	creds_tokens_put(again);
 	end = now_ms() + 2600;
 	while (now_ms() < end) {
-		if (tokens_copy(e, &t) == 0) {
+		if (creds_tokens_copy(e, &t) == 0) {
 			snprintf(first[0] ? last : first, sizeof(first), "%.*s", (int)t.len,
 				 (const char *)t.buf);
 			copies++;
 		} else {
 			misses++;
 		}
-		cred_secret_free(&t);
+		creds_secret_free(&t);
 		sleep_ms(5);
 	}
 	/* Fetched at 0 and refreshed at 1.6-1.7 s (and maybe a little later
@@ -486,36 +485,36 @@ static void test_refreshed(void **state)
 	pthread_mutex_lock(&fake.lock);
 	assert_string_equal(fake.last_secret, "s2-rotated");
 	pthread_mutex_unlock(&fake.lock);
-	tokens_put(e);
-	cred_secret_free(&cs);
-	cred_secret_free(&cs2);
+	creds_tokens_put(e);
+	creds_secret_free(&cs);
+	creds_secret_free(&cs2);
 }
 
 /* A failing endpoint: no token, and requests do not make it hammered. */
 static void test_failing_backs_off(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2);
-	struct cred_secret cs = secret("s"), t = { 0 };
-	struct tokens_entry *e;
-	struct tokens_stats st0, st;
+	struct creds_secret cs = secret("s"), t = { 0 };
+	struct creds_tokens_entry *e;
+	struct creds_tokens_stats st0, st;
 	uint64_t end;
 
 	(void)state;
-	tokens_stats(&st0); /* counters run since the first start */
+	creds_tokens_stats(&st0); /* counters run since the first start */
 	fake_set(-EIO, 3600);
-	e = tokens_get(&c, &cs);
+	e = creds_tokens_get(&c, &cs);
 	assert_non_null(e);
-	assert_false(tokens_wait_first(e, 2000));
+	assert_false(creds_tokens_wait_first(e, 2000));
 	assert_int_equal(calls(), 1);
 	/* 1.5 s of requests: attempts at 0 and 1 s only (the next at 3 s). */
 	end = now_ms() + 1500;
 	while (now_ms() < end) {
-		assert_int_equal(tokens_copy(e, &t), -EAGAIN);
+		assert_int_equal(creds_tokens_copy(e, &t), -EAGAIN);
 		assert_null(t.buf);
 		sleep_ms(1);
 	}
 	assert_true(calls() >= 1 && calls() <= 2);
-	tokens_stats(&st);
+	creds_tokens_stats(&st);
 	assert_int_equal(st.fetch_ok - st0.fetch_ok, 0);
 	assert_int_equal(st.fetch_failed - st0.fetch_failed, calls());
 
@@ -527,38 +526,38 @@ static void test_failing_backs_off(void **state)
 	end = now_ms() + 2500;
 	while (calls() < 3 && now_ms() < end)
 		sleep_ms(10);
-	assert_int_equal(tokens_copy(e, &t), -EAGAIN);
-	tokens_put(e);
-	cred_secret_free(&cs);
+	assert_int_equal(creds_tokens_copy(e, &t), -EAGAIN);
+	creds_tokens_put(e);
+	creds_secret_free(&cs);
 }
 
-/* tokens_stop() wipes every token; a restart fetches them again. */
+/* creds_tokens_stop() wipes every token; a restart fetches them again. */
 static void test_stop_wipes(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2);
-	struct cred_secret cs = secret("s"), t = { 0 };
-	struct tokens_entry *e;
+	struct creds_secret cs = secret("s"), t = { 0 };
+	struct creds_tokens_entry *e;
 	uint64_t end;
 
 	(void)state;
 	fake_set(0, 3600);
-	e = tokens_get(&c, &cs);
-	assert_true(tokens_wait_first(e, 2000));
-	assert_int_equal(tokens_copy(e, &t), 0);
-	cred_secret_free(&t);
-	tokens_stop();
+	e = creds_tokens_get(&c, &cs);
+	assert_true(creds_tokens_wait_first(e, 2000));
+	assert_int_equal(creds_tokens_copy(e, &t), 0);
+	creds_secret_free(&t);
+	creds_tokens_stop();
 	/* Stopped: every token wiped at once. */
-	assert_int_equal(tokens_copy(e, &t), -EAGAIN);
+	assert_int_equal(creds_tokens_copy(e, &t), -EAGAIN);
 	assert_int_equal(setup(state), 0);
 	/* Restarted: the entry is due again and fetched. */
 	end = now_ms() + 2000;
-	while (tokens_copy(e, &t) != 0 && now_ms() < end)
+	while (creds_tokens_copy(e, &t) != 0 && now_ms() < end)
 		sleep_ms(5);
 	assert_non_null(t.buf);
 	assert_memory_equal(t.buf, "token-1", 7);
-	cred_secret_free(&t);
-	tokens_put(e);
-	cred_secret_free(&cs);
+	creds_secret_free(&t);
+	creds_tokens_put(e);
+	creds_secret_free(&cs);
 }
 
 /*
@@ -572,27 +571,27 @@ static void test_hang_does_not_block_others(void **state)
 	struct policy_credential ch = cred_at("hang", "hang.example", u0, sizeof(u0)),
 				 c1 = cred_at("ok1", "auth1.example", u1, sizeof(u1)),
 				 c2 = cred_at("ok2", "auth2.example", u2, sizeof(u2));
-	struct cred_secret cs = secret("s"), t = { 0 };
-	struct tokens_entry *eh, *e1, *e2;
+	struct creds_secret cs = secret("s"), t = { 0 };
+	struct creds_tokens_entry *eh, *e1, *e2;
 	struct fake_counts snap;
 	int i;
 
 	(void)state;
-	eh = tokens_get(&ch, &cs);
+	eh = creds_tokens_get(&ch, &cs);
 	assert_non_null(eh);
 	assert_int_equal(wait_blocked(1), 1);
-	e1 = tokens_get(&c1, &cs);
-	e2 = tokens_get(&c2, &cs);
+	e1 = creds_tokens_get(&c1, &cs);
+	e2 = creds_tokens_get(&c2, &cs);
 	assert_non_null(e1);
 	assert_non_null(e2);
-	assert_true(tokens_wait_first(e1, 5000));
-	assert_true(tokens_wait_first(e2, 5000));
-	assert_int_equal(tokens_copy(e1, &t), 0);
+	assert_true(creds_tokens_wait_first(e1, 5000));
+	assert_true(creds_tokens_wait_first(e2, 5000));
+	assert_int_equal(creds_tokens_copy(e1, &t), 0);
 	assert_non_null(t.buf);
 	assert_memory_equal(t.buf, "token-", 6);
-	cred_secret_free(&t);
-	assert_int_equal(tokens_copy(e2, &t), 0);
-	cred_secret_free(&t);
+	creds_secret_free(&t);
+	assert_int_equal(creds_tokens_copy(e2, &t), 0);
+	creds_secret_free(&t);
 	/* ... while the hanging fetch was still blocked, and still is. */
 	snap = fake_snapshot();
 	assert_int_equal(snap.blocked, 1);
@@ -602,87 +601,87 @@ static void test_hang_does_not_block_others(void **state)
 	/* Requests for the hanging one get none, and do not make a second
 	 * thread fetch it while the first still is. */
 	for (i = 0; i < 100; i++) {
-		assert_int_equal(tokens_copy(eh, &t), -EAGAIN);
+		assert_int_equal(creds_tokens_copy(eh, &t), -EAGAIN);
 		sleep_ms(1);
 	}
 	assert_int_equal(fake_get(&fake.block_calls), 1);
 
 	/* Once it answers, its token is there too. */
 	fake_release(1);
-	assert_true(tokens_wait_first(eh, 5000));
-	assert_int_equal(tokens_copy(eh, &t), 0);
-	cred_secret_free(&t);
+	assert_true(creds_tokens_wait_first(eh, 5000));
+	assert_int_equal(creds_tokens_copy(eh, &t), 0);
+	creds_secret_free(&t);
 	assert_int_equal(fake_get(&fake.blocked), 0);
 	assert_int_equal(fake_get(&fake.block_calls), 1);
-	tokens_put(eh);
-	tokens_put(e1);
-	tokens_put(e2);
-	cred_secret_free(&cs);
+	creds_tokens_put(eh);
+	creds_tokens_put(e1);
+	creds_tokens_put(e2);
+	creds_secret_free(&cs);
 }
 
 /*
  * The pool is bounded: with every thread held by a hanging endpoint, a
  * further entry waits for a free thread (and gets one as soon as one is
- * free). tokens_stop() ends every blocked fetch at once: it returns while
+ * free). creds_tokens_stop() ends every blocked fetch at once: it returns while
  * they are blocked, and each was ended by its cancellation, not its cap.
  */
 static void test_pool_and_stop(void **state)
 {
-	char urls[TOKENS_FETCHERS + 1][64], hosts[TOKENS_FETCHERS][32];
+	char urls[CREDS_TOKENS_FETCHERS + 1][64], hosts[CREDS_TOKENS_FETCHERS][32];
 	struct policy_credential c;
-	struct cred_secret cs = secret("s"), t = { 0 };
-	struct tokens_entry *eh[TOKENS_FETCHERS], *e;
+	struct creds_secret cs = secret("s"), t = { 0 };
+	struct creds_tokens_entry *eh[CREDS_TOKENS_FETCHERS], *e;
 	struct fake_counts snap;
 	unsigned i;
 
 	(void)state;
-	for (i = 0; i < TOKENS_FETCHERS; i++) {
+	for (i = 0; i < CREDS_TOKENS_FETCHERS; i++) {
 		snprintf(hosts[i], sizeof(hosts[i]), "hang%u.example", i);
 		c = cred_at("hang", hosts[i], urls[i], sizeof(urls[i]));
-		eh[i] = tokens_get(&c, &cs);
+		eh[i] = creds_tokens_get(&c, &cs);
 		assert_non_null(eh[i]);
 	}
-	assert_int_equal(wait_blocked(TOKENS_FETCHERS), TOKENS_FETCHERS);
-	c = cred_at("ok", "auth.example", urls[TOKENS_FETCHERS], sizeof(urls[0]));
-	e = tokens_get(&c, &cs);
+	assert_int_equal(wait_blocked(CREDS_TOKENS_FETCHERS), CREDS_TOKENS_FETCHERS);
+	c = cred_at("ok", "auth.example", urls[CREDS_TOKENS_FETCHERS], sizeof(urls[0]));
+	e = creds_tokens_get(&c, &cs);
 	assert_non_null(e);
 	/* Every thread is held: no fetch for it (a bounded look). */
-	assert_false(tokens_wait_first(e, 300));
+	assert_false(creds_tokens_wait_first(e, 300));
 	assert_int_equal(calls(), 0);
 	/* One released: its thread fetches the waiting entry next. */
 	fake_release(1);
-	assert_true(tokens_wait_first(e, 5000));
-	assert_int_equal(tokens_copy(e, &t), 0);
-	cred_secret_free(&t);
+	assert_true(creds_tokens_wait_first(e, 5000));
+	assert_int_equal(creds_tokens_copy(e, &t), 0);
+	creds_secret_free(&t);
 
-	/* The rest are blocked when tokens_stop() is called ... */
-	assert_int_equal(wait_blocked(TOKENS_FETCHERS - 1), TOKENS_FETCHERS - 1);
-	tokens_stop();
+	/* The rest are blocked when creds_tokens_stop() is called ... */
+	assert_int_equal(wait_blocked(CREDS_TOKENS_FETCHERS - 1), CREDS_TOKENS_FETCHERS - 1);
+	creds_tokens_stop();
 	/* ... and it returned once every one of them was cancelled. */
 	snap = fake_snapshot();
 	assert_int_equal(snap.blocked, 0);
-	assert_int_equal(snap.cancelled, TOKENS_FETCHERS - 1);
+	assert_int_equal(snap.cancelled, CREDS_TOKENS_FETCHERS - 1);
 	assert_int_equal(snap.timed_out, 0);
-	assert_int_equal(tokens_copy(e, &t), -EAGAIN);
-	for (i = 0; i < TOKENS_FETCHERS; i++)
-		tokens_put(eh[i]);
-	tokens_put(e);
-	cred_secret_free(&cs);
+	assert_int_equal(creds_tokens_copy(e, &t), -EAGAIN);
+	for (i = 0; i < CREDS_TOKENS_FETCHERS; i++)
+		creds_tokens_put(eh[i]);
+	creds_tokens_put(e);
+	creds_secret_free(&cs);
 }
 
 static void test_bad_arguments(void **state)
 {
 	struct policy_credential c = cred("a", scopes_rw, 2);
-	struct cred_secret cs = { 0 };
+	struct creds_secret cs = { 0 };
 
 	(void)state;
-	assert_null(tokens_get(&c, &cs)); /* an empty client secret */
+	assert_null(creds_tokens_get(&c, &cs)); /* an empty client secret */
 	assert_int_equal(errno, EINVAL);
 	c.source_kind = POLICY_SOURCE_JWT;
 	cs = secret("s");
-	assert_null(tokens_get(&c, &cs));
-	assert_null(tokens_get(NULL, &cs));
-	cred_secret_free(&cs);
+	assert_null(creds_tokens_get(&c, &cs));
+	assert_null(creds_tokens_get(NULL, &cs));
+	creds_secret_free(&cs);
 }
 
 int main(void)

@@ -10,7 +10,7 @@
  * the proxy asks two questions, in two steps, so that it can fetch what
  * the second step needs (an OAuth2 token, a minted JWT) in between:
  *
- *  1. cred_plan_request(): is the request allowed to leave, and which
+ *  1. creds_plan_request(): is the request allowed to leave, and which
  *     credentials apply?  Every placeholder-shaped string in the head is
  *     looked up; an unknown, expired or revoked one, or one whose
  *     credential's scope (host, method, path) does not hold the request,
@@ -19,9 +19,9 @@
  *     names (never the path or the query: an origin reflecting those
  *     would give the secret back).  Credentials with an inject header
  *     apply to every request in their scope, placeholder or not.
- *  2. cred_rewrite_request(): with the secrets of the credentials the
+ *  2. creds_rewrite_request(): with the secrets of the credentials the
  *     plan named, produce the header values to set;
- *     cred_write_request_head() writes the head.
+ *     creds_write_request_head() writes the head.
  *
  * The one property everything here keeps: a secret is only ever copied
  * into a request that step 1 found in that credential's scope.  Finding
@@ -48,7 +48,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include "broker/cred.h"
+#include "broker/creds/creds_internal.h"
 #include "common/obuf.h"
 #include "common/text.h"
 #include "broker/http.h"
@@ -100,7 +100,7 @@ static bool secret_bytes_ok(const unsigned char *p, size_t len)
 	return true;
 }
 
-void cred_secret_free(struct cred_secret *s)
+void creds_secret_free(struct creds_secret *s)
 {
 	if (!s)
 		return;
@@ -111,11 +111,11 @@ void cred_secret_free(struct cred_secret *s)
 	s->len = 0;
 }
 
-int cred_secret_set(struct cred_secret *s, const void *p, size_t len)
+int creds_secret_set(struct creds_secret *s, const void *p, size_t len)
 {
 	s->buf = NULL;
 	s->len = 0;
-	if (!p || len > CRED_SECRET_MAX || !secret_bytes_ok(p, len))
+	if (!p || len > CREDS_SECRET_MAX || !secret_bytes_ok(p, len))
 		return -EINVAL;
 	/* The ordinary heap when no secure heap is initialised. */
 	s->buf = OPENSSL_secure_malloc(len);
@@ -126,7 +126,7 @@ int cred_secret_set(struct cred_secret *s, const void *p, size_t len)
 	return 0;
 }
 
-int cred_file_read(const char *path, struct cred_secret *out, char *err,
+int creds_file_read(const char *path, struct creds_secret *out, char *err,
 		   size_t errlen)
 {
 	struct stat st;
@@ -160,10 +160,10 @@ int cred_file_read(const char *path, struct cred_secret *out, char *err,
 		seterr(err, errlen, "secret file `%s` is not a regular file", path);
 		goto fail;
 	}
-	if (st.st_size > CRED_SECRET_MAX) {
+	if (st.st_size > CREDS_SECRET_MAX) {
 		ret = -EFBIG;
 		seterr(err, errlen, "secret file `%s` is larger than %d bytes", path,
-		       CRED_SECRET_MAX);
+		       CREDS_SECRET_MAX);
 		goto fail;
 	}
 	/* One byte more than fstat said, to notice a file that grew. */
@@ -207,10 +207,10 @@ fail:
 	return ret;
 }
 
-int cred_secret_load(const struct policy_credential *c, struct cred_secret *s,
+int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
 		     char *err, size_t errlen)
 {
-	struct cred_secret raw;
+	struct creds_secret raw;
 	const char *v;
 	size_t len;
 	int ret;
@@ -230,13 +230,13 @@ int cred_secret_load(const struct policy_credential *c, struct cred_secret *s,
 			return -ENOENT;
 		}
 		len = strlen(v);
-		if (len > CRED_SECRET_MAX) {
+		if (len > CREDS_SECRET_MAX) {
 			seterr(err, errlen,
 			       "credential `%s`: `%s` is longer than %d bytes",
-			       c->name ? c->name : "", c->source, CRED_SECRET_MAX);
+			       c->name ? c->name : "", c->source, CREDS_SECRET_MAX);
 			return -EFBIG;
 		}
-		ret = cred_secret_set(s, v, len);
+		ret = creds_secret_set(s, v, len);
 		if (ret == -EINVAL)
 			seterr(err, errlen,
 			       "credential `%s`: `%s` is empty or holds a control character (CR, LF, NUL...)",
@@ -246,7 +246,7 @@ int cred_secret_load(const struct policy_credential *c, struct cred_secret *s,
 		return ret;
 	}
 
-	ret = cred_file_read(c->source, &raw, err, errlen);
+	ret = creds_file_read(c->source, &raw, err, errlen);
 	if (ret < 0)
 		return ret;
 	len = raw.len;
@@ -261,30 +261,30 @@ int cred_secret_load(const struct policy_credential *c, struct cred_secret *s,
 		       c->source);
 		ret = -EINVAL;
 	} else {
-		ret = cred_secret_set(s, raw.buf, len);
+		ret = creds_secret_set(s, raw.buf, len);
 		if (ret < 0)
 			seterr(err, errlen, "out of memory");
 	}
-	cred_secret_free(&raw);
+	creds_secret_free(&raw);
 	return ret;
 }
 
 /* ---- placeholders -------------------------------------------------------- */
 
-int cred_placeholder_new(char out[CRED_PLACEHOLDER_LEN + 1])
+int creds_placeholder_new(char out[CREDS_PLACEHOLDER_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char r[CRED_PLACEHOLDER_HEX / 2];
+	unsigned char r[CREDS_PLACEHOLDER_HEX / 2];
 	size_t i;
 
 	if (RAND_bytes(r, sizeof(r)) != 1)
 		return -EIO;
-	memcpy(out, CRED_PLACEHOLDER_PREFIX, CRED_PLACEHOLDER_PREFIX_LEN);
+	memcpy(out, CREDS_PLACEHOLDER_PREFIX, CREDS_PLACEHOLDER_PREFIX_LEN);
 	for (i = 0; i < sizeof(r); i++) {
-		out[CRED_PLACEHOLDER_PREFIX_LEN + 2 * i] = hex[r[i] >> 4];
-		out[CRED_PLACEHOLDER_PREFIX_LEN + 2 * i + 1] = hex[r[i] & 15];
+		out[CREDS_PLACEHOLDER_PREFIX_LEN + 2 * i] = hex[r[i] >> 4];
+		out[CREDS_PLACEHOLDER_PREFIX_LEN + 2 * i + 1] = hex[r[i] & 15];
 	}
-	out[CRED_PLACEHOLDER_LEN] = '\0';
+	out[CREDS_PLACEHOLDER_LEN] = '\0';
 	OPENSSL_cleanse(r, sizeof(r));
 	return 0;
 }
@@ -293,22 +293,22 @@ static bool placeholder_shape(const char *p)
 {
 	size_t i;
 
-	if (memcmp(p, CRED_PLACEHOLDER_PREFIX, CRED_PLACEHOLDER_PREFIX_LEN) != 0)
+	if (memcmp(p, CREDS_PLACEHOLDER_PREFIX, CREDS_PLACEHOLDER_PREFIX_LEN) != 0)
 		return false;
-	for (i = CRED_PLACEHOLDER_PREFIX_LEN; i < CRED_PLACEHOLDER_LEN; i++)
+	for (i = CREDS_PLACEHOLDER_PREFIX_LEN; i < CREDS_PLACEHOLDER_LEN; i++)
 		if (hexval(p[i]) < 0)
 			return false;
 	return true;
 }
 
-const char *cred_find_placeholder(const char *s, size_t len, size_t *off)
+const char *creds_find_placeholder(const char *s, size_t len, size_t *off)
 {
 	const char *p = s, *end = s + len;
 
-	while (p && (size_t)(end - p) >= CRED_PLACEHOLDER_LEN) {
-		p = memmem(p, (size_t)(end - p), CRED_PLACEHOLDER_PREFIX,
-			   CRED_PLACEHOLDER_PREFIX_LEN);
-		if (!p || (size_t)(end - p) < CRED_PLACEHOLDER_LEN)
+	while (p && (size_t)(end - p) >= CREDS_PLACEHOLDER_LEN) {
+		p = memmem(p, (size_t)(end - p), CREDS_PLACEHOLDER_PREFIX,
+			   CREDS_PLACEHOLDER_PREFIX_LEN);
+		if (!p || (size_t)(end - p) < CREDS_PLACEHOLDER_LEN)
 			return NULL;
 		if (placeholder_shape(p)) {
 			if (off)
@@ -322,7 +322,7 @@ const char *cred_find_placeholder(const char *s, size_t len, size_t *off)
 
 /* ---- scopes -------------------------------------------------------------- */
 
-bool cred_host_match(const char *pattern, const char *host, size_t len)
+bool creds_host_match(const char *pattern, const char *host, size_t len)
 {
 	size_t pl;
 	bool wild;
@@ -348,7 +348,7 @@ bool cred_host_match(const char *pattern, const char *host, size_t len)
 	       text_eq_ci(host + len - pl, pl, pattern, pl);
 }
 
-bool cred_path_match(const char *glob, const char *path, size_t len)
+bool creds_path_match(const char *glob, const char *path, size_t len)
 {
 	const char *g = glob, *star = NULL;
 	size_t i = 0, mark = 0;
@@ -605,7 +605,7 @@ static bool overrides_in_scope(const struct policy_credential *c,
 	return true;
 }
 
-bool cred_in_scope(const struct policy_credential *c, const char *host,
+bool creds_in_scope(const struct policy_credential *c, const char *host,
 		   const char *method, const struct http_request *req)
 {
 	size_t i, hl;
@@ -621,7 +621,7 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 	hl = strlen(host);
 	ok = false;
 	for (i = 0; i < c->n_hosts && !ok; i++)
-		ok = cred_host_match(c->hosts[i], host, hl);
+		ok = creds_host_match(c->hosts[i], host, hl);
 	if (!ok)
 		return false;
 
@@ -651,7 +651,7 @@ bool cred_in_scope(const struct policy_credential *c, const char *host,
 			return false;
 		ok = false;
 		for (i = 0; i < c->n_paths && !ok; i++)
-			ok = cred_path_match(c->paths[i], req->path.ptr,
+			ok = creds_path_match(c->paths[i], req->path.ptr,
 					     req->path.len);
 		if (!ok)
 			return false;
@@ -681,8 +681,8 @@ static void wput_pct(struct obuf *w, const unsigned char *s, size_t n)
 	}
 }
 
-int cred_build_injection(const struct policy_credential *c,
-			 const struct cred_secret *s, char *out, size_t outlen)
+int creds_build_injection(const struct policy_credential *c,
+			 const struct creds_secret *s, char *out, size_t outlen)
 {
 	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	const char *t, *hit;
@@ -707,7 +707,7 @@ int cred_build_injection(const struct policy_credential *c,
 
 /* ---- base64 -------------------------------------------------------------- */
 
-int cred_base64_encode(const void *in, size_t len, bool url, char *out,
+int creds_base64_encode(const void *in, size_t len, bool url, char *out,
 		       size_t outlen)
 {
 	static const char std[] =
@@ -764,7 +764,7 @@ static int b64val(char c)
 	return -1;
 }
 
-int cred_base64_decode(const char *in, size_t len, unsigned char *out,
+int creds_base64_decode(const char *in, size_t len, unsigned char *out,
 		       size_t outlen)
 {
 	size_t i, o = 0, pad = 0, rem;
@@ -811,8 +811,8 @@ int cred_base64_decode(const char *in, size_t len, unsigned char *out,
 #define TABLE_BUCKETS 256
 
 struct ph_entry {
-	char ph[CRED_PLACEHOLDER_LEN];
-	char name[CRED_NAME_MAX + 1];
+	char ph[CREDS_PLACEHOLDER_LEN];
+	char name[CREDS_NAME_MAX + 1];
 	uint64_t expires_at; /* 0: never */
 	uint64_t seq;	     /* issue order, for reuse of the oldest */
 	bool revoked;
@@ -821,12 +821,12 @@ struct ph_entry {
 
 /* A credential given to the sandbox, and the end of its ttl there. */
 struct grant {
-	char name[CRED_NAME_MAX + 1];
+	char name[CREDS_NAME_MAX + 1];
 	uint64_t expires_at; /* 0: never */
 	bool revoked;
 };
 
-struct cred_table {
+struct creds_table {
 	pthread_rwlock_t lock;
 	struct ph_entry *e;
 	size_t n, cap;
@@ -840,13 +840,13 @@ struct cred_table {
 static unsigned ph_bucket(const char *ph)
 {
 	/* Callers checked the shape; the masks keep a bad one in range. */
-	return ((unsigned)hexval(ph[CRED_PLACEHOLDER_PREFIX_LEN]) & 15) << 4 |
-	       ((unsigned)hexval(ph[CRED_PLACEHOLDER_PREFIX_LEN + 1]) & 15);
+	return ((unsigned)hexval(ph[CREDS_PLACEHOLDER_PREFIX_LEN]) & 15) << 4 |
+	       ((unsigned)hexval(ph[CREDS_PLACEHOLDER_PREFIX_LEN + 1]) & 15);
 }
 
-struct cred_table *cred_table_new(void)
+struct creds_table *creds_table_new(void)
 {
-	struct cred_table *t = calloc(1, sizeof(*t));
+	struct creds_table *t = calloc(1, sizeof(*t));
 	size_t i;
 
 	if (!t)
@@ -860,7 +860,7 @@ struct cred_table *cred_table_new(void)
 	return t;
 }
 
-void cred_table_free(struct cred_table *t)
+void creds_table_free(struct creds_table *t)
 {
 	if (!t)
 		return;
@@ -876,19 +876,19 @@ void cred_table_free(struct cred_table *t)
 }
 
 /* Callers hold a lock.  Return: entry index or -1. */
-static int32_t table_find(const struct cred_table *t, const char *ph)
+static int32_t table_find(const struct creds_table *t, const char *ph)
 {
 	int32_t i, found = -1;
 
 	/* Walk the whole chain: its length, not the match position, is
 	 * what timing shows. */
 	for (i = t->head[ph_bucket(ph)]; i >= 0; i = t->e[i].next)
-		if (CRYPTO_memcmp(t->e[i].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+		if (CRYPTO_memcmp(t->e[i].ph, ph, CREDS_PLACEHOLDER_LEN) == 0)
 			found = i;
 	return found;
 }
 
-static void table_unlink(struct cred_table *t, int32_t idx)
+static void table_unlink(struct creds_table *t, int32_t idx)
 {
 	int32_t *pp = &t->head[ph_bucket(t->e[idx].ph)];
 
@@ -899,16 +899,16 @@ static void table_unlink(struct cred_table *t, int32_t idx)
 }
 
 /* Write lock held.  A slot for a new entry, or -1 (-ENOSPC). */
-static int32_t table_slot(struct cred_table *t, uint64_t now)
+static int32_t table_slot(struct creds_table *t, uint64_t now)
 {
 	int32_t i, best = -1;
 
-	if (t->n == t->cap && t->cap < CRED_TABLE_MAX) {
+	if (t->n == t->cap && t->cap < CREDS_TABLE_MAX) {
 		size_t ncap = t->cap ? 2 * t->cap : 16;
 		struct ph_entry *ne;
 
-		if (ncap > CRED_TABLE_MAX)
-			ncap = CRED_TABLE_MAX;
+		if (ncap > CREDS_TABLE_MAX)
+			ncap = CREDS_TABLE_MAX;
 		ne = calloc(ncap, sizeof(*ne));
 		if (ne) {
 			if (t->e) {
@@ -935,7 +935,7 @@ static int32_t table_slot(struct cred_table *t, uint64_t now)
 	return best;
 }
 
-static int table_put(struct cred_table *t, const char *ph, const char *name,
+static int table_put(struct creds_table *t, const char *ph, const char *name,
 		     uint64_t expires_at, uint64_t now)
 {
 	struct ph_entry *e;
@@ -949,7 +949,7 @@ static int table_put(struct cred_table *t, const char *ph, const char *name,
 		return -ENOSPC;
 	e = &t->e[idx];
 	memset(e, 0, sizeof(*e));
-	memcpy(e->ph, ph, CRED_PLACEHOLDER_LEN);
+	memcpy(e->ph, ph, CREDS_PLACEHOLDER_LEN);
 	memcpy(e->name, name, strlen(name) + 1);
 	e->expires_at = expires_at;
 	e->seq = ++t->seq;
@@ -961,11 +961,11 @@ static int table_put(struct cred_table *t, const char *ph, const char *name,
 
 static bool cred_name_ok(const char *name)
 {
-	return name && name[0] && strlen(name) <= CRED_NAME_MAX;
+	return name && name[0] && strlen(name) <= CREDS_NAME_MAX;
 }
 
-int cred_table_issue(struct cred_table *t, const char *cred_name, uint64_t now,
-		     uint64_t ttl_sec, char out[CRED_PLACEHOLDER_LEN + 1])
+int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now,
+		     uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1])
 {
 	uint64_t exp = 0;
 	int ret, tries;
@@ -980,7 +980,7 @@ int cred_table_issue(struct cred_table *t, const char *cred_name, uint64_t now,
 	pthread_rwlock_wrlock(&t->lock);
 	/* A collision in 128 bits means a broken generator; do not loop. */
 	for (tries = 0; tries < 2; tries++) {
-		ret = cred_placeholder_new(out);
+		ret = creds_placeholder_new(out);
 		if (ret == 0)
 			ret = table_put(t, out, cred_name, exp, now);
 		if (ret != -EEXIST)
@@ -988,16 +988,16 @@ int cred_table_issue(struct cred_table *t, const char *cred_name, uint64_t now,
 	}
 	pthread_rwlock_unlock(&t->lock);
 	if (ret < 0)
-		memset(out, 0, CRED_PLACEHOLDER_LEN + 1);
+		memset(out, 0, CREDS_PLACEHOLDER_LEN + 1);
 	return ret;
 }
 
-int cred_table_insert(struct cred_table *t, const char *ph,
+int creds_table_insert(struct creds_table *t, const char *ph,
 		      const char *cred_name, uint64_t expires_at)
 {
 	int ret;
 
-	if (!t || !ph || strlen(ph) != CRED_PLACEHOLDER_LEN ||
+	if (!t || !ph || strlen(ph) != CREDS_PLACEHOLDER_LEN ||
 	    !placeholder_shape(ph) || !cred_name_ok(cred_name))
 		return -EINVAL;
 	pthread_rwlock_wrlock(&t->lock);
@@ -1007,25 +1007,25 @@ int cred_table_insert(struct cred_table *t, const char *ph,
 	return ret;
 }
 
-enum cred_ph_state cred_table_lookup(struct cred_table *t, const char *ph,
+enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph,
 				     uint64_t now, char *name)
 {
-	enum cred_ph_state st = CRED_PH_UNKNOWN;
+	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	int32_t i;
 
 	if (!t || !ph || !placeholder_shape(ph))
-		return CRED_PH_UNKNOWN;
+		return CREDS_PH_UNKNOWN;
 	pthread_rwlock_rdlock(&t->lock);
 	i = table_find(t, ph);
 	if (i >= 0) {
 		const struct ph_entry *e = &t->e[i];
 
 		if (e->revoked)
-			st = CRED_PH_REVOKED;
+			st = CREDS_PH_REVOKED;
 		else if (e->expires_at && now >= e->expires_at)
-			st = CRED_PH_EXPIRED;
+			st = CREDS_PH_EXPIRED;
 		else
-			st = CRED_PH_VALID;
+			st = CREDS_PH_VALID;
 		if (name)
 			memcpy(name, e->name, strlen(e->name) + 1);
 	}
@@ -1033,7 +1033,7 @@ enum cred_ph_state cred_table_lookup(struct cred_table *t, const char *ph,
 	return st;
 }
 
-size_t cred_table_revoke(struct cred_table *t, const char *cred_name)
+size_t creds_table_revoke(struct creds_table *t, const char *cred_name)
 {
 	size_t i, n = 0;
 
@@ -1056,7 +1056,7 @@ size_t cred_table_revoke(struct cred_table *t, const char *cred_name)
 }
 
 /* Lock held.  Return: the grant of @name, or NULL. */
-static struct grant *grant_find(const struct cred_table *t, const char *name)
+static struct grant *grant_find(const struct creds_table *t, const char *name)
 {
 	size_t i;
 
@@ -1066,7 +1066,7 @@ static struct grant *grant_find(const struct cred_table *t, const char *name)
 	return NULL;
 }
 
-int cred_table_grant(struct cred_table *t, const char *cred_name,
+int creds_table_grant(struct creds_table *t, const char *cred_name,
 		     uint64_t expires_at)
 {
 	struct grant *g;
@@ -1082,8 +1082,8 @@ int cred_table_grant(struct cred_table *t, const char *cred_name,
 	if (t->ng == t->gcap) {
 		size_t ncap = t->gcap ? 2 * t->gcap : 8;
 
-		if (ncap > CRED_GRANTS_MAX)
-			ncap = CRED_GRANTS_MAX;
+		if (ncap > CREDS_GRANTS_MAX)
+			ncap = CREDS_GRANTS_MAX;
 		g = ncap > t->gcap ? realloc(t->g, ncap * sizeof(*g)) : NULL;
 		if (!g) {
 			ret = ncap > t->gcap ? -ENOMEM : -ENOSPC;
@@ -1101,24 +1101,24 @@ out:
 	return ret;
 }
 
-enum cred_ph_state cred_table_grant_state(struct cred_table *t,
+enum creds_ph_state creds_table_grant_state(struct creds_table *t,
 					  const char *cred_name, uint64_t now,
 					  uint64_t *expires_at)
 {
-	enum cred_ph_state st = CRED_PH_UNKNOWN;
+	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	const struct grant *g;
 
 	if (!t || !cred_name)
-		return CRED_PH_UNKNOWN;
+		return CREDS_PH_UNKNOWN;
 	pthread_rwlock_rdlock(&t->lock);
 	g = grant_find(t, cred_name);
 	if (g) {
 		if (g->revoked)
-			st = CRED_PH_REVOKED;
+			st = CREDS_PH_REVOKED;
 		else if (g->expires_at && now >= g->expires_at)
-			st = CRED_PH_EXPIRED;
+			st = CREDS_PH_EXPIRED;
 		else
-			st = CRED_PH_VALID;
+			st = CREDS_PH_VALID;
 		if (expires_at)
 			*expires_at = g->expires_at;
 	}
@@ -1126,7 +1126,7 @@ enum cred_ph_state cred_table_grant_state(struct cred_table *t,
 	return st;
 }
 
-int cred_table_foreach_grant(struct cred_table *t,
+int creds_table_foreach_grant(struct creds_table *t,
 			     int (*fn)(const char *cred_name, uint64_t expires_at,
 				       bool revoked, void *arg),
 			     void *arg)
@@ -1143,12 +1143,12 @@ int cred_table_foreach_grant(struct cred_table *t,
 	return ret;
 }
 
-int cred_table_foreach(struct cred_table *t,
+int creds_table_foreach(struct creds_table *t,
 		       int (*fn)(const char *ph, const char *cred_name,
 				 uint64_t expires_at, bool revoked, void *arg),
 		       void *arg)
 {
-	char ph[CRED_PLACEHOLDER_LEN + 1];
+	char ph[CREDS_PLACEHOLDER_LEN + 1];
 	size_t i;
 	int ret = 0;
 
@@ -1156,8 +1156,8 @@ int cred_table_foreach(struct cred_table *t,
 		return -EINVAL;
 	pthread_rwlock_rdlock(&t->lock);
 	for (i = 0; i < t->n && ret == 0; i++) {
-		memcpy(ph, t->e[i].ph, CRED_PLACEHOLDER_LEN);
-		ph[CRED_PLACEHOLDER_LEN] = '\0';
+		memcpy(ph, t->e[i].ph, CREDS_PLACEHOLDER_LEN);
+		ph[CREDS_PLACEHOLDER_LEN] = '\0';
 		ret = fn(ph, t->e[i].name, t->e[i].expires_at, t->e[i].revoked,
 			 arg);
 	}
@@ -1168,31 +1168,31 @@ int cred_table_foreach(struct cred_table *t,
 /* ---- planning ------------------------------------------------------------ */
 
 static const char *const verdict_reason[] = {
-	[CRED_FORWARD] = "",
-	[CRED_OUT_OF_SCOPE] = "placeholder-out-of-scope",
-	[CRED_EXPIRED] = "placeholder-expired",
-	[CRED_REVOKED] = "placeholder-revoked",
-	[CRED_UNKNOWN] = "placeholder-unknown",
-	[CRED_PLAINTEXT] = "placeholder-plaintext",
-	[CRED_TOO_MANY] = "too-many-placeholders",
+	[CREDS_FORWARD] = "",
+	[CREDS_OUT_OF_SCOPE] = "placeholder-out-of-scope",
+	[CREDS_EXPIRED] = "placeholder-expired",
+	[CREDS_REVOKED] = "placeholder-revoked",
+	[CREDS_UNKNOWN] = "placeholder-unknown",
+	[CREDS_PLAINTEXT] = "placeholder-plaintext",
+	[CREDS_TOO_MANY] = "too-many-placeholders",
 };
-_Static_assert(sizeof(verdict_reason) / sizeof(verdict_reason[0]) == CRED_VERDICT_COUNT,
+_Static_assert(sizeof(verdict_reason) / sizeof(verdict_reason[0]) == CREDS_VERDICT_COUNT,
 	       "a reason for every verdict");
 
-const char *cred_verdict_reason(enum cred_verdict v)
+const char *creds_verdict_reason(enum creds_verdict v)
 {
-	return (unsigned)v < CRED_VERDICT_COUNT ? verdict_reason[v] : "unknown";
+	return (unsigned)v < CREDS_VERDICT_COUNT ? verdict_reason[v] : "unknown";
 }
 
 struct planner {
-	struct cred_table *t;
+	struct creds_table *t;
 	const struct policy *p;
 	const char *host;
 	const struct http_request *req;
 	uint64_t now;
 	unsigned flags;
-	struct cred_plan *plan;
-	enum cred_verdict ph_verdict[CRED_MAX_FOUND]; /* if used in scope */
+	struct creds_plan *plan;
+	enum creds_verdict ph_verdict[CREDS_MAX_FOUND]; /* if used in scope */
 };
 
 static int policy_index(const struct policy *p, const char *name)
@@ -1205,9 +1205,9 @@ static int policy_index(const struct policy *p, const char *name)
 	return -1;
 }
 
-static void refuse(struct planner *x, enum cred_verdict v, int cred)
+static void refuse(struct planner *x, enum creds_verdict v, int cred)
 {
-	if (x->plan->verdict != CRED_FORWARD)
+	if (x->plan->verdict != CREDS_FORWARD)
 		return;
 	x->plan->verdict = v;
 	x->plan->cred = cred;
@@ -1230,67 +1230,67 @@ static bool carries(const struct policy_credential *c, struct http_slice name)
 static void occurrence(struct planner *x, const char *ph,
 		       const struct http_slice *in_header)
 {
-	struct cred_plan *plan = x->plan;
-	char name[CRED_NAME_MAX + 1];
+	struct creds_plan *plan = x->plan;
+	char name[CREDS_NAME_MAX + 1];
 	const struct policy_credential *c;
 	size_t k;
 	int idx;
 
-	if (plan->verdict != CRED_FORWARD)
+	if (plan->verdict != CREDS_FORWARD)
 		return;
 	for (k = 0; k < plan->nfound; k++)
-		if (memcmp(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+		if (memcmp(plan->found[k].ph, ph, CREDS_PLACEHOLDER_LEN) == 0)
 			break;
 	if (k == plan->nfound) {
-		if (k == CRED_MAX_FOUND) {
-			refuse(x, CRED_TOO_MANY, -1);
+		if (k == CREDS_MAX_FOUND) {
+			refuse(x, CREDS_TOO_MANY, -1);
 			return;
 		}
-		memcpy(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN);
-		plan->found[k].ph[CRED_PLACEHOLDER_LEN] = '\0';
+		memcpy(plan->found[k].ph, ph, CREDS_PLACEHOLDER_LEN);
+		plan->found[k].ph[CREDS_PLACEHOLDER_LEN] = '\0';
 		plan->found[k].cred = -1;
-		plan->found[k].state = cred_table_lookup(x->t, ph, x->now, name);
+		plan->found[k].state = creds_table_lookup(x->t, ph, x->now, name);
 		idx = -1;
-		if (plan->found[k].state != CRED_PH_UNKNOWN) {
+		if (plan->found[k].state != CREDS_PH_UNKNOWN) {
 			idx = policy_index(x->p, name);
 			/* Dropped from the policy by a reload: as revoked. */
 			if (idx < 0)
-				plan->found[k].state = CRED_PH_REVOKED;
+				plan->found[k].state = CREDS_PH_REVOKED;
 		}
 		plan->found[k].cred = idx;
 		plan->nfound++;
 
 		switch (plan->found[k].state) {
-		case CRED_PH_UNKNOWN:
-			x->ph_verdict[k] = CRED_UNKNOWN;
+		case CREDS_PH_UNKNOWN:
+			x->ph_verdict[k] = CREDS_UNKNOWN;
 			break;
-		case CRED_PH_EXPIRED:
-			x->ph_verdict[k] = CRED_EXPIRED;
+		case CREDS_PH_EXPIRED:
+			x->ph_verdict[k] = CREDS_EXPIRED;
 			break;
-		case CRED_PH_REVOKED:
-			x->ph_verdict[k] = CRED_REVOKED;
+		case CREDS_PH_REVOKED:
+			x->ph_verdict[k] = CREDS_REVOKED;
 			break;
-		case CRED_PH_VALID:
+		case CREDS_PH_VALID:
 			c = policy_credential_get(x->p, (size_t)idx);
-			if (!cred_in_scope(c, x->host, NULL, x->req))
-				x->ph_verdict[k] = CRED_OUT_OF_SCOPE;
-			else if ((x->flags & CRED_PLAN_PLAINTEXT) &&
+			if (!creds_in_scope(c, x->host, NULL, x->req))
+				x->ph_verdict[k] = CREDS_OUT_OF_SCOPE;
+			else if ((x->flags & CREDS_PLAN_PLAINTEXT) &&
 				 !c->plaintext_allow)
-				x->ph_verdict[k] = CRED_PLAINTEXT;
+				x->ph_verdict[k] = CREDS_PLAINTEXT;
 			else
-				x->ph_verdict[k] = CRED_FORWARD;
+				x->ph_verdict[k] = CREDS_FORWARD;
 			break;
 		}
 	}
 	/* Valid and in scope, but only where its credential says: anywhere
 	 * else (the path, the query, another header) an origin that
 	 * reflects the request would hand the secret back. */
-	if (x->ph_verdict[k] != CRED_FORWARD)
+	if (x->ph_verdict[k] != CREDS_FORWARD)
 		refuse(x, x->ph_verdict[k], plan->found[k].cred);
 	else if (!in_header ||
 		 !carries(policy_credential_get(x->p, (size_t)plan->found[k].cred),
 			  *in_header))
-		refuse(x, CRED_OUT_OF_SCOPE, plan->found[k].cred);
+		refuse(x, CREDS_OUT_OF_SCOPE, plan->found[k].cred);
 }
 
 static void scan(struct planner *x, const char *s, size_t len,
@@ -1299,11 +1299,11 @@ static void scan(struct planner *x, const char *s, size_t len,
 	const char *p;
 	size_t off;
 
-	while (x->plan->verdict == CRED_FORWARD &&
-	       (p = cred_find_placeholder(s, len, &off))) {
+	while (x->plan->verdict == CREDS_FORWARD &&
+	       (p = creds_find_placeholder(s, len, &off))) {
 		occurrence(x, p, ok);
-		s += off + CRED_PLACEHOLDER_LEN;
-		len -= off + CRED_PLACEHOLDER_LEN;
+		s += off + CREDS_PLACEHOLDER_LEN;
+		len -= off + CREDS_PLACEHOLDER_LEN;
 	}
 }
 
@@ -1321,7 +1321,7 @@ static int basic_decode(struct http_slice v, unsigned char *out)
 		return -1;
 	while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t'))
 		i++;
-	n = cred_base64_decode(v.ptr + i, v.len - i, out, BASIC_MAX);
+	n = creds_base64_decode(v.ptr + i, v.len - i, out, BASIC_MAX);
 	return n < 0 ? -1 : n;
 }
 
@@ -1335,9 +1335,9 @@ static bool is_authorization(struct http_slice name)
 	return slice_is(name, "Authorization");
 }
 
-int cred_plan_request(struct cred_table *t, const struct policy *p,
+int creds_plan_request(struct creds_table *t, const struct policy *p,
 		      const char *host, const struct http_request *req,
-		      uint64_t now, unsigned flags, struct cred_plan *plan)
+		      uint64_t now, unsigned flags, struct creds_plan *plan)
 {
 	struct planner x = { .t = t, .p = p, .req = req, .now = now,
 			     .flags = flags, .plan = plan };
@@ -1379,7 +1379,7 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 		}
 	}
 	OPENSSL_cleanse(basic, sizeof(basic));
-	if (plan->verdict != CRED_FORWARD) {
+	if (plan->verdict != CREDS_FORWARD) {
 		plan->nuse = 0;
 		return 0;
 	}
@@ -1393,14 +1393,14 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 		for (k = 0; k < plan->nfound; k++)
 			if (plan->found[k].cred == (int)i)
 				has_ph = true;
-		if (c->inject_header && cred_in_scope(c, host, NULL, req)) {
+		if (c->inject_header && creds_in_scope(c, host, NULL, req)) {
 			inject = true;
-			if ((flags & CRED_PLAN_PLAINTEXT) && !c->plaintext_allow) {
+			if ((flags & CREDS_PLAN_PLAINTEXT) && !c->plaintext_allow) {
 				inject = false;
 				if (plan->plaintext_withheld < 0)
 					plan->plaintext_withheld = (int)i;
-			} else if (cred_table_grant_state(t, c->name, now, NULL) !=
-				   CRED_PH_VALID) {
+			} else if (creds_table_grant_state(t, c->name, now, NULL) !=
+				   CREDS_PH_VALID) {
 				/* Its ttl in this sandbox is over (or it was
 				 * never given to it): the ttl bounds the
 				 * injection, not only the placeholder. */
@@ -1411,8 +1411,8 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 		}
 		if (!inject && !has_ph)
 			continue;
-		if (plan->nuse == CRED_MAX_USES) {
-			refuse(&x, CRED_TOO_MANY, (int)i);
+		if (plan->nuse == CREDS_MAX_USES) {
+			refuse(&x, CREDS_TOO_MANY, (int)i);
 			plan->nuse = 0;
 			return 0;
 		}
@@ -1426,25 +1426,25 @@ int cred_plan_request(struct cred_table *t, const struct policy *p,
 /* ---- rewriting ----------------------------------------------------------- */
 
 struct rewriter {
-	const struct cred_plan *plan;
+	const struct creds_plan *plan;
 	const struct policy *p;
-	const struct cred_secret *const *secrets;
+	const struct creds_secret *const *secrets;
 	struct obuf w;
 	int err;
 };
 
 /* The secret for a placeholder the plan found in header @name, or NULL
  * (rw->err set). */
-static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph,
+static const struct creds_secret *ph_secret(struct rewriter *r, const char *ph,
 					   struct http_slice name)
 {
-	const struct cred_plan *plan = r->plan;
-	const struct cred_secret *s;
+	const struct creds_plan *plan = r->plan;
+	const struct creds_secret *s;
 	size_t k, u;
 	int cred = -1;
 
 	for (k = 0; k < plan->nfound; k++)
-		if (memcmp(plan->found[k].ph, ph, CRED_PLACEHOLDER_LEN) == 0)
+		if (memcmp(plan->found[k].ph, ph, CREDS_PLACEHOLDER_LEN) == 0)
 			cred = plan->found[k].cred;
 	for (u = 0; cred >= 0 && u < plan->nuse; u++)
 		if (plan->use[u] == cred)
@@ -1469,25 +1469,25 @@ static const struct cred_secret *ph_secret(struct rewriter *r, const char *ph,
 static void put_subst(struct rewriter *r, const char *s, size_t len,
 		      struct http_slice name)
 {
-	const struct cred_secret *sec;
+	const struct creds_secret *sec;
 	const char *p;
 	size_t off;
 
-	while (!r->err && (p = cred_find_placeholder(s, len, &off))) {
+	while (!r->err && (p = creds_find_placeholder(s, len, &off))) {
 		obuf_put(&r->w, s, off);
 		sec = ph_secret(r, p, name);
 		if (!sec)
 			return;
 		obuf_put(&r->w, sec->buf, sec->len);
-		s = p + CRED_PLACEHOLDER_LEN;
-		len -= off + CRED_PLACEHOLDER_LEN;
+		s = p + CREDS_PLACEHOLDER_LEN;
+		len -= off + CREDS_PLACEHOLDER_LEN;
 	}
 	obuf_put(&r->w, s, len);
 }
 
 static bool has_placeholder(struct http_slice v)
 {
-	return cred_find_placeholder(v.ptr, v.len, NULL) != NULL;
+	return creds_find_placeholder(v.ptr, v.len, NULL) != NULL;
 }
 
 /* Whether a Connection header of @req lists @name. */
@@ -1543,7 +1543,7 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	if (is_authorization(h->name) && !has_placeholder(h->value))
 		bl = basic_decode(h->value, basic);
 	if (bl <= 0 ||
-	    !cred_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
+	    !creds_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
 		OPENSSL_cleanse(basic, sizeof(basic));
 		put_subst(r, h->value.ptr, h->value.len, h->name);
 		return;
@@ -1558,7 +1558,7 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	obuf_puts(&r->w, "Basic ");
 	if (r->w.full)
 		return;
-	n = cred_base64_encode(r->w.p + start, plain_len, false,
+	n = creds_base64_encode(r->w.p + start, plain_len, false,
 			       r->w.p + r->w.len, r->w.cap - r->w.len);
 	if (n < 0) {
 		r->w.full = true;
@@ -1578,14 +1578,14 @@ static bool needs_rewrite(const struct http_header *h)
 
 	if (!ret && is_authorization(h->name)) {
 		bl = basic_decode(h->value, basic);
-		ret = bl > 0 && cred_find_placeholder((const char *)basic,
+		ret = bl > 0 && creds_find_placeholder((const char *)basic,
 						      (size_t)bl, NULL);
 		OPENSSL_cleanse(basic, sizeof(basic));
 	}
 	return ret;
 }
 
-static bool set_has(const struct cred_rewrite *rw, const char *name, size_t len)
+static bool set_has(const struct creds_rewrite *rw, const char *name, size_t len)
 {
 	size_t i;
 
@@ -1606,10 +1606,10 @@ static bool bad_inject_name(const char *name)
 	       text_eq_ci(name, len, "Content-Length", 14);
 }
 
-int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
-			 const struct cred_secret *const *secrets,
+int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
+			 const struct creds_secret *const *secrets,
 			 const struct http_request *req, char *buf,
-			 size_t buflen, struct cred_rewrite *rw)
+			 size_t buflen, struct creds_rewrite *rw)
 {
 	struct rewriter r = { .plan = plan, .p = p, .secrets = secrets,
 			      .w = { .p = buf, .cap = buflen } };
@@ -1622,13 +1622,13 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 	rw->buf = buf;
 	rw->cap = buflen;
 	if (!plan || !p || !secrets || !req || !buf ||
-	    plan->verdict != CRED_FORWARD)
+	    plan->verdict != CREDS_FORWARD)
 		return -EINVAL;
 
 	/* 1. Injected headers; the lower policy index wins a name. */
 	for (u = 0; u < plan->nuse; u++) {
 		const struct policy_credential *c;
-		const struct cred_secret *s;
+		const struct creds_secret *s;
 
 		if (!plan->inject[u])
 			continue;
@@ -1646,7 +1646,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		}
 		if (r.w.full)
 			break;
-		n = cred_build_injection(c, s, r.w.p + r.w.len, r.w.cap - r.w.len);
+		n = creds_build_injection(c, s, r.w.p + r.w.len, r.w.cap - r.w.len);
 		if (n < 0) {
 			r.w.full = true;
 			break;
@@ -1667,7 +1667,7 @@ int cred_rewrite_request(const struct cred_plan *plan, const struct policy *p,
 		if (header_untouchable(req, h->name) || !needs_rewrite(h) ||
 		    set_has(rw, h->name.ptr, h->name.len))
 			continue;
-		if (rw->nset == CRED_MAX_SET)
+		if (rw->nset == CREDS_MAX_SET)
 			goto fail;
 		/* The set wants a NUL-terminated name. */
 		name = r.w.p + r.w.len;
@@ -1718,7 +1718,7 @@ fail:
 	return ret;
 }
 
-int cred_write_request_head(const struct cred_rewrite *rw,
+int creds_write_request_head(const struct creds_rewrite *rw,
 			    const struct http_request *req, char *out,
 			    size_t outlen)
 {
@@ -1727,7 +1727,7 @@ int cred_write_request_head(const struct cred_rewrite *rw,
 	return http_write_request_head(req, out, outlen, rw->set, rw->nset);
 }
 
-void cred_rewrite_wipe(struct cred_rewrite *rw)
+void creds_rewrite_wipe(struct creds_rewrite *rw)
 {
 	if (!rw)
 		return;
@@ -1766,8 +1766,8 @@ static bool scope_token_ok(const char *s)
 	return true;
 }
 
-int cred_oauth2_request_body(const char *client_id,
-			     const struct cred_secret *client_secret,
+int creds_oauth2_request_body(const char *client_id,
+			     const struct creds_secret *client_secret,
 			     const char *const *scopes, size_t n, char *out,
 			     size_t outlen)
 {
@@ -2061,8 +2061,8 @@ static bool key_is(const struct obuf *k, const char *lit)
 	return !k->full && k->len == strlen(lit) && memcmp(k->p, lit, k->len) == 0;
 }
 
-int cred_oauth2_parse_response(const char *json, size_t len,
-			       struct cred_secret *token, uint64_t *expires_in)
+int creds_oauth2_parse_response(const char *json, size_t len,
+			       struct creds_secret *token, uint64_t *expires_in)
 {
 	struct json j = { .s = json, .len = len };
 	char key[JSON_KEY_MAX];
@@ -2157,7 +2157,7 @@ int cred_oauth2_parse_response(const char *json, size_t len,
 					exp_range = true;
 				}
 			}
-			if (exp > CRED_OAUTH2_EXPIRES_MAX)
+			if (exp > CREDS_OAUTH2_EXPIRES_MAX)
 				exp_range = true;
 		} else if (key_is(&kw, "error")) {
 			if (seen_err || json_value(&j, 1) < 0)
@@ -2204,7 +2204,7 @@ end:
 	for (size_t i = 0; i < tok_len; i++)
 		if (tok[i] < 0x21 || tok[i] > 0x7e)
 			goto out;
-	ret = cred_secret_set(token, tok, tok_len);
+	ret = creds_secret_set(token, tok, tok_len);
 	if (ret == 0)
 		*expires_in = exp;
 out:

@@ -14,7 +14,7 @@
  * token, or a JWT minted for (sandbox, host), kept for reuse until
  * shortly before it expires. A sandbox's placeholders, and its grants
  * (when each credential's ttl ends for it: the ttl bounds injection as
- * well as placeholders), live in its cred_table; they are written to
+ * well as placeholders), live in its creds_table; they are written to
  * state_dir/placeholders/NAME (mode 0600: placeholders and expiries,
  * never secrets) so that a broker restart keeps the sandbox's
  * environment valid and its ttls running, and revoked with the sandbox,
@@ -38,16 +38,15 @@
 #include <openssl/sha.h>
 
 #include "broker/broker_internal.h"
-#include "broker/cred.h"
-#include "broker/tokens.h"
+#include "broker/creds/creds_internal.h"
 #include "common/log.h"
 #include "common/siphash.h"
 #include "policy/policy.h"
 
 /* What one credential of a loaded policy draws its value from. */
 struct source {
-	struct cred_secret secret;  /* file, env */
-	struct tokens_entry *token; /* oauth2 */
+	struct creds_secret secret;  /* file, env */
+	struct creds_tokens_entry *token; /* oauth2 */
 	EVP_PKEY *key;		    /* jwt */
 	char *kid;		    /* jwt: given, else the key's thumbprint */
 	char thumb[48];		    /* jwt: RFC 7638 thumbprint, base64url */
@@ -57,7 +56,7 @@ struct source {
 struct secrets {
 	size_t n;
 	struct source *src;		/* by policy credential index */
-	const struct cred_secret **ptr; /* file/env secrets, as creds_secrets() gives them */
+	const struct creds_secret **ptr; /* file/env secrets, as creds_secrets() gives them */
 	uint64_t id;			/* this load, in the JWT cache */
 	bool has_jwt;
 	struct secrets *next, *prev;	/* the jwt list, for creds_jwks() */
@@ -86,7 +85,7 @@ struct jwt_cached {
 	size_t idx;	/* credential index */
 	char sandbox[SANDBOX_NAME_MAX + 1];
 	char host[256];
-	struct cred_secret token;
+	struct creds_secret token;
 	uint64_t reuse_until; /* wall clock, seconds */
 };
 
@@ -121,7 +120,7 @@ static size_t jwt_bucket(uint64_t owner, size_t idx, const char *sandbox, const 
 
 static void jwt_cached_free(struct jwt_cached *c)
 {
-	cred_secret_free(&c->token);
+	creds_secret_free(&c->token);
 	free(c);
 }
 
@@ -180,7 +179,7 @@ static uint64_t jwt_reuse_sec(uint64_t ttl)
 
 /* A token for credential @idx of @sec, for @sandbox calling @host, in @out. */
 static int jwt_get(const struct secrets *sec, const struct policy_credential *c, size_t idx,
-		   const char *sandbox, const char *host, struct cred_secret *out)
+		   const char *sandbox, const char *host, struct creds_secret *out)
 {
 	const struct source *src = &sec->src[idx];
 	uint64_t now = (uint64_t)time(NULL), reuse = jwt_reuse_sec(c->jwt.ttl_sec);
@@ -196,7 +195,7 @@ static int jwt_get(const struct secrets *sec, const struct policy_credential *c,
 			break;
 	}
 	if (e && now < e->reuse_until) {
-		r = cred_secret_set(out, e->token.buf, e->token.len);
+		r = creds_secret_set(out, e->token.buf, e->token.len);
 		pthread_mutex_unlock(&jwt_cache.lock);
 		return r;
 	}
@@ -206,12 +205,12 @@ static int jwt_get(const struct secrets *sec, const struct policy_credential *c,
 	buf = malloc(JWT_MAX_LEN);
 	if (!buf)
 		return -ENOMEM;
-	n = cred_jwt_mint(src->key, src->kid, c->jwt.issuer, sandbox, host, c->jwt.scope, now,
+	n = creds_jwt_mint(src->key, src->kid, c->jwt.issuer, sandbox, host, c->jwt.scope, now,
 			  c->jwt.ttl_sec, buf, JWT_MAX_LEN);
-	r = n < 0 ? n : cred_secret_set(out, buf, (size_t)n);
+	r = n < 0 ? n : creds_secret_set(out, buf, (size_t)n);
 	if (r == 0 && reuse > 0 && strlen(sandbox) <= SANDBOX_NAME_MAX && strlen(host) < 256) {
 		fresh = calloc(1, sizeof(*fresh));
-		if (fresh && cred_secret_set(&fresh->token, buf, (size_t)n) == 0) {
+		if (fresh && creds_secret_set(&fresh->token, buf, (size_t)n) == 0) {
 			fresh->owner = sec->id;
 			fresh->idx = idx;
 			snprintf(fresh->sandbox, sizeof(fresh->sandbox), "%s", sandbox);
@@ -284,8 +283,8 @@ static void secrets_free(void *arg)
 	for (i = 0; sec->src && i < sec->n; i++) {
 		struct source *src = &sec->src[i];
 
-		cred_secret_free(&src->secret);
-		tokens_put(src->token);
+		creds_secret_free(&src->secret);
+		creds_tokens_put(src->token);
 		EVP_PKEY_free(src->key);
 		free(src->kid);
 	}
@@ -308,21 +307,21 @@ int creds_init(const char *state_dir)
 
 void creds_shutdown(void)
 {
-	tokens_stop();
+	creds_tokens_stop();
 }
 
 /* The fetcher starts with the first oauth2 credential, on the broker's
  * upstream trust, resolvers and timeouts. */
 static int start_fetcher(char *err, size_t errlen)
 {
-	struct tokens_config tc = {
+	struct creds_tokens_config tc = {
 		.upstream_ca = broker.cfg.upstream_ca,
 		.resolvers = broker.cfg.upstream_resolvers,
 		.connect_timeout_ms = broker.cfg.connect_timeout_ms,
 		.fetch_timeout_ms = broker.cfg.response_timeout_ms,
 	};
 
-	return tokens_start(&tc, err, errlen);
+	return creds_tokens_start(&tc, err, errlen);
 }
 
 /* RFC 7638: SHA-256 of the required members, in order, without spaces. */
@@ -336,14 +335,14 @@ static int jwk_thumbprint(EVP_PKEY *key, char out[48])
 
 	if (EVP_PKEY_is_a(key, "ED25519")) {
 		if (EVP_PKEY_get_raw_public_key(key, x, &xl) == 1 && xl == 32 &&
-		    cred_base64_encode(x, 32, true, xs, sizeof(xs)) > 0)
+		    creds_base64_encode(x, 32, true, xs, sizeof(xs)) > 0)
 			n = snprintf(json, sizeof(json),
 				     "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}", xs);
 	} else if (EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &bx) == 1 &&
 		   EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &by) == 1 &&
 		   BN_bn2binpad(bx, x, 32) == 32 && BN_bn2binpad(by, y, 32) == 32 &&
-		   cred_base64_encode(x, 32, true, xs, sizeof(xs)) > 0 &&
-		   cred_base64_encode(y, 32, true, ys, sizeof(ys)) > 0) {
+		   creds_base64_encode(x, 32, true, xs, sizeof(xs)) > 0 &&
+		   creds_base64_encode(y, 32, true, ys, sizeof(ys)) > 0) {
 		n = snprintf(json, sizeof(json),
 			     "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", xs, ys);
 	}
@@ -353,37 +352,37 @@ static int jwk_thumbprint(EVP_PKEY *key, char out[48])
 	if (n <= 0 || (size_t)n >= sizeof(json))
 		return -EINVAL;
 	SHA256((const unsigned char *)json, (size_t)n, md);
-	return cred_base64_encode(md, sizeof(md), true, out, 48) < 0 ? -EINVAL : 0;
+	return creds_base64_encode(md, sizeof(md), true, out, 48) < 0 ? -EINVAL : 0;
 }
 
 static int load_one(const struct policy_credential *c, struct source *src, bool *new_token,
 		    char *err, size_t errlen)
 {
-	struct cred_secret cs = { 0 };
+	struct creds_secret cs = { 0 };
 	char e[400] = "";
 	int r;
 
 	switch (c->source_kind) {
 	case POLICY_SOURCE_FILE:
 	case POLICY_SOURCE_ENV:
-		return cred_secret_load(c, &src->secret, err, errlen);
+		return creds_secret_load(c, &src->secret, err, errlen);
 	case POLICY_SOURCE_OAUTH2:
 		/* The client secret, read at every load: a rotated file
 		 * takes effect with the reload. */
-		r = cred_secret_load(c, &cs, e, sizeof(e));
+		r = creds_secret_load(c, &cs, e, sizeof(e));
 		if (r < 0) {
 			snprintf(err, errlen, "credential `%s`: client_secret_file: %s", c->name, e);
 			return r;
 		}
 		r = start_fetcher(e, sizeof(e));
 		if (r < 0) {
-			cred_secret_free(&cs);
+			creds_secret_free(&cs);
 			snprintf(err, errlen, "credential `%s`: %s", c->name, e);
 			return r;
 		}
-		src->token = tokens_get(c, &cs);
+		src->token = creds_tokens_get(c, &cs);
 		r = src->token ? 0 : -errno;
-		cred_secret_free(&cs);
+		creds_secret_free(&cs);
 		if (r < 0) {
 			snprintf(err, errlen, "credential `%s`: %s", c->name, strerror(-r));
 			return r;
@@ -391,7 +390,7 @@ static int load_one(const struct policy_credential *c, struct source *src, bool 
 		*new_token = true;
 		return 0;
 	case POLICY_SOURCE_JWT:
-		r = cred_jwt_key_load(c->source, &src->key, e, sizeof(e));
+		r = creds_jwt_key_load(c->source, &src->key, e, sizeof(e));
 		if (r == 0)
 			r = jwk_thumbprint(src->key, src->thumb);
 		if (r < 0) {
@@ -532,15 +531,15 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-		if (now - waited_from >= TOKENS_FIRST_WAIT_MS)
+		if (now - waited_from >= CREDS_TOKENS_FIRST_WAIT_MS)
 			break;
-		tokens_wait_first(sec->src[i].token,
-				  (unsigned)(TOKENS_FIRST_WAIT_MS - (now - waited_from)));
+		creds_tokens_wait_first(sec->src[i].token,
+				  (unsigned)(CREDS_TOKENS_FIRST_WAIT_MS - (now - waited_from)));
 	}
 	return 0;
 }
 
-const struct cred_secret *const *creds_secrets(const struct policy *p)
+const struct creds_secret *const *creds_secrets(const struct policy *p)
 {
 	const struct secrets *sec = policy_attachment(p);
 
@@ -548,14 +547,14 @@ const struct cred_secret *const *creds_secrets(const struct policy *p)
 }
 
 int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *host,
-		  const struct cred_plan *plan, const struct cred_secret **out,
-		  struct cred_secret *held)
+		  const struct creds_plan *plan, const struct creds_secret **out,
+		  struct creds_secret *held)
 {
 	const struct secrets *sec = policy_attachment(p);
 	size_t i, nheld = 0;
 	int r;
 
-	if (!sec || plan->nuse > CRED_MAX_USES)
+	if (!sec || plan->nuse > CREDS_MAX_USES)
 		return -ENOKEY;
 	for (i = 0; i < plan->nuse; i++) {
 		int idx = plan->use[i];
@@ -576,7 +575,7 @@ int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *
 		case POLICY_SOURCE_OAUTH2:
 			if (!src->token)
 				return -ENOKEY;
-			r = tokens_copy(src->token, &held[nheld]);
+			r = creds_tokens_copy(src->token, &held[nheld]);
 			break;
 		case POLICY_SOURCE_JWT:
 			/* sub = the sandbox, aud = the host the request goes to. */
@@ -594,12 +593,12 @@ int creds_acquire(const struct policy *p, const struct sandbox *sb, const char *
 	return 0;
 }
 
-void creds_release(struct cred_secret *held)
+void creds_release(struct creds_secret *held)
 {
 	size_t i;
 
-	for (i = 0; i < CRED_MAX_USES; i++)
-		cred_secret_free(&held[i]);
+	for (i = 0; i < CREDS_MAX_USES; i++)
+		creds_secret_free(&held[i]);
 }
 
 struct jwk_ref {
@@ -663,7 +662,7 @@ int creds_jwks(char *out, size_t len)
 		keys[m] = refs[i].key;
 		kids[m++] = refs[i].kid;
 	}
-	r = cred_jwks(keys, kids, m, out, len);
+	r = creds_jwks_from_keys(keys, kids, m, out, len);
 out:
 	pthread_mutex_unlock(&jwt_keys.lock);
 	free(refs);
@@ -709,8 +708,8 @@ static int save(struct sandbox *sb)
 		unlink(tmp);
 		return -ENOMEM;
 	}
-	cred_table_foreach_grant(sb->creds, save_grant, f);
-	cred_table_foreach(sb->creds, save_one, f);
+	creds_table_foreach_grant(sb->creds, save_grant, f);
+	creds_table_foreach(sb->creds, save_one, f);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		r = -errno;
 	fclose(f);
@@ -764,46 +763,46 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 	for (i = 0; i < policy_credential_count(p); i++) {
 		const struct policy_credential *c = policy_credential_get(p, i);
 		struct has_arg h = { .cred = c->name, .now = now };
-		char ph[CRED_PLACEHOLDER_LEN + 1];
-		enum cred_ph_state st;
+		char ph[CREDS_PLACEHOLDER_LEN + 1];
+		enum creds_ph_state st;
 		uint64_t exp = 0;
 
-		st = cred_table_grant_state(sb->creds, c->name, now, &exp);
-		if (st == CRED_PH_UNKNOWN) {
+		st = creds_table_grant_state(sb->creds, c->name, now, &exp);
+		if (st == CREDS_PH_UNKNOWN) {
 			/* State saved before grants were: a placeholder's
 			 * expiry was the ttl's end. */
 			struct has_arg any = { .cred = c->name, .now = 0 };
 
-			cred_table_foreach(sb->creds, has_live, &any);
+			creds_table_foreach(sb->creds, has_live, &any);
 			if (any.found)
 				exp = any.forever ? 0 : any.latest;
 			else if (c->ttl_sec && now <= UINT64_MAX - c->ttl_sec)
 				exp = now + c->ttl_sec;
 			else
 				exp = 0;
-			r = cred_table_grant(sb->creds, c->name, exp);
+			r = creds_table_grant(sb->creds, c->name, exp);
 			if (r < 0)
 				return r;
 			changed = true;
-			st = exp && exp <= now ? CRED_PH_EXPIRED : CRED_PH_VALID;
+			st = exp && exp <= now ? CREDS_PH_EXPIRED : CREDS_PH_VALID;
 		}
 		if (!c->placeholder)
 			continue;
-		cred_table_foreach(sb->creds, has_live, &h);
+		creds_table_foreach(sb->creds, has_live, &h);
 		if (h.found)
 			continue;
 		if (!issue_expired) {
 			/* Known but expired: it stays expired. */
 			struct has_arg any = { .cred = c->name, .now = 0 };
 
-			cred_table_foreach(sb->creds, has_live, &any);
+			creds_table_foreach(sb->creds, has_live, &any);
 			if (any.found)
 				continue;
 		}
 		/* Over (or revoked): no placeholder to outlive it. */
-		if (st != CRED_PH_VALID)
+		if (st != CREDS_PH_VALID)
 			continue;
-		r = cred_table_issue(sb->creds, c->name, now, exp ? exp - now : 0, ph);
+		r = creds_table_issue(sb->creds, c->name, now, exp ? exp - now : 0, ph);
 		explicit_bzero(ph, sizeof(ph));
 		if (r < 0)
 			return r;
@@ -817,7 +816,7 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 	char path[600], line[256];
 	FILE *f;
 
-	sb->creds = cred_table_new();
+	sb->creds = creds_table_new();
 	if (!sb->creds)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
@@ -828,15 +827,15 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 	f = fopen(path, "re");
 	if (f) {
 		while (fgets(line, sizeof(line), f)) {
-			char ph[64], cred[CRED_NAME_MAX + 1];
+			char ph[64], cred[CREDS_NAME_MAX + 1];
 			unsigned long long exp;
 
 			if (sscanf(line, "%63s %64s %llu", ph, cred, &exp) != 3)
 				continue;
 			if (strcmp(ph, "grant") == 0)
-				cred_table_grant(sb->creds, cred, exp);
+				creds_table_grant(sb->creds, cred, exp);
 			else
-				cred_table_insert(sb->creds, ph, cred, exp);
+				creds_table_insert(sb->creds, ph, cred, exp);
 		}
 		explicit_bzero(line, sizeof(line));
 		fclose(f);
@@ -849,7 +848,7 @@ void creds_sandbox_forget(struct sandbox *sb)
 	char path[600];
 
 	if (sb->creds)
-		cred_table_revoke(sb->creds, NULL);
+		creds_table_revoke(sb->creds, NULL);
 	/* Its minted tokens go too: a sandbox of the same name made later
 	 * gets new ones. */
 	pthread_mutex_lock(&jwt_cache.lock);
@@ -897,6 +896,6 @@ int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len)
 	if (len)
 		out[0] = '\0';
 	if (sb->creds)
-		cred_table_foreach(sb->creds, env_one, &e);
+		creds_table_foreach(sb->creds, env_one, &e);
 	return e.full ? -ENOSPC : (int)e.o;
 }

@@ -4,7 +4,7 @@
  * Theory of operation: an oauth2 credential of a loaded policy holds a
  * reference on one cache entry, keyed by (token_url, client_id, scopes),
  * so that sandboxes and reloads with the same credential share one token.
- * A fixed pool of TOKENS_FETCHERS threads, started together with the first
+ * A fixed pool of CREDS_TOKENS_FETCHERS threads, started together with the first
  * oauth2 credential, does the fetches, each thread one at a time: an idle
  * thread sleeps on the cache's condition variable until the earliest entry
  * that no thread is fetching is due, marks it as being fetched (so no
@@ -22,12 +22,12 @@
  * mutex: a request that finds none is refused (502 credential-unavailable)
  * and asks the fetchers to hurry, unless it is backing off.
  *
- * Stopping: tokens_stop() marks the cache stopping, makes the shared stop
+ * Stopping: creds_tokens_stop() marks the cache stopping, makes the shared stop
  * eventfd readable (it is polled by every fetch, never read, so that every
  * thread sees it) and stops each thread's loop, so that every fetch in
  * flight ends at once; then it joins every thread.
  *
- * Tokens and client secrets live in cred_secret memory and are wiped when
+ * Tokens and client secrets live in creds_secret memory and are wiped when
  * replaced or dropped; neither is ever logged: log lines name the
  * credential, the endpoint's host and what went wrong. */
 #include <errno.h>
@@ -53,40 +53,39 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "broker/cred.h"
+#include "broker/creds/creds_internal.h"
 #include "broker/http.h"
 #include "broker/loop.h"
 #include "broker/resolve.h"
 #include "broker/tls/tls.h"
-#include "broker/tokens.h"
 #include "common/addr.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
 /* Addresses of a name tried in turn, at most. */
-#define TOKENS_MAX_TRIES 4
+#define CREDS_TOKENS_MAX_TRIES 4
 /* The response head, at most. */
-#define TOKENS_HEAD_MAX (16 * 1024)
+#define CREDS_TOKENS_HEAD_MAX (16 * 1024)
 
-struct tokens_entry {
-	struct tokens_entry *next, *prev;
+struct creds_tokens_entry {
+	struct creds_tokens_entry *next, *prev;
 	unsigned refs; /* policies holding it, and a fetcher during a fetch */
 	char *key;     /* "token_url\nclient_id\nscope scope..." */
-	char cred_name[CRED_NAME_MAX + 1]; /* the credential that made it, for logs */
+	char cred_name[CREDS_NAME_MAX + 1]; /* the credential that made it, for logs */
 	char *host, *path, *client_id;
 	char **scopes;
 	size_t n_scopes;
 	uint16_t port;
-	struct cred_secret client_secret;
-	struct cred_secret token; /* empty: none */
+	struct creds_secret client_secret;
+	struct creds_secret token; /* empty: none */
 	uint64_t usable_until;	  /* monotonic ms */
 	uint64_t due;		  /* next fetch, monotonic ms */
 	unsigned failures;	  /* in a row */
 	bool fetching;		  /* by one fetcher thread; no other takes it */
-	bool tried;		  /* a fetch has ended (tokens_wait_first) */
+	bool tried;		  /* a fetch has ended (creds_tokens_wait_first) */
 };
 
-static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
+static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
 		       uint64_t *expires_in, char *err, size_t errlen);
 
 /* One fetcher thread; the HTTPS fetch's context. */
@@ -100,19 +99,19 @@ struct fetcher {
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the fetchers': an entry may be due sooner */
-	pthread_cond_t done; /* tokens_wait_first()'s: a fetch ended */
-	struct tokens_entry *head;
+	pthread_cond_t done; /* creds_tokens_wait_first()'s: a fetch ended */
+	struct creds_tokens_entry *head;
 	size_t n;
 	bool started, stopping;
-	struct fetcher fetchers[TOKENS_FETCHERS];
+	struct fetcher fetchers[CREDS_TOKENS_FETCHERS];
 	unsigned n_fetchers; /* threads running (to join) */
-	/* Set by tokens_start() before the threads start; then read only. */
+	/* Set by creds_tokens_start() before the threads start; then read only. */
 	char ca[512];
 	char resolvers[512];
 	uint32_t connect_ms, fetch_ms;
 	SSL_CTX *ctx; /* shared: SSL_new() is thread-safe on it */
 	int stop_fd;  /* eventfd: readable once stopping; polled, never read */
-	tokens_fetch_fn *fetch; /* both read under the lock, per fetch */
+	creds_tokens_fetch_fn *fetch; /* both read under the lock, per fetch */
 	void *fetch_ctx;
 	uint64_t ok, failed;
 } T = {
@@ -155,11 +154,11 @@ static void deadline_ts(uint64_t ms, struct timespec *ts)
 static uint64_t life_sec(uint64_t expires_in_sec)
 {
 	if (expires_in_sec == 0)
-		return TOKENS_DEFAULT_EXPIRES_SEC;
-	return expires_in_sec > CRED_OAUTH2_EXPIRES_MAX ? CRED_OAUTH2_EXPIRES_MAX : expires_in_sec;
+		return CREDS_TOKENS_DEFAULT_EXPIRES_SEC;
+	return expires_in_sec > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX : expires_in_sec;
 }
 
-uint64_t tokens_usable_ms(uint64_t expires_in_sec)
+uint64_t creds_tokens_usable_ms(uint64_t expires_in_sec)
 {
 	uint64_t life = life_sec(expires_in_sec) * 1000, early = life / 10;
 
@@ -168,11 +167,11 @@ uint64_t tokens_usable_ms(uint64_t expires_in_sec)
 	return life - early;
 }
 
-uint64_t tokens_refresh_ms(uint64_t expires_in_sec, uint32_t jitter)
+uint64_t creds_tokens_refresh_ms(uint64_t expires_in_sec, uint32_t jitter)
 {
 	uint64_t life = life_sec(expires_in_sec) * 1000;
 	uint64_t at = life * 80 / 100 + (life * 5 / 100) * (jitter % 1001) / 1000;
-	uint64_t usable = tokens_usable_ms(expires_in_sec);
+	uint64_t usable = creds_tokens_usable_ms(expires_in_sec);
 
 	/* A long life hands out until 30 s before its end: refresh well
 	 * before that too (at least 10 s before, when the life allows). */
@@ -181,26 +180,26 @@ uint64_t tokens_refresh_ms(uint64_t expires_in_sec, uint32_t jitter)
 	return at ? at : 1;
 }
 
-uint64_t tokens_backoff_ms(unsigned failures)
+uint64_t creds_tokens_backoff_ms(unsigned failures)
 {
 	uint64_t ms = 1000;
 
-	while (failures > 1 && ms < TOKENS_BACKOFF_MAX_MS) {
+	while (failures > 1 && ms < CREDS_TOKENS_BACKOFF_MAX_MS) {
 		ms *= 2;
 		failures--;
 	}
-	return ms > TOKENS_BACKOFF_MAX_MS ? TOKENS_BACKOFF_MAX_MS : ms;
+	return ms > CREDS_TOKENS_BACKOFF_MAX_MS ? CREDS_TOKENS_BACKOFF_MAX_MS : ms;
 }
 
 /* ---- entries -------------------------------------------------------------- */
 
 /* Frees @e and all it holds, wiping its secrets; it is in no list. */
-static void entry_free(struct tokens_entry *e)
+static void entry_free(struct creds_tokens_entry *e)
 {
 	size_t i;
 
-	cred_secret_free(&e->token);
-	cred_secret_free(&e->client_secret);
+	creds_secret_free(&e->token);
+	creds_secret_free(&e->client_secret);
 	free(e->key);
 	free(e->host);
 	free(e->path);
@@ -212,7 +211,7 @@ static void entry_free(struct tokens_entry *e)
 }
 
 /* With the lock held; the entry is gone when this returns true. */
-static bool entry_put_locked(struct tokens_entry *e)
+static bool entry_put_locked(struct creds_tokens_entry *e)
 {
 	if (--e->refs > 0)
 		return false;
@@ -227,7 +226,7 @@ static bool entry_put_locked(struct tokens_entry *e)
 	return true;
 }
 
-void tokens_put(struct tokens_entry *e)
+void creds_tokens_put(struct creds_tokens_entry *e)
 {
 	if (!e)
 		return;
@@ -255,10 +254,10 @@ static char *entry_key(const struct policy_oauth2 *o)
 	return k;
 }
 
-static struct tokens_entry *entry_new(const struct policy_credential *c, char *key)
+static struct creds_tokens_entry *entry_new(const struct policy_credential *c, char *key)
 {
 	const struct policy_oauth2 *o = &c->oauth2;
-	struct tokens_entry *e = calloc(1, sizeof(*e));
+	struct creds_tokens_entry *e = calloc(1, sizeof(*e));
 	size_t i;
 
 	if (!e)
@@ -286,11 +285,11 @@ fail:
 	return NULL;
 }
 
-struct tokens_entry *tokens_get(const struct policy_credential *c,
-				const struct cred_secret *client_secret)
+struct creds_tokens_entry *creds_tokens_get(const struct policy_credential *c,
+				const struct creds_secret *client_secret)
 {
-	struct tokens_entry *e, *fresh;
-	struct cred_secret cs = { 0 };
+	struct creds_tokens_entry *e, *fresh;
+	struct creds_secret cs = { 0 };
 	char *key;
 
 	if (!c || c->source_kind != POLICY_SOURCE_OAUTH2 || !c->oauth2.token_url ||
@@ -299,7 +298,7 @@ struct tokens_entry *tokens_get(const struct policy_credential *c,
 		return NULL;
 	}
 	key = entry_key(&c->oauth2);
-	if (!key || cred_secret_set(&cs, client_secret->buf, client_secret->len) < 0) {
+	if (!key || creds_secret_set(&cs, client_secret->buf, client_secret->len) < 0) {
 		free(key);
 		errno = ENOMEM;
 		return NULL;
@@ -315,7 +314,7 @@ struct tokens_entry *tokens_get(const struct policy_credential *c,
 		 * it; and log lines name the credential loaded last. */
 		e->refs++;
 		snprintf(e->cred_name, sizeof(e->cred_name), "%s", c->name);
-		cred_secret_free(&e->client_secret);
+		creds_secret_free(&e->client_secret);
 		e->client_secret = cs;
 		pthread_mutex_unlock(&T.lock);
 		free(key);
@@ -328,7 +327,7 @@ struct tokens_entry *tokens_get(const struct policy_credential *c,
 	fresh = entry_new(c, key);
 	if (!fresh) {
 		free(key);
-		cred_secret_free(&cs);
+		creds_secret_free(&cs);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -345,7 +344,7 @@ struct tokens_entry *tokens_get(const struct policy_credential *c,
 	return fresh;
 }
 
-int tokens_copy(struct tokens_entry *e, struct cred_secret *out)
+int creds_tokens_copy(struct creds_tokens_entry *e, struct creds_secret *out)
 {
 	uint64_t now = mono_ms();
 	int r = -EAGAIN;
@@ -354,7 +353,7 @@ int tokens_copy(struct tokens_entry *e, struct cred_secret *out)
 	out->len = 0;
 	pthread_mutex_lock(&T.lock);
 	if (e->token.len && now < e->usable_until) {
-		r = cred_secret_set(out, e->token.buf, e->token.len);
+		r = creds_secret_set(out, e->token.buf, e->token.len);
 	} else if (T.started && !T.stopping && !e->fetching && e->failures == 0 &&
 		   e->due > now) {
 		/* None usable and none on the way: ask for one now. After a
@@ -366,7 +365,7 @@ int tokens_copy(struct tokens_entry *e, struct cred_secret *out)
 	return r;
 }
 
-bool tokens_wait_first(struct tokens_entry *e, unsigned ms)
+bool creds_tokens_wait_first(struct creds_tokens_entry *e, unsigned ms)
 {
 	uint64_t end = mono_ms() + ms;
 	struct timespec ts;
@@ -383,7 +382,7 @@ bool tokens_wait_first(struct tokens_entry *e, unsigned ms)
 	return got;
 }
 
-void tokens_stats(struct tokens_stats *st)
+void creds_tokens_stats(struct creds_tokens_stats *st)
 {
 	pthread_mutex_lock(&T.lock);
 	st->fetch_ok = T.ok;
@@ -392,7 +391,7 @@ void tokens_stats(struct tokens_stats *st)
 	pthread_mutex_unlock(&T.lock);
 }
 
-void tokens_set_fetch(tokens_fetch_fn *fn, void *ctx)
+void creds_tokens_set_fetch(creds_tokens_fetch_fn *fn, void *ctx)
 {
 	pthread_mutex_lock(&T.lock);
 	T.fetch = fn ? fn : fetch_https;
@@ -547,7 +546,7 @@ static int ssl_wait(SSL *ssl, int ret, int fd, uint64_t deadline, int cancel_fd)
 	}
 }
 
-long tokens_dechunk(char *buf, size_t len)
+long creds_tokens_dechunk(char *buf, size_t len)
 {
 	size_t i = 0, o = 0;
 
@@ -621,7 +620,7 @@ static const char *parse_error(int r)
 	}
 }
 
-/* Reads the whole answer into @buf (TOKENS_RESPONSE_MAX); sets the head. */
+/* Reads the whole answer into @buf (CREDS_TOKENS_RESPONSE_MAX); sets the head. */
 static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char *buf,
 		       size_t *got, struct http_response *resp, size_t *head_len, char *err,
 		       size_t errlen)
@@ -633,12 +632,12 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 	for (;;) {
 		int k;
 
-		if (*got == TOKENS_RESPONSE_MAX) {
-			snprintf(err, errlen, "answer larger than %d bytes", TOKENS_RESPONSE_MAX);
+		if (*got == CREDS_TOKENS_RESPONSE_MAX) {
+			snprintf(err, errlen, "answer larger than %d bytes", CREDS_TOKENS_RESPONSE_MAX);
 			return -EFBIG;
 		}
 		errno = 0; /* ssl_wait() tells an EOF from a socket error by it */
-		k = SSL_read(ssl, buf + *got, (int)(TOKENS_RESPONSE_MAX - *got));
+		k = SSL_read(ssl, buf + *got, (int)(CREDS_TOKENS_RESPONSE_MAX - *got));
 		if (k > 0) {
 			*got += (size_t)k;
 		} else {
@@ -653,7 +652,7 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 			continue;
 		}
 		if (!*head_len) {
-			r = http_parse_response(buf, *got, TOKENS_HEAD_MAX, false, resp);
+			r = http_parse_response(buf, *got, CREDS_TOKENS_HEAD_MAX, false, resp);
 			if (r < 0) {
 				snprintf(err, errlen, "bad HTTP answer (%s)",
 					 resp->error ? resp->error : "malformed");
@@ -674,7 +673,7 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 }
 
 /* @ctx: the struct fetcher of the thread it runs on. */
-static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_secret *token,
+static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
 		       uint64_t *expires_in, char *err, size_t errlen)
 {
 	struct fetcher *f = ctx;
@@ -710,13 +709,13 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	req = malloc(rcap);
 	form = malloc(bcap);
 	resp = malloc(sizeof(*resp));
-	ans = malloc(TOKENS_RESPONSE_MAX);
+	ans = malloc(CREDS_TOKENS_RESPONSE_MAX);
 	if (!req || !form || !resp || !ans) {
 		snprintf(err, errlen, "out of memory");
 		r = -ENOMEM;
 		goto out;
 	}
-	n = cred_oauth2_request_body(rq->client_id, rq->client_secret, rq->scopes, rq->n_scopes,
+	n = creds_oauth2_request_body(rq->client_id, rq->client_secret, rq->scopes, rq->n_scopes,
 				     form, bcap);
 	if (n < 0) {
 		snprintf(err, errlen, "cannot form the request (%s)", strerror(-n));
@@ -745,7 +744,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 
 	/* Connect: each address in turn, each within connect_timeout. */
 	r = -EHOSTUNREACH;
-	for (i = 0; (size_t)i < lk.n && i < TOKENS_MAX_TRIES && fd < 0; i++) {
+	for (i = 0; (size_t)i < lk.n && i < CREDS_TOKENS_MAX_TRIES && fd < 0; i++) {
 		uint64_t cd = mono_ms() + T.connect_ms;
 
 		fd = tcp_connect(&lk.addrs[i], rq->port, cd < deadline ? cd : deadline,
@@ -808,7 +807,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 	body = ans + hl;
 	blen = got - hl;
 	if (resp->chunked) {
-		long d = tokens_dechunk(ans + hl, blen);
+		long d = creds_tokens_dechunk(ans + hl, blen);
 
 		if (d < 0) {
 			snprintf(err, errlen, "bad chunked answer");
@@ -829,7 +828,7 @@ static int fetch_https(void *ctx, const struct tokens_request *rq, struct cred_s
 		r = -EPROTO;
 		goto out;
 	}
-	r = cred_oauth2_parse_response(body, blen, token, expires_in);
+	r = creds_oauth2_parse_response(body, blen, token, expires_in);
 	if (r < 0)
 		snprintf(err, errlen, "%s", parse_error(r));
 out:
@@ -843,7 +842,7 @@ out:
 		free(req);
 	}
 	if (ans) {
-		OPENSSL_cleanse(ans, TOKENS_RESPONSE_MAX);
+		OPENSSL_cleanse(ans, CREDS_TOKENS_RESPONSE_MAX);
 		free(ans);
 	}
 	if (form) {
@@ -879,9 +878,9 @@ static void drop_own_caps(void)
 }
 
 /* With the lock held: the earliest entry no thread is fetching. */
-static struct tokens_entry *next_due(void)
+static struct creds_tokens_entry *next_due(void)
 {
-	struct tokens_entry *e, *best = NULL;
+	struct creds_tokens_entry *e, *best = NULL;
 
 	for (e = T.head; e; e = e->next) {
 		if (!e->fetching && (!best || e->due < best->due))
@@ -909,12 +908,12 @@ static void *fetcher(void *arg)
 	}
 	pthread_mutex_lock(&T.lock);
 	while (!T.stopping) {
-		struct tokens_entry *e = next_due();
-		struct cred_secret cs = { 0 }, tok = { 0 };
-		struct tokens_request rq;
+		struct creds_tokens_entry *e = next_due();
+		struct creds_secret cs = { 0 }, tok = { 0 };
+		struct creds_tokens_request rq;
 		uint64_t now = mono_ms(), exp = 0, wait_s;
-		char msg[600], host[256], name[CRED_NAME_MAX + 1];
-		tokens_fetch_fn *fn;
+		char msg[600], host[256], name[CREDS_NAME_MAX + 1];
+		creds_tokens_fetch_fn *fn;
 		void *fn_ctx;
 		uint32_t jitter = 0;
 		bool ok;
@@ -934,17 +933,17 @@ static void *fetcher(void *arg)
 		/* Ours: no other thread takes it, nor frees it, until we are done. */
 		e->fetching = true;
 		e->refs++;
-		r = cred_secret_set(&cs, e->client_secret.buf, e->client_secret.len);
+		r = creds_secret_set(&cs, e->client_secret.buf, e->client_secret.len);
 		snprintf(host, sizeof(host), "%s", e->host);
-		/* A copy: tokens_get() renames the entry under the lock. */
+		/* A copy: creds_tokens_get() renames the entry under the lock. */
 		snprintf(name, sizeof(name), "%s", e->cred_name);
-		rq = (struct tokens_request){
+		rq = (struct creds_tokens_request){
 			.cred_name = name, .host = e->host, .port = e->port,
 			.path = e->path, .client_id = e->client_id,
 			.scopes = (const char *const *)e->scopes, .n_scopes = e->n_scopes,
 			.client_secret = &cs, .cancel_fd = T.stop_fd,
 		};
-		/* The function and its argument as one pair (tokens_set_fetch()). */
+		/* The function and its argument as one pair (creds_tokens_set_fetch()). */
 		fn = T.fetch;
 		fn_ctx = fn == fetch_https ? f : T.fetch_ctx;
 		pthread_mutex_unlock(&T.lock);
@@ -954,30 +953,30 @@ static void *fetcher(void *arg)
 			r = fn(fn_ctx, &rq, &tok, &exp, err, sizeof(err));
 		else
 			snprintf(err, sizeof(err), "out of memory");
-		cred_secret_free(&cs);
+		creds_secret_free(&cs);
 		RAND_bytes((unsigned char *)&jitter, sizeof(jitter));
 
 		pthread_mutex_lock(&T.lock);
 		now = mono_ms();
 		ok = r == 0 && tok.len > 0;
 		if (ok) {
-			cred_secret_free(&e->token);
+			creds_secret_free(&e->token);
 			e->token = tok;
-			tok = (struct cred_secret){ 0 };
-			e->usable_until = now + tokens_usable_ms(exp);
-			e->due = now + tokens_refresh_ms(exp, jitter);
+			tok = (struct creds_secret){ 0 };
+			e->usable_until = now + creds_tokens_usable_ms(exp);
+			e->due = now + creds_tokens_refresh_ms(exp, jitter);
 			e->failures = 0;
 			T.ok++;
 			wait_s = (e->due - now + 999) / 1000;
 			snprintf(msg, sizeof(msg),
 				 "tokens: credential `%s`: token from %s (expires in %llu s; refresh in %llu s)",
-				 name, host, (unsigned long long)(exp ? exp : TOKENS_DEFAULT_EXPIRES_SEC),
+				 name, host, (unsigned long long)(exp ? exp : CREDS_TOKENS_DEFAULT_EXPIRES_SEC),
 				 (unsigned long long)wait_s);
 		} else {
 			if (r == 0)
 				snprintf(err, sizeof(err), "empty token");
 			e->failures++;
-			e->due = now + tokens_backoff_ms(e->failures);
+			e->due = now + creds_tokens_backoff_ms(e->failures);
 			T.failed++;
 			wait_s = (e->due - now + 999) / 1000;
 			snprintf(msg, sizeof(msg),
@@ -985,7 +984,7 @@ static void *fetcher(void *arg)
 				 name, host, err, (unsigned long long)wait_s,
 				 e->token.len && now < e->usable_until ? " (the current token stays)" : "");
 		}
-		cred_secret_free(&tok);
+		creds_secret_free(&tok);
 		e->fetching = false;
 		e->tried = true;
 		pthread_cond_broadcast(&T.done);
@@ -1024,7 +1023,7 @@ static void fetchers_end(void)
 	T.n_fetchers = 0;
 }
 
-/* With the lock held, the threads joined: frees what tokens_start() made. */
+/* With the lock held, the threads joined: frees what creds_tokens_start() made. */
 static void fetchers_free(void)
 {
 	unsigned i;
@@ -1034,13 +1033,13 @@ static void fetchers_free(void)
 	if (T.stop_fd >= 0)
 		close(T.stop_fd);
 	T.stop_fd = -1;
-	for (i = 0; i < TOKENS_FETCHERS; i++) {
+	for (i = 0; i < CREDS_TOKENS_FETCHERS; i++) {
 		loop_free(T.fetchers[i].loop);
 		T.fetchers[i].loop = NULL;
 	}
 }
 
-int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
+int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t errlen)
 {
 	sigset_t all, old;
 	unsigned i;
@@ -1055,9 +1054,9 @@ int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 	snprintf(T.ca, sizeof(T.ca), "%s", cfg->upstream_ca ? cfg->upstream_ca : "");
 	snprintf(T.resolvers, sizeof(T.resolvers), "%s", cfg->resolvers ? cfg->resolvers : "");
 	T.connect_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 10000;
-	T.fetch_ms = cfg->fetch_timeout_ms && cfg->fetch_timeout_ms < TOKENS_FETCH_MAX_MS
+	T.fetch_ms = cfg->fetch_timeout_ms && cfg->fetch_timeout_ms < CREDS_TOKENS_FETCH_MAX_MS
 			     ? cfg->fetch_timeout_ms
-			     : TOKENS_FETCH_MAX_MS;
+			     : CREDS_TOKENS_FETCH_MAX_MS;
 	if (T.connect_ms > T.fetch_ms)
 		T.connect_ms = T.fetch_ms;
 	T.ctx = tls_upstream_ctx(T.ca, err, errlen);
@@ -1068,7 +1067,7 @@ int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "token fetcher: %s", strerror(-r));
 		goto fail;
 	}
-	for (i = 0; i < TOKENS_FETCHERS; i++) {
+	for (i = 0; i < CREDS_TOKENS_FETCHERS; i++) {
 		T.fetchers[i].id = i;
 		T.fetchers[i].res = NULL;
 		T.fetchers[i].loop = loop_new();
@@ -1083,7 +1082,7 @@ int tokens_start(const struct tokens_config *cfg, char *err, size_t errlen)
 	 * They wait for the lock, held until all have started. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (i = 0; i < TOKENS_FETCHERS && r == 0; i++) {
+	for (i = 0; i < CREDS_TOKENS_FETCHERS && r == 0; i++) {
 		r = -pthread_create(&T.fetchers[i].thread, NULL, fetcher, &T.fetchers[i]);
 		if (r == 0)
 			T.n_fetchers++;
@@ -1108,9 +1107,9 @@ fail:
 	return r;
 }
 
-void tokens_stop(void)
+void creds_tokens_stop(void)
 {
-	struct tokens_entry *e;
+	struct creds_tokens_entry *e;
 
 	pthread_mutex_lock(&T.lock);
 	if (!T.started || T.stopping) {
@@ -1125,7 +1124,7 @@ void tokens_stop(void)
 
 	pthread_mutex_lock(&T.lock);
 	for (e = T.head; e; e = e->next) {
-		cred_secret_free(&e->token);
+		creds_secret_free(&e->token);
 		e->usable_until = 0;
 		e->failures = 0;
 		e->due = 0;

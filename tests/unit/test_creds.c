@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for broker/cred.c and broker/jwt.c: secrets, placeholders,
+/* Unit tests for broker/creds/: secrets, placeholders,
  * scopes, planning and rewriting requests, JWTs, OAuth2 helpers. */
 
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "broker/cred.h"
+#include "broker/creds/creds_internal.h"
 #include "broker/http.h"
 #include "policy/policy.h"
 
@@ -64,8 +64,8 @@ static const char policy_yaml[] =
 	"    inject: { header: authorization, value: \"token {secret}\" }\n"
 	"    scope: { hosts: [api.github.com] }\n";
 
-static struct cred_secret sec_github, sec_wild, sec_plain, sec_other;
-static const struct cred_secret *secrets[4];
+static struct creds_secret sec_github, sec_wild, sec_plain, sec_other;
+static const struct creds_secret *secrets[4];
 
 static int find_cred(const char *name)
 {
@@ -94,10 +94,10 @@ static int group_setup(void **state)
 	if (i_github < 0 || i_wild < 0 || i_plain < 0 || i_other_auth < 0)
 		return -1;
 	/* The wild secret has characters that must be encoded in a URL. */
-	if (cred_secret_set(&sec_github, "GH-S3CRET-gh", 12) < 0 ||
-	    cred_secret_set(&sec_wild, "W/ld+S3cret=x", 13) < 0 ||
-	    cred_secret_set(&sec_plain, "PLAIN-S3CRET", 12) < 0 ||
-	    cred_secret_set(&sec_other, "OTHER-S3CRET", 12) < 0)
+	if (creds_secret_set(&sec_github, "GH-S3CRET-gh", 12) < 0 ||
+	    creds_secret_set(&sec_wild, "W/ld+S3cret=x", 13) < 0 ||
+	    creds_secret_set(&sec_plain, "PLAIN-S3CRET", 12) < 0 ||
+	    creds_secret_set(&sec_other, "OTHER-S3CRET", 12) < 0)
 		return -1;
 	secrets[i_github] = &sec_github;
 	secrets[i_wild] = &sec_wild;
@@ -109,10 +109,10 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	cred_secret_free(&sec_github);
-	cred_secret_free(&sec_wild);
-	cred_secret_free(&sec_plain);
-	cred_secret_free(&sec_other);
+	creds_secret_free(&sec_github);
+	creds_secret_free(&sec_wild);
+	creds_secret_free(&sec_plain);
+	creds_secret_free(&sec_other);
 	policy_unref(pol);
 	return 0;
 }
@@ -166,17 +166,17 @@ static int cmp_str(const void *a, const void *b)
 
 static void test_placeholder_format(void **state)
 {
-	static char ph[1000][CRED_PLACEHOLDER_LEN + 1];
+	static char ph[1000][CREDS_PLACEHOLDER_LEN + 1];
 	size_t i, j, off;
 
 	(void)state;
 	for (i = 0; i < 1000; i++) {
-		assert_int_equal(cred_placeholder_new(ph[i]), 0);
+		assert_int_equal(creds_placeholder_new(ph[i]), 0);
 		assert_int_equal(strlen(ph[i]), 42);
 		assert_memory_equal(ph[i], "sluice-ph-", 10);
 		for (j = 10; j < 42; j++)
 			assert_non_null(strchr("0123456789abcdef", ph[i][j]));
-		assert_ptr_equal(cred_find_placeholder(ph[i], 42, &off), ph[i]);
+		assert_ptr_equal(creds_find_placeholder(ph[i], 42, &off), ph[i]);
 		assert_int_equal(off, 0);
 	}
 	qsort(ph, 1000, sizeof(ph[0]), cmp_str);
@@ -192,28 +192,28 @@ static void test_find_placeholder(void **state)
 
 	(void)state;
 	snprintf(buf, sizeof(buf), "Bearer sluice-ph-%s", hex);
-	assert_non_null(cred_find_placeholder(buf, strlen(buf), &off));
+	assert_non_null(creds_find_placeholder(buf, strlen(buf), &off));
 	assert_int_equal(off, 7);
 	/* Shorter, upper-case, or cut by the length: not one. */
 	snprintf(buf, sizeof(buf), "sluice-ph-%.31s", hex);
-	assert_null(cred_find_placeholder(buf, strlen(buf), NULL));
+	assert_null(creds_find_placeholder(buf, strlen(buf), NULL));
 	snprintf(buf, sizeof(buf), "sluice-ph-0123456789ABCDEF0123456789abcdef");
-	assert_null(cred_find_placeholder(buf, strlen(buf), NULL));
+	assert_null(creds_find_placeholder(buf, strlen(buf), NULL));
 	snprintf(buf, sizeof(buf), "sluice-ph-%s", hex);
-	assert_null(cred_find_placeholder(buf, 41, NULL));
-	assert_null(cred_find_placeholder("", 0, NULL));
+	assert_null(creds_find_placeholder(buf, 41, NULL));
+	assert_null(creds_find_placeholder("", 0, NULL));
 	/* A false start before the real one. */
 	snprintf(buf, sizeof(buf), "sluice-ph-sluice-ph-%s;", hex);
-	assert_non_null(cred_find_placeholder(buf, strlen(buf), &off));
+	assert_non_null(creds_find_placeholder(buf, strlen(buf), &off));
 	assert_int_equal(off, 10);
 	/* Anywhere, also inside a longer hex run (the first 32 digits). */
 	snprintf(buf, sizeof(buf), "x=sluice-ph-%sff", hex);
-	assert_non_null(cred_find_placeholder(buf, strlen(buf), &off));
+	assert_non_null(creds_find_placeholder(buf, strlen(buf), &off));
 	assert_int_equal(off, 2);
 	/* Not NUL-terminated: only @len bytes are read. */
 	memcpy(buf, "sluice-ph-", 10);
 	memcpy(buf + 10, hex, 32);
-	assert_non_null(cred_find_placeholder(buf, 42, NULL));
+	assert_non_null(creds_find_placeholder(buf, 42, NULL));
 }
 
 /* ---- scopes -------------------------------------------------------------- */
@@ -243,7 +243,7 @@ static void test_host_match(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
-		if (cred_host_match(tab[i].pattern, tab[i].host,
+		if (creds_host_match(tab[i].pattern, tab[i].host,
 				    strlen(tab[i].host)) != tab[i].match)
 			fail_msg("%s vs %s", tab[i].pattern, tab[i].host);
 }
@@ -277,7 +277,7 @@ static void test_path_match(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
-		if (cred_path_match(tab[i].glob, tab[i].path,
+		if (creds_path_match(tab[i].glob, tab[i].path,
 				    strlen(tab[i].path)) != tab[i].match)
 			fail_msg("%s vs %s", tab[i].glob, tab[i].path);
 }
@@ -302,49 +302,49 @@ static void test_in_scope(void **state)
 	wild = policy_credential_get(pol, (size_t)i_wild);
 
 	req = parse("GET /repos/acme/x/y?page=2 HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_true(cred_in_scope(gh, NULL, NULL, req));
-	assert_true(cred_in_scope(gh, "API.GITHUB.COM.", NULL, req));
-	assert_false(cred_in_scope(gh, "github.com", NULL, req));
-	assert_false(cred_in_scope(gh, NULL, "DELETE", req));
-	assert_true(cred_in_scope(gh, NULL, "POST", req));
+	assert_true(creds_in_scope(gh, NULL, NULL, req));
+	assert_true(creds_in_scope(gh, "API.GITHUB.COM.", NULL, req));
+	assert_false(creds_in_scope(gh, "github.com", NULL, req));
+	assert_false(creds_in_scope(gh, NULL, "DELETE", req));
+	assert_true(creds_in_scope(gh, NULL, "POST", req));
 	/* Methods are case-sensitive. */
-	assert_false(cred_in_scope(gh, NULL, "get", req));
+	assert_false(creds_in_scope(gh, NULL, "get", req));
 
 	req = parse("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	req = parse("GET /repos/other/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	/* The query is not part of the path. */
 	req = parse("GET /repos/other?x=/repos/acme/ HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 
 	/* Paths a server may read as another path never satisfy a path scope. */
 	req = parse("GET /repos/acme/../other HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
 	assert_true(req->path_ambiguous);
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	req = parse("GET /repos/acme/%2e%2e/other HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	req = parse("GET /repos/acme/x%2F..%2Fy HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	req = parse("GET /repos/acme/./x HTTP/1.1\r\nHost: api.github.com\r\n\r\n");
-	assert_false(cred_in_scope(gh, NULL, NULL, req));
+	assert_false(creds_in_scope(gh, NULL, NULL, req));
 	/* ... but a credential without a path scope does not care. */
 	req = parse("GET /x/../y HTTP/1.1\r\nHost: a.example.com\r\n\r\n");
-	assert_true(cred_in_scope(wild, NULL, NULL, req));
+	assert_true(creds_in_scope(wild, NULL, NULL, req));
 
 	/* Wildcard: subdomains, never the apex. */
 	req = parse("PUT /anything HTTP/1.1\r\nHost: deep.sub.example.com\r\n\r\n");
-	assert_true(cred_in_scope(wild, NULL, NULL, req));
+	assert_true(creds_in_scope(wild, NULL, NULL, req));
 	req = parse("PUT /anything HTTP/1.1\r\nHost: example.com\r\n\r\n");
-	assert_false(cred_in_scope(wild, NULL, NULL, req));
+	assert_false(creds_in_scope(wild, NULL, NULL, req));
 	/* Absolute form: the URI's host. */
 	req = parse("GET http://a.example.com/x HTTP/1.1\r\nHost: a.example.com\r\n\r\n");
-	assert_true(cred_in_scope(wild, NULL, NULL, req));
+	assert_true(creds_in_scope(wild, NULL, NULL, req));
 
 	/* Without a request: only when no path scope. */
-	assert_true(cred_in_scope(wild, "a.example.com", "GET", NULL));
-	assert_false(cred_in_scope(gh, "api.github.com", "GET", NULL));
-	assert_false(cred_in_scope(NULL, "a.example.com", "GET", NULL));
+	assert_true(creds_in_scope(wild, "a.example.com", "GET", NULL));
+	assert_false(creds_in_scope(gh, "api.github.com", "GET", NULL));
+	assert_false(creds_in_scope(NULL, "a.example.com", "GET", NULL));
 }
 
 /*
@@ -429,7 +429,7 @@ static void test_path_scope_bypass(void **state)
 
 		/* One the parser refuses never reaches a scope: as good. */
 		if (r <= 0 ? tab[i].in_scope
-			   : cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+			   : creds_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
 			print_error("%s: %s, want %s\n", tab[i].path,
 				    r <= 0 ? "parser refused it" :
 				    tab[i].in_scope ? "out of scope" : "in scope",
@@ -439,7 +439,7 @@ static void test_path_scope_bypass(void **state)
 	}
 	assert_int_equal(bad, 0);
 	/* A credential without a path scope is not concerned. */
-	assert_true(cred_in_scope(wild, "a.example.com", NULL,
+	assert_true(creds_in_scope(wild, "a.example.com", NULL,
 				  parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
 }
 
@@ -448,27 +448,27 @@ static void test_build_injection(void **state)
 	struct policy_credential c = { .name = (char *)"t",
 				       .inject_header = (char *)"Authorization",
 				       .inject_value = (char *)"Bearer {secret}" };
-	struct cred_secret s;
+	struct creds_secret s;
 	char out[64];
 	size_t i;
 
 	(void)state;
-	assert_int_equal(cred_secret_set(&s, "abc123", 6), 0);
-	assert_int_equal(cred_build_injection(&c, &s, out, sizeof(out)), 13);
+	assert_int_equal(creds_secret_set(&s, "abc123", 6), 0);
+	assert_int_equal(creds_build_injection(&c, &s, out, sizeof(out)), 13);
 	assert_string_equal(out, "Bearer abc123");
 	c.inject_value = (char *)"{secret}:{secret}!";
-	assert_int_equal(cred_build_injection(&c, &s, out, sizeof(out)), 14);
+	assert_int_equal(creds_build_injection(&c, &s, out, sizeof(out)), 14);
 	assert_string_equal(out, "abc123:abc123!");
 	c.inject_value = (char *)"{secret}";
-	assert_int_equal(cred_build_injection(&c, &s, out, 7), 6);
+	assert_int_equal(creds_build_injection(&c, &s, out, 7), 6);
 	/* Too small: refused and wiped, no partial secret left. */
 	memset(out, 'x', sizeof(out));
-	assert_int_equal(cred_build_injection(&c, &s, out, 6), -ENOSPC);
+	assert_int_equal(creds_build_injection(&c, &s, out, 6), -ENOSPC);
 	for (i = 0; i < 6; i++)
 		assert_int_equal(out[i], 0);
 	c.inject_header = NULL;
-	assert_int_equal(cred_build_injection(&c, &s, out, sizeof(out)), -EINVAL);
-	cred_secret_free(&s);
+	assert_int_equal(creds_build_injection(&c, &s, out, sizeof(out)), -EINVAL);
+	creds_secret_free(&s);
 	assert_null(s.buf);
 	assert_int_equal(s.len, 0);
 }
@@ -479,31 +479,31 @@ static void test_secret_load(void **state)
 {
 	struct policy_credential c = { .name = (char *)"t",
 				       .source_kind = POLICY_SOURCE_FILE };
-	struct cred_secret s = { 0 };
+	struct creds_secret s = { 0 };
 	char p[256], p2[256], err[256];
-	static char big[CRED_SECRET_MAX + 2];
+	static char big[CREDS_SECRET_MAX + 2];
 
 	(void)state;
 	write_file("ok", "hunter2\n", 8, p, sizeof(p));
 	c.source = p;
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.len, 7);
 	assert_memory_equal(s.buf, "hunter2", 7);
-	cred_secret_free(&s);
+	creds_secret_free(&s);
 
 	/* Mode does not matter: the file is the operator's. */
 	assert_int_equal(chmod(p, 0644), 0);
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
-	cred_secret_free(&s);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	creds_secret_free(&s);
 
 	write_file("crlf", "hunter2\r\n", 9, p, sizeof(p));
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.len, 7);
-	cred_secret_free(&s);
+	creds_secret_free(&s);
 	write_file("nonl", "tab\tinside", 10, p, sizeof(p));
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.len, 10);
-	cred_secret_free(&s);
+	creds_secret_free(&s);
 
 	/* Bytes that would split or cut a header; the message never shows
 	 * the secret. */
@@ -525,7 +525,7 @@ static void test_secret_load(void **state)
 		for (i = 0; i < ARRAY_SIZE(bad); i++) {
 			write_file("bad", bad[i].data, bad[i].len, p, sizeof(p));
 			err[0] = '\0';
-			assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)),
+			assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)),
 					 -EINVAL);
 			assert_null(s.buf);
 			assert_non_null(strstr(err, p));
@@ -538,46 +538,46 @@ static void test_secret_load(void **state)
 	snprintf(p, sizeof(p), "%s/link", tmpdir);
 	assert_int_equal(symlink(p2, p), 0);
 	err[0] = '\0';
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -ELOOP);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ELOOP);
 	assert_non_null(strstr(err, "symlink"));
 
 	/* Too large, missing, a directory, relative. */
 	memset(big, 'a', sizeof(big));
-	write_file("big", big, CRED_SECRET_MAX + 1, p, sizeof(p));
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -EFBIG);
-	write_file("max", big, CRED_SECRET_MAX, p, sizeof(p));
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
-	assert_int_equal(s.len, CRED_SECRET_MAX);
-	cred_secret_free(&s);
+	write_file("big", big, CREDS_SECRET_MAX + 1, p, sizeof(p));
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EFBIG);
+	write_file("max", big, CREDS_SECRET_MAX, p, sizeof(p));
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(s.len, CREDS_SECRET_MAX);
+	creds_secret_free(&s);
 	snprintf(p, sizeof(p), "%s/missing", tmpdir);
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
 	c.source = tmpdir;
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
 	c.source = (char *)"relative/path";
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
 
 	/* Environment. */
 	c.source_kind = POLICY_SOURCE_ENV;
 	c.source = (char *)"SLUICE_TEST_SECRET";
 	unsetenv("SLUICE_TEST_SECRET");
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
 	setenv("SLUICE_TEST_SECRET", "env-hunter2", 1);
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.len, 11);
 	assert_memory_equal(s.buf, "env-hunter2", 11);
-	cred_secret_free(&s);
+	creds_secret_free(&s);
 	setenv("SLUICE_TEST_SECRET", "env-hunter2\r\nX-Evil: 1", 1);
 	err[0] = '\0';
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
 	assert_null(strstr(err, "hunter2"));
 	setenv("SLUICE_TEST_SECRET", "", 1);
-	assert_int_equal(cred_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
 	unsetenv("SLUICE_TEST_SECRET");
 
-	/* cred_secret_set() has the same checks. */
-	assert_int_equal(cred_secret_set(&s, "a\nb", 3), -EINVAL);
-	assert_int_equal(cred_secret_set(&s, "", 0), -EINVAL);
-	cred_secret_free(NULL);
+	/* creds_secret_set() has the same checks. */
+	assert_int_equal(creds_secret_set(&s, "a\nb", 3), -EINVAL);
+	assert_int_equal(creds_secret_set(&s, "", 0), -EINVAL);
+	creds_secret_free(NULL);
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -589,7 +589,7 @@ static int count_cb(const char *ph, const char *name, uint64_t exp, bool revoked
 
 	(void)exp;
 	(void)revoked;
-	assert_int_equal(strlen(ph), CRED_PLACEHOLDER_LEN);
+	assert_int_equal(strlen(ph), CREDS_PLACEHOLDER_LEN);
 	assert_non_null(name);
 	(*n)++;
 	return 0;
@@ -597,73 +597,73 @@ static int count_cb(const char *ph, const char *name, uint64_t exp, bool revoked
 
 static void test_table(void **state)
 {
-	struct cred_table *t = cred_table_new();
-	char a[CRED_PLACEHOLDER_LEN + 1], b[CRED_PLACEHOLDER_LEN + 1];
-	char c[CRED_PLACEHOLDER_LEN + 1], name[CRED_NAME_MAX + 1];
-	char unknown[CRED_PLACEHOLDER_LEN + 1];
+	struct creds_table *t = creds_table_new();
+	char a[CREDS_PLACEHOLDER_LEN + 1], b[CREDS_PLACEHOLDER_LEN + 1];
+	char c[CREDS_PLACEHOLDER_LEN + 1], name[CREDS_NAME_MAX + 1];
+	char unknown[CREDS_PLACEHOLDER_LEN + 1];
 	size_t n = 0, i;
 	int r;
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 900, a), 0);
-	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, b), 0);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 60, c), 0);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 900, a), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW, 0, b), 0);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 60, c), 0);
 	assert_string_not_equal(a, b);
 
-	assert_int_equal(cred_table_lookup(t, a, NOW, name), CRED_PH_VALID);
+	assert_int_equal(creds_table_lookup(t, a, NOW, name), CREDS_PH_VALID);
 	assert_string_equal(name, "github");
-	assert_int_equal(cred_table_lookup(t, b, NOW + 1000000, name), CRED_PH_VALID);
+	assert_int_equal(creds_table_lookup(t, b, NOW + 1000000, name), CREDS_PH_VALID);
 	assert_string_equal(name, "wild");
 	/* Expiry at exactly now + ttl. */
-	assert_int_equal(cred_table_lookup(t, a, NOW + 899, NULL), CRED_PH_VALID);
-	assert_int_equal(cred_table_lookup(t, a, NOW + 900, NULL), CRED_PH_EXPIRED);
+	assert_int_equal(creds_table_lookup(t, a, NOW + 899, NULL), CREDS_PH_VALID);
+	assert_int_equal(creds_table_lookup(t, a, NOW + 900, NULL), CREDS_PH_EXPIRED);
 
-	assert_int_equal(cred_placeholder_new(unknown), 0);
-	assert_int_equal(cred_table_lookup(t, unknown, NOW, NULL), CRED_PH_UNKNOWN);
-	assert_int_equal(cred_table_lookup(t, "not a placeholder at all, no no no no", NOW,
-					   NULL), CRED_PH_UNKNOWN);
+	assert_int_equal(creds_placeholder_new(unknown), 0);
+	assert_int_equal(creds_table_lookup(t, unknown, NOW, NULL), CREDS_PH_UNKNOWN);
+	assert_int_equal(creds_table_lookup(t, "not a placeholder at all, no no no no", NOW,
+					   NULL), CREDS_PH_UNKNOWN);
 	/* One character off is unknown. */
 	memcpy(unknown, a, sizeof(a));
 	unknown[41] = unknown[41] == '0' ? '1' : '0';
-	assert_int_equal(cred_table_lookup(t, unknown, NOW, NULL), CRED_PH_UNKNOWN);
+	assert_int_equal(creds_table_lookup(t, unknown, NOW, NULL), CREDS_PH_UNKNOWN);
 
 	/* Revoke one credential's, then all. */
-	assert_int_equal(cred_table_revoke(t, "github"), 2);
-	assert_int_equal(cred_table_lookup(t, a, NOW, NULL), CRED_PH_REVOKED);
-	assert_int_equal(cred_table_lookup(t, c, NOW, NULL), CRED_PH_REVOKED);
-	assert_int_equal(cred_table_lookup(t, b, NOW, NULL), CRED_PH_VALID);
-	assert_int_equal(cred_table_revoke(t, NULL), 1);
-	assert_int_equal(cred_table_lookup(t, b, NOW, NULL), CRED_PH_REVOKED);
+	assert_int_equal(creds_table_revoke(t, "github"), 2);
+	assert_int_equal(creds_table_lookup(t, a, NOW, NULL), CREDS_PH_REVOKED);
+	assert_int_equal(creds_table_lookup(t, c, NOW, NULL), CREDS_PH_REVOKED);
+	assert_int_equal(creds_table_lookup(t, b, NOW, NULL), CREDS_PH_VALID);
+	assert_int_equal(creds_table_revoke(t, NULL), 1);
+	assert_int_equal(creds_table_lookup(t, b, NOW, NULL), CREDS_PH_REVOKED);
 
 	/* Restore (broker restart): same placeholder, same meaning. */
-	assert_int_equal(cred_table_insert(t, unknown, "wild", NOW + 10), 0);
-	assert_int_equal(cred_table_insert(t, unknown, "wild", NOW + 10), -EEXIST);
-	assert_int_equal(cred_table_lookup(t, unknown, NOW, name), CRED_PH_VALID);
+	assert_int_equal(creds_table_insert(t, unknown, "wild", NOW + 10), 0);
+	assert_int_equal(creds_table_insert(t, unknown, "wild", NOW + 10), -EEXIST);
+	assert_int_equal(creds_table_lookup(t, unknown, NOW, name), CREDS_PH_VALID);
 	assert_string_equal(name, "wild");
-	assert_int_equal(cred_table_insert(t, "sluice-ph-XYZ", "wild", 0), -EINVAL);
-	assert_int_equal(cred_table_issue(t, "", NOW, 0, a), -EINVAL);
+	assert_int_equal(creds_table_insert(t, "sluice-ph-XYZ", "wild", 0), -EINVAL);
+	assert_int_equal(creds_table_issue(t, "", NOW, 0, a), -EINVAL);
 
-	assert_int_equal(cred_table_foreach(t, count_cb, &n), 0);
+	assert_int_equal(creds_table_foreach(t, count_cb, &n), 0);
 	assert_int_equal(n, 4);
-	cred_table_free(t);
+	creds_table_free(t);
 
 	/* Full of live entries: refused; dead ones are reused. */
-	t = cred_table_new();
-	for (i = 0; i < CRED_TABLE_MAX; i++)
-		assert_int_equal(cred_table_issue(t, "wild", NOW, i < 10 ? 5 : 0, a), 0);
-	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, a), -ENOSPC);
-	r = cred_table_issue(t, "wild", NOW + 5, 0, a);
+	t = creds_table_new();
+	for (i = 0; i < CREDS_TABLE_MAX; i++)
+		assert_int_equal(creds_table_issue(t, "wild", NOW, i < 10 ? 5 : 0, a), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW, 0, a), -ENOSPC);
+	r = creds_table_issue(t, "wild", NOW + 5, 0, a);
 	assert_int_equal(r, 0);
-	assert_int_equal(cred_table_lookup(t, a, NOW + 5, NULL), CRED_PH_VALID);
-	cred_table_free(t);
-	cred_table_free(NULL);
+	assert_int_equal(creds_table_lookup(t, a, NOW + 5, NULL), CREDS_PH_VALID);
+	creds_table_free(t);
+	creds_table_free(NULL);
 }
 
 /* ---- planning and rewriting ---------------------------------------------- */
 
 struct run_result {
-	struct cred_plan plan;
+	struct creds_plan plan;
 	int n; /* head length, or -EACCES for a refused plan */
 	char out[16384];
 };
@@ -672,35 +672,35 @@ struct run_result {
  * Plans and, when forwarded, rewrites @head for @host; the written head is
  * parsed again (it must be a head we accept) and kept NUL-terminated.
  */
-static void run(struct cred_table *t, const char *head, const char *host,
+static void run(struct creds_table *t, const char *head, const char *host,
 		unsigned flags, struct run_result *res)
 {
 	static struct http_request again;
 	static char buf[16384];
-	struct cred_rewrite rw;
+	struct creds_rewrite rw;
 	const struct http_request *req = parse(head);
 	int r;
 
 	memset(res->out, 0, sizeof(res->out));
-	assert_int_equal(cred_plan_request(t, pol, host, req, NOW, flags,
+	assert_int_equal(creds_plan_request(t, pol, host, req, NOW, flags,
 					   &res->plan), 0);
-	if (res->plan.verdict != CRED_FORWARD) {
+	if (res->plan.verdict != CREDS_FORWARD) {
 		assert_int_equal(res->plan.nuse, 0);
 		res->n = -EACCES;
 		return;
 	}
-	r = cred_rewrite_request(&res->plan, pol, secrets, req, buf, sizeof(buf),
+	r = creds_rewrite_request(&res->plan, pol, secrets, req, buf, sizeof(buf),
 				 &rw);
 	assert_int_equal(r, 0);
-	res->n = cred_write_request_head(&rw, req, res->out, sizeof(res->out) - 1);
-	cred_rewrite_wipe(&rw);
+	res->n = creds_write_request_head(&rw, req, res->out, sizeof(res->out) - 1);
+	creds_rewrite_wipe(&rw);
 	assert_true(res->n > 0);
 	res->out[res->n] = '\0';
 	assert_int_equal(http_parse_request(res->out, (size_t)res->n,
 					    (size_t)res->n, &again), res->n);
 }
 
-static bool uses(const struct cred_plan *plan, int cred, bool inject)
+static bool uses(const struct creds_plan *plan, int cred, bool inject)
 {
 	size_t i;
 
@@ -714,28 +714,28 @@ static struct run_result res;
 
 /* Gives the sandbox of @t every credential of the policy at @now, as the
  * broker does when it registers one (creds_sandbox_sync()). */
-static void grant_all(struct cred_table *t, uint64_t now)
+static void grant_all(struct creds_table *t, uint64_t now)
 {
 	size_t i;
 
 	for (i = 0; i < policy_credential_count(pol); i++) {
 		const struct policy_credential *c = policy_credential_get(pol, i);
 
-		assert_int_equal(cred_table_grant(t, c->name,
+		assert_int_equal(creds_table_grant(t, c->name,
 						  c->ttl_sec ? now + c->ttl_sec : 0), 0);
 	}
 }
 
 static void test_inject_replaces_client_header(void **state)
 {
-	struct cred_table *t = cred_table_new();
+	struct creds_table *t = creds_table_new();
 
 	(void)state;
 	grant_all(t, NOW);
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 	       "authorization: token client-own\r\nAccept: */*\r\n\r\n",
 	    NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_true(uses(&res.plan, i_github, true));
 	/* Both github and other-auth inject Authorization: the first wins. */
 	assert_true(uses(&res.plan, i_other_auth, true));
@@ -765,39 +765,39 @@ static void test_inject_replaces_client_header(void **state)
 	assert_int_equal(res.plan.nuse, 0);
 	assert_non_null(strstr(res.out, "Authorization: token client-own"));
 	assert_null(strstr(res.out, "S3CRET"));
-	cred_table_free(t);
+	creds_table_free(t);
 }
 
 static void test_placeholders_in_scope(void **state)
 {
-	struct cred_table *t = cred_table_new();
-	char ph[CRED_PLACEHOLDER_LEN + 1], head[1024], b64[256], want[320];
+	struct creds_table *t = creds_table_new();
+	char ph[CREDS_PLACEHOLDER_LEN + 1], head[1024], b64[256], want[320];
 	char plain[128];
 
 	(void)state;
-	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW, 0, ph), 0);
 
 	/* A header value. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: pre %s post\r\n\r\n",
 		 ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_int_equal(res.plan.nfound, 1);
 	assert_int_equal(res.plan.found[0].cred, i_wild);
 	assert_true(uses(&res.plan, i_wild, false));
 	assert_non_null(strstr(res.out, "\r\nX-Token: pre W/ld+S3cret=x post\r\n"));
-	assert_null(cred_find_placeholder(res.out, (size_t)res.n, NULL));
+	assert_null(creds_find_placeholder(res.out, (size_t)res.n, NULL));
 
 	/* Inside Basic: decoded, replaced, encoded again. */
 	snprintf(plain, sizeof(plain), "user:%s", ph);
-	assert_true(cred_base64_encode(plain, strlen(plain), false, b64, sizeof(b64)) > 0);
+	assert_true(creds_base64_encode(plain, strlen(plain), false, b64, sizeof(b64)) > 0);
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Basic %s\r\n\r\n",
 		 b64);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
-	assert_true(cred_base64_encode("user:W/ld+S3cret=x", 18, false, b64, sizeof(b64)) > 0);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
+	assert_true(creds_base64_encode("user:W/ld+S3cret=x", 18, false, b64, sizeof(b64)) > 0);
 	snprintf(want, sizeof(want), "\r\nAuthorization: Basic %s\r\n", b64);
 	assert_non_null(strstr(res.out, want));
 
@@ -815,105 +815,105 @@ static void test_placeholders_in_scope(void **state)
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nConnection: x-token\r\n"
 		 "X-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_null(strstr(res.out, "S3cret"));
 	assert_null(strstr(res.out, "X-Token"));
 
 	/* Secret missing: refused, nothing written. */
 	{
 		const struct http_request *req;
-		const struct cred_secret *none[4] = { 0 };
-		struct cred_rewrite rw;
+		const struct creds_secret *none[4] = { 0 };
+		struct creds_rewrite rw;
 		char buf[2048];
 
 		snprintf(head, sizeof(head),
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 		req = parse(head);
-		assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &res.plan), 0);
-		assert_int_equal(cred_rewrite_request(&res.plan, pol, none, req, buf,
+		assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW, 0, &res.plan), 0);
+		assert_int_equal(creds_rewrite_request(&res.plan, pol, none, req, buf,
 						      sizeof(buf), &rw), -ENOKEY);
 		/* Too small a buffer: refused and wiped. */
 		memset(buf, 'z', sizeof(buf));
-		assert_int_equal(cred_rewrite_request(&res.plan, pol, secrets, req, buf,
+		assert_int_equal(creds_rewrite_request(&res.plan, pol, secrets, req, buf,
 						      10, &rw), -ENOSPC);
 		assert_int_equal(buf[0], 0);
 		assert_int_equal(buf[9], 0);
 		assert_int_equal(buf[10], 'z');
 	}
-	cred_table_free(t);
+	creds_table_free(t);
 }
 
 static void test_placeholders_refused(void **state)
 {
-	struct cred_table *t = cred_table_new();
-	char ph[CRED_PLACEHOLDER_LEN + 1], gh[CRED_PLACEHOLDER_LEN + 1];
-	char exp[CRED_PLACEHOLDER_LEN + 1], unk[CRED_PLACEHOLDER_LEN + 1];
+	struct creds_table *t = creds_table_new();
+	char ph[CREDS_PLACEHOLDER_LEN + 1], gh[CREDS_PLACEHOLDER_LEN + 1];
+	char exp[CREDS_PLACEHOLDER_LEN + 1], unk[CREDS_PLACEHOLDER_LEN + 1];
 	char head[2048], b64[256], plain[128];
 	size_t i;
 
 	(void)state;
 	grant_all(t, NOW);
-	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 900, gh), 0);
-	assert_int_equal(cred_table_issue(t, "wild", NOW - 100, 50, exp), 0);
-	assert_int_equal(cred_placeholder_new(unk), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW, 0, ph), 0);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 900, gh), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW - 100, 50, exp), 0);
+	assert_int_equal(creds_placeholder_new(unk), 0);
 
 	/* To the apex (outside "*.example.com"). */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: example.com\r\nX-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	assert_int_equal(res.plan.cred, i_wild);
-	assert_string_equal(cred_verdict_reason(res.plan.verdict),
+	assert_string_equal(creds_verdict_reason(res.plan.verdict),
 			    "placeholder-out-of-scope");
 
 	/* Hidden in Basic, to another host. */
 	snprintf(plain, sizeof(plain), "%s:x", ph);
-	cred_base64_encode(plain, strlen(plain), false, b64, sizeof(b64));
+	creds_base64_encode(plain, strlen(plain), false, b64, sizeof(b64));
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: plain.example.net\r\nAuthorization: basic  %s\r\n\r\n",
 		 b64);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 
 	/* In a query to another host. */
 	snprintf(head, sizeof(head),
 		 "GET /x?leak=%s HTTP/1.1\r\nHost: plain.example.net\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 
 	/* github's placeholder outside its method or path scope. */
 	snprintf(head, sizeof(head),
 		 "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n",
 		 gh);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	assert_int_equal(res.plan.cred, i_github);
 	snprintf(head, sizeof(head),
 		 "GET /repos/acme/../x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n",
 		 gh);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	/* ... and inside it, in its inject header, which the injection
 	 * replaces. */
 	snprintf(head, sizeof(head),
 		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 		 "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n", gh);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_non_null(strstr(res.out, "\r\nAuthorization: Bearer GH-S3CRET-gh\r\n"));
 	assert_int_equal(count(res.out, "uthorization"), 1);
-	assert_null(cred_find_placeholder(res.out, (size_t)res.n, NULL));
+	assert_null(creds_find_placeholder(res.out, (size_t)res.n, NULL));
 
 	/* Places no scope ever holds: Host, a header name. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: %s.example.com\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\n%s: 1\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	/* (A placeholder as the method never parses: llhttp knows its
 	 * methods.) */
 
@@ -921,52 +921,52 @@ static void test_placeholders_refused(void **state)
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", exp);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_EXPIRED);
-	assert_string_equal(cred_verdict_reason(res.plan.verdict), "placeholder-expired");
+	assert_int_equal(res.plan.verdict, CREDS_EXPIRED);
+	assert_string_equal(creds_verdict_reason(res.plan.verdict), "placeholder-expired");
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", unk);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_UNKNOWN);
+	assert_int_equal(res.plan.verdict, CREDS_UNKNOWN);
 	assert_int_equal(res.plan.cred, -1);
 	/* The first failure decides: valid, then unknown. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n"
 		 "Authorization: Bearer %s\r\n\r\n", ph, unk);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_UNKNOWN);
+	assert_int_equal(res.plan.verdict, CREDS_UNKNOWN);
 
 	/* Too many distinct placeholders in one request. */
 	{
 		size_t len = (size_t)snprintf(head, sizeof(head),
 					      "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token:");
 
-		for (i = 0; i < CRED_MAX_FOUND + 1; i++) {
-			char p[CRED_PLACEHOLDER_LEN + 1];
+		for (i = 0; i < CREDS_MAX_FOUND + 1; i++) {
+			char p[CREDS_PLACEHOLDER_LEN + 1];
 
-			assert_int_equal(cred_table_issue(t, "wild", NOW, 0, p), 0);
+			assert_int_equal(creds_table_issue(t, "wild", NOW, 0, p), 0);
 			len += (size_t)snprintf(head + len, sizeof(head) - len, " %s", p);
 		}
 		snprintf(head + len, sizeof(head) - len, "\r\n\r\n");
 		run(t, head, NULL, 0, &res);
-		assert_int_equal(res.plan.verdict, CRED_TOO_MANY);
+		assert_int_equal(res.plan.verdict, CREDS_TOO_MANY);
 	}
 
 	/* Deleting the sandbox revokes everything at once. */
-	assert_true(cred_table_revoke(t, NULL) >= 3);
+	assert_true(creds_table_revoke(t, NULL) >= 3);
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_REVOKED);
-	cred_table_free(t);
+	assert_int_equal(res.plan.verdict, CREDS_REVOKED);
+	creds_table_free(t);
 
 	/* A placeholder whose credential a reload dropped: as revoked. */
-	t = cred_table_new();
-	assert_int_equal(cred_table_issue(t, "gone", NOW, 0, ph), 0);
+	t = creds_table_new();
+	assert_int_equal(creds_table_issue(t, "gone", NOW, 0, ph), 0);
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
-	assert_int_equal(res.plan.verdict, CRED_REVOKED);
-	cred_table_free(t);
+	assert_int_equal(res.plan.verdict, CREDS_REVOKED);
+	creds_table_free(t);
 }
 
 /* @tmpl with its '@' replaced by @ph, into @out. */
@@ -991,74 +991,74 @@ static void test_placeholder_places(void **state)
 	static const struct {
 		const char *head;
 		bool gh;
-		enum cred_verdict verdict;
+		enum creds_verdict verdict;
 	} tab[] = {
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: @\r\n\r\n", false,
-		  CRED_FORWARD },
+		  CREDS_FORWARD },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nx-token: @\r\n\r\n", false,
-		  CRED_FORWARD },
+		  CREDS_FORWARD },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Bearer @\r\n\r\n",
-		  false, CRED_FORWARD },
+		  false, CREDS_FORWARD },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: t=@\r\n\r\n", false,
-		  CRED_FORWARD },
+		  CREDS_FORWARD },
 		{ "GET /x?token=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x?a=1&b=x@y HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /bot@/send HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET http://a.example.com/x?t=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
-		  false, CRED_OUT_OF_SCOPE },
+		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: @\r\n\r\n", false,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nReferer: http://a.example.com/?t=@\r\n\r\n",
-		  false, CRED_OUT_OF_SCOPE },
+		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: @\r\n\r\n", false,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: @\r\n\r\n",
-		  false, CRED_OUT_OF_SCOPE },
+		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: a\r\nX-Token-2: @\r\n\r\n",
-		  false, CRED_OUT_OF_SCOPE },
+		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token @\r\n\r\n",
-		  true, CRED_FORWARD },
+		  true, CREDS_FORWARD },
 		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-Token: @\r\n\r\n",
-		  true, CRED_OUT_OF_SCOPE },
+		  true, CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nCookie: t=@\r\n\r\n",
-		  true, CRED_OUT_OF_SCOPE },
+		  true, CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/x?access_token=@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-		  true, CRED_OUT_OF_SCOPE },
+		  true, CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n", true,
-		  CRED_OUT_OF_SCOPE },
+		  CREDS_OUT_OF_SCOPE },
 	};
-	struct cred_table *t = cred_table_new();
-	char ph[CRED_PLACEHOLDER_LEN + 1], gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
+	struct creds_table *t = creds_table_new();
+	char ph[CREDS_PLACEHOLDER_LEN + 1], gh[CREDS_PLACEHOLDER_LEN + 1], head[1024];
 	size_t i, bad = 0;
 
 	(void)state;
 	grant_all(t, NOW);
-	assert_int_equal(cred_table_issue(t, "wild", NOW, 0, ph), 0);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
+	assert_int_equal(creds_table_issue(t, "wild", NOW, 0, ph), 0);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 0, gh), 0);
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
 		fill(head, sizeof(head), tab[i].head, tab[i].gh ? gh : ph);
 		run(t, head, NULL, 0, &res);
 		if (res.plan.verdict != tab[i].verdict) {
 			print_error("case %zu: %s, want %s\n", i,
-				    res.plan.verdict ? cred_verdict_reason(res.plan.verdict)
+				    res.plan.verdict ? creds_verdict_reason(res.plan.verdict)
 						     : "forwarded",
-				    tab[i].verdict ? cred_verdict_reason(tab[i].verdict)
+				    tab[i].verdict ? creds_verdict_reason(tab[i].verdict)
 						   : "forwarded");
 			bad++;
 			continue;
 		}
 		/* Forwarded: the secret replaced it, in that header only. */
-		if (res.plan.verdict == CRED_FORWARD &&
-		    (cred_find_placeholder(res.out, (size_t)res.n, NULL) ||
+		if (res.plan.verdict == CREDS_FORWARD &&
+		    (creds_find_placeholder(res.out, (size_t)res.n, NULL) ||
 		     !strstr(res.out, tab[i].gh ? "GH-S3CRET-gh" : "W/ld+S3cret=x") ||
 		     strstr(res.out, "S3cret%") || strstr(res.out, "W%2F"))) {
 			print_error("case %zu: rewritten as %s\n", i, res.out);
 			bad++;
 		}
-		if (res.plan.verdict != CRED_FORWARD &&
+		if (res.plan.verdict != CREDS_FORWARD &&
 		    res.plan.cred != (tab[i].gh ? i_github : i_wild)) {
 			print_error("case %zu: refusal names credential %d\n", i, res.plan.cred);
 			bad++;
@@ -1070,53 +1070,53 @@ static void test_placeholder_places(void **state)
 	 * one anyway (a plan for another request) is refused. */
 	{
 		const struct http_request *req;
-		struct cred_plan plan;
-		struct cred_rewrite rw;
+		struct creds_plan plan;
+		struct creds_rewrite rw;
 		char buf[2048];
 
 		snprintf(head, sizeof(head),
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
-		assert_int_equal(cred_plan_request(t, pol, NULL, parse(head), NOW, 0, &plan), 0);
-		assert_int_equal(plan.verdict, CRED_FORWARD);
+		assert_int_equal(creds_plan_request(t, pol, NULL, parse(head), NOW, 0, &plan), 0);
+		assert_int_equal(plan.verdict, CREDS_FORWARD);
 		snprintf(head, sizeof(head),
 			 "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n", ph);
 		req = parse(head);
-		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
 						      sizeof(buf), &rw), -EINVAL);
 		snprintf(head, sizeof(head),
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: %s\r\n\r\n", ph);
 		req = parse(head);
-		assert_int_equal(cred_rewrite_request(&plan, pol, secrets, req, buf,
+		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
 						      sizeof(buf), &rw), -EINVAL);
 	}
-	cred_table_free(t);
+	creds_table_free(t);
 }
 
 static void test_plaintext(void **state)
 {
-	struct cred_table *t = cred_table_new();
-	char gh[CRED_PLACEHOLDER_LEN + 1], head[1024];
+	struct creds_table *t = creds_table_new();
+	char gh[CREDS_PLACEHOLDER_LEN + 1], head[1024];
 
 	(void)state;
 	grant_all(t, NOW);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 0, gh), 0);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 0, gh), 0);
 	/* github does not allow plaintext: not injected, and said so. */
 	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n", NULL,
-	    CRED_PLAN_PLAINTEXT, &res);
-	assert_int_equal(res.plan.verdict, CRED_FORWARD);
+	    CREDS_PLAN_PLAINTEXT, &res);
+	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_int_equal(res.plan.plaintext_withheld, i_github);
 	assert_null(strstr(res.out, "S3CRET"));
 	/* Its placeholder over plaintext: refused. */
 	snprintf(head, sizeof(head),
 		 "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n", gh);
-	run(t, head, NULL, CRED_PLAN_PLAINTEXT, &res);
-	assert_int_equal(res.plan.verdict, CRED_PLAINTEXT);
+	run(t, head, NULL, CREDS_PLAN_PLAINTEXT, &res);
+	assert_int_equal(res.plan.verdict, CREDS_PLAINTEXT);
 	/* plain allows it. */
 	run(t, "GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n", NULL,
-	    CRED_PLAN_PLAINTEXT, &res);
+	    CREDS_PLAN_PLAINTEXT, &res);
 	assert_int_equal(res.plan.plaintext_withheld, -1);
 	assert_non_null(strstr(res.out, "\r\nX-Api-Key: PLAIN-S3CRET\r\n"));
-	cred_table_free(t);
+	creds_table_free(t);
 }
 
 /*
@@ -1182,7 +1182,7 @@ static void test_method_override(void **state)
 
 		if (http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req) <= 0)
 			fail_msg("%s %s: does not parse", tab[i].target, tab[i].headers);
-		if (cred_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
+		if (creds_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
 			print_error("case %zu (%s): %s, want %s\n", i, tab[i].target,
 				    tab[i].in_scope ? "out of scope" : "in scope",
 				    tab[i].in_scope ? "in scope" : "out of scope");
@@ -1192,29 +1192,29 @@ static void test_method_override(void **state)
 	assert_int_equal(bad, 0);
 	/* The plan: nothing injected, a placeholder refused. */
 	{
-		struct cred_table *t = cred_table_new();
-		char ph[CRED_PLACEHOLDER_LEN + 1];
+		struct creds_table *t = creds_table_new();
+		char ph[CREDS_PLACEHOLDER_LEN + 1];
 
 		grant_all(t, NOW);
-		assert_int_equal(cred_table_issue(t, "github", NOW, 0, ph), 0);
+		assert_int_equal(creds_table_issue(t, "github", NOW, 0, ph), 0);
 		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 		       "X-HTTP-Method-Override: GET\r\n\r\n", NULL, 0, &res);
 		assert_true(uses(&res.plan, i_github, true));
 		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 		       "X-HTTP-Method-Override: DELETE\r\n\r\n", NULL, 0, &res);
-		assert_int_equal(res.plan.verdict, CRED_FORWARD);
+		assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 		assert_false(uses(&res.plan, i_github, true));
 		assert_null(strstr(res.out, "GH-S3CRET"));
 		snprintf(head, sizeof(head),
 			 "GET /repos/acme/x?_method=DELETE HTTP/1.1\r\nHost: api.github.com\r\n"
 			 "Authorization: Bearer %s\r\n\r\n", ph);
 		run(t, head, NULL, 0, &res);
-		assert_int_equal(res.plan.verdict, CRED_OUT_OF_SCOPE);
+		assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 		assert_int_equal(res.plan.cred, i_github);
-		cred_table_free(t);
+		creds_table_free(t);
 	}
 	/* A credential without a methods scope is not concerned. */
-	assert_true(cred_in_scope(wild, NULL, NULL,
+	assert_true(creds_in_scope(wild, NULL, NULL,
 				  parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
 					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
 }
@@ -1228,70 +1228,70 @@ static void test_ttl_bounds_injection(void **state)
 {
 	static const char gh_head[] =
 		"GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n";
-	struct cred_table *t = cred_table_new();
+	struct creds_table *t = creds_table_new();
 	const struct http_request *req;
-	char ph[CRED_PLACEHOLDER_LEN + 1], head[512];
-	struct cred_plan plan;
+	char ph[CREDS_PLACEHOLDER_LEN + 1], head[512];
+	struct creds_plan plan;
 	uint64_t exp = 0;
 
 	(void)state;
 	grant_all(t, NOW);
-	assert_int_equal(cred_table_grant_state(t, "github", NOW, &exp), CRED_PH_VALID);
+	assert_int_equal(creds_table_grant_state(t, "github", NOW, &exp), CREDS_PH_VALID);
 	assert_int_equal(exp, NOW + 900);
 	/* The first grant stays: a second one does not extend it. */
-	assert_int_equal(cred_table_grant(t, "github", NOW + 5000), -EEXIST);
-	assert_int_equal(cred_table_grant_state(t, "github", NOW + 900, NULL),
-			 CRED_PH_EXPIRED);
-	assert_int_equal(cred_table_grant_state(t, "plain", NOW + 1000000, NULL),
-			 CRED_PH_VALID);
-	assert_int_equal(cred_table_grant_state(t, "nope", NOW, NULL), CRED_PH_UNKNOWN);
-	assert_int_equal(cred_table_grant(t, "", NOW), -EINVAL);
-	assert_int_equal(cred_table_issue(t, "github", NOW, 900, ph), 0);
+	assert_int_equal(creds_table_grant(t, "github", NOW + 5000), -EEXIST);
+	assert_int_equal(creds_table_grant_state(t, "github", NOW + 900, NULL),
+			 CREDS_PH_EXPIRED);
+	assert_int_equal(creds_table_grant_state(t, "plain", NOW + 1000000, NULL),
+			 CREDS_PH_VALID);
+	assert_int_equal(creds_table_grant_state(t, "nope", NOW, NULL), CREDS_PH_UNKNOWN);
+	assert_int_equal(creds_table_grant(t, "", NOW), -EINVAL);
+	assert_int_equal(creds_table_issue(t, "github", NOW, 900, ph), 0);
 
 	req = parse(gh_head);
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 899, 0, &plan), 0);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 899, 0, &plan), 0);
 	assert_true(uses(&plan, i_github, true));
 	assert_int_equal(plan.expired_withheld, -1);
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
-	assert_int_equal(plan.verdict, CRED_FORWARD);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CREDS_FORWARD);
 	assert_false(uses(&plan, i_github, true));
 	assert_int_equal(plan.expired_withheld, i_github);
 	/* other-auth (no ttl) takes Authorization then. */
 	assert_true(uses(&plan, i_other_auth, true));
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 86400, 0, &plan), 0);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 86400, 0, &plan), 0);
 	assert_false(uses(&plan, i_github, true));
 	/* Its placeholder too, with the same clock. */
 	snprintf(head, sizeof(head),
 		 "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
 		 "Authorization: Bearer %s\r\n\r\n", ph);
 	req = parse(head);
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
-	assert_int_equal(plan.verdict, CRED_EXPIRED);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
+	assert_int_equal(plan.verdict, CREDS_EXPIRED);
 	/* No ttl: injected whatever the time. */
 	req = parse("GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n");
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW + 100000000, 0, &plan), 0);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 100000000, 0, &plan), 0);
 	assert_true(uses(&plan, i_plain, true));
 	assert_int_equal(plan.expired_withheld, -1);
 	/* The sandbox is gone: nothing injected any more. */
-	cred_table_revoke(t, NULL);
-	assert_int_equal(cred_table_grant_state(t, "plain", NOW, NULL), CRED_PH_REVOKED);
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	creds_table_revoke(t, NULL);
+	assert_int_equal(creds_table_grant_state(t, "plain", NOW, NULL), CREDS_PH_REVOKED);
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
 	assert_false(uses(&plan, i_plain, true));
-	cred_table_free(t);
+	creds_table_free(t);
 
 	/* Never given to this sandbox: never injected. */
-	t = cred_table_new();
-	assert_int_equal(cred_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
+	t = creds_table_new();
+	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW, 0, &plan), 0);
 	assert_int_equal(plan.nuse, 0);
 	assert_int_equal(plan.expired_withheld, i_plain);
-	/* Bounded: CRED_GRANTS_MAX names. */
-	for (size_t i = 0; i < CRED_GRANTS_MAX; i++) {
+	/* Bounded: CREDS_GRANTS_MAX names. */
+	for (size_t i = 0; i < CREDS_GRANTS_MAX; i++) {
 		snprintf(head, sizeof(head), "c%zu", i);
-		assert_int_equal(cred_table_grant(t, head, 0), 0);
+		assert_int_equal(creds_table_grant(t, head, 0), 0);
 	}
-	assert_int_equal(cred_table_grant(t, "one-more", 0), -ENOSPC);
-	assert_int_equal(cred_table_grant_state(t, "c1023", NOW, NULL), CRED_PH_VALID);
-	cred_table_free(t);
+	assert_int_equal(creds_table_grant(t, "one-more", 0), -ENOSPC);
+	assert_int_equal(creds_table_grant_state(t, "c1023", NOW, NULL), CREDS_PH_VALID);
+	creds_table_free(t);
 }
 
 static void test_write_target_override(void **state)
@@ -1338,27 +1338,27 @@ static void test_base64(void **state)
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
 		size_t l = strlen(tab[i].in);
 
-		assert_int_equal(cred_base64_encode(tab[i].in, l, false, enc, sizeof(enc)),
+		assert_int_equal(creds_base64_encode(tab[i].in, l, false, enc, sizeof(enc)),
 				 (int)strlen(tab[i].std));
 		assert_string_equal(enc, tab[i].std);
-		assert_int_equal(cred_base64_encode(tab[i].in, l, true, enc, sizeof(enc)),
+		assert_int_equal(creds_base64_encode(tab[i].in, l, true, enc, sizeof(enc)),
 				 (int)strlen(tab[i].url));
 		assert_string_equal(enc, tab[i].url);
-		assert_int_equal(cred_base64_decode(tab[i].std, strlen(tab[i].std), dec,
+		assert_int_equal(creds_base64_decode(tab[i].std, strlen(tab[i].std), dec,
 						    sizeof(dec)), (int)l);
 		assert_memory_equal(dec, tab[i].in, l);
 	}
-	assert_int_equal(cred_base64_decode("Zm9v", 4, dec, 2), -ENOSPC);
-	assert_int_equal(cred_base64_encode("foo", 3, false, enc, 4), -ENOSPC);
+	assert_int_equal(creds_base64_decode("Zm9v", 4, dec, 2), -ENOSPC);
+	assert_int_equal(creds_base64_encode("foo", 3, false, enc, 4), -ENOSPC);
 	/* Unpadded is fine; trailing bits that are not zero are not. */
-	assert_int_equal(cred_base64_decode("Zm8", 3, dec, sizeof(dec)), 2);
-	assert_int_equal(cred_base64_decode("Zm9", 3, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Z", 1, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Zm9=v", 5, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Zm 9v", 5, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Zh==", 4, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Zg=", 3, dec, sizeof(dec)), -EINVAL);
-	assert_int_equal(cred_base64_decode("Zm8===", 6, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zm8", 3, dec, sizeof(dec)), 2);
+	assert_int_equal(creds_base64_decode("Zm9", 3, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Z", 1, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zm9=v", 5, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zm 9v", 5, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zh==", 4, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zg=", 3, dec, sizeof(dec)), -EINVAL);
+	assert_int_equal(creds_base64_decode("Zm8===", 6, dec, sizeof(dec)), -EINVAL);
 }
 
 /* ---- JWT ----------------------------------------------------------------- */
@@ -1376,7 +1376,7 @@ static int b64url_dec(const char *s, size_t len, unsigned char *out, size_t cap)
 	}
 	while (i % 4)
 		tmp[i++] = '=';
-	return cred_base64_decode(tmp, i, out, cap);
+	return creds_base64_decode(tmp, i, out, cap);
 }
 
 static EVP_PKEY *keygen_to_file(const char *type, const char *param,
@@ -1448,8 +1448,8 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	int n;
 
 	gen = keygen_to_file(kind, param, "jwt.pem", p, sizeof(p));
-	assert_int_equal(cred_jwt_key_load(p, &key, err, sizeof(err)), 0);
-	n = cred_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com",
+	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), 0);
+	n = creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com",
 			  "repo read", NOW, 300, tok, sizeof(tok));
 	assert_true(n > 0);
 	assert_int_equal(strlen(tok), (size_t)n);
@@ -1483,13 +1483,13 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	{
 		char tok2[2048];
 
-		assert_true(cred_jwt_mint(key, "k1", "sluice", "sandbox-1",
+		assert_true(creds_jwt_mint(key, "k1", "sluice", "sandbox-1",
 					  "api.example.com", "repo read", NOW, 300,
 					  tok2, sizeof(tok2)) > 0);
 		assert_string_not_equal(tok, tok2);
 	}
 	/* JSON escaping in claims. */
-	n = cred_jwt_mint(key, NULL, "a\"b\\c\n", "s", "h", NULL, NOW, 60, tok, sizeof(tok));
+	n = creds_jwt_mint(key, NULL, "a\"b\\c\n", "s", "h", NULL, NOW, 60, tok, sizeof(tok));
 	assert_true(n > 0);
 	jwt_part(tok, 0, hdr, sizeof(hdr));
 	assert_null(strstr(hdr, "kid"));
@@ -1498,13 +1498,13 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	assert_null(strstr(claims, "scope"));
 
 	/* Bad arguments; too small. */
-	assert_int_equal(cred_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 0, tok,
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 0, tok,
 				       sizeof(tok)), -EINVAL);
-	assert_int_equal(cred_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW,
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW,
 				       32ULL * 86400, tok, sizeof(tok)), -EINVAL);
-	assert_int_equal(cred_jwt_mint(key, NULL, "", "s", "a", NULL, NOW, 60, tok,
+	assert_int_equal(creds_jwt_mint(key, NULL, "", "s", "a", NULL, NOW, 60, tok,
 				       sizeof(tok)), -EINVAL);
-	assert_int_equal(cred_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 60, tok,
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 60, tok,
 				       100), -ENOSPC);
 	assert_int_equal(tok[0], 0);
 
@@ -1517,7 +1517,7 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 		size_t pl = 0;
 		const char *s;
 
-		n = cred_jwks(keys, kids, 2, jwks, sizeof(jwks));
+		n = creds_jwks_from_keys(keys, kids, 2, jwks, sizeof(jwks));
 		assert_true(n > 0);
 		assert_true(strncmp(jwks, "{\"keys\":[{", 10) == 0);
 		assert_int_equal(count(jwks, "\"use\":\"sig\""), 2);
@@ -1548,7 +1548,7 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 			assert_int_equal(pl, 32);
 			assert_memory_equal(pub, xb, 32);
 		}
-		assert_int_equal(cred_jwks(keys, kids, 2, jwks, 50), -ENOSPC);
+		assert_int_equal(creds_jwks_from_keys(keys, kids, 2, jwks, 50), -ENOSPC);
 	}
 	EVP_PKEY_free(gen);
 	EVP_PKEY_free(key);
@@ -1565,18 +1565,18 @@ static void test_jwt(void **state)
 
 	/* Other key types are refused, not half-supported. */
 	k = keygen_to_file("EC", "P-384", "p384.pem", p, sizeof(p));
-	assert_int_equal(cred_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
 	assert_null(key);
 	assert_non_null(strstr(err, "P-256"));
 	EVP_PKEY_free(k);
 	k = keygen_to_file("RSA", NULL, "rsa.pem", p, sizeof(p));
-	assert_int_equal(cred_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
-	assert_int_equal(cred_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p,
+	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p,
 				       sizeof(p)), -EINVAL);
 	EVP_PKEY_free(k);
 	write_file("junk.pem", "not a key\n", 10, p, sizeof(p));
-	assert_int_equal(cred_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
-	assert_int_equal(cred_jwt_key_load("/nonexistent/key.pem", &key, err,
+	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, err,
 					   sizeof(err)), -ENOENT);
 }
 
@@ -1586,28 +1586,28 @@ static void test_oauth2_body(void **state)
 {
 	const char *scopes[] = { "read:org", "repo" };
 	const char *bad_scopes[] = { "two words" };
-	struct cred_secret s;
+	struct creds_secret s;
 	char out[256];
 	int n;
 
 	(void)state;
-	assert_int_equal(cred_secret_set(&s, "p@ss&word=1+2 3~", 16), 0);
-	n = cred_oauth2_request_body("my client", &s, scopes, 2, out, sizeof(out));
+	assert_int_equal(creds_secret_set(&s, "p@ss&word=1+2 3~", 16), 0);
+	n = creds_oauth2_request_body("my client", &s, scopes, 2, out, sizeof(out));
 	assert_true(n > 0);
 	assert_string_equal(out,
 			    "grant_type=client_credentials&client_id=my+client"
 			    "&client_secret=p%40ss%26word%3D1%2B2+3~"
 			    "&scope=read%3Aorg+repo");
-	n = cred_oauth2_request_body("id", &s, NULL, 0, out, sizeof(out));
+	n = creds_oauth2_request_body("id", &s, NULL, 0, out, sizeof(out));
 	assert_string_equal(out, "grant_type=client_credentials&client_id=id"
 				 "&client_secret=p%40ss%26word%3D1%2B2+3~");
-	assert_int_equal(cred_oauth2_request_body("id", &s, bad_scopes, 1, out,
+	assert_int_equal(creds_oauth2_request_body("id", &s, bad_scopes, 1, out,
 						  sizeof(out)), -EINVAL);
-	assert_int_equal(cred_oauth2_request_body("", &s, NULL, 0, out, sizeof(out)),
+	assert_int_equal(creds_oauth2_request_body("", &s, NULL, 0, out, sizeof(out)),
 			 -EINVAL);
-	assert_int_equal(cred_oauth2_request_body("id", &s, NULL, 0, out, 40), -ENOSPC);
+	assert_int_equal(creds_oauth2_request_body("id", &s, NULL, 0, out, 40), -ENOSPC);
 	assert_int_equal(out[0], 0);
-	cred_secret_free(&s);
+	creds_secret_free(&s);
 }
 
 static void test_oauth2_parse(void **state)
@@ -1667,7 +1667,7 @@ static void test_oauth2_parse(void **state)
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":[[[[[[[[[[[[[[]]]]]]]]]]]]]]}",
 		  0, "t", 0 },
 	};
-	struct cred_secret tok;
+	struct creds_secret tok;
 	uint64_t exp;
 	size_t i;
 	int r;
@@ -1675,21 +1675,21 @@ static void test_oauth2_parse(void **state)
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
 		exp = 12345;
-		r = cred_oauth2_parse_response(tab[i].json, strlen(tab[i].json), &tok, &exp);
+		r = creds_oauth2_parse_response(tab[i].json, strlen(tab[i].json), &tok, &exp);
 		if (r != tab[i].ret)
 			fail_msg("case %zu: %d != %d: %s", i, r, tab[i].ret, tab[i].json);
 		if (r == 0) {
 			assert_int_equal(tok.len, strlen(tab[i].token));
 			assert_memory_equal(tok.buf, tab[i].token, tok.len);
 			assert_int_equal(exp, tab[i].exp);
-			cred_secret_free(&tok);
+			creds_secret_free(&tok);
 		} else {
 			assert_null(tok.buf);
 			assert_int_equal(exp, 0);
 		}
 	}
 	/* Only @len bytes are read: a cut document is malformed. */
-	r = cred_oauth2_parse_response(tab[0].json, strlen(tab[0].json) - 1, &tok, &exp);
+	r = creds_oauth2_parse_response(tab[0].json, strlen(tab[0].json) - 1, &tok, &exp);
 	assert_int_equal(r, -EINVAL);
 }
 
