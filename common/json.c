@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/* A strict JSON reader over a bounded buffer: validates values and
+ * unescapes the strings and integers a caller asks for, allocating
+ * nothing.  It was written for an OAuth2 token endpoint's answer
+ * (broker/creds/oauth2.c), which is what it is sized for. */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/obuf.h"
+#include "common/text.h"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+void json_ws(struct json *j)
+{
+	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
+				 j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+		j->i++;
+}
+
+static int json_hex4(struct json *j, unsigned *v)
+{
+	size_t k;
+
+	*v = 0;
+	if (j->len - j->i < 4)
+		return -EINVAL;
+	for (k = 0; k < 4; k++) {
+		char c = text_lower(j->s[j->i + k]);
+		int h = hexval(c);
+
+		if (h < 0)
+			return -EINVAL;
+		*v = *v << 4 | (unsigned)h;
+	}
+	j->i += 4;
+	return 0;
+}
+
+static void wput_utf8(struct obuf *w, unsigned cp)
+{
+	char b[4];
+
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		obuf_put(w, b, 1);
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xc0 | cp >> 6);
+		b[1] = (char)(0x80 | (cp & 0x3f));
+		obuf_put(w, b, 2);
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xe0 | cp >> 12);
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[2] = (char)(0x80 | (cp & 0x3f));
+		obuf_put(w, b, 3);
+	} else {
+		b[0] = (char)(0xf0 | cp >> 18);
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		b[3] = (char)(0x80 | (cp & 0x3f));
+		obuf_put(w, b, 4);
+	}
+}
+
+int json_string(struct json *j, struct obuf *w)
+{
+	struct obuf sink = { 0 };
+
+	if (!w)
+		w = &sink;
+	if (j->i >= j->len || j->s[j->i] != '"')
+		return -EINVAL;
+	j->i++;
+	while (j->i < j->len) {
+		unsigned char c = (unsigned char)j->s[j->i++];
+		unsigned cp, lo;
+
+		if (c == '"')
+			return 0;
+		if (c < 0x20)
+			return -EINVAL;
+		if (c != '\\') {
+			obuf_putc(w, (char)c);
+			continue;
+		}
+		if (j->i >= j->len)
+			return -EINVAL;
+		c = (unsigned char)j->s[j->i++];
+		switch (c) {
+		case '"': case '\\': case '/':
+			obuf_putc(w, (char)c);
+			break;
+		case 'b': obuf_putc(w, '\b'); break;
+		case 'f': obuf_putc(w, '\f'); break;
+		case 'n': obuf_putc(w, '\n'); break;
+		case 'r': obuf_putc(w, '\r'); break;
+		case 't': obuf_putc(w, '\t'); break;
+		case 'u':
+			if (json_hex4(j, &cp) < 0)
+				return -EINVAL;
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return -EINVAL;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (j->len - j->i < 6 || j->s[j->i] != '\\' ||
+				    j->s[j->i + 1] != 'u')
+					return -EINVAL;
+				j->i += 2;
+				if (json_hex4(j, &lo) < 0 || lo < 0xdc00 ||
+				    lo > 0xdfff)
+					return -EINVAL;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			}
+			wput_utf8(w, cp);
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return -EINVAL;
+}
+
+int json_number(struct json *j, uint64_t *u, bool *is_int)
+{
+	size_t start = j->i;
+	uint64_t v = 0;
+	bool integer = true, sat = false;
+
+	if (j->i < j->len && j->s[j->i] == '-') {
+		j->i++;
+		integer = false;
+	}
+	if (j->i >= j->len)
+		return -EINVAL;
+	if (j->s[j->i] == '0') {
+		j->i++;
+	} else if (j->s[j->i] >= '1' && j->s[j->i] <= '9') {
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9') {
+			unsigned d = (unsigned)(j->s[j->i] - '0');
+
+			if (v > (UINT64_MAX - d) / 10)
+				sat = true;
+			else
+				v = v * 10 + d;
+			j->i++;
+		}
+	} else {
+		return -EINVAL;
+	}
+	if (j->i < j->len && j->s[j->i] == '.') {
+		integer = false;
+		j->i++;
+		if (j->i >= j->len || j->s[j->i] < '0' || j->s[j->i] > '9')
+			return -EINVAL;
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+			j->i++;
+	}
+	if (j->i < j->len && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+		integer = false;
+		j->i++;
+		if (j->i < j->len && (j->s[j->i] == '+' || j->s[j->i] == '-'))
+			j->i++;
+		if (j->i >= j->len || j->s[j->i] < '0' || j->s[j->i] > '9')
+			return -EINVAL;
+		while (j->i < j->len && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+			j->i++;
+	}
+	if (j->i == start)
+		return -EINVAL;
+	if (is_int)
+		*is_int = integer;
+	if (u)
+		*u = sat ? UINT64_MAX : v;
+	return 0;
+}
+
+static int json_literal(struct json *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (j->len - j->i < n || memcmp(j->s + j->i, lit, n) != 0)
+		return -EINVAL;
+	j->i += n;
+	return 0;
+}
+
+static int json_container(struct json *j, int depth, char close)
+{
+	if (depth > JSON_DEPTH_MAX)
+		return -EINVAL;
+	j->i++;
+	json_ws(j);
+	if (j->i < j->len && j->s[j->i] == close) {
+		j->i++;
+		return 0;
+	}
+	for (;;) {
+		json_ws(j);
+		if (close == '}') {
+			if (json_string(j, NULL) < 0)
+				return -EINVAL;
+			json_ws(j);
+			if (j->i >= j->len || j->s[j->i] != ':')
+				return -EINVAL;
+			j->i++;
+		}
+		if (json_value(j, depth) < 0)
+			return -EINVAL;
+		json_ws(j);
+		if (j->i >= j->len)
+			return -EINVAL;
+		if (j->s[j->i] == ',') {
+			j->i++; /* a trailing comma fails on the next value */
+			continue;
+		}
+		if (j->s[j->i] == close) {
+			j->i++;
+			return 0;
+		}
+		return -EINVAL;
+	}
+}
+
+int json_value(struct json *j, int depth)
+{
+	json_ws(j);
+	if (j->i >= j->len)
+		return -EINVAL;
+	switch (j->s[j->i]) {
+	case '"':
+		return json_string(j, NULL);
+	case '{':
+		return json_container(j, depth + 1, '}');
+	case '[':
+		return json_container(j, depth + 1, ']');
+	case 't':
+		return json_literal(j, "true");
+	case 'f':
+		return json_literal(j, "false");
+	case 'n':
+		return json_literal(j, "null");
+	default:
+		return json_number(j, NULL, NULL);
+	}
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* A strict JSON reader (RFC 8259) over a bounded buffer: no allocation,
+ * no recursion past JSON_DEPTH_MAX; the caller walks an object itself and
+ * reads the members it wants. */
+#ifndef SLUICE_COMMON_JSON_H
+#define SLUICE_COMMON_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct obuf;
+
+/* Nesting of arrays and objects json_value() follows before refusing. */
+#define JSON_DEPTH_MAX 16
+
+/**
+ * struct json - a read position in a document
+ * @s:   the document, not NUL-terminated; untrusted
+ * @len: its length
+ * @i:   the next byte to read; every function below advances it
+ */
+struct json {
+	const char *s;
+	size_t len, i;
+};
+
+/* Skips JSON whitespace (space, HTAB, LF, CR) at j->i. */
+void json_ws(struct json *j);
+
+/**
+ * json_string() - read a string at j->i (its opening quote)
+ * @j: the position; left after the closing quote
+ * @w: when not NULL, receives the unescaped bytes (\uXXXX as UTF-8,
+ *     surrogate pairs joined); w->full then means "did not fit", not an
+ *     error
+ *
+ * Refuses raw control bytes, unknown escapes and lone surrogates.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int json_string(struct json *j, struct obuf *w);
+
+/**
+ * json_number() - read a number at j->i, per the JSON grammar
+ * @j:      the position; left after the number
+ * @u:      when not NULL and the number is a plain non-negative integer,
+ *          its value, saturating at UINT64_MAX
+ * @is_int: when not NULL, whether it is one (no sign, fraction or
+ *          exponent)
+ *
+ * Return: 0 or -EINVAL.
+ */
+int json_number(struct json *j, uint64_t *u, bool *is_int);
+
+/**
+ * json_value() - read (validate and skip) any value at j->i
+ * @j:     the position; leading whitespace is skipped, the position is
+ *         left after the value
+ * @depth: the nesting the value is at; containers deeper than
+ *         JSON_DEPTH_MAX are refused
+ *
+ * Return: 0 or -EINVAL.
+ */
+int json_value(struct json *j, int depth);
+
+#endif
