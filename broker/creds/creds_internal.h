@@ -10,10 +10,50 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "broker/creds/creds.h"
+#include "broker/http.h"
+#include "common/text.h"
 
 struct evp_pkey_st; /* OpenSSL's EVP_PKEY */
-struct http_request;
+
+/* ---- helpers the files share ---------------------------------------------- */
+
+/* Largest decoded Basic credential that is searched for placeholders. */
+#define CREDS_BASIC_MAX 4096
+
+static inline bool creds_slice_is(struct http_slice s, const char *lit)
+{
+	return text_eq_ci(s.ptr, s.len, lit, strlen(lit));
+}
+
+/* A lowercase hex digit's value, or -1. */
+static inline int creds_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static inline bool creds_is_host(struct http_slice name)
+{
+	return creds_slice_is(name, "Host");
+}
+
+static inline bool creds_is_authorization(struct http_slice name)
+{
+	return creds_slice_is(name, "Authorization");
+}
+
+/* plan.c: may @c's placeholder be in (and be replaced in) header @name? */
+bool creds_carries(const struct policy_credential *c, struct http_slice name);
+/* plan.c: "Basic" SP+ token68, decoded into @out (CREDS_BASIC_MAX bytes).
+ * Return: decoded length, or -1 when @v is not a decodable Basic
+ * credential of at most CREDS_BASIC_MAX bytes. */
+int creds_basic_decode(struct http_slice v, unsigned char *out);
 
 /* ---- secret sources ------------------------------------------------------- */
 
