@@ -206,7 +206,7 @@ static int jwt_get(const struct secrets *sec, const struct policy_credential *c,
 	if (!buf)
 		return -ENOMEM;
 	n = creds_jwt_mint(src->key, src->kid, c->jwt.issuer, sandbox, host, c->jwt.scope, now,
-			  c->jwt.ttl_sec, buf, JWT_MAX_LEN);
+			   c->jwt.ttl_sec, buf, JWT_MAX_LEN);
 	r = n < 0 ? n : creds_secret_set(out, buf, (size_t)n);
 	if (r == 0 && reuse > 0 && strlen(sandbox) <= SANDBOX_NAME_MAX && strlen(host) < 256) {
 		fresh = calloc(1, sizeof(*fresh));
@@ -534,7 +534,7 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 		if (now - waited_from >= CREDS_TOKENS_FIRST_WAIT_MS)
 			break;
 		creds_tokens_wait_first(sec->src[i].token,
-				  (unsigned)(CREDS_TOKENS_FIRST_WAIT_MS - (now - waited_from)));
+					(unsigned)(CREDS_TOKENS_FIRST_WAIT_MS - (now - waited_from)));
 	}
 	return 0;
 }

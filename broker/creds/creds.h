@@ -128,7 +128,7 @@ void creds_table_free(struct creds_table *t);
  * Return: 0; -ENOSPC when every entry is live; -EINVAL; -EIO.
  */
 int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now,
-		     uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1]);
+		      uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1]);
 
 /**
  * creds_table_insert() - put back a placeholder issued before (state restore)
@@ -140,7 +140,7 @@ int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now
  * Return: 0; -EEXIST; -ENOSPC; -EINVAL.
  */
 int creds_table_insert(struct creds_table *t, const char *ph,
-		      const char *cred_name, uint64_t expires_at);
+		       const char *cred_name, uint64_t expires_at);
 
 /**
  * creds_table_lookup() - what a placeholder means for this sandbox
@@ -158,7 +158,7 @@ int creds_table_insert(struct creds_table *t, const char *ph,
  * Return: the state.
  */
 enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph,
-				     uint64_t now, char *name);
+				       uint64_t now, char *name);
 
 /* Revokes every placeholder of @cred_name, or when NULL (the sandbox is
  * gone) every placeholder and every grant.
@@ -183,7 +183,7 @@ size_t creds_table_revoke(struct creds_table *t, const char *cred_name);
  * beyond CREDS_GRANTS_MAX names; -ENOMEM; -EINVAL.
  */
 int creds_table_grant(struct creds_table *t, const char *cred_name,
-		     uint64_t expires_at);
+		      uint64_t expires_at);
 
 /**
  * creds_table_grant_state() - a credential's grant in this sandbox, now
@@ -196,22 +196,22 @@ int creds_table_grant(struct creds_table *t, const char *cred_name,
  * CREDS_PH_UNKNOWN when never granted.
  */
 enum creds_ph_state creds_table_grant_state(struct creds_table *t,
-					  const char *cred_name, uint64_t now,
-					  uint64_t *expires_at);
+					    const char *cred_name, uint64_t now,
+					    uint64_t *expires_at);
 
 /* Calls @fn for each grant (for saving state); stops at a non-zero
  * return and returns it. */
 int creds_table_foreach_grant(struct creds_table *t,
-			     int (*fn)(const char *cred_name, uint64_t expires_at,
-				       bool revoked, void *arg),
-			     void *arg);
+			      int (*fn)(const char *cred_name, uint64_t expires_at,
+					bool revoked, void *arg),
+			      void *arg);
 
 /* Calls @fn for each entry (for saving state); stops at a non-zero
  * return and returns it. */
 int creds_table_foreach(struct creds_table *t,
-		       int (*fn)(const char *ph, const char *cred_name,
-				 uint64_t expires_at, bool revoked, void *arg),
-		       void *arg);
+			int (*fn)(const char *ph, const char *cred_name,
+				  uint64_t expires_at, bool revoked, void *arg),
+			void *arg);
 
 /* ---- one request: decide, then rewrite ------------------------------------ */
 
@@ -302,8 +302,8 @@ struct creds_plan {
  * Does not allocate.  Return: 0, or -EINVAL for bad arguments.
  */
 int creds_plan_request(struct creds_table *t, const struct policy *p,
-		      const char *host, const struct http_request *req,
-		      uint64_t now, unsigned flags, struct creds_plan *plan);
+		       const char *host, const struct http_request *req,
+		       uint64_t now, unsigned flags, struct creds_plan *plan);
 
 /* Set entries one rewrite may produce: every client header, the injections. */
 #define CREDS_MAX_SET (HTTP_MAX_HEADERS + CREDS_MAX_USES)
@@ -350,9 +350,9 @@ struct creds_rewrite {
  * header is a name the head writer refuses (hop-by-hop, Host, framing).
  */
 int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
-			 const struct creds_secret *const *secrets,
-			 const struct http_request *req, char *buf,
-			 size_t buflen, struct creds_rewrite *rw);
+			  const struct creds_secret *const *secrets,
+			  const struct http_request *req, char *buf,
+			  size_t buflen, struct creds_rewrite *rw);
 
 /**
  * creds_write_request_head() - the upstream head for a rewritten request
@@ -364,8 +364,8 @@ int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
  * Return: as http_write_request_head().
  */
 int creds_write_request_head(const struct creds_rewrite *rw,
-			    const struct http_request *req, char *out,
-			    size_t outlen);
+			     const struct http_request *req, char *out,
+			     size_t outlen);
 
 /* Wipes the values a rewrite wrote. */
 void creds_rewrite_wipe(struct creds_rewrite *rw);

@@ -75,7 +75,7 @@ int creds_basic_decode(struct http_slice v, unsigned char *out);
  * not a regular file), -ENOMEM, or another negative errno.
  */
 int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
-		     char *err, size_t errlen);
+		      char *err, size_t errlen);
 
 /**
  * creds_file_read() - read a small file the broker owns, raw
@@ -90,7 +90,7 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
  * CREDS_SECRET_MAX, -EAGAIN when the file grew while read).
  */
 int creds_file_read(const char *path, struct creds_secret *out, char *err,
-		   size_t errlen);
+		    size_t errlen);
 
 /* ---- scopes -------------------------------------------------------------- */
 
@@ -138,7 +138,7 @@ bool creds_path_match(const char *glob, const char *path, size_t len);
  * Return: true when in scope.
  */
 bool creds_in_scope(const struct policy_credential *c, const char *host,
-		   const char *method, const struct http_request *req);
+		    const char *method, const struct http_request *req);
 
 /**
  * creds_build_injection() - the value of a credential's injected header
@@ -153,7 +153,7 @@ bool creds_in_scope(const struct policy_credential *c, const char *host,
  * (and @out wiped) when it does not fit.
  */
 int creds_build_injection(const struct policy_credential *c,
-			 const struct creds_secret *s, char *out, size_t outlen);
+			  const struct creds_secret *s, char *out, size_t outlen);
 
 /* ---- encodings ------------------------------------------------------------ */
 
@@ -168,7 +168,7 @@ int creds_build_injection(const struct policy_credential *c,
  * Return: the length written, or -ENOSPC.
  */
 int creds_base64_encode(const void *in, size_t len, bool url, char *out,
-		       size_t outlen);
+			size_t outlen);
 
 /**
  * creds_base64_decode() - strict base64 (padding optional, nothing else
@@ -180,7 +180,7 @@ int creds_base64_encode(const void *in, size_t len, bool url, char *out,
  * Return: the number of bytes, -EINVAL or -ENOSPC.
  */
 int creds_base64_decode(const char *in, size_t len, unsigned char *out,
-		       size_t outlen);
+			size_t outlen);
 
 /* ---- broker-minted JWTs (jwt.c) ------------------------------------------ */
 
@@ -196,7 +196,7 @@ int creds_base64_decode(const char *in, size_t len, unsigned char *out,
  * negative errno from reading the file.
  */
 int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key,
-		      char *err, size_t errlen);
+		       char *err, size_t errlen);
 
 /**
  * creds_jwt_mint() - sign a short-lived JWT
@@ -218,8 +218,8 @@ int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key,
  * Return: the token's length; -ENOSPC; -EINVAL; -EIO.
  */
 int creds_jwt_mint(struct evp_pkey_st *key, const char *kid, const char *iss,
-		  const char *sub, const char *aud, const char *scope,
-		  uint64_t iat, uint64_t ttl, char *out, size_t outlen);
+		   const char *sub, const char *aud, const char *scope,
+		   uint64_t iat, uint64_t ttl, char *out, size_t outlen);
 
 /**
  * creds_jwks_from_keys() - the public keys as a JWK Set (RFC 7517)
@@ -236,7 +236,7 @@ int creds_jwt_mint(struct evp_pkey_st *key, const char *kid, const char *iss,
  * Return: the length written; -ENOSPC; -EINVAL for another key type.
  */
 int creds_jwks_from_keys(struct evp_pkey_st *const *keys, const char *const *kids,
-	      size_t n, char *out, size_t outlen);
+			 size_t n, char *out, size_t outlen);
 
 /* ---- OAuth2 client credentials (RFC 6749 4.4), pure helpers -------------- */
 
@@ -257,9 +257,9 @@ int creds_jwks_from_keys(struct evp_pkey_st *const *keys, const char *const *kid
  * bad scope token.
  */
 int creds_oauth2_request_body(const char *client_id,
-			     const struct creds_secret *client_secret,
-			     const char *const *scopes, size_t n, char *out,
-			     size_t outlen);
+			      const struct creds_secret *client_secret,
+			      const char *const *scopes, size_t n, char *out,
+			      size_t outlen);
 
 /* Largest expires_in accepted (a year); more is taken as a broken server. */
 #define CREDS_OAUTH2_EXPIRES_MAX (366ULL * 86400)
@@ -282,7 +282,7 @@ int creds_oauth2_request_body(const char *client_id,
  * -EPROTO for another token_type; -ENOMEM.
  */
 int creds_oauth2_parse_response(const char *json, size_t len,
-			       struct creds_secret *token, uint64_t *expires_in);
+				struct creds_secret *token, uint64_t *expires_in);
 
 /* ---- OAuth2 tokens: the cache and its fetchers (tokens.c) ----------------- */
 
@@ -347,8 +347,8 @@ struct creds_tokens_request {
  * Return: 0 or a negative errno (-ECANCELED when cancelled).
  */
 typedef int creds_tokens_fetch_fn(void *ctx, const struct creds_tokens_request *rq,
-			    struct creds_secret *token, uint64_t *expires_in,
-			    char *err, size_t errlen);
+				  struct creds_secret *token, uint64_t *expires_in,
+				  char *err, size_t errlen);
 
 /**
  * creds_tokens_start() - start the CREDS_TOKENS_FETCHERS fetcher threads (once; later
@@ -398,7 +398,7 @@ void creds_tokens_set_fetch(creds_tokens_fetch_fn *fn, void *ctx);
  * Return: a reference (creds_tokens_put() it), or NULL with errno set.
  */
 struct creds_tokens_entry *creds_tokens_get(const struct policy_credential *c,
-				const struct creds_secret *client_secret);
+					    const struct creds_secret *client_secret);
 
 /* Drops a reference; the last one wipes the token and the secret. NULL is fine. */
 void creds_tokens_put(struct creds_tokens_entry *e);

@@ -65,7 +65,7 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 }
 
 int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
-		      size_t errlen)
+		       size_t errlen)
 {
 	struct creds_secret pem;
 	EVP_PKEY *k = NULL;
@@ -219,8 +219,8 @@ static bool field_ok(const char *s, bool optional)
 }
 
 int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
-		  const char *sub, const char *aud, const char *scope,
-		  uint64_t iat, uint64_t ttl, char *out, size_t outlen)
+		   const char *sub, const char *aud, const char *scope,
+		   uint64_t iat, uint64_t ttl, char *out, size_t outlen)
 {
 	enum jwt_alg alg = key_alg(key);
 	/* Six bytes per character is the worst JSON escaping. */
@@ -347,7 +347,7 @@ out:
 }
 
 int creds_jwks_from_keys(EVP_PKEY *const *keys, const char *const *kids, size_t n,
-	      char *out, size_t outlen)
+			 char *out, size_t outlen)
 {
 	struct jbuf b = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	size_t i;

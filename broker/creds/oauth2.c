@@ -65,9 +65,9 @@ static bool scope_token_ok(const char *s)
 }
 
 int creds_oauth2_request_body(const char *client_id,
-			     const struct creds_secret *client_secret,
-			     const char *const *scopes, size_t n, char *out,
-			     size_t outlen)
+			      const struct creds_secret *client_secret,
+			      const char *const *scopes, size_t n, char *out,
+			      size_t outlen)
 {
 	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	size_t i;
@@ -109,7 +109,7 @@ static bool key_is(const struct obuf *k, const char *lit)
 }
 
 int creds_oauth2_parse_response(const char *json, size_t len,
-			       struct creds_secret *token, uint64_t *expires_in)
+				struct creds_secret *token, uint64_t *expires_in)
 {
 	struct json j = { .s = json, .len = len };
 	char key[JSON_KEY_MAX];

@@ -223,7 +223,7 @@ static bool cred_name_ok(const char *name)
 }
 
 int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now,
-		     uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1])
+		      uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1])
 {
 	uint64_t exp = 0;
 	int ret, tries;
@@ -251,7 +251,7 @@ int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now
 }
 
 int creds_table_insert(struct creds_table *t, const char *ph,
-		      const char *cred_name, uint64_t expires_at)
+		       const char *cred_name, uint64_t expires_at)
 {
 	int ret;
 
@@ -266,7 +266,7 @@ int creds_table_insert(struct creds_table *t, const char *ph,
 }
 
 enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph,
-				     uint64_t now, char *name)
+				       uint64_t now, char *name)
 {
 	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	int32_t i;
@@ -325,7 +325,7 @@ static struct grant *grant_find(const struct creds_table *t, const char *name)
 }
 
 int creds_table_grant(struct creds_table *t, const char *cred_name,
-		     uint64_t expires_at)
+		      uint64_t expires_at)
 {
 	struct grant *g;
 	int ret = 0;
@@ -360,8 +360,8 @@ out:
 }
 
 enum creds_ph_state creds_table_grant_state(struct creds_table *t,
-					  const char *cred_name, uint64_t now,
-					  uint64_t *expires_at)
+					    const char *cred_name, uint64_t now,
+					    uint64_t *expires_at)
 {
 	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	const struct grant *g;
@@ -385,9 +385,9 @@ enum creds_ph_state creds_table_grant_state(struct creds_table *t,
 }
 
 int creds_table_foreach_grant(struct creds_table *t,
-			     int (*fn)(const char *cred_name, uint64_t expires_at,
-				       bool revoked, void *arg),
-			     void *arg)
+			      int (*fn)(const char *cred_name, uint64_t expires_at,
+					bool revoked, void *arg),
+			      void *arg)
 {
 	size_t i;
 	int ret = 0;
@@ -402,9 +402,9 @@ int creds_table_foreach_grant(struct creds_table *t,
 }
 
 int creds_table_foreach(struct creds_table *t,
-		       int (*fn)(const char *ph, const char *cred_name,
-				 uint64_t expires_at, bool revoked, void *arg),
-		       void *arg)
+			int (*fn)(const char *ph, const char *cred_name,
+				  uint64_t expires_at, bool revoked, void *arg),
+			void *arg)
 {
 	char ph[CREDS_PLACEHOLDER_LEN + 1];
 	size_t i;

@@ -168,7 +168,7 @@ static void occurrence(struct planner *x, const char *ph,
 		refuse(x, x->ph_verdict[k], plan->found[k].cred);
 	else if (!in_header ||
 		 !creds_carries(policy_credential_get(x->p, (size_t)plan->found[k].cred),
-			  *in_header))
+				*in_header))
 		refuse(x, CREDS_OUT_OF_SCOPE, plan->found[k].cred);
 }
 
@@ -205,8 +205,8 @@ int creds_basic_decode(struct http_slice v, unsigned char *out)
 }
 
 int creds_plan_request(struct creds_table *t, const struct policy *p,
-		      const char *host, const struct http_request *req,
-		      uint64_t now, unsigned flags, struct creds_plan *plan)
+		       const char *host, const struct http_request *req,
+		       uint64_t now, unsigned flags, struct creds_plan *plan)
 {
 	struct planner x = { .t = t, .p = p, .req = req, .now = now,
 			     .flags = flags, .plan = plan };

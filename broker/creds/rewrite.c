@@ -28,7 +28,7 @@ struct rewriter {
 /* The secret for a placeholder the plan found in header @name, or NULL
  * (rw->err set). */
 static const struct creds_secret *ph_secret(struct rewriter *r, const char *ph,
-					   struct http_slice name)
+					    struct http_slice name)
 {
 	const struct creds_plan *plan = r->plan;
 	const struct creds_secret *s;
@@ -151,7 +151,7 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	if (r->w.full)
 		return;
 	n = creds_base64_encode(r->w.p + start, plain_len, false,
-			       r->w.p + r->w.len, r->w.cap - r->w.len);
+				r->w.p + r->w.len, r->w.cap - r->w.len);
 	if (n < 0) {
 		r->w.full = true;
 		return;
@@ -171,7 +171,7 @@ static bool needs_rewrite(const struct http_header *h)
 	if (!ret && creds_is_authorization(h->name)) {
 		bl = creds_basic_decode(h->value, basic);
 		ret = bl > 0 && creds_find_placeholder((const char *)basic,
-						      (size_t)bl, NULL);
+						       (size_t)bl, NULL);
 		OPENSSL_cleanse(basic, sizeof(basic));
 	}
 	return ret;
@@ -199,9 +199,9 @@ static bool bad_inject_name(const char *name)
 }
 
 int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
-			 const struct creds_secret *const *secrets,
-			 const struct http_request *req, char *buf,
-			 size_t buflen, struct creds_rewrite *rw)
+			  const struct creds_secret *const *secrets,
+			  const struct http_request *req, char *buf,
+			  size_t buflen, struct creds_rewrite *rw)
 {
 	struct rewriter r = { .plan = plan, .p = p, .secrets = secrets,
 			      .w = { .p = buf, .cap = buflen } };
@@ -311,8 +311,8 @@ fail:
 }
 
 int creds_write_request_head(const struct creds_rewrite *rw,
-			    const struct http_request *req, char *out,
-			    size_t outlen)
+			     const struct http_request *req, char *out,
+			     size_t outlen)
 {
 	if (!rw || !req)
 		return -EINVAL;
@@ -332,7 +332,7 @@ void creds_rewrite_wipe(struct creds_rewrite *rw)
 /* ---- the injected header ------------------------------------------------- */
 
 int creds_build_injection(const struct policy_credential *c,
-			 const struct creds_secret *s, char *out, size_t outlen)
+			  const struct creds_secret *s, char *out, size_t outlen)
 {
 	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	const char *t, *hit;

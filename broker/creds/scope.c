@@ -296,7 +296,7 @@ static bool overrides_in_scope(const struct policy_credential *c,
 }
 
 bool creds_in_scope(const struct policy_credential *c, const char *host,
-		   const char *method, const struct http_request *req)
+		    const char *method, const struct http_request *req)
 {
 	size_t i, hl;
 	bool ok;
@@ -342,7 +342,7 @@ bool creds_in_scope(const struct policy_credential *c, const char *host,
 		ok = false;
 		for (i = 0; i < c->n_paths && !ok; i++)
 			ok = creds_path_match(c->paths[i], req->path.ptr,
-					     req->path.len);
+					      req->path.len);
 		if (!ok)
 			return false;
 	}

@@ -72,7 +72,7 @@ int creds_secret_set(struct creds_secret *s, const void *p, size_t len)
 }
 
 int creds_file_read(const char *path, struct creds_secret *out, char *err,
-		   size_t errlen)
+		    size_t errlen)
 {
 	struct stat st;
 	unsigned char *b;
@@ -153,7 +153,7 @@ fail:
 }
 
 int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
-		     char *err, size_t errlen)
+		      char *err, size_t errlen)
 {
 	struct creds_secret raw;
 	const char *v;

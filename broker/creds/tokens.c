@@ -286,7 +286,7 @@ fail:
 }
 
 struct creds_tokens_entry *creds_tokens_get(const struct policy_credential *c,
-				const struct creds_secret *client_secret)
+					    const struct creds_secret *client_secret)
 {
 	struct creds_tokens_entry *e, *fresh;
 	struct creds_secret cs = { 0 };
@@ -716,7 +716,7 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		goto out;
 	}
 	n = creds_oauth2_request_body(rq->client_id, rq->client_secret, rq->scopes, rq->n_scopes,
-				     form, bcap);
+				      form, bcap);
 	if (n < 0) {
 		snprintf(err, errlen, "cannot form the request (%s)", strerror(-n));
 		r = n;

@@ -141,7 +141,7 @@ static X509 *make_ca_cert(EVP_PKEY *key, const char *sandbox_name)
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, X509_VERSION_3) || tls_set_random_serial(x) < 0 ||
 	    tls_set_validity(x, now - TLS_BACKDATE_SEC,
-			 now + (time_t)TLS_CA_DAYS * TLS_DAY_SEC) < 0 ||
+			     now + (time_t)TLS_CA_DAYS * TLS_DAY_SEC) < 0 ||
 	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
 					(const unsigned char *)"sluice", -1, -1, 0) ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
@@ -340,7 +340,7 @@ static int read_small_at(int dfd, const char *name, bool private,
 	if (fd < 0) {
 		ret = -errno;
 		tls_seterr(err, errlen, "`%s`: %s", name,
-		       ret == -ELOOP ? "is a symlink" : strerror(-ret));
+			   ret == -ELOOP ? "is a symlink" : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -356,13 +356,13 @@ static int read_small_at(int dfd, const char *name, bool private,
 	if (private && (st.st_mode & 077)) {
 		ret = -EPERM;
 		tls_seterr(err, errlen, "`%s`: mode %03o lets others read the key",
-		       name, (unsigned)(st.st_mode & 0777));
+			   name, (unsigned)(st.st_mode & 0777));
 		goto fail;
 	}
 	if (st.st_size <= 0 || st.st_size > CA_FILE_MAX) {
 		ret = -EFBIG;
 		tls_seterr(err, errlen, "`%s`: empty or larger than %d bytes", name,
-		       CA_FILE_MAX);
+			   CA_FILE_MAX);
 		goto fail;
 	}
 	b = OPENSSL_secure_malloc((size_t)st.st_size);
@@ -452,7 +452,7 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
 		tls_seterr(err, errlen, "`%s/%s`: the CA certificate has expired", dir,
-		       CA_CRT_FILE);
+			   CA_CRT_FILE);
 		goto out;
 	}
 	ca = ca_new(key, cert, err, errlen);

@@ -125,7 +125,7 @@ void tls_leaf_stats(struct tls_ca *ca, struct tls_leaf_stats *st);
  * Return: a context (SSL_CTX_free() it), or NULL.
  */
 struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, char *err,
-				      size_t errlen);
+				    size_t errlen);
 
 /**
  * tls_upstream_prepare() - name the server an upstream SSL must prove

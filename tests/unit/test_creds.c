@@ -244,7 +244,7 @@ static void test_host_match(void **state)
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
 		if (creds_host_match(tab[i].pattern, tab[i].host,
-				    strlen(tab[i].host)) != tab[i].match)
+				     strlen(tab[i].host)) != tab[i].match)
 			fail_msg("%s vs %s", tab[i].pattern, tab[i].host);
 }
 
@@ -278,7 +278,7 @@ static void test_path_match(void **state)
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
 		if (creds_path_match(tab[i].glob, tab[i].path,
-				    strlen(tab[i].path)) != tab[i].match)
+				     strlen(tab[i].path)) != tab[i].match)
 			fail_msg("%s vs %s", tab[i].glob, tab[i].path);
 }
 
@@ -440,7 +440,7 @@ static void test_path_scope_bypass(void **state)
 	assert_int_equal(bad, 0);
 	/* A credential without a path scope is not concerned. */
 	assert_true(creds_in_scope(wild, "a.example.com", NULL,
-				  parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
+				   parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
 }
 
 static void test_build_injection(void **state)
@@ -622,7 +622,7 @@ static void test_table(void **state)
 	assert_int_equal(creds_placeholder_new(unknown), 0);
 	assert_int_equal(creds_table_lookup(t, unknown, NOW, NULL), CREDS_PH_UNKNOWN);
 	assert_int_equal(creds_table_lookup(t, "not a placeholder at all, no no no no", NOW,
-					   NULL), CREDS_PH_UNKNOWN);
+					    NULL), CREDS_PH_UNKNOWN);
 	/* One character off is unknown. */
 	memcpy(unknown, a, sizeof(a));
 	unknown[41] = unknown[41] == '0' ? '1' : '0';
@@ -683,14 +683,14 @@ static void run(struct creds_table *t, const char *head, const char *host,
 
 	memset(res->out, 0, sizeof(res->out));
 	assert_int_equal(creds_plan_request(t, pol, host, req, NOW, flags,
-					   &res->plan), 0);
+					    &res->plan), 0);
 	if (res->plan.verdict != CREDS_FORWARD) {
 		assert_int_equal(res->plan.nuse, 0);
 		res->n = -EACCES;
 		return;
 	}
 	r = creds_rewrite_request(&res->plan, pol, secrets, req, buf, sizeof(buf),
-				 &rw);
+				  &rw);
 	assert_int_equal(r, 0);
 	res->n = creds_write_request_head(&rw, req, res->out, sizeof(res->out) - 1);
 	creds_rewrite_wipe(&rw);
@@ -722,7 +722,7 @@ static void grant_all(struct creds_table *t, uint64_t now)
 		const struct policy_credential *c = policy_credential_get(pol, i);
 
 		assert_int_equal(creds_table_grant(t, c->name,
-						  c->ttl_sec ? now + c->ttl_sec : 0), 0);
+						   c->ttl_sec ? now + c->ttl_sec : 0), 0);
 	}
 }
 
@@ -831,11 +831,11 @@ static void test_placeholders_in_scope(void **state)
 		req = parse(head);
 		assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW, 0, &res.plan), 0);
 		assert_int_equal(creds_rewrite_request(&res.plan, pol, none, req, buf,
-						      sizeof(buf), &rw), -ENOKEY);
+						       sizeof(buf), &rw), -ENOKEY);
 		/* Too small a buffer: refused and wiped. */
 		memset(buf, 'z', sizeof(buf));
 		assert_int_equal(creds_rewrite_request(&res.plan, pol, secrets, req, buf,
-						      10, &rw), -ENOSPC);
+						       10, &rw), -ENOSPC);
 		assert_int_equal(buf[0], 0);
 		assert_int_equal(buf[9], 0);
 		assert_int_equal(buf[10], 'z');
@@ -1082,12 +1082,12 @@ static void test_placeholder_places(void **state)
 			 "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n", ph);
 		req = parse(head);
 		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
-						      sizeof(buf), &rw), -EINVAL);
+						       sizeof(buf), &rw), -EINVAL);
 		snprintf(head, sizeof(head),
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: %s\r\n\r\n", ph);
 		req = parse(head);
 		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
-						      sizeof(buf), &rw), -EINVAL);
+						       sizeof(buf), &rw), -EINVAL);
 	}
 	creds_table_free(t);
 }
@@ -1215,7 +1215,7 @@ static void test_method_override(void **state)
 	}
 	/* A credential without a methods scope is not concerned. */
 	assert_true(creds_in_scope(wild, NULL, NULL,
-				  parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
+				   parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
 					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
 }
 
@@ -1345,7 +1345,7 @@ static void test_base64(void **state)
 				 (int)strlen(tab[i].url));
 		assert_string_equal(enc, tab[i].url);
 		assert_int_equal(creds_base64_decode(tab[i].std, strlen(tab[i].std), dec,
-						    sizeof(dec)), (int)l);
+						     sizeof(dec)), (int)l);
 		assert_memory_equal(dec, tab[i].in, l);
 	}
 	assert_int_equal(creds_base64_decode("Zm9v", 4, dec, 2), -ENOSPC);
@@ -1450,7 +1450,7 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	gen = keygen_to_file(kind, param, "jwt.pem", p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), 0);
 	n = creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com",
-			  "repo read", NOW, 300, tok, sizeof(tok));
+			   "repo read", NOW, 300, tok, sizeof(tok));
 	assert_true(n > 0);
 	assert_int_equal(strlen(tok), (size_t)n);
 	assert_null(strchr(tok, '='));
@@ -1484,8 +1484,8 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 		char tok2[2048];
 
 		assert_true(creds_jwt_mint(key, "k1", "sluice", "sandbox-1",
-					  "api.example.com", "repo read", NOW, 300,
-					  tok2, sizeof(tok2)) > 0);
+					   "api.example.com", "repo read", NOW, 300,
+					   tok2, sizeof(tok2)) > 0);
 		assert_string_not_equal(tok, tok2);
 	}
 	/* JSON escaping in claims. */
@@ -1499,13 +1499,13 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 
 	/* Bad arguments; too small. */
 	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 0, tok,
-				       sizeof(tok)), -EINVAL);
+					sizeof(tok)), -EINVAL);
 	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW,
-				       32ULL * 86400, tok, sizeof(tok)), -EINVAL);
+					32ULL * 86400, tok, sizeof(tok)), -EINVAL);
 	assert_int_equal(creds_jwt_mint(key, NULL, "", "s", "a", NULL, NOW, 60, tok,
-				       sizeof(tok)), -EINVAL);
+					sizeof(tok)), -EINVAL);
 	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 60, tok,
-				       100), -ENOSPC);
+					100), -ENOSPC);
 	assert_int_equal(tok[0], 0);
 
 	/* JWKS. */
@@ -1572,12 +1572,12 @@ static void test_jwt(void **state)
 	k = keygen_to_file("RSA", NULL, "rsa.pem", p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
 	assert_int_equal(creds_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p,
-				       sizeof(p)), -EINVAL);
+					sizeof(p)), -EINVAL);
 	EVP_PKEY_free(k);
 	write_file("junk.pem", "not a key\n", 10, p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
 	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, err,
-					   sizeof(err)), -ENOENT);
+					    sizeof(err)), -ENOENT);
 }
 
 /* ---- OAuth2 -------------------------------------------------------------- */
@@ -1602,7 +1602,7 @@ static void test_oauth2_body(void **state)
 	assert_string_equal(out, "grant_type=client_credentials&client_id=id"
 				 "&client_secret=p%40ss%26word%3D1%2B2+3~");
 	assert_int_equal(creds_oauth2_request_body("id", &s, bad_scopes, 1, out,
-						  sizeof(out)), -EINVAL);
+						   sizeof(out)), -EINVAL);
 	assert_int_equal(creds_oauth2_request_body("", &s, NULL, 0, out, sizeof(out)),
 			 -EINVAL);
 	assert_int_equal(creds_oauth2_request_body("id", &s, NULL, 0, out, 40), -ENOSPC);

@@ -126,7 +126,7 @@ static void test_ca_fields(void **state)
 
 	/* A long name is cut to fit the CN; a control character refused. */
 	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever",
-			  err, sizeof(err));
+			   err, sizeof(err));
 	assert_non_null(ca);
 	x = ca_cert(ca);
 	cert_cn(x, cn, sizeof(cn));
@@ -726,7 +726,7 @@ static void test_upstream(void **state)
 
 	err[0] = '\0';
 	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", err,
-				       sizeof(err)));
+				     sizeof(err)));
 	assert_non_null(strstr(err, "nonexistent-sluice-bundle.pem"));
 	tls_ca_free(ca);
 }
