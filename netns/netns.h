@@ -69,14 +69,4 @@ int cmd_exec(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
-/**
- * netns_runner_init() - `sluice --runner-exec CMD [ARG...]`, the first
- * program of a contained command (netns/runner.c): SIGINT and SIGQUIT back
- * to their defaults (bubblewrap ran with them ignored), then CMD.
- * @argv: CMD and its arguments
- *
- * Return: never; exits 127 for a missing CMD, 126 for another error.
- */
-int netns_runner_init(char **argv);
-
 #endif
