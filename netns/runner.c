@@ -106,7 +106,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
 		errno = 0;
 		v = strtoul(buf, &end, 10);
 		/* (uid_t)-1 means "no change" to the kernel; 65535 and up are
-		 * fine but must fit what bubblewrap maps. */
+		 * fine but must fit a user namespace's map. */
 		if (errno || *end || v >= 0x7fffffffUL)
 			return -1;
 		if (!group && primary) {
