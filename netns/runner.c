@@ -959,21 +959,40 @@ static int attach(int fd, const char *to)
 	return move_mount(fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
+/* Gives what make_path() made in the workspace to the sandbox's uid, as
+ * anything else there is: it may remove it later. */
+static void own_if_workspace(const char *path)
+{
+	static const char ws[] = TEMPLATE_ROOT NETNS_WORKSPACE_INSIDE "/";
+
+	/* Best effort: a root-owned mount point is only untidy. */
+	if (!strncmp(path, ws, sizeof(ws) - 1) && lchown(path, prep.uid, prep.uid) < 0)
+		return;
+}
+
 /* mkdir -p of @path (absolute, within the new root), the last part a
  * directory or (@dir false) an empty file to bind on. */
 static int make_path(char *path, bool dir)
 {
+	struct stat st;
 	char *p;
 	int r;
 
 	for (p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+		r = mkdir(path, 0755) < 0 ? (errno == EEXIST ? 1 : -errno) : 0;
+		if (r == 0)
+			own_if_workspace(path);
 		*p = '/';
 		if (r < 0)
 			return r;
 	}
-	return mount_point(path, &(struct stat){ .st_mode = dir ? S_IFDIR : S_IFREG });
+	if (lstat(path, &st) == 0)
+		return 0;
+	r = mount_point(path, &(struct stat){ .st_mode = dir ? S_IFDIR : S_IFREG });
+	if (r == 0)
+		own_if_workspace(path);
+	return r;
 }
 
 /*
