@@ -189,6 +189,16 @@ echo left >"$WS/$S3/note"
 t_ok "create $S3 over a leftover workspace" S create "$S3" --policy "$D/pol.yaml"
 t_ok "which is gone" test ! -e "$WS/$S3/note"
 
+# --- the runner's template ----------------------------------------------------------------
+# Built on the first exec, kept (a bind mount of its mount namespace's file)
+# and taken again by the next: no exec copies the host's mount table.
+t_eq "the runner's template is kept" "nsfs" "$(stat -f -c %T /run/sluice-sandboxes/.runner-ns 2>&1)"
+STAMP=$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)
+t_ok "another exec" X true
+t_eq "takes the same template" "$STAMP" "$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)"
+t_ok "mounts inside" X sh -c 'wc -l </proc/self/mountinfo'
+t_ok "a few dozen, however many the host has ($(wc -l </proc/self/mountinfo))" test "$T_OUT" -le 60
+
 # --- --user, --bind, --privileged, bad input ----------------------------------------------
 t_ok "--user 1000:1001" S exec --user 1000:1001 "$S1" -- id
 t_eq "id" "uid=1000 gid=1001 groups=1001" "$(sed 's/([^)]*)//g' <<<"$T_OUT")"
