@@ -2,8 +2,8 @@
 /* The control socket: a unix stream socket (mode 0600, or 0660 with
  * control_group) on which `sluice` registers and unregisters sandboxes,
  * lists them, reads counters and asks for a reload. One request line per
- * connection, answered with "ok" and a body, or "error: message". Runs on
- * the main thread, never on a worker.
+ * connection, answered with "ok" and a body, or "error: message" (the
+ * protocol: common/ctlproto.h). Runs on the main thread, never on a worker.
  *
  * Theory of operation: who may ask. A sandbox is hostile and may be root
  * in its network namespace, and root there shares the host's files (`ip
@@ -52,6 +52,7 @@
 #include "broker/broker_internal.h"
 #include "broker/tlsca.h"
 #include "broker/metrics.h"
+#include "common/ctlproto.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -65,8 +66,6 @@
 #define SYS_pidfd_open 434 /* Linux 5.3 */
 #endif
 
-#define REQ_MAX 4096
-#define RESP_MAX (1 << 20)
 
 int control_open(const char *path)
 {
@@ -588,12 +587,12 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 	int n = words(line, w, 8), r;
 
 	if (n == 0) {
-		snprintf(out, outlen, "error: empty request\n");
+		snprintf(out, outlen, CTL_ERR "empty request\n");
 		return;
 	}
-	if (!strcmp(w[0], "ping") && n == 1) {
-		snprintf(out, outlen, "ok\n");
-	} else if (!strcmp(w[0], "register") && n == 4) {
+	if (!strcmp(w[0], CTL_PING) && n == 1) {
+		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_REGISTER) && n == 4) {
 		struct sl_addr a;
 		char as[ADDR_STRLEN];
 
@@ -601,7 +600,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		control_changed();
 		r = sandbox_register(w[1], w[2], w[3], true, &a, err, sizeof(err));
 		if (r < 0) {
-			snprintf(out, outlen, "error: %s\n", err);
+			snprintf(out, outlen, CTL_ERR "%s\n", err);
 		} else {
 			char *pem = NULL;
 
@@ -609,75 +608,75 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			 * trust bundle. */
 			addr_format(&a, as, sizeof(as));
 			sandbox_ca_pem(w[1], &pem);
-			snprintf(out, outlen, "ok\n%s\n%s", as, pem ? pem : "");
+			snprintf(out, outlen, CTL_OK "%s\n%s", as, pem ? pem : "");
 			free(pem);
 		}
-	} else if (!strcmp(w[0], "unregister") && n == 2) {
+	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		control_changed();
 		r = sandbox_unregister(w[1], err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
-	} else if (!strcmp(w[0], "list") && n == 1) {
-		int k = snprintf(out, outlen, "ok\n");
+		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
+	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
+		int k = snprintf(out, outlen, CTL_OK);
 
 		r = sandbox_list(out + k, outlen - (size_t)k);
 		if (r < 0)
-			snprintf(out, outlen, "error: list too long\n");
-	} else if (!strcmp(w[0], "status") && n == 1) {
+			snprintf(out, outlen, CTL_ERR "list too long\n");
+	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
 		struct tlsca_stats ts;
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     "ok\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			     CTL_OK "sandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 			     "tls_leaf_cached %zu\njwt_cached %zu\n",
 			     sandbox_count(), (unsigned long long)ts.hits,
 			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached());
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
-			snprintf(out, outlen, "error: status too long\n");
-	} else if (!strcmp(w[0], "metrics") && n == 1) {
-		int k = snprintf(out, outlen, "ok\n");
+			snprintf(out, outlen, CTL_ERR "status too long\n");
+	} else if (!strcmp(w[0], CTL_METRICS) && n == 1) {
+		int k = snprintf(out, outlen, CTL_OK);
 
 		if (metrics_render_prometheus(out + k, outlen - (size_t)k) < 0)
-			snprintf(out, outlen, "error: metrics too long\n");
-	} else if (!strcmp(w[0], "jwks") && n == 1) {
+			snprintf(out, outlen, CTL_ERR "metrics too long\n");
+	} else if (!strcmp(w[0], CTL_JWKS) && n == 1) {
 		/* Public keys only: what a service needs to verify minted JWTs. */
-		int k = snprintf(out, outlen, "ok\n");
+		int k = snprintf(out, outlen, CTL_OK);
 
 		r = creds_jwks(out + k, outlen - (size_t)k - 1);
 		if (r < 0) {
-			snprintf(out, outlen, "error: cannot list the JWT keys: %s\n", strerror(-r));
+			snprintf(out, outlen, CTL_ERR "cannot list the JWT keys: %s\n", strerror(-r));
 		} else {
 			out[k + r] = '\n';
 			out[k + r + 1] = '\0';
 		}
-	} else if (!strcmp(w[0], "config") && n == 1) {
+	} else if (!strcmp(w[0], CTL_CONFIG) && n == 1) {
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
 
 		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
 		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
 				 sizeof(synth));
 		snprintf(out, outlen,
-			 "ok\nproxy_port %u\ntransparent_port %u\ndns_port %u\n"
+			 CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
 			 "sandbox_pool %s\nsynthetic_pool %s\n",
 			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
 			 pool, synth);
-	} else if (!strcmp(w[0], "ca") && n == 2) {
+	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
 		r = sandbox_ca_pem(w[1], &pem);
 		if (r < 0)
-			snprintf(out, outlen, "error: no such sandbox `%s`\n", w[1]);
+			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
 		else
-			snprintf(out, outlen, "ok\n%s", pem);
+			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
-	} else if (!strcmp(w[0], "placeholders") && n == 2) {
+	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
 		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
 		if (r < 0)
-			snprintf(out, outlen, "error: %s\n", err);
-	} else if (!strcmp(w[0], "privileged") && n == 2) {
+			snprintf(out, outlen, CTL_ERR "%s\n", err);
+	} else if (!strcmp(w[0], CTL_PRIVILEGED) && n == 2) {
 		/* `sluice exec --privileged` says so before it runs anything:
 		 * the record of an uncontained run, with the caller's pid and
 		 * uid. */
@@ -685,21 +684,21 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		log_warn("control: pid %d uid %u runs an uncontained command in sandbox `%s` "
 			 "(--privileged)",
 			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1]);
-		snprintf(out, outlen, "ok\n");
-	} else if (!strcmp(w[0], "reload") && n == 1) {
+		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		control_changed();
 		r = broker_reload(err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else {
-		snprintf(out, outlen, "error: unknown request `%s`\n", w[0]);
+		snprintf(out, outlen, CTL_ERR "unknown request `%s`\n", w[0]);
 	}
 }
 
 void control_accept(struct ev *ev, uint32_t events)
 {
 	struct timeval tv = { .tv_sec = 2 };
-	char req[REQ_MAX + 1], why[600];
+	char req[CTL_REQ_MAX + 1], why[600];
 	struct peer peer;
 	char *resp;
 	size_t got = 0;
@@ -714,8 +713,8 @@ void control_accept(struct ev *ev, uint32_t events)
 	/* Checked first, while the caller waits for its answer (so that it
 	 * cannot have exited yet, and its pid is its own). */
 	r = peer_check(fd, &peer, why, sizeof(why));
-	while (got < REQ_MAX) {
-		ssize_t k = recv(fd, req + got, REQ_MAX - got, 0);
+	while (got < CTL_REQ_MAX) {
+		ssize_t k = recv(fd, req + got, CTL_REQ_MAX - got, 0);
 
 		if (k <= 0)
 			break;
@@ -724,7 +723,7 @@ void control_accept(struct ev *ev, uint32_t events)
 			break;
 	}
 	req[got] = '\0';
-	resp = malloc(RESP_MAX);
+	resp = malloc(CTL_RESP_MAX);
 	if (!resp) {
 		close(fd);
 		return;
@@ -738,11 +737,11 @@ void control_accept(struct ev *ev, uint32_t events)
 		log_warn("control: refused pid %d uid %u: %s", (int)peer.cred.pid,
 			 (unsigned)peer.cred.uid, why);
 		peer_audit(&peer, peer.sandbox, verb, "deny", "control-refused");
-		snprintf(resp, RESP_MAX, "error: refused: %s\n", why);
+		snprintf(resp, CTL_RESP_MAX, CTL_ERR CTL_REFUSED "%s\n", why);
 	} else if (!memchr(req, '\n', got)) {
-		snprintf(resp, RESP_MAX, "error: request not terminated by a newline\n");
+		snprintf(resp, CTL_RESP_MAX, CTL_ERR "request not terminated by a newline\n");
 	} else {
-		handle(req, resp, RESP_MAX, &peer);
+		handle(req, resp, CTL_RESP_MAX, &peer);
 	}
 	if (send(fd, resp, strlen(resp), MSG_NOSIGNAL) < 0)
 		log_warn("control: could not answer: %s", strerror(errno));

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "broker/broker_internal.h"
 #include "broker/tlsca.h"
 #include "broker/cred.h"
@@ -722,7 +723,7 @@ int sandbox_placeholders(const char *name, char *out, size_t len, char *err, siz
 	pthread_rwlock_rdlock(&tab.lock);
 	sb = find_name(name);
 	if (sb) {
-		k = snprintf(out, len, "ok\n");
+		k = snprintf(out, len, CTL_OK);
 		r = creds_env(sb, sb->policy, out + k, len - (size_t)k);
 	}
 	pthread_rwlock_unlock(&tab.lock);
