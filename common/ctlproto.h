@@ -31,13 +31,15 @@
 #define CTL_PRIVILEGED "privileged"	/* NAME -> ok (audited) */
 #define CTL_RELOAD "reload"		/* -> ok */
 
-/* Error messages that start so pass, and the CLI asks again (bounded). */
-#define CTL_REFUSED "refused: " /* the caller's check failed; says why */
-/* ... refused while a sandbox being created or deleted has no wire yet,
- * or because the caller exited before it was checked: these pass. */
+/* Error messages the CLI asks again after (bounded), as they pass: */
+/* the caller could not be checked because a sandbox being created or
+ * deleted has no wire yet, or because it exited before it was checked */
+#define CTL_REFUSED "refused: " /* a caller's refusal; says why */
 #define CTL_REFUSED_NO_WIRE "have no wire"
 #define CTL_REFUSED_GONE "before it could be checked"
-/* The broker holds as many control connections as it serves at once. */
+/* the broker held as many control connections as it keeps open at once:
+ * this one was closed unserved (the oldest that had not sent its request
+ * yet, or a new one when every open one was being served) */
 #define CTL_BUSY "busy: "
 
 #endif

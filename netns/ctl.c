@@ -135,8 +135,13 @@ bool netns_ctl_transient(const char *msg)
 {
 	/* The broker refuses a caller it cannot place while a sandbox is
 	 * registered without its wire (one being created or deleted at this
-	 * moment): that passes. */
-	return msg && strncmp(msg, CTL_REFUSED, strlen(CTL_REFUSED)) == 0 &&
+	 * moment): that passes. So does a broker holding as many control
+	 * connections as it keeps (this one was not served). */
+	if (!msg)
+		return false;
+	if (strncmp(msg, CTL_BUSY, strlen(CTL_BUSY)) == 0)
+		return true;
+	return strncmp(msg, CTL_REFUSED, strlen(CTL_REFUSED)) == 0 &&
 	       (strstr(msg, CTL_REFUSED_NO_WIRE) || strstr(msg, CTL_REFUSED_GONE));
 }
 
