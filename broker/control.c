@@ -628,6 +628,7 @@ static struct {
 	struct timer retry; /* accept again after running out of descriptors */
 	struct cconn *oldest, *newest;
 	unsigned n;
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
 	uint64_t timeouts, busy; /* for `sluice status` */
 	struct ratelog log_timeout, log_busy, log_refused, log_fds;
 } ctl = { .listen.fd = -1 };
@@ -1041,17 +1042,19 @@ static void conn_dispatch(struct cconn *c)
 		if (words(copy, w, 5) == 4 && !strcmp(w[0], CTL_REGISTER) && job_start(c) == 0) {
 			c->state = C_WORK;
 			loop_timer_cancel(ctl.loop, &c->timer);
-			loop_del(ctl.loop, &c->ev);
+			if (c->watched)
+				loop_del(ctl.loop, &c->ev);
 			c->watched = false;
 			return;
 		}
-		resp = malloc(CTL_RESP_MAX);
-		if (resp) {
-			char *small;
-
-			handle(c->req, resp, CTL_RESP_MAX, &c->peer);
-			small = realloc(resp, strlen(resp) + 1);
-			resp = small ? small : resp;
+		/* One buffer for the largest answer, kept: the answer is
+		 * copied out at its length. */
+		if (!ctl.out)
+			ctl.out = malloc(CTL_RESP_MAX);
+		resp = NULL;
+		if (ctl.out) {
+			handle(c->req, ctl.out, CTL_RESP_MAX, &c->peer);
+			resp = strdup(ctl.out);
 		}
 	}
 	if (!resp) {
@@ -1068,8 +1071,16 @@ static void conn_read(struct cconn *c)
 
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Watched only from now: a request that came with
+			 * the connection costs no epoll_ctl. */
+			if (!c->watched && loop_add(ctl.loop, &c->ev, EPOLLIN) < 0) {
+				conn_close(c);
+				return;
+			}
+			c->watched = true;
 			return;
+		}
 		if (k < 0) {
 			conn_close(c);
 			return;
@@ -1173,12 +1184,10 @@ static void conn_new(int fd)
 	/* Checked first, while the caller waits for its answer (so that it
 	 * cannot have exited yet, and its pid is its own). */
 	c->check = peer_check(fd, &c->peer, c->why, sizeof(c->why));
-	if (loop_add(ctl.loop, &c->ev, EPOLLIN) < 0 ||
-	    loop_timer_arm(ctl.loop, &c->timer, REQUEST_MS) < 0) {
+	if (loop_timer_arm(ctl.loop, &c->timer, REQUEST_MS) < 0) {
 		conn_close(c);
 		return;
 	}
-	c->watched = true;
 	/* The request is usually there already (`sluice` sends it with the
 	 * connection): read it now rather than on the next wake-up. */
 	conn_read(c);
@@ -1293,4 +1302,6 @@ void control_shutdown(void)
 		close(maker.done_ev.fd);
 		maker.done_ev.fd = -1;
 	}
+	free(ctl.out);
+	ctl.out = NULL;
 }

@@ -163,6 +163,9 @@ t_ok "the broker still answers" S status
 CC="python3 tests/integration/ctlclient.py"
 ms_since() { echo $((($(_broker_usec) - $1) / 1000)); }
 log0=$(wc -l <"$BROKER_LOG")
+t0=$(_broker_usec)
+S list >/dev/null
+echo "# sluice list alone took $(ms_since "$t0") ms (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 $CC flood "$BROKER_SOCK" 10 200 5 >"$D/flood.out" 2>"$D/flood.err" &
 FLOOD=$!
 for ((i = 0; i < 100; i++)); do
