@@ -3,7 +3,8 @@
  * control_group) on which `sluice` registers and unregisters sandboxes,
  * lists them, reads counters and asks for a reload. One request line per
  * connection, answered with "ok" and a body, or "error: message" (the
- * protocol: common/ctlproto.h). Runs on the main thread, never on a worker.
+ * protocol: common/ctlproto.h). Runs on the main thread, never on a worker,
+ * but for the CA of a new sandbox (see "Serving" below).
  *
  * Theory of operation: who may ask. A sandbox is hostile and may be root
  * in its network namespace, and root there shares the host's files (`ip
@@ -1262,12 +1263,14 @@ void control_stop(void)
 	loop_timer_cancel(ctl.loop, &ctl.retry);
 	close(ctl.listen.fd);
 	ctl.listen.fd = -1;
-	/* Those that have not asked yet will not be answered; a request
-	 * under way is finished and answered while the broker drains. */
+	/* Those that have not asked yet are told so; a request under way
+	 * is finished and answered while the broker drains. */
 	for (c = ctl.oldest; c; c = next) {
 		next = c->next;
-		if (c->state == C_READ)
-			conn_close(c);
+		if (c->state != C_READ)
+			continue;
+		say(c->ev.fd, CTL_ERR "sluiced is stopping\n");
+		conn_close(c);
 	}
 }
 
