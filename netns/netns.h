@@ -19,7 +19,8 @@ extern const char *netns_socket_path;
  */
 int netns_ctl(const char *line, char **resp);
 /* Is @msg (a broker's error) a refusal that passes while sandboxes come
- * and go? netns_ctl() asks again then; callers of netns_ctl_send() may. */
+ * and go, or a busy broker's? netns_ctl() asks again then; callers of
+ * netns_ctl_send() may. */
 bool netns_ctl_transient(const char *msg);
 int netns_ctl_send(const char *line);
 int netns_ctl_recv(int fd, char **resp);
