@@ -65,6 +65,11 @@ struct policy *sandbox_policy(struct sandbox *sb);
  * registered is written to *@assigned when not NULL. */
 int sandbox_register(const char *name, const char *addr, const char *policy_path,
 		     bool persist, struct sl_addr *assigned, char *err, size_t errlen);
+/* sandbox_register() of a new sandbox (saved) with its CA made already,
+ * tls_ca_create(@name) (off the control thread: see control.c); @ca is
+ * taken in any case. NULL: one is made here. */
+int sandbox_register_ca(const char *name, const char *addr, const char *policy_path,
+			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen);
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
@@ -121,8 +126,14 @@ void proxy_policy_changed_post(void *worker);
 void proxy_close_all(struct worker *w);
 
 /* control.c */
-int control_open(const char *path);
-void control_accept(struct ev *ev, uint32_t events);
+/* Opens the control socket at @path and serves it on @l (the main loop).
+ * Return: 0 or a negative errno. */
+int control_start(struct loop *l, const char *path);
+/* Draining: no new connection; requests under way are finished. */
+void control_stop(void);
+/* After the main loop stopped: finishes what was asked, closes the rest
+ * and stops the CA maker thread. */
+void control_shutdown(void);
 
 void proxy_set_worker(struct worker *w);
 

@@ -2,8 +2,9 @@
 /* The control socket: a unix stream socket (mode 0600, or 0660 with
  * control_group) on which `sluice` registers and unregisters sandboxes,
  * lists them, reads counters and asks for a reload. One request line per
- * connection, answered with "ok" and a body, or "error: message". Runs on
- * the main thread, never on a worker.
+ * connection, answered with "ok" and a body, or "error: message" (the
+ * protocol: common/ctlproto.h). Runs on the main thread, never on a worker,
+ * but for the CA of a new sandbox (see "Serving" below).
  *
  * Theory of operation: who may ask. A sandbox is hostile and may be root
  * in its network namespace, and root there shares the host's files (`ip
@@ -40,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -53,6 +56,7 @@
 #include "broker/creds/creds.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
+#include "common/ctlproto.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -66,10 +70,7 @@
 #define SYS_pidfd_open 434 /* Linux 5.3 */
 #endif
 
-#define REQ_MAX 4096
-#define RESP_MAX (1 << 20)
-
-int control_open(const char *path)
+static int control_open(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd, e;
@@ -571,6 +572,69 @@ static void peer_audit(const struct peer *p, const char *sandbox, const char *ve
 	audit_log(&ev);
 }
 
+/*
+ * Serving. Every connection is non-blocking and driven by the main loop,
+ * so that a client that is slow to ask, or to take its answer, holds up
+ * nobody else: accepted, its caller checked at once (while it is still
+ * connected, so that its pid is its own), its request read as it comes,
+ * answered, closed. Bounds: CONNS_MAX open at once (the oldest that has
+ * not asked yet makes room for a new one, told "busy"; when none can, the
+ * new one is told so), REQUEST_MS from accept to a whole request,
+ * ANSWER_MS to take the answer. `register` makes the sandbox's CA (key
+ * generation) on a thread of its own, and finishes on this one.
+ */
+#define CONNS_MAX 64
+#define REQUEST_MS 2000
+#define ANSWER_MS 10000
+#define ACCEPT_BATCH 16
+/* Log lines of each kind (deadline, busy, refusal): at most LOG_BURST in
+ * LOG_WINDOW_MS; the rest are counted and reported when the next window
+ * opens. */
+#define LOG_BURST 5
+#define LOG_WINDOW_MS 10000
+
+enum conn_state {
+	C_READ,	 /* reading the request */
+	C_WORK,	 /* register: its CA is being made (not watched, no deadline) */
+	C_WRITE, /* writing the answer */
+};
+
+struct ca_job;
+
+struct cconn {
+	struct ev ev;
+	struct timer timer;
+	struct cconn *prev, *next; /* accept order: the oldest first */
+	enum conn_state state;
+	bool watched; /* in the loop */
+	int check;    /* peer_check()'s result */
+	struct peer peer;
+	char why[600]; /* its refusal, when check < 0 */
+	size_t got;
+	char req[CTL_REQ_MAX + 1];
+	char *resp;
+	size_t len, off;
+	struct ca_job *job; /* C_WORK */
+};
+
+/* A log line that may come once per connection, bounded. */
+struct ratelog {
+	uint64_t window; /* start, loop_now_ms() */
+	unsigned n;	 /* lines written in it */
+	uint64_t quiet;	 /* not written since */
+};
+
+static struct {
+	struct loop *loop;
+	struct ev listen;
+	struct timer retry; /* accept again after running out of descriptors */
+	struct cconn *oldest, *newest;
+	unsigned n;
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
+	uint64_t timeouts, busy; /* for `sluice status` */
+	struct ratelog log_timeout, log_busy, log_refused, log_fds;
+} ctl = { .listen.fd = -1 };
+
 /* Splits @line in place into at most @max words. */
 static int words(char *line, char **w, int max)
 {
@@ -583,102 +647,115 @@ static int words(char *line, char **w, int max)
 	return n;
 }
 
+/* Registers sandbox @name, with @ca made for it already (taken; NULL: made
+ * here), and writes the answer to @out: the address, then the sandbox CA's
+ * certificate for its trust bundle. */
+static void register_answer(const char *name, const char *addr, const char *policy,
+			    struct tls_ca *ca, char *out, size_t outlen)
+{
+	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
+	struct sl_addr a;
+	int r;
+
+	r = sandbox_register_ca(name, addr, policy, ca, &a, err, sizeof(err));
+	/* Again: a scan made while the CA was being made (another caller's
+	 * check) did not see this sandbox, and must not be trusted. */
+	control_changed();
+	if (r < 0) {
+		snprintf(out, outlen, CTL_ERR "%s\n", err);
+		return;
+	}
+	addr_format(&a, as, sizeof(as));
+	sandbox_ca_pem(name, &pem);
+	snprintf(out, outlen, CTL_OK "%s\n%s", as, pem ? pem : "");
+	free(pem);
+}
+
 static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 {
 	char *w[8], err[700] = "";
 	int n = words(line, w, 8), r;
 
 	if (n == 0) {
-		snprintf(out, outlen, "error: empty request\n");
+		snprintf(out, outlen, CTL_ERR "empty request\n");
 		return;
 	}
-	if (!strcmp(w[0], "ping") && n == 1) {
-		snprintf(out, outlen, "ok\n");
-	} else if (!strcmp(w[0], "register") && n == 4) {
-		struct sl_addr a;
-		char as[ADDR_STRLEN];
-
+	if (!strcmp(w[0], CTL_PING) && n == 1) {
+		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_REGISTER) && n == 4) {
+		/* Only when no CA could be made off this thread (see
+		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
 		control_changed();
-		r = sandbox_register(w[1], w[2], w[3], true, &a, err, sizeof(err));
-		if (r < 0) {
-			snprintf(out, outlen, "error: %s\n", err);
-		} else {
-			char *pem = NULL;
-
-			/* The address, then the sandbox CA's certificate for its
-			 * trust bundle. */
-			addr_format(&a, as, sizeof(as));
-			sandbox_ca_pem(w[1], &pem);
-			snprintf(out, outlen, "ok\n%s\n%s", as, pem ? pem : "");
-			free(pem);
-		}
-	} else if (!strcmp(w[0], "unregister") && n == 2) {
+		register_answer(w[1], w[2], w[3], NULL, out, outlen);
+	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		control_changed();
 		r = sandbox_unregister(w[1], err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
-	} else if (!strcmp(w[0], "list") && n == 1) {
-		int k = snprintf(out, outlen, "ok\n");
+		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
+	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
+		int k = snprintf(out, outlen, CTL_OK);
 
 		r = sandbox_list(out + k, outlen - (size_t)k);
 		if (r < 0)
-			snprintf(out, outlen, "error: list too long\n");
-	} else if (!strcmp(w[0], "status") && n == 1) {
+			snprintf(out, outlen, CTL_ERR "list too long\n");
+	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
 		struct tls_leaf_stats ts;
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     "ok\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-			     "tls_leaf_cached %zu\njwt_cached %zu\n",
+			     CTL_OK "sandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+				    "tls_leaf_cached %zu\njwt_cached %zu\n"
+				    "control_timeouts %llu\ncontrol_busy %llu\n",
 			     sandbox_count(), (unsigned long long)ts.hits,
-			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached());
+			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
+			     (unsigned long long)ctl.timeouts, (unsigned long long)ctl.busy);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
-			snprintf(out, outlen, "error: status too long\n");
-	} else if (!strcmp(w[0], "metrics") && n == 1) {
-		int k = snprintf(out, outlen, "ok\n");
+			snprintf(out, outlen, CTL_ERR "status too long\n");
+	} else if (!strcmp(w[0], CTL_METRICS) && n == 1) {
+		int k = snprintf(out, outlen, CTL_OK);
 
 		if (metrics_render_prometheus(out + k, outlen - (size_t)k) < 0)
-			snprintf(out, outlen, "error: metrics too long\n");
-	} else if (!strcmp(w[0], "jwks") && n == 1) {
+			snprintf(out, outlen, CTL_ERR "metrics too long\n");
+	} else if (!strcmp(w[0], CTL_JWKS) && n == 1) {
 		/* Public keys only: what a service needs to verify minted JWTs. */
-		int k = snprintf(out, outlen, "ok\n");
+		int k = snprintf(out, outlen, CTL_OK);
 
 		r = creds_jwks(out + k, outlen - (size_t)k - 1);
 		if (r < 0) {
-			snprintf(out, outlen, "error: cannot list the JWT keys: %s\n", strerror(-r));
+			snprintf(out, outlen, CTL_ERR "cannot list the JWT keys: %s\n", strerror(-r));
 		} else {
 			out[k + r] = '\n';
 			out[k + r + 1] = '\0';
 		}
-	} else if (!strcmp(w[0], "config") && n == 1) {
+	} else if (!strcmp(w[0], CTL_CONFIG) && n == 1) {
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
 
 		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
 		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
 				 sizeof(synth));
 		snprintf(out, outlen,
-			 "ok\nproxy_port %u\ntransparent_port %u\ndns_port %u\n"
+			 CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
 			 "sandbox_pool %s\nsynthetic_pool %s\n",
 			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
 			 pool, synth);
-	} else if (!strcmp(w[0], "ca") && n == 2) {
+	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
 		r = sandbox_ca_pem(w[1], &pem);
 		if (r < 0)
-			snprintf(out, outlen, "error: no such sandbox `%s`\n", w[1]);
+			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
 		else
-			snprintf(out, outlen, "ok\n%s", pem);
+			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
-	} else if (!strcmp(w[0], "placeholders") && n == 2) {
+	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
 		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
 		if (r < 0)
-			snprintf(out, outlen, "error: %s\n", err);
-	} else if (!strcmp(w[0], "privileged") && n == 2) {
+			snprintf(out, outlen, CTL_ERR "%s\n", err);
+	} else if (!strcmp(w[0], CTL_PRIVILEGED) && n == 2) {
 		/* `sluice exec --privileged` says so before it runs anything:
 		 * the record of an uncontained run, with the caller's pid and
 		 * uid. */
@@ -686,67 +763,549 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		log_warn("control: pid %d uid %u runs an uncontained command in sandbox `%s` "
 			 "(--privileged)",
 			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1]);
-		snprintf(out, outlen, "ok\n");
-	} else if (!strcmp(w[0], "reload") && n == 1) {
+		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		control_changed();
 		r = broker_reload(err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? "error: %s\n" : "ok\n", err);
+		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else {
-		snprintf(out, outlen, "error: unknown request `%s`\n", w[0]);
+		snprintf(out, outlen, CTL_ERR "unknown request `%s`\n", w[0]);
 	}
 }
 
-void control_accept(struct ev *ev, uint32_t events)
+/* Whether a line of @rl may be written now. A window that opens after
+ * lines were held back first says how many. */
+static bool ratelog_ok(struct ratelog *rl, const char *what)
 {
-	struct timeval tv = { .tv_sec = 2 };
-	char req[REQ_MAX + 1], why[600];
-	struct peer peer;
-	char *resp;
-	size_t got = 0;
-	int fd, r;
+	uint64_t now = loop_now_ms(ctl.loop);
+
+	if (now - rl->window >= LOG_WINDOW_MS) {
+		if (rl->quiet)
+			log_warn("control: %llu more %s not logged in %u s",
+				 (unsigned long long)rl->quiet, what, LOG_WINDOW_MS / 1000);
+		rl->window = now;
+		rl->n = 0;
+		rl->quiet = 0;
+	}
+	if (rl->n < LOG_BURST) {
+		rl->n++;
+		return true;
+	}
+	rl->quiet++;
+	return false;
+}
+
+/* A short answer on a connection that is being dropped: best effort, it
+ * fits the empty socket buffer. */
+static void say(int fd, const char *msg)
+{
+	(void)!send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * `register` off the main thread. Making a sandbox's CA means generating
+ * two keys and signing a certificate; one thread (the maker, started with
+ * the first register, after start-up dropped privileges, so that it holds
+ * no capability) does it, and hands the job back through an eventfd: the
+ * registration itself (table, state_dir, placeholders) happens on the
+ * main thread as before, in the order the CAs are made.
+ */
+struct ca_job {
+	struct ca_job *next;
+	struct cconn *conn; /* main thread only: NULL once the caller is gone */
+	char *line;	    /* the request; w[] point into it */
+	char *w[4];
+	struct tls_ca *ca; /* made by the maker; NULL: it failed */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ca_job *todo, *todo_tail; /* for the maker */
+	struct ca_job *done, *done_tail; /* for the main thread */
+	bool started, stop;
+	pthread_t thread;
+	struct ev done_ev; /* an eventfd: something is done */
+} maker = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .cond = PTHREAD_COND_INITIALIZER,
+	    .done_ev.fd = -1 };
+
+static void job_push(struct ca_job **head, struct ca_job **tail, struct ca_job *job)
+{
+	job->next = NULL;
+	if (*tail)
+		(*tail)->next = job;
+	else
+		*head = job;
+	*tail = job;
+}
+
+static void *maker_main(void *arg)
+{
+	struct ca_job *job;
+	uint64_t one = 1;
+	char e[256];
+
+	(void)arg;
+	pthread_mutex_lock(&maker.lock);
+	for (;;) {
+		while (!maker.todo && !maker.stop)
+			pthread_cond_wait(&maker.cond, &maker.lock);
+		if (maker.stop)
+			break;
+		job = maker.todo;
+		maker.todo = job->next;
+		if (!maker.todo)
+			maker.todo_tail = NULL;
+		pthread_mutex_unlock(&maker.lock);
+		/* On failure the main thread tries again and reports it. */
+		job->ca = tls_ca_create(job->w[1], e, sizeof(e));
+		pthread_mutex_lock(&maker.lock);
+		job_push(&maker.done, &maker.done_tail, job);
+		(void)!write(maker.done_ev.fd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&maker.lock);
+	return NULL;
+}
+
+static void conn_close(struct cconn *c);
+static void conn_answer(struct cconn *c, char *resp);
+
+/* Registers @job's sandbox and answers its caller, if still there. */
+static void job_finish(struct ca_job *job)
+{
+	char out[16384], *resp;
+	struct cconn *c = job->conn;
+
+	register_answer(job->w[1], job->w[2], job->w[3], job->ca, out, sizeof(out));
+	free(job->line);
+	free(job);
+	if (!c)
+		return;
+	c->job = NULL;
+	resp = strdup(out);
+	if (!resp) {
+		conn_close(c);
+		return;
+	}
+	conn_answer(c, resp);
+}
+
+static void on_jobs_done(struct ev *ev, uint32_t events)
+{
+	struct ca_job *list, *job;
+	uint64_t v;
 
 	(void)events;
-	fd = accept4(ev->fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* Checked first, while the caller waits for its answer (so that it
-	 * cannot have exited yet, and its pid is its own). */
-	r = peer_check(fd, &peer, why, sizeof(why));
-	while (got < REQ_MAX) {
-		ssize_t k = recv(fd, req + got, REQ_MAX - got, 0);
+	(void)!read(ev->fd, &v, sizeof(v));
+	pthread_mutex_lock(&maker.lock);
+	list = maker.done;
+	maker.done = maker.done_tail = NULL;
+	pthread_mutex_unlock(&maker.lock);
+	while ((job = list)) {
+		list = job->next;
+		job_finish(job);
+	}
+}
 
-		if (k <= 0)
+/*
+ * Hands the `register` request of @c to the maker (audited now, as
+ * handle() does). Return: 0; a negative errno when it cannot (then the
+ * request is served here, as any other).
+ */
+static int job_start(struct cconn *c)
+{
+	struct ca_job *job = calloc(1, sizeof(*job));
+	int r;
+
+	if (!job || !(job->line = strdup(c->req))) {
+		free(job);
+		return -ENOMEM;
+	}
+	words(job->line, job->w, 4);
+	pthread_mutex_lock(&maker.lock);
+	if (!maker.started) {
+		r = -pthread_create(&maker.thread, NULL, maker_main, NULL);
+		maker.started = r == 0;
+		if (r < 0) {
+			pthread_mutex_unlock(&maker.lock);
+			log_warn("control: cannot start the CA maker thread: %s; CAs are made "
+				 "on the main thread", strerror(-r));
+			free(job->line);
+			free(job);
+			return r;
+		}
+	}
+	/* As handle() does, before the registration. */
+	peer_audit(&c->peer, job->w[1], job->w[0], "allow", "control-register");
+	control_changed();
+	job->conn = c;
+	c->job = job;
+	job_push(&maker.todo, &maker.todo_tail, job);
+	pthread_cond_signal(&maker.cond);
+	pthread_mutex_unlock(&maker.lock);
+	return 0;
+}
+
+/* Unlinks @c from the connections, closes and frees it. */
+static void conn_close(struct cconn *c)
+{
+	if (c->watched)
+		loop_del(ctl.loop, &c->ev);
+	loop_timer_cancel(ctl.loop, &c->timer);
+	close(c->ev.fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ctl.oldest = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		ctl.newest = c->prev;
+	ctl.n--;
+	if (c->job)
+		c->job->conn = NULL; /* the registration goes on */
+	free(c->resp);
+	free(c);
+}
+
+static void conn_write(struct cconn *c)
+{
+	while (c->off < c->len) {
+		ssize_t k = send(c->ev.fd, c->resp + c->off, c->len - c->off, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int r = c->watched ? loop_mod(ctl.loop, &c->ev, EPOLLOUT)
+					   : loop_add(ctl.loop, &c->ev, EPOLLOUT);
+
+			c->watched = true;
+			if (r < 0)
+				break;
+			return;
+		}
+		if (k < 0) {
+			int e = errno;
+
+			if (ratelog_ok(&ctl.log_refused, "lines about callers"))
+				log_warn("control: could not answer pid %d: %s",
+					 (int)c->peer.cred.pid, strerror(e));
 			break;
-		got += (size_t)k;
-		if (memchr(req, '\n', got))
+		}
+		c->off += (size_t)k;
+	}
+	conn_close(c);
+}
+
+/* Answers @resp (malloc'd, taken) on @c, and closes it once written. */
+static void conn_answer(struct cconn *c, char *resp)
+{
+	c->state = C_WRITE;
+	c->resp = resp;
+	c->len = strlen(resp);
+	c->off = 0;
+	if (loop_timer_arm(ctl.loop, &c->timer, ANSWER_MS) < 0) {
+		conn_close(c);
+		return;
+	}
+	conn_write(c);
+}
+
+/* The caller of @c was refused at accept: logged and audited, with the
+ * verb only (what was asked, never the arguments of someone refused). */
+static char *refusal(struct cconn *c)
+{
+	char verb[32], *resp = malloc(sizeof(c->why) + 64);
+
+	snprintf(verb, sizeof(verb), "%.*s", (int)strcspn(c->req, " \t\r\n"), c->req);
+	if (ratelog_ok(&ctl.log_refused, "lines about callers"))
+		log_warn("control: refused pid %d uid %u: %s", (int)c->peer.cred.pid,
+			 (unsigned)c->peer.cred.uid, c->why);
+	peer_audit(&c->peer, c->peer.sandbox, verb, "deny", "control-refused");
+	if (resp)
+		snprintf(resp, sizeof(c->why) + 64, CTL_ERR CTL_REFUSED "%s\n", c->why);
+	return resp;
+}
+
+/* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
+static void conn_dispatch(struct cconn *c)
+{
+	char copy[CTL_REQ_MAX + 1], *w[5], *resp;
+
+	c->req[c->got] = '\0';
+	if (c->check < 0) {
+		resp = refusal(c);
+	} else if (!memchr(c->req, '\n', c->got)) {
+		resp = strdup(CTL_ERR "request not terminated by a newline\n");
+	} else {
+		memcpy(copy, c->req, c->got + 1);
+		if (words(copy, w, 5) == 4 && !strcmp(w[0], CTL_REGISTER) && job_start(c) == 0) {
+			c->state = C_WORK;
+			loop_timer_cancel(ctl.loop, &c->timer);
+			if (c->watched)
+				loop_del(ctl.loop, &c->ev);
+			c->watched = false;
+			return;
+		}
+		/* One buffer for the largest answer, kept: the answer is
+		 * copied out at its length. */
+		if (!ctl.out)
+			ctl.out = malloc(CTL_RESP_MAX);
+		resp = NULL;
+		if (ctl.out) {
+			handle(c->req, ctl.out, CTL_RESP_MAX, &c->peer);
+			resp = strdup(ctl.out);
+		}
+	}
+	if (!resp) {
+		conn_close(c);
+		return;
+	}
+	conn_answer(c, resp);
+}
+
+static void conn_read(struct cconn *c)
+{
+	while (c->got < CTL_REQ_MAX) {
+		ssize_t k = recv(c->ev.fd, c->req + c->got, CTL_REQ_MAX - c->got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Watched only from now: a request that came with
+			 * the connection costs no epoll_ctl. */
+			if (!c->watched && loop_add(ctl.loop, &c->ev, EPOLLIN) < 0) {
+				conn_close(c);
+				return;
+			}
+			c->watched = true;
+			return;
+		}
+		if (k < 0) {
+			conn_close(c);
+			return;
+		}
+		if (k == 0)
+			break; /* the caller wrote all it will */
+		c->got += (size_t)k;
+		if (memchr(c->req + c->got - (size_t)k, '\n', (size_t)k))
 			break;
 	}
-	req[got] = '\0';
-	resp = malloc(RESP_MAX);
-	if (!resp) {
+	conn_dispatch(c);
+}
+
+static void on_conn(struct ev *ev, uint32_t events)
+{
+	struct cconn *c = container_of(ev, struct cconn, ev);
+
+	(void)events;
+	if (c->state == C_READ)
+		conn_read(c);
+	else if (c->state == C_WRITE)
+		conn_write(c);
+}
+
+static void on_deadline(struct timer *t)
+{
+	struct cconn *c = container_of(t, struct cconn, timer);
+
+	ctl.timeouts++;
+	if (c->state == C_READ && c->check < 0) {
+		/* Refused all the same, and audited as such. */
+		conn_dispatch(c);
+		return;
+	}
+	if (ratelog_ok(&ctl.log_timeout, "lines about deadlines"))
+		log_warn("control: pid %d %s within %u s; closed (%llu so far)",
+			 (int)c->peer.cred.pid,
+			 c->state == C_READ ? "sent no complete request" : "did not take its answer",
+			 (c->state == C_READ ? REQUEST_MS : ANSWER_MS) / 1000,
+			 (unsigned long long)ctl.timeouts);
+	if (c->state == C_READ)
+		say(c->ev.fd, CTL_ERR "no complete request within 2 s\n");
+	conn_close(c);
+}
+
+static const char busy_msg[] =
+	CTL_ERR CTL_BUSY "too many control connections (at most 64 at once); try again\n";
+_Static_assert(CONNS_MAX == 64 && REQUEST_MS == 2000, "the messages say 64 and 2 s");
+
+/* Over the bound: the oldest connection still waiting for its request
+ * makes room, told why. Return: whether one did. */
+static bool make_room(void)
+{
+	struct cconn *c;
+
+	for (c = ctl.oldest; c && c->state != C_READ; c = c->next)
+		;
+	if (!c)
+		return false;
+	ctl.busy++;
+	if (ratelog_ok(&ctl.log_busy, "lines about the bound"))
+		log_warn("control: %u connections open: closed pid %d's, which had not asked "
+			 "yet (%llu so far)", CONNS_MAX, (int)c->peer.cred.pid,
+			 (unsigned long long)ctl.busy);
+	if (c->check < 0)
+		free(refusal(c)); /* audited all the same */
+	say(c->ev.fd, busy_msg);
+	conn_close(c);
+	return true;
+}
+
+static void conn_new(int fd)
+{
+	struct cconn *c;
+
+	if (ctl.n >= CONNS_MAX && !make_room()) {
+		ctl.busy++;
+		if (ratelog_ok(&ctl.log_busy, "lines about the bound"))
+			log_warn("control: %u connections open, all at work: a new one is refused "
+				 "(%llu so far)", CONNS_MAX, (unsigned long long)ctl.busy);
+		say(fd, busy_msg);
 		close(fd);
 		return;
 	}
-	if (r < 0) {
-		/* The verb only, for the audit line: what was asked, never
-		 * the arguments of someone refused. */
-		char verb[32];
-
-		snprintf(verb, sizeof(verb), "%.*s", (int)strcspn(req, " \t\r\n"), req);
-		log_warn("control: refused pid %d uid %u: %s", (int)peer.cred.pid,
-			 (unsigned)peer.cred.uid, why);
-		peer_audit(&peer, peer.sandbox, verb, "deny", "control-refused");
-		snprintf(resp, RESP_MAX, "error: refused: %s\n", why);
-	} else if (!memchr(req, '\n', got)) {
-		snprintf(resp, RESP_MAX, "error: request not terminated by a newline\n");
-	} else {
-		handle(req, resp, RESP_MAX, &peer);
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
 	}
-	if (send(fd, resp, strlen(resp), MSG_NOSIGNAL) < 0)
-		log_warn("control: could not answer: %s", strerror(errno));
-	free(resp);
-	close(fd);
+	c->ev.fd = fd;
+	c->ev.cb = on_conn;
+	c->timer.cb = on_deadline;
+	c->state = C_READ;
+	c->prev = ctl.newest;
+	if (ctl.newest)
+		ctl.newest->next = c;
+	else
+		ctl.oldest = c;
+	ctl.newest = c;
+	ctl.n++;
+	/* Checked first, while the caller waits for its answer (so that it
+	 * cannot have exited yet, and its pid is its own). */
+	c->check = peer_check(fd, &c->peer, c->why, sizeof(c->why));
+	if (loop_timer_arm(ctl.loop, &c->timer, REQUEST_MS) < 0) {
+		conn_close(c);
+		return;
+	}
+	/* The request is usually there already (`sluice` sends it with the
+	 * connection): read it now rather than on the next wake-up. */
+	conn_read(c);
+}
+
+static void on_retry(struct timer *t)
+{
+	(void)t;
+	if (ctl.listen.fd >= 0)
+		loop_mod(ctl.loop, &ctl.listen, EPOLLIN);
+}
+
+static void on_accept(struct ev *ev, uint32_t events)
+{
+	int i, fd, e;
+
+	(void)events;
+	for (i = 0; i < ACCEPT_BATCH; i++) {
+		fd = accept4(ev->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			conn_new(fd);
+			continue;
+		}
+		e = errno;
+		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+			/* The listener would wake the loop again at once: rest. */
+			if (ratelog_ok(&ctl.log_fds, "lines about accept"))
+				log_warn("control: cannot accept: %s; trying again in 100 ms",
+					 strerror(e));
+			loop_mod(ctl.loop, ev, 0);
+			loop_timer_arm(ctl.loop, &ctl.retry, 100);
+		}
+		return;
+	}
+}
+
+int control_start(struct loop *l, const char *path)
+{
+	int fd, efd;
+
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0)
+		return -errno;
+	fd = control_open(path);
+	if (fd < 0) {
+		close(efd);
+		return fd;
+	}
+	ctl.loop = l;
+	ctl.retry.cb = on_retry;
+	ctl.listen.fd = fd;
+	ctl.listen.cb = on_accept;
+	maker.done_ev.fd = efd;
+	maker.done_ev.cb = on_jobs_done;
+	if (loop_add(l, &ctl.listen, EPOLLIN) < 0 || loop_add(l, &maker.done_ev, EPOLLIN) < 0) {
+		loop_del(l, &ctl.listen);
+		close(fd);
+		close(efd);
+		ctl.listen.fd = maker.done_ev.fd = -1;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void control_stop(void)
+{
+	struct cconn *c, *next;
+
+	if (ctl.listen.fd < 0)
+		return;
+	loop_del(ctl.loop, &ctl.listen);
+	loop_timer_cancel(ctl.loop, &ctl.retry);
+	close(ctl.listen.fd);
+	ctl.listen.fd = -1;
+	/* Those that have not asked yet are told so; a request under way
+	 * is finished and answered while the broker drains. */
+	for (c = ctl.oldest; c; c = next) {
+		next = c->next;
+		if (c->state != C_READ)
+			continue;
+		say(c->ev.fd, CTL_ERR "sluiced is stopping\n");
+		conn_close(c);
+	}
+}
+
+void control_shutdown(void)
+{
+	struct ca_job *job;
+
+	control_stop();
+	pthread_mutex_lock(&maker.lock);
+	maker.stop = true;
+	pthread_cond_signal(&maker.cond);
+	pthread_mutex_unlock(&maker.lock);
+	if (maker.started)
+		pthread_join(maker.thread, NULL);
+	maker.started = false;
+	/* What was asked before the broker stopped is done, CA made here if
+	 * the maker had not: as when requests were served one by one. */
+	if (maker.done_tail)
+		maker.done_tail->next = maker.todo;
+	else
+		maker.done = maker.todo;
+	maker.todo = maker.todo_tail = NULL;
+	while ((job = maker.done)) {
+		maker.done = job->next;
+		job_finish(job);
+	}
+	maker.done_tail = NULL;
+	while (ctl.oldest)
+		conn_close(ctl.oldest);
+	if (maker.done_ev.fd >= 0) {
+		loop_del(ctl.loop, &maker.done_ev);
+		close(maker.done_ev.fd);
+		maker.done_ev.fd = -1;
+	}
+	free(ctl.out);
+	ctl.out = NULL;
 }

@@ -33,7 +33,7 @@ struct broker broker;
 
 static const char *config_path;
 static struct loop *main_loop;
-static struct ev control_ev, signal_ev;
+static struct ev signal_ev;
 static struct timer drain_timer;
 static struct timer audit_timer;
 static uint64_t drain_deadline;
@@ -315,10 +315,8 @@ static void on_signal(struct ev *ev, uint32_t events)
 		log_info("sluiced: draining (at most %u ms)", broker.cfg.drain_timeout_ms);
 		for (i = 0; i < broker.n_workers; i++)
 			loop_post(broker.workers[i].loop, stop_listening, &broker.workers[i]);
-		loop_del(main_loop, &control_ev);
-		close(control_ev.fd);
+		control_stop();
 		unlink(broker.cfg.control_socket);
-		control_ev.fd = -1;
 		drain_deadline = loop_now_ms(main_loop) + broker.cfg.drain_timeout_ms;
 		drain_timer.cb = on_drain_timer;
 		loop_timer_arm(main_loop, &drain_timer, 0);
@@ -394,12 +392,9 @@ int main(int argc, char **argv)
 	main_loop = loop_new();
 	if (!main_loop)
 		die("sluiced: loop: %s", strerror(errno));
-	fd = control_open(broker.cfg.control_socket);
-	if (fd < 0)
-		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-fd));
-	control_ev.fd = fd;
-	control_ev.cb = control_accept;
-	loop_add(main_loop, &control_ev, EPOLLIN);
+	r = control_start(main_loop, broker.cfg.control_socket);
+	if (r < 0)
+		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-r));
 
 	n = broker.cfg.workers ? broker.cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	if (n == 0)
@@ -463,6 +458,7 @@ int main(int argc, char **argv)
 		loop_stop(broker.workers[i].loop);
 	for (i = 0; i < n; i++)
 		pthread_join(broker.workers[i].thread, NULL);
+	control_shutdown();
 	creds_shutdown(); /* the token fetcher stops; its tokens are wiped */
 	log_info("sluiced: stopped");
 	audit_close();

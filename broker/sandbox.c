@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "broker/broker_internal.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
@@ -374,8 +375,10 @@ int sandbox_ca_pem(const char *name, char **pem)
 	return r;
 }
 
-int sandbox_register(const char *name, const char *addr, const char *policy_path,
-		     bool save, struct sl_addr *assigned, char *err, size_t errlen)
+/* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
+ * to NULL) once the sandbox needs it, else left to the caller. */
+static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
+		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -418,7 +421,13 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 		free(sb);
 		return r;
 	}
-	r = sandbox_ca(sb, save, err, errlen);
+	if (*ca) {
+		sb->ca = *ca;
+		*ca = NULL;
+		r = 0;
+	} else {
+		r = sandbox_ca(sb, save, err, errlen);
+	}
 	if (r < 0) {
 		policy_unref(sb->policy);
 		free(sb);
@@ -508,6 +517,23 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 	addr_format(&got, astr, sizeof(astr));
 	log_info("sandbox: registered `%s` at %s with %s", name, astr, policy_path);
 	return 0;
+}
+
+int sandbox_register(const char *name, const char *addr, const char *policy_path, bool save,
+		     struct sl_addr *assigned, char *err, size_t errlen)
+{
+	struct tls_ca *ca = NULL;
+
+	return do_register(name, addr, policy_path, save, &ca, assigned, err, errlen);
+}
+
+int sandbox_register_ca(const char *name, const char *addr, const char *policy_path,
+			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen)
+{
+	int r = do_register(name, addr, policy_path, true, &ca, assigned, err, errlen);
+
+	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
+	return r;
 }
 
 int sandbox_unregister(const char *name, char *err, size_t errlen)
@@ -722,7 +748,7 @@ int sandbox_placeholders(const char *name, char *out, size_t len, char *err, siz
 	pthread_rwlock_rdlock(&tab.lock);
 	sb = find_name(name);
 	if (sb) {
-		k = snprintf(out, len, "ok\n");
+		k = snprintf(out, len, CTL_OK);
 		r = creds_env(sb, sb->policy, out + k, len - (size_t)k);
 	}
 	pthread_rwlock_unlock(&tab.lock);

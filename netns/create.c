@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "common/log.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -77,7 +78,7 @@ static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen
  */
 int netns_broker_config(struct netns_ports *p, char *err, size_t errlen)
 {
-	return config_answer(netns_ctl_send("config"), p, err, errlen);
+	return config_answer(netns_ctl_send(CTL_CONFIG), p, err, errlen);
 }
 
 /* The answer to `config` on @fd (from netns_ctl_send(); closed here, and a
@@ -127,7 +128,7 @@ static int register_send(const struct build *b, const char *policy)
 {
 	char line[PATH_MAX + 200];
 
-	snprintf(line, sizeof(line), "register %s auto %s", b->sb.name, policy);
+	snprintf(line, sizeof(line), CTL_REGISTER " %s auto %s", b->sb.name, policy);
 	return netns_ctl_send(line);
 }
 
@@ -490,7 +491,7 @@ static void rollback(struct build *b)
 	if (b->registered) {
 		char line[200];
 
-		snprintf(line, sizeof(line), "unregister %s", b->sb.name);
+		snprintf(line, sizeof(line), CTL_UNREGISTER " %s", b->sb.name);
 		k = netns_ctl(line, &resp);
 		if (k < 0)
 			fprintf(stderr, "sluice: undo: cannot unregister `%s`: %s\n", b->sb.name,
@@ -598,7 +599,7 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	 * rollback() reads the registration's answer first, so as to withdraw
 	 * it.
 	 */
-	b.cfg_fd = netns_ctl_send("config");
+	b.cfg_fd = netns_ctl_send(CTL_CONFIG);
 	if (b.cfg_fd >= 0)
 		b.reg_fd = register_send(&b, abs);
 	if (b.cfg_fd < 0 || b.reg_fd < 0) {

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -21,8 +22,6 @@
 #define CTL_RETRY_US 50000
 
 const char *netns_socket_path = "/run/sluice/sluiced.sock";
-
-#define RESP_MAX (1 << 20)
 
 /**
  * netns_ctl_send() - connect to sluiced and send one request line, without
@@ -80,31 +79,31 @@ int netns_ctl_recv(int fd, char **resp)
 	*resp = NULL;
 	if (fd < 0)
 		return fd;
-	buf = malloc(RESP_MAX + 1);
+	buf = malloc(CTL_RESP_MAX + 1);
 	if (!buf) {
 		close(fd);
 		return -ENOMEM;
 	}
 	for (;;) {
-		ssize_t k = recv(fd, buf + got, RESP_MAX - got, 0);
+		ssize_t k = recv(fd, buf + got, CTL_RESP_MAX - got, 0);
 
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			break;
 		got += (size_t)k;
-		if (got == RESP_MAX)
+		if (got == CTL_RESP_MAX)
 			break;
 	}
 	close(fd);
 	buf[got] = '\0';
-	if (strncmp(buf, "ok\n", 3) == 0) {
-		memmove(buf, buf + 3, got - 2);
+	if (strncmp(buf, CTL_OK, strlen(CTL_OK)) == 0) {
+		memmove(buf, buf + strlen(CTL_OK), got - strlen(CTL_OK) + 1);
 		*resp = buf;
 		return 0;
 	}
-	if (strncmp(buf, "error: ", 7) == 0) {
-		memmove(buf, buf + 7, got - 6);
+	if (strncmp(buf, CTL_ERR, strlen(CTL_ERR)) == 0) {
+		memmove(buf, buf + strlen(CTL_ERR), got - strlen(CTL_ERR) + 1);
 		buf[strcspn(buf, "\n")] = '\0';
 		*resp = buf;
 		return -EPROTO;
@@ -136,9 +135,14 @@ bool netns_ctl_transient(const char *msg)
 {
 	/* The broker refuses a caller it cannot place while a sandbox is
 	 * registered without its wire (one being created or deleted at this
-	 * moment): that passes. */
-	return msg && strstr(msg, "refused:") &&
-	       (strstr(msg, "have no wire") || strstr(msg, "before it could be checked"));
+	 * moment): that passes. So does a broker holding as many control
+	 * connections as it keeps (this one was not served). */
+	if (!msg)
+		return false;
+	if (strncmp(msg, CTL_BUSY, strlen(CTL_BUSY)) == 0)
+		return true;
+	return strncmp(msg, CTL_REFUSED, strlen(CTL_REFUSED)) == 0 &&
+	       (strstr(msg, CTL_REFUSED_NO_WIRE) || strstr(msg, CTL_REFUSED_GONE));
 }
 
 /* Runs a request and prints the answer or the error; returns an exit status. */
@@ -196,7 +200,7 @@ int cmd_register(int argc, char **argv)
 		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
 		return 1;
 	}
-	snprintf(line, sizeof(line), "register %s %s %s", name, addr, abs);
+	snprintf(line, sizeof(line), CTL_REGISTER " %s %s %s", name, addr, abs);
 	return ctl_print(line, false);
 usage:
 	fprintf(stderr, "usage: sluice register NAME --addr ADDR --policy FILE\n");
@@ -211,7 +215,7 @@ int cmd_unregister(int argc, char **argv)
 		fprintf(stderr, "usage: sluice unregister NAME\n");
 		return 2;
 	}
-	snprintf(line, sizeof(line), "unregister %s", argv[1]);
+	snprintf(line, sizeof(line), CTL_UNREGISTER " %s", argv[1]);
 	return ctl_print(line, false);
 }
 
@@ -225,9 +229,9 @@ int cmd_list(int argc, char **argv)
 		fprintf(stderr, "usage: sluice list [--json]\n");
 		return 2;
 	}
-	r = netns_ctl("list", &resp);
+	r = netns_ctl(CTL_LIST, &resp);
 	if (r < 0)
-		return ctl_print("list", true);
+		return ctl_print(CTL_LIST, true);
 	if (!json)
 		printf("%-24s %-16s %-8s %s\n", "NAME", "ADDRESS", "CONNS", "POLICY");
 	else
@@ -254,15 +258,15 @@ int cmd_list(int argc, char **argv)
 int cmd_status(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--metrics"))
-		return ctl_print("metrics", true);
+		return ctl_print(CTL_METRICS, true);
 	/* The JWK Set that verifies the broker's minted JWTs (public keys). */
 	if (argc == 2 && !strcmp(argv[1], "--jwks"))
-		return ctl_print("jwks", true);
+		return ctl_print(CTL_JWKS, true);
 	if (argc != 1) {
 		fprintf(stderr, "usage: sluice status [--metrics | --jwks]\n");
 		return 2;
 	}
-	return ctl_print("status", true);
+	return ctl_print(CTL_STATUS, true);
 }
 
 int cmd_reload(int argc, char **argv)
@@ -272,7 +276,7 @@ int cmd_reload(int argc, char **argv)
 		fprintf(stderr, "usage: sluice reload\n");
 		return 2;
 	}
-	return ctl_print("reload", false);
+	return ctl_print(CTL_RELOAD, false);
 }
 
 /* The sandbox CA's certificate (PEM), for a namespace wired with `sluice
@@ -285,6 +289,6 @@ int cmd_ca(int argc, char **argv)
 		fprintf(stderr, "usage: sluice ca NAME\n");
 		return 2;
 	}
-	snprintf(line, sizeof(line), "ca %s", argv[1]);
+	snprintf(line, sizeof(line), CTL_CA " %s", argv[1]);
 	return ctl_print(line, true);
 }

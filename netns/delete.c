@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -35,7 +36,7 @@ enum broker_answer { BROKER_KNEW, BROKER_DID_NOT_KNOW, BROKER_UNREACHABLE };
 static int broker_addr(const char *name, uint32_t *addr)
 {
 	char *resp, *line, *save = NULL;
-	int r = netns_ctl("list", &resp);
+	int r = netns_ctl(CTL_LIST, &resp);
 
 	if (r < 0) {
 		free(resp);
@@ -62,7 +63,7 @@ static int unregister_send(const char *name)
 {
 	char line[200];
 
-	snprintf(line, sizeof(line), "unregister %s", name);
+	snprintf(line, sizeof(line), CTL_UNREGISTER " %s", name);
 	return netns_ctl_send(line);
 }
 

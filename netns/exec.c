@@ -144,14 +144,6 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 	return r == ENOENT ? 127 : 126;
 }
 
-/* Runs @argv in @sb as @o says; returns only on failure (see enter_and_exec). */
-static int run_in(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv)
-{
-	if (o->privileged)
-		return enter_and_exec(sb, argv);
-	return netns_runner_exec(sb, o, argv);
-}
-
 int cmd_env(int argc, char **argv)
 {
 	struct netns_sandbox sb;
@@ -166,79 +158,9 @@ int cmd_env(int argc, char **argv)
 	return 0;
 }
 
-/* The child that sluice waits for: bubblewrap (run_contained), or the
- * --privileged command itself. */
+/* The child that sluice waits for: the sandbox's init (runner.c), which
+ * passes a signal on to the command. */
 static volatile pid_t run_child;
-static volatile bool run_contained;
-
-/* Decimal @v at @p; returns the end. Async-signal-safe, as all of what
- * forward() calls. */
-static char *put_num(char *p, unsigned long v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) && n < (int)sizeof(tmp));
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-/* Sends @sig to the children of @pid (as /proc/PID/task/PID/children lists
- * them; @sig 0: none), up to @max of them, their pids into @out. Return:
- * how many there were. */
-static int children_of(pid_t pid, int sig, pid_t *out, int max)
-{
-	char path[96] = "/proc/", buf[512], *p;
-	unsigned long v = 0;
-	bool in = false;
-	ssize_t n;
-	int fd, found = 0;
-
-	p = put_num(path + 6, (unsigned long)pid);
-	memcpy(p, "/task/", 6);
-	p = put_num(p + 6, (unsigned long)pid);
-	memcpy(p, "/children", 10);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = ' ';
-	for (p = buf; p <= buf + n && found < max; p++) {
-		if (*p >= '0' && *p <= '9') {
-			v = v * 10 + (unsigned long)(*p - '0');
-			in = true;
-		} else if (in) {
-			if (sig)
-				kill((pid_t)v, sig);
-			out[found++] = (pid_t)v;
-			v = 0;
-			in = false;
-		}
-	}
-	return found;
-}
-
-/*
- * Sends @sig to the contained command: the children of the sandbox's pid 1,
- * bubblewrap's only child. bubblewrap passes no signal on, and its pid 1,
- * a reaper, would drop one sent from outside its namespace. Found through
- * /proc of the processes sluice started, never from anything the sandbox
- * could write. Return: how many got it.
- */
-static int signal_command(pid_t bwrap, int sig)
-{
-	pid_t init, cmd[16];
-
-	if (children_of(bwrap, 0, &init, 1) != 1)
-		return 0;
-	return children_of(init, sig, cmd, (int)(sizeof(cmd) / sizeof(cmd[0])));
-}
 
 /*
  * Forwards a signal sent to sluice to the command. A signal from the
@@ -250,55 +172,51 @@ static void forward(int sig, siginfo_t *si, void *ctx)
 	int e = errno;
 
 	(void)ctx;
-	if (si->si_code != SI_KERNEL && run_child > 0) {
-		if (!run_contained)
-			kill(run_child, sig);
-		else if (signal_command(run_child, sig) == 0)
-			/* No command yet: end bubblewrap, which ignores SIGINT
-			 * and SIGQUIT (runner.c). */
-			kill(run_child, sig == SIGINT || sig == SIGQUIT ? SIGTERM : sig);
-	}
+	if (si->si_code != SI_KERNEL && run_child > 0)
+		kill(run_child, sig);
 	errno = e;
 }
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 /*
- * Runs @argv in @sb as @o says, in a child, and waits for it, passing on
- * SIGINT, SIGTERM, SIGHUP and SIGQUIT (see forward()). @old: the signal mask
- * to restore; the caller holds those signals (netns_hold_signals()), so
- * that none is lost before the handlers are in place. Returns the child's
- * wait status, with the handlers removed and the signals held again.
+ * Runs @argv in @sb as @o says (contained: runner.c) and waits for it,
+ * passing on SIGINT, SIGTERM, SIGHUP and SIGQUIT (see forward()). @old: the
+ * signal mask to restore; the caller holds those signals
+ * (netns_hold_signals()), so that none is lost before the handlers are in
+ * place. Returns the command's wait status, with the handlers removed and
+ * the signals held again.
  */
 static int spawn_wait(const struct netns_sandbox *sb, struct netns_runner *o, char **argv,
 		      sigset_t *old)
 {
 	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	pid_t pid, parent = getpid();
 	int status = 1 << 8;
+	pid_t pid;
 	size_t k;
 
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		/* The command must not outlive the sluice that waits for it
-		 * (and, for run, will delete its sandbox; a sluice killed with
-		 * SIGKILL deletes nothing, though). The runner sets this again
-		 * after its change of uid, which clears it. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		o->parent = parent;
-		sigprocmask(SIG_SETMASK, old, NULL);
-		_exit(run_in(sb, o, argv));
+	if (o->privileged) {
+		/* `run --privileged`: the command itself, as before. */
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			sigprocmask(SIG_SETMASK, old, NULL);
+			_exit(enter_and_exec(sb, argv));
+		}
+		pid = pid < 0 ? -errno : pid;
+	} else {
+		if (netns_runner_prepare(sb, o) < 0)
+			return status;
+		pid = netns_runner_spawn(sb, o, argv, old);
 	}
 	if (pid < 0) {
-		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(errno));
+		fprintf(stderr, "sluice: cannot start the sandbox's processes: %s\n",
+			strerror(-pid));
 		return status;
 	}
 	run_child = pid;
-	run_contained = !o->privileged;
 	sigemptyset(&sa.sa_mask);
 	for (k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
 		sigaction(forwarded[k], &sa, NULL);

@@ -55,10 +55,6 @@ int main(int argc, char **argv)
 	size_t i;
 	int a, o;
 
-	/* Inside a contained command only (netns/runner.c), before anything
-	 * else: not a command for users, so not in the table. */
-	if (argc >= 3 && !strcmp(argv[1], "--runner-exec"))
-		return netns_runner_init(argv + 2);
 	if (env && *env)
 		netns_socket_path = env;
 	/* --socket PATH may stand anywhere before a "--" (after it, the words

@@ -19,7 +19,8 @@ extern const char *netns_socket_path;
  */
 int netns_ctl(const char *line, char **resp);
 /* Is @msg (a broker's error) a refusal that passes while sandboxes come
- * and go? netns_ctl() asks again then; callers of netns_ctl_send() may. */
+ * and go, or a busy broker's? netns_ctl() asks again then; callers of
+ * netns_ctl_send() may. */
 bool netns_ctl_transient(const char *msg);
 int netns_ctl_send(const char *line);
 int netns_ctl_recv(int fd, char **resp);
@@ -68,15 +69,5 @@ int cmd_delete(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_run(int argc, char **argv);
-
-/**
- * netns_runner_init() - `sluice --runner-exec CMD [ARG...]`, the first
- * program of a contained command (netns/runner.c): SIGINT and SIGQUIT back
- * to their defaults (bubblewrap ran with them ignored), then CMD.
- * @argv: CMD and its arguments
- *
- * Return: never; exits 127 for a missing CMD, 126 for another error.
- */
-int netns_runner_init(char **argv);
 
 #endif

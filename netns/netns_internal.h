@@ -40,12 +40,9 @@
 #define NETNS_WORKSPACE_PARENT "/var/lib/sluice"
 #define NETNS_WORKSPACE_DIR "/var/lib/sluice/workspaces"
 #define NETNS_WORKSPACE_INSIDE "/workspace"
-/* Where sluice itself is, read-only, inside: the command's first program. */
-#define NETNS_RUNNER_NAME "sluice-exec"
-#define NETNS_RUNNER_INSIDE "/run/" NETNS_RUNNER_NAME
-/* Where sluice prepares a contained command's /etc, in its own mount
- * namespace (a tmpfs there; on the host an empty directory). A sandbox name
- * never starts with '.'. */
+/* Where sluice builds the contained runner's template (runner.c), in a
+ * mount namespace of its own (a tmpfs there; on the host an empty
+ * directory). A sandbox name never starts with '.'. */
 #define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
 #define NETNS_UID_BASE 0x70000000u
 #define NETNS_BINDS_MAX 32
@@ -90,6 +87,7 @@ int netns_ns_new(int *nsfd, int (*inside)(void *arg), void *arg);
 int netns_ns_name(const char *name, int nsfd);
 int netns_ns_remove(const char *name);
 int netns_ns_open(const char *name);
+int netns_in_host_mount_ns(int (*fn)(void *arg), void *arg);
 int netns_ns_in_use(uint64_t dev, uint64_t ino);
 int netns_ns_enter(int nsfd, int *saved);
 int netns_ns_leave(int saved);
@@ -150,18 +148,17 @@ struct netns_runner {
 	gid_t gid;
 	unsigned nbinds;
 	struct netns_bind binds[NETNS_BINDS_MAX];
-	/* The sluice that waits for the command (exec.c), or 0. */
-	pid_t parent;
 };
 
 struct sock_filter;
 
 uid_t netns_sandbox_uid(const struct netns_sandbox *sb);
 int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i);
-int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv);
+int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o);
+pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o,
+			 char **argv, const sigset_t *mask);
 int netns_workspace_remove(const char *name);
 int netns_seccomp_build(struct sock_filter *prog, size_t max);
-int netns_seccomp_fd(void);
 
 /* --- create.c, delete.c, exec.c --------------------------------------- */
 

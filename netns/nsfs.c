@@ -457,6 +457,21 @@ static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
 	return -WEXITSTATUS(status);
 }
 
+/**
+ * netns_in_host_mount_ns() - run @fn(@arg) where /run/netns mounts belong
+ * @fn:  what to do there (system calls only: see in_run_netns_mount_ns())
+ * @arg: passed to @fn
+ *
+ * For a mount that must outlive an `ip netns exec` mount namespace (the
+ * runner's template, runner.c), as the sandboxes' own do.
+ *
+ * Return: @fn's result, or a negative errno.
+ */
+int netns_in_host_mount_ns(int (*fn)(void *arg), void *arg)
+{
+	return in_run_netns_mount_ns(fn, arg);
+}
+
 /* As iproute2: /run/netns becomes a shared mount point, so that netns
  * mounts and unmounts propagate between mount namespaces. When it is one
  * already, as after the first create, nothing is done: MS_SHARED | MS_REC

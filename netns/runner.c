@@ -2,31 +2,53 @@
 /*
  * The contained runner: how `sluice exec` and `sluice run` start a command.
  *
- * Theory of operation. sluice (root) forks (exec.c: the parent stays, to
- * pass signals on and wait); the child joins the sandbox's network
- * namespace and a private mount namespace of its own (netns_sandbox_enter():
- * the sandbox's /sys), builds there, as root, what bubblewrap will bind
- * (stage(): /etc, /run, /dev, the workspace, --bind sources), drops to the
- * sandbox's unprivileged uid and execs bubblewrap, which, without privilege:
- *   - makes a user namespace mapping the inside identity (root, or --user)
- *     to that uid: root inside owns nothing outside;
- *   - keeps the network namespace (--share-net), makes new PID, IPC, UTS
- *     and cgroup namespaces; its pid 1 reaps and passes the exit status on;
- *   - builds the mount namespace from an allowlist: /usr and the /bin, /lib
- *     links read-only, the staged /etc (the sandbox's resolv.conf and CA
- *     bundle in it), /run and /dev, a /proc of its PID namespace, a
- *     private /tmp, the workspace as cwd and HOME, the --bind directories;
- *   - sets no_new_privs, drops every capability, loads the seccomp filter
- *     of seccomp.c, and execs the command's first program, sluice
- *     --runner-exec (netns_runner_init()), which execs the command.
+ * Theory of operation. sluice (root) stays as the parent that passes
+ * signals on and waits (exec.c). Before anything runs it prepares, as root
+ * and in the host's mount namespace (netns_runner_prepare()): the
+ * workspace, an fd of the sandbox's network namespace, detached copies
+ * (open_tree()) of what is bound in (the workspace, the --bind sources, the
+ * sandbox's resolv.conf and CA bundle: bound as root, so that a directory
+ * only root may pass is no obstacle; what the command may do with the files
+ * in them, its uid decides), the seccomp filter, and the template.
+ *
+ * The template is a mount namespace that holds only what every contained
+ * command sees alike: /usr and the /bin, /lib links or directories
+ * read-only, a curated /etc (regular files copied, directories bound) and
+ * a /dev of the harmless devices. It is built once (by a child that
+ * pivots into it) and kept by a bind mount of its nsfs file at
+ * RUNNER_TEMPLATE, made where /run/netns mounts are made (nsfs.c), with
+ * RUNNER_STAMP saying which host files it was built from: a change to
+ * any of them builds a new one. A new mount namespace copies the one it is
+ * made from, so one made from the host's copies every mount there is (one
+ * per sandbox under /run/netns): one made from the template copies a
+ * dozen, whatever the number of sandboxes.
+ *
+ * netns_runner_spawn() then clones the sandbox's pid 1 into new PID, IPC,
+ * UTS and cgroup namespaces. As root still, it joins the sandbox's network
+ * namespace and the template, makes a mount namespace of its own from it,
+ * and there a fresh root: the template's pieces bound in, a sysfs of the
+ * sandbox's links, a /proc of its PID namespace, a private /tmp, /dev/shm
+ * and devpts, /run holding the CA bundle only, the workspace as cwd and
+ * HOME, the --bind directories; then pivot_root() leaves everything else
+ * behind. Then, in named stages (run_init()), it drops to the sandbox's
+ * unprivileged uid, makes a user namespace mapping the inside identity
+ * (root, or --user) to that uid alone, empties the bounding set and every
+ * capability, sets no_new_privs and loads the seccomp filter of seccomp.c.
+ * It forks the command and stays as its init: it reaps, passes on the
+ * signals sluice passes to it, and exits with the command's status (128+N
+ * for a signal). The namespaces other than the network's belong to the
+ * initial user namespace, where the command holds nothing: it can change
+ * none of them.
+ *
+ * This was bubblewrap's work. bubblewrap reads the whole mount table for
+ * every bind it makes, and exec'ing it and then sluice inside it cost two
+ * program starts: 22 ms a command, 32 ms with 1,000 sandboxes present.
  * `--privileged` skips all of it: today's root command in the sandbox's
  * network namespace, for trusted tooling.
  *
  * The sandbox's uid outside is NETNS_UID_BASE plus the low 24 bits of its
  * address: unprivileged, unused by the host, distinct per sandbox of a
  * broker. Its workspace is NETNS_WORKSPACE_DIR/NAME, owned by that uid.
- * bubblewrap opens every source as that uid, so sluice binds as root what
- * that uid could not reach (the workspace, --bind sources) where it can.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,16 +56,27 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
+#include <linux/filter.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <linux/seccomp.h>
 
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -53,8 +86,6 @@
  * deep), each pass of the removal moving at least one. */
 #define RM_DEPTH_MAX 200
 #define RM_MOVES_MAX 10000
-/* NETNS_STATE_DIR (under /run) as a path within /run. */
-#define STATE_UNDER_RUN (&NETNS_STATE_DIR[sizeof("/run/") - 1])
 
 uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
 {
@@ -75,7 +106,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
 		errno = 0;
 		v = strtoul(buf, &end, 10);
 		/* (uid_t)-1 means "no change" to the kernel; 65535 and up are
-		 * fine but must fit what bubblewrap maps. */
+		 * fine but must fit a user namespace's map. */
 		if (errno || *end || v >= 0x7fffffffUL)
 			return -1;
 		if (!group && primary) {
@@ -310,6 +341,7 @@ fail_parent:
 	return r;
 }
 
+
 /* Files of the host's /etc a command may need and that say nothing about
  * the host beyond its distribution: names, users (no shadow), libraries,
  * time zone, trust store. Missing ones are skipped. */
@@ -321,6 +353,27 @@ static const char *const etc_files[] = {
 	"debian_version", "bash.bashrc", "profile", "profile.d", "inputrc",
 	"shells", "login.defs", "mime.types", "terminfo", "python3", "gitconfig",
 };
+
+/* The top-level system directories: a link (merged /usr) or a directory. */
+static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+/* The template (see the top of the file): its nsfs file, the stamp of
+ * what it was built from, and the lock its builders take. The root of a
+ * command is made at TEMPLATE_ROOT within it. Bump RUNNER_LAYOUT when
+ * what the template holds changes, so that an older one is rebuilt. */
+#define RUNNER_TEMPLATE NETNS_STATE_DIR "/.runner-ns"
+#define RUNNER_STAMP NETNS_STATE_DIR "/.runner-stamp"
+#define RUNNER_LOCK NETNS_STATE_DIR "/.runner-lock"
+#define RUNNER_LAYOUT 1u
+#define TEMPLATE_ROOT "/.root"
+/* Mounts that a command's root is built on: bounded, as each is a loop. */
+#define UNMOUNT_MAX 8
+
+/* glibc has no wrapper. */
+static int pivot_root(const char *new_root, const char *put_old)
+{
+	return (int)syscall(SYS_pivot_root, new_root, put_old);
+}
 
 /* Makes an empty file or directory @path to mount over, like @st. */
 static int mount_point(const char *path, const struct stat *st)
@@ -348,6 +401,17 @@ static int bind_into(const char *from, const char *to)
 	if (r == 0 && mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0)
 		r = -errno;
 	return r;
+}
+
+/* Makes the tree at @path and under it read-only (and nosuid, nodev for
+ * all but /dev); 0 or a negative errno. */
+static int make_ro(const char *path, bool dev)
+{
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (dev ? 0 : MOUNT_ATTR_NODEV),
+	};
+
+	return mount_setattr(AT_FDCWD, path, AT_RECURSIVE, &a, sizeof(a)) < 0 ? -errno : 0;
 }
 
 /* Copies the regular file @from to @to (at most 1 MiB: what /etc holds);
@@ -383,14 +447,54 @@ static int copy_file(const char *from, const char *to)
 	return r;
 }
 
+/* 64-bit FNV-1a over @len bytes at @p, on from @h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	while (len--)
+		h = (h ^ *c++) * 0x100000001b3ULL;
+	return h;
+}
+
+/* What the template was built from: the layout, and the identity and
+ * times of each host file it copies or links (directories are bound, so
+ * live). Some 40 lstat() calls, microseconds. */
+static uint64_t template_fingerprint(void)
+{
+	uint64_t h = fnv(0xcbf29ce484222325ULL, &(unsigned){ RUNNER_LAYOUT }, sizeof(unsigned));
+	char path[64];
+	struct stat st;
+	size_t i, n = sizeof(etc_files) / sizeof(etc_files[0]);
+
+	for (i = 0; i < n + sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
+		uint64_t v[7] = { 0 };
+
+		if (i < n)
+			snprintf(path, sizeof(path), "/etc/%s", etc_files[i]);
+		else
+			snprintf(path, sizeof(path), "/%s", root_dirs[i - n]);
+		if (lstat(path, &st) == 0) {
+			v[0] = st.st_dev;
+			v[1] = st.st_ino;
+			v[2] = st.st_mode;
+			v[3] = (uint64_t)st.st_size;
+			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+			v[6] = 1;
+		}
+		h = fnv(h, v, sizeof(v));
+	}
+	return h;
+}
+
 /*
- * NETNS_RUNNER_STAGE/dev: what bubblewrap's --dev makes (the harmless
- * devices, bound from the host; a devpts of its own; the /proc/self/fd
- * links), made here with mounts that cost nothing much, for bubblewrap to
- * bind in one (its --dev costs it a walk of the mount table per device).
- * /dev/shm is a sticky directory anyone may write, as on the host.
+ * The template's /dev: the harmless devices, bound from the host, and the
+ * /proc/self/fd links; empty shm and pts, where each command gets a tmpfs
+ * and a devpts of its own (one shared /dev/shm would be a channel between
+ * sandboxes).
  */
-static int stage_dev(void)
+static int template_dev(const char *dev)
 {
 	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const char *const links[][2] = {
@@ -402,199 +506,355 @@ static int stage_dev(void)
 	size_t i;
 	int r;
 
-	if (mkdir(NETNS_RUNNER_STAGE "/dev", 0755) < 0 ||
-	    mount("tmpfs", NETNS_RUNNER_STAGE "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC,
-		  "mode=0755,size=64k") < 0)
+	if (mkdir(dev, 0755) < 0 ||
+	    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
 		return -errno;
 	for (i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
 		snprintf(from, sizeof(from), "/dev/%s", devs[i]);
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/dev/%s", devs[i]);
+		snprintf(to, sizeof(to), "%s/%s", dev, devs[i]);
 		r = bind_into(from, to);
 		if (r < 0 && r != -ENOENT)
 			return r;
 	}
 	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/dev/%s", links[i][1]);
+		snprintf(to, sizeof(to), "%s/%s", dev, links[i][1]);
 		if (symlink(links[i][0], to) < 0)
 			return -errno;
 	}
-	if (mkdir(NETNS_RUNNER_STAGE "/dev/shm", 01777) < 0 ||
-	    chmod(NETNS_RUNNER_STAGE "/dev/shm", 01777) < 0 ||
-	    mkdir(NETNS_RUNNER_STAGE "/dev/pts", 0755) < 0 ||
-	    mount("devpts", NETNS_RUNNER_STAGE "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=620") < 0)
+	snprintf(to, sizeof(to), "%s/shm", dev);
+	if (mkdir(to, 0755) < 0)
 		return -errno;
-	return 0;
+	snprintf(to, sizeof(to), "%s/pts", dev);
+	if (mkdir(to, 0755) < 0)
+		return -errno;
+	/* The tmpfs itself read-only; the bound devices keep their flags. */
+	return mount(NULL, dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		     NULL) < 0 ?
+		       -errno :
+		       0;
 }
 
-/*
- * In sluice's own private mount namespace (netns_sandbox_enter()), as root:
- * what bubblewrap then binds in two mounts, not forty. bubblewrap reads all
- * of /proc/self/mountinfo for every bind it makes, so its cost is binds
- * times mounts: a curated /etc bound file by file took 20 ms, and 200 ms
- * more with 1,000 sandboxes' mounts under /run/netns. So:
- *   - /run/netns goes (detached here only): the command has joined its
- *     network namespace, and bubblewrap copies and walks what is left;
- *   - NETNS_RUNNER_STAGE gets a tmpfs holding etc/, the command's /etc
- *     (the regular files of etc_files copied, their directories bound,
- *     their symbolic links made again; the sandbox's resolv.conf; its CA
- *     bundle over the system store), and run/, its /run (sluice itself as
- *     NETNS_RUNNER_INSIDE; the CA bundle where the environment names it),
- *     and, bound as root, the workspace @ws and each --bind source (as
- *     bind-N): bubblewrap, as the sandbox's uid, could not pass a
- *     directory only root may; what the command may do with the files in
- *     them, its uid decides.
- * @o:    the options (the binds)
- * @self: sluice's own path
- * Return: 0 or a negative errno, with @err.
- */
-static int stage(const struct netns_sandbox *sb, const struct netns_runner *o, const char *self,
-		 const char *ws, char *err, size_t errlen)
+/* The template's /etc at @etc: the regular files of etc_files copied (a
+ * copy costs less than a mount), their directories bound, their links made
+ * again (to /usr, as most are, or within /etc: they resolve inside as on
+ * the host); an empty resolv.conf for each command's to be bound on. */
+static int template_etc(const char *etc, const char **what)
 {
-	char from[512], to[600], link[PATH_MAX], bundle[512];
-	const char *what = NETNS_RUNNER_STAGE;
+	char from[512], to[600], link[PATH_MAX];
 	struct stat st;
 	size_t i;
-	int r, k;
+	int r;
 
-	for (k = 0; k < 8 && umount2(NETNS_RUN_DIR, MNT_DETACH) == 0; k++)
-		;
-	if (mkdir(NETNS_RUNNER_STAGE, 0755) < 0 && errno != EEXIST)
-		goto fail;
-	if (mount("tmpfs", NETNS_RUNNER_STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=0755,size=8m") < 0)
-		goto fail;
-	if (mkdir(NETNS_RUNNER_STAGE "/etc", 0755) < 0 || mkdir(NETNS_RUNNER_STAGE "/run", 0755) < 0)
-		goto fail;
+	if (mkdir(etc, 0755) < 0 ||
+	    mount("tmpfs", etc, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") < 0)
+		return -errno;
 	for (i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++) {
 		ssize_t n;
 
 		snprintf(from, sizeof(from), "/etc/%s", etc_files[i]);
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/etc/%s", etc_files[i]);
+		snprintf(to, sizeof(to), "%s/%s", etc, etc_files[i]);
 		if (lstat(from, &st) < 0)
 			continue;
-		what = from;
-		/* A link stays a link (to /usr, as most are, or within /etc):
-		 * it resolves inside the sandbox as on the host. */
+		*what = etc_files[i];
 		if (S_ISLNK(st.st_mode)) {
 			n = readlink(from, link, sizeof(link) - 1);
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
 			if (symlink(link, to) < 0)
-				goto fail;
+				return -errno;
 		} else if (S_ISREG(st.st_mode)) {
-			/* A copy costs less than a mount (and each mount costs
-			 * bubblewrap a walk of the mount table). */
 			r = copy_file(from, to);
 			if (r < 0)
-				goto fail_r;
+				return r;
 		} else if (S_ISDIR(st.st_mode)) {
 			r = bind_into(from, to);
+			if (r < 0)
+				return r;
+		}
+	}
+	*what = "mtab";
+	snprintf(to, sizeof(to), "%s/mtab", etc);
+	if (symlink("/proc/self/mounts", to) < 0)
+		return -errno;
+	snprintf(to, sizeof(to), "%s/resolv.conf", etc);
+	r = mount_point(to, &(struct stat){ .st_mode = S_IFREG });
+	if (r < 0)
+		return r;
+	return make_ro(etc, false);
+}
+
+/*
+ * The builder's side: in a mount namespace of its own (a copy of the
+ * host's, private), a tmpfs at NETNS_RUNNER_STAGE gets the template's
+ * tree; pivot_root() into it and the host's mounts are let go. Reports on
+ * @ready (a byte 0, or the positive errno and a message) and waits for EOF
+ * on @hold, so that the parent can open its namespace. Never returns.
+ */
+static void template_build(int ready, int hold)
+{
+	char msg[300], to[128], link[PATH_MAX];
+	const char *what = NETNS_RUNNER_STAGE;
+	struct stat st;
+	size_t i;
+	int r = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		goto fail;
+	if (mkdir(NETNS_RUNNER_STAGE, 0755) < 0 && errno != EEXIST)
+		goto fail;
+	if (mount("tmpfs", NETNS_RUNNER_STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=64k") < 0)
+		goto fail;
+	what = "/usr";
+	r = bind_into("/usr", NETNS_RUNNER_STAGE "/usr");
+	if (r == 0)
+		r = make_ro(NETNS_RUNNER_STAGE "/usr", false);
+	if (r < 0)
+		goto fail_r;
+	for (i = 0; i < sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
+		ssize_t n;
+
+		snprintf(to, sizeof(to), "/%s", root_dirs[i]);
+		what = root_dirs[i];
+		if (lstat(to, &st) < 0)
+			continue;
+		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/%s", root_dirs[i]);
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(to + sizeof(NETNS_RUNNER_STAGE) - 1, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (symlink(link, to) < 0)
+				goto fail;
+		} else if (S_ISDIR(st.st_mode)) {
+			r = bind_into(to + sizeof(NETNS_RUNNER_STAGE) - 1, to);
+			if (r == 0)
+				r = make_ro(to, false);
 			if (r < 0)
 				goto fail_r;
 		}
 	}
-	what = NETNS_RUNNER_STAGE;
-	if (symlink("/proc/self/mounts", NETNS_RUNNER_STAGE "/etc/mtab") < 0)
-		goto fail;
-	/* The sandbox's resolver; without it names still resolve, through
-	 * the broker (netns_sandbox_enter() warned already). */
-	netns_path(from, sizeof(from), NETNS_ETC_DIR, sb->name, "resolv.conf");
-	bind_into(from, NETNS_RUNNER_STAGE "/etc/resolv.conf");
-	/* The trust bundle, for the path the environment names and over the
-	 * system store (for programs that ignore the variables). */
-	netns_path(bundle, sizeof(bundle), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
-	snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s", STATE_UNDER_RUN);
-	if (stat(bundle, &st) == 0) {
-		if (mkdir(to, 0755) < 0)
-			goto fail;
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s/%s", STATE_UNDER_RUN,
-			 sb->name);
-		if (mkdir(to, 0755) < 0)
-			goto fail;
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/run/%s/%s/ca-bundle.crt",
-			 STATE_UNDER_RUN, sb->name);
-		r = bind_into(bundle, to);
-		if (r < 0)
-			goto fail_r;
-		if (stat(NETNS_RUNNER_STAGE "/etc/ssl/certs/ca-certificates.crt", &st) == 0 &&
-		    mount(bundle, NETNS_RUNNER_STAGE "/etc/ssl/certs/ca-certificates.crt", NULL,
-			  MS_BIND, NULL) < 0)
-			goto fail;
-	}
-	if (self[0]) {
-		r = bind_into(self, NETNS_RUNNER_STAGE "/run/" NETNS_RUNNER_NAME);
-		if (r < 0)
-			goto fail_r;
-	}
-	r = stage_dev();
-	if (r < 0) {
-		what = NETNS_RUNNER_STAGE "/dev";
-		goto fail_r;
-	}
-	what = ws;
-	r = bind_into(ws, NETNS_RUNNER_STAGE "/workspace");
+	r = template_etc(NETNS_RUNNER_STAGE "/etc", &what);
 	if (r < 0)
 		goto fail_r;
-	for (k = 0; k < (int)o->nbinds; k++) {
-		what = o->binds[k].src;
-		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/bind-%d", k);
-		r = bind_into(o->binds[k].src, to);
-		if (r < 0)
-			goto fail_r;
-	}
-	return 0;
+	what = "/dev";
+	r = template_dev(NETNS_RUNNER_STAGE "/dev");
+	if (r < 0)
+		goto fail_r;
+	what = NETNS_RUNNER_STAGE;
+	if (mkdir(NETNS_RUNNER_STAGE TEMPLATE_ROOT, 0755) < 0 || chdir(NETNS_RUNNER_STAGE) < 0 ||
+	    pivot_root(".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0 ||
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		goto fail;
+	msg[0] = 0;
+	if (write(ready, msg, 1) != 1)
+		_exit(1);
+	/* Until the parent has opened /proc/PID/ns/mnt (bounded by it). */
+	while (read(hold, msg, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
 fail:
 	r = -errno;
 fail_r:
-	snprintf(err, errlen, "cannot prepare the sandbox's /etc and /run (`%s`): %s", what,
-		 strerror(-r));
-	return r;
+	msg[0] = (char)(-r < 256 && -r > 0 ? -r : EIO);
+	snprintf(msg + 1, sizeof(msg) - 1, "%s", what);
+	if (write(ready, msg, 1 + strlen(msg + 1)) < 0)
+		_exit(1);
+	_exit(1);
 }
 
-/* The top-level system directories: a link (merged /usr) or a directory. */
-static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
-
-/* bubblewrap's command line: its options (fewer than ARGV_FIXED words) and
- * the command's. Never freed: the process execs or exits. */
-#define ARGV_FIXED 256
-
-struct argv_buf {
-	char **v;
-	size_t n, cap;
-	bool overflow;
-};
-
-static void add(struct argv_buf *a, const char *s)
+/* Keeps the template's namespace (fd @arg) at RUNNER_TEMPLATE; run where
+ * /run/netns mounts are made, system calls only. */
+static int template_pin(void *arg)
 {
-	if (a->n + 1 >= a->cap) {
-		a->overflow = true;
-		return;
+	char src[40];
+	int k, fd, nsfd = *(int *)arg;
+
+	for (k = 0; k < UNMOUNT_MAX && umount2(RUNNER_TEMPLATE, MNT_DETACH) == 0; k++)
+		;
+	fd = open(RUNNER_TEMPLATE, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0400);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	return mount(src, RUNNER_TEMPLATE, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+}
+
+/* The template if RUNNER_STAMP says it was built from @fp: its fd, or a
+ * negative errno. */
+static int template_open(uint64_t fp)
+{
+	unsigned long long ino, sfp;
+	struct statfs sfs;
+	struct stat st;
+	char buf[64];
+	ssize_t n;
+	int fd, sf, k;
+
+	sf = open(RUNNER_STAMP, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (sf < 0)
+		return -errno;
+	n = read(sf, buf, sizeof(buf) - 1);
+	close(sf);
+	if (n <= 0)
+		return -ESTALE;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llx %llx", &ino, &sfp) != 2 || sfp != fp)
+		return -ESTALE;
+	fd = open(RUNNER_TEMPLATE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	/* A new mount namespace never copies the bind mount of a mount
+	 * namespace's file (a loop could follow): under `ip netns exec`, ours
+	 * is such a copy, and the template is seen through the root of the
+	 * process that ran it (or of PID 1). */
+	for (k = 0; k < 2 && fstatfs(fd, &sfs) == 0 && sfs.f_type != NSFS_MAGIC; k++) {
+		char path[sizeof("/proc//root") + 12 + sizeof(RUNNER_TEMPLATE)];
+
+		close(fd);
+		snprintf(path, sizeof(path), "/proc/%d/root%s", k == 0 ? (int)getppid() : 1,
+			 RUNNER_TEMPLATE);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			return -errno;
 	}
-	a->v[a->n++] = (char *)s;
+	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != NSFS_MAGIC || fstat(fd, &st) < 0 ||
+	    st.st_ino != ino || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNS) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }
 
-/* Text kept for the life of the process (it execs): numbers, paths. */
-static const char *keep(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *keep(const char *fmt, ...)
+/**
+ * netns_runner_template() - the template's mount namespace (see the top)
+ * @err:    why not
+ * @errlen: its size
+ *
+ * Builds it when there is none, or when a host file it holds a copy of
+ * has changed since. Return: an fd (close-on-exec), or a negative errno.
+ */
+static int netns_runner_template(char *err, size_t errlen)
 {
-	char *s = NULL;
-	va_list ap;
+	uint64_t fp = template_fingerprint();
+	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 };
+	char msg[300], path[64], stamp[64];
+	int fd, lock, r, status;
+	ssize_t n;
+	pid_t pid;
 
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s ? s : "";
+	fd = template_open(fp);
+	if (fd >= 0)
+		return fd;
+	/* One builder at a time; the others take what it built. */
+	lock = open(RUNNER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot lock `%s`: %s", RUNNER_LOCK, strerror(-r));
+		if (lock >= 0)
+			close(lock);
+		return r;
+	}
+	fd = template_open(fp);
+	if (fd >= 0)
+		goto out;
+	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
+		fd = -errno;
+		snprintf(err, errlen, "cannot build the runner's template: %s", strerror(-fd));
+		goto out;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		close(hold[1]);
+		template_build(ready[1], hold[0]);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	ready[1] = hold[0] = -1;
+	if (pid < 0) {
+		fd = -errno;
+		snprintf(err, errlen, "cannot fork: %s", strerror(-fd));
+		goto out;
+	}
+	n = read(ready[0], msg, sizeof(msg) - 1);
+	if (n == 1 && msg[0] == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	} else {
+		msg[n > 0 ? n : 0] = '\0';
+		fd = n > 0 ? -(int)(unsigned char)msg[0] : -EIO;
+		snprintf(err, errlen, "cannot build the runner's template (`%s`): %s",
+			 n > 1 ? msg + 1 : "?", strerror(-fd));
+	}
+	close(hold[1]);
+	hold[1] = -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (fd < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot open the runner's template: %s",
+				 strerror(-fd));
+		goto out;
+	}
+	/* Kept for the next command; if that fails, this one still runs. */
+	r = netns_in_host_mount_ns(template_pin, &fd);
+	if (r == 0) {
+		struct stat st;
+		int sf;
+
+		fstat(fd, &st);
+		n = snprintf(stamp, sizeof(stamp), "%llx %llx\n", (unsigned long long)st.st_ino,
+			     (unsigned long long)fp);
+		sf = open(RUNNER_STAMP ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+			  0600);
+		if (sf < 0 || write(sf, stamp, (size_t)n) != n || close(sf) < 0 ||
+		    rename(RUNNER_STAMP ".tmp", RUNNER_STAMP) < 0)
+			r = -errno;
+	}
+	if (r < 0)
+		fprintf(stderr, "sluice: warning: cannot keep the runner's template at %s: %s\n",
+			RUNNER_TEMPLATE, strerror(-r));
+out:
+	if (ready[0] >= 0)
+		close(ready[0]);
+	if (hold[1] >= 0)
+		close(hold[1]);
+	close(lock);
+	return fd;
 }
 
-static void no_cloexec(int fd)
-{
-	int f = fcntl(fd, F_GETFD);
+/* What netns_runner_prepare() readies for netns_runner_spawn(): open
+ * descriptors (close-on-exec) and the filter. One command per process. */
+static struct {
+	int netfd, tmplfd, ws, resolv, bundle;
+	int binds[NETNS_BINDS_MAX];
+	bool bind_dir[NETNS_BINDS_MAX];
+	uid_t uid;
+	struct sock_filter prog[160];
+	unsigned short nprog;
+} prep;
 
-	if (f >= 0)
-		fcntl(fd, F_SETFD, f & ~FD_CLOEXEC);
+/* A detached copy of the tree at @path, read-only if @ro: an fd, or a
+ * negative errno. */
+static int tree_of(const char *path, bool ro)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+	int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return -errno;
+	if (ro && mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 static void put_env(const char *key, const char *value, void *arg)
@@ -606,251 +866,436 @@ static void put_env(const char *key, const char *value, void *arg)
 }
 
 /**
- * netns_runner_exec() - run @argv contained in @sb (see the top of the file)
- * @sb:   the sandbox
- * @o:    the options (not --privileged)
- * @argv: the command
+ * netns_runner_prepare() - ready a contained command of @sb (see the top)
+ * @sb: the sandbox
+ * @o:  the options (not --privileged)
  *
- * Return: only on failure, with the exit status to give (1: nothing ran).
+ * In the caller, as root: sets the command's environment (placeholders from
+ * the broker's control socket), opens what netns_runner_spawn() binds in.
+ * Return: 0, or -1 with the error printed (nothing has run).
  */
-int netns_runner_exec(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv)
+int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o)
 {
-	const char *bwrap = getenv("SLUICE_BWRAP");
-	uid_t uid = netns_sandbox_uid(sb);
-	char err[700], link[PATH_MAX];
-	struct argv_buf a = { .n = 0 };
-	size_t argc;
-	size_t init_at;
-	char ws_path[512], self[PATH_MAX];
-	ssize_t sl;
-	bool use_init;
-	int ws, sc, r = 0;
+	char err[700], path[512];
+	struct stat st;
 	unsigned k;
-	size_t i;
+	int r = 0;
 
-	if (!bwrap || !*bwrap)
-		bwrap = NETNS_BWRAP;
-	if (access(bwrap, X_OK) < 0) {
-		fprintf(stderr,
-			"sluice: bubblewrap (`%s`) is needed to contain the command: %s (install "
-			"the Debian package bubblewrap: `make deps`; or run it uncontained with "
-			"--privileged)\n",
-			bwrap, strerror(errno));
-		return 1;
-	}
+	err[0] = '\0';
+	prep.uid = netns_sandbox_uid(sb);
+	prep.ws = prep.resolv = prep.bundle = prep.netfd = prep.tmplfd = -1;
 	for (k = 0; k < o->nbinds; k++) {
-		struct stat st;
-
+		prep.binds[k] = -1;
 		if (stat(o->binds[k].src, &st) < 0) {
 			fprintf(stderr, "sluice: --bind `%s`: %s\n", o->binds[k].src,
 				strerror(errno));
-			return 1;
+			return -1;
 		}
+		prep.bind_dir[k] = S_ISDIR(st.st_mode);
 	}
-	ws = workspace_open(sb, uid, err, sizeof(err));
-	if (ws < 0) {
+	r = workspace_open(sb, prep.uid, err, sizeof(err));
+	if (r < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
-		return 1;
+		return -1;
 	}
-	close(ws);
-	netns_path(ws_path, sizeof(ws_path), NETNS_WORKSPACE_DIR, sb->name, NULL);
-	/* sluice itself is the command's first program (--runner-exec), read
-	 * from where it is now, before the mount namespace changes. */
-	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[sl > 0 ? sl : 0] = '\0';
-	sc = netns_seccomp_fd();
-	if (sc < 0) {
-		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-sc));
-		return 1;
+	close(r);
+	r = netns_seccomp_build(prep.prog, sizeof(prep.prog) / sizeof(prep.prog[0]));
+	if (r < 0) {
+		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-r));
+		return -1;
 	}
-	/* The environment before the sandbox's namespace: its placeholders
-	 * come from the broker's control socket, which need not answer a
-	 * caller inside a sandbox. */
+	prep.nprog = (unsigned short)r;
+	/* The environment before anything else: its placeholders come from
+	 * the broker's control socket. */
+	r = 0;
 	netns_env_each(sb, put_env, &r);
 	if (r == 0 && setenv("HOME", NETNS_WORKSPACE_INSIDE, 1) < 0)
 		r = -errno;
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
-		return 1;
+		return -1;
 	}
-	r = netns_sandbox_enter(sb, err, sizeof(err));
-	if (r == 0)
-		r = stage(sb, o, self, ws_path, err, sizeof(err));
-	if (r < 0) {
+	prep.netfd = netns_ns_open(sb->name);
+	if (prep.netfd < 0) {
+		fprintf(stderr, "sluice: cannot open %s/%s: %s\n", NETNS_RUN_DIR, sb->name,
+			prep.netfd == -EINVAL ? "not a network namespace" : strerror(-prep.netfd));
+		return -1;
+	}
+	netns_path(path, sizeof(path), NETNS_WORKSPACE_DIR, sb->name, NULL);
+	prep.ws = tree_of(path, false);
+	if (prep.ws < 0) {
+		fprintf(stderr, "sluice: cannot bind the workspace `%s`: %s\n", path,
+			strerror(-prep.ws));
+		return -1;
+	}
+	for (k = 0; k < o->nbinds; k++) {
+		prep.binds[k] = tree_of(o->binds[k].src, o->binds[k].ro);
+		if (prep.binds[k] < 0) {
+			fprintf(stderr, "sluice: --bind `%s`: %s\n", o->binds[k].src,
+				strerror(-prep.binds[k]));
+			return -1;
+		}
+	}
+	/* Names still resolve without the sandbox's resolv.conf (DNS to any
+	 * server is the broker's), if less conveniently: warn and go on. */
+	netns_path(path, sizeof(path), NETNS_ETC_DIR, sb->name, "resolv.conf");
+	prep.resolv = tree_of(path, true);
+	if (prep.resolv < 0)
+		fprintf(stderr, "sluice: warning: cannot bind %s over /etc/resolv.conf: %s\n",
+			path, strerror(-prep.resolv));
+	netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
+	prep.bundle = tree_of(path, true);
+	prep.tmplfd = netns_runner_template(err, sizeof(err));
+	if (prep.tmplfd < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
-		return 1;
+		return -1;
 	}
+	return 0;
+}
 
-	for (argc = 0; argv[argc]; argc++)
-		;
-	a.cap = ARGV_FIXED + 3 * (size_t)o->nbinds + argc;
-	a.v = calloc(a.cap, sizeof(*a.v));
-	if (!a.v) {
-		fprintf(stderr, "sluice: out of memory\n");
-		return 1;
+/* Attaches the detached tree @fd at @to; 0 or a negative errno. */
+static int attach(int fd, const char *to)
+{
+	return move_mount(fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* Gives what make_path() made in the workspace to the sandbox's uid, as
+ * anything else there is: it may remove it later. */
+static void own_if_workspace(const char *path)
+{
+	static const char ws[] = TEMPLATE_ROOT NETNS_WORKSPACE_INSIDE "/";
+
+	/* Best effort: a root-owned mount point is only untidy. */
+	if (!strncmp(path, ws, sizeof(ws) - 1) && lchown(path, prep.uid, prep.uid) < 0)
+		return;
+}
+
+/* mkdir -p of @path (absolute, within the new root), the last part a
+ * directory or (@dir false) an empty file to bind on. */
+static int make_path(char *path, bool dir)
+{
+	struct stat st;
+	char *p;
+	int r;
+
+	for (p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		r = mkdir(path, 0755) < 0 ? (errno == EEXIST ? 1 : -errno) : 0;
+		if (r == 0)
+			own_if_workspace(path);
+		*p = '/';
+		if (r < 0)
+			return r;
 	}
-	add(&a, "bwrap");
-	add(&a, "--unshare-user");
-	add(&a, "--uid");
-	add(&a, keep("%u", o->user_set ? (unsigned)o->uid : 0u));
-	add(&a, "--gid");
-	add(&a, keep("%u", o->user_set ? (unsigned)o->gid : 0u));
-	add(&a, "--unshare-pid");
-	add(&a, "--unshare-ipc");
-	add(&a, "--unshare-uts");
-	add(&a, "--hostname");
-	add(&a, sb->name);
-	add(&a, "--unshare-cgroup-try");
-	add(&a, "--share-net");
-	add(&a, "--die-with-parent");
-	add(&a, "--cap-drop");
-	add(&a, "ALL");
-	add(&a, "--ro-bind");
-	add(&a, "/usr");
-	add(&a, "/usr");
+	if (lstat(path, &st) == 0)
+		return 0;
+	r = mount_point(path, &(struct stat){ .st_mode = dir ? S_IFDIR : S_IFREG });
+	if (r == 0)
+		own_if_workspace(path);
+	return r;
+}
+
+/*
+ * In the new namespaces, as root, joined to the sandbox's network and to
+ * a copy of the template: the command's root at TEMPLATE_ROOT, then
+ * pivot_root() into it. @what says where it failed.
+ */
+static int build_root(const struct netns_sandbox *sb, const struct netns_runner *o,
+		      const char **what)
+{
+	char to[600], link[PATH_MAX];
+	struct stat st;
+	unsigned k;
+	size_t i;
+	int r;
+
+#define R TEMPLATE_ROOT
+	*what = R;
+	if (mount("tmpfs", R, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		return -errno;
+	if (mkdir(R "/usr", 0755) < 0 || mkdir(R "/etc", 0755) < 0 || mkdir(R "/dev", 0755) < 0 ||
+	    mkdir(R "/proc", 0755) < 0 || mkdir(R "/sys", 0755) < 0 ||
+	    mkdir(R "/tmp", 01777) < 0 || mkdir(R "/run", 0755) < 0 ||
+	    mkdir(R NETNS_WORKSPACE_INSIDE, 0755) < 0)
+		return -errno;
+	if (mount("/usr", R "/usr", NULL, MS_BIND | MS_REC, NULL) < 0 ||
+	    mount("/etc", R "/etc", NULL, MS_BIND | MS_REC, NULL) < 0 ||
+	    mount("/dev", R "/dev", NULL, MS_BIND | MS_REC, NULL) < 0)
+		return -errno;
 	for (i = 0; i < sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
-		const char *p = keep("/%s", root_dirs[i]);
-		struct stat st;
+		const char *from = to + sizeof(R) - 1;
 		ssize_t n;
 
-		if (lstat(p, &st) < 0)
+		snprintf(to, sizeof(to), R "/%s", root_dirs[i]);
+		if (lstat(from, &st) < 0)
 			continue;
+		*what = from;
 		if (S_ISLNK(st.st_mode)) {
-			n = readlink(p, link, sizeof(link) - 1);
+			n = readlink(from, link, sizeof(link) - 1);
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
-			add(&a, "--symlink");
-			add(&a, keep("%s", link));
-			add(&a, p);
-		} else if (S_ISDIR(st.st_mode)) {
-			add(&a, "--ro-bind");
-			add(&a, p);
-			add(&a, p);
+			if (symlink(link, to) < 0)
+				return -errno;
+		} else if (mkdir(to, 0755) < 0 || mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0) {
+			return -errno;
 		}
 	}
-	add(&a, "--ro-bind");
-	add(&a, NETNS_RUNNER_STAGE "/etc");
-	add(&a, "/etc");
-	add(&a, "--ro-bind");
-	add(&a, NETNS_RUNNER_STAGE "/run");
-	add(&a, "/run");
-	/* The sysfs netns_sandbox_enter() mounted: the sandbox's links. */
-	add(&a, "--ro-bind");
-	add(&a, "/sys");
-	add(&a, "/sys");
-	add(&a, "--proc");
-	add(&a, "/proc");
-	add(&a, "--dev-bind");
-	add(&a, NETNS_RUNNER_STAGE "/dev");
-	add(&a, "/dev");
-	add(&a, "--perms");
-	add(&a, "1777");
-	add(&a, "--tmpfs");
-	add(&a, "/tmp");
-	add(&a, "--bind");
-	add(&a, NETNS_RUNNER_STAGE "/workspace");
-	add(&a, NETNS_WORKSPACE_INSIDE);
+	*what = "/dev";
+	if (mount("tmpfs", R "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0 ||
+	    mount("devpts", R "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=620") < 0)
+		return -errno;
+	/* A sysfs mount shows the links of the namespace that mounted it. */
+	*what = "/sys";
+	if (mount("sysfs", R "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		return -errno;
+	*what = "/tmp";
+	if (mount("tmpfs", R "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0)
+		return -errno;
+	/* /run holds this sandbox's CA bundle, where the environment names it,
+	 * and nothing else; it is also the system store, for programs that
+	 * ignore the variables. */
+	if (prep.bundle >= 0) {
+		*what = "the CA bundle";
+		snprintf(to, sizeof(to), R "%s/%s/ca-bundle.crt", NETNS_STATE_DIR, sb->name);
+		r = make_path(to, false);
+		if (r == 0)
+			r = attach(prep.bundle, to);
+		if (r < 0)
+			return r;
+		if (stat(R NETNS_SYSTEM_CA, &st) == 0 &&
+		    mount(to, R NETNS_SYSTEM_CA, NULL, MS_BIND, NULL) < 0)
+			return -errno;
+	}
+	if (prep.resolv >= 0) {
+		*what = "/etc/resolv.conf";
+		r = attach(prep.resolv, R "/etc/resolv.conf");
+		if (r < 0)
+			return r;
+	}
+	*what = "the workspace";
+	r = attach(prep.ws, R NETNS_WORKSPACE_INSIDE);
+	if (r < 0)
+		return r;
 	for (k = 0; k < o->nbinds; k++) {
-		add(&a, o->binds[k].ro ? "--ro-bind" : "--bind");
-		add(&a, keep(NETNS_RUNNER_STAGE "/bind-%u", k));
-		add(&a, o->binds[k].dst);
+		*what = o->binds[k].dst;
+		snprintf(to, sizeof(to), R "%s", o->binds[k].dst);
+		r = make_path(to, prep.bind_dir[k]);
+		if (r == 0)
+			r = attach(prep.binds[k], to);
+		if (r < 0)
+			return r;
 	}
-	add(&a, "--chdir");
-	add(&a, NETNS_WORKSPACE_INSIDE);
-	add(&a, "--seccomp");
-	add(&a, keep("%d", sc));
-	/* The command's first program: sluice --runner-exec (netns_runner_init())
-	 * where the sandbox's uid can run it, else sh's exec (for a shell's 127
-	 * and 126; bubblewrap would say 1), which cannot undo an ignored SIGINT
-	 * or SIGQUIT (so then bubblewrap keeps them, and a Ctrl-C ends the
-	 * command outright). Checked below, once that uid is ours. */
-	init_at = a.n;
-	add(&a, "--");
-	add(&a, NETNS_RUNNER_INSIDE);
-	add(&a, "--runner-exec");
-	for (i = 0; argv[i]; i++)
-		add(&a, argv[i]);
-	a.v[a.n] = NULL;
-	if (a.overflow) {
-		fprintf(stderr, "sluice: the command has too many words\n");
-		return 1;
-	}
+	/* Of this PID namespace: mounted by its pid 1, which this is. */
+	*what = "/proc";
+	if (mount("proc", R "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	/* Everything else is left behind: the template's own root too. */
+	*what = "pivot_root";
+	if (chdir(R) < 0 || pivot_root(".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+	    chdir("/") < 0)
+		return -errno;
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+	    0)
+		return -errno;
+#undef R
+	return 0;
+}
 
-	/* The last privileged step is behind: from here on, sluice is the
-	 * sandbox's uid, with no supplementary group and no capability (a
-	 * change of uid from 0 clears them), so bubblewrap makes its user
-	 * namespace unprivileged and the mapping cannot name uid 0. */
-	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-	    setresuid(uid, uid, uid) < 0) {
-		fprintf(stderr, "sluice: cannot drop to uid %u: %s\n", (unsigned)uid,
-			strerror(errno));
-		return 1;
-	}
-	if (getuid() != uid || geteuid() != uid) {
-		fprintf(stderr, "sluice: still uid %u, not %u\n", (unsigned)geteuid(),
-			(unsigned)uid);
-		return 1;
-	}
-	/* The change of uid cleared the parent-death signal: set it again,
-	 * so that bubblewrap (and, --die-with-parent, the command) does not
-	 * outlive the sluice that waits for it. */
-	if (o->parent > 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != o->parent)
-			return 1;
-	}
-	use_init = access(NETNS_RUNNER_STAGE "/run/" NETNS_RUNNER_NAME, X_OK) == 0;
-	if (!use_init) {
-		static char *const sh[] = { "--", "/bin/sh", "-c", "exec \"$@\"", "sluice" };
+/* Writes @s to the file @path of /proc/self; 0 or a negative errno. */
+static int write_proc(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
 
-		a.n = init_at;
-		for (k = 0; k < sizeof(sh) / sizeof(sh[0]); k++)
-			add(&a, sh[k]);
-		for (i = 0; argv[i]; i++)
-			add(&a, argv[i]);
-		a.v[a.n] = NULL;
-		if (a.overflow) {
-			fprintf(stderr, "sluice: the command has too many words\n");
-			return 1;
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, len) != (ssize_t)len)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * From root in the new namespaces to the command's identity, in stages:
+ *  1. the sandbox's uid and gid outside, no supplementary group: every
+ *     capability in the initial user namespace goes with the change of uid;
+ *  2. a user namespace of its own, whose only mapping is the inside
+ *     identity (root, or --user) to that uid: root inside owns nothing
+ *     outside. The process writes the maps itself, allowed for its own
+ *     uid; dumpable meanwhile, as /proc/self is its uid's only then;
+ *  3. the bounding set emptied (CAP_SETPCAP, held in the new namespace
+ *     until the next stage), so that an exec as root inside gains nothing;
+ *  4. the inside identity, and no capability left at all;
+ *  5. no_new_privs, then the seccomp filter (which needs it).
+ */
+static int drop(const struct netns_runner *o, const char **what)
+{
+	uid_t uid = prep.uid, in_uid = o->user_set ? o->uid : 0;
+	gid_t in_gid = o->user_set ? o->gid : 0;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+	struct sock_fprog fprog = { .len = prep.nprog, .filter = prep.prog };
+	char map[64];
+	int c, r;
+
+	*what = "uid";
+	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -errno;
+	if (getuid() != uid || geteuid() != uid)
+		return -EPERM;
+	*what = "user namespace";
+	if (unshare(CLONE_NEWUSER) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0)
+		return -errno;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)in_uid, (unsigned)uid);
+	r = write_proc("/proc/self/uid_map", map);
+	if (r == 0)
+		r = write_proc("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)in_gid, (unsigned)uid);
+	if (r == 0)
+		r = write_proc("/proc/self/gid_map", map);
+	if (prctl(PR_SET_DUMPABLE, 0) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return r;
+	*what = "capabilities";
+	for (c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c) < 0) {
+			if (errno == EINVAL)
+				break;
+			return -errno;
 		}
 	}
-	/* A terminal's SIGINT and SIGQUIT go to the whole foreground process
-	 * group: the command handles them, and bubblewrap, which passes
-	 * nothing on, must not die of them and take the command with it
-	 * (--die-with-parent). netns_runner_init() undoes this for the command;
-	 * sluice, the parent, passes on the same signals sent to it alone. */
-	if (use_init) {
-		signal(SIGINT, SIG_IGN);
-		signal(SIGQUIT, SIG_IGN);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
+	    setresgid(in_gid, in_gid, in_gid) < 0 || setresuid(in_uid, in_uid, in_uid) < 0 ||
+	    syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	*what = "seccomp";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The command, once forked (0 until then), and the signals init passes on. */
+static volatile pid_t init_cmd;
+static const int init_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+/*
+ * Passes a signal sluice sent to the command. One from the terminal
+ * (SI_KERNEL) went to the whole foreground process group, the command
+ * included: sending it again would deliver it twice. Before there is a
+ * command, it ends the sandbox.
+ */
+static void init_forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (si->si_code == SI_KERNEL)
+		return;
+	if (init_cmd > 0)
+		kill(init_cmd, sig);
+	else
+		_exit(128 + sig);
+}
+
+/* The sandbox's pid 1 (see the top). Never returns. */
+static void run_init(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
+		     const sigset_t *mask)
+{
+	struct sigaction sa = { .sa_sigaction = init_forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+	const char *what = "";
+	size_t k;
+	int r, status, e;
+	pid_t pid;
+
+	/* Dies with the sluice that waits for it; the kernel then ends every
+	 * process of the PID namespace. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&sa.sa_mask);
+	for (k = 0; k < sizeof(init_signals) / sizeof(init_signals[0]); k++)
+		sigaction(init_signals[k], &sa, NULL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	what = "the sandbox's network namespace";
+	r = setns(prep.netfd, CLONE_NEWNET) < 0 ? -errno : 0;
+	if (r == 0) {
+		what = "the runner's template";
+		r = setns(prep.tmplfd, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0 ? -errno : 0;
+	}
+	if (r == 0)
+		r = build_root(sb, o, &what);
+	if (r == 0) {
+		what = "hostname";
+		r = sethostname(sb->name, strlen(sb->name)) < 0 ? -errno : 0;
+	}
+	if (r == 0)
+		r = drop(o, &what);
+	/* The identity change cleared the parent-death signal. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (r == 0 && chdir(NETNS_WORKSPACE_INSIDE) < 0) {
+		what = NETNS_WORKSPACE_INSIDE;
+		r = -errno;
+	}
+	if (r < 0) {
+		fprintf(stderr, "sluice: cannot contain the command (%s): %s\n", what, strerror(-r));
+		_exit(1);
 	}
 	/* Nothing the caller left open goes in but stdin, stdout and stderr:
 	 * a descriptor of a host file or directory is a way around the mount
-	 * namespace (openat() from it). Only the filter's, for bubblewrap. */
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-		fprintf(stderr, "sluice: cannot close inherited descriptors: %s\n",
-			strerror(errno));
-		return 1;
+	 * namespace (openat() from it). Nor does init keep any (the sandbox's
+	 * network namespace, the template): it needs none from here on. */
+	close_range(3, ~0U, 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		for (k = 0; k < sizeof(init_signals) / sizeof(init_signals[0]); k++)
+			signal(init_signals[k], SIG_DFL);
+		execvp(argv[0], argv);
+		e = errno;
+		fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
 	}
-	no_cloexec(sc);
-	execv(bwrap, a.v);
-	fprintf(stderr, "sluice: %s: %s\n", bwrap, strerror(errno));
-	return 1;
+	if (pid < 0) {
+		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(errno));
+		_exit(1);
+	}
+	init_cmd = pid;
+	/* Reaps whatever is orphaned here until the command ends; then the
+	 * kernel ends the rest with this process. */
+	for (;;) {
+		pid_t w = waitpid(-1, &status, 0);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			_exit(1);
+	}
+	_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
 }
 
-int netns_runner_init(char **argv)
+/**
+ * netns_runner_spawn() - start @argv contained in @sb, prepared
+ * @sb:   the sandbox (netns_runner_prepare() done)
+ * @o:    the options
+ * @argv: the command
+ * @mask: the signal mask for the command (the caller holds the forwarded
+ *        signals meanwhile)
+ *
+ * Return: the pid of the sandbox's init (whose exit status is the
+ * command's), or a negative errno.
+ */
+pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o,
+			 char **argv, const sigset_t *mask)
 {
-	sigset_t none;
-	int e;
+	pid_t pid;
 
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	execvp(argv[0], argv);
-	e = errno;
-	fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(e));
-	/* _exit: nothing of sluice's to clean up, and no exit handler (a
-	 * sanitizer's leak check, say) to run under the seccomp filter. */
-	_exit(e == ENOENT ? 127 : 126);
+	fflush(NULL);
+	/* As fork(), into new PID, IPC, UTS and cgroup namespaces. */
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+				       SIGCHLD,
+			     NULL, NULL, NULL, 0);
+	if (pid == 0)
+		run_init(sb, o, argv, mask);
+	return pid < 0 ? -errno : pid;
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * The seccomp filter of the contained runner (`sluice exec`, `sluice run`),
- * as a classic BPF program that bubblewrap loads (--seccomp FD) after it has
- * built the sandbox and just before it execs the command. Written by hand
+ * as a classic BPF program that the sandbox's init loads (runner.c) once it
+ * has built the sandbox and dropped every privilege, before it forks the
+ * command. Written by hand
  * rather than with libseccomp: the list is short, and one fewer library is
  * one fewer thing for `make deps` and for the reader.
  *
  * It refuses what a workload never needs and an escape always does: every
- * entry says why. The namespace, user and capability limits of bubblewrap
+ * entry says why. The namespace, user and capability limits of the runner
  * already make most of these fail; the filter is the second wall, and the
  * one that also holds against a kernel bug reachable through them.
  */
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,7 +48,7 @@ static const int refused[] = {
 	 * namespace is a network the broker does not see. */
 	__NR_unshare,
 	/* Mounting after setup: the mount namespace is an allowlist that
-	 * bubblewrap built; changing it could uncover what it hides. */
+	 * the runner built; changing it could uncover what it hides. */
 	__NR_mount,
 	__NR_umount2,
 	__NR_pivot_root,
@@ -177,7 +177,7 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max)
 	EMIT(RET(SECCOMP_RET_ALLOW));
 	/* TIOCSTI pushes characters into the terminal's input: a command that
 	 * shares the caller's terminal could type into the caller's shell once
-	 * it exits. Refused here instead of bubblewrap's --new-session, which
+	 * it exits. Refused here instead of a new session (setsid), which
 	 * would cost interactive commands their job control. TIOCLINUX can do
 	 * the same on a virtual console. The command is the low 32 bits (the
 	 * kernel's type for it is unsigned int). */
@@ -190,35 +190,4 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max)
 	EMIT(RET(SECCOMP_RET_ALLOW));
 #undef EMIT
 	return (int)n;
-}
-
-/**
- * netns_seccomp_fd() - the filter in a file, for bubblewrap's --seccomp
- *
- * Return: a file descriptor (without close-on-exec, positioned at the
- * start) holding the program, or a negative errno. The caller closes it.
- */
-int netns_seccomp_fd(void)
-{
-	struct sock_filter prog[160];
-	int n = netns_seccomp_build(prog, sizeof(prog) / sizeof(prog[0]));
-	size_t len;
-	int fd, r = 0;
-
-	if (n < 0)
-		return n;
-	len = (size_t)n * sizeof(prog[0]);
-	fd = memfd_create("sluice-seccomp", 0);
-	if (fd < 0)
-		return -errno;
-	errno = 0;
-	if (write(fd, prog, len) != (ssize_t)len)
-		r = errno ? -errno : -EIO;
-	else if (lseek(fd, 0, SEEK_SET) < 0)
-		r = -errno;
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/ctlproto.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -409,7 +410,7 @@ int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errl
 
 	if (sb->socket[0])
 		netns_socket_path = sb->socket;
-	snprintf(line, sizeof(line), "privileged %s", sb->name);
+	snprintf(line, sizeof(line), CTL_PRIVILEGED " %s", sb->name);
 	r = netns_ctl(line, &resp);
 	netns_socket_path = saved;
 	if (r < 0)
@@ -433,7 +434,7 @@ static void placeholders(const struct netns_sandbox *sb,
 
 	if (sb->socket[0])
 		netns_socket_path = sb->socket;
-	snprintf(line, sizeof(line), "placeholders %s", sb->name);
+	snprintf(line, sizeof(line), CTL_PLACEHOLDERS " %s", sb->name);
 	r = netns_ctl(line, &resp);
 	netns_socket_path = saved;
 	if (r < 0) {

@@ -5,18 +5,20 @@
 #   SLUICE_BIN=DIR bash tests/bench/exec.sh
 #
 # Theory of operation: one test world whose broker namespace runs sluiced
-# (sandbox_pool 10.205.0.0/19). Every command runs as a user runs it,
-# `ip netns exec BRK sluice ...`, timed from outside ($EPOCHREALTIME around
-# it). Per round, EXEC_RUNS (30) times, interleaved: a no-op (`sluice
-# help`: ip netns exec and sluice's own start), `sluice exec S -- true`
-# (contained: bubblewrap, user, PID, mount namespaces, seccomp) and `sluice
-# exec --privileged S -- true` (today's uncontained path, for the cost of
+# (sandbox_pool 10.205.0.0/19). Every command runs as the README shows it,
+# `sluice --socket S exec ...` from the host's namespaces (sluice joins the
+# sandbox itself), timed from outside ($EPOCHREALTIME around it). Per
+# round, EXEC_RUNS (30) times, interleaved: a no-op (`sluice help`:
+# sluice's own start), `sluice exec S -- true` (contained: user, PID,
+# mount namespaces, seccomp), the same under `ip netns exec BRK` (the old
+# form, which copies the whole mount table for every command), and `sluice
+# exec --privileged S -- true` (the uncontained path, for the cost of
 # containment). "net" is an exec less the no-op of its own iteration.
 # Round a: one sandbox; round b: EXEC_SANDBOXES (1000) more present (at
 # most EXEC_FILL_SECONDS (900) to create them); then all are deleted.
 #
 # Target: the contained exec < 10 ms at the median as a whole process
-# (raw, ip netns exec included), and with the sandboxes present within
+# (raw, sluice's start included), and with the sandboxes present within
 # max(25%, 1 ms) of alone. A target missed prints MISS but does not fail
 # the run. Report: stdout and build/bench/exec.txt. Sandboxes are named
 # "$WORLD_PREFIX-ex*"; the trap removes whatever of them is left.
@@ -48,9 +50,9 @@ fail() {
 for t in "$BIN/sluiced" "$BIN/sluice"; do
 	[ -x "$t" ] || fail "missing $t (make build)"
 done
-[ -x /usr/bin/bwrap ] || fail "missing /usr/bin/bwrap (make deps)"
 mkdir -p "$OUT" || exit 1
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+MOUNTS0=$(wc -l </proc/self/mountinfo)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
 note "building the test world"
@@ -87,6 +89,7 @@ BIN=$D/bin
 broker_start || fail "sluiced did not come up"
 
 B() { timeout "$CMD_TIMEOUT" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
+H() { timeout "$CMD_TIMEOUT" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
 timed() {
 	local __v=$1 t0 t1 rc
@@ -114,22 +117,28 @@ FAILS=0
 SB=$P-ex0
 B create "$SB" --policy "$D/pol.yaml" >/dev/null 2>&1 || fail "create $SB failed"
 # Warm-up: page cache, the workspace made on the first exec.
-for _ in 1 2 3; do B exec "$SB" -- true >/dev/null 2>&1 || fail "sluice exec failed: $(B exec "$SB" -- true 2>&1)"; done
+for _ in 1 2 3; do H exec "$SB" -- true >/dev/null 2>&1 || fail "sluice exec failed: $(H exec "$SB" -- true 2>&1)"; done
 
-# round NAME: RUNS x (no-op, contained exec, privileged exec); sets N_US
-# X_US V_US (raw) and XN_US VN_US (net).
+# round NAME: RUNS x (no-op, contained exec, the same under ip netns exec,
+# privileged exec); sets N_US X_US I_US V_US (raw) and XN_US VN_US (net).
 round() {
-	local i tn tx tv
-	N_US=() X_US=() V_US=() XN_US=() VN_US=()
+	local i tn tx ti tv
+	N_US=() X_US=() I_US=() V_US=() XN_US=() VN_US=()
 	for ((i = 1; i <= RUNS; i++)); do
-		timed tn B help || { FAILS=$((FAILS + 1)); continue; }
-		if timed tx B exec "$SB" -- true; then
+		timed tn H help || { FAILS=$((FAILS + 1)); continue; }
+		if timed tx H exec "$SB" -- true; then
 			X_US+=("$tx") XN_US+=($((tx - tn)))
 		else
 			FAILS=$((FAILS + 1))
 			note "$1: exec failed: $(head -c 300 "$D/cmd.err")"
 		fi
-		if timed tv B exec --privileged "$SB" -- true; then
+		if timed ti B exec "$SB" -- true; then
+			I_US+=("$ti")
+		else
+			FAILS=$((FAILS + 1))
+			note "$1: ip netns exec ... exec failed: $(head -c 300 "$D/cmd.err")"
+		fi
+		if timed tv H exec --privileged "$SB" -- true; then
 			V_US+=("$tv") VN_US+=($((tv - tn)))
 		else
 			FAILS=$((FAILS + 1))
@@ -140,7 +149,7 @@ round() {
 
 note "a. $RUNS runs, one sandbox"
 round alone
-A_N=("${N_US[@]}") A_X=("${X_US[@]}") A_V=("${V_US[@]}") A_XN=("${XN_US[@]}") A_VN=("${VN_US[@]}")
+A_N=("${N_US[@]}") A_X=("${X_US[@]}") A_I=("${I_US[@]}") A_V=("${V_US[@]}") A_XN=("${XN_US[@]}") A_VN=("${VN_US[@]}")
 
 note "b. creating $NSB sandboxes (at most ${FILL_SECONDS}s)"
 deadline=$(($(now_us) + FILL_SECONDS * 1000000))
@@ -152,7 +161,7 @@ for ((i = 1; i <= NSB; i++)); do
 done
 note "b. $RUNS runs with $made sandboxes present"
 round loaded
-L_N=("${N_US[@]}") L_X=("${X_US[@]}") L_V=("${V_US[@]}") L_XN=("${XN_US[@]}") L_VN=("${VN_US[@]}")
+L_N=("${N_US[@]}") L_X=("${X_US[@]}") L_I=("${I_US[@]}") L_V=("${V_US[@]}") L_XN=("${XN_US[@]}") L_VN=("${VN_US[@]}")
 note "deleting them"
 for ((i = 1; i <= NSB; i++)); do
 	[ -e "$STATE/$P-ex$i" ] && B delete "$P-ex$i" >/dev/null 2>&1
@@ -165,20 +174,24 @@ row() {
 a_x=$(median "${A_X[@]}")
 l_x=$(median "${L_X[@]}")
 {
-	echo "sluice exec bench, $(date -u '+%Y-%m-%d %H:%M UTC'), sluice $(git -C "$REPO" describe --always --dirty 2>/dev/null), $(bwrap --version)"
-	echo "machine: $(nproc) CPUs, kernel $(uname -r), load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
-	echo "Each command: ip netns exec BROKER sluice --socket S ..., timed from outside. ms; p99 by nearest rank."
+	echo "sluice exec bench, $(date -u '+%Y-%m-%d %H:%M UTC'), sluice $(git -C "$REPO" describe --always --dirty 2>/dev/null)"
+	echo "machine: $(nproc) CPUs, kernel $(uname -r), load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;"
+	echo "$MOUNTS0 mounts in the host's mount table at the start (other sandboxes on the machine count too)."
+	echo "Each command: sluice --socket S ... from the host's namespaces (the README's form), timed from outside;"
+	echo "\"ip netns exec\": ip netns exec BROKER sluice --socket S exec .... ms; p99 by nearest rank."
 	echo
 	printf '   %-34s %4s %8s %8s %8s %8s\n' "" n median p99 min max
 	echo "a. one sandbox"
 	row "no-op (sluice help)" A_N
 	row "exec -- true (contained)" A_X
+	row "ip netns exec B sluice exec -- true" A_I
 	row "exec --privileged -- true" A_V
 	row "contained, net of the no-op" A_XN
 	row "privileged, net of the no-op" A_VN
 	echo "b. $made more sandboxes present"
 	row "no-op (sluice help)" L_N
 	row "exec -- true (contained)" L_X
+	row "ip netns exec B sluice exec -- true" L_I
 	row "exec --privileged -- true" L_V
 	row "contained, net of the no-op" L_XN
 	row "privileged, net of the no-op" L_VN

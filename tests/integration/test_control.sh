@@ -156,5 +156,52 @@ t_fails "a reload refuses it too" S reload
 t_contains "saying why" "$T_ERR" "unknown group \`${GRP}-none\`"
 t_ok "the broker still answers" S status
 
+# --- slow, silent and too many clients --------------------------------------
+# Control connections are served side by side: clients that never finish
+# their request hold up no one else; each has a deadline (2 s) and at most
+# 64 are kept (the oldest silent one makes room, told why).
+CC="python3 tests/integration/ctlclient.py"
+ms_since() { echo $((($(_broker_usec) - $1) / 1000)); }
+log0=$(wc -l <"$BROKER_LOG")
+t0=$(_broker_usec)
+S list >/dev/null
+echo "# sluice list alone took $(ms_since "$t0") ms (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+$CC flood "$BROKER_SOCK" 10 200 5 >"$D/flood.out" 2>"$D/flood.err" &
+FLOOD=$!
+for ((i = 0; i < 100; i++)); do
+	grep -q '^ready' "$D/flood.out" 2>/dev/null && break
+	sleep 0.1
+done
+t_contains "210 clients connect, 10 of them half-writing a request" "$(cat "$D/flood.out")" ready
+t0=$(_broker_usec)
+T_TIMEOUT=15 t_ok "meanwhile sluice list answers" S list
+ms=$(ms_since "$t0")
+echo "# sluice list took $ms ms beside 210 silent clients (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+slow=$( ((ms < 1000)) || echo "took $ms ms")
+t_none "within 1 s (it waits for none of them)" ${slow:+"$slow"}
+T_TIMEOUT=15 t_ok "and a sandbox is created" S create "$S2" --policy "$D/pol.yaml"
+T_TIMEOUT=15 t_ok "and deleted" S delete "$S2"
+wait "$FLOOD"
+flood=$(cat "$D/flood.out" "$D/flood.err")
+echo "# flood: $(tail -n +2 "$D/flood.out" | head -2)"
+# Every one of them was answered: the ones over the bound "busy", the rest
+# when their deadline passed (within the 5 s the script held them).
+t_contains "and none is left waiting, nor given another answer" "$flood" "other=0 open=0"
+busy=$(sed -n 's/.*busy=\([0-9]*\).*/\1/p' "$D/flood.out")
+t_none "over 64 connections, the oldest silent ones are told the broker is busy (146 of 210 at least)" $( ((busy >= 146)) || echo "busy=$busy")
+t_run $CC silent "$BROKER_SOCK" 10
+secs=$(echo "$T_OUT" | head -1)
+t_contains "a silent client is closed at its deadline, told why" "$T_OUT" \
+	"error: no complete request within 2 s"
+t_none "after about 2 s" $(awk -v s="$secs" 'BEGIN { exit !(s >= 1.5 && s < 4) }' || echo "after $secs s")
+t_run $CC split "$BROKER_SOCK" list 0.2
+t_eq "a request written in pieces, with pauses, is answered" "ok" "$(echo "$T_OUT" | head -1)"
+t_contains "with the list" "$T_OUT" "$S1"
+t_ok "sluice status" S status
+t_contains "counts the deadlines" "$T_OUT" "control_timeouts "
+t_contains "and the clients refused as over the bound" "$T_OUT" "control_busy "
+n=$(tail -n +$((log0 + 1)) "$BROKER_LOG" | grep -c 'control: ')
+t_none "the broker's log says so a bounded number of times" $( ((n < 20)) || echo "$n control lines")
+
 t_none "the broker is still running" $(broker_alive || echo "sluiced exited")
 t_done

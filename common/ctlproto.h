@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* The control protocol between `sluice` and `sluiced`: its verbs, its
+ * answers and its sizes, in one place that both sides include.
+ *
+ * One request per connection on a unix stream socket: a line of words
+ * separated by spaces, ended by '\n', at most CTL_REQ_MAX bytes with it.
+ * The broker answers CTL_OK followed by the body, or CTL_ERR followed by
+ * a one-line message, and closes; the answer is at most CTL_RESP_MAX
+ * bytes. The CLI reads until the broker closes. */
+#ifndef SLUICE_COMMON_CTLPROTO_H
+#define SLUICE_COMMON_CTLPROTO_H
+
+#define CTL_REQ_MAX 4096
+#define CTL_RESP_MAX (1 << 20)
+
+/* The answers' first bytes. */
+#define CTL_OK "ok\n"
+#define CTL_ERR "error: "
+
+/* The verbs, and the words each takes after it. */
+#define CTL_PING "ping"		/* -> ok */
+#define CTL_REGISTER "register" /* NAME ADDR|auto POLICY -> ok ADDR\nCA-PEM */
+#define CTL_UNREGISTER "unregister" /* NAME -> ok */
+#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS" lines */
+#define CTL_STATUS "status"	    /* -> ok, "key value" lines */
+#define CTL_METRICS "metrics"	    /* -> ok, Prometheus text */
+#define CTL_JWKS "jwks"		    /* -> ok, a JWK Set */
+#define CTL_CONFIG "config"	    /* -> ok, "key value" lines */
+#define CTL_CA "ca"		    /* NAME -> ok, the sandbox CA's PEM */
+#define CTL_PLACEHOLDERS "placeholders" /* NAME -> ok, "VAR=value" lines */
+#define CTL_PRIVILEGED "privileged"	/* NAME -> ok (audited) */
+#define CTL_RELOAD "reload"		/* -> ok */
+
+/* Error messages the CLI asks again after (bounded), as they pass: */
+/* the caller could not be checked because a sandbox being created or
+ * deleted has no wire yet, or because it exited before it was checked */
+#define CTL_REFUSED "refused: " /* a caller's refusal; says why */
+#define CTL_REFUSED_NO_WIRE "have no wire"
+#define CTL_REFUSED_GONE "before it could be checked"
+/* the broker held as many control connections as it keeps open at once:
+ * this one was closed unserved (the oldest that had not sent its request
+ * yet, or a new one when every open one was being served) */
+#define CTL_BUSY "busy: "
+
+#endif
