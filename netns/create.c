@@ -458,7 +458,7 @@ static void rollback(struct build *b)
 		free(resp);
 	}
 
-	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, e, sizeof(e)) < 0)
+	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, e, sizeof(e)) < 0)
 		fprintf(stderr, "sluice: undo: %s\n", e);
 	/* The slow, synchronous delete: a failed create is rare, and when it
 	 * has failed nothing of it may be left, however briefly. */
@@ -648,7 +648,7 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */
-	r = netns_nft_element(true, b.sb.link, b.sb.addr, err, errlen);
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err, errlen);
 	if (r < 0)
 		goto fail;
 	b.element = true;

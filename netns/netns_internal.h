@@ -132,7 +132,8 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
-int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen);
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
+		      size_t errlen);
 
 /* --- runner.c, seccomp.c: the contained runner ------------------------ */
 

@@ -417,16 +417,26 @@ out:
  * @add:    add (idempotent) or delete
  * @link:   the broker-side link
  * @addr:   the sandbox address, host byte order
+ * @held:   NULL, or where a descriptor of the socket goes (-1 if none); the
+ *          caller closes it
  * @err:    why not
  * @errlen: its size
  *
  * One nf_tables transaction (batch begin, the element, batch end), sent in
  * one message and acknowledged once, in the calling thread's namespace.
  *
+ * The last close of an nf_tables socket waits until the kernel has freed
+ * what every transaction before it removed (nft_rcv_nl_event() flushes
+ * the deferred destruction, which waits for an RCU grace period): after a
+ * delete, milliseconds, for nothing the caller needs. With @held the caller
+ * chooses where that close happens (`sluice delete` leaves it to a child
+ * that outlives it).
+ *
  * Return: 0; -ENOENT when deleting an element (or a table) that is not
  * there; another negative errno.
  */
-int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen)
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
+		      size_t errlen)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE], a[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
@@ -438,6 +448,8 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size
 	struct nfnl n;
 	int r;
 
+	if (held)
+		*held = -1;
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
 		snprintf(err, errlen, "nftables: bad link name `%s`", link);
@@ -476,6 +488,9 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size
 		r = -errno;
 	else
 		r = nfnl_wait(&n, seq, NULL, NULL);
+	/* Without a descriptor to hand over, the close below is the last. */
+	if (held)
+		*held = fcntl(mnl_socket_get_fd(n.nl), F_DUPFD_CLOEXEC, 3);
 	nfnl_close(&n);
 	if (r < 0)
 		snprintf(err, errlen, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s: %s",
