@@ -14,7 +14,9 @@
 # is a create or a delete less the no-op of its own cycle, so that other
 # load on the machine, as it comes and goes, mostly cancels out.
 #
-#   a. LIFECYCLE_CYCLES (50) create + delete cycles with no other sandbox.
+#   a. LIFECYCLE_CYCLES (50) create + delete cycles with no other sandbox;
+#      each cycle also creates and deletes once with sluice --broker-netns
+#      BROKER run from this shell (no ip netns exec: reported beside).
 #   b. LIFECYCLE_SANDBOXES (1000) sandboxes created one after the other (at
 #      most LIFECYCLE_FILL_SECONDS (900) for all of them; the time is
 #      reported, and the median of the first and last hundred creates);
@@ -134,6 +136,9 @@ BPID=$BROKER_PID
 
 # sl (broker.sh) with a time limit: a create or delete that hangs fails.
 B() { timeout "$CMD_TIMEOUT" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
+# The same without ip netns exec: sluice enters the broker's namespace
+# itself (--broker-netns), from this shell's namespace.
+BD() { timeout "$CMD_TIMEOUT" "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@"; }
 elements() { ip netns exec "$WORLD_BRK" nft -j list set inet sluice sandbox_src 2>/dev/null |
 	python3 -c 'import json,sys; d=json.load(sys.stdin)
 for o in d["nftables"]:
@@ -180,8 +185,8 @@ flat() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan") { print 
 # delete less the no-op of its own cycle, so that a load that comes and
 # goes on the machine cancels out); counts failures in FAILS.
 cycles() {
-	local phase=$1 name=$2 i tn tc td nok
-	N_US=() C_US=() D_US=() C_NET=() D_NET=()
+	local phase=$1 name=$2 i tn tc td tx ty nok
+	N_US=() C_US=() D_US=() C_NET=() D_NET=() X_US=() Y_US=()
 	for ((i = 1; i <= CYCLES; i++)); do
 		nok=0
 		if timed tn B help; then
@@ -205,7 +210,20 @@ cycles() {
 			problem "$phase: delete $name failed: $(head -c 300 "$D/cmd.err")"
 			FAILS=$((FAILS + 1))
 		fi
-		echo "$phase $i noop $tn create $tc delete $td" >>"$SAMPLES"
+		tx=- ty=-
+		if timed tx BD create "$name" --policy "$D/pol.yaml"; then
+			X_US+=("$tx")
+		else
+			problem "$phase: create --broker-netns $name failed: $(head -c 300 "$D/cmd.err")"
+			FAILS=$((FAILS + 1))
+		fi
+		if timed ty BD delete "$name"; then
+			Y_US+=("$ty")
+		else
+			problem "$phase: delete --broker-netns $name failed: $(head -c 300 "$D/cmd.err")"
+			FAILS=$((FAILS + 1))
+		fi
+		echo "$phase $i noop $tn create $tc delete $td direct-create $tx direct-delete $ty" >>"$SAMPLES"
 	done
 }
 FAILS=0
@@ -261,6 +279,7 @@ note "a. $CYCLES create + delete cycles, no other sandbox"
 LOAD_A=$(loadavg)
 cycles alone "$P-lcz"
 A_C=("${C_US[@]}") A_D=("${D_US[@]}") A_N=("${N_US[@]}") A_CN=("${C_NET[@]}") A_DN=("${D_NET[@]}")
+A_X=("${X_US[@]}") A_Y=("${Y_US[@]}")
 
 # --- b. with NSB sandboxes -----------------------------------------------------------
 note "b. creating $NSB sandboxes (at most ${FILL_SECONDS}s)"
@@ -298,6 +317,7 @@ note "b. $CYCLES create + delete cycles with $made sandboxes present"
 LOAD_B=$(loadavg)
 cycles loaded "$P-lcz"
 L_C=("${C_US[@]}") L_D=("${D_US[@]}") L_N=("${N_US[@]}") L_CN=("${C_NET[@]}") L_DN=("${D_NET[@]}")
+L_X=("${X_US[@]}") L_Y=("${Y_US[@]}")
 UL_N=() UL_C=() UL_D=()
 if [ $HAVE_PERF = yes ]; then
 	note "d. CPU time: $CPU_CYCLES cycles under perf stat with $made sandboxes present"
@@ -324,6 +344,7 @@ note "c. $CYCLES create + delete cycles, no other sandbox again"
 LOAD_C=$(loadavg)
 cycles again "$P-lcz"
 C_C=("${C_US[@]}") C_D=("${D_US[@]}") C_N=("${N_US[@]}") C_CN=("${C_NET[@]}") C_DN=("${D_NET[@]}")
+C_X=("${X_US[@]}") C_Y=("${Y_US[@]}")
 UA_N=() UA_C=() UA_D=()
 if [ $HAVE_PERF = yes ]; then
 	note "d. CPU time: $CPU_CYCLES cycles under perf stat, no other sandbox"
@@ -380,6 +401,11 @@ row() {
 # during the run weighs on both sides of the comparison alike.
 N_CN=("${A_CN[@]}" "${C_CN[@]}") N_DN=("${A_DN[@]}" "${C_DN[@]}")
 N_C=("${A_C[@]}" "${C_C[@]}") N_D=("${A_D[@]}" "${C_D[@]}") N_N=("${A_N[@]}" "${C_N[@]}")
+N_X=("${A_X[@]}" "${C_X[@]}") N_Y=("${A_Y[@]}" "${C_Y[@]}")
+a_xw=$(median "${N_X[@]}")
+a_yw=$(median "${N_Y[@]}")
+l_xw=$(median "${L_X[@]}")
+l_yw=$(median "${L_Y[@]}")
 # Whole process (the targets) and net of the no-op (beside them).
 a_cw=$(median "${N_C[@]}")
 a_dw=$(median "${N_D[@]}")
@@ -411,18 +437,26 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	row "no-op (sluice help)" A_N
 	row "create" A_C A_CN
 	row "delete" A_D A_DN
+	row "create, --broker-netns" A_X
+	row "delete, --broker-netns" A_Y
 	echo "b. $made sandboxes present"
 	row "no-op (sluice help)" L_N
 	row "create" L_C L_CN
 	row "delete" L_D L_DN
+	row "create, --broker-netns" L_X
+	row "delete, --broker-netns" L_Y
 	echo "c. no other sandbox present, after deleting them"
 	row "no-op (sluice help)" C_N
 	row "create" C_C C_CN
 	row "delete" C_D C_DN
+	row "create, --broker-netns" C_X
+	row "delete, --broker-netns" C_Y
 	echo "a and c together"
 	row "no-op (sluice help)" N_N
 	row "create" N_C N_CN
 	row "delete" N_D N_DN
+	row "create, --broker-netns" N_X
+	row "delete, --broker-netns" N_Y
 	if [ $HAVE_PERF = yes ]; then
 		echo "d. CPU time of each command (perf stat task-clock: ip netns exec, sluice, its children)"
 		echo "   with $made present (load $LOAD_DL), then none (load $LOAD_DA)"
@@ -463,13 +497,17 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	echo "   delete < 5 ms, $made present: $l_dw ms: $(verdict "$l_dw" 5)   (net $l_dm)"
 	echo "   create flat with $made present (within max(25%, 1 ms)): $(flat "$a_cw" "$l_cw")   (net $(flat "$a_cm" "$l_cm"))"
 	echo "   delete flat with $made present (within max(25%, 1 ms)): $(flat "$a_dw" "$l_dw")   (net $(flat "$a_dm" "$l_dm"))"
+	echo "the same as whole processes of sluice --broker-netns BROKER, without ip netns exec (not the README's form):"
+	echo "   create < 5 ms, none present: $a_xw ms: $(verdict "$a_xw" 5); $made present: $l_xw ms: $(verdict "$l_xw" 5)"
+	echo "   delete < 5 ms, none present: $a_yw ms: $(verdict "$a_yw" 5); $made present: $l_yw ms: $(verdict "$l_yw" 5)"
+	echo "   create flat: $(flat "$a_xw" "$l_xw"); delete flat: $(flat "$a_yw" "$l_yw")"
 	echo
 	echo "after deleting all: $leftovers: $([ $clean = yes ] && echo "nothing left" || echo "LEFT BEHIND")"
 	if [ -s "$PROBLEMS" ]; then
 		echo "problems seen during the run:"
 		sed 's/^/   - /' "$PROBLEMS" | head -n 40
 	else
-		echo "problems seen during the run: none ($((6 * CYCLES + nf + ne + ${#UL_C[@]} + ${#UL_D[@]} + ${#UA_C[@]} + ${#UA_D[@]})) creates and deletes, all succeeded)"
+		echo "problems seen during the run: none ($((10 * CYCLES + nf + ne + ${#UL_C[@]} + ${#UL_D[@]} + ${#UA_C[@]} + ${#UA_D[@]})) creates and deletes, all succeeded)"
 	fi
 } >"$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
