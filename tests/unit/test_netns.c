@@ -4,11 +4,14 @@
  * namespace): a process in it, a lone thread in it, a bind mount naming
  * it count; an open fd of it does not. --broker-netns
  * (netns_enter_broker()): what is not a network namespace is refused with
- * a message that names it; one that is, is entered. The cases that make
- * namespaces need CAP_SYS_ADMIN and are skipped without it. */
+ * a message that names it; one that is, is entered. netns_linger(): the
+ * descriptor given is held by a child until the caller has exited, and
+ * not after; the caller's own copy and its stdout are not. The cases that
+ * make namespaces need CAP_SYS_ADMIN and are skipped without it. */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -238,6 +241,65 @@ static void test_enter_broker(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Is @fd at its end (every writer gone) within @ms? */
+static bool eof_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, ms) == 1 && read(fd, &c, 1) == 0;
+}
+
+static void test_linger(void **state)
+{
+	int held[2], out[2], go[2], ready[2], status;
+	char c = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The caller: its stdout is @out; it lingers with @held's
+		 * write end, then waits to be told to exit. */
+		close(held[0]);
+		close(out[0]);
+		close(go[1]);
+		close(ready[0]);
+		dup2(out[1], STDOUT_FILENO);
+		close(out[1]);
+		if (netns_linger(held[1]) < 0)
+			_exit(2);
+		c = fcntl(held[1], F_GETFD) < 0 ? 'y' : 'n';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	close(held[1]);
+	close(out[1]);
+	close(go[0]);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	assert_int_equal(c, 'y'); /* the caller's own copy is closed */
+	assert_false(eof_within(held[0], 100)); /* the child holds it */
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* The caller's stdout ends with it: the child holds none of it. */
+	assert_true(eof_within(out[0], 0));
+	/* And the child lets go once the caller is gone. */
+	assert_true(eof_within(held[0], 5000));
+	close(held[0]);
+	close(out[0]);
+	close(go[1]);
+	close(ready[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_mount_in_use),
 		cmocka_unit_test(test_enter_broker_refusals),
 		cmocka_unit_test(test_enter_broker),
+		cmocka_unit_test(test_linger),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
