@@ -42,12 +42,15 @@
 # net figures stand beside them, for what sluice itself adds. Where perf is
 # there, a last pass (d) measures the CPU time of each command (perf stat
 # task-clock: ip, sluice and its children), with none and with the
-# sandboxes present, so that a figure can be read on a loaded machine too;
-# the load average is printed with each phase. p99 is by nearest rank: of
+# sandboxes present, so that a figure can be read on a loaded machine too
+# (what a command leaves to a child that outlives it, delete's link
+# deletion and the frees of netns/linger.c, counts only as far as it is
+# done when the command exits); the load average is printed with each
+# phase. p99 is by nearest rank: of
 # 50 samples, the largest. A target missed prints MISS but does not fail
 # the run; the exit status is non-zero
 # only when the bench could not run, a create or delete failed, or
-# something was left behind. It takes about six minutes. The
+# something was left behind. It takes about ten minutes. The
 # report goes to stdout and build/bench/lifecycle.txt; every raw sample to
 # build/bench/lifecycle-samples.txt. This shell runs in an empty network
 # namespace; sandboxes are named "$WORLD_PREFIX-lc*" and the trap removes
