@@ -231,6 +231,14 @@ cycles() {
 }
 FAILS=0
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# sluiced's CPU time so far (user + system), in clock ticks: a create and a
+# delete wait for its answers, so what it spends on them is theirs too.
+TCK=$(getconf CLK_TCK)
+broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BPID/stat" 2>/dev/null || echo 0; }
+# broker_ms T0 T1: its CPU per create + delete pair of a phase (each cycle
+# creates and deletes twice: ip netns exec, --broker-netns), in ms.
+broker_ms() { awk -v a="$1" -v b="$2" -v t="$TCK" -v n="$CYCLES" \
+	'BEGIN { printf "%.2f", (b - a) * 1000 / t / (2 * n) }'; }
 # cpu_ms VAR ARGS...: VAR gets the CPU time in microseconds of
 # `ip netns exec BRK sluice ARGS` (perf stat task-clock, the process and its
 # children; timeout outside what is counted); returns sluice's status.
@@ -280,7 +288,9 @@ links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)
 # --- a. alone ---------------------------------------------------------------------
 note "a. $CYCLES create + delete cycles, no other sandbox"
 LOAD_A=$(loadavg)
+bt0=$(broker_ticks)
 cycles alone "$P-lcz"
+BRK_A=$(broker_ms "$bt0" "$(broker_ticks)")
 A_C=("${C_US[@]}") A_D=("${D_US[@]}") A_N=("${N_US[@]}") A_CN=("${C_NET[@]}") A_DN=("${D_NET[@]}")
 A_X=("${X_US[@]}") A_Y=("${Y_US[@]}")
 
@@ -318,7 +328,9 @@ rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BPID/status" 2>/dev/null)
 
 note "b. $CYCLES create + delete cycles with $made sandboxes present"
 LOAD_B=$(loadavg)
+bt0=$(broker_ticks)
 cycles loaded "$P-lcz"
+BRK_B=$(broker_ms "$bt0" "$(broker_ticks)")
 L_C=("${C_US[@]}") L_D=("${D_US[@]}") L_N=("${N_US[@]}") L_CN=("${C_NET[@]}") L_DN=("${D_NET[@]}")
 L_X=("${X_US[@]}") L_Y=("${Y_US[@]}")
 UL_N=() UL_C=() UL_D=()
@@ -345,7 +357,9 @@ done
 drain_us=$(($(now_us) - drain_t0))
 note "c. $CYCLES create + delete cycles, no other sandbox again"
 LOAD_C=$(loadavg)
+bt0=$(broker_ticks)
 cycles again "$P-lcz"
+BRK_C=$(broker_ms "$bt0" "$(broker_ticks)")
 C_C=("${C_US[@]}") C_D=("${D_US[@]}") C_N=("${N_US[@]}") C_CN=("${C_NET[@]}") C_DN=("${D_NET[@]}")
 C_X=("${X_US[@]}") C_Y=("${Y_US[@]}")
 UA_N=() UA_C=() UA_D=()
@@ -492,6 +506,7 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	fi
 	echo "   (these rows are raw, without a no-op to pair with)"
 	echo "   sluiced with $made sandboxes: $fds fds, VmRSS ${rss:-?} KiB"
+	echo "   sluiced's CPU per create + delete (its answers to them): a $BRK_A ms, b ($made present) $BRK_B ms, c $BRK_C ms"
 	echo
 	echo "targets (median of whole processes, ip netns exec included; net of the no-op beside):"
 	echo "   create < 5 ms, none present (a and c): $a_cw ms: $(verdict "$a_cw" 5)   (net $a_cm)"
