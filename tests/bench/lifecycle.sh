@@ -16,7 +16,8 @@
 #
 #   a. LIFECYCLE_CYCLES (50) create + delete cycles with no other sandbox;
 #      each cycle also creates and deletes once with sluice --broker-netns
-#      BROKER run from this shell (no ip netns exec: reported beside).
+#      BROKER run from this shell (no ip netns exec: reported beside;
+#      LIFECYCLE_DIRECT=0 leaves it out, for a sluice without the option).
 #   b. LIFECYCLE_SANDBOXES (1000) sandboxes created one after the other (at
 #      most LIFECYCLE_FILL_SECONDS (900) for all of them; the time is
 #      reported, and the median of the first and last hundred creates);
@@ -68,6 +69,7 @@ BIN=${SLUICE_BIN:-$REPO/bin}
 CYCLES=${LIFECYCLE_CYCLES:-50}
 NSB=${LIFECYCLE_SANDBOXES:-1000}
 FILL_SECONDS=${LIFECYCLE_FILL_SECONDS:-900}
+DIRECT=${LIFECYCLE_DIRECT:-1}
 OUT=$REPO/build/bench
 RESULTS=$OUT/lifecycle.txt
 SAMPLES=$OUT/lifecycle-samples.txt
@@ -85,6 +87,7 @@ fail() {
 [[ $NSB =~ ^[0-9]+$ ]] && [ "$NSB" -ge 1 ] && [ "$NSB" -le 2000 ] ||
 	fail "LIFECYCLE_SANDBOXES must be 1..2000 (the pool holds 2048)"
 [[ $FILL_SECONDS =~ ^[0-9]+$ ]] || fail "LIFECYCLE_FILL_SECONDS must be a number"
+[[ $DIRECT =~ ^[01]$ ]] || fail "LIFECYCLE_DIRECT must be 0 or 1"
 for t in "$BIN/sluiced" "$BIN/sluice"; do
 	[ -x "$t" ] || fail "missing $t (make build)"
 done
@@ -214,6 +217,7 @@ cycles() {
 			FAILS=$((FAILS + 1))
 		fi
 		tx=- ty=-
+		[ "$DIRECT" = 1 ] || { echo "$phase $i noop $tn create $tc delete $td" >>"$SAMPLES"; continue; }
 		if timed tx BD create "$name" --policy "$D/pol.yaml"; then
 			X_US+=("$tx")
 		else
@@ -236,9 +240,10 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 TCK=$(getconf CLK_TCK)
 broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BPID/stat" 2>/dev/null || echo 0; }
 # broker_ms T0 T1: its CPU per create + delete pair of a phase (each cycle
-# creates and deletes twice: ip netns exec, --broker-netns), in ms.
-broker_ms() { awk -v a="$1" -v b="$2" -v t="$TCK" -v n="$CYCLES" \
-	'BEGIN { printf "%.2f", (b - a) * 1000 / t / (2 * n) }'; }
+# creates and deletes twice: ip netns exec, --broker-netns; once without
+# the second), in ms.
+broker_ms() { awk -v a="$1" -v b="$2" -v t="$TCK" -v n="$(((1 + DIRECT) * CYCLES))" \
+	'BEGIN { printf "%.2f", (b - a) * 1000 / t / n }'; }
 # cpu_ms VAR ARGS...: VAR gets the CPU time in microseconds of
 # `ip netns exec BRK sluice ARGS` (perf stat task-clock, the process and its
 # children; timeout outside what is counted); returns sluice's status.
@@ -525,7 +530,7 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 		echo "problems seen during the run:"
 		sed 's/^/   - /' "$PROBLEMS" | head -n 40
 	else
-		echo "problems seen during the run: none ($((10 * CYCLES + nf + ne + ${#UL_C[@]} + ${#UL_D[@]} + ${#UA_C[@]} + ${#UA_D[@]})) creates and deletes, all succeeded)"
+		echo "problems seen during the run: none ($(((6 + 4 * DIRECT) * CYCLES + nf + ne + ${#UL_C[@]} + ${#UL_D[@]} + ${#UA_C[@]} + ${#UA_D[@]})) creates and deletes, all succeeded)"
 	fi
 } >"$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
