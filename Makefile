@@ -43,6 +43,12 @@ PROJ_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-I. -I$(LLHTTP_INC) $(shell pkg-config --cflags $(PKGS)) $(SAN)
 PROJ_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN)
 LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
+# Each program links only what it uses (pkg-config names), so that its
+# dynamic loader maps and relocates nothing more. libnl is used by none;
+# libnftables is loaded by the one `sluice create` that installs the
+# table (netns/nft.c), so no program links it.
+SLUICED_LIBS = $(shell pkg-config --libs libssl libcrypto yaml-0.1 libcares libmnl) -lpthread
+SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
@@ -90,12 +96,12 @@ $(BUILD)/libsluice.a: $(LIB_OBJ) $(LLHTTP_OBJ)
 $(BIN)/sluiced: $(BUILD)/obj/broker/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICED_LIBS)
 
 $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICE_LIBS)
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.

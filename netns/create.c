@@ -459,7 +459,7 @@ static void rollback(struct build *b)
 		free(resp);
 	}
 
-	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, e, sizeof(e)) < 0)
+	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, e, sizeof(e)) < 0)
 		fprintf(stderr, "sluice: undo: %s\n", e);
 	/* The slow, synchronous delete: a failed create is rare, and when it
 	 * has failed nothing of it may be left, however briefly. */
@@ -515,9 +515,23 @@ static bool policy_bad(const char *path, char *err, size_t errlen)
 	return false;
 }
 
-/* See netns_sandbox_create(). */
-static int create(const char *name, const char *policy, struct netns_sandbox *out,
+/* See netns_sandbox_create(); @linger: the process exits next (see
+ * netns_linger()). */
+static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
 		  char *err, size_t errlen);
+
+/* create() under umask 022. */
+static int create_umask(const char *name, const char *policy, struct netns_sandbox *out,
+			bool linger, char *err, size_t errlen)
+{
+	/* What sluice writes is readable by every user of the sandbox (the
+	 * resolv.conf, the CA bundle), whatever the caller's umask. */
+	mode_t old = umask(022);
+	int r = create(name, policy, out, linger, err, errlen);
+
+	umask(old);
+	return r;
+}
 
 /**
  * netns_sandbox_create() - create and wire a sandbox (see the file's top)
@@ -536,17 +550,11 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
 			 char *err, size_t errlen)
 {
-	/* What sluice writes is readable by every user of the sandbox (the
-	 * resolv.conf, the CA bundle), whatever the caller's umask. */
-	mode_t old = umask(022);
-	int r = create(name, policy, out, err, errlen);
-
-	umask(old);
-	return r;
+	return create_umask(name, policy, out, false, err, errlen);
 }
 
-static int create(const char *name, const char *policy, struct netns_sandbox *out, char *err,
-		  size_t errlen)
+static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
+		  char *err, size_t errlen)
 {
 	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1 };
 	char abs[PATH_MAX], path[512];
@@ -649,7 +657,7 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */
-	r = netns_nft_element(true, b.sb.link, b.sb.addr, err, errlen);
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err, errlen);
 	if (r < 0)
 		goto fail;
 	b.element = true;
@@ -657,9 +665,13 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		log_warn("netns: the wire of `%s` is not running yet", b.sb.name);
 	netns_rtnl_close(&b.out);
 	netns_rtnl_close(&b.in);
-	if (b.proc >= 0)
-		close(b.proc);
 	close(b.nsfd);
+	/* The procfs's close waits for a grace period; `sluice create` leaves
+	 * it, and the teardown of its mount namespace, to a child. */
+	if (linger)
+		netns_linger(b.proc);
+	else if (b.proc >= 0)
+		close(b.proc);
 	if (out)
 		*out = b.sb;
 	return 0;
@@ -704,7 +716,7 @@ int cmd_create(int argc, char **argv)
 	if (!name || !policy)
 		goto usage;
 	netns_hold_signals(&old);
-	r = netns_sandbox_create(name, policy, &sb, err, sizeof(err));
+	r = create_umask(name, policy, &sb, true, err, sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
 		if (r == -EBADMSG)

@@ -157,14 +157,16 @@ __attribute__((format(printf, 5, 6))) static void note(int *first, char *err, si
 /* Cuts an owned sandbox's wire: its set element goes (from then on none of
  * its packets passes the broker's firewall), and its link is marked for
  * removal (before the broker can give its address, and so its link's
- * name, to another sandbox). */
+ * name, to another sandbox). *@held gets the firewall socket, whose last
+ * close waits out a grace period (netns_nft_element()): the caller leaves
+ * it to the child that deletes the link, or makes it last. */
 static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int link_index,
-		     int *first, char *err, size_t errlen)
+		     int *held, int *first, char *err, size_t errlen)
 {
 	char e[400];
 	int r;
 
-	r = netns_nft_element(false, link, addr, e, sizeof(e));
+	r = netns_nft_element(false, link, addr, held, e, sizeof(e));
 	if (r < 0 && r != -ENOENT)
 		note(first, err, errlen, r, "%s", e);
 	if (link_index > 0) {
@@ -178,18 +180,21 @@ static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int
 /*
  * Removes the network side and the files of an owned sandbox: @link_index
  * is its link's in this namespace (0: none); @cut: its wire is cut
- * already. The veth pair is deleted by a child, not waited for: the
- * kernel's grace periods after a link deletion take tens of milliseconds,
- * and the sandbox's packets are refused already.
+ * already; @held: the firewall socket cut_wire() kept (-1: none). The veth
+ * pair is deleted by a child, not waited for: the kernel's grace periods
+ * after a link deletion take tens of milliseconds, and the sandbox's
+ * packets are refused already. The child has a copy of @held, and its exit
+ * is the socket's last close, with the wait that comes with it; ours is
+ * dropped here.
  */
 static int remove_local(const char *name, const char *link, uint32_t addr, struct netns_rtnl *rt,
-			int link_index, bool cut, int first, char *err, size_t errlen)
+			int link_index, bool cut, int *held, int first, char *err, size_t errlen)
 {
 	pid_t pid = -1;
 	int r;
 
 	if (link[0] && !cut)
-		cut_wire(link, addr, rt, link_index, &first, err, errlen);
+		cut_wire(link, addr, rt, link_index, held, &first, err, errlen);
 	if (link_index > 0) {
 		pid = netns_link_del_begin(link_index);
 		if (pid < 0) {
@@ -198,6 +203,10 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 				note(&first, err, errlen, r, "cannot delete link `%s`: %s", link,
 				     strerror(-r));
 		}
+	}
+	if (pid > 0 && *held >= 0) {
+		close(*held);
+		*held = -1;
 	}
 	r = netns_ns_remove(name);
 	if (r < 0 && r != -ENOENT)
@@ -267,7 +276,7 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 	enum broker_answer ans;
 	uint64_t dev, ino;
 	bool owned, have_state, orphan = false, cut = false;
-	int r, link_index = 0, first = 0;
+	int r, link_index = 0, first = 0, held = -1;
 
 	if (!netns_name_ok(name)) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
@@ -337,7 +346,7 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		if (link_index < 0)
 			link_index = 0; /* gone already, with its namespace */
 		if (!have_state || !strcmp(sb.socket, netns_socket_path)) {
-			cut_wire(sb.link, sb.addr, &rt, link_index, &first, err, errlen);
+			cut_wire(sb.link, sb.addr, &rt, link_index, &held, &first, err, errlen);
 			cut = true;
 		}
 	}
@@ -350,9 +359,13 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		 */
 		int fd = unregister_send(name);
 
-		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, first, err, errlen);
+		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, first, err,
+				 errlen);
 		ans = unregister_answer(fd, name, msg, sizeof(msg));
 		netns_rtnl_close(&rt);
+		/* Without a child, last: the grace period has passed meanwhile. */
+		if (held >= 0)
+			close(held);
 		return finish(name, ans, r, msg, err, errlen);
 	}
 	ans = unregister_answer(unregister_send(name), name, msg, sizeof(msg));
@@ -375,8 +388,10 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", msg);
 		return -EHOSTUNREACH;
 	}
-	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, first, err, errlen);
+	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, first, err, errlen);
 	netns_rtnl_close(&rt);
+	if (held >= 0)
+		close(held);
 	return finish(name, ans, r, msg, err, errlen);
 }
 

@@ -43,7 +43,10 @@ static int cmd_help(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	printf("usage: sluice [--socket PATH] COMMAND [ARGS]\n\ncommands:\n");
+	printf("usage: sluice [--socket PATH] [--broker-netns NAME|PATH] COMMAND [ARGS]\n\n"
+	       "  --broker-netns NAME|PATH  run in that network namespace, the broker's, as\n"
+	       "                            `ip netns exec NAME sluice` does, at less cost\n\n"
+	       "commands:\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		printf("  %s\n", commands[i].usage);
 	return 0;
@@ -51,14 +54,16 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *env = getenv("SLUICE_SOCKET");
+	const char *env = getenv("SLUICE_SOCKET"), *ns = NULL;
+	char err[600];
 	size_t i;
 	int a, o;
 
 	if (env && *env)
 		netns_socket_path = env;
-	/* --socket PATH may stand anywhere before a "--" (after it, the words
-	 * are a sandboxed command's: `sluice run ... -- prog --socket x`). */
+	/* --socket PATH and --broker-netns NS may stand anywhere before a "--"
+	 * (after it, the words are a sandboxed command's: `sluice run ... --
+	 * prog --socket x`). Not --netns: `attach` has one of its own. */
 	for (a = 1, o = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--")) {
 			while (a < argc)
@@ -67,6 +72,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[a], "--socket") && a + 1 < argc) {
 			netns_socket_path = argv[++a];
+			continue;
+		}
+		if (!strcmp(argv[a], "--broker-netns") && a + 1 < argc) {
+			ns = argv[++a];
 			continue;
 		}
 		argv[o++] = argv[a];
@@ -80,6 +89,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cmd_help(0, NULL);
+	if (ns && netns_enter_broker(ns, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 1;
+	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);

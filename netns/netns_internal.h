@@ -127,10 +127,15 @@ int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsi
 int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct netns_rtnl *r2,
 			    const char *name2, unsigned timeout_ms);
 
+/* --- linger.c: what is slow to free, freed after the process exits ---- */
+
+int netns_linger(int fd);
+
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
-int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen);
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
+		      size_t errlen);
 
 /* --- runner.c, seccomp.c: the contained runner ------------------------ */
 

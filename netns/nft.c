@@ -18,8 +18,14 @@
  * does every time, reading the signature and adding or deleting one
  * element, is one nf_tables netlink exchange built here with libmnl: a
  * libnftables context costs milliseconds (it reads /etc/iproute2, NSS and
- * the whole ruleset cache) where the kernel needs microseconds. */
+ * the whole ruleset cache) where the kernel needs microseconds.
+ *
+ * libnftables is loaded (dlopen) by the process that installs, not linked:
+ * with it come libnftnl, libxtables, libjansson and libgmp, and the
+ * dynamic loader of every sluice process, a list or a delete too, would
+ * map and relocate all five for an install that a broker needs once. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
@@ -115,24 +121,77 @@
 	"add rule inet sluice forward oifname \"sl-*\" counter name \"forward_refused\" drop\n" \
 	"add rule inet sluice forward iifname \"sl-*\" counter name \"forward_refused\" reject with icmpx type admin-prohibited comment \"%4$s\"\n"
 
+/* The soname sluice is built against (nftables/libnftables.h). */
+#define LIBNFTABLES "libnftables.so.1"
+
+/* What run() uses of libnftables, typed from its header, so that a
+ * prototype that changes breaks the build rather than the call. */
+struct nft_api {
+	__typeof__(nft_ctx_new) *ctx_new;
+	__typeof__(nft_ctx_free) *ctx_free;
+	__typeof__(nft_ctx_buffer_output) *buffer_output;
+	__typeof__(nft_ctx_buffer_error) *buffer_error;
+	__typeof__(nft_ctx_get_error_buffer) *get_error_buffer;
+	__typeof__(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
+};
+
+/* Loads libnftables once; it stays loaded for the life of the process.
+ * Return: the table, or NULL with @err saying why. */
+static const struct nft_api *nft_api(char *err, size_t errlen)
+{
+	static struct nft_api api;
+	static bool loaded;
+	const char *e;
+	void *h;
+
+	if (loaded)
+		return &api;
+	h = dlopen(LIBNFTABLES, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		e = dlerror();
+		snprintf(err, errlen, "nftables: cannot load %s: %s", LIBNFTABLES,
+			 e ? e : "unknown error");
+		return NULL;
+	}
+	/* POSIX: a function pointer from dlsym() goes through *(void **). */
+	*(void **)&api.ctx_new = dlsym(h, "nft_ctx_new");
+	*(void **)&api.ctx_free = dlsym(h, "nft_ctx_free");
+	*(void **)&api.buffer_output = dlsym(h, "nft_ctx_buffer_output");
+	*(void **)&api.buffer_error = dlsym(h, "nft_ctx_buffer_error");
+	*(void **)&api.get_error_buffer = dlsym(h, "nft_ctx_get_error_buffer");
+	*(void **)&api.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer");
+	if (!api.ctx_new || !api.ctx_free || !api.buffer_output || !api.buffer_error ||
+	    !api.get_error_buffer || !api.run_cmd_from_buffer) {
+		snprintf(err, errlen, "nftables: %s lacks a function sluice uses", LIBNFTABLES);
+		dlclose(h);
+		return NULL;
+	}
+	loaded = true;
+	return &api;
+}
+
 /* Runs @cmd with libnftables; on failure copies nft's first error line to
  * @err. */
 static int run(const char *cmd, char *err, size_t errlen)
 {
-	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	const struct nft_api *nft = nft_api(err, errlen);
+	struct nft_ctx *ctx;
 	int r = 0;
 
+	if (!nft)
+		return -ENOPKG;
+	ctx = nft->ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		snprintf(err, errlen, "nftables: cannot make a context");
 		return -ENOMEM;
 	}
-	if (nft_ctx_buffer_output(ctx) < 0 || nft_ctx_buffer_error(ctx) < 0) {
-		nft_ctx_free(ctx);
+	if (nft->buffer_output(ctx) < 0 || nft->buffer_error(ctx) < 0) {
+		nft->ctx_free(ctx);
 		snprintf(err, errlen, "nftables: cannot buffer output");
 		return -ENOMEM;
 	}
-	if (nft_run_cmd_from_buffer(ctx, cmd) != 0) {
-		const char *e = nft_ctx_get_error_buffer(ctx);
+	if (nft->run_cmd_from_buffer(ctx, cmd) != 0) {
+		const char *e = nft->get_error_buffer(ctx);
 		size_t n;
 
 		e = e ? e : "";
@@ -141,7 +200,7 @@ static int run(const char *cmd, char *err, size_t errlen)
 			 n ? e : "failed");
 		r = strstr(e, "No such file or directory") ? -ENOENT : -EIO;
 	}
-	nft_ctx_free(ctx);
+	nft->ctx_free(ctx);
 	return r;
 }
 
@@ -358,16 +417,26 @@ out:
  * @add:    add (idempotent) or delete
  * @link:   the broker-side link
  * @addr:   the sandbox address, host byte order
+ * @held:   NULL, or where a descriptor of the socket goes (-1 if none); the
+ *          caller closes it
  * @err:    why not
  * @errlen: its size
  *
  * One nf_tables transaction (batch begin, the element, batch end), sent in
  * one message and acknowledged once, in the calling thread's namespace.
  *
+ * The last close of an nf_tables socket waits until the kernel has freed
+ * what every transaction before it removed (nft_rcv_nl_event() flushes
+ * the deferred destruction, which waits for an RCU grace period): after a
+ * delete, milliseconds, for nothing the caller needs. With @held the caller
+ * chooses where that close happens (`sluice delete` leaves it to a child
+ * that outlives it).
+ *
  * Return: 0; -ENOENT when deleting an element (or a table) that is not
  * there; another negative errno.
  */
-int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size_t errlen)
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
+		      size_t errlen)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE], a[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
@@ -379,6 +448,8 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size
 	struct nfnl n;
 	int r;
 
+	if (held)
+		*held = -1;
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
 		snprintf(err, errlen, "nftables: bad link name `%s`", link);
@@ -417,6 +488,9 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, char *err, size
 		r = -errno;
 	else
 		r = nfnl_wait(&n, seq, NULL, NULL);
+	/* Without a descriptor to hand over, the close below is the last. */
+	if (held)
+		*held = fcntl(mnl_socket_get_fd(n.nl), F_DUPFD_CLOEXEC, 3);
 	nfnl_close(&n);
 	if (r < 0)
 		snprintf(err, errlen, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s: %s",

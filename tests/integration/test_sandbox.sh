@@ -8,8 +8,9 @@
 # nothing behind; no decoy hit and no sandbox packet in the "internet".
 #
 # Every sluice command runs inside the broker namespace, as a user would
-# run it (`ip netns exec BROKER sluice create ...`). Sandbox names are
-# "$WORLD_PREFIX-x*": the trap removes whatever of them is left.
+# run it (`ip netns exec BROKER sluice create ...`), but those that check
+# --broker-netns (sluice enters the broker's namespace itself). Sandbox
+# names are "$WORLD_PREFIX-x*": the trap removes whatever of them is left.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -547,6 +548,28 @@ t_eq "6 concurrent deletes succeed" "0" "$bad"
 [ "$bad" = 0 ] || { echo "# what the deletes said:"; sed 's/^/#   /' "$D"/cdel.*; }
 t_eq "concurrent deletes leave nothing" "" "$(our_sandboxes)"
 t_eq "and no set element" "0" "$(elements)"
+
+# --- --broker-netns: sluice enters the broker's namespace itself -------------------------------
+# From this shell (an empty namespace of its own, no broker): the sandbox
+# must be wired to the broker's namespace all the same, and be the same
+# sandbox to the `ip netns exec` form.
+SN() { "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@"; }
+t_ok "create $P-xn with --broker-netns, from outside the broker namespace" \
+	SN create "$P-xn" --policy "$D/pol.yaml"
+read -r _ AN _ <<<"$T_OUT"
+LN="sl-$(printf '%02x' ${AN//./ })"
+t_ok "its broker side $LN is in the broker namespace" ip -n "$WORLD_BRK" -4 addr show dev "$LN"
+t_eq "its set element is in the broker's firewall" "1" "$(elements)"
+t_ok "it reaches the echo server through the broker" \
+	IN "$P-xn" curl -sf -m 10 -o /dev/null -x "http://${AN%.*}.$((${AN##*.} - 1)):3128" \
+	http://echo.world.test/broker-netns
+t_ok "and the ip netns exec form deletes it" sl delete "$P-xn"
+t_eq "nothing of it is left" "" "$(our_sandboxes)"
+t_eq "no set element is left" "0" "$(elements)"
+t_rc "--broker-netns with no such namespace" 1 "$BIN/sluice" --broker-netns "$WORLD_BRK-none" list
+t_contains "says which" "$T_ERR" "cannot open network namespace \`/run/netns/$WORLD_BRK-none\`"
+t_rc "--broker-netns naming no namespace" 1 "$BIN/sluice" --broker-netns /etc/hostname list
+t_contains "says so" "$T_ERR" "\`/etc/hostname\` is not a namespace"
 
 # --- 100 creates and deletes ---------------------------------------------------------------------
 links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)

@@ -2,11 +2,16 @@
 /* Unit tests for netns/: whether a network namespace is still entered or
  * named (netns_ns_in_use(), which `sluice delete` asks of another broker's
  * namespace): a process in it, a lone thread in it, a bind mount naming
- * it count; an open fd of it does not. The cases that make namespaces
- * need CAP_SYS_ADMIN and are skipped without it. */
+ * it count; an open fd of it does not. --broker-netns
+ * (netns_enter_broker()): what is not a network namespace is refused with
+ * a message that names it; one that is, is entered. netns_linger(): the
+ * descriptor given is held by a child until the caller has exited, and
+ * not after; the caller's own copy and its stdout are not. The cases that
+ * make namespaces need CAP_SYS_ADMIN and are skipped without it. */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -23,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "netns/netns.h"
 #include "netns/netns_internal.h"
 
 /* dev and ino of the network namespace open as @fd. */
@@ -170,6 +176,130 @@ static void test_mount_in_use(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static void test_enter_broker_refusals(void **state)
+{
+	static const struct {
+		const char *spec;
+		int r;
+		const char *msg; /* a part of the message */
+	} cases[] = {
+		{ "-bad", -EINVAL, "bad network namespace name `-bad`" },
+		{ "a b", -EINVAL, "bad network namespace name `a b`" },
+		{ "sluice-unit-no-such-namespace", -ENOENT,
+		  "cannot open network namespace `/run/netns/sluice-unit-no-such-namespace`" },
+		{ "/nonexistent/ns", -ENOENT, "cannot open network namespace `/nonexistent/ns`" },
+		{ "/etc/hostname", -EINVAL, "`/etc/hostname` is not a namespace" },
+		{ "/proc/self/ns/mnt", -EINVAL, "`/proc/self/ns/mnt` is not a network namespace" },
+	};
+	char err[600];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(netns_enter_broker(cases[i].spec, err, sizeof(err)), cases[i].r);
+		if (!strstr(err, cases[i].msg))
+			fail_msg("`%s`: got \"%s\", want \"%s\"", cases[i].spec, err, cases[i].msg);
+	}
+}
+
+/* In a child: leave for a new network namespace, come back by
+ * netns_enter_broker() on the parent's. 77: cannot make one. */
+static int enter_child(pid_t parent)
+{
+	uint64_t dev0, ino0, dev, ino;
+	char spec[64], err[600];
+
+	if (netns_self_ns_id(&dev0, &ino0) < 0)
+		return 1;
+	if (unshare(CLONE_NEWNET) < 0)
+		return 77;
+	if (netns_self_ns_id(&dev, &ino) < 0 || ino == ino0)
+		return 2;
+	snprintf(spec, sizeof(spec), "/proc/%d/ns/net", (int)parent);
+	if (netns_enter_broker(spec, err, sizeof(err)) < 0)
+		return 3;
+	if (netns_self_ns_id(&dev, &ino) < 0 || dev != dev0 || ino != ino0)
+		return 4;
+	return 0;
+}
+
+static void test_enter_broker(void **state)
+{
+	pid_t parent = getpid(), pid;
+	int status;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(enter_child(parent));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Is @fd at its end (every writer gone) within @ms? */
+static bool eof_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, ms) == 1 && read(fd, &c, 1) == 0;
+}
+
+static void test_linger(void **state)
+{
+	int held[2], out[2], go[2], ready[2], status;
+	char c = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The caller: its stdout is @out; it lingers with @held's
+		 * write end, then waits to be told to exit. */
+		close(held[0]);
+		close(out[0]);
+		close(go[1]);
+		close(ready[0]);
+		dup2(out[1], STDOUT_FILENO);
+		close(out[1]);
+		if (netns_linger(held[1]) < 0)
+			_exit(2);
+		c = fcntl(held[1], F_GETFD) < 0 ? 'y' : 'n';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	close(held[1]);
+	close(out[1]);
+	close(go[0]);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	assert_int_equal(c, 'y'); /* the caller's own copy is closed */
+	assert_false(eof_within(held[0], 100)); /* the child holds it */
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* The caller's stdout ends with it: the child holds none of it. */
+	assert_true(eof_within(out[0], 0));
+	/* And the child lets go once the caller is gone. */
+	assert_true(eof_within(held[0], 5000));
+	close(held[0]);
+	close(out[0]);
+	close(go[1]);
+	close(ready[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +307,9 @@ int main(void)
 		cmocka_unit_test(test_no_such_namespace),
 		cmocka_unit_test(test_thread_in_use_fd_not),
 		cmocka_unit_test(test_mount_in_use),
+		cmocka_unit_test(test_enter_broker_refusals),
+		cmocka_unit_test(test_enter_broker),
+		cmocka_unit_test(test_linger),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
