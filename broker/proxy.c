@@ -95,7 +95,10 @@ struct conn {
 	struct sandbox *sb;
 	struct policy *pol;
 	enum cstate st;
+	/* Interests registered with epoll, and those the state machine waits
+	 * for; see set_mask(). */
 	uint32_t cev_mask, uev_mask;
+	uint32_t cev_want, uev_want;
 	struct timer timer;  /* the deadline of the current state */
 	struct timer resume; /* a yield: run again on the next iteration */
 	struct resolve_req rr;
@@ -208,12 +211,43 @@ static void buf_compact(struct buf *b)
 	b->pos = 0;
 }
 
-static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t want)
+/*
+ * Sets what @ev waits for. An interest is added at once, but EPOLLIN and
+ * EPOLLRDHUP are dropped lazily: they stay registered until an event for
+ * them comes (events_for()), which then drops them. A keep-alive request
+ * turns the client's EPOLLIN off and on again and the upstream's from
+ * EPOLLRDHUP to EPOLLIN and back, and the events dropped lazily seldom come
+ * in between: that saves up to four epoll_ctl() a request. EPOLLOUT, which
+ * a socket with room reports at once, is dropped at once.
+ */
+static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t *wanted, uint32_t want)
 {
-	if (ev->fd < 0 || *cur == want)
+	uint32_t keep;
+
+	*wanted = want;
+	if (ev->fd < 0)
 		return;
-	loop_mod(c->w->loop, ev, want);
-	*cur = want;
+	keep = *cur & ~want & (EPOLLIN | EPOLLRDHUP);
+	if ((*cur & ~keep) == want)
+		return;
+	loop_mod(c->w->loop, ev, want | keep);
+	*cur = want | keep;
+}
+
+/*
+ * The bits of @events that @ev waits for (its hang-ups and errors always):
+ * what the callback would have seen had every interest been dropped at
+ * once. An event for an interest kept lazily drops it now, so that it is
+ * not reported again.
+ */
+static uint32_t events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
+			   uint32_t events)
+{
+	if ((events & *cur & ~wanted) && ev->fd >= 0 && *cur != wanted) {
+		loop_mod(c->w->loop, ev, wanted);
+		*cur = wanted;
+	}
+	return events & (wanted | EPOLLERR | EPOLLHUP);
 }
 
 static void want(struct conn *c, uint32_t cmask, uint32_t umask)
@@ -224,8 +258,8 @@ static void want(struct conn *c, uint32_t cmask, uint32_t umask)
 		cmask |= c->cssl_want;
 	if (c->ussl && (umask & (EPOLLIN | EPOLLOUT)))
 		umask |= c->ussl_want;
-	set_mask(c, &c->cev, &c->cev_mask, cmask);
-	set_mask(c, &c->uev, &c->uev_mask, umask);
+	set_mask(c, &c->cev, &c->cev_mask, &c->cev_want, cmask);
+	set_mask(c, &c->uev, &c->uev_mask, &c->uev_want, umask);
 	/* Plaintext OpenSSL holds already is not in the socket: epoll will
 	 * not report it. */
 	if ((c->cssl && (cmask & EPOLLIN) && SSL_pending(c->cssl) > 0) ||
@@ -279,7 +313,7 @@ static void close_upstream(struct conn *c)
 		loop_del(c->w->loop, &c->uev);
 		close(c->uev.fd);
 		c->uev.fd = -1;
-		c->uev_mask = 0;
+		c->uev_mask = c->uev_want = 0;
 	}
 	c->conn_host[0] = '\0';
 	c->upstream_reusable = false;
@@ -985,7 +1019,7 @@ static enum step begin_connect(struct conn *c)
 			continue;
 		}
 		c->uev.fd = fd;
-		c->uev_mask = EPOLLOUT;
+		c->uev_mask = c->uev_want = EPOLLOUT;
 		if (loop_add(c->w->loop, &c->uev, EPOLLOUT) < 0) {
 			close(fd);
 			c->uev.fd = -1;
@@ -2200,6 +2234,9 @@ static void on_client(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, cev);
 
+	events = events_for(c, ev, &c->cev_mask, c->cev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
 	/* Hang-ups are reported whatever the mask: a client gone while the
 	 * broker waits on something else ends the connection now. In a TLS
 	 * handshake, OpenSSL reads what the client said last (an alert: it
@@ -2218,6 +2255,9 @@ static void on_upstream(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, uev);
 
+	events = events_for(c, ev, &c->uev_mask, c->uev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
 	if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->st == CS_HEAD) {
 		/* A kept-alive upstream hung up between requests: of no more
 		 * use (the next request connects anew), and a hang-up left
@@ -2395,7 +2435,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	w->conns = c;
 	atomic_fetch_add(&w->n_conns, 1);
 	metrics_connection_open();
-	c->cev_mask = EPOLLIN;
+	c->cev_mask = c->cev_want = EPOLLIN;
 	if (loop_add(w->loop, &c->cev, EPOLLIN) < 0) {
 		conn_free(c);
 		return;
