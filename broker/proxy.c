@@ -125,6 +125,12 @@ struct conn {
 	bool silent;	  /* transparent: the client said nothing before connecting */
 	bool interim;	  /* relaying a 1xx response: the final one follows */
 	bool resp_partial; /* c->uin holds part of a response head */
+	/* Plain, level-triggered sockets only: a side that almost surely has
+	 * nothing to read yet is waited for instead of read first (EAGAIN).
+	 * Set on the way into CS_HEAD once a response is relayed (the client
+	 * has not seen it yet) and into CS_RESP_HEAD once a request is sent
+	 * (the origin has not seen it yet); cleared by the wait. */
+	bool c_idle, u_idle;
 	/* The request head decide() parsed and planned, kept for
 	 * start_request() (NULL: none); see struct parsed. */
 	struct parsed *parsed;
@@ -1724,6 +1730,7 @@ static enum step send_request(struct conn *c)
 		}
 		c->in->pos += (size_t)take;
 	}
+	c->u_idle = !c->ussl && !(c->uev_mask & EPOLLET) && c->uin->len == c->uin->pos;
 	c->st = CS_RESP_HEAD;
 	return STEP_NEXT;
 }
@@ -1782,6 +1789,13 @@ static enum step read_response_head(struct conn *c)
 
 	/* Bytes already here (what followed a 1xx) are parsed before reading. */
 	buf_compact(c->uin);
+	if (c->u_idle) {
+		c->u_idle = false;
+		if (c->uin->len == 0) {
+			want(c, 0, EPOLLIN);
+			return STEP_AGAIN;
+		}
+	}
 	if (c->uin->len == 0 || c->resp_partial) {
 		got = read_into(c, true, c->uin);
 		if (got == -EAGAIN) {
@@ -1926,6 +1940,7 @@ static enum step relay_response(struct conn *c)
 	c->up = c->down = 0;
 	c->status = 0;
 	c->head_started = false;
+	c->c_idle = !c->cssl && !(c->cev_mask & EPOLLET) && c->in && c->in->len == c->in->pos;
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	return STEP_NEXT;
@@ -1948,6 +1963,15 @@ static void refresh_policy(struct conn *c)
 	c->pol = p;
 }
 
+/* Is the client to be waited for before it is read (see c_idle)? Once. */
+static bool c_idle_wait(struct conn *c)
+{
+	bool idle = c->c_idle;
+
+	c->c_idle = false;
+	return idle;
+}
+
 static enum step read_head(struct conn *c)
 {
 	struct http_request *req;
@@ -1962,7 +1986,7 @@ static enum step read_head(struct conn *c)
 			return conn_end(c, "error", "out-of-memory");
 	}
 	if (c->in->len == c->in->pos) {
-		got = read_into(c, false, c->in);
+		got = c_idle_wait(c) ? -EAGAIN : read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			want(c, EPOLLIN, c->uev.fd >= 0 ? EPOLLRDHUP : 0);
 			return STEP_AGAIN;
