@@ -83,7 +83,6 @@ struct buf {
 
 struct framer {
 	llhttp_t p;
-	llhttp_settings_t s;
 	bool done;
 	bool skip_body; /* a response to HEAD */
 };
@@ -183,6 +182,32 @@ struct parsed {
 	size_t pos; /* c->in->pos when parsed */
 	int len;    /* the head's length */
 };
+
+/* A worker has one request head between read_head() and start_request()
+ * at a time, mostly: one spare struct parsed (4 KiB) per thread saves a
+ * malloc() and a free() per request. proxy_close_all() frees it. */
+static __thread struct parsed *spare_parsed;
+
+static struct parsed *parsed_new(void)
+{
+	struct parsed *ps = spare_parsed;
+
+	if (ps) {
+		spare_parsed = NULL;
+		return ps;
+	}
+	return malloc(sizeof(*ps));
+}
+
+static void parsed_free(struct parsed *ps)
+{
+	if (ps && !spare_parsed) {
+		spare_parsed = ps;
+		return;
+	}
+	free(ps);
+}
+
 static enum step sniff(struct conn *c, bool timed_out);
 static int looks_like_http(const char *p, size_t n, bool raw_ok);
 static enum step start_inner_http(struct conn *c);
@@ -363,7 +388,7 @@ static void conn_free(struct conn *c)
 		if (c->pd[i] >= 0)
 			close(c->pd[i]);
 	}
-	free(c->parsed);
+	parsed_free(c->parsed);
 	reflect_clear(&c->refl);
 	free(c->in);
 	free(c->uin);
@@ -582,20 +607,31 @@ static int on_resp_headers(llhttp_t *p)
 	return f->skip_body ? 1 : 0;
 }
 
-static struct framer *framer_new(bool response, bool skip_body)
-{
-	struct framer *f = calloc(1, sizeof(*f));
+static const llhttp_settings_t req_settings = {
+	.on_message_complete = on_msg_complete,
+};
+static const llhttp_settings_t resp_settings = {
+	.on_message_complete = on_msg_complete,
+	.on_headers_complete = on_resp_headers,
+};
 
-	if (!f)
-		return NULL;
-	llhttp_settings_init(&f->s);
-	f->s.on_message_complete = on_msg_complete;
-	if (response)
-		f->s.on_headers_complete = on_resp_headers;
-	llhttp_init(&f->p, response ? HTTP_RESPONSE : HTTP_REQUEST, &f->s);
-	f->p.data = f;
-	f->skip_body = skip_body;
-	return f;
+/*
+ * Makes *@f ready for a new message: the framer a kept-alive connection
+ * used for the last request is started again rather than freed and
+ * allocated anew. Return: 0, or -ENOMEM (*@f is then NULL).
+ */
+static int framer_start(struct framer **f, bool response, bool skip_body)
+{
+	if (!*f)
+		*f = malloc(sizeof(**f));
+	if (!*f)
+		return -ENOMEM;
+	llhttp_init(&(*f)->p, response ? HTTP_RESPONSE : HTTP_REQUEST,
+		    response ? &resp_settings : &req_settings);
+	(*f)->p.data = *f;
+	(*f)->done = false;
+	(*f)->skip_body = skip_body;
+	return 0;
 }
 
 /*
@@ -897,7 +933,7 @@ static enum step decide(struct conn *c, struct parsed *ps)
 	 * with the request. */
 	s = check_credentials(c, req, head, (size_t)c->head_len, &ps->plan);
 	if (s != STEP_NEXT || ending(c)) {
-		free(ps);
+		parsed_free(ps);
 		return s; /* refused: the reply is under way */
 	}
 	c->parsed = ps; /* @req stays valid; read_head() drops a CONNECT's */
@@ -1595,20 +1631,20 @@ static enum step start_request(struct conn *c)
 		/* Not kept, or the buffer moved: parse and plan again. */
 		enum step s;
 
-		free(ps);
-		ps = malloc(sizeof(*ps));
+		parsed_free(ps);
+		ps = parsed_new();
 		if (!ps)
 			return conn_end(c, "error", "out-of-memory");
 		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 					     broker.cfg.max_head_bytes, &ps->req);
 		if (ps->len <= 0) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 400, "deny", "bad-request");
 		}
 		s = check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
 				      &ps->plan);
 		if (s != STEP_NEXT || ending(c)) {
-			free(ps);
+			parsed_free(ps);
 			return s;
 		}
 	}
@@ -1618,24 +1654,24 @@ static enum step start_request(struct conn *c)
 		/* Room for injected headers and replaced placeholders. */
 		c->out = buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
-		free(ps);
+		parsed_free(ps);
 		return conn_end(c, "error", "out-of-memory");
 	}
 	reflect_clear(&c->refl);
 	if (ps->plan.nuse > 0) {
 		n = inject(c, req, &ps->plan);
 		if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 502, "error", "credential-unavailable");
 		}
 		if (n == -E2BIG) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 502, "error", "reflection-unscannable");
 		}
 	} else {
 		n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
 	}
-	free(ps);
+	parsed_free(ps);
 	if (n == -ENOMEM)
 		return reply(c, 503, "error", "out-of-memory");
 	if (n < 0)
@@ -1643,11 +1679,8 @@ static enum step start_request(struct conn *c)
 	c->out->pos = 0;
 	c->out->len = (size_t)n;
 	c->in->pos += (size_t)headlen;
-	framer_free(&c->reqf);
-	framer_free(&c->respf);
-	c->reqf = framer_new(false, false);
-	c->respf = framer_new(true, c->head_req);
-	if (!c->reqf || !c->respf)
+	if (framer_start(&c->reqf, false, false) < 0 ||
+	    framer_start(&c->respf, true, c->head_req) < 0)
 		return conn_end(c, "error", "out-of-memory");
 	/* Prime the request framer with the original head so it knows the
 	 * body's framing; the head was validated already. */
@@ -1781,11 +1814,15 @@ static bool identity_encoded(const struct http_response *resp)
 	return true;
 }
 
+/* A response head is parsed and looked at within read_response_head():
+ * one per thread (3 KiB) rather than one allocated per response. */
+static __thread struct http_response resp_scratch;
+
 static enum step read_response_head(struct conn *c)
 {
-	struct http_response *resp;
+	struct http_response *resp = &resp_scratch;
 	ssize_t got = 0;
-	int hl = 0;
+	int hl;
 
 	/* Bytes already here (what followed a 1xx) are parsed before reading. */
 	buf_compact(c->uin);
@@ -1805,22 +1842,14 @@ static enum step read_response_head(struct conn *c)
 		if (got <= 0 && got != -ENOBUFS)
 			return reply(c, 502, "error", "upstream-reset");
 	}
-	resp = malloc(sizeof(*resp));
-	if (!resp)
-		return conn_end(c, "error", "out-of-memory");
 	hl = http_parse_response(c->uin->data, c->uin->len, c->uin->cap, c->head_req, resp);
 	c->resp_partial = hl == 0;
-	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap) {
-		free(resp);
+	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap)
 		return STEP_NEXT; /* read more */
-	}
-	if (hl <= 0) {
-		free(resp);
+	if (hl <= 0)
 		return reply(c, 502, "error", "bad-response");
-	}
 	c->status = resp->status;
 	if (resp->status >= 100 && resp->status < 200) {
-		free(resp);
 		/* No Upgrade is ever forwarded: a 101 answers nothing sent. */
 		if (c->status == 101)
 			return reply(c, 502, "error", "bad-response");
@@ -1832,18 +1861,13 @@ static enum step read_response_head(struct conn *c)
 		return STEP_NEXT;
 	}
 	if (resp->status >= 300 && resp->status < 400 && resp->has_location &&
-	    !redirect_allowed(c, resp)) {
-		free(resp);
+	    !redirect_allowed(c, resp))
 		return deny(c, "redirect-outside-policy");
-	}
-	if (c->refl.n > 0 && !identity_encoded(resp)) {
-		free(resp);
+	if (c->refl.n > 0 && !identity_encoded(resp))
 		return reply(c, 502, "error", "reflection-unscannable");
-	}
 	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
 	if (resp->body_until_close)
 		c->client_keepalive = false;
-	free(resp);
 	/* The response head goes to the client as received. */
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	c->st = CS_RESP_BODY;
@@ -1910,9 +1934,7 @@ static enum step relay_response(struct conn *c)
 	if (c->interim) {
 		/* The 1xx is relayed; what follows it in uin is the next head. */
 		c->interim = false;
-		framer_free(&c->respf);
-		c->respf = framer_new(true, c->head_req);
-		if (!c->respf)
+		if (framer_start(&c->respf, true, c->head_req) < 0)
 			return conn_end(c, "error", "out-of-memory");
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
 		c->st = CS_RESP_HEAD;
@@ -2003,7 +2025,7 @@ static enum step read_head(struct conn *c)
 		 * reload reaches kept-alive connections too. */
 		refresh_policy(c);
 	}
-	ps = c->parsed ? c->parsed : malloc(sizeof(*ps));
+	ps = c->parsed ? c->parsed : parsed_new();
 	c->parsed = NULL;
 	if (!ps)
 		return conn_end(c, "error", "out-of-memory");
@@ -2028,7 +2050,7 @@ static enum step read_head(struct conn *c)
 	if (hl < 0) {
 		const char *why = req->error ? req->error : "bad-request";
 
-		free(ps);
+		parsed_free(ps);
 		c->method[0] = c->path[0] = '\0';
 		if (!strcmp(why, "numeric-host"))
 			return deny(c, "address-literal");
@@ -2045,7 +2067,7 @@ static enum step read_head(struct conn *c)
 		return s;
 	if (c->is_connect && c->parsed) {
 		/* Nothing of a CONNECT's head is written upstream. */
-		free(c->parsed);
+		parsed_free(c->parsed);
 		c->parsed = NULL;
 	}
 	if (s == STEP_NEXT && c->st == CS_HEAD)
@@ -2588,6 +2610,8 @@ void proxy_close_all(struct worker *w)
 {
 	while (w->conns)
 		conn_free(w->conns);
+	free(spare_parsed);
+	spare_parsed = NULL;
 }
 
 void proxy_set_worker(struct worker *w)
