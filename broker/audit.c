@@ -262,13 +262,58 @@ static void put_str(struct line *l, const char *key, const char *val,
 		put_strn(l, key, val, strlen(val), cap);
 }
 
-static void put_u64(struct line *l, const char *key, uint64_t v)
+/* Decimal digits, without printf: a line has up to eight numbers. */
+static void put_dec(struct line *l, uint64_t v)
 {
 	char num[24];
-	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+	size_t i = sizeof(num);
 
+	do {
+		num[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_raw(l, num + i, sizeof(num) - i);
+}
+
+static void put_u64(struct line *l, const char *key, uint64_t v)
+{
 	put_key(l, key);
-	put_raw(l, num, (size_t)n);
+	put_dec(l, v);
+}
+
+/*
+ * put_time() - the line's start, {"time":"YYYY-MM-DDTHH:MM:SS.mmmZ"
+ *
+ * The part up to the second is formatted once a second per thread (gmtime
+ * and printf were a tenth of what a line cost), the milliseconds each time.
+ */
+static void put_time(struct line *l, const struct timespec *ts)
+{
+	static __thread time_t sec = -1;
+	static __thread char head[64];
+	static __thread size_t head_len;
+	long ms = ts->tv_nsec / 1000000;
+	char tail[6];
+
+	if (ts->tv_sec != sec) {
+		struct tm tm;
+		int n;
+
+		gmtime_r(&ts->tv_sec, &tm);
+		n = snprintf(head, sizeof(head),
+			     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.",
+			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			     tm.tm_hour, tm.tm_min, tm.tm_sec);
+		head_len = n < 0 ? 0 : (size_t)n < sizeof(head) ? (size_t)n : sizeof(head) - 1;
+		sec = ts->tv_sec;
+	}
+	put_raw(l, head, head_len);
+	tail[0] = (char)('0' + ms / 100);
+	tail[1] = (char)('0' + ms / 10 % 10);
+	tail[2] = (char)('0' + ms % 10);
+	tail[3] = 'Z';
+	tail[4] = '"';
+	put_raw(l, tail, 5);
 }
 
 static bool proto_is_connection(const char *proto)
@@ -290,7 +335,6 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 {
 	struct line l = {.buf = buf, .len = len};
 	struct timespec ts;
-	struct tm tm;
 	char tmp[64];
 	bool conn;
 	int n;
@@ -298,12 +342,7 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 	if (len < AUDIT_LINE_MAX)
 		return -ENOSPC;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(tmp, sizeof(tmp),
-		     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-	put_raw(&l, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+	put_time(&l, &ts);
 
 	put_str(&l, "sandbox", ev->sandbox, CAP_SANDBOX);
 	put_str(&l, "proto", ev->proto, CAP_PROTO);
@@ -323,7 +362,9 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 		/* The query string can carry a placeholder: never log it. */
 		put_strn(&l, "path", ev->path, strcspn(ev->path, "?#"),
 			 CAP_PATH);
-	if (ev->status) {
+	if (ev->status > 0) {
+		put_u64(&l, "status", (uint64_t)ev->status);
+	} else if (ev->status) {
 		put_key(&l, "status");
 		n = snprintf(tmp, sizeof(tmp), "%d", ev->status);
 		put_raw(&l, tmp, (size_t)n);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -373,6 +374,42 @@ static void test_full_line(void **state)
 		    t[13] == ':' && t[16] == ':' && t[19] == '.' &&
 		    t[23] == 'Z');
 	assert_true(!strncmp(t, "20", 2));
+}
+
+
+/* Numbers at their bounds, and the time as gmtime() has it (the part up to
+ * the second is kept per thread: it must follow the clock). */
+static void test_numbers_and_time(void **state)
+{
+	char line[AUDIT_LINE_MAX], want0[32], want1[32];
+	struct audit_event ev = {.sandbox = "s1", .proto = "http", .decision = "allow",
+				 .reason = "allowed", .status = 204, .bytes_up = 0,
+				 .bytes_down = UINT64_MAX, .duration_ms = 10};
+	struct timespec t0, t1;
+	struct tm tm;
+	const char *tv;
+	struct jobj o;
+	int i, n;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		clock_gettime(CLOCK_REALTIME, &t0);
+		n = audit_format(&ev, line, sizeof(line));
+		clock_gettime(CLOCK_REALTIME, &t1);
+		assert_true(n > 0);
+		assert_true(parse_line(line, (size_t)n, &o));
+		assert_string_equal(jstr(&o, "status"), "204");
+		assert_string_equal(jstr(&o, "bytes_up"), "0");
+		assert_string_equal(jstr(&o, "bytes_down"), "18446744073709551615");
+		assert_string_equal(jstr(&o, "duration_ms"), "10");
+		gmtime_r(&t0.tv_sec, &tm);
+		strftime(want0, sizeof(want0), "%Y-%m-%dT%H:%M:%S.", &tm);
+		gmtime_r(&t1.tv_sec, &tm);
+		strftime(want1, sizeof(want1), "%Y-%m-%dT%H:%M:%S.", &tm);
+		tv = jstr(&o, "time");
+		assert_true(!strncmp(tv, want0, 20) || !strncmp(tv, want1, 20));
+		usleep(600 * 1000); /* into the next second, at least once */
+	}
 }
 
 static void test_omitted_fields(void **state)
@@ -1584,6 +1621,7 @@ int main(void)
 	    cmocka_unit_test(test_escape_table),
 	    cmocka_unit_test(test_escape_bound),
 	    cmocka_unit_test(test_full_line),
+	    cmocka_unit_test(test_numbers_and_time),
 	    cmocka_unit_test(test_omitted_fields),
 	    cmocka_unit_test(test_path_drops_query),
 	    cmocka_unit_test(test_hostile_strings_escaped),
