@@ -304,7 +304,9 @@ static void put_time(struct line *l, const struct timespec *ts)
 			     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.",
 			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 			     tm.tm_hour, tm.tm_min, tm.tm_sec);
-		head_len = n < 0 ? 0 : (size_t)n < sizeof(head) ? (size_t)n : sizeof(head) - 1;
+		head_len = n < 0		      ? 0
+			   : (size_t)n < sizeof(head) ? (size_t)n
+						      : sizeof(head) - 1;
 		sec = ts->tv_sec;
 	}
 	put_raw(l, head, head_len);
@@ -469,9 +471,9 @@ _Static_assert(BATCH_CAP >= 4 * AUDIT_LINE_MAX, "a batch holds several lines");
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
 static char batch_buf[2][BATCH_CAP];
-static int batch_cur;	      /* the buffer being filled; under batch_lock */
-static size_t batch_len;      /* under batch_lock */
-static uint64_t batch_t0;     /* ms when its oldest line came; under batch_lock */
+static int batch_cur;	  /* the buffer being filled; under batch_lock */
+static size_t batch_len;  /* under batch_lock */
+static uint64_t batch_t0; /* ms when its oldest line came; under batch_lock */
 static atomic_size_t batch_held; /* batch_len, for a flush with nothing to do */
 static atomic_bool audit_batching; /* the target is a regular file */
 static __thread bool defer_here;
@@ -506,7 +508,8 @@ static void write_batch(const char *buf, size_t len)
 	int tries, err = 0;
 
 	if (fd == AUDIT_FD_CLOSED) {
-		atomic_fetch_add_explicit(&audit_failures, count_lines(buf, len),
+		atomic_fetch_add_explicit(&audit_failures,
+					  count_lines(buf, len),
 					  memory_order_relaxed);
 		return;
 	}
@@ -607,7 +610,8 @@ static void emit(const struct audit_event *ev, uint64_t repeated,
 	char buf[AUDIT_LINE_MAX];
 	int n = format_line(ev, repeated, dropped, buf, sizeof(buf));
 
-	if (n > 0 && atomic_load_explicit(&audit_batching, memory_order_relaxed)) {
+	if (n > 0 &&
+	    atomic_load_explicit(&audit_batching, memory_order_relaxed)) {
 		batch_line(buf, (size_t)n);
 		return;
 	}

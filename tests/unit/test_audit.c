@@ -376,15 +376,19 @@ static void test_full_line(void **state)
 	assert_true(!strncmp(t, "20", 2));
 }
 
-
 /* Numbers at their bounds, and the time as gmtime() has it (the part up to
  * the second is kept per thread: it must follow the clock). */
 static void test_numbers_and_time(void **state)
 {
 	char line[AUDIT_LINE_MAX], want0[32], want1[32];
-	struct audit_event ev = {.sandbox = "s1", .proto = "http", .decision = "allow",
-				 .reason = "allowed", .status = 204, .bytes_up = 0,
-				 .bytes_down = UINT64_MAX, .duration_ms = 10};
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "http",
+				 .decision = "allow",
+				 .reason = "allowed",
+				 .status = 204,
+				 .bytes_up = 0,
+				 .bytes_down = UINT64_MAX,
+				 .duration_ms = 10};
 	struct timespec t0, t1;
 	struct tm tm;
 	const char *tv;
@@ -400,7 +404,8 @@ static void test_numbers_and_time(void **state)
 		assert_true(parse_line(line, (size_t)n, &o));
 		assert_string_equal(jstr(&o, "status"), "204");
 		assert_string_equal(jstr(&o, "bytes_up"), "0");
-		assert_string_equal(jstr(&o, "bytes_down"), "18446744073709551615");
+		assert_string_equal(jstr(&o, "bytes_down"),
+				    "18446744073709551615");
 		assert_string_equal(jstr(&o, "duration_ms"), "10");
 		gmtime_r(&t0.tv_sec, &tm);
 		strftime(want0, sizeof(want0), "%Y-%m-%dT%H:%M:%S.", &tm);
@@ -1501,13 +1506,15 @@ static void test_accounting_random(void **state)
 	audit_set_clock(NULL);
 }
 
-
 /* --- batches (audit_defer) ------------------------------------------------ */
 
 static void log_name(const char *name)
 {
-	struct audit_event ev = {.sandbox = "s1", .proto = "http", .decision = "allow",
-				 .reason = "allowed", .name = name};
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "http",
+				 .decision = "allow",
+				 .reason = "allowed",
+				 .name = name};
 
 	audit_log(&ev);
 }
@@ -1528,7 +1535,8 @@ static void names_in(const char *path, char *out, size_t outlen)
 		assert_true(n && n < nl);
 		n += 8;
 		k = strcspn(n, "\"");
-		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s", o ? " " : "", (int)k, n);
+		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s",
+				      o ? " " : "", (int)k, n);
 		assert_true(o < outlen);
 		i = (size_t)(nl - buf) + 1;
 	}
