@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1622,6 +1623,47 @@ static void test_defer_reopen_and_close(void **state)
 	audit_defer(false);
 }
 
+/* A batch the file takes only in part: every line not written whole is
+ * counted, and the lines before it are there. */
+static void test_defer_write_failure_counted(void **state)
+{
+	char path[256], err[256], name[32], *buf;
+	struct rlimit old, lim;
+	uint64_t before;
+	size_t len, whole = 0, i;
+	int k;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/dfull.log", tmpdir);
+	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	before = audit_write_failures();
+	audit_defer(true);
+	for (k = 0; k < 10; k++) {
+		snprintf(name, sizeof(name), "line-%d", k);
+		log_name(name);
+	}
+	/* The file may grow to 1000 bytes: write() comes up short, then
+	 * fails with EFBIG (SIGXFSZ ignored). */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 1000;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	audit_flush();
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	audit_defer(false);
+
+	buf = slurp(path, &len);
+	assert_int_equal(len, 1000);
+	for (i = 0; i < len; i++)
+		whole += buf[i] == '\n';
+	free(buf);
+	assert_true(whole >= 1 && whole < 10);
+	assert_int_equal(audit_write_failures() - before, 10 - whole);
+	audit_close();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1644,6 +1686,7 @@ int main(void)
 	    cmocka_unit_test(test_threads_lines_whole),
 	    cmocka_unit_test(test_defer_order),
 	    cmocka_unit_test(test_defer_reopen_and_close),
+	    cmocka_unit_test(test_defer_write_failure_counted),
 	    cmocka_unit_test(test_closed_counts),
 	    cmocka_unit_test(test_fold_table),
 	    cmocka_unit_test(test_rate_bound),
