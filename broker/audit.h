@@ -125,7 +125,8 @@ void audit_close(void);
  *      reason (always present) and bytes_up, bytes_down, duration_ms (always
  *      present when @ev->proto names a connection: http, connect, tls, tcp)
  *
- * The line goes out in one write(2), so lines from several threads never
+ * The line goes out in one write(2) (a regular file's in a batch of whole
+ * lines, see audit_defer()), so lines from several threads never
  * interleave. It never blocks on a full pipe or socket and never fails the
  * caller: a failed or short write is counted (audit_write_failures()) and
  * the broker goes on. The process is expected to ignore SIGPIPE.
@@ -134,6 +135,34 @@ void audit_close(void);
  * instead, see above.
  */
 void audit_log(const struct audit_event *ev);
+
+/**
+ * audit_defer() - let this thread's lines wait for audit_flush()
+ * @on: true from now on, false to stop (what is held is written first)
+ *
+ * Where the target is a regular file, the lines of a thread that defers
+ * go to one buffer shared by every thread, in the order they were logged,
+ * and out in one write(2) per batch: a worker calls audit_flush() before
+ * its loop waits (loop_set_idle()), so a line waits at most for the rest
+ * of the loop iteration that logged it (and never longer than
+ * AUDIT_FLUSH_MS, nor once the buffer is near full). Lines of a thread that
+ * does not defer, and of any thread when the target is not a regular file,
+ * go out at once, after what the buffer holds. audit_open(), audit_reopen()
+ * and audit_close() write the buffer out first: a reload or a clean exit
+ * loses no line and moves none to the other file.
+ */
+void audit_defer(bool on);
+
+/**
+ * audit_flush() - write out the lines held for audit_defer()
+ *
+ * Safe from any thread, in order with every other writer. Never fails the
+ * caller: a failed or short write counts its lines in audit_write_failures().
+ */
+void audit_flush(void);
+
+/* How long a deferred line may wait for a flush, at the most. */
+#define AUDIT_FLUSH_MS 50
 
 /**
  * audit_tick() - write the "repeated" and "dropped" lines whose interval

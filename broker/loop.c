@@ -67,6 +67,8 @@ struct loop {
 	int batch_n;
 	int batch_pos;
 
+	void (*idle)(void); /* loop_set_idle() */
+
 	pthread_mutex_t post_lock;
 	struct loop_post *post_head;
 	struct loop_post **post_tail;
@@ -383,6 +385,8 @@ int loop_run(struct loop *l)
 			break;
 		run_timers(l);
 		timeout = next_timeout(l);
+		if (l->idle)
+			l->idle();
 
 		n = epoll_wait(l->epfd, l->batch, LOOP_BATCH, timeout);
 		if (n < 0) {
@@ -405,5 +409,12 @@ int loop_run(struct loop *l)
 		l->batch_pos = 0;
 	}
 	l->running = false;
+	if (l->idle)
+		l->idle();
 	return ret;
+}
+
+void loop_set_idle(struct loop *l, void (*fn)(void))
+{
+	l->idle = fn;
 }

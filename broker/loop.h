@@ -162,6 +162,16 @@ int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
 
 /**
+ * loop_set_idle() - call @fn each time the loop is about to wait
+ * @l: the loop
+ * @fn: called before each epoll_wait() and once when the loop ends (the
+ *      audit log's batch, audit_flush()); NULL for none
+ *
+ * Call it before loop_run(), from the thread that runs the loop.
+ */
+void loop_set_idle(struct loop *l, void (*fn)(void));
+
+/**
  * loop_post() - run @fn(@arg) on the loop thread, soon
  * @l:   the loop
  * @fn:  the function

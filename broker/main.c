@@ -256,8 +256,12 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 
 	proxy_set_worker(w);
+	/* Audit lines go out a loop iteration at a time (audit_defer()). */
+	audit_defer(true);
+	loop_set_idle(w->loop, audit_flush);
 	loop_run(w->loop);
 	proxy_close_all(w);
+	audit_defer(false); /* and the lines of the connections just closed */
 	return NULL;
 }
 

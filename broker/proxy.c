@@ -82,7 +82,6 @@ struct buf {
 
 struct framer {
 	llhttp_t p;
-	llhttp_settings_t s;
 	bool done;
 	bool skip_body; /* a response to HEAD */
 };
@@ -94,7 +93,10 @@ struct conn {
 	struct sandbox *sb;
 	struct policy *pol;
 	enum cstate st;
+	/* Interests registered with epoll, and those the state machine waits
+	 * for; see set_mask(). */
 	uint32_t cev_mask, uev_mask;
+	uint32_t cev_want, uev_want;
 	struct timer timer;  /* the deadline of the current state */
 	struct timer resume; /* a yield: run again on the next iteration */
 	struct resolve_req rr;
@@ -121,6 +123,12 @@ struct conn {
 	bool silent;	  /* transparent: the client said nothing before connecting */
 	bool interim;	  /* relaying a 1xx response: the final one follows */
 	bool resp_partial; /* c->uin holds part of a response head */
+	/* Plain, level-triggered sockets only: a side that almost surely has
+	 * nothing to read yet is waited for instead of read first (EAGAIN).
+	 * Set on the way into CS_HEAD once a response is relayed (the client
+	 * has not seen it yet) and into CS_RESP_HEAD once a request is sent
+	 * (the origin has not seen it yet); cleared by the wait. */
+	bool c_idle, u_idle;
 	/* The request head decide() parsed and planned, kept for
 	 * start_request() (NULL: none); see struct parsed. */
 	struct parsed *parsed;
@@ -173,6 +181,32 @@ struct parsed {
 	size_t pos; /* c->in->pos when parsed */
 	int len;    /* the head's length */
 };
+
+/* A worker has one request head between read_head() and start_request()
+ * at a time, mostly: one spare struct parsed (4 KiB) per thread saves a
+ * malloc() and a free() per request. proxy_close_all() frees it. */
+static __thread struct parsed *spare_parsed;
+
+static struct parsed *parsed_new(void)
+{
+	struct parsed *ps = spare_parsed;
+
+	if (ps) {
+		spare_parsed = NULL;
+		return ps;
+	}
+	return malloc(sizeof(*ps));
+}
+
+static void parsed_free(struct parsed *ps)
+{
+	if (ps && !spare_parsed) {
+		spare_parsed = ps;
+		return;
+	}
+	free(ps);
+}
+
 static enum step sniff(struct conn *c, bool timed_out);
 static int looks_like_http(const char *p, size_t n, bool raw_ok);
 static enum step start_inner_http(struct conn *c);
@@ -207,12 +241,43 @@ static void buf_compact(struct buf *b)
 	b->pos = 0;
 }
 
-static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t want)
+/*
+ * Sets what @ev waits for. An interest is added at once, but EPOLLIN and
+ * EPOLLRDHUP are dropped lazily: they stay registered until an event for
+ * them comes (events_for()), which then drops them. A keep-alive request
+ * turns the client's EPOLLIN off and on again and the upstream's from
+ * EPOLLRDHUP to EPOLLIN and back, and the events dropped lazily seldom come
+ * in between: that saves up to four epoll_ctl() a request. EPOLLOUT, which
+ * a socket with room reports at once, is dropped at once.
+ */
+static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t *wanted, uint32_t want)
 {
-	if (ev->fd < 0 || *cur == want)
+	uint32_t keep;
+
+	*wanted = want;
+	if (ev->fd < 0)
 		return;
-	loop_mod(c->w->loop, ev, want);
-	*cur = want;
+	keep = *cur & ~want & (EPOLLIN | EPOLLRDHUP);
+	if ((*cur & ~keep) == want)
+		return;
+	loop_mod(c->w->loop, ev, want | keep);
+	*cur = want | keep;
+}
+
+/*
+ * The bits of @events that @ev waits for (its hang-ups and errors always):
+ * what the callback would have seen had every interest been dropped at
+ * once. An event for an interest kept lazily drops it now, so that it is
+ * not reported again.
+ */
+static uint32_t events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
+			   uint32_t events)
+{
+	if ((events & *cur & ~wanted) && ev->fd >= 0 && *cur != wanted) {
+		loop_mod(c->w->loop, ev, wanted);
+		*cur = wanted;
+	}
+	return events & (wanted | EPOLLERR | EPOLLHUP);
 }
 
 static void want(struct conn *c, uint32_t cmask, uint32_t umask)
@@ -223,8 +288,8 @@ static void want(struct conn *c, uint32_t cmask, uint32_t umask)
 		cmask |= c->cssl_want;
 	if (c->ussl && (umask & (EPOLLIN | EPOLLOUT)))
 		umask |= c->ussl_want;
-	set_mask(c, &c->cev, &c->cev_mask, cmask);
-	set_mask(c, &c->uev, &c->uev_mask, umask);
+	set_mask(c, &c->cev, &c->cev_mask, &c->cev_want, cmask);
+	set_mask(c, &c->uev, &c->uev_mask, &c->uev_want, umask);
 	/* Plaintext OpenSSL holds already is not in the socket: epoll will
 	 * not report it. */
 	if ((c->cssl && (cmask & EPOLLIN) && SSL_pending(c->cssl) > 0) ||
@@ -278,7 +343,7 @@ static void close_upstream(struct conn *c)
 		loop_del(c->w->loop, &c->uev);
 		close(c->uev.fd);
 		c->uev.fd = -1;
-		c->uev_mask = 0;
+		c->uev_mask = c->uev_want = 0;
 	}
 	c->conn_host[0] = '\0';
 	c->upstream_reusable = false;
@@ -322,7 +387,7 @@ static void conn_free(struct conn *c)
 		if (c->pd[i] >= 0)
 			close(c->pd[i]);
 	}
-	free(c->parsed);
+	parsed_free(c->parsed);
 	reflect_clear(&c->refl);
 	free(c->in);
 	free(c->uin);
@@ -541,20 +606,31 @@ static int on_resp_headers(llhttp_t *p)
 	return f->skip_body ? 1 : 0;
 }
 
-static struct framer *framer_new(bool response, bool skip_body)
-{
-	struct framer *f = calloc(1, sizeof(*f));
+static const llhttp_settings_t req_settings = {
+	.on_message_complete = on_msg_complete,
+};
+static const llhttp_settings_t resp_settings = {
+	.on_message_complete = on_msg_complete,
+	.on_headers_complete = on_resp_headers,
+};
 
-	if (!f)
-		return NULL;
-	llhttp_settings_init(&f->s);
-	f->s.on_message_complete = on_msg_complete;
-	if (response)
-		f->s.on_headers_complete = on_resp_headers;
-	llhttp_init(&f->p, response ? HTTP_RESPONSE : HTTP_REQUEST, &f->s);
-	f->p.data = f;
-	f->skip_body = skip_body;
-	return f;
+/*
+ * Makes *@f ready for a new message: the framer a kept-alive connection
+ * used for the last request is started again rather than freed and
+ * allocated anew. Return: 0, or -ENOMEM (*@f is then NULL).
+ */
+static int framer_start(struct framer **f, bool response, bool skip_body)
+{
+	if (!*f)
+		*f = malloc(sizeof(**f));
+	if (!*f)
+		return -ENOMEM;
+	llhttp_init(&(*f)->p, response ? HTTP_RESPONSE : HTTP_REQUEST,
+		    response ? &resp_settings : &req_settings);
+	(*f)->p.data = *f;
+	(*f)->done = false;
+	(*f)->skip_body = skip_body;
+	return 0;
 }
 
 /*
@@ -856,7 +932,7 @@ static enum step decide(struct conn *c, struct parsed *ps)
 	 * with the request. */
 	s = check_credentials(c, req, head, (size_t)c->head_len, &ps->plan);
 	if (s != STEP_NEXT || ending(c)) {
-		free(ps);
+		parsed_free(ps);
 		return s; /* refused: the reply is under way */
 	}
 	c->parsed = ps; /* @req stays valid; read_head() drops a CONNECT's */
@@ -984,7 +1060,7 @@ static enum step begin_connect(struct conn *c)
 			continue;
 		}
 		c->uev.fd = fd;
-		c->uev_mask = EPOLLOUT;
+		c->uev_mask = c->uev_want = EPOLLOUT;
 		if (loop_add(c->w->loop, &c->uev, EPOLLOUT) < 0) {
 			close(fd);
 			c->uev.fd = -1;
@@ -1554,20 +1630,20 @@ static enum step start_request(struct conn *c)
 		/* Not kept, or the buffer moved: parse and plan again. */
 		enum step s;
 
-		free(ps);
-		ps = malloc(sizeof(*ps));
+		parsed_free(ps);
+		ps = parsed_new();
 		if (!ps)
 			return conn_end(c, "error", "out-of-memory");
 		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 					     broker.cfg.max_head_bytes, &ps->req);
 		if (ps->len <= 0) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 400, "deny", "bad-request");
 		}
 		s = check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
 				      &ps->plan);
 		if (s != STEP_NEXT || ending(c)) {
-			free(ps);
+			parsed_free(ps);
 			return s;
 		}
 	}
@@ -1577,24 +1653,24 @@ static enum step start_request(struct conn *c)
 		/* Room for injected headers and replaced placeholders. */
 		c->out = buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
-		free(ps);
+		parsed_free(ps);
 		return conn_end(c, "error", "out-of-memory");
 	}
 	reflect_clear(&c->refl);
 	if (ps->plan.nuse > 0) {
 		n = inject(c, req, &ps->plan);
 		if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 502, "error", "credential-unavailable");
 		}
 		if (n == -E2BIG) {
-			free(ps);
+			parsed_free(ps);
 			return reply(c, 502, "error", "reflection-unscannable");
 		}
 	} else {
 		n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
 	}
-	free(ps);
+	parsed_free(ps);
 	if (n == -ENOMEM)
 		return reply(c, 503, "error", "out-of-memory");
 	if (n < 0)
@@ -1602,11 +1678,8 @@ static enum step start_request(struct conn *c)
 	c->out->pos = 0;
 	c->out->len = (size_t)n;
 	c->in->pos += (size_t)headlen;
-	framer_free(&c->reqf);
-	framer_free(&c->respf);
-	c->reqf = framer_new(false, false);
-	c->respf = framer_new(true, c->head_req);
-	if (!c->reqf || !c->respf)
+	if (framer_start(&c->reqf, false, false) < 0 ||
+	    framer_start(&c->respf, true, c->head_req) < 0)
 		return conn_end(c, "error", "out-of-memory");
 	/* Prime the request framer with the original head so it knows the
 	 * body's framing; the head was validated already. */
@@ -1689,6 +1762,7 @@ static enum step send_request(struct conn *c)
 		}
 		c->in->pos += (size_t)take;
 	}
+	c->u_idle = !c->ussl && !(c->uev_mask & EPOLLET) && c->uin->len == c->uin->pos;
 	c->st = CS_RESP_HEAD;
 	return STEP_NEXT;
 }
@@ -1739,14 +1813,25 @@ static bool identity_encoded(const struct http_response *resp)
 	return true;
 }
 
+/* A response head is parsed and looked at within read_response_head():
+ * one per thread (3 KiB) rather than one allocated per response. */
+static __thread struct http_response resp_scratch;
+
 static enum step read_response_head(struct conn *c)
 {
-	struct http_response *resp;
+	struct http_response *resp = &resp_scratch;
 	ssize_t got = 0;
-	int hl = 0;
+	int hl;
 
 	/* Bytes already here (what followed a 1xx) are parsed before reading. */
 	buf_compact(c->uin);
+	if (c->u_idle) {
+		c->u_idle = false;
+		if (c->uin->len == 0) {
+			want(c, 0, EPOLLIN);
+			return STEP_AGAIN;
+		}
+	}
 	if (c->uin->len == 0 || c->resp_partial) {
 		got = read_into(c, true, c->uin);
 		if (got == -EAGAIN) {
@@ -1756,22 +1841,14 @@ static enum step read_response_head(struct conn *c)
 		if (got <= 0 && got != -ENOBUFS)
 			return reply(c, 502, "error", "upstream-reset");
 	}
-	resp = malloc(sizeof(*resp));
-	if (!resp)
-		return conn_end(c, "error", "out-of-memory");
 	hl = http_parse_response(c->uin->data, c->uin->len, c->uin->cap, c->head_req, resp);
 	c->resp_partial = hl == 0;
-	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap) {
-		free(resp);
+	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap)
 		return STEP_NEXT; /* read more */
-	}
-	if (hl <= 0) {
-		free(resp);
+	if (hl <= 0)
 		return reply(c, 502, "error", "bad-response");
-	}
 	c->status = resp->status;
 	if (resp->status >= 100 && resp->status < 200) {
-		free(resp);
 		/* No Upgrade is ever forwarded: a 101 answers nothing sent. */
 		if (c->status == 101)
 			return reply(c, 502, "error", "bad-response");
@@ -1783,18 +1860,13 @@ static enum step read_response_head(struct conn *c)
 		return STEP_NEXT;
 	}
 	if (resp->status >= 300 && resp->status < 400 && resp->has_location &&
-	    !redirect_allowed(c, resp)) {
-		free(resp);
+	    !redirect_allowed(c, resp))
 		return deny(c, "redirect-outside-policy");
-	}
-	if (c->refl.n > 0 && !identity_encoded(resp)) {
-		free(resp);
+	if (c->refl.n > 0 && !identity_encoded(resp))
 		return reply(c, 502, "error", "reflection-unscannable");
-	}
 	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
 	if (resp->body_until_close)
 		c->client_keepalive = false;
-	free(resp);
 	/* The response head goes to the client as received. */
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	c->st = CS_RESP_BODY;
@@ -1861,9 +1933,7 @@ static enum step relay_response(struct conn *c)
 	if (c->interim) {
 		/* The 1xx is relayed; what follows it in uin is the next head. */
 		c->interim = false;
-		framer_free(&c->respf);
-		c->respf = framer_new(true, c->head_req);
-		if (!c->respf)
+		if (framer_start(&c->respf, true, c->head_req) < 0)
 			return conn_end(c, "error", "out-of-memory");
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
 		c->st = CS_RESP_HEAD;
@@ -1891,6 +1961,7 @@ static enum step relay_response(struct conn *c)
 	c->up = c->down = 0;
 	c->status = 0;
 	c->head_started = false;
+	c->c_idle = !c->cssl && !(c->cev_mask & EPOLLET) && c->in && c->in->len == c->in->pos;
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	return STEP_NEXT;
@@ -1913,6 +1984,15 @@ static void refresh_policy(struct conn *c)
 	c->pol = p;
 }
 
+/* Is the client to be waited for before it is read (see c_idle)? Once. */
+static bool c_idle_wait(struct conn *c)
+{
+	bool idle = c->c_idle;
+
+	c->c_idle = false;
+	return idle;
+}
+
 static enum step read_head(struct conn *c)
 {
 	struct http_request *req;
@@ -1927,7 +2007,7 @@ static enum step read_head(struct conn *c)
 			return conn_end(c, "error", "out-of-memory");
 	}
 	if (c->in->len == c->in->pos) {
-		got = read_into(c, false, c->in);
+		got = c_idle_wait(c) ? -EAGAIN : read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			want(c, EPOLLIN, c->uev.fd >= 0 ? EPOLLRDHUP : 0);
 			return STEP_AGAIN;
@@ -1944,7 +2024,7 @@ static enum step read_head(struct conn *c)
 		 * reload reaches kept-alive connections too. */
 		refresh_policy(c);
 	}
-	ps = c->parsed ? c->parsed : malloc(sizeof(*ps));
+	ps = c->parsed ? c->parsed : parsed_new();
 	c->parsed = NULL;
 	if (!ps)
 		return conn_end(c, "error", "out-of-memory");
@@ -1969,7 +2049,7 @@ static enum step read_head(struct conn *c)
 	if (hl < 0) {
 		const char *why = req->error ? req->error : "bad-request";
 
-		free(ps);
+		parsed_free(ps);
 		c->method[0] = c->path[0] = '\0';
 		if (!strcmp(why, "numeric-host"))
 			return deny(c, "address-literal");
@@ -1986,7 +2066,7 @@ static enum step read_head(struct conn *c)
 		return s;
 	if (c->is_connect && c->parsed) {
 		/* Nothing of a CONNECT's head is written upstream. */
-		free(c->parsed);
+		parsed_free(c->parsed);
 		c->parsed = NULL;
 	}
 	if (s == STEP_NEXT && c->st == CS_HEAD)
@@ -2199,6 +2279,9 @@ static void on_client(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, cev);
 
+	events = events_for(c, ev, &c->cev_mask, c->cev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
 	/* Hang-ups are reported whatever the mask: a client gone while the
 	 * broker waits on something else ends the connection now. In a TLS
 	 * handshake, OpenSSL reads what the client said last (an alert: it
@@ -2217,6 +2300,9 @@ static void on_upstream(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, uev);
 
+	events = events_for(c, ev, &c->uev_mask, c->uev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
 	if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->st == CS_HEAD) {
 		/* A kept-alive upstream hung up between requests: of no more
 		 * use (the next request connects anew), and a hang-up left
@@ -2394,7 +2480,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	w->conns = c;
 	atomic_fetch_add(&w->n_conns, 1);
 	metrics_connection_open();
-	c->cev_mask = EPOLLIN;
+	c->cev_mask = c->cev_want = EPOLLIN;
 	if (loop_add(w->loop, &c->cev, EPOLLIN) < 0) {
 		conn_free(c);
 		return;
@@ -2523,6 +2609,8 @@ void proxy_close_all(struct worker *w)
 {
 	while (w->conns)
 		conn_free(w->conns);
+	free(spare_parsed);
+	spare_parsed = NULL;
 }
 
 void proxy_set_worker(struct worker *w)

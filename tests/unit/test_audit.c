@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -373,6 +375,47 @@ static void test_full_line(void **state)
 		    t[13] == ':' && t[16] == ':' && t[19] == '.' &&
 		    t[23] == 'Z');
 	assert_true(!strncmp(t, "20", 2));
+}
+
+/* Numbers at their bounds, and the time as gmtime() has it (the part up to
+ * the second is kept per thread: it must follow the clock). */
+static void test_numbers_and_time(void **state)
+{
+	char line[AUDIT_LINE_MAX], want0[32], want1[32];
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "http",
+				 .decision = "allow",
+				 .reason = "allowed",
+				 .status = 204,
+				 .bytes_up = 0,
+				 .bytes_down = UINT64_MAX,
+				 .duration_ms = 10};
+	struct timespec t0, t1;
+	struct tm tm;
+	const char *tv;
+	struct jobj o;
+	int i, n;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		clock_gettime(CLOCK_REALTIME, &t0);
+		n = audit_format(&ev, line, sizeof(line));
+		clock_gettime(CLOCK_REALTIME, &t1);
+		assert_true(n > 0);
+		assert_true(parse_line(line, (size_t)n, &o));
+		assert_string_equal(jstr(&o, "status"), "204");
+		assert_string_equal(jstr(&o, "bytes_up"), "0");
+		assert_string_equal(jstr(&o, "bytes_down"),
+				    "18446744073709551615");
+		assert_string_equal(jstr(&o, "duration_ms"), "10");
+		gmtime_r(&t0.tv_sec, &tm);
+		strftime(want0, sizeof(want0), "%Y-%m-%dT%H:%M:%S.", &tm);
+		gmtime_r(&t1.tv_sec, &tm);
+		strftime(want1, sizeof(want1), "%Y-%m-%dT%H:%M:%S.", &tm);
+		tv = jstr(&o, "time");
+		assert_true(!strncmp(tv, want0, 20) || !strncmp(tv, want1, 20));
+		usleep(600 * 1000); /* into the next second, at least once */
+	}
 }
 
 static void test_omitted_fields(void **state)
@@ -863,6 +906,7 @@ static void test_stderr_socket_full_never_blocks(void **state)
 struct writer {
 	unsigned id;
 	const char *path;
+	bool defer; /* as a proxy worker: audit_defer(), flushed at times */
 };
 
 static void *writer_main(void *arg)
@@ -880,13 +924,17 @@ static void *writer_main(void *arg)
 	    .sandbox = "sbx",
 	};
 
+	audit_defer(w->defer);
 	for (i = 0; i < NLINES; i++) {
+		if (w->defer && i % 64 == 0)
+			audit_flush(); /* a loop iteration ends */
 		/* "tN-SEQ" plus hostile bytes, so escaping runs concurrently */
 		snprintf(name, sizeof(name), "t%u-%u\"\xff", w->id, i);
 		ev.name = name;
 		ev.bytes_up = i;
 		audit_log(&ev);
 	}
+	audit_defer(false); /* writes what it held */
 	return NULL;
 }
 
@@ -935,6 +983,7 @@ static void test_threads_lines_whole(void **state)
 	for (i = 0; i < NTHREADS; i++) {
 		w[i].id = (unsigned)i;
 		w[i].path = reqpath;
+		w[i].defer = i % 2 == 1;
 		assert_int_equal(
 		    pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
 	}
@@ -1458,6 +1507,163 @@ static void test_accounting_random(void **state)
 	audit_set_clock(NULL);
 }
 
+/* --- batches (audit_defer) ------------------------------------------------ */
+
+static void log_name(const char *name)
+{
+	struct audit_event ev = {.sandbox = "s1",
+				 .proto = "http",
+				 .decision = "allow",
+				 .reason = "allowed",
+				 .name = name};
+
+	audit_log(&ev);
+}
+
+/* The names of the lines in @path, in file order, joined by ' '. */
+static void names_in(const char *path, char *out, size_t outlen)
+{
+	size_t len, i = 0, o = 0;
+	char *buf = slurp(path, &len);
+
+	out[0] = '\0';
+	while (i < len) {
+		const char *nl = memchr(buf + i, '\n', len - i), *n;
+		size_t k;
+
+		assert_non_null(nl);
+		n = strstr(buf + i, "\"name\":\"");
+		assert_true(n && n < nl);
+		n += 8;
+		k = strcspn(n, "\"");
+		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s",
+				      o ? " " : "", (int)k, n);
+		assert_true(o < outlen);
+		i = (size_t)(nl - buf) + 1;
+	}
+	free(buf);
+}
+
+static void *log_other(void *arg)
+{
+	log_name(arg); /* a thread that does not defer */
+	return NULL;
+}
+
+/* A deferring thread's lines wait for audit_flush(); any other thread's
+ * line goes out at once, after them, in the order logged. */
+static void test_defer_order(void **state)
+{
+	char path[256], err[256], got[256];
+	pthread_t th;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/defer.log", tmpdir);
+	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	audit_defer(true);
+	log_name("d1");
+	log_name("d2");
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "");
+	audit_flush();
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "d1 d2");
+	log_name("d3");
+	assert_int_equal(pthread_create(&th, NULL, log_other, "other"), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "d1 d2 d3 other");
+	/* A line older than AUDIT_FLUSH_MS goes with the next one. */
+	log_name("d4");
+	usleep((AUDIT_FLUSH_MS + 20) * 1000);
+	log_name("d5");
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "d1 d2 d3 other d4 d5");
+	audit_defer(false);
+	audit_close();
+}
+
+/* Rotation, a new target and a clean exit write the held lines first: none
+ * is lost, none goes to the other file. */
+static void test_defer_reopen_and_close(void **state)
+{
+	char path[256], rotated[256], other[256], err[256], got[256];
+	uint64_t before = audit_write_failures();
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/drot.log", tmpdir);
+	snprintf(rotated, sizeof(rotated), "%s/drot.log.1", tmpdir);
+	snprintf(other, sizeof(other), "%s/dother.log", tmpdir);
+	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	audit_defer(true);
+	log_name("before");
+	assert_int_equal(rename(path, rotated), 0);
+	assert_int_equal(audit_reopen(), 0);
+	log_name("after");
+	audit_flush();
+	names_in(rotated, got, sizeof(got));
+	assert_string_equal(got, "before");
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "after");
+
+	log_name("switched");
+	assert_int_equal(audit_open(other, err, sizeof(err)), 0);
+	log_name("new");
+	audit_flush();
+	names_in(path, got, sizeof(got));
+	assert_string_equal(got, "after switched");
+	names_in(other, got, sizeof(got));
+	assert_string_equal(got, "new");
+
+	log_name("last");
+	audit_close();
+	names_in(other, got, sizeof(got));
+	assert_string_equal(got, "new last");
+	assert_int_equal(audit_write_failures(), before);
+	audit_defer(false);
+}
+
+/* A batch the file takes only in part: every line not written whole is
+ * counted, and the lines before it are there. */
+static void test_defer_write_failure_counted(void **state)
+{
+	char path[256], err[256], name[32], *buf;
+	struct rlimit old, lim;
+	uint64_t before;
+	size_t len, whole = 0, i;
+	int k;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/dfull.log", tmpdir);
+	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	before = audit_write_failures();
+	audit_defer(true);
+	for (k = 0; k < 10; k++) {
+		snprintf(name, sizeof(name), "line-%d", k);
+		log_name(name);
+	}
+	/* The file may grow to 1000 bytes: write() comes up short, then
+	 * fails with EFBIG (SIGXFSZ ignored). */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 1000;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	audit_flush();
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	audit_defer(false);
+
+	buf = slurp(path, &len);
+	assert_int_equal(len, 1000);
+	for (i = 0; i < len; i++)
+		whole += buf[i] == '\n';
+	free(buf);
+	assert_true(whole >= 1 && whole < 10);
+	assert_int_equal(audit_write_failures() - before, 10 - whole);
+	audit_close();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1465,6 +1671,7 @@ int main(void)
 	    cmocka_unit_test(test_escape_table),
 	    cmocka_unit_test(test_escape_bound),
 	    cmocka_unit_test(test_full_line),
+	    cmocka_unit_test(test_numbers_and_time),
 	    cmocka_unit_test(test_omitted_fields),
 	    cmocka_unit_test(test_path_drops_query),
 	    cmocka_unit_test(test_hostile_strings_escaped),
@@ -1477,6 +1684,9 @@ int main(void)
 	    cmocka_unit_test(test_stderr_pipe_full_never_blocks),
 	    cmocka_unit_test(test_stderr_socket_full_never_blocks),
 	    cmocka_unit_test(test_threads_lines_whole),
+	    cmocka_unit_test(test_defer_order),
+	    cmocka_unit_test(test_defer_reopen_and_close),
+	    cmocka_unit_test(test_defer_write_failure_counted),
 	    cmocka_unit_test(test_closed_counts),
 	    cmocka_unit_test(test_fold_table),
 	    cmocka_unit_test(test_rate_bound),
