@@ -1878,6 +1878,9 @@ static enum step send_request(struct conn *c)
 		if (k < take) {
 			size_t rest = (size_t)(take - k);
 
+			/* Counted now, as the stash above is: the head's write
+			 * (write_out) counts nothing. */
+			c->up += rest;
 			c->out->pos = 0;
 			memcpy(c->out->data, c->in->data + c->in->pos + k, rest);
 			c->out->len = rest;
