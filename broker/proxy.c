@@ -2109,6 +2109,15 @@ static enum step relay_response(struct conn *c)
 		audit(c, "allow", "allowed");
 	}
 	reflect_clear(&c->refl);
+	if (c->pd[0] >= 0 && c->upstream_reusable) {
+		/* Spliced: what upstream sent after the body is still in the
+		 * socket, where the copying path would have read it. It is not
+		 * part of this response, and must not pass for the next one. */
+		char b;
+
+		if (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN)
+			c->upstream_reusable = false;
+	}
 	pipes_close(c);
 	if (c->uin->pos < c->uin->len || !c->upstream_reusable)
 		close_upstream(c);

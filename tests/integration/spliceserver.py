@@ -9,6 +9,8 @@
 #   GET  /cl/N            200, Content-Length N, body pattern(N)
 #   GET  /chunked         200, chunked: odd sizes, extensions, a trailer
 #   GET  /cut/N/M         Content-Length N, M bytes of it, then close
+#   GET  /smuggle/N       /cl/N's answer, then a second answer nobody asked for
+#                         ("HTTP/1.1 200 OK", Content-Length 5, "EVIL!") in the same write
 #   GET  /chunkcut        chunked, one chunk of 100000 announced, 50000 sent, close
 #   GET  /reflect/N       Content-Length, N filler bytes, then the request's
 #                         Authorization value, then 1000 more
@@ -29,6 +31,9 @@ def pattern(n):
     return (PAT * (n // len(PAT) + 1))[:n]
 
 
+MIB = pattern(1 << 20)
+
+
 def chunked_raw():
     out, off = [], 0
     for size, ext in CHUNKS:
@@ -36,6 +41,14 @@ def chunked_raw():
         off += size
     out.append(b"0\r\nX-Trailer: t\r\n\r\n")
     return b"".join(out)
+
+
+def send_stream(s, n, block):
+    """n bytes of block repeated (len(block) a multiple of len(PAT))."""
+    while n > 0:
+        k = min(n, len(block))
+        s.sendall(block[:k])
+        n -= k
 
 
 def head(n, extra=b""):
@@ -113,7 +126,11 @@ def serve(s):
                 s.sendall(head(len(b)) + b)
             elif path.startswith("/cl/"):
                 k = int(path[4:])
-                s.sendall(head(k) + pattern(k))
+                s.sendall(head(k))
+                send_stream(s, k, MIB)
+            elif path.startswith("/smuggle/"):
+                k = int(path[9:])
+                s.sendall(head(k) + pattern(k) + head(5) + b"EVIL!")
             elif path == "/chunked":
                 s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked_raw())
             elif path.startswith("/cut/"):
@@ -126,8 +143,10 @@ def serve(s):
                 return
             elif path.startswith("/reflect/"):
                 a = hdrs.get(b"authorization", b"")
-                b = b"f" * int(path[9:]) + a + b"g" * 1000
-                s.sendall(head(len(b)) + b)
+                k = int(path[9:])
+                s.sendall(head(k + len(a) + 1000))
+                send_stream(s, k, b"f" * (1 << 20))
+                s.sendall(a + b"g" * 1000)
             else:
                 s.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
     except (EOFError, OSError, ValueError):
