@@ -13,6 +13,10 @@
 # the paths; the medians are printed with the ratio to direct and sluiced's
 # CPU seconds per GiB (user + system of the whole process, /proc/PID/stat),
 # and the load average at the start and end.
+#
+# BENCH_PROFILE=perf|strace attaches `perf stat` (counters of the whole
+# sluiced process) or `strace -c -f` (syscall counts) to sluiced for each
+# proxied download; the output goes to build/bench/body-PATH-ROUND.{perf,strace}.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$PWD
@@ -81,10 +85,24 @@ one() {
 	explicit) args=(-x "http://$GW:3128" "http://$SRVNAME:$SRVPORT/bytes/$BYTES") ;;
 	transparent) ns=$SB args=("http://$SRVNAME:$SRVPORT/bytes/$BYTES") ;;
 	esac
+	local prof=''
+	if [ "$1" != direct ] && [ -n "${BENCH_PROFILE:-}" ]; then
+		case $BENCH_PROFILE in
+		perf) perf stat -e task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions \
+			-p "$BROKER_PID" -o "$OUT/body-$1-$r.perf" & ;;
+		strace) strace -c -f -q -p "$BROKER_PID" -o "$OUT/body-$1-$r.strace" & ;;
+		esac
+		prof=$!
+		sleep 0.5
+	fi
 	t0=$(cpu_ticks "$BROKER_PID")
 	out=$(timeout -k 5 300 ip netns exec "$ns" curl -sS -m 240 -o /dev/null \
 		-w '%{http_code} %{size_download} %{time_total}' "${args[@]}" 2>"$D/curl.err")
 	t1=$(cpu_ticks "$BROKER_PID")
+	if [ -n "$prof" ]; then
+		kill -INT "$prof" 2>/dev/null
+		wait "$prof" 2>/dev/null
+	fi
 	read -r code size secs <<<"$out"
 	if [ "$code" != 200 ] || [ "$size" != "$BYTES" ]; then
 		note "$1: status ${code:-?}, ${size:-0} bytes: $(tr '\n' ' ' <"$D/curl.err")"
