@@ -84,6 +84,7 @@ struct framer {
 	llhttp_t p;
 	bool done;
 	bool skip_body; /* a response to HEAD */
+	bool in_data;	/* inside a Content-Length body or a chunk's data */
 };
 
 struct conn {
@@ -596,22 +597,53 @@ static int on_msg_complete(llhttp_t *p)
 	struct framer *f = p->data;
 
 	f->done = true;
+	f->in_data = false;
 	return HPE_PAUSED;
 }
 
-static int on_resp_headers(llhttp_t *p)
+static int on_headers(llhttp_t *p)
 {
 	struct framer *f = p->data;
 
+	f->in_data = false;
 	return f->skip_body ? 1 : 0;
 }
 
-static const llhttp_settings_t req_settings = {
+/* The payload callbacks tell where the parser is: after on_body (of a
+ * Content-Length body or a chunk) or on_chunk_header, the next
+ * p.content_length bytes are payload that llhttp only counts. */
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+	struct framer *f = p->data;
+
+	(void)at;
+	(void)len;
+	f->in_data = true;
+	return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+	struct framer *f = p->data;
+
+	f->in_data = true;
+	return 0;
+}
+
+static int on_chunk_complete(llhttp_t *p)
+{
+	struct framer *f = p->data;
+
+	f->in_data = false;
+	return 0;
+}
+
+static const llhttp_settings_t framer_settings = {
 	.on_message_complete = on_msg_complete,
-};
-static const llhttp_settings_t resp_settings = {
-	.on_message_complete = on_msg_complete,
-	.on_headers_complete = on_resp_headers,
+	.on_headers_complete = on_headers,
+	.on_body = on_body,
+	.on_chunk_header = on_chunk_header,
+	.on_chunk_complete = on_chunk_complete,
 };
 
 /*
@@ -625,10 +657,10 @@ static int framer_start(struct framer **f, bool response, bool skip_body)
 		*f = malloc(sizeof(**f));
 	if (!*f)
 		return -ENOMEM;
-	llhttp_init(&(*f)->p, response ? HTTP_RESPONSE : HTTP_REQUEST,
-		    response ? &resp_settings : &req_settings);
+	llhttp_init(&(*f)->p, response ? HTTP_RESPONSE : HTTP_REQUEST, &framer_settings);
 	(*f)->p.data = *f;
 	(*f)->done = false;
+	(*f)->in_data = false;
 	(*f)->skip_body = skip_body;
 	return 0;
 }
@@ -649,6 +681,38 @@ static ssize_t framer_feed(struct framer *f, const char *data, size_t len)
 	if (e == HPE_PAUSED && f->done)
 		return llhttp_get_error_pos(&f->p) - data;
 	return -1;
+}
+
+/*
+ * How many of the next bytes are payload the framer needs only to count:
+ * the rest of a Content-Length body or of the current chunk. Zero where it
+ * must see the bytes (a head, a chunk-size line, a chunk's CRLF, trailers,
+ * a body that ends at EOF).
+ */
+static uint64_t framer_payload_left(const struct framer *f)
+{
+	if (f->done || !f->in_data || !(f->p.flags & (F_CHUNKED | F_CONTENT_LENGTH)))
+		return 0;
+	return f->p.content_length;
+}
+
+/*
+ * Counts @n payload bytes that went past user space (spliced), @n at most
+ * framer_payload_left(). llhttp does not read payload bytes, it subtracts
+ * their number; it is handed a buffer of zeros of the right length.
+ */
+static int framer_skip(struct framer *f, size_t n)
+{
+	static char zeros[16 * 1024];
+
+	while (n > 0) {
+		size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+
+		if (framer_feed(f, zeros, k) != (ssize_t)k)
+			return -EPROTO;
+		n -= k;
+	}
+	return 0;
 }
 
 /* Close-delimited bodies end at EOF. */
@@ -719,19 +783,32 @@ static ssize_t io_send(struct conn *c, bool up, const void *p, size_t n)
 	return k < 0 ? -errno : k;
 }
 
-/* Reads into @b; returns bytes read, 0 at EOF, -EAGAIN, or another -errno. */
-static ssize_t read_into(struct conn *c, bool up, struct buf *b)
+/* Reads at most @max bytes into @b; returns bytes read, 0 at EOF, -EAGAIN,
+ * or another -errno. */
+static ssize_t read_into_max(struct conn *c, bool up, struct buf *b, size_t max)
 {
 	ssize_t k;
 
 	buf_compact(b);
 	if (b->len == b->cap)
 		return -ENOBUFS;
-	k = io_recv(c, up, b->data + b->len, b->cap - b->len);
+	k = io_recv(c, up, b->data + b->len, b->cap - b->len < max ? b->cap - b->len : max);
 	if (k < 0)
 		return k;
 	b->len += (size_t)k;
 	return k;
+}
+
+static ssize_t read_into(struct conn *c, bool up, struct buf *b)
+{
+	return read_into_max(c, up, b, SIZE_MAX);
+}
+
+/* Are both sides plain sockets (no TLS ends here), so that bytes can go
+ * from one to the other by splice? */
+static bool plain_both(const struct conn *c)
+{
+	return !c->cssl && !c->ussl && c->uev.fd >= 0;
 }
 
 /* Writes what @b holds from pos; returns 1 when all is written, 0 if it
@@ -1179,6 +1256,100 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 	return 0;
 }
 
+/* --- bodies by splice ------------------------------------------------------------ */
+
+/* A body's payload goes by splice(2) only when this much of it is still to
+ * come: below that one read and one send are cheaper than a pipe. */
+#define SPLICE_MIN_BODY UBUF_SIZE
+/* A chunk-size line, a chunk's CRLF and trailers are read in pieces this
+ * small while a body is spliced, so that little payload after them is
+ * copied through user space. */
+#define FRAMING_READ 256
+
+/* Closes the splice pipes: an idle kept-alive connection holds none. */
+static void pipes_close(struct conn *c)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (c->pu[i] >= 0)
+			close(c->pu[i]);
+		if (c->pd[i] >= 0)
+			close(c->pd[i]);
+		c->pu[i] = c->pd[i] = -1;
+	}
+	c->pu_n = c->pd_n = 0;
+}
+
+enum sb_result { SB_DONE, SB_WAIT, SB_FROM_GONE, SB_TO_GONE, SB_NOPIPE };
+
+/*
+ * Moves the payload @f admits from @from to @to through the pipe @p (made
+ * here when there is none and enough payload is to come), never past what
+ * the framer admits: what follows (a chunk-size line, trailers, the next
+ * message) stays in the socket for the caller to read and frame. Bytes are
+ * counted in @count as they reach @to. Return: SB_DONE when the pipe is
+ * empty and the framer needs to see the next bytes; SB_WAIT with
+ * *@from_mask and *@to_mask set to what to wait for; SB_FROM_GONE when
+ * @from ended or failed mid-payload (nothing more of the body will come);
+ * SB_TO_GONE when @to failed; SB_NOPIPE when no pipe could be made (the
+ * caller copies instead).
+ */
+static enum sb_result splice_body(struct framer *f, int from, int to, int p[2], size_t *inpipe,
+				  uint64_t *count, uint32_t *from_mask, uint32_t *to_mask)
+{
+	int rounds;
+
+	if (p[0] < 0) {
+		if (framer_payload_left(f) < SPLICE_MIN_BODY)
+			return SB_DONE;
+		if (make_pipe(p) < 0)
+			return SB_NOPIPE;
+	}
+	/* Bounded: a large body yields to other connections now and then;
+	 * level-triggered readiness brings it back at once. */
+	for (rounds = 0; rounds < 16; rounds++) {
+		uint64_t left = framer_payload_left(f);
+		bool progress = false;
+		ssize_t k;
+
+		if (left > 0 && *inpipe < PIPE_CAP) {
+			size_t n = PIPE_CAP - *inpipe;
+
+			if (left < n)
+				n = (size_t)left;
+			k = splice(from, NULL, p[1], NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe += (size_t)k;
+				if (framer_skip(f, (size_t)k) < 0)
+					return SB_FROM_GONE;
+				progress = true;
+			} else if (k == 0) {
+				return SB_FROM_GONE;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return SB_FROM_GONE;
+			}
+		}
+		if (*inpipe > 0) {
+			k = splice(p[0], NULL, to, NULL, *inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe -= (size_t)k;
+				*count += (uint64_t)k;
+				progress = true;
+			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+				return SB_TO_GONE;
+			}
+		}
+		if (*inpipe == 0 && framer_payload_left(f) == 0)
+			return SB_DONE;
+		if (!progress)
+			break;
+	}
+	*from_mask = framer_payload_left(f) > 0 && *inpipe < PIPE_CAP ? EPOLLIN : 0;
+	*to_mask = *inpipe > 0 ? EPOLLOUT : 0;
+	return SB_WAIT;
+}
+
 static enum step tunnel(struct conn *c)
 {
 	uint64_t up0 = c->up, down0 = c->down;
@@ -1214,6 +1385,7 @@ static enum step start_tunnel(struct conn *c)
 
 	free(c->in);
 	c->in = NULL;
+	pipes_close(c); /* a body's, if one was left */
 	if (make_pipe(c->pu) < 0 || make_pipe(c->pd) < 0) {
 		return conn_end(c, "error", "out-of-pipes");
 	}
@@ -1711,12 +1883,35 @@ static enum step send_request(struct conn *c)
 		}
 		explicit_bzero(c->out->data, c->out->len);
 	}
-	while (!c->reqf->done) {
+	/* The framer may have admitted the last payload while the pipe still
+	 * holds it: done only once that is out too. */
+	while (!c->reqf->done || c->pu_n > 0) {
 		size_t avail = c->in->len - c->in->pos;
 		ssize_t take, k;
 
+		if (avail == 0 && plain_both(c)) {
+			/* The payload the framer only counts goes by splice. */
+			uint32_t cm = 0, um = 0;
+
+			switch (splice_body(c->reqf, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->up,
+					    &cm, &um)) {
+			case SB_WAIT:
+				want(c, cm, um);
+				return STEP_AGAIN;
+			case SB_FROM_GONE:
+				return conn_end(c, "allow", "client-gone");
+			case SB_TO_GONE:
+				return reply(c, 502, "error", "upstream-reset");
+			case SB_DONE:
+			case SB_NOPIPE:
+				break;
+			}
+			if (c->reqf->done)
+				break;
+		}
 		if (avail == 0) {
-			ssize_t got = read_into(c, false, c->in);
+			ssize_t got = read_into_max(c, false, c->in,
+						    c->pu[0] >= 0 ? FRAMING_READ : SIZE_MAX);
 
 			if (got == -EAGAIN) {
 				want(c, EPOLLIN, 0);
@@ -1753,6 +1948,9 @@ static enum step send_request(struct conn *c)
 		if (k < take) {
 			size_t rest = (size_t)(take - k);
 
+			/* Counted now, as the stash above is: the head's write
+			 * (write_out) counts nothing. */
+			c->up += rest;
 			c->out->pos = 0;
 			memcpy(c->out->data, c->in->data + c->in->pos + k, rest);
 			c->out->len = rest;
@@ -1763,6 +1961,7 @@ static enum step send_request(struct conn *c)
 		c->in->pos += (size_t)take;
 	}
 	c->u_idle = !c->ussl && !(c->uev_mask & EPOLLET) && c->uin->len == c->uin->pos;
+	pipes_close(c);
 	c->st = CS_RESP_HEAD;
 	return STEP_NEXT;
 }
@@ -1913,12 +2112,37 @@ static enum step relay_response(struct conn *c)
 			c->pend -= (size_t)k;
 			sendable -= (size_t)k;
 		}
-		if (c->respf->done && c->pend == 0)
+		/* The framer may have admitted the last payload while the pipe
+		 * still holds it: done only once that is out too. */
+		if (c->respf->done && c->pend == 0 && c->pd_n == 0)
 			break;
 		if (c->uin->len - c->uin->pos - c->pend > 0 && !c->respf->done)
 			continue; /* more bytes already here to frame */
+		if (c->pd_n > 0 ||
+		    (c->uin->pos == c->uin->len && c->refl.n == 0 && !c->interim && plain_both(c))) {
+			/* All held bytes are sent, and nothing of the body is
+			 * to be looked at: the payload goes by splice. */
+			uint32_t cm = 0, um = 0;
+
+			switch (splice_body(c->respf, c->uev.fd, c->cev.fd, c->pd, &c->pd_n,
+					    &c->down, &um, &cm)) {
+			case SB_WAIT:
+				want(c, cm, um);
+				return STEP_AGAIN;
+			case SB_FROM_GONE:
+				return conn_end(c, "allow", "upstream-reset");
+			case SB_TO_GONE:
+				return conn_end(c, "allow", "client-gone");
+			case SB_DONE:
+			case SB_NOPIPE:
+				break;
+			}
+			if (c->respf->done)
+				break;
+		}
 		{
-			ssize_t got = read_into(c, true, c->uin);
+			ssize_t got = read_into_max(c, true, c->uin,
+						    c->pd[0] >= 0 ? FRAMING_READ : SIZE_MAX);
 
 			if (got == -EAGAIN) {
 				want(c, 0, EPOLLIN);
@@ -1952,6 +2176,16 @@ static enum step relay_response(struct conn *c)
 		audit(c, "allow", "allowed");
 	}
 	reflect_clear(&c->refl);
+	if (c->pd[0] >= 0 && c->upstream_reusable) {
+		/* Spliced: what upstream sent after the body is still in the
+		 * socket, where the copying path would have read it. It is not
+		 * part of this response, and must not pass for the next one. */
+		char b;
+
+		if (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN)
+			c->upstream_reusable = false;
+	}
+	pipes_close(c);
 	if (c->uin->pos < c->uin->len || !c->upstream_reusable)
 		close_upstream(c);
 	c->uin->pos = c->uin->len = 0;
