@@ -74,6 +74,7 @@ int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
 size_t sandbox_count(void);
+void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
 struct tls_leaf_stats;
 /* The leaf-certificate caches of every registered sandbox, summed. */
 void sandbox_tls_stats(struct tls_leaf_stats *sum);

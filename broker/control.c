@@ -25,8 +25,8 @@
  * leads there, so it is no sandbox's), and each sandbox's wire (a veth
  * whose broker end holds the sandbox's gateway address, on the broker's
  * side where the sandbox cannot touch it) carries the id of the sandbox's
- * namespace (IFLA_LINK_NETNSID; dumping links assigns it), learnt by a
- * scan that is redone only when sandboxes come or go (`seen` below). The pid is
+ * namespace (IFLA_LINK_NETNSID; getting the link assigns it), learnt once
+ * per sandbox, through the route to its address (`seen` below). The pid is
  * pinned by a pidfd (SO_PEERPIDFD, else pidfd_open) and the process must
  * still be alive after the lookup, so that a pid reused meanwhile is not
  * the one looked up. Anything that cannot be determined refuses, a
@@ -217,185 +217,235 @@ static int pid_nsid(struct mnl_socket *nl, pid_t pid, uint32_t seq, int32_t *nsi
 }
 
 /*
- * What the last scan of the broker's links learned: the namespace id each
- * sandbox's wire leads to. A namespace keeps its id while it lives, so the
- * scan is redone only when sandboxes come or go (register, unregister,
- * reload: control_changed()) or when it missed a sandbox (one registered
- * but not wired yet, or whose wire is gone); otherwise a caller costs one
- * RTM_GETNSID, with thousands of sandboxes as with one. Main thread only.
+ * What is known of the sandboxes' namespaces: the id the broker's namespace
+ * gives each one (its wire's IFLA_LINK_NETNSID), by sandbox name, sorted.
+ * A namespace keeps its id while it lives, so a sandbox's is learnt once,
+ * by two requests (the route to its address names its wire, the wire its
+ * namespace: getting the link also gives the namespace an id if it had
+ * none), the first time a caller is checked after it registered; and it is
+ * forgotten when the sandbox is unregistered. No request dumps every link
+ * or address: a caller, a create and a delete cost the same with thousands
+ * of sandboxes as with one. A sandbox whose wire is not found (registered
+ * but not wired yet, or its wire gone) stays unknown, and is looked for
+ * again at the next caller. Main thread only.
  */
-struct wire {
-	int ifindex;
-	int32_t nsid;
-};
-
 struct known {
 	int32_t nsid;
 	char name[SANDBOX_NAME_MAX + 1];
 };
 
 static struct {
-	struct wire *wires; /* during a scan: links that lead elsewhere */
-	size_t n_wires, cap_wires;
 	struct known *v;
 	size_t n, cap;
-	bool valid;    /* no sandbox came or went since */
-	bool complete; /* every registered sandbox's wire was found */
 } seen;
 
-#define WIRES_MAX (4 * (size_t)SANDBOX_MAX)
-
-static void control_changed(void)
+static int known_cmp(const void *a, const void *b)
 {
-	seen.valid = false;
+	return strcmp(((const struct known *)a)->name, ((const struct known *)b)->name);
 }
 
-static int link_cb(const struct nlmsghdr *nlh, void *data)
+static struct known *known_find(const char *name)
 {
-	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+	struct known key;
+
+	if (!seen.n)
+		return NULL;
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	return bsearch(&key, seen.v, seen.n, sizeof(*seen.v), known_cmp);
+}
+
+/* Sandbox @name (registered, or unregistered by now) is no longer known. */
+static void seen_forget(const char *name)
+{
+	struct known *k = known_find(name);
+
+	if (!k)
+		return;
+	memmove(k, k + 1, (size_t)(seen.v + seen.n - (k + 1)) * sizeof(*k));
+	seen.n--;
+}
+
+static int seen_add(const char *name, int32_t nsid)
+{
+	size_t i;
+
+	if (known_find(name))
+		return 0;
+	if (seen.n == seen.cap) {
+		size_t cap = seen.cap ? 2 * seen.cap : 64;
+		struct known *k = cap <= 2 * (size_t)SANDBOX_MAX ? realloc(seen.v, cap * sizeof(*k))
+								  : NULL;
+
+		if (!k)
+			return -ENOMEM;
+		seen.v = k;
+		seen.cap = cap;
+	}
+	for (i = seen.n; i > 0 && strcmp(seen.v[i - 1].name, name) > 0; i--)
+		seen.v[i] = seen.v[i - 1];
+	seen.v[i].nsid = nsid;
+	snprintf(seen.v[i].name, sizeof(seen.v[i].name), "%s", name);
+	seen.n++;
+	return 0;
+}
+
+struct route_answer {
+	int oif;
+	bool gateway, unicast;
+};
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
+	struct route_answer *a = data;
 	struct nlattr *at;
 
-	(void)data;
+	if (nlh->nlmsg_type != RTM_NEWROUTE)
+		return MNL_CB_OK;
+	a->unicast = rtm->rtm_type == RTN_UNICAST;
+	mnl_attr_for_each(at, nlh, sizeof(*rtm)) {
+		if (mnl_attr_get_type(at) == RTA_OIF && mnl_attr_validate(at, MNL_TYPE_U32) == 0)
+			a->oif = (int)mnl_attr_get_u32(at);
+		else if (mnl_attr_get_type(at) == RTA_GATEWAY)
+			a->gateway = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int link_nsid_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
+	struct nsid_answer *a = data;
+	struct nlattr *at;
+
 	if (nlh->nlmsg_type != RTM_NEWLINK)
 		return MNL_CB_OK;
 	mnl_attr_for_each(at, nlh, sizeof(*ifi)) {
-		if (mnl_attr_get_type(at) != IFLA_LINK_NETNSID ||
-		    mnl_attr_validate(at, MNL_TYPE_U32) < 0)
-			continue;
-		if (seen.n_wires == seen.cap_wires) {
-			size_t cap = seen.cap_wires ? 2 * seen.cap_wires : 256;
-			struct wire *w;
-
-			if (cap > WIRES_MAX || !(w = realloc(seen.wires, cap * sizeof(*w)))) {
-				errno = ENOMEM;
-				return MNL_CB_ERROR;
-			}
-			seen.wires = w;
-			seen.cap_wires = cap;
+		if (mnl_attr_get_type(at) == IFLA_LINK_NETNSID &&
+		    mnl_attr_validate(at, MNL_TYPE_U32) == 0) {
+			a->nsid = (int32_t)mnl_attr_get_u32(at);
+			a->got = true;
 		}
-		seen.wires[seen.n_wires].ifindex = ifi->ifi_index;
-		seen.wires[seen.n_wires++].nsid = (int32_t)mnl_attr_get_u32(at);
 	}
 	return MNL_CB_OK;
 }
 
-static int wire_cmp(const void *a, const void *b)
-{
-	const struct wire *x = a, *y = b;
-
-	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
-}
-
-/* An IPv4 address on a wire: a sandbox registered at another address of
- * its /30 or /31 (the pool's blocks) is the sandbox at the far end. */
-static int addr_cb(const struct nlmsghdr *nlh, void *data)
-{
-	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
-	struct wire key = { .ifindex = (int)ifa->ifa_index }, *w;
-	struct nlattr *at;
-	uint32_t local = 0, net, h;
-	bool have = false;
-
-	(void)data;
-	if (nlh->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET ||
-	    ifa->ifa_prefixlen < 30 || ifa->ifa_prefixlen > 31)
-		return MNL_CB_OK;
-	w = seen.n_wires ? bsearch(&key, seen.wires, seen.n_wires, sizeof(*w), wire_cmp) : NULL;
-	if (!w)
-		return MNL_CB_OK;
-	mnl_attr_for_each(at, nlh, sizeof(*ifa)) {
-		if ((mnl_attr_get_type(at) == IFA_LOCAL || mnl_attr_get_type(at) == IFA_ADDRESS) &&
-		    mnl_attr_get_payload_len(at) == 4) {
-			memcpy(&local, mnl_attr_get_payload(at), 4);
-			have = true;
-		}
-	}
-	if (!have)
-		return MNL_CB_OK;
-	local = ntohl(local);
-	net = local & ~((1u << (32 - ifa->ifa_prefixlen)) - 1);
-	for (h = net; h < net + (1u << (32 - ifa->ifa_prefixlen)); h++) {
-		struct sandbox *sb;
-		struct policy *pol = NULL;
-		struct sl_addr a;
-
-		if (h == local)
-			continue;
-		addr_from_v4(&a, h);
-		sb = sandbox_lookup(&a, &pol);
-		if (!sb)
-			continue;
-		if (seen.n == seen.cap) {
-			size_t cap = seen.cap ? 2 * seen.cap : 64;
-			struct known *k = cap <= SANDBOX_MAX ? realloc(seen.v, cap * sizeof(*k))
-							     : NULL;
-
-			if (!k) {
-				policy_unref(pol);
-				sandbox_put(sb);
-				errno = ENOMEM;
-				return MNL_CB_ERROR;
-			}
-			seen.v = k;
-			seen.cap = cap;
-		}
-		seen.v[seen.n].nsid = w->nsid;
-		snprintf(seen.v[seen.n].name, sizeof(seen.v[seen.n].name), "%s", sb->name);
-		seen.n++;
-		policy_unref(pol);
-		sandbox_put(sb);
-	}
-	return MNL_CB_OK;
-}
-
-/* Dumps @type (RTM_GETLINK, RTM_GETADDR) of the broker's namespace. */
-static int rtnl_dump(struct mnl_socket *nl, uint16_t type, uint32_t seq, mnl_cb_t cb, void *data)
+/*
+ * The id of the namespace at the far end of the wire to IPv4 address @a:
+ * the link the broker's namespace reaches @a through directly (a route
+ * without a gateway), a link into another namespace. Return: 0; -ENOENT
+ * when there is no such wire; another negative errno.
+ */
+static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *nsid)
 {
 	char buf[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct route_answer ra = { 0 };
+	struct nsid_answer na = { 0 };
+	struct rtmsg *rtm;
+	struct ifinfomsg *ifi;
+	uint32_t dst = htonl(a);
+	int r;
 
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq;
-	if (type == RTM_GETADDR) {
-		struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	nlh->nlmsg_type = RTM_GETROUTE;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK; /* the ACK ends the answer */
+	nlh->nlmsg_seq = (*seq)++;
+	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	rtm->rtm_family = AF_INET;
+	rtm->rtm_dst_len = 32;
+	mnl_attr_put(nlh, RTA_DST, sizeof(dst), &dst);
+	r = rtnl_talk(nl, nlh, route_cb, &ra);
+	if (r == -ENETUNREACH || r == -EHOSTUNREACH || r == -EINVAL)
+		return -ENOENT;
+	if (r < 0)
+		return r;
+	if (!ra.unicast || ra.gateway || ra.oif <= 0)
+		return -ENOENT;
 
-		ifa->ifa_family = AF_INET;
-	} else {
-		struct ifinfomsg *ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
-
-		ifi->ifi_family = AF_UNSPEC;
-		/* Counters are most of a link's bytes, and not wanted here. */
-		mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
-	}
-	return rtnl_talk(nl, nlh, cb, data);
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_GETLINK;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = (*seq)++;
+	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ra.oif;
+	/* Counters are most of a link's bytes, and not wanted here. */
+	mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+	r = rtnl_talk(nl, nlh, link_nsid_cb, &na);
+	if (r == -ENODEV)
+		return -ENOENT;
+	if (r < 0)
+		return r;
+	if (!na.got || na.nsid < 0)
+		return -ENOENT; /* a link of the broker's own namespace */
+	*nsid = na.nsid;
+	return 0;
 }
 
-/* Learns every sandbox's namespace id anew. Dumping the links also gives
- * a namespace an id if it had none, so that no sandbox is without one. */
-static int scan(struct mnl_socket *nl, uint32_t *seq)
-{
-	int r, tries = 0;
+struct unknown {
+	char name[SANDBOX_NAME_MAX + 1];
+	uint32_t addr;
+};
 
-again:
-	seen.valid = false;
-	seen.n = 0;
-	seen.n_wires = 0;
-	r = rtnl_dump(nl, RTM_GETLINK, (*seq)++, link_cb, NULL);
-	if (r == 0) {
-		if (seen.n_wires > 1) /* none: wires may be NULL, which qsort may not take */
-			qsort(seen.wires, seen.n_wires, sizeof(*seen.wires), wire_cmp);
-		r = rtnl_dump(nl, RTM_GETADDR, (*seq)++, addr_cb, NULL);
+struct unknowns {
+	struct unknown *v;
+	size_t n, cap;
+	bool nomem;
+};
+
+static void collect_unknown(const struct sandbox *sb, void *arg)
+{
+	struct unknowns *u = arg;
+
+	if (known_find(sb->name))
+		return;
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 16;
+		struct unknown *v = realloc(u->v, cap * sizeof(*v));
+
+		if (!v) {
+			u->nomem = true;
+			return;
+		}
+		u->v = v;
+		u->cap = cap;
 	}
-	if (r == -EINTR && ++tries < 10)
-		goto again; /* links changed during the dump: take it again */
-	if (r < 0) {
-		seen.n = 0;
-		return r;
+	snprintf(u->v[u->n].name, sizeof(u->v[u->n].name), "%s", sb->name);
+	u->v[u->n++].addr = addr_is_v4(&sb->addr) ? addr_v4(&sb->addr) : 0;
+}
+
+/*
+ * Learns the namespace of every registered sandbox not known yet.
+ * Return: how many stay unknown (no wire found); a negative errno when
+ * it cannot be told.
+ */
+static long learn_unknown(struct mnl_socket *nl, uint32_t *seq)
+{
+	struct unknowns u = { 0 };
+	long left = 0;
+	size_t i;
+	int r = 0;
+
+	if (seen.n >= sandbox_count())
+		return 0;
+	sandbox_each(collect_unknown, &u);
+	if (u.nomem) {
+		free(u.v);
+		return -ENOMEM;
 	}
-	seen.valid = true;
-	seen.complete = seen.n >= sandbox_count();
-	return 0;
+	for (i = 0; i < u.n && r >= 0; i++) {
+		int32_t nsid;
+
+		r = u.v[i].addr ? wire_nsid(nl, seq, u.v[i].addr, &nsid) : -ENOENT;
+		if (r == -ENOENT) {
+			left++;
+			r = 0;
+		} else if (r == 0) {
+			r = seen_add(u.v[i].name, nsid);
+		}
+	}
+	free(u.v);
+	return r < 0 ? r : left;
 }
 
 /*
@@ -410,6 +460,7 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	struct mnl_socket *nl = NULL;
 	uint32_t seq = (uint32_t)time(NULL);
 	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	long left = 0;
 	size_t i;
 	int r;
 
@@ -425,9 +476,10 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 		goto out;
 	}
 	r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
-	if (r == 0 && (!seen.valid || !seen.complete)) {
-		r = scan(nl, &seq);
-		/* The scan may have given the caller's namespace its id. */
+	if (r == 0) {
+		left = learn_unknown(nl, &seq);
+		r = left < 0 ? (int)left : 0;
+		/* Getting a wire may have given the caller's namespace its id. */
 		if (r == 0 && nsid == NETNSA_NSID_NOT_ASSIGNED)
 			r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	}
@@ -451,11 +503,10 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 		}
 	}
 	/* Some sandbox's wire was not found: its namespace may be this one. */
-	if (!seen.complete) {
+	if (left > 0) {
 		r = -ENOENT;
-		snprintf(why, whylen, "%zu of %zu sandboxes have no wire in the broker's "
-			 "namespace to tell their namespace by", sandbox_count() - seen.n,
-			 sandbox_count());
+		snprintf(why, whylen, "%ld of %zu sandboxes have no wire in the broker's "
+			 "namespace to tell their namespace by", left, sandbox_count());
 	}
 out:
 	if (nl)
@@ -657,10 +708,9 @@ static void register_answer(const char *name, const char *addr, const char *poli
 	struct sl_addr a;
 	int r;
 
+	/* Until a caller's check learns its namespace, the new sandbox is
+	 * unknown (see learn_unknown()): nothing to do here. */
 	r = sandbox_register_ca(name, addr, policy, ca, &a, err, sizeof(err));
-	/* Again: a scan made while the CA was being made (another caller's
-	 * check) did not see this sandbox, and must not be trusted. */
-	control_changed();
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
@@ -686,12 +736,11 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Only when no CA could be made off this thread (see
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
-		control_changed();
 		register_answer(w[1], w[2], w[3], NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
-		control_changed();
 		r = sandbox_unregister(w[1], err, sizeof(err));
+		seen_forget(w[1]);
 		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
 		int k = snprintf(out, outlen, CTL_OK);
@@ -766,7 +815,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		snprintf(out, outlen, CTL_OK);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
-		control_changed();
+		seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
 		r = broker_reload(err, sizeof(err));
 		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else {
@@ -939,7 +988,6 @@ static int job_start(struct cconn *c)
 	}
 	/* As handle() does, before the registration. */
 	peer_audit(&c->peer, job->w[1], job->w[0], "allow", "control-register");
-	control_changed();
 	job->conn = c;
 	c->job = job;
 	job_push(&maker.todo, &maker.todo_tail, job);

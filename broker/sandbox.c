@@ -605,6 +605,19 @@ int sandbox_list(char *buf, size_t len)
 	return o >= len ? -ENOSPC : (int)o;
 }
 
+/* Calls @fn for every registered sandbox, under the table's read lock (so
+ * @fn must not call into the table, nor block). */
+void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg)
+{
+	size_t i;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS; i++)
+		if (tab.slot[i])
+			fn(tab.slot[i], arg);
+	pthread_rwlock_unlock(&tab.lock);
+}
+
 size_t sandbox_count(void)
 {
 	size_t n;
