@@ -47,7 +47,7 @@
 #     create and delete < 5 ms, exec < 10 ms (medians).
 # The figures with 1,000 sandboxes present come from tests/bench/lifecycle.sh
 # and tests/bench/exec.sh (their build/bench/lifecycle.txt and exec.txt,
-# when present; `make bench` runs them first): their target lines are quoted
+# when present; `make bench BENCH_ALL=1` runs them first): their target lines are quoted
 # under the table with the time they were written.
 #
 # Then, unless BENCH_TUNNELS is 0, memory per idle CONNECT tunnel:
@@ -356,6 +356,8 @@ cpu_ticks() {
 HZ=$(getconf CLK_TCK)
 # nginx's workers (the master only hands out work).
 ng_workers() { pgrep -P "$NGPID"; }
+# shellcheck disable=SC2046 # one PID a word
+ng_cpu() { cpu_ticks $(ng_workers); }
 nfds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 PROBLEMS=$D/problems
 : >"$PROBLEMS"
@@ -375,7 +377,7 @@ dl() {
 		want=$BYTES url=$HTTP_URL/big
 	fi
 	[ "$pid" != - ] && t0=$(cpu_ticks "$pid")
-	o0=$(cpu_ticks $(ng_workers))
+	o0=$(ng_cpu)
 	w0=$(now_us)
 	set -f
 	out=$(timeout -k 5 300 ${CLI[$p]} -sS -m 240 -o /dev/null "${extra[@]}" \
@@ -383,7 +385,7 @@ dl() {
 	rc=$?
 	set +f
 	w1=$(now_us)
-	o1=$(cpu_ticks $(ng_workers))
+	o1=$(ng_cpu)
 	[ "$pid" != - ] && t1=$(cpu_ticks "$pid")
 	read -r code size secs <<<"$out"
 	if [ $rc != 0 ] || [ "$code" != 200 ] || [ "$size" != "$want" ]; then
@@ -413,14 +415,14 @@ wrk_run() {
 	esac
 	out=$D/wrk-$p-$conc-$r.out
 	[ "$pid" != - ] && t0=$(cpu_ticks "$pid")
-	o0=$(cpu_ticks $(ng_workers))
+	o0=$(ng_cpu)
 	w0=$(now_us)
 	timeout -k 5 $((DUR + 60)) ip netns exec "$ns" "${NOPX[@]}" BENCH_TARGET="$target" \
 		wrk -t"$thr" -c"$conc" -d"${DUR}s" --timeout 5s --latency \
 		-s "$HERE/wrk.lua" "$url" >"$out" 2>&1
 	rc=$?
 	w1=$(now_us)
-	o1=$(cpu_ticks $(ng_workers))
+	o1=$(ng_cpu)
 	[ "$pid" != - ] && t1=$(cpu_ticks "$pid")
 	line=$(grep '^WRKRESULT' "$out" | tail -n 1)
 	if [ $rc != 0 ] || [ -z "$line" ]; then
@@ -588,7 +590,7 @@ field() {
 	local -n a=$1
 	local k=$2 i=$3 r v
 	for ((r = 1; r <= ROUNDS; r++)); do
-		v=(${a[$k,$r]:-nan})
+		read -ra v <<<"${a[$k,$r]:-nan}"
 		echo -n "${v[$((i - 1))]:-nan} "
 	done
 }
@@ -597,7 +599,8 @@ rratio() {
 	local -n a=$1
 	local i=${4:-1} r x y
 	for ((r = 1; r <= ROUNDS; r++)); do
-		x=(${a[$2,$r]:-nan}) y=(${a[$3,$r]:-nan})
+		read -ra x <<<"${a[$2,$r]:-nan}"
+		read -ra y <<<"${a[$3,$r]:-nan}"
 		echo -n "$(ratio "${x[$((i - 1))]}" "${y[$((i - 1))]}") "
 	done
 }
@@ -658,8 +661,8 @@ dl_row() {
 	printf "$ROW" "sluice delete, ms (same)" "" "" "$LIFE_D ($LIFE_DP)" "" "< 5 ms" "$(verdict "$LIFE_D" '<' 5)"
 	# shellcheck disable=SC2059
 	printf "$ROW" "sluice exec NAME -- true, ms (same)" "" "" "$LIFE_X ($LIFE_XP)" "" "< 10 ms" "$(verdict "$LIFE_X" '<' 10)"
-	echo "  (create, exec, delete: whole processes as a caller runs them, timeout 30 ip netns exec BRK sluice ...,
-  nothing subtracted)"
+	echo "  (create, exec, delete: whole processes as a caller runs them, timeout 30 ip netns exec BRK sluice ...,"
+	echo "  nothing subtracted)"
 	for f in lifecycle exec; do
 		txt=$OUT/$f.txt
 		if [ -f "$txt" ]; then
@@ -711,12 +714,12 @@ dl_row() {
 		# Returned: after the close, at most 10% of what the tunnels took
 		# stays held, or under 1 KiB per tunnel, and a second round does
 		# not grow the peak by more than that either (reused, not leaked).
-		v=$(awk -v a="$mb" -v b="$mo" -v c="$ma" -v o2="$o2" -v n="$TUNNELS" 'BEGIN {
+		held=$(awk -v a="$mb" -v b="$mo" -v c="$ma" -v o2="$o2" -v n="$TUNNELS" 'BEGIN {
 			g = b - a; k = c - a; if (k < 0) k = 0; r2 = o2 - b
 			ok = (k <= g * 0.1 || k / n < 1) && r2 / n < 1
 			printf "%d of %d KiB still held after close (%.2f KiB/tunnel), round 2 peak %+d KiB over round 1: %s\n",
 				k, g, k / n, r2, ok ? "MET" : "MISS" }')
-		echo "  goal: memory returned when tunnels close: $v"
+		echo "  goal: memory returned when tunnels close: $held"
 		echo
 	fi
 	if [ -s "$PROBLEMS" ]; then
