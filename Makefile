@@ -7,7 +7,10 @@
 #   make asan       build and run the tests under ASan + UBSan
 #   make tsan       build with ThreadSanitizer, run the threaded parts
 #   make fuzz       run every fuzz target longer (FUZZ_SECONDS per target)
-#   make bench      benchmarks on the test world
+#   make bench      sluice, squid and the direct path side by side on the test
+#                   world, one table (tests/bench/run.sh, about 10 minutes);
+#                   BENCH_ALL=1 runs the DNS, lifecycle, exec and interception
+#                   benches first (another half hour), whose results the table quotes
 #   make tidy       clang-tidy and cppcheck
 #   make install    prefix=/usr/local DESTDIR=
 #
@@ -212,11 +215,12 @@ bench:
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/reflect
 	$(Q)$(BUILD)/bench/reflect
 	$(Q)$(MAKE) --no-print-directory build
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/bench/run.sh
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/dns.sh
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/lifecycle.sh
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/exec.sh
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/intercept.sh
+	$(Q)if [ -n "$(BENCH_ALL)" ]; then \
+		for b in dns lifecycle exec intercept; do \
+			SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/$$b.sh || exit 1; \
+		done; \
+	fi
+	$(Q)SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/run.sh
 
 tidy:
 	$(Q)clang-tidy --quiet $(LIB_SRC) $(MAINS) -- $(PROJ_CFLAGS)

@@ -9,7 +9,7 @@ libc-ares-dev libnl-3-dev libnl-route-3-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
 bubblewrap crun jq"
 if [ "${1:-build}" = bench ]; then
-	pkgs="$pkgs squid-openssl wrk"
+	pkgs="$pkgs squid-openssl wrk nginx-light"
 fi
 
 missing=""
