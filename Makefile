@@ -244,9 +244,12 @@ bench:
 # clang-tidy with the checks in .clang-tidy (any finding fails), then
 # cppcheck. TIDY_SRC= checks some files only: clang-tidy's analyzer takes
 # about 10 s of CPU per file.
+# Without -O, so that _FORTIFY_SOURCE's inline wrappers are off: the
+# analyzer misreads them (valist.Uninitialized on every vsnprintf).
 TIDY_SRC ?= $(LIB_SRC) $(MAINS)
+TIDY_CFLAGS = $(filter-out -O%,$(PROJ_CFLAGS))
 tidy:
-	$(Q)clang-tidy --quiet $(TIDY_SRC) -- $(PROJ_CFLAGS)
+	$(Q)clang-tidy --quiet $(TIDY_SRC) -- $(TIDY_CFLAGS)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr -I. $(TIDY_SRC)
 
