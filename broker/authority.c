@@ -206,8 +206,7 @@ static int parse_name(const char *s, size_t len, struct http_authority *a)
 	return 0;
 }
 
-int http_parse_authority(const char *s, size_t len, uint16_t default_port,
-			 struct http_authority *a)
+int http_parse_authority(const char *s, size_t len, uint16_t default_port, struct http_authority *a)
 {
 	const char *port = NULL;
 	size_t host_len, port_len = 0, i;
@@ -259,13 +258,11 @@ int http_parse_authority(const char *s, size_t len, uint16_t default_port,
 	return 0;
 }
 
-bool http_authority_equal(const struct http_authority *a,
-			  const struct http_authority *b)
+bool http_authority_equal(const struct http_authority *a, const struct http_authority *b)
 {
 	if (a->port != b->port || a->is_literal != b->is_literal)
 		return false;
 	if (a->is_literal)
 		return memcmp(a->addr.b, b->addr.b, sizeof(a->addr.b)) == 0;
-	return a->host_len == b->host_len &&
-	       memcmp(a->host, b->host, a->host_len) == 0;
+	return a->host_len == b->host_len && memcmp(a->host, b->host, a->host_len) == 0;
 }

@@ -202,7 +202,7 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 		 struct broker_config *c)
 {
 	const char *key = k->str;
-	uint64_t x;
+	uint64_t x = 0; /* num() sets it only on success */
 	int r;
 
 #define IS(name) (strcmp(key, name) == 0)
@@ -248,22 +248,26 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 	}
 	if (IS("workers")) {
 		r = num(ld, v, key, 0, 256, &x);
-		c->workers = (unsigned)x;
+		if (r == 0)
+			c->workers = (unsigned)x;
 		return r;
 	}
 	if (IS("max_connections")) {
 		r = num(ld, v, key, 1, 1000000, &x);
-		c->max_connections = (uint32_t)x;
+		if (r == 0)
+			c->max_connections = (uint32_t)x;
 		return r;
 	}
 	if (IS("max_head_bytes")) {
 		r = num(ld, v, key, 1024, 1048576, &x);
-		c->max_head_bytes = (uint32_t)x;
+		if (r == 0)
+			c->max_head_bytes = (uint32_t)x;
 		return r;
 	}
 	if (IS("dns_cache_size")) {
 		r = num(ld, v, key, 0, 1000000, &x);
-		c->dns_cache_size = (uint32_t)x;
+		if (r == 0)
+			c->dns_cache_size = (uint32_t)x;
 		return r;
 	}
 #undef IS

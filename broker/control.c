@@ -73,12 +73,13 @@
 static int control_open(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t plen = strlen(path);
 	int fd, e;
 	mode_t old;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
+	if (plen >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, path);
+	memcpy(sun.sun_path, path, plen + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -95,11 +96,13 @@ static int control_open(const char *path)
 	 * socket's group becomes it, before privileges drop (a chown to a
 	 * group the broker is not in needs CAP_CHOWN). The peer checks below
 	 * still decide; the mode only keeps everyone else off. */
-	if (e == 0 && broker.cfg.control_group[0] &&
-	    (chown(path, (uid_t)-1, broker.cfg.control_gid) < 0 || chmod(path, 0660) < 0))
-		e = -1;
-	else if (e == 0 && !broker.cfg.control_group[0] && chmod(path, 0600) < 0)
-		e = -1;
+	if (e == 0) {
+		bool group = broker.cfg.control_group[0] != '\0';
+
+		if ((group && chown(path, (uid_t)-1, broker.cfg.control_gid) < 0) ||
+		    chmod(path, group ? 0660 : 0600) < 0)
+			e = -1;
+	}
 	if (e < 0 || listen(fd, 64) < 0) {
 		e = -errno;
 		close(fd);

@@ -121,8 +121,7 @@ static void heap_down(struct loop *l, size_t i)
 
 		if (c >= l->heap_len)
 			break;
-		if (c + 1 < l->heap_len &&
-		    timer_before(l->heap[c + 1], l->heap[c]))
+		if (c + 1 < l->heap_len && timer_before(l->heap[c + 1], l->heap[c]))
 			c++;
 		if (!timer_before(l->heap[c], t))
 			break;
@@ -226,7 +225,7 @@ uint64_t loop_now_ms(struct loop *l)
 
 static int ctl(struct loop *l, int op, struct ev *ev, uint32_t events)
 {
-	struct epoll_event e = {.events = events, .data.ptr = ev};
+	struct epoll_event e = { .events = events, .data.ptr = ev };
 
 	if (epoll_ctl(l->epfd, op, ev->fd, &e) < 0)
 		return -errno;

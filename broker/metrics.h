@@ -31,8 +31,7 @@
  *
  * NULL counts as "". The first use of a key takes a mutex; later ones do not.
  */
-void metrics_decision(const char *proto, const char *decision,
-		      const char *reason);
+void metrics_decision(const char *proto, const char *decision, const char *reason);
 
 /* A connection was accepted (open gauge and accepted total go up). */
 void metrics_connection_open(void);

@@ -149,9 +149,10 @@ static void req_reset(struct resolve_req *req)
 
 /* --- entries, table, LRU -------------------------------------------------- */
 
+/* Accepts NULL, as free functions do. */
 static void entry_put(struct resolve_entry *e)
 {
-	if (--e->refs)
+	if (!e || --e->refs)
 		return;
 	loop_timer_cancel(e->r->loop, &e->deadline);
 	free(e);
@@ -748,7 +749,10 @@ void resolver_free(struct resolver *r)
 		struct resolve_entry *e;
 
 		while ((e = r->buckets[i])) {
-			while ((req = e->waiters.head)) {
+			/* The table's own reference (dropped by table_remove())
+			 * keeps @e alive through this loop; the analyzer does not
+			 * count references. */
+			while ((req = e->waiters.head)) { // NOLINT(clang-analyzer-unix.Malloc)
 				rl_remove(&e->waiters, req);
 				req_reset(req);
 				entry_put(e);

@@ -43,8 +43,8 @@ struct resolve_req;
  * @n:      0 unless @status is 0; then 1..RESOLVE_MAX_ADDRS
  * @arg:    the caller's argument
  */
-typedef void resolve_cb(struct resolve_req *req, int status,
-			const struct sl_addr *addrs, size_t n, void *arg);
+typedef void resolve_cb(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+			void *arg);
 
 /**
  * struct resolve_req - one pending lookup, embedded in the caller's struct
@@ -85,7 +85,7 @@ struct resolver_stats {
 
 static inline void resolve_req_init(struct resolve_req *req)
 {
-	*req = (struct resolve_req){0};
+	*req = (struct resolve_req){ 0 };
 }
 
 /**
@@ -104,9 +104,8 @@ static inline void resolve_req_init(struct resolve_req *req)
  *
  * Return: the resolver, or NULL with @err filled.
  */
-struct resolver *resolver_new(struct loop *l, const char *servers_csv,
-			      size_t cache_max_entries, char *err,
-			      size_t errlen);
+struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t cache_max_entries,
+			      char *err, size_t errlen);
 
 /**
  * resolver_free() - cancel everything and free the resolver
@@ -135,8 +134,8 @@ void resolver_free(struct resolver *r);
  * name; -EBUSY if @req is already pending; -EAGAIN if RESOLVE_MAX_INFLIGHT
  * queries are running; -ENOMEM. On error @cb is never called.
  */
-int resolver_lookup(struct resolver *r, const char *name,
-		    struct resolve_req *req, resolve_cb *cb, void *arg);
+int resolver_lookup(struct resolver *r, const char *name, struct resolve_req *req, resolve_cb *cb,
+		    void *arg);
 
 /**
  * resolver_cancel() - forget a pending lookup; its callback will not run

@@ -28,8 +28,8 @@ void addr_from_v4(struct sl_addr *a, uint32_t v4)
 
 uint32_t addr_v4(const struct sl_addr *a)
 {
-	return (uint32_t)a->b[12] << 24 | (uint32_t)a->b[13] << 16 |
-	       (uint32_t)a->b[14] << 8 | a->b[15];
+	return (uint32_t)a->b[12] << 24 | (uint32_t)a->b[13] << 16 | (uint32_t)a->b[14] << 8 |
+	       a->b[15];
 }
 
 int addr_parse(const char *s, struct sl_addr *out)

@@ -50,7 +50,6 @@ bool addr_in_prefix(const struct sl_addr *a, const struct sl_addr *net, unsigned
 
 int addr_from_sockaddr(const struct sockaddr *sa, struct sl_addr *a, uint16_t *port);
 /* Fills a sockaddr_in for v4 addresses, sockaddr_in6 otherwise; returns its length. */
-unsigned addr_to_sockaddr(const struct sl_addr *a, uint16_t port,
-			  struct sockaddr_storage *ss);
+unsigned addr_to_sockaddr(const struct sl_addr *a, uint16_t port, struct sockaddr_storage *ss);
 
 #endif

@@ -7,8 +7,7 @@ enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 extern enum log_level log_threshold;
 
-void log_msg(enum log_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 
 #define log_err(...) log_msg(LOG_LVL_ERR, __VA_ARGS__)

@@ -14,7 +14,7 @@ struct ynode {
 	unsigned line, col; /* 1-based position of the node's first character */
 	char *str;	    /* scalar text, NUL-terminated (may hold NULs: see len) */
 	size_t len;
-	bool plain;	    /* an unquoted scalar */
+	bool plain;	     /* an unquoted scalar */
 	struct ynode **kids; /* seq: items; map: key, value, key, value ... */
 	size_t n;
 };
@@ -39,12 +39,12 @@ struct ytree_error {
  * Return: 0, -EINVAL on a syntax error or an unsupported feature.
  */
 int ytree_load(const char *name, const char *buf, size_t len, struct ynode **root,
-	      struct ytree_error *err);
+	       struct ytree_error *err);
 void ytree_free(struct ynode *n); /* accepts NULL */
 
 /* Formats "NAME:LINE:COL: " + message into err; returns -EINVAL. */
-int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at,
-	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at, const char *fmt,
+	       ...) __attribute__((format(printf, 4, 5)));
 
 /* The value of key @key in map @map, or NULL. */
 const struct ynode *ytree_map_get(const struct ynode *map, const char *key);

@@ -68,8 +68,7 @@ struct dns_synth {
 
 static uint32_t be32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Lower-case @in into @out (DNS_NAME_TEXT_MAX + 1 bytes), one trailing dot
@@ -96,8 +95,7 @@ static int normalize(const char *in, char *out)
 }
 
 /* Index of the entry for @name, or -1. Caller holds the lock. */
-static int64_t find(const struct dns_synth *s, uint64_t h, const char *name,
-		    uint32_t len)
+static int64_t find(const struct dns_synth *s, uint64_t h, const char *name, uint32_t len)
 {
 	uint32_t i;
 
@@ -110,14 +108,12 @@ static int64_t find(const struct dns_synth *s, uint64_t h, const char *name,
 		if (!e)
 			return -1;
 		en = &s->entries[e - 1];
-		if (en->hash == h && en->len == len &&
-		    memcmp(en->name, name, len) == 0)
+		if (en->hash == h && en->len == len && memcmp(en->name, name, len) == 0)
 			return e - 1;
 	}
 }
 
-static void offset_addr(const struct dns_synth *s, uint32_t off,
-			struct sl_addr *out)
+static void offset_addr(const struct dns_synth *s, uint32_t off, struct sl_addr *out)
 {
 	uint32_t v = be32(&s->base.b[12]) + off;
 
@@ -149,8 +145,7 @@ static int grow(struct dns_synth *s)
 	}
 	/* Keep the table at most half full: probes stay short. */
 	if ((uint64_t)want * 2 > (uint64_t)s->mask + 1 || !s->mask) {
-		uint64_t size =
-		    s->mask ? (uint64_t)s->mask + 1 : SYNTH_MIN_SLOTS;
+		uint64_t size = s->mask ? (uint64_t)s->mask + 1 : SYNTH_MIN_SLOTS;
 		uint32_t *ns;
 
 		while ((uint64_t)want * 2 > size)
@@ -159,8 +154,7 @@ static int grow(struct dns_synth *s)
 		if (!ns)
 			return -ENOMEM;
 		for (uint32_t e = 0; e < s->n; e++) {
-			uint32_t i =
-			    (uint32_t)s->entries[e].hash & (uint32_t)(size - 1);
+			uint32_t i = (uint32_t)s->entries[e].hash & (uint32_t)(size - 1);
 
 			while (ns[i])
 				i = (i + 1) & (uint32_t)(size - 1);
@@ -174,8 +168,7 @@ static int grow(struct dns_synth *s)
 }
 
 /* A copy of @name in the arena. Caller holds the write lock. */
-static const char *arena_copy(struct dns_synth *s, const char *name,
-			      uint32_t len)
+static const char *arena_copy(struct dns_synth *s, const char *name, uint32_t len)
 {
 	struct arena_chunk *c = s->arena;
 	char *p;
@@ -197,8 +190,7 @@ static const char *arena_copy(struct dns_synth *s, const char *name,
 
 /* ---- public ------------------------------------------------------------- */
 
-struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen,
-				size_t max_names)
+struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen, size_t max_names)
 {
 	struct dns_synth *s;
 	uint64_t pool, cap;
@@ -226,8 +218,7 @@ struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen,
 		s->base.b[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
 
 	/* Addresses at offsets 1 .. pool - 1, within the low 32 bits. */
-	pool = 128 - plen >= 32 ? (uint64_t)SYNTH_OFFSET_MAX + 1
-				: (uint64_t)1 << (128 - plen);
+	pool = 128 - plen >= 32 ? (uint64_t)SYNTH_OFFSET_MAX + 1 : (uint64_t)1 << (128 - plen);
 	cap = pool - 1;
 	if (max_names < cap)
 		cap = max_names;
@@ -334,8 +325,7 @@ out:
 	return r;
 }
 
-int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name,
-		   size_t len)
+int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name, size_t len)
 {
 	uint32_t off;
 	int r = 0;
@@ -343,8 +333,7 @@ int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name,
 	if (!s || !a || !name)
 		return -EINVAL;
 	/* Offsets live in the low 32 bits: the rest must be the base's. */
-	if (!addr_in_prefix(a, &s->base, s->plen) ||
-	    memcmp(a->b, s->base.b, 12) != 0)
+	if (!addr_in_prefix(a, &s->base, s->plen) || memcmp(a->b, s->base.b, 12) != 0)
 		return -ENOENT;
 	off = be32(&a->b[12]) - be32(&s->base.b[12]);
 

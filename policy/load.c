@@ -907,7 +907,8 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 	s = ytree_map_get(v, "methods");
 	if (s && (r = str_list(ld, s, "methods", &c->methods, &c->n_methods)) < 0)
 		return r;
-	for (i = 0; i < c->n_methods; i++) {
+	/* `s &&`: n_methods is 0 without the key; said for the analyzer. */
+	for (i = 0; s && i < c->n_methods; i++) {
 		char *m = c->methods[i];
 		size_t k;
 
@@ -919,7 +920,7 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 	s = ytree_map_get(v, "paths");
 	if (s && (r = str_list(ld, s, "paths", &c->paths, &c->n_paths)) < 0)
 		return r;
-	for (i = 0; i < c->n_paths; i++) {
+	for (i = 0; s && i < c->n_paths; i++) {
 		const char *pt = c->paths[i];
 		size_t k;
 

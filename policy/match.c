@@ -124,8 +124,8 @@ bool policy_check_name(const char *s, size_t len, bool wildcard_ok, const char *
 	return true;
 }
 
-static int table_insert(struct policy *p, struct name_table *t, const char *key,
-			size_t klen, int rule)
+static int table_insert(struct policy *p, struct name_table *t, const char *key, size_t klen,
+			int rule)
 {
 	uint64_t h = policy_name_hash(key, klen);
 	size_t i;
@@ -153,8 +153,7 @@ static int table_insert(struct policy *p, struct name_table *t, const char *key,
 	}
 }
 
-static const struct name_slot *table_find(const struct name_table *t, const char *key,
-					  size_t klen)
+static const struct name_slot *table_find(const struct name_table *t, const char *key, size_t klen)
 {
 	uint64_t h;
 	size_t i;
@@ -222,8 +221,7 @@ static bool rule_has_port(const struct policy_rule *ru, uint16_t port)
 }
 
 /* Walks one chain; returns ALLOW with the rule, or PORT_NOT_ALLOWED. */
-static enum policy_decision chain_match(const struct policy *p, int head, uint16_t port,
-					int *rule)
+static enum policy_decision chain_match(const struct policy *p, int head, uint16_t port, int *rule)
 {
 	int i;
 
@@ -278,8 +276,8 @@ static enum policy_decision match(const struct policy *p, const char *name, size
 	return d;
 }
 
-enum policy_decision policy_match_name(const struct policy *p, const char *name,
-				       size_t len, uint16_t port, int *rule)
+enum policy_decision policy_match_name(const struct policy *p, const char *name, size_t len,
+				       uint16_t port, int *rule)
 {
 	return match(p, name, len, port, false, rule);
 }
@@ -322,8 +320,8 @@ static int32_t trie_node(struct ptrie *t)
  * Insert @net/@plen with @value. When the prefix already holds a value, it
  * is returned in *@old (else -1) and replaced only if @old is NULL.
  */
-int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned plen,
-			int32_t value, int32_t *old)
+int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned plen, int32_t value,
+			int32_t *old)
 {
 	int32_t cur;
 	unsigned i;

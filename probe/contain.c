@@ -345,6 +345,8 @@ static ssize_t read_text(const char *path, char *buf, size_t n)
 	ssize_t got, len = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
+	/* Empty, not garbage, for a caller that tests only for >= 0. */
+	buf[0] = '\0';
 	if (fd < 0)
 		return -errno;
 	while ((size_t)len + 1 < n &&
@@ -545,7 +547,7 @@ static void try_control(const struct probe_ctx *ctx, struct probe_result *r,
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return ADD(r, PROBE_SKIP, "%s: path too long for a socket",
 			   path);
-	strcpy(sun.sun_path, path);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return ADD(r, PROBE_SKIP, "%s: cannot make a socket: %s", path,

@@ -287,7 +287,7 @@ void probe_dns_describe(const struct probe_dns_answer *a, char *buf, size_t n)
 	}
 	for (i = 0; i < a->n_types && o < n; i++)
 		o += (size_t)snprintf(
-		    buf + o, n - o, "%s %s", i ? "," : ",",
+		    buf + o, n - o, ", %s",
 		    probe_dns_type_name(a->types[i], tb, sizeof(tb)));
 	if (a->n_addr && o < n) {
 		probe_ip_str(&a->addr[0], ip, sizeof(ip));

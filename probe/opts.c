@@ -334,7 +334,7 @@ int probe_hostport_parse(const char *s, uint16_t defport,
 	if (colon && strchr(colon + 1, ':')) { /* a bare IPv6 address */
 		if (probe_ip_parse(s, &ip) < 0 || strlen(s) >= sizeof(hp->host))
 			return -EINVAL;
-		strcpy(hp->host, s);
+		memcpy(hp->host, s, strlen(s) + 1);
 		return 0;
 	}
 	hl = colon ? (size_t)(colon - s) : strlen(s);

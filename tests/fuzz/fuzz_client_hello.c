@@ -8,10 +8,10 @@
 
 #include "broker/tls/tls.h"
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			__builtin_trap();                                      \
+#define CHECK(c)                          \
+	do {                              \
+		if (!(c))                 \
+			__builtin_trap(); \
 	} while (0)
 
 static struct tls_hello H, H2;
@@ -21,8 +21,7 @@ static void check(const uint8_t *buf, size_t len)
 	char sni[sizeof(H.sni)];
 	int r = tls_parse_client_hello(buf, len, &H);
 
-	CHECK(r == 1 || r == 0 || r == -ENOTSUP || r == -EBADMSG ||
-	      r == -EMSGSIZE);
+	CHECK(r == 1 || r == 0 || r == -ENOTSUP || r == -EBADMSG || r == -EMSGSIZE);
 	if (r != 1)
 		return;
 
@@ -33,8 +32,7 @@ static void check(const uint8_t *buf, size_t len)
 	CHECK(H.sni_present || (!H.sni_invalid && H.sni[0] == '\0'));
 	if (H.sni_present && !H.sni_invalid)
 		for (const char *p = H.sni; *p; p++)
-			CHECK((*p >= 'a' && *p <= 'z') ||
-			      (*p >= '0' && *p <= '9') || *p == '-' ||
+			CHECK((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
 			      *p == '.');
 	for (unsigned i = 0; i < TLS_ALPN_KEEP; i++)
 		CHECK(strlen(H.alpn[i]) <= TLS_ALPN_NAME_MAX);

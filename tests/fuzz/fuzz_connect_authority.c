@@ -11,8 +11,7 @@
 
 static bool name_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '.';
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -61,12 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	/* The canonical spelling parses to the same authority. */
-	n = snprintf(canon, sizeof(canon), "%s%s%s:%u", a.is_v6 ? "[" : "",
-		     a.host, a.is_v6 ? "]" : "", a.port);
+	n = snprintf(canon, sizeof(canon), "%s%s%s:%u", a.is_v6 ? "[" : "", a.host,
+		     a.is_v6 ? "]" : "", a.port);
 	if (n <= 0 || (size_t)n >= sizeof(canon))
 		abort();
-	if (http_parse_authority(canon, (size_t)n, 0, &b) != 0 ||
-	    !http_authority_equal(&a, &b) || strcmp(a.host, b.host))
+	if (http_parse_authority(canon, (size_t)n, 0, &b) != 0 || !http_authority_equal(&a, &b) ||
+	    strcmp(a.host, b.host))
 		abort();
 	return 0;
 }

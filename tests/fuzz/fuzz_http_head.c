@@ -18,14 +18,12 @@ static void check_slice(struct http_slice s, const uint8_t *base, size_t len)
 	if (!s.ptr)
 		abort();
 	/* Either inside the head or one of the parser's static strings. */
-	if (s.len && (s.ptr < b || s.ptr + s.len > b + len) &&
-	    strncmp(s.ptr, "/", s.len) != 0)
+	if (s.len && (s.ptr < b || s.ptr + s.len > b + len) && strncmp(s.ptr, "/", s.len) != 0)
 		abort();
 }
 
 /* The written head must be a head we accept ourselves, with the same meaning. */
-static void check_written(const struct http_request *req, const char *out,
-			  int n)
+static void check_written(const struct http_request *req, const char *out, int n)
 {
 	static struct http_request again;
 	size_t count = 0, i;
@@ -48,8 +46,7 @@ static void check_written(const struct http_request *req, const char *out,
 	    (again.path_query.len != req->path_query.len ||
 	     memcmp(again.path_query.ptr, req->path_query.ptr, req->path_query.len)))
 		abort();
-	if (!again.has_authority ||
-	    strcmp(again.authority.host, req->authority.host) ||
+	if (!again.has_authority || strcmp(again.authority.host, req->authority.host) ||
 	    again.authority.is_literal != req->authority.is_literal)
 		abort();
 	/* The injected header replaced every client copy: exactly one
@@ -119,8 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	if (req.has_authority &&
-	    (req.authority.port == 0 ||
-	     strlen(req.authority.host) != req.authority.host_len))
+	    (req.authority.port == 0 || strlen(req.authority.host) != req.authority.host_len))
 		abort();
 
 	n = http_write_request_head(&req, out, outlen, set, 2);
@@ -133,8 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (n < 0) {
-		if (n != -EINVAL || (req.form != HTTP_FORM_AUTHORITY &&
-				     req.has_authority))
+		if (n != -EINVAL || (req.form != HTTP_FORM_AUTHORITY && req.has_authority))
 			abort();
 		return 0;
 	}

@@ -9,8 +9,7 @@
 
 #include "broker/http.h"
 
-static void check_location(const struct http_response *resp,
-			   enum http_scheme scheme)
+static void check_location(const struct http_response *resp, enum http_scheme scheme)
 {
 	struct http_authority base, again;
 	struct http_url url;
@@ -39,9 +38,8 @@ static void check_location(const struct http_response *resp,
 	if (url.authority.error || url.authority.port == 0)
 		abort();
 	/* What we resolved is what a strict parse of its spelling gives. */
-	n = snprintf(canon, sizeof(canon), "%s%s%s:%u",
-		     url.authority.is_v6 ? "[" : "", url.authority.host,
-		     url.authority.is_v6 ? "]" : "", url.authority.port);
+	n = snprintf(canon, sizeof(canon), "%s%s%s:%u", url.authority.is_v6 ? "[" : "",
+		     url.authority.host, url.authority.is_v6 ? "]" : "", url.authority.port);
 	if (n <= 0 || (size_t)n >= sizeof(canon) ||
 	    http_parse_authority(canon, (size_t)n, 0, &again) ||
 	    !http_authority_equal(&again, &url.authority))
@@ -73,8 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r <= 0)
 		return 0;
 
-	if (resp.error || resp.nheaders > HTTP_MAX_HEADERS ||
-	    resp.status < 100 || resp.status > 599)
+	if (resp.error || resp.nheaders > HTTP_MAX_HEADERS || resp.status < 100 ||
+	    resp.status > 599)
 		abort();
 	if (resp.no_body && resp.body_until_close)
 		abort();
@@ -85,8 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < resp.nheaders; i++)
 		if (resp.headers[i].name.len == 0 ||
 		    resp.headers[i].name.ptr < (const char *)data ||
-		    resp.headers[i].value.ptr + resp.headers[i].value.len >
-			    (const char *)data + r)
+		    resp.headers[i].value.ptr + resp.headers[i].value.len > (const char *)data + r)
 			abort();
 	if (resp.has_location) {
 		check_location(&resp, HTTP_SCHEME_HTTP);

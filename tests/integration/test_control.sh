@@ -204,4 +204,11 @@ n=$(tail -n +$((log0 + 1)) "$BROKER_LOG" | grep -c 'control: ')
 t_none "the broker's log says so a bounded number of times" $( ((n < 20)) || echo "$n control lines")
 
 t_none "the broker is still running" $(broker_alive || echo "sluiced exited")
+
+# --- without control_group the socket is root's alone ----------------------
+sed -i "s/^control_group: .*/control_group: \"\"/" "$BROKER_CONF"
+broker_stop
+broker_start
+t_none "the broker restarts without control_group" $(broker_alive || echo "sluiced is not running")
+t_eq "without control_group, the socket is 0600" "600" "$(stat -c '%a' "$BROKER_SOCK")"
 t_done

@@ -206,8 +206,8 @@ static void test_parse_cidr(void **state)
 
 		ret = addr_parse_cidr(r->in, &net, &plen);
 		if (ret != r->ret) {
-			print_error("addr_parse_cidr(\"%s\") = %d, want %d (plen %u)\n", r->in,
-				    ret, r->ret, plen);
+			print_error("addr_parse_cidr(\"%s\") = %d, want %d (plen %u)\n", r->in, ret,
+				    r->ret, plen);
 			bad++;
 			continue;
 		}
@@ -237,7 +237,7 @@ static const struct fmt_row fmt_rows[] = {
 	{ "::ffff:255.255.255.255", "255.255.255.255" },
 	{ "::", "::" },
 	{ "::1", "::1" },
-	{ "2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1" }, /* RFC 5952 4.2.3 */
+	{ "2001:DB8:0:0:1:0:0:1", "2001:db8::1:0:0:1" },    /* RFC 5952 4.2.3 */
 	{ "2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1" }, /* 4.2.2: no "::" for one 0 */
 	{ "2001:0db8::0001", "2001:db8::1" },
 	{ "64:ff9b::a00:1", "64:ff9b::a00:1" },
@@ -263,8 +263,8 @@ static void test_format(void **state)
 
 		addr_format(&a, buf, sizeof(buf));
 		if (strcmp(buf, fmt_rows[i].out) != 0) {
-			print_error("addr_format(%s) = \"%s\", want \"%s\"\n", fmt_rows[i].in,
-				    buf, fmt_rows[i].out);
+			print_error("addr_format(%s) = \"%s\", want \"%s\"\n", fmt_rows[i].in, buf,
+				    fmt_rows[i].out);
 			bad++;
 			continue;
 		}
@@ -314,9 +314,9 @@ static void test_format_longest(void **state)
 
 /* Every valid prefix text formats back to itself (the canonical forms). */
 static const char *const cidr_round[] = {
-	"0.0.0.0/0",	 "10.0.0.0/8",	   "100.64.0.0/10", "192.168.1.0/24",
-	"10.1.2.3/32",	 "255.255.255.255/32", "::/0",	    "::1/128",
-	"2001:db8::/32", "fe80::/10",	   "64:ff9b:1::/48", "2606:4700::1/128",
+	"0.0.0.0/0",	 "10.0.0.0/8",	       "100.64.0.0/10",	 "192.168.1.0/24",
+	"10.1.2.3/32",	 "255.255.255.255/32", "::/0",		 "::1/128",
+	"2001:db8::/32", "fe80::/10",	       "64:ff9b:1::/48", "2606:4700::1/128",
 	"ff00::/8",	 "3fff::/20",
 };
 
@@ -541,8 +541,7 @@ static void test_sockaddr_other_family(void **state)
 	(void)state;
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	assert_int_equal(addr_from_sockaddr((struct sockaddr *)&sun, &a, &port),
-			 -EAFNOSUPPORT);
+	assert_int_equal(addr_from_sockaddr((struct sockaddr *)&sun, &a, &port), -EAFNOSUPPORT);
 	assert_int_equal(port, 7);
 }
 

@@ -54,10 +54,11 @@ static void test_redacts_whole_and_split(void **state)
 	} rows[] = {
 		{ "nothing here", "nothing here", 0 },
 		{ SECRET, "***********************", 1 },
-		{ "{\"X-Token\": \"" SECRET "\"}", "{\"X-Token\": \"***********************\"}", 1 },
+		{ "{\"X-Token\": \"" SECRET "\"}", "{\"X-Token\": \"***********************\"}",
+		  1 },
 		{ SECRET SECRET, "**********************************************", 2 },
-		{ "a" SECRET "b" SECRET "c",
-		  "a***********************b***********************c", 2 },
+		{ "a" SECRET "b" SECRET "c", "a***********************b***********************c",
+		  2 },
 		/* a beginning that does not go on is sent as it is */
 		{ "s3cr3t-0123 and s3cr3t-", "s3cr3t-0123 and s3cr3t-", 0 },
 		{ "ss3cr3t-0123456789abcdefs", "s***********************s", 1 },
@@ -71,9 +72,9 @@ static void test_redacts_whole_and_split(void **state)
 			struct reflect r = { 0 };
 			char *out;
 
-			assert_int_equal(reflect_add(&r, (const unsigned char *)SECRET,
-						     strlen(SECRET), 3),
-					 0);
+			assert_int_equal(
+				reflect_add(&r, (const unsigned char *)SECRET, strlen(SECRET), 3),
+				0);
 			out = relay(&r, rows[i].in, steps[j]);
 			if (strcmp(out, rows[i].want) != 0)
 				fail_msg("row %zu step %zu: got `%s`", i, steps[j], out);
