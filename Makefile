@@ -34,7 +34,7 @@ FUZZ_SHORT_SECONDS ?= 8
 SAN ?=
 WERROR ?= 0
 
-PKGS := libssl libcrypto yaml-0.1 libcares libnl-3.0 libnl-route-3.0 libmnl libnftables
+PKGS := libssl libcrypto yaml-0.1 libcares libmnl libnftables
 LLHTTP_DIR ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 

@@ -5,7 +5,7 @@
 set -eu
 
 pkgs="gcc make pkg-config clang libclang-rt-14-dev libssl-dev openssl libyaml-dev
-libc-ares-dev libnl-3-dev libnl-route-3-dev libmnl-dev libnftables-dev nftables
+libc-ares-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
 bubblewrap crun jq"
 if [ "${1:-build}" = bench ]; then
