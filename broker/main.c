@@ -5,7 +5,8 @@
  * registrations, binds every socket (control socket, one SO_REUSEPORT proxy
  * listener per worker), then drops every capability and starts the
  * workers. Afterwards it serves the control socket and signals (through a
- * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. */
+ * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. SIGPIPE is
+ * ignored: a lost log reader or client is an EPIPE where it is written. */
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/capability.h>
@@ -338,6 +339,10 @@ int main(int argc, char **argv)
 	bool check_only = false;
 	int r, fd;
 
+	/* Before anything can write to stderr: a log whose reader went away
+	 * must not stop the broker (common/log.c), and sockets and pipes
+	 * report EPIPE where they are written. */
+	signal(SIGPIPE, SIG_IGN);
 	broker_config_defaults(&broker.cfg);
 	for (i = 1; i < (unsigned)argc; i++) {
 		if (!strcmp(argv[i], "--config") && i + 1 < (unsigned)argc) {
@@ -380,7 +385,6 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
 	/* Connections and tunnel pipes need file descriptors: take the hard limit. */
