@@ -111,4 +111,104 @@ t_ok "sluice status" sl status
 t_contains "says stderr is gone" "$T_OUT" "(stderr is gone"
 fault_stop
 
+# --- 2. out of file descriptors ------------------------------------------------
+# The broker starts under RLIMIT_NOFILE 256 and derives its connection
+# limits from it (a proxied connection holds up to 6 descriptors), saying
+# so. c1 opens 200 connections and holds them. Then the limit is lowered
+# under the broker to what it holds, so that accept() finds no descriptor
+# while c1's next connections wait.
+#
+# The bounds are generous on purpose: this is a check against a spin, not a
+# performance assertion. A broker that spins on accept() burns a core
+# (3.7 s of CPU per 2 s with 2 workers when this was found, about 400,000
+# log lines a second); one that waits uses next to nothing (a few ticks for
+# 10 retries a second). 0.5 s of CPU in 2 s and 50 log lines tell the two
+# apart on a loaded machine.
+cat >"$D/hold.py" <<'EOF2'
+# hold.py ADDR PORT N SECS: open N TCP connections (2 s each at most), send
+# nothing, print "held N", hold them SECS, exit.
+import socket, sys, time
+addr, port, n, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((addr, port))
+    except OSError:
+        break
+    socks.append(s)
+print("held", len(socks), flush=True)
+time.sleep(secs)
+EOF2
+TICK=$(getconf CLK_TCK)
+# cpu_ticks: utime + stime of FPID, every thread (fields 14 and 15 of stat,
+# counted after the last ')' as comm may hold spaces).
+cpu_ticks() {
+	local rest
+	rest=$(cat "/proc/$FPID/stat") || return 1
+	rest=${rest##*) }
+	set -- $rest
+	echo $((${12} + ${13}))
+}
+# fd_lines: the log's lines about descriptors and connection limits.
+fd_lines() { grep -cE 'descriptor|cannot accept|connection limit' "$BROKER_LOG"; }
+# over_2s WHAT: CPU ticks and new fd_lines of the broker over 2 s, checked.
+over_2s() {
+	local c0 c1 l0 l1
+	c0=$(cpu_ticks) l0=$(fd_lines)
+	sleep 2
+	c1=$(cpu_ticks) l1=$(fd_lines)
+	echo "# $1: $((c1 - c0)) ticks of CPU ($TICK a second) and $((l1 - l0)) log lines in 2 s"
+	t_ok "$1: the broker uses under 0.5 s of CPU in 2 s" test $(((c1 - c0) * 1000 / TICK)) -lt 500
+	t_ok "$1: and logs under 50 lines about it" test $((l1 - l0)) -lt 50
+}
+# wait_held FILE: until hold.py said "held" in FILE (10 s at most).
+wait_held() {
+	for ((i = 0; i < 100; i++)); do
+		grep -q '^held' "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+broker_config -n fds "head_timeout: 30s"
+ip netns exec "$WORLD_BRK" prlimit --nofile=256:256 "$BIN/sluiced" --config "$BROKER_CONF" \
+	</dev/null >>"$BROKER_LOG" 2>&1 &
+FPID=$!
+world_track_pid "$FPID" sluiced-fds
+t_ok "sluiced starts under RLIMIT_NOFILE 256" fault_wait
+register
+t_contains "its start-up log says what the descriptors allow" "$(cat "$BROKER_LOG")" \
+	"sluiced: RLIMIT_NOFILE 256: at most "
+ip netns exec "$WORLD_PREFIX-c1" /usr/bin/python3 "$D/hold.py" 10.99.0.1 3128 200 40 >"$D/hold1.out" 2>&1 &
+H1=$!
+t_ok "c1 opens 200 connections to the broker and holds them" wait_held "$D/hold1.out"
+over_2s "c1 holding 200 connections"
+t_eq "c2 is served meanwhile" 200 "$(get c2 fds-limit)"
+t_ok "and sluice list answers" sl list
+t_contains "(c1 was held to its share: connection-limit)" "$(cat "$BROKER_AUDIT")" \
+	'"reason":"connection-limit"'
+
+# Now no descriptor is left: the soft limit is the lowest descriptor
+# number the broker does not hold (a new descriptor takes the lowest free
+# number; the hard limit stays, so that it can be raised again without
+# CAP_SYS_RESOURCE).
+nfd=$(ls "/proc/$FPID/fd" | sort -n | awk '$1 != NR - 1 { exit } END { print NR - ($1 != NR - 1) }')
+t_ok "RLIMIT_NOFILE lowered under the broker to $nfd, its lowest free descriptor" \
+	prlimit --pid "$FPID" --nofile="$nfd:256"
+ip netns exec "$WORLD_PREFIX-c1" /usr/bin/python3 "$D/hold.py" 10.99.0.1 3128 50 40 >"$D/hold2.out" 2>&1 &
+H2=$!
+t_ok "c1 opens 50 more, which wait for a descriptor" wait_held "$D/hold2.out"
+sleep 0.5
+over_2s "no descriptor left"
+t_ok "the broker is alive" alive
+t_contains "its log says it cannot accept" "$(cat "$BROKER_LOG")" "Too many open files"
+t_ok "RLIMIT_NOFILE back to 256" prlimit --pid "$FPID" --nofile=256:256
+t_eq "a descriptor free again, c2 is served" 200 "$(get c2 fds-after)"
+t_ok "and sluice list answers" sl list
+kill "$H1" "$H2" 2>/dev/null
+wait "$H1" "$H2" 2>/dev/null
+fault_stop
+
 t_done
