@@ -4,8 +4,10 @@
 #  1. Its stderr's reader goes away (a `| logger` pipeline ends, a journal
 #     restarts), at start-up or later: the broker keeps serving, counts the
 #     lost log lines (sluice status), and its audit log goes on.
-#  2. (below) Out of file descriptors, it does not spin.
-#  3. (below) The policy limits README names give the errors it names.
+#  2. Out of file descriptors, it does not spin, and its connection limits
+#     follow RLIMIT_NOFILE.
+#  3. The policy limits README names give the errors it names.
+# README's "Failure modes" says what a user sees in each case.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -210,5 +212,44 @@ t_ok "and sluice list answers" sl list
 kill "$H1" "$H2" 2>/dev/null
 wait "$H1" "$H2" 2>/dev/null
 fault_stop
+
+# --- 3. the policy limits README names, and their errors -----------------------
+# Generated files, each one over a limit (and the largest one that is not,
+# where the limit is a count a user might reach), checked with
+# `sluice policy check` as a user would; the messages are README's.
+/usr/bin/python3 - "$D" <<'EOF2'
+import sys
+d = sys.argv[1]
+def w(n, s):
+    open(d + '/' + n, 'w').write(s)
+w('big.yaml', 'version: 1\n' + '#' * (1 << 20) + '\n')
+w('nodes.yaml', 'version: 1\nx: [' + ','.join(['1'] * 100000) + ']\n')
+w('deep33.yaml', 'version: 1\nx: ' + '[' * 32 + ']' * 32 + '\n')
+w('deep32.yaml', 'version: 1\nx: ' + '[' * 31 + ']' * 31 + '\n')
+rules = lambda n: 'version: 1\negress:\n  allow:\n' + ''.join(
+    '    - host: h%d.example.com\n' % i for i in range(n))
+w('rules4096.yaml', rules(4096))
+w('rules4097.yaml', rules(4097))
+ranges = lambda n: 'version: 1\negress:\n  allow_ranges:\n' + ''.join(
+    '    - 10.%d.%d.0/24\n' % (i // 256, i % 256) for i in range(n))
+w('ranges4096.yaml', ranges(4096))
+w('ranges4097.yaml', ranges(4097))
+EOF2
+pc() { "$BIN/sluice" policy check "$@"; }
+t_rc "a policy file over 1 MiB is refused" 1 pc "$D/big.yaml"
+t_eq "saying so" "$D/big.yaml: not a regular file of at most 1048576 bytes" "$T_ERR$T_OUT"
+t_rc "more than 100,000 YAML nodes are refused" 1 pc "$D/nodes.yaml"
+t_contains "saying so, where the count is passed" "$T_ERR$T_OUT" \
+	"$D/nodes.yaml:2:199995: more than 100000 YAML nodes"
+t_rc "nesting deeper than 32 is refused" 1 pc "$D/deep33.yaml"
+t_eq "saying so" "$D/deep33.yaml:2:35: nesting deeper than 32" "$T_ERR$T_OUT"
+t_rc "nesting 32 deep is read (and its key is then unknown)" 1 pc "$D/deep32.yaml"
+t_contains "(so)" "$T_ERR$T_OUT" "$D/deep32.yaml:2:1: unknown key \`x\`"
+t_ok "4,096 allow rules are accepted" pc "$D/rules4096.yaml"
+t_rc "4,097 are refused" 1 pc "$D/rules4097.yaml"
+t_eq "saying so" "$D/rules4097.yaml:4:5: more than 4096 allow rules" "$T_ERR$T_OUT"
+t_ok "4,096 allow_ranges are accepted" pc "$D/ranges4096.yaml"
+t_rc "4,097 are refused" 1 pc "$D/ranges4097.yaml"
+t_eq "saying so" "$D/ranges4097.yaml:4100:7: more than 4096 ranges" "$T_ERR$T_OUT"
 
 t_done
