@@ -94,6 +94,8 @@ struct worker {
 	struct resolver *resolver;
 	struct ev proxy_ev;
 	struct ev transparent_ev;
+	/* Out of descriptors, the listeners rest; this wakes them (proxy.c). */
+	struct timer accept_retry;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
 	bool draining;
@@ -104,6 +106,9 @@ struct broker {
 	struct worker *workers;
 	unsigned n_workers;
 	atomic_uint total_conns;
+	/* The most connections one sandbox may hold, whatever its policy
+	 * says: derived from RLIMIT_NOFILE at start-up and on reload (main.c). */
+	atomic_uint sandbox_conn_cap;
 	atomic_bool draining;
 	struct sl_addr local[64]; /* the broker namespace's own addresses */
 	/* Client context for intercepted connections' upstream side

@@ -68,6 +68,8 @@
 #define UNKNOWN_QPS 100
 #define UNKNOWN_BURST 200
 #define REPORT_MS 1000
+#define TCP_RETRY_MS 100    /* out of descriptors: TCP accept rests this long */
+#define TCP_FD_LOG_MS 10000 /* and says so once per this */
 /* UDP receive buffer: bursts from many sandboxes at once (a build starting
  * 100 lookups, each A and AAAA) overflow the ~200 KiB default. And what the
  * firewall's meter lets one sandbox send at once (rate plus burst: 2000
@@ -103,6 +105,8 @@ struct dns_server {
 	struct worker *w;
 	struct dns_server *next; /* in the list of all servers */
 	struct ev udp_ev, tcp_ev;
+	struct timer tcp_retry; /* out of descriptors, TCP accept rests */
+	struct log_every tcp_fd_log;
 	struct dns_tcp *conns;
 	unsigned n_conns;
 	uint64_t tcp_full_log_ms;
@@ -595,6 +599,30 @@ static int tcp_take_slot(struct dns_server *srv, struct dns_tcp *c)
 	return -1;
 }
 
+static void on_tcp_retry(struct timer *t)
+{
+	struct dns_server *srv = container_of(t, struct dns_server, tcp_retry);
+
+	loop_mod(srv->w->loop, &srv->tcp_ev, EPOLLIN);
+}
+
+/* accept() found no descriptor: the listener would wake the loop again at
+ * once, so it rests TCP_RETRY_MS (the client waits in the backlog; UDP
+ * goes on), and the log says so once per TCP_FD_LOG_MS, with a count. */
+static void tcp_accept_rest(struct dns_server *srv, int err)
+{
+	struct loop *l = srv->w->loop;
+	uint64_t held;
+
+	loop_mod(l, &srv->tcp_ev, 0);
+	if (!loop_timer_armed(&srv->tcp_retry))
+		loop_timer_arm(l, &srv->tcp_retry, TCP_RETRY_MS);
+	if (log_every_ok(&srv->tcp_fd_log, loop_now_ms(l), TCP_FD_LOG_MS, &held))
+		log_warn("dns: worker %u: cannot accept TCP: %s; retried every %d ms (%llu more "
+			 "times since the last line)",
+			 srv->w->id, strerror(err), TCP_RETRY_MS, (unsigned long long)held);
+}
+
 static void on_tcp_accept(struct ev *ev, uint32_t events)
 {
 	struct dns_server *srv = container_of(ev, struct dns_server, tcp_ev);
@@ -609,8 +637,9 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				log_warn("dns: out of file descriptors");
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				tcp_accept_rest(srv, errno);
 			return;
 		}
 		if (srv->n_conns >= DNS_TCP_MAX_CONNS) {
@@ -718,6 +747,7 @@ int dns_server_start(struct worker *w)
 		goto fail;
 	srv->tcp_ev.fd = r;
 	srv->tcp_ev.cb = on_tcp_accept;
+	srv->tcp_retry.cb = on_tcp_retry;
 	r = loop_add(w->loop, &srv->udp_ev, EPOLLIN);
 	if (r < 0)
 		goto fail;
@@ -764,5 +794,6 @@ void dns_server_stop(struct worker *w)
 	close(srv->udp_ev.fd);
 	loop_del(w->loop, &srv->tcp_ev);
 	close(srv->tcp_ev.fd);
+	loop_timer_cancel(w->loop, &srv->tcp_retry);
 	free(srv);
 }

@@ -5,7 +5,8 @@
  * registrations, binds every socket (control socket, one SO_REUSEPORT proxy
  * listener per worker), then drops every capability and starts the
  * workers. Afterwards it serves the control socket and signals (through a
- * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. */
+ * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. SIGPIPE is
+ * ignored: a lost log reader or client is an EPIPE where it is written. */
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/capability.h>
@@ -110,33 +111,57 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
  * and a tunnel's two pipes (two each). */
 #define FDS_PER_CONN 6
 /* Held besides connections: listeners, epoll and wake fds, the control
- * socket, the audit log, resolver sockets (a few per worker) and each
- * worker's TCP connections to the DNS filter (256 at most). */
-#define FDS_RESERVED(workers) (64u + (workers) * (256u + 16u))
+ * socket, the audit log, resolver sockets (a few per worker). */
+#define FDS_BASE(workers) (64u + (workers) * 16u)
+/* Each worker's TCP connections to the DNS filter (256 at most, dns.c). */
+#define FDS_DNS_TCP(workers) ((workers) * 256u)
 
 /*
  * @want, or fewer: as many connections as RLIMIT_NOFILE can hold with the
  * broker's other descriptors, so that the connection limit is met before
- * the descriptors run out (running out of descriptors refuses accept(),
- * the sandbox waits; the limit answers at once). Logs when it lowers.
+ * the descriptors run out (running out of descriptors stalls accept(),
+ * the sandbox waits; the limit answers at once). Under a small limit the
+ * DNS filter's TCP connections get at most half of what the base leaves
+ * (beyond that, its accept waits for a descriptor as the proxy's does),
+ * so that a broker under 256 descriptors still serves a few connections
+ * rather than one. Also sets broker.sandbox_conn_cap, the most
+ * connections one sandbox may hold whatever its policy says: half of what
+ * the descriptors hold, so that one sandbox cannot take every descriptor
+ * from the others. Logs what it derived (@say), and always when it lowers.
  */
-static uint32_t conn_limit_for_fds(uint32_t want)
+static uint32_t conn_limit_for_fds(uint32_t want, bool say)
 {
 	struct rlimit rl;
-	uint64_t fit, reserved = FDS_RESERVED(broker.n_workers ? broker.n_workers : 1);
+	unsigned workers = broker.n_workers ? broker.n_workers : 1;
+	uint64_t fit, base = FDS_BASE(workers), dns = FDS_DNS_TCP(workers), reserved;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY) {
+		atomic_store_explicit(&broker.sandbox_conn_cap, UINT32_MAX, memory_order_relaxed);
 		return want;
+	}
+	if (rl.rlim_cur > base && dns > (rl.rlim_cur - base) / 2)
+		dns = (rl.rlim_cur - base) / 2;
+	reserved = base + dns;
 	fit = rl.rlim_cur > reserved ? (rl.rlim_cur - reserved) / FDS_PER_CONN : 1;
 	if (fit == 0)
 		fit = 1;
-	if (want <= fit)
-		return want;
-	log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a tunnel "
-		 "holds %d descriptors and %llu are kept for the rest",
-		 want, (unsigned long long)fit, (unsigned long long)rl.rlim_cur, FDS_PER_CONN,
-		 (unsigned long long)reserved);
-	return (uint32_t)fit;
+	if (fit > UINT32_MAX)
+		fit = UINT32_MAX;
+	atomic_store_explicit(&broker.sandbox_conn_cap, fit > 1 ? (uint32_t)(fit / 2) : 1,
+			      memory_order_relaxed);
+	if (want > fit) {
+		log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a "
+			 "tunnel holds %d descriptors and %llu are kept for the rest",
+			 want, (unsigned long long)fit, (unsigned long long)rl.rlim_cur,
+			 FDS_PER_CONN, (unsigned long long)reserved);
+		want = (uint32_t)fit;
+	}
+	if (say)
+		log_info("sluiced: RLIMIT_NOFILE %llu: at most %u connections, %u per sandbox "
+			 "(limits.connections above that is lowered)",
+			 (unsigned long long)rl.rlim_cur, want,
+			 atomic_load_explicit(&broker.sandbox_conn_cap, memory_order_relaxed));
+	return want;
 }
 
 int broker_reload(char *err, size_t errlen)
@@ -168,7 +193,7 @@ int broker_reload(char *err, size_t errlen)
 	}
 	/* Workers read these as they go (config.h): atomic stores, each on
 	 * its own; relaxed, as nothing else is published through them. */
-	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections),
+	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections, false),
 			      memory_order_relaxed);
 	atomic_store_explicit(&broker.cfg.head_timeout_ms, c.head_timeout_ms,
 			      memory_order_relaxed);
@@ -342,6 +367,10 @@ int main(int argc, char **argv)
 	bool check_only = false;
 	int r, fd;
 
+	/* Before anything can write to stderr: a log whose reader went away
+	 * must not stop the broker (common/log.c), and sockets and pipes
+	 * report EPIPE where they are written. */
+	signal(SIGPIPE, SIG_IGN);
 	broker_config_defaults(&broker.cfg);
 	for (i = 1; i < (unsigned)argc; i++) {
 		if (!strcmp(argv[i], "--config") && i + 1 < (unsigned)argc) {
@@ -384,7 +413,6 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
 	/* Connections and tunnel pipes need file descriptors: take the hard limit. */
@@ -407,7 +435,7 @@ int main(int argc, char **argv)
 	if (!broker.workers)
 		die("sluiced: out of memory");
 	broker.n_workers = n;
-	broker.cfg.max_connections = conn_limit_for_fds(broker.cfg.max_connections);
+	broker.cfg.max_connections = conn_limit_for_fds(broker.cfg.max_connections, true);
 	for (i = 0; i < n; i++) {
 		struct worker *w = &broker.workers[i];
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "broker/audit.h"
+#include "common/log.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FAMILY_MAX_LABELS 3
@@ -457,6 +458,9 @@ int metrics_render_prometheus(char *buf, size_t len)
 		   "DNS filter queries, by the answer they got.");
 	out_family(&o, "sluice_dns_queries_total", &dns_answers);
 
+	out_counter(&o, "sluice_log_lines_lost_total",
+		    "Log lines not written to stderr (its reader gone, or a failed write).",
+		    log_lines_lost());
 	out_counter(&o, "sluice_audit_write_failures_total",
 		    "Audit lines lost to a failed or short write.",
 		    audit_write_failures());
@@ -593,6 +597,9 @@ int metrics_render_text(char *buf, size_t len)
 		out_quantile(&o, &lat, "p99", 990);
 	}
 	outf(&o, "\n");
+	outf(&o, "log: %llu lines lost%s\n", (unsigned long long)log_lines_lost(),
+	     log_stderr_dead() ? " (stderr is gone: only the audit log and this status remain)"
+				: "");
 	outf(&o, "audit: %llu lines lost; refusals %llu folded, %llu dropped\n",
 	     (unsigned long long)audit_write_failures(),
 	     (unsigned long long)audit_refusals_folded(),

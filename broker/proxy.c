@@ -2651,6 +2651,21 @@ static void refuse_early(int fd, bool transparent, const char *sandbox, const st
 		refuse_now(fd, status, reason);
 }
 
+/* A warning that can come with every accept is logged once per this. */
+#define ACCEPT_LOG_MS 10000
+/* How long the listeners rest when accept() finds no descriptor. */
+#define ACCEPT_RETRY_MS 100
+
+/* The connections one sandbox may hold: its policy's limit, or fewer when
+ * the descriptors would not hold that many (broker.sandbox_conn_cap). */
+static unsigned sandbox_conn_limit(const struct policy *pol)
+{
+	unsigned want = policy_limits(pol)->connections;
+	unsigned cap = atomic_load_explicit(&broker.sandbox_conn_cap, memory_order_relaxed);
+
+	return cap && cap < want ? cap : want;
+}
+
 static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *peer,
 		       bool transparent)
 {
@@ -2673,13 +2688,20 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		goto drop;
 	}
 	if (atomic_fetch_add(&broker.total_conns, 1) >= broker.cfg.max_connections) {
+		static struct log_every limit_log;
+		uint64_t held;
+
 		atomic_fetch_sub(&broker.total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error",
 			     "broker-connection-limit");
-		log_warn("proxy: total connection limit %u reached", broker.cfg.max_connections);
+		/* Each refusal is audited; the log only needs to know it goes on. */
+		if (log_every_ok(&limit_log, loop_now_ms(w->loop), ACCEPT_LOG_MS, &held))
+			log_warn("proxy: total connection limit %u reached (%llu more times since "
+				 "the last line)",
+				 broker.cfg.max_connections, (unsigned long long)held);
 		goto drop;
 	}
-	if (atomic_fetch_add(&sb->conns, 1) >= policy_limits(pol)->connections) {
+	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(pol)) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&broker.total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 429, "deny",
@@ -2730,6 +2752,42 @@ drop:
 	sandbox_put(sb);
 }
 
+/* The listeners rested (accept_rest()): listen again. A descriptor may
+ * have freed since; if not, accept() fails again and they rest again. */
+static void on_accept_retry(struct timer *t)
+{
+	struct worker *w = container_of(t, struct worker, accept_retry);
+
+	if (w->proxy_ev.fd >= 0)
+		loop_mod(w->loop, &w->proxy_ev, EPOLLIN);
+	if (w->transparent_ev.fd >= 0)
+		loop_mod(w->loop, &w->transparent_ev, EPOLLIN);
+}
+
+/*
+ * accept() found no descriptor (or no memory) for a connection waiting on
+ * @ev. The listener stays readable, so the loop would call us again at once
+ * and spin: it stops listening for ACCEPT_RETRY_MS instead, and the
+ * connection waits in the backlog until a descriptor frees. The log says
+ * so once per ACCEPT_LOG_MS, with a count: the condition can last.
+ * Connections being served, and the control socket, go on.
+ */
+static void accept_rest(struct worker *w, struct ev *ev, int err)
+{
+	static struct log_every fd_log;
+	uint64_t held;
+
+	loop_mod(w->loop, ev, 0);
+	if (!loop_timer_armed(&w->accept_retry)) {
+		w->accept_retry.cb = on_accept_retry;
+		loop_timer_arm(w->loop, &w->accept_retry, ACCEPT_RETRY_MS);
+	}
+	if (log_every_ok(&fd_log, loop_now_ms(w->loop), ACCEPT_LOG_MS, &held))
+		log_warn("proxy: cannot accept: %s; new connections wait, accept retried every "
+			 "%d ms (%llu more times since the last line)",
+			 strerror(err), ACCEPT_RETRY_MS, (unsigned long long)held);
+}
+
 /* Accepts what is waiting on @ev (at most 64 at a time, so that the rest
  * of the loop gets its turn) for the explicit or the transparent path. */
 static void accept_batch(struct worker *w, struct ev *ev, bool transparent)
@@ -2744,8 +2802,9 @@ static void accept_batch(struct worker *w, struct ev *ev, bool transparent)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				log_warn("proxy: out of file descriptors");
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				accept_rest(w, ev, errno);
 			return;
 		}
 		accept_one(w, fd, &peer, transparent);

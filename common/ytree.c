@@ -82,13 +82,20 @@ const struct ynode *ytree_map_get(const struct ynode *map, const char *key)
 	return NULL;
 }
 
+/* The array doubles when n reaches a power of two (0, 1, 2, 4, ...): a
+ * list of 100,000 items costs 17 reallocs, not 100,000 (each a copy under
+ * ASan, where that list took 50 s to refuse). */
 static int add_kid(struct ynode *parent, struct ynode *kid)
 {
-	struct ynode **k = realloc(parent->kids, (parent->n + 1) * sizeof(*k));
+	size_t n = parent->n;
+	struct ynode **k = parent->kids;
 
-	if (!k)
-		return -ENOMEM;
-	parent->kids = k;
+	if ((n & (n - 1)) == 0) {
+		k = realloc(k, (n ? 2 * n : 1) * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		parent->kids = k;
+	}
 	k[parent->n++] = kid;
 	return 0;
 }

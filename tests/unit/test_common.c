@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for common/: SipHash against the reference vectors, the
- * bounded output buffer, ASCII case folding, the bounded file reader. */
+ * bounded output buffer, ASCII case folding, the bounded file reader, and
+ * the logger: a dead stderr and the once-per-interval warning. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "common/file.h"
+#include "common/log.h"
 #include "common/obuf.h"
 #include "common/siphash.h"
 #include "common/text.h"
@@ -92,6 +95,49 @@ static void test_file_read_all(void **state)
 	assert_int_equal(file_read_all(path, 100, &buf, &len), -ENOENT);
 }
 
+/* A stderr whose reader is gone: the first line fails with EPIPE and marks
+ * it dead, the next ones are only counted; the process goes on. */
+static void test_log_dead_stderr(void **state)
+{
+	int p[2], saved;
+	uint64_t lost;
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN); /* as sluiced does */
+	assert_int_equal(pipe(p), 0);
+	saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	close(p[0]);
+	assert_true(dup2(p[1], STDERR_FILENO) == STDERR_FILENO);
+	close(p[1]);
+	lost = log_lines_lost();
+	assert_false(log_stderr_dead());
+	log_warn("test: nobody reads this");
+	assert_true(log_stderr_dead());
+	log_warn("test: nor this");
+	log_err("test: nor this");
+	assert_true(log_lines_lost() == lost + 3);
+	assert_true(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
+	close(saved);
+}
+
+static void test_log_every(void **state)
+{
+	struct log_every le = { 0 };
+	uint64_t held = 99;
+
+	(void)state;
+	assert_true(log_every_ok(&le, 1000, 10000, &held));
+	assert_true(held == 0);
+	assert_false(log_every_ok(&le, 1001, 10000, &held));
+	assert_false(log_every_ok(&le, 10999, 10000, &held));
+	assert_true(log_every_ok(&le, 11000, 10000, &held));
+	assert_true(held == 2);
+	assert_false(log_every_ok(&le, 11000, 10000, &held));
+	assert_true(log_every_ok(&le, 30000, 10000, &held));
+	assert_true(held == 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +145,8 @@ int main(void)
 		cmocka_unit_test(test_obuf),
 		cmocka_unit_test(test_text_eq_ci),
 		cmocka_unit_test(test_file_read_all),
+		cmocka_unit_test(test_log_dead_stderr),
+		cmocka_unit_test(test_log_every),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

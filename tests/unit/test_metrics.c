@@ -267,6 +267,10 @@ static const char known_prometheus[] =
     "got.\n"
     "# TYPE sluice_dns_queries_total counter\n"
     "sluice_dns_queries_total{answer=\"nxdomain\"} 1\n"
+    "# HELP sluice_log_lines_lost_total Log lines not written to stderr (its "
+    "reader gone, or a failed write).\n"
+    "# TYPE sluice_log_lines_lost_total counter\n"
+    "sluice_log_lines_lost_total 0\n"
     "# HELP sluice_audit_write_failures_total Audit lines lost to a failed or "
     "short write.\n"
     "# TYPE sluice_audit_write_failures_total counter\n"
@@ -408,6 +412,7 @@ static void test_render_text(void **state)
 	    "  deny http not-allowlisted: 2\n"
 	    "dns: cache 1 hits, 2 misses; filter nxdomain 1\n"
 	    "upstream connect: 2, mean 15.5 ms, p50 <= 1 ms, p99 <= 50 ms\n"
+	    "log: 0 lines lost\n"
 	    "audit: 0 lines lost; refusals 0 folded, 0 dropped\n";
 	int n;
 
