@@ -261,11 +261,21 @@ void sandbox_put(struct sandbox *sb)
 	}
 }
 
+/*
+ * Writes state_dir/sandboxes/NAME through NAME.tmp: written, synced,
+ * closed and renamed, each step checked, so that a registration that
+ * reports success is on disk whole. The fsync holds the table's write lock
+ * (and so new connections' lookups) for a disk flush, once per create: a
+ * file system that allocates late (delayed allocation, NFS) reports a
+ * full disk only there, and a create must not succeed on state that was
+ * never written.
+ */
 static int persist(const struct sandbox *sb)
 {
 	char path[600], tmp[620];
 	FILE *f;
 	char a[ADDR_STRLEN];
+	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -274,25 +284,68 @@ static int persist(const struct sandbox *sb)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
 	fprintf(f, "%s\n%s\n", a, sb->policy_path);
-	/* No fsync: the file has to outlive the broker, not the machine (the
-	 * sandbox's namespace and links do not outlive it either), and the
-	 * rename below keeps it whole. An fsync would hold the table's write
-	 * lock, and so every new connection's lookup, for a disk flush. */
-	if (fflush(f) != 0) {
-		int e = -errno;
-
-		fclose(f);
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
 		unlink(tmp);
-		return e;
-	}
-	fclose(f);
-	if (rename(tmp, path) < 0) {
-		int e = -errno;
+	return r;
+}
 
-		unlink(tmp);
-		return e;
+/* Notes in *@r and @what the first failure (@rc < 0, errno other than
+ * ENOENT) of a removal of @path. */
+static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen)
+{
+	if (rc < 0 && errno != ENOENT && *r == 0) {
+		*r = -errno;
+		snprintf(what, whatlen, "%s", path);
 	}
-	return 0;
+}
+
+/* Removes the files of sandbox @name from state_dir: its registration, its
+ * synthetic names and its CA. Return: 0, or the first error other than
+ * ENOENT (the others are tried all the same), with its path in @what. */
+static int remove_state(const char *name, char *what, size_t whatlen)
+{
+	static const char *const files[] = { "ca.key", "ca.crt" };
+	char path[700];
+	int r = 0;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
+	snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
+		note_rm(unlink(path), path, &r, what, whatlen);
+	}
+	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
+	note_rm(rmdir(path), path, &r, what, whatlen);
+	return r;
+}
+
+/* Takes sandbox @name out of the table and returns it (the table's
+ * reference passes to the caller), or NULL. Caller holds the write lock. */
+static struct sandbox *table_take(const char *name)
+{
+	struct sandbox *sb;
+	ssize_t ni, ai;
+
+	ni = name_slot(name, false);
+	if (ni < 0)
+		return NULL;
+	sb = tab.by_name[ni];
+	ai = find_slot(&sb->addr, false);
+	slot_remove(tab.by_name, (size_t)ni, name_home);
+	if (ai >= 0)
+		slot_remove(tab.slot, (size_t)ai, addr_home);
+	block_mark(&sb->addr, false);
+	tab.n--;
+	return sb;
 }
 
 /*
@@ -315,21 +368,6 @@ static int allocate(struct sl_addr *out)
 		return 0;
 	}
 	return -ENOSPC;
-}
-
-/* Drops state_dir/ca/NAME and what tls_ca_save() put there. */
-static void remove_ca_dir(const char *name)
-{
-	static const char *const files[] = { "ca.key", "ca.crt" };
-	char path[700];
-	size_t i;
-
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
-	rmdir(path);
 }
 
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
@@ -373,6 +411,28 @@ int sandbox_ca_pem(const char *name, char **pem)
 		r = tls_ca_cert_pem(sb->ca, pem);
 	pthread_rwlock_unlock(&tab.lock);
 	return r;
+}
+
+/* Takes @reg, registered a moment ago and not wired yet, out of the
+ * table again and removes what it wrote to state_dir. */
+static void undo_register(struct sandbox *reg)
+{
+	char what[700];
+	struct sandbox *sb;
+	int r;
+
+	pthread_rwlock_wrlock(&tab.lock);
+	sb = table_take(reg->name);
+	r = remove_state(reg->name, what, sizeof(what));
+	pthread_rwlock_unlock(&tab.lock);
+	if (r < 0)
+		log_err("sandbox: `%s`: cannot remove %s: %s", reg->name, what, strerror(-r));
+	if (!sb)
+		return;
+	atomic_store(&sb->dead, true);
+	if (sb->creds)
+		creds_sandbox_forget(sb);
+	sandbox_put(sb);
 }
 
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
@@ -486,15 +546,17 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	if (save) {
 		/* The CA's key in state_dir (0600), so that a restart keeps the
 		 * sandbox's trust bundle valid. Without it, interception after a
-		 * restart would fail closed (a new CA the sandbox does not trust). */
+		 * restart would fail closed (a new CA the sandbox does not
+		 * trust): a create whose CA is not saved fails, below. */
 		char dir[600];
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, name);
-		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(reg->ca, dir) < 0)
-			log_err("sandbox: `%s`: cannot save its CA in %s: intercepted TLS will "
-				"fail after a broker restart", name, dir);
+		r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : tls_ca_save(reg->ca, dir);
+		if (r < 0)
+			snprintf(err, errlen, "cannot save the sandbox's CA in %s: %s", dir,
+				 strerror(-r));
 	}
-	{
+	if (r == 0) {
 		/* Synthetic addresses outlive a broker restart: the names are
 		 * journalled in state_dir and replayed when it restores. Done
 		 * before the sandbox's first query can arrive: a new sandbox is
@@ -502,16 +564,38 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		char jpath[600];
 
 		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
-		if (dns_synth_journal(synth, jpath, !save) < 0)
+		r = dns_synth_journal(synth, jpath, !save);
+		if (r < 0 && save)
+			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
+				 strerror(-r));
+		else if (r < 0)
 			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
 				 tab.synth_dir);
+		if (!save)
+			r = 0;
 	}
 	/* Placeholders: new ones for a new sandbox, the saved ones after a
 	 * restart. The control thread is the only writer of the table, so
 	 * @reg stays registered meanwhile. */
-	r = creds_sandbox_init(reg, reg->policy, !save);
-	if (r < 0)
-		log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
+	if (r == 0) {
+		r = creds_sandbox_init(reg, reg->policy, !save);
+		if (r < 0 && save)
+			snprintf(err, errlen, "cannot issue or save its placeholders: %s",
+				 strerror(-r));
+		else if (r < 0)
+			log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
+		if (!save)
+			r = 0;
+	}
+	if (r < 0) {
+		/* A new sandbox whose state is not on disk would come back from
+		 * a restart with a new CA and new placeholders, which its
+		 * clients do not know: it is refused, and nothing of it stays.
+		 * It is not wired yet, so no connection holds it. */
+		undo_register(reg);
+		log_err("sandbox: `%s`: not registered: %s", name, err);
+		return r;
+	}
 	if (assigned)
 		*assigned = got;
 	addr_format(&got, astr, sizeof(astr));
@@ -539,26 +623,14 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
 int sandbox_unregister(const char *name, char *err, size_t errlen)
 {
 	struct sandbox *sb = NULL;
-	char path[600];
-	ssize_t ni, ai;
+	char what[700];
 	unsigned i;
+	int r = 0;
 
 	pthread_rwlock_wrlock(&tab.lock);
-	ni = name_slot(name, false);
-	if (ni >= 0) {
-		sb = tab.by_name[ni];
-		ai = find_slot(&sb->addr, false);
-		slot_remove(tab.by_name, (size_t)ni, name_home);
-		if (ai >= 0)
-			slot_remove(tab.slot, (size_t)ai, addr_home);
-		block_mark(&sb->addr, false);
-		tab.n--;
-		snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
-		unlink(path);
-		remove_ca_dir(name);
-	}
+	sb = table_take(name);
+	if (sb)
+		r = remove_state(name, what, sizeof(what));
 	pthread_rwlock_unlock(&tab.lock);
 	if (!sb) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
@@ -578,8 +650,19 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		if (loop_post(w->loop, proxy_close_sandbox_post, sb) < 0)
 			sandbox_put(sb);
 	}
-	log_info("sandbox: unregistered `%s`", name);
 	sandbox_put(sb); // NOLINT(clang-analyzer-unix.Malloc)
+	if (r < 0) {
+		/* Forgotten here all the same: the caller has cut its wire.
+		 * Its state stays on disk, and a restart would bring it back;
+		 * sandbox_restore() drops it then if its namespace is gone. */
+		snprintf(err, errlen,
+			 "unregistered `%s`, but cannot remove %s: %s; it is restored at the "
+			 "broker's next start unless that is fixed",
+			 name, what, strerror(-r));
+		log_err("sandbox: %s", err);
+		return r;
+	}
+	log_info("sandbox: unregistered `%s`", name);
 	return 0;
 }
 

@@ -7,6 +7,8 @@
 #  2. Out of file descriptors, it does not spin, and its connection limits
 #     follow RLIMIT_NOFILE.
 #  3. The policy limits README names give the errors it names.
+#  4. A create whose state cannot be saved (state_dir full) fails and
+#     leaves nothing behind.
 # README's "Failure modes" says what a user sees in each case.
 set -u
 cd "$(dirname "$0")/../.."
@@ -34,7 +36,23 @@ fault_stop() {
 	wait "$FPID" 2>/dev/null
 	FPID=
 }
-trap 'fault_stop; world_down' EXIT
+trap 'fault_stop; cleanup_sandboxes; world_down' EXIT
+
+# Sandboxes made here with `sluice create` are "$WORLD_PREFIX-f*": the trap
+# removes whatever of them is left (as test_sandbox.sh does).
+cleanup_sandboxes() {
+	local n pid f
+	for f in /run/netns/"$WORLD_PREFIX"-f* /run/sluice-sandboxes/"$WORLD_PREFIX"-f* \
+		/etc/netns/"$WORLD_PREFIX"-f*; do
+		[ -e "$f" ] || continue
+		n=$(basename "$f")
+		if [ -e "/run/netns/$n" ]; then
+			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+			ip netns del "$n" 2>/dev/null
+		fi
+		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n" "/var/lib/sluice/workspaces/$n"
+	done
+}
 
 cat >"$D/pol.yaml" <<EOF2
 version: 1
@@ -251,5 +269,52 @@ t_eq "saying so" "$D/rules4097.yaml:4:5: more than 4096 allow rules" "$T_ERR$T_O
 t_ok "4,096 allow_ranges are accepted" pc "$D/ranges4096.yaml"
 t_rc "4,097 are refused" 1 pc "$D/ranges4097.yaml"
 t_eq "saying so" "$D/ranges4097.yaml:4100:7: more than 4096 ranges" "$T_ERR$T_OUT"
+
+# --- 4. a create whose state cannot be saved ------------------------------------
+# The broker runs in a mount namespace of its own (unshare -m, private),
+# where its state_dir is a tmpfs of 256 KiB: nothing is mounted on the
+# host's paths. in_ns runs a command in that mount namespace.
+in_ns() { nsenter -t "$FPID" -m -- "$@"; }
+# fault_start_private DIR [tmpfs]: sluiced on BROKER_CONF in a private mount
+# namespace, DIR a small tmpfs there when asked.
+fault_start_private() {
+	ip netns exec "$WORLD_BRK" unshare -m --propagation private /bin/sh -c '
+		[ "$1" != tmpfs ] || mount -t tmpfs -o size=256k,mode=0700 sluice-faults "$2" || exit 1
+		exec "$3" --config "$4"' sh "${2:-}" "$1" "$BIN/sluiced" "$BROKER_CONF" \
+		</dev/null >>"$BROKER_LOG" 2>&1 &
+	FPID=$!
+	world_track_pid "$FPID" "sluiced-$(basename "$1")"
+}
+# left NAME ADDR: what is left of sandbox NAME at ADDR (nothing: empty).
+left() {
+	local f
+	for f in "/run/netns/$1" "/run/sluice-sandboxes/$1" "/etc/netns/$1"; do
+		[ -e "$f" ] && echo "file $f"
+	done
+	in_ns sh -c 'cd "$1" && ls -d sandboxes/"$2"* synthetic/"$2"* ca/"$2" placeholders/"$2" 2>/dev/null' \
+		sh "$SD" "$1" | sed 's/^/state_dir: /'
+	ip -n "$WORLD_BRK" -o addr show | grep -F "${2%.2}.1/" | sed 's/^/link: /'
+	ip netns exec "$WORLD_BRK" nft list ruleset 2>/dev/null | grep -F "$2" | sed 's/^/element: /'
+	sl list 2>/dev/null | grep -F "$1 " | sed 's/^/registered: /'
+}
+F1=$WORLD_PREFIX-f1
+SD=$D/state-small
+mkdir -p "$SD"
+broker_config -n small "state_dir: $SD" "sandbox_pool: 10.202.0.0/24"
+fault_start_private "$SD" tmpfs
+t_ok "sluiced starts with its state_dir on a tmpfs of 256 KiB" fault_wait
+# Filled a page at a time (bounded) until full; one page is freed, which
+# the registration takes, so that the CA is what finds no room.
+in_ns sh -c 'i=0; while [ $i -lt 100 ] && dd if=/dev/zero of="$1/fill$i" bs=4k count=1 \
+	status=none 2>/dev/null; do i=$((i + 1)); done; rm -f "$1/fill0"' sh "$SD"
+t_rc "create with its state_dir nearly full fails" 1 sl create "$F1" --policy "$D/pol.yaml"
+t_contains "saying why" "$T_ERR" "cannot save the sandbox's CA in $SD/ca/$F1: No space left on device"
+t_eq "and nothing of it is left" "" "$(left "$F1" 10.202.0.2)"
+in_ns sh -c 'rm -f "$1"/fill*' sh "$SD"
+t_ok "with room again, the same name is created" sl create "$F1" --policy "$D/pol.yaml"
+t_contains "its state is saved" "$(left "$F1" 10.202.0.2)" "state_dir: ca/$F1"
+t_ok "and it is deleted" sl delete "$F1"
+t_eq "leaving nothing" "" "$(left "$F1" 10.202.0.2)"
+fault_stop
 
 t_done
