@@ -283,7 +283,7 @@ static int persist(const struct sandbox *sb)
 	if (!f)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
-	fprintf(f, "%s\n%s\n", a, sb->policy_path);
+	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
 	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
 		r = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && r == 0)
@@ -438,7 +438,8 @@ static void undo_register(struct sandbox *reg)
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
-		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
+		       bool netns, struct tls_ca **ca, struct sl_addr *assigned, char *err,
+		       size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -464,6 +465,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	atomic_init(&sb->refs, 1);
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	sb->netns = netns;
 	if (!automatic && addr_parse(addr, &sb->addr) < 0) {
 		snprintf(err, errlen, "bad address `%s`", addr);
 		free(sb);
@@ -608,13 +610,13 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(name, addr, policy_path, save, &ca, assigned, err, errlen);
+	return do_register(name, addr, policy_path, save, false, &ca, assigned, err, errlen);
 }
 
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path,
+int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
 			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen)
 {
-	int r = do_register(name, addr, policy_path, true, &ca, assigned, err, errlen);
+	int r = do_register(name, addr, policy_path, true, netns, &ca, assigned, err, errlen);
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
 	return r;
@@ -624,6 +626,7 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 {
 	struct sandbox *sb = NULL;
 	char what[700];
+	bool netns;
 	unsigned i;
 	int r = 0;
 
@@ -636,6 +639,7 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
+	netns = sb->netns;
 	atomic_store(&sb->dead, true);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
@@ -653,12 +657,12 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 	sandbox_put(sb); // NOLINT(clang-analyzer-unix.Malloc)
 	if (r < 0) {
 		/* Forgotten here all the same: the caller has cut its wire.
-		 * Its state stays on disk, and a restart would bring it back;
-		 * sandbox_restore() drops it then if its namespace is gone. */
-		snprintf(err, errlen,
-			 "unregistered `%s`, but cannot remove %s: %s; it is restored at the "
-			 "broker's next start unless that is fixed",
-			 name, what, strerror(-r));
+		 * Its state stays on disk; sandbox_restore() drops it at the
+		 * next start if its namespace is gone, else restores it. */
+		snprintf(err, errlen, "unregistered `%s`, but cannot remove %s: %s; %s", name, what,
+			 strerror(-r),
+			 netns ? "the broker's next start drops it once its namespace is gone"
+			       : "the broker's next start restores it unless it is removed");
 		log_err("sandbox: %s", err);
 		return r;
 	}
@@ -796,18 +800,49 @@ int sandbox_reload_all(char *err, size_t errlen)
 	return r;
 }
 
+/* Whether the namespace `sluice create` made for sandbox @name is gone. The
+ * broker sees /run/netns as the CLI does (the same mount, or one that
+ * shares its files); anything but "no such file" keeps the registration. */
+static bool netns_gone(const char *name)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* A registration left by a delete that could not remove it (a read-only
+ * state_dir, say), whose sandbox is gone: its state goes, and the log says
+ * what went. */
+static void drop_stale(const char *name, const char *addr)
+{
+	char what[700];
+	int r = remove_state(name, what, sizeof(what));
+
+	creds_sandbox_remove_state(name);
+	if (r < 0)
+		log_err("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone), but "
+			"cannot remove %s: %s; it stays unregistered",
+			name, addr, name, what, strerror(-r));
+	else
+		log_warn("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone): dropped "
+			 "its registration %s/%s, its CA, synthetic names and placeholders",
+			 name, addr, name, tab.dir, name);
+}
+
 int sandbox_restore(char *err, size_t errlen)
 {
 	DIR *d = opendir(tab.dir);
 	struct dirent *de;
-	int n = 0, bad = 0;
+	struct tls_ca *ca = NULL;
+	int n = 0, bad = 0, dropped = 0;
 
 	if (!d) {
 		snprintf(err, errlen, "cannot read %s: %s", tab.dir, strerror(errno));
 		return -errno;
 	}
 	while ((de = readdir(d))) {
-		char path[600], addr[64] = "", pol[300] = "", e[600];
+		char path[600], addr[64] = "", pol[300] = "", mark[16] = "", e[600];
 		FILE *f;
 
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
@@ -822,10 +857,19 @@ int sandbox_restore(char *err, size_t errlen)
 			bad++;
 			continue;
 		}
+		if (!fgets(mark, sizeof(mark), f))
+			mark[0] = '\0';
 		fclose(f);
 		addr[strcspn(addr, "\n")] = '\0';
 		pol[strcspn(pol, "\n")] = '\0';
-		if (sandbox_register(de->d_name, addr, pol, false, NULL, e, sizeof(e)) < 0) {
+		mark[strcspn(mark, "\n")] = '\0';
+		if (!strcmp(mark, CTL_REGISTER_NETNS) && netns_gone(de->d_name)) {
+			drop_stale(de->d_name, addr);
+			dropped++;
+			continue;
+		}
+		if (do_register(de->d_name, addr, pol, false, !strcmp(mark, CTL_REGISTER_NETNS),
+				&ca, NULL, e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
@@ -835,7 +879,8 @@ int sandbox_restore(char *err, size_t errlen)
 		n++;
 	}
 	closedir(d);
-	log_info("sandbox: restored %d registrations (%d failed)", n, bad);
+	log_info("sandbox: restored %d registrations (%d failed, %d dropped: namespace gone)", n,
+		 bad, dropped);
 	return n;
 }
 

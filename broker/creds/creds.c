@@ -861,6 +861,14 @@ void creds_sandbox_forget(struct sandbox *sb)
 	unlink(path);
 }
 
+void creds_sandbox_remove_state(const char *name)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", ph_dir, name);
+	unlink(path);
+}
+
 struct env_arg {
 	const struct policy *p;
 	uint64_t now;

@@ -9,6 +9,9 @@
 #  3. The policy limits README names give the errors it names.
 #  4. A create whose state cannot be saved (state_dir full) fails and
 #     leaves nothing behind.
+#  5. A delete that cannot remove the registration (read-only state_dir)
+#     says so and exits 1; the next start drops registrations whose
+#     namespace is gone, and says so.
 # README's "Failure modes" says what a user sees in each case.
 set -u
 cd "$(dirname "$0")/../.."
@@ -315,6 +318,41 @@ t_ok "with room again, the same name is created" sl create "$F1" --policy "$D/po
 t_contains "its state is saved" "$(left "$F1" 10.202.0.2)" "state_dir: ca/$F1"
 t_ok "and it is deleted" sl delete "$F1"
 t_eq "leaving nothing" "" "$(left "$F1" 10.202.0.2)"
+fault_stop
+
+# --- 5. a delete that cannot finish ----------------------------------------------
+# The broker's state_dir is made read-only under it (a read-only bind mount
+# in its own mount namespace) after a create: delete removes the sandbox
+# but says it could not remove the registration, and exits 1. The next
+# broker, on the same state_dir, drops that registration (its namespace is
+# gone) and says so; a registration without a namespace of sluice's
+# (`sluice register`, c1 here) is kept.
+F2=$WORLD_PREFIX-f2
+SD=$D/state-ro
+mkdir -p "$SD"
+broker_config -n ro "state_dir: $SD" "sandbox_pool: 10.203.0.0/24"
+fault_start_private "$SD"
+t_ok "sluiced starts" fault_wait
+t_ok "create $F2" sl create "$F2" --policy "$D/pol.yaml"
+t_ok "register c1 (no namespace of sluice's)" sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_ok "state_dir made read-only under the broker" \
+	in_ns sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"' sh "$SD"
+t_rc "delete with a read-only state_dir exits 1" 1 sl delete "$F2"
+t_contains "saying what it could not do" "$T_ERR" \
+	"unregistered \`$F2\`, but cannot remove $SD/sandboxes/$F2: Read-only file system"
+t_eq "the sandbox itself is gone" "" "$(left "$F2" 10.203.0.2 | grep -v state_dir)"
+fault_stop
+t_ok "(its registration file stays)" test -e "$SD/sandboxes/$F2"
+fault_start_private "$SD"
+t_ok "a new broker starts on that state_dir" fault_wait
+t_ok "sluice list" sl list
+t_not_contains "does not list $F2" "$T_OUT" "$F2"
+t_contains "but lists c1" "$T_OUT" "c1"
+t_contains "its log says what it dropped" "$(cat "$BROKER_LOG")" \
+	"sandbox: \`$F2\` at 10.203.0.2 has no namespace (/run/netns/$F2 is gone): dropped its registration $SD/sandboxes/$F2"
+t_eq "and nothing of $F2 is left" "" "$(left "$F2" 10.203.0.2)"
+t_ok "$F2 can be created again" sl create "$F2" --policy "$D/pol.yaml"
+t_ok "and deleted" sl delete "$F2"
 fault_stop
 
 t_done
