@@ -12,6 +12,8 @@
 #  5. A delete that cannot remove the registration (read-only state_dir)
 #     says so and exits 1; the next start drops registrations whose
 #     namespace is gone, and says so.
+#  8. A full audit disk: each record whole or not at all, the lost ones
+#     counted in sluice status; a deleted audit file is opened anew.
 # README's "Failure modes" says what a user sees in each case.
 set -u
 cd "$(dirname "$0")/../.."
@@ -353,6 +355,50 @@ t_contains "its log says what it dropped" "$(cat "$BROKER_LOG")" \
 t_eq "and nothing of $F2 is left" "" "$(left "$F2" 10.203.0.2)"
 t_ok "$F2 can be created again" sl create "$F2" --policy "$D/pol.yaml"
 t_ok "and deleted" sl delete "$F2"
+fault_stop
+
+# --- 8. a full audit disk ----------------------------------------------------------
+# The audit log is on a tmpfs of 256 KiB in the broker's own mount
+# namespace, filled but for the rest of the log's last page: the requests
+# below need more. Every line of the file must be a whole JSON record, the
+# lost ones are counted in sluice status, and with room again the log goes
+# on. Then the file is deleted under the broker: it opens a new one.
+AD=$D/audit-small
+mkdir -p "$AD"
+broker_config -n aud "audit_log: $AD/audit.log"
+fault_start_private "$AD" tmpfs
+t_ok "sluiced starts with its audit log on a tmpfs of 256 KiB" fault_wait
+register
+in_ns sh -c 'i=0; while [ $i -lt 100 ] && dd if=/dev/zero of="$1/fill$i" bs=4k count=1 \
+	status=none 2>/dev/null; do i=$((i + 1)); done' sh "$AD"
+for ((k = 0; k < 40; k++)); do get c1 "full-$k-$(printf '%0100d' 0)" >/dev/null; done
+# torn: the lines of the audit log that are not a whole JSON record.
+torn() {
+	in_ns cat "$AD/audit.log" | /usr/bin/python3 -c '
+import json, sys
+for l in sys.stdin:
+    try:
+        json.loads(l)
+    except ValueError:
+        print(l.rstrip()[:120])'
+}
+t_eq "with its disk full, every audit line is a whole record" "" "$(torn)"
+t_ok "sluice status" sl status
+lost=$(sed -n 's/^audit: \([0-9]*\) lines lost.*/\1/p' <<<"$T_OUT")
+echo "# audit lines lost: $lost"
+t_ok "counts the lines lost" test "${lost:-0}" -gt 0
+in_ns sh -c 'rm -f "$1"/fill*' sh "$AD"
+t_eq "with room again, a client is served" 200 "$(get c1 room-again)"
+sleep 0.2
+t_contains "and audited" "$(in_ns cat "$AD/audit.log")" '"path":"/room-again"'
+t_eq "in whole records" "" "$(torn)"
+t_ok "the audit log deleted under the broker" in_ns rm "$AD/audit.log"
+sleep 1.5
+t_eq "a client is served" 200 "$(get c1 after-delete)"
+sleep 0.2
+t_contains "and audited in a new file" "$(in_ns cat "$AD/audit.log" 2>&1)" '"path":"/after-delete"'
+t_contains "which the log says" "$(cat "$BROKER_LOG")" \
+	"audit: $AD/audit.log was removed or replaced while open: reopened"
 fault_stop
 
 t_done
