@@ -247,8 +247,9 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
 		/* The sandbox reaches nothing now; the broker keeps its address
 		 * until it hears of it. */
 		snprintf(err, errlen,
-			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back", name,
-			 msg, name);
+			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back "
+			 "(a broker that restarts drops it itself)",
+			 name, msg, name);
 		return -EHOSTUNREACH;
 	}
 	if (ans == BROKER_FAILED) {
