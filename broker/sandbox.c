@@ -802,11 +802,15 @@ int sandbox_reload_all(char *err, size_t errlen)
 
 /* Whether the namespace `sluice create` made for sandbox @name is gone. The
  * broker sees /run/netns as the CLI does (the same mount, or one that
- * shares its files); anything but "no such file" keeps the registration. */
+ * shares its files); anything but "no such file" keeps the registration,
+ * and so does a /run/netns the broker cannot see at all (a broker in a
+ * mount namespace without it must not drop every sandbox). */
 static bool netns_gone(const char *name)
 {
 	char path[300];
 
+	if (access("/run/netns", F_OK) < 0)
+		return false;
 	snprintf(path, sizeof(path), "/run/netns/%s", name);
 	return access(path, F_OK) < 0 && errno == ENOENT;
 }
