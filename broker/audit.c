@@ -30,7 +30,10 @@
  * per line, the atomic unit there. open/reopen/close flush under
  * flush_lock before they switch, so no line is lost or goes to the other
  * file. A crash loses what the buffer holds: at most one loop iteration's
- * lines, or AUDIT_FLUSH_MS of them.
+ * lines, or AUDIT_FLUSH_MS of them. A batch that goes out short (a full
+ * disk) is cut back to its last whole line (write_batch()), so that a line
+ * is in the file whole or not at all, and the rest is counted as lost.
+ * audit_tick() reopens a file deleted or replaced under the broker.
  *
  * Refusals (see audit.h) go through a table of sources, each with its
  * latest kind, the count of its repeats, a token bucket and a count of
@@ -402,9 +405,10 @@ int audit_format(const struct audit_event *ev, char *buf, size_t len)
 	return format_line(ev, 0, 0, buf, len);
 }
 
-static void count_failure(int err)
+/* Counts @n lines lost, and warns once (see below). */
+static void count_failures(uint64_t n, int err)
 {
-	atomic_fetch_add_explicit(&audit_failures, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&audit_failures, n, memory_order_relaxed);
 	/*
 	 * Say it once, so that an operator who reads the logs knows; the
 	 * count is in the metrics. Not when the audit target is stderr itself:
@@ -416,6 +420,11 @@ static void count_failure(int err)
 		log_warn("audit: a line could not be written (%s); "
 			 "further losses are only counted",
 			 err ? strerror(err) : "short write");
+}
+
+static void count_failure(int err)
+{
+	count_failures(1, err);
 }
 
 /* Writes one formatted line (or counts why not); never blocks. */
@@ -498,13 +507,24 @@ static uint64_t count_lines(const char *buf, size_t len)
 	return n;
 }
 
-/* Writes a batch of whole lines (or counts those that did not go out);
- * under flush_lock, which makes finishing a short write safe. */
+/*
+ * Writes a batch of whole lines (or counts those that did not go out);
+ * under flush_lock, which orders batch writes. A write that comes up
+ * short (a full disk) would leave half a line for the next batch to be
+ * glued to: the file is cut back to the end of the last whole line that
+ * went out (ftruncate to the size it had plus those bytes), so that each
+ * line is in the file whole or not at all. The size is taken before the
+ * write: every line bound for a regular file goes through here, under
+ * flush_lock, so no other line of ours lands in between; a writer outside
+ * the broker appending to its audit log meanwhile is not provided for.
+ */
 static void write_batch(const char *buf, size_t len)
 {
 	int fd = atomic_load_explicit(&audit_fd, memory_order_acquire);
-	size_t done = 0;
-	uint64_t lost;
+	size_t done = 0, keep;
+	const char *nl;
+	struct stat st;
+	off_t size0 = -1;
 	int tries, err = 0;
 
 	if (fd == AUDIT_FD_CLOSED) {
@@ -515,6 +535,8 @@ static void write_batch(const char *buf, size_t len)
 	}
 	if (fd == AUDIT_FD_DEFAULT)
 		fd = STDERR_FILENO;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		size0 = st.st_size;
 	for (tries = 0; done < len && tries < 4; tries++) {
 		ssize_t n = write(fd, buf + done, len - done);
 
@@ -530,12 +552,15 @@ static void write_batch(const char *buf, size_t len)
 	}
 	if (done == len)
 		return;
-	/* A line cut short counts as lost, like every line after it. */
-	lost = count_lines(buf + done, len - done);
-	if (lost > 1)
-		atomic_fetch_add_explicit(&audit_failures, lost - 1,
-					  memory_order_relaxed);
-	count_failure(err);
+	/* What went out up to its last newline stays; the rest is cut. */
+	nl = done ? memrchr(buf, '\n', done) : NULL;
+	keep = nl ? (size_t)(nl - buf) + 1 : 0;
+	/* Cannot cut it (not a file, or the size is unknown): the torn line
+	 * at least ends, if a byte fits, and the next one starts a line. */
+	if (keep < done && (size0 < 0 || ftruncate(fd, size0 + (off_t)keep) < 0))
+		(void)!write(fd, "\n", 1);
+	/* Every line not whole in the file is lost, the torn one included. */
+	count_failures(count_lines(buf + keep, len - keep), err);
 }
 
 /* Writes what the buffer holds; under flush_lock. */
@@ -586,8 +611,11 @@ static void batch_line(const char *line, size_t n)
 		pthread_mutex_unlock(&batch_lock);
 		if (tries == 3) {
 			/* Others keep filling it faster than it is written:
-			 * this line goes alone, perhaps out of order. */
-			write_line(line, (int)n);
+			 * this line goes alone, perhaps out of order, but as
+			 * batches do (whole or not at all). */
+			pthread_mutex_lock(&flush_lock);
+			write_batch(line, n);
+			pthread_mutex_unlock(&flush_lock);
 			return;
 		}
 		audit_flush();
@@ -949,9 +977,50 @@ out:
 	pthread_mutex_unlock(&agg_lock);
 }
 
+static int install(const char *target, char *err, size_t errlen);
+
+/*
+ * Reopens the audit file when its path no longer leads to the file open
+ * (deleted, or moved away by a rotation that did not send SIGHUP): lines
+ * written to it would be lost with it. Called once a second (audit_tick);
+ * a stat and an fstat, under audit_lock, which no worker takes.
+ */
+static void check_replaced(void)
+{
+	struct stat open_st, path_st;
+	char err[256], *target;
+	int fd, r;
+
+	pthread_mutex_lock(&audit_lock);
+	fd = atomic_load_explicit(&audit_fd, memory_order_relaxed);
+	if (!audit_target || fd < 0 ||
+	    atomic_load_explicit(&audit_on_stderr, memory_order_relaxed) ||
+	    !atomic_load_explicit(&audit_batching, memory_order_relaxed) ||
+	    fstat(fd, &open_st) < 0)
+		goto out;
+	r = stat(audit_target, &path_st);
+	if (r < 0 && errno != ENOENT)
+		goto out; /* cannot tell (EACCES, say): the file stays */
+	if (r == 0 && path_st.st_ino == open_st.st_ino && path_st.st_dev == open_st.st_dev)
+		goto out;
+	target = strdup(audit_target);
+	if (!target)
+		goto out;
+	r = install(target, err, sizeof(err));
+	if (r < 0)
+		log_err("audit: %s was removed or replaced while open, and %s; "
+			"still writing to the old file", target, err);
+	else
+		log_warn("audit: %s was removed or replaced while open: reopened", target);
+	free(target);
+out:
+	pthread_mutex_unlock(&audit_lock);
+}
+
 void audit_tick(void)
 {
 	agg_sweep(false);
+	check_replaced();
 }
 
 uint64_t audit_refusals_folded(void)

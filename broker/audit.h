@@ -169,7 +169,9 @@ void audit_flush(void);
  * has ended, and forget sources idle for an interval
  *
  * Call it about once a second (the broker's main loop does); audit_log()
- * alone writes them only when the source refuses again.
+ * alone writes them only when the source refuses again. It also reopens
+ * the audit file when its path no longer leads to the file open (deleted,
+ * or rotated without a SIGHUP), and logs that it did.
  */
 void audit_tick(void);
 

@@ -38,6 +38,7 @@ struct sandbox {
 	atomic_uint conns;
 	atomic_uint dns_tcp; /* TCP connections to the DNS filter, all workers */
 	atomic_bool dead;
+	bool netns; /* made by `sluice create`: lives while /run/netns/NAME does */
 	/* Names -> synthetic addresses, for the sandbox's life (its own lock). */
 	struct dns_synth *synth;
 	/* DNS query rate: dns_lock guards the buckets and the counters. */
@@ -68,7 +69,7 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path,
+int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
 			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen);
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */

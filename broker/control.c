@@ -704,7 +704,7 @@ static int words(char *line, char **w, int max)
 /* Registers sandbox @name, with @ca made for it already (taken; NULL: made
  * here), and writes the answer to @out: the address, then the sandbox CA's
  * certificate for its trust bundle. */
-static void register_answer(const char *name, const char *addr, const char *policy,
+static void register_answer(const char *name, const char *addr, const char *policy, bool netns,
 			    struct tls_ca *ca, char *out, size_t outlen)
 {
 	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
@@ -713,7 +713,7 @@ static void register_answer(const char *name, const char *addr, const char *poli
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(name, addr, policy, ca, &a, err, sizeof(err));
+	r = sandbox_register_ca(name, addr, policy, netns, ca, &a, err, sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
@@ -722,6 +722,13 @@ static void register_answer(const char *name, const char *addr, const char *poli
 	sandbox_ca_pem(name, &pem);
 	snprintf(out, outlen, CTL_OK "%s\n%s", as, pem ? pem : "");
 	free(pem);
+}
+
+/* A register request's words: NAME ADDR POLICY, and CTL_REGISTER_NETNS. */
+static bool register_words(char **w, int n)
+{
+	return n >= 4 && !strcmp(w[0], CTL_REGISTER) &&
+	       (n == 4 || (n == 5 && !strcmp(w[4], CTL_REGISTER_NETNS)));
 }
 
 static void handle(char *line, char *out, size_t outlen, const struct peer *p)
@@ -735,11 +742,11 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 	}
 	if (!strcmp(w[0], CTL_PING) && n == 1) {
 		snprintf(out, outlen, CTL_OK);
-	} else if (!strcmp(w[0], CTL_REGISTER) && n == 4) {
+	} else if (register_words(w, n)) {
 		/* Only when no CA could be made off this thread (see
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
-		register_answer(w[1], w[2], w[3], NULL, out, outlen);
+		register_answer(w[1], w[2], w[3], n == 5, NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(w[1], err, sizeof(err));
@@ -867,7 +874,8 @@ struct ca_job {
 	struct ca_job *next;
 	struct cconn *conn; /* main thread only: NULL once the caller is gone */
 	char *line;	    /* the request; w[] point into it */
-	char *w[4];
+	char *w[5];
+	int n;		   /* words in w[] */
 	struct tls_ca *ca; /* made by the maker; NULL: it failed */
 };
 
@@ -930,7 +938,7 @@ static void job_finish(struct ca_job *job)
 	char out[16384], *resp;
 	struct cconn *c = job->conn;
 
-	register_answer(job->w[1], job->w[2], job->w[3], job->ca, out, sizeof(out));
+	register_answer(job->w[1], job->w[2], job->w[3], job->n == 5, job->ca, out, sizeof(out));
 	free(job->line);
 	free(job);
 	if (!c)
@@ -975,7 +983,7 @@ static int job_start(struct cconn *c)
 		free(job);
 		return -ENOMEM;
 	}
-	words(job->line, job->w, 4);
+	job->n = words(job->line, job->w, 5);
 	pthread_mutex_lock(&maker.lock);
 	if (!maker.started) {
 		r = -pthread_create(&maker.thread, NULL, maker_main, NULL);
@@ -1083,7 +1091,7 @@ static char *refusal(struct cconn *c)
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
-	char copy[CTL_REQ_MAX + 1], *w[5], *resp;
+	char copy[CTL_REQ_MAX + 1], *w[6], *resp;
 
 	c->req[c->got] = '\0';
 	if (c->check < 0) {
@@ -1092,7 +1100,7 @@ static void conn_dispatch(struct cconn *c)
 		resp = strdup(CTL_ERR "request not terminated by a newline\n");
 	} else {
 		memcpy(copy, c->req, c->got + 1);
-		if (words(copy, w, 5) == 4 && !strcmp(w[0], CTL_REGISTER) && job_start(c) == 0) {
+		if (register_words(w, words(copy, w, 6)) && job_start(c) == 0) {
 			c->state = C_WORK;
 			loop_timer_cancel(ctl.loop, &c->timer);
 			if (c->watched)

@@ -261,11 +261,21 @@ void sandbox_put(struct sandbox *sb)
 	}
 }
 
+/*
+ * Writes state_dir/sandboxes/NAME through NAME.tmp: written, synced,
+ * closed and renamed, each step checked, so that a registration that
+ * reports success is on disk whole. The fsync holds the table's write lock
+ * (and so new connections' lookups) for a disk flush, once per create: a
+ * file system that allocates late (delayed allocation, NFS) reports a
+ * full disk only there, and a create must not succeed on state that was
+ * never written.
+ */
 static int persist(const struct sandbox *sb)
 {
 	char path[600], tmp[620];
 	FILE *f;
 	char a[ADDR_STRLEN];
+	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -273,26 +283,69 @@ static int persist(const struct sandbox *sb)
 	if (!f)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
-	fprintf(f, "%s\n%s\n", a, sb->policy_path);
-	/* No fsync: the file has to outlive the broker, not the machine (the
-	 * sandbox's namespace and links do not outlive it either), and the
-	 * rename below keeps it whole. An fsync would hold the table's write
-	 * lock, and so every new connection's lookup, for a disk flush. */
-	if (fflush(f) != 0) {
-		int e = -errno;
-
-		fclose(f);
+	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
 		unlink(tmp);
-		return e;
-	}
-	fclose(f);
-	if (rename(tmp, path) < 0) {
-		int e = -errno;
+	return r;
+}
 
-		unlink(tmp);
-		return e;
+/* Notes in *@r and @what the first failure (@rc < 0, errno other than
+ * ENOENT) of a removal of @path. */
+static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen)
+{
+	if (rc < 0 && errno != ENOENT && *r == 0) {
+		*r = -errno;
+		snprintf(what, whatlen, "%s", path);
 	}
-	return 0;
+}
+
+/* Removes the files of sandbox @name from state_dir: its registration, its
+ * synthetic names and its CA. Return: 0, or the first error other than
+ * ENOENT (the others are tried all the same), with its path in @what. */
+static int remove_state(const char *name, char *what, size_t whatlen)
+{
+	static const char *const files[] = { "ca.key", "ca.crt" };
+	char path[700];
+	int r = 0;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
+	snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
+		note_rm(unlink(path), path, &r, what, whatlen);
+	}
+	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
+	note_rm(rmdir(path), path, &r, what, whatlen);
+	return r;
+}
+
+/* Takes sandbox @name out of the table and returns it (the table's
+ * reference passes to the caller), or NULL. Caller holds the write lock. */
+static struct sandbox *table_take(const char *name)
+{
+	struct sandbox *sb;
+	ssize_t ni, ai;
+
+	ni = name_slot(name, false);
+	if (ni < 0)
+		return NULL;
+	sb = tab.by_name[ni];
+	ai = find_slot(&sb->addr, false);
+	slot_remove(tab.by_name, (size_t)ni, name_home);
+	if (ai >= 0)
+		slot_remove(tab.slot, (size_t)ai, addr_home);
+	block_mark(&sb->addr, false);
+	tab.n--;
+	return sb;
 }
 
 /*
@@ -315,21 +368,6 @@ static int allocate(struct sl_addr *out)
 		return 0;
 	}
 	return -ENOSPC;
-}
-
-/* Drops state_dir/ca/NAME and what tls_ca_save() put there. */
-static void remove_ca_dir(const char *name)
-{
-	static const char *const files[] = { "ca.key", "ca.crt" };
-	char path[700];
-	size_t i;
-
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
-	rmdir(path);
 }
 
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
@@ -375,10 +413,33 @@ int sandbox_ca_pem(const char *name, char **pem)
 	return r;
 }
 
+/* Takes @reg, registered a moment ago and not wired yet, out of the
+ * table again and removes what it wrote to state_dir. */
+static void undo_register(struct sandbox *reg)
+{
+	char what[700];
+	struct sandbox *sb;
+	int r;
+
+	pthread_rwlock_wrlock(&tab.lock);
+	sb = table_take(reg->name);
+	r = remove_state(reg->name, what, sizeof(what));
+	pthread_rwlock_unlock(&tab.lock);
+	if (r < 0)
+		log_err("sandbox: `%s`: cannot remove %s: %s", reg->name, what, strerror(-r));
+	if (!sb)
+		return;
+	atomic_store(&sb->dead, true);
+	if (sb->creds)
+		creds_sandbox_forget(sb);
+	sandbox_put(sb);
+}
+
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
-		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
+		       bool netns, struct tls_ca **ca, struct sl_addr *assigned, char *err,
+		       size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -404,6 +465,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	atomic_init(&sb->refs, 1);
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	sb->netns = netns;
 	if (!automatic && addr_parse(addr, &sb->addr) < 0) {
 		snprintf(err, errlen, "bad address `%s`", addr);
 		free(sb);
@@ -486,15 +548,17 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	if (save) {
 		/* The CA's key in state_dir (0600), so that a restart keeps the
 		 * sandbox's trust bundle valid. Without it, interception after a
-		 * restart would fail closed (a new CA the sandbox does not trust). */
+		 * restart would fail closed (a new CA the sandbox does not
+		 * trust): a create whose CA is not saved fails, below. */
 		char dir[600];
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, name);
-		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(reg->ca, dir) < 0)
-			log_err("sandbox: `%s`: cannot save its CA in %s: intercepted TLS will "
-				"fail after a broker restart", name, dir);
+		r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : tls_ca_save(reg->ca, dir);
+		if (r < 0)
+			snprintf(err, errlen, "cannot save the sandbox's CA in %s: %s", dir,
+				 strerror(-r));
 	}
-	{
+	if (r == 0) {
 		/* Synthetic addresses outlive a broker restart: the names are
 		 * journalled in state_dir and replayed when it restores. Done
 		 * before the sandbox's first query can arrive: a new sandbox is
@@ -502,16 +566,38 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		char jpath[600];
 
 		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
-		if (dns_synth_journal(synth, jpath, !save) < 0)
+		r = dns_synth_journal(synth, jpath, !save);
+		if (r < 0 && save)
+			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
+				 strerror(-r));
+		else if (r < 0)
 			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
 				 tab.synth_dir);
+		if (!save)
+			r = 0;
 	}
 	/* Placeholders: new ones for a new sandbox, the saved ones after a
 	 * restart. The control thread is the only writer of the table, so
 	 * @reg stays registered meanwhile. */
-	r = creds_sandbox_init(reg, reg->policy, !save);
-	if (r < 0)
-		log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
+	if (r == 0) {
+		r = creds_sandbox_init(reg, reg->policy, !save);
+		if (r < 0 && save)
+			snprintf(err, errlen, "cannot issue or save its placeholders: %s",
+				 strerror(-r));
+		else if (r < 0)
+			log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
+		if (!save)
+			r = 0;
+	}
+	if (r < 0) {
+		/* A new sandbox whose state is not on disk would come back from
+		 * a restart with a new CA and new placeholders, which its
+		 * clients do not know: it is refused, and nothing of it stays.
+		 * It is not wired yet, so no connection holds it. */
+		undo_register(reg);
+		log_err("sandbox: `%s`: not registered: %s", name, err);
+		return r;
+	}
 	if (assigned)
 		*assigned = got;
 	addr_format(&got, astr, sizeof(astr));
@@ -524,13 +610,13 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(name, addr, policy_path, save, &ca, assigned, err, errlen);
+	return do_register(name, addr, policy_path, save, false, &ca, assigned, err, errlen);
 }
 
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path,
+int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
 			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen)
 {
-	int r = do_register(name, addr, policy_path, true, &ca, assigned, err, errlen);
+	int r = do_register(name, addr, policy_path, true, netns, &ca, assigned, err, errlen);
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
 	return r;
@@ -539,31 +625,21 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
 int sandbox_unregister(const char *name, char *err, size_t errlen)
 {
 	struct sandbox *sb = NULL;
-	char path[600];
-	ssize_t ni, ai;
+	char what[700];
+	bool netns;
 	unsigned i;
+	int r = 0;
 
 	pthread_rwlock_wrlock(&tab.lock);
-	ni = name_slot(name, false);
-	if (ni >= 0) {
-		sb = tab.by_name[ni];
-		ai = find_slot(&sb->addr, false);
-		slot_remove(tab.by_name, (size_t)ni, name_home);
-		if (ai >= 0)
-			slot_remove(tab.slot, (size_t)ai, addr_home);
-		block_mark(&sb->addr, false);
-		tab.n--;
-		snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
-		unlink(path);
-		remove_ca_dir(name);
-	}
+	sb = table_take(name);
+	if (sb)
+		r = remove_state(name, what, sizeof(what));
 	pthread_rwlock_unlock(&tab.lock);
 	if (!sb) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
+	netns = sb->netns;
 	atomic_store(&sb->dead, true);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
@@ -578,8 +654,19 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		if (loop_post(w->loop, proxy_close_sandbox_post, sb) < 0)
 			sandbox_put(sb);
 	}
-	log_info("sandbox: unregistered `%s`", name);
 	sandbox_put(sb); // NOLINT(clang-analyzer-unix.Malloc)
+	if (r < 0) {
+		/* Forgotten here all the same: the caller has cut its wire.
+		 * Its state stays on disk; sandbox_restore() drops it at the
+		 * next start if its namespace is gone, else restores it. */
+		snprintf(err, errlen, "unregistered `%s`, but cannot remove %s: %s; %s", name, what,
+			 strerror(-r),
+			 netns ? "the broker's next start drops it once its namespace is gone"
+			       : "the broker's next start restores it unless it is removed");
+		log_err("sandbox: %s", err);
+		return r;
+	}
+	log_info("sandbox: unregistered `%s`", name);
 	return 0;
 }
 
@@ -713,18 +800,53 @@ int sandbox_reload_all(char *err, size_t errlen)
 	return r;
 }
 
+/* Whether the namespace `sluice create` made for sandbox @name is gone. The
+ * broker sees /run/netns as the CLI does (the same mount, or one that
+ * shares its files); anything but "no such file" keeps the registration,
+ * and so does a /run/netns the broker cannot see at all (a broker in a
+ * mount namespace without it must not drop every sandbox). */
+static bool netns_gone(const char *name)
+{
+	char path[300];
+
+	if (access("/run/netns", F_OK) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* A registration left by a delete that could not remove it (a read-only
+ * state_dir, say), whose sandbox is gone: its state goes, and the log says
+ * what went. */
+static void drop_stale(const char *name, const char *addr)
+{
+	char what[700];
+	int r = remove_state(name, what, sizeof(what));
+
+	creds_sandbox_remove_state(name);
+	if (r < 0)
+		log_err("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone), but "
+			"cannot remove %s: %s; it stays unregistered",
+			name, addr, name, what, strerror(-r));
+	else
+		log_warn("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone): dropped "
+			 "its registration %s/%s, its CA, synthetic names and placeholders",
+			 name, addr, name, tab.dir, name);
+}
+
 int sandbox_restore(char *err, size_t errlen)
 {
 	DIR *d = opendir(tab.dir);
 	struct dirent *de;
-	int n = 0, bad = 0;
+	struct tls_ca *ca = NULL;
+	int n = 0, bad = 0, dropped = 0;
 
 	if (!d) {
 		snprintf(err, errlen, "cannot read %s: %s", tab.dir, strerror(errno));
 		return -errno;
 	}
 	while ((de = readdir(d))) {
-		char path[600], addr[64] = "", pol[300] = "", e[600];
+		char path[600], addr[64] = "", pol[300] = "", mark[16] = "", e[600];
 		FILE *f;
 
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
@@ -739,10 +861,19 @@ int sandbox_restore(char *err, size_t errlen)
 			bad++;
 			continue;
 		}
+		if (!fgets(mark, sizeof(mark), f))
+			mark[0] = '\0';
 		fclose(f);
 		addr[strcspn(addr, "\n")] = '\0';
 		pol[strcspn(pol, "\n")] = '\0';
-		if (sandbox_register(de->d_name, addr, pol, false, NULL, e, sizeof(e)) < 0) {
+		mark[strcspn(mark, "\n")] = '\0';
+		if (!strcmp(mark, CTL_REGISTER_NETNS) && netns_gone(de->d_name)) {
+			drop_stale(de->d_name, addr);
+			dropped++;
+			continue;
+		}
+		if (do_register(de->d_name, addr, pol, false, !strcmp(mark, CTL_REGISTER_NETNS),
+				&ca, NULL, e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
@@ -752,7 +883,8 @@ int sandbox_restore(char *err, size_t errlen)
 		n++;
 	}
 	closedir(d);
-	log_info("sandbox: restored %d registrations (%d failed)", n, bad);
+	log_info("sandbox: restored %d registrations (%d failed, %d dropped: namespace gone)", n,
+		 bad, dropped);
 	return n;
 }
 

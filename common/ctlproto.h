@@ -19,7 +19,11 @@
 
 /* The verbs, and the words each takes after it. */
 #define CTL_PING "ping"		/* -> ok */
-#define CTL_REGISTER "register" /* NAME ADDR|auto POLICY -> ok ADDR\nCA-PEM */
+#define CTL_REGISTER "register" /* NAME ADDR|auto POLICY [netns] -> ok ADDR\nCA-PEM */
+/* register's last word when `sluice create` made the sandbox's namespace,
+ * /run/netns/NAME: a registration whose namespace is gone when the broker
+ * starts is dropped then. */
+#define CTL_REGISTER_NETNS "netns"
 #define CTL_UNREGISTER "unregister" /* NAME -> ok */
 #define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS" lines */
 #define CTL_STATUS "status"	    /* -> ok, "key value" lines */

@@ -128,7 +128,8 @@ static int register_send(const struct build *b, const char *policy)
 {
 	char line[PATH_MAX + 200];
 
-	snprintf(line, sizeof(line), CTL_REGISTER " %s auto %s", b->sb.name, policy);
+	snprintf(line, sizeof(line), CTL_REGISTER " %s auto %s " CTL_REGISTER_NETNS, b->sb.name,
+		 policy);
 	return netns_ctl_send(line);
 }
 

@@ -30,7 +30,9 @@
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
-enum broker_answer { BROKER_KNEW, BROKER_DID_NOT_KNOW, BROKER_UNREACHABLE };
+/* BROKER_FAILED: the broker forgot the sandbox but could not finish (its
+ * registration stays in state_dir, say): the answer says what. */
+enum broker_answer { BROKER_KNEW, BROKER_DID_NOT_KNOW, BROKER_FAILED, BROKER_UNREACHABLE };
 
 /* The address the broker holds for @name, from `list`; -ENOENT if none. */
 static int broker_addr(const char *name, uint32_t *addr)
@@ -88,6 +90,11 @@ static enum broker_answer unregister_answer(int fd, const char *name, char *msg,
 	if (r == -EPROTO && strstr(resp, "no such sandbox")) {
 		free(resp);
 		return BROKER_DID_NOT_KNOW;
+	}
+	if (r == -EPROTO && strstr(resp, "unregistered `")) {
+		snprintf(msg, len, "sluiced at %s: %s", netns_socket_path, resp);
+		free(resp);
+		return BROKER_FAILED;
 	}
 	if (r == -EPROTO)
 		snprintf(msg, len, "sluiced at %s: %s", netns_socket_path, resp);
@@ -240,9 +247,14 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
 		/* The sandbox reaches nothing now; the broker keeps its address
 		 * until it hears of it. */
 		snprintf(err, errlen,
-			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back", name,
-			 msg, name);
+			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back "
+			 "(a broker that restarts drops it itself)",
+			 name, msg, name);
 		return -EHOSTUNREACH;
+	}
+	if (ans == BROKER_FAILED) {
+		snprintf(err, errlen, "removed `%s` here, but %s", name, msg);
+		return r < 0 ? r : -EIO;
 	}
 	if (r < 0)
 		return r;
@@ -381,6 +393,10 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 	if (!owned) {
 		if (ans == BROKER_KNEW)
 			return 0; /* registered only: the namespace is not sluice's */
+		if (ans == BROKER_FAILED) {
+			snprintf(err, errlen, "%s", msg);
+			return -EIO;
+		}
 		if (ans == BROKER_DID_NOT_KNOW) {
 			snprintf(err, errlen, "no such sandbox `%s`", name);
 			return -ENOENT;

@@ -710,9 +710,12 @@ static int save(struct sandbox *sb)
 	}
 	creds_table_foreach_grant(sb->creds, save_grant, f);
 	creds_table_foreach(sb->creds, save_one, f);
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+	/* ferror: a write that failed when the buffer filled, before the
+	 * flush; fclose: what the flush left to report. */
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
 		r = -errno;
-	fclose(f);
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;
 	if (r < 0)
@@ -855,6 +858,14 @@ void creds_sandbox_forget(struct sandbox *sb)
 	jwt_cache_drop(by_sandbox, sb->name);
 	pthread_mutex_unlock(&jwt_cache.lock);
 	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
+	unlink(path);
+}
+
+void creds_sandbox_remove_state(const char *name)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", ph_dir, name);
 	unlink(path);
 }
 

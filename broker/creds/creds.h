@@ -403,6 +403,8 @@ void creds_release(struct creds_secret *held);
 int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore);
 int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired);
 void creds_sandbox_forget(struct sandbox *sb);
+/* Removes state_dir/placeholders/@name, of a sandbox not registered. */
+void creds_sandbox_remove_state(const char *name);
 /* "VAR=placeholder" lines for the sandbox's environment. */
 int creds_env(struct sandbox *sb, const struct policy *p, char *out, size_t len);
 /* The JWK Set (JSON) of every jwt key of the loaded policies; its length,

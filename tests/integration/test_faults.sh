@@ -7,6 +7,13 @@
 #  2. Out of file descriptors, it does not spin, and its connection limits
 #     follow RLIMIT_NOFILE.
 #  3. The policy limits README names give the errors it names.
+#  4. A create whose state cannot be saved (state_dir full) fails and
+#     leaves nothing behind.
+#  5. A delete that cannot remove the registration (read-only state_dir)
+#     says so and exits 1; the next start drops registrations whose
+#     namespace is gone, and says so.
+#  8. A full audit disk: each record whole or not at all, the lost ones
+#     counted in sluice status; a deleted audit file is opened anew.
 # README's "Failure modes" says what a user sees in each case.
 set -u
 cd "$(dirname "$0")/../.."
@@ -34,7 +41,23 @@ fault_stop() {
 	wait "$FPID" 2>/dev/null
 	FPID=
 }
-trap 'fault_stop; world_down' EXIT
+trap 'fault_stop; cleanup_sandboxes; world_down' EXIT
+
+# Sandboxes made here with `sluice create` are "$WORLD_PREFIX-f*": the trap
+# removes whatever of them is left (as test_sandbox.sh does).
+cleanup_sandboxes() {
+	local n pid f
+	for f in /run/netns/"$WORLD_PREFIX"-f* /run/sluice-sandboxes/"$WORLD_PREFIX"-f* \
+		/etc/netns/"$WORLD_PREFIX"-f*; do
+		[ -e "$f" ] || continue
+		n=$(basename "$f")
+		if [ -e "/run/netns/$n" ]; then
+			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+			ip netns del "$n" 2>/dev/null
+		fi
+		rm -rf "/etc/netns/$n" "/run/sluice-sandboxes/$n" "/var/lib/sluice/workspaces/$n"
+	done
+}
 
 cat >"$D/pol.yaml" <<EOF2
 version: 1
@@ -251,5 +274,131 @@ t_eq "saying so" "$D/rules4097.yaml:4:5: more than 4096 allow rules" "$T_ERR$T_O
 t_ok "4,096 allow_ranges are accepted" pc "$D/ranges4096.yaml"
 t_rc "4,097 are refused" 1 pc "$D/ranges4097.yaml"
 t_eq "saying so" "$D/ranges4097.yaml:4100:7: more than 4096 ranges" "$T_ERR$T_OUT"
+
+# --- 4. a create whose state cannot be saved ------------------------------------
+# The broker runs in a mount namespace of its own (unshare -m, private),
+# where its state_dir is a tmpfs of 256 KiB: nothing is mounted on the
+# host's paths. in_ns runs a command in that mount namespace.
+in_ns() { nsenter -t "$FPID" -m -- "$@"; }
+# fault_start_private DIR [tmpfs]: sluiced on BROKER_CONF in a private mount
+# namespace, DIR a small tmpfs there when asked.
+fault_start_private() {
+	ip netns exec "$WORLD_BRK" unshare -m --propagation private /bin/sh -c '
+		[ "$1" != tmpfs ] || mount -t tmpfs -o size=256k,mode=0700 sluice-faults "$2" || exit 1
+		exec "$3" --config "$4"' sh "${2:-}" "$1" "$BIN/sluiced" "$BROKER_CONF" \
+		</dev/null >>"$BROKER_LOG" 2>&1 &
+	FPID=$!
+	world_track_pid "$FPID" "sluiced-$(basename "$1")"
+}
+# left NAME ADDR: what is left of sandbox NAME at ADDR (nothing: empty).
+left() {
+	local f
+	for f in "/run/netns/$1" "/run/sluice-sandboxes/$1" "/etc/netns/$1"; do
+		[ -e "$f" ] && echo "file $f"
+	done
+	in_ns sh -c 'cd "$1" && ls -d sandboxes/"$2"* synthetic/"$2"* ca/"$2" placeholders/"$2" 2>/dev/null' \
+		sh "$SD" "$1" | sed 's/^/state_dir: /'
+	ip -n "$WORLD_BRK" -o addr show | grep -F "${2%.2}.1/" | sed 's/^/link: /'
+	ip netns exec "$WORLD_BRK" nft list ruleset 2>/dev/null | grep -F "$2" | sed 's/^/element: /'
+	sl list 2>/dev/null | grep -F "$1 " | sed 's/^/registered: /'
+}
+F1=$WORLD_PREFIX-f1
+SD=$D/state-small
+mkdir -p "$SD"
+broker_config -n small "state_dir: $SD" "sandbox_pool: 10.202.0.0/24"
+fault_start_private "$SD" tmpfs
+t_ok "sluiced starts with its state_dir on a tmpfs of 256 KiB" fault_wait
+# Filled a page at a time (bounded) until full; one page is freed, which
+# the registration takes, so that the CA is what finds no room.
+in_ns sh -c 'i=0; while [ $i -lt 100 ] && dd if=/dev/zero of="$1/fill$i" bs=4k count=1 \
+	status=none 2>/dev/null; do i=$((i + 1)); done; rm -f "$1/fill0"' sh "$SD"
+t_rc "create with its state_dir nearly full fails" 1 sl create "$F1" --policy "$D/pol.yaml"
+t_contains "saying why" "$T_ERR" "cannot save the sandbox's CA in $SD/ca/$F1: No space left on device"
+t_eq "and nothing of it is left" "" "$(left "$F1" 10.202.0.2)"
+in_ns sh -c 'rm -f "$1"/fill*' sh "$SD"
+t_ok "with room again, the same name is created" sl create "$F1" --policy "$D/pol.yaml"
+t_contains "its state is saved" "$(left "$F1" 10.202.0.2)" "state_dir: ca/$F1"
+t_ok "and it is deleted" sl delete "$F1"
+t_eq "leaving nothing" "" "$(left "$F1" 10.202.0.2)"
+fault_stop
+
+# --- 5. a delete that cannot finish ----------------------------------------------
+# The broker's state_dir is made read-only under it (a read-only bind mount
+# in its own mount namespace) after a create: delete removes the sandbox
+# but says it could not remove the registration, and exits 1. The next
+# broker, on the same state_dir, drops that registration (its namespace is
+# gone) and says so; a registration without a namespace of sluice's
+# (`sluice register`, c1 here) is kept.
+F2=$WORLD_PREFIX-f2
+SD=$D/state-ro
+mkdir -p "$SD"
+broker_config -n ro "state_dir: $SD" "sandbox_pool: 10.203.0.0/24"
+fault_start_private "$SD"
+t_ok "sluiced starts" fault_wait
+t_ok "create $F2" sl create "$F2" --policy "$D/pol.yaml"
+t_ok "register c1 (no namespace of sluice's)" sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml"
+t_ok "state_dir made read-only under the broker" \
+	in_ns sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1"' sh "$SD"
+t_rc "delete with a read-only state_dir exits 1" 1 sl delete "$F2"
+t_contains "saying what it could not do" "$T_ERR" \
+	"unregistered \`$F2\`, but cannot remove $SD/sandboxes/$F2: Read-only file system"
+t_eq "the sandbox itself is gone" "" "$(left "$F2" 10.203.0.2 | grep -v state_dir)"
+fault_stop
+t_ok "(its registration file stays)" test -e "$SD/sandboxes/$F2"
+fault_start_private "$SD"
+t_ok "a new broker starts on that state_dir" fault_wait
+t_ok "sluice list" sl list
+t_not_contains "does not list $F2" "$T_OUT" "$F2"
+t_contains "but lists c1" "$T_OUT" "c1"
+t_contains "its log says what it dropped" "$(cat "$BROKER_LOG")" \
+	"sandbox: \`$F2\` at 10.203.0.2 has no namespace (/run/netns/$F2 is gone): dropped its registration $SD/sandboxes/$F2"
+t_eq "and nothing of $F2 is left" "" "$(left "$F2" 10.203.0.2)"
+t_ok "$F2 can be created again" sl create "$F2" --policy "$D/pol.yaml"
+t_ok "and deleted" sl delete "$F2"
+fault_stop
+
+# --- 8. a full audit disk ----------------------------------------------------------
+# The audit log is on a tmpfs of 256 KiB in the broker's own mount
+# namespace, filled but for the rest of the log's last page: the requests
+# below need more. Every line of the file must be a whole JSON record, the
+# lost ones are counted in sluice status, and with room again the log goes
+# on. Then the file is deleted under the broker: it opens a new one.
+AD=$D/audit-small
+mkdir -p "$AD"
+broker_config -n aud "audit_log: $AD/audit.log"
+fault_start_private "$AD" tmpfs
+t_ok "sluiced starts with its audit log on a tmpfs of 256 KiB" fault_wait
+register
+in_ns sh -c 'i=0; while [ $i -lt 100 ] && dd if=/dev/zero of="$1/fill$i" bs=4k count=1 \
+	status=none 2>/dev/null; do i=$((i + 1)); done' sh "$AD"
+for ((k = 0; k < 40; k++)); do get c1 "full-$k-$(printf '%0100d' 0)" >/dev/null; done
+# torn: the lines of the audit log that are not a whole JSON record.
+torn() {
+	in_ns cat "$AD/audit.log" | /usr/bin/python3 -c '
+import json, sys
+for l in sys.stdin:
+    try:
+        json.loads(l)
+    except ValueError:
+        print(l.rstrip()[:120])'
+}
+t_eq "with its disk full, every audit line is a whole record" "" "$(torn)"
+t_ok "sluice status" sl status
+lost=$(sed -n 's/^audit: \([0-9]*\) lines lost.*/\1/p' <<<"$T_OUT")
+echo "# audit lines lost: $lost"
+t_ok "counts the lines lost" test "${lost:-0}" -gt 0
+in_ns sh -c 'rm -f "$1"/fill*' sh "$AD"
+t_eq "with room again, a client is served" 200 "$(get c1 room-again)"
+sleep 0.2
+t_contains "and audited" "$(in_ns cat "$AD/audit.log")" '"path":"/room-again"'
+t_eq "in whole records" "" "$(torn)"
+t_ok "the audit log deleted under the broker" in_ns rm "$AD/audit.log"
+sleep 1.5
+t_eq "a client is served" 200 "$(get c1 after-delete)"
+sleep 0.2
+t_contains "and audited in a new file" "$(in_ns cat "$AD/audit.log" 2>&1)" '"path":"/after-delete"'
+t_contains "which the log says" "$(cat "$BROKER_LOG")" \
+	"audit: $AD/audit.log was removed or replaced while open: reopened"
+fault_stop
 
 t_done
