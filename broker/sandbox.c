@@ -262,13 +262,14 @@ void sandbox_put(struct sandbox *sb)
 }
 
 /*
- * Writes state_dir/sandboxes/NAME through NAME.tmp: written, synced,
+ * Writes state_dir/sandboxes/NAME through NAME.tmp: written, flushed,
  * closed and renamed, each step checked, so that a registration that
- * reports success is on disk whole. The fsync holds the table's write lock
- * (and so new connections' lookups) for a disk flush, once per create: a
- * file system that allocates late (delayed allocation, NFS) reports a
- * full disk only there, and a create must not succeed on state that was
- * never written.
+ * reports success is in the file system whole (a full disk fails the
+ * write or the close: ext4 and tmpfs reserve the space when written). Not
+ * synced: the file has to outlive the broker, not the machine (the
+ * sandbox's namespace and links do not outlive it either), and an fsync
+ * would hold the table's write lock, and so every new connection's
+ * lookup, for a disk flush.
  */
 static int persist(const struct sandbox *sb)
 {
@@ -284,7 +285,7 @@ static int persist(const struct sandbox *sb)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
 	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
-	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0)
+	if (fflush(f) != 0 || ferror(f))
 		r = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && r == 0)
 		r = -errno;

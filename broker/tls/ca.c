@@ -240,12 +240,12 @@ static int write_all(int fd, const char *p, size_t len)
 /*
  * Writes @name in @dfd through "@name.tmp": created exclusively (a stale
  * temporary from a crash is removed first; O_NOFOLLOW|O_EXCL mean a
- * planted symlink is never written through), synced, renamed, each step
- * checked. The fsync is what a file system that allocates late (delayed
- * allocation, NFS) reports a full disk in: a create must not report
- * success for a CA that is not on disk (a restart would make a new one,
- * which the sandbox's bundle does not hold). It costs a disk flush per
- * create.
+ * planted symlink is never written through), written, closed and renamed,
+ * each step checked: a full disk fails the write or the close (ext4 and
+ * tmpfs reserve the space when written), and the create with it. Not
+ * synced: the CA only has to outlive the broker, not the machine (a
+ * sandbox's namespace and bundle live in /run and go with a reboot), and
+ * an fsync here was half of what registering a sandbox cost.
  */
 static int write_file_at(int dfd, const char *name, const char *data,
 			 size_t len, mode_t mode)
@@ -268,10 +268,6 @@ static int write_file_at(int dfd, const char *name, const char *data,
 	ret = write_all(fd, data, len);
 	if (ret < 0)
 		goto fail;
-	if (fsync(fd) < 0) {
-		ret = -errno;
-		goto fail;
-	}
 	if (close(fd) < 0) {
 		fd = -1;
 		ret = -errno;
