@@ -99,8 +99,7 @@ bool http_is_token(const char *s, size_t len)
  * Next element of a comma-separated list (RFC 9110 5.6.1), OWS trimmed;
  * empty elements are skipped.  Return: false at the end of the list.
  */
-static bool next_list_item(const char **pos, const char *end,
-			   struct http_slice *item)
+bool http_list_next(const char **pos, const char *end, struct http_slice *item)
 {
 	const char *p = *pos, *s, *e;
 
@@ -689,7 +688,7 @@ static void connection_options(const struct http_header *hdr, size_t n,
 			continue;
 		p = hdr[i].value.ptr;
 		end = p + hdr[i].value.len;
-		while (next_list_item(&p, end, &item)) {
+		while (http_list_next(&p, end, &item)) {
 			if (slice_eq_ci(item, "close"))
 				*saw_close = true;
 			else if (slice_eq_ci(item, "keep-alive"))
@@ -814,7 +813,7 @@ static bool connection_lists(const struct http_request *req,
 			continue;
 		p = req->headers[i].value.ptr;
 		end = p + req->headers[i].value.len;
-		while (next_list_item(&p, end, &item))
+		while (http_list_next(&p, end, &item))
 			if (text_eq_ci(item.ptr, item.len, name.ptr, name.len))
 				return true;
 	}

@@ -205,6 +205,11 @@ const struct http_header *http_find_header(const struct http_request *req,
 bool http_is_tchar(unsigned char c);
 bool http_is_token(const char *s, size_t len);
 
+/* The next element of a comma-separated list (RFC 9110 5.6.1) from *@pos
+ * up to @end, OWS trimmed, empty elements skipped, into @item; false at the
+ * end of the list. */
+bool http_list_next(const char **pos, const char *end, struct http_slice *item);
+
 /**
  * http_is_hop_by_hop() - whether a header must not be forwarded
  * @name: header name (not NUL-terminated)

@@ -29,6 +29,7 @@
 #include "broker/broker_internal.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -276,7 +277,6 @@ static int persist(const struct sandbox *sb)
 	char path[600], tmp[620];
 	FILE *f;
 	char a[ADDR_STRLEN];
-	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -285,15 +285,7 @@ static int persist(const struct sandbox *sb)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
 	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
-	if (fflush(f) != 0 || ferror(f))
-		r = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return file_commit(f, tmp, path);
 }
 
 /* Notes in *@r and @what the first failure (@rc < 0, errno other than

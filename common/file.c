@@ -60,3 +60,18 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 	*len = got;
 	return 0;
 }
+
+int file_commit(FILE *f, const char *tmp, const char *path)
+{
+	int r = 0;
+
+	if (fflush(f) != 0 || ferror(f))
+		r = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}

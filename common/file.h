@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Reading a whole small file, bounded. */
+/* Reading a whole small file, bounded; writing one whole or not at all. */
 #ifndef SLUICE_COMMON_FILE_H
 #define SLUICE_COMMON_FILE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /**
  * file_read_all() - read a regular file of at most @max bytes
@@ -16,5 +17,22 @@
  * larger than @max; another negative errno from open or read.
  */
 int file_read_all(const char *path, size_t max, char **buf, size_t *len);
+
+/**
+ * file_commit() - finish a file written as @tmp and put it at @path
+ * @f:    the stream @tmp was written through (closed here, in every case)
+ * @tmp:  its temporary name, beside @path
+ * @path: where it goes, by rename(2): a reader sees the old file or the
+ *        new one whole, never a part
+ *
+ * Every step is checked: a write that failed when the buffer filled
+ * (ferror), the flush, the close (what the flush left to report; a full
+ * disk fails here at the latest on file systems that reserve space when
+ * written), the rename. Not synced: sluice's state files must outlive the
+ * broker, not the machine. On failure @tmp is removed.
+ *
+ * Return: 0, or a negative errno.
+ */
+int file_commit(FILE *f, const char *tmp, const char *path);
 
 #endif

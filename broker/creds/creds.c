@@ -39,6 +39,7 @@
 
 #include "broker/broker_internal.h"
 #include "broker/creds/creds_internal.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/siphash.h"
 #include "policy/policy.h"
@@ -695,7 +696,7 @@ static int save(struct sandbox *sb)
 {
 	char path[600], tmp[620];
 	FILE *f;
-	int fd, r = 0;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -710,17 +711,7 @@ static int save(struct sandbox *sb)
 	}
 	creds_table_foreach_grant(sb->creds, save_grant, f);
 	creds_table_foreach(sb->creds, save_one, f);
-	/* ferror: a write that failed when the buffer filled, before the
-	 * flush; fclose: what the flush left to report. */
-	if (fflush(f) != 0 || ferror(f))
-		r = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return file_commit(f, tmp, path);
 }
 
 struct has_arg {

@@ -89,26 +89,16 @@ static bool connection_lists(const struct http_request *req,
 	size_t i;
 
 	for (i = 0; i < req->nheaders; i++) {
-		const char *p, *end, *s, *e;
+		const char *p, *end;
+		struct http_slice item;
 
 		if (!creds_slice_is(req->headers[i].name, "Connection"))
 			continue;
 		p = req->headers[i].value.ptr;
 		end = p + req->headers[i].value.len;
-		while (p < end) {
-			s = p;
-			while (p < end && *p != ',')
-				p++;
-			e = p;
-			if (p < end)
-				p++;
-			while (s < e && (*s == ' ' || *s == '\t'))
-				s++;
-			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if (text_eq_ci(s, (size_t)(e - s), name.ptr, name.len))
+		while (http_list_next(&p, end, &item))
+			if (text_eq_ci(item.ptr, item.len, name.ptr, name.len))
 				return true;
-		}
 	}
 	return false;
 }
