@@ -953,46 +953,103 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 	return 0;
 }
 
+/* Binds the detached tree @fd on the mount point @to (a descriptor: the
+ * place make_path() opened, never a path looked up again). */
+static int attach_at(int fd, int to)
+{
+	return move_mount(fd, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+		       ? -errno
+		       : 0;
+}
+
 /* Attaches the detached tree @fd at @to; 0 or a negative errno. */
 static int attach(int fd, const char *to)
 {
 	return move_mount(fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
-/* Gives what make_path() made in the workspace to the sandbox's uid, as
- * anything else there is: it may remove it later. */
-static void own_if_workspace(const char *path)
+/*
+ * mkdir -p of @path (absolute, below TEMPLATE_ROOT), the last part a
+ * directory or (@dir false) an empty file to bind on; *@fdp is then a
+ * descriptor of it to mount on (attach_at()). No symbolic link is
+ * followed and no `..` taken on the way: below the workspace the sandbox
+ * writes the tree, and a link it left there must not steer root, which
+ * makes these before the pivot, to a place of its choosing (another
+ * --bind's host directory, say). What is made in the workspace is given
+ * to the sandbox's uid, as anything else there is: it may remove it later.
+ * Return: 0; -ELOOP for a link on the way; another negative errno.
+ */
+static int make_path(const char *path, bool dir, int *fdp)
 {
 	static const char ws[] = TEMPLATE_ROOT NETNS_WORKSPACE_INSIDE "/";
+	char buf[600], *comp, *next, *save = NULL;
+	int cur, fd = -1;
 
-	/* Best effort: a root-owned mount point is only untidy. */
-	if (!strncmp(path, ws, sizeof(ws) - 1) && lchown(path, prep.uid, prep.uid) < 0)
-		return;
-}
+	*fdp = -1;
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0)
+		return -errno;
+	for (comp = strtok_r(buf, "/", &save); comp; comp = next) {
+		bool last, in_ws;
+		int made;
 
-/* mkdir -p of @path (absolute, within the new root), the last part a
- * directory or (@dir false) an empty file to bind on. */
-static int make_path(char *path, bool dir)
-{
-	struct stat st;
-	char *p;
-	int r;
+		next = strtok_r(NULL, "/", &save);
+		last = !next;
+		in_ws = !strncmp(path, ws, sizeof(ws) - 1) &&
+			(size_t)(comp - buf) >= sizeof(ws) - 1;
+		if (!strcmp(comp, "."))
+			continue;
+		if (!strcmp(comp, "..")) {
+			close(cur);
+			return -EINVAL;
+		}
+		if (!last || dir) {
+			made = mkdirat(cur, comp, 0755) == 0;
+			if (!made && errno != EEXIST)
+				goto fail;
+			fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		} else {
+			fd = openat(cur, comp,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				    0644);
+			made = fd >= 0;
+			if (fd < 0 && errno == EEXIST)
+				fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0)
+			goto fail;
+		if (made && in_ws) {
+			/* Best effort: a root-owned mount point is only untidy. */
+			int ign = fchownat(fd, "", prep.uid, prep.uid, AT_EMPTY_PATH);
 
-	for (p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		r = mkdir(path, 0755) < 0 ? (errno == EEXIST ? 1 : -errno) : 0;
-		if (r == 0)
-			own_if_workspace(path);
-		*p = '/';
-		if (r < 0)
-			return r;
+			(void)ign;
+		}
+		close(cur);
+		cur = fd;
+		fd = -1;
 	}
-	if (lstat(path, &st) == 0)
-		return 0;
-	r = mount_point(path, &(struct stat){ .st_mode = dir ? S_IFDIR : S_IFREG });
-	if (r == 0)
-		own_if_workspace(path);
-	return r;
+	if (!dir) {
+		struct stat st;
+
+		/* O_PATH with O_NOFOLLOW opens a link itself: refused here. */
+		int e = fstat(cur, &st) < 0 ? -errno
+			: S_ISLNK(st.st_mode) ? -ELOOP
+			: !S_ISREG(st.st_mode) ? -EINVAL
+					       : 0;
+
+		if (e < 0) {
+			close(cur);
+			return e;
+		}
+	}
+	*fdp = cur;
+	return 0;
+fail:
+	fd = errno == ENOTDIR ? -ELOOP : -errno; /* O_DIRECTORY|O_NOFOLLOW on a link */
+	close(cur);
+	return fd;
 }
 
 /*
@@ -1007,7 +1064,7 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 	struct stat st;
 	unsigned k;
 	size_t i;
-	int r;
+	int r, fd = -1;
 
 #define R TEMPLATE_ROOT
 	*what = R;
@@ -1060,9 +1117,11 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 	if (prep.bundle >= 0) {
 		*what = "the CA bundle";
 		snprintf(to, sizeof(to), R "%s/%s/ca-bundle.crt", NETNS_STATE_DIR, sb->name);
-		r = make_path(to, false);
+		r = make_path(to, false, &fd);
 		if (r == 0)
-			r = attach(prep.bundle, to);
+			r = attach_at(prep.bundle, fd);
+		if (fd >= 0)
+			close(fd);
 		if (r < 0)
 			return r;
 		if (stat(R NETNS_SYSTEM_CA, &st) == 0 &&
@@ -1082,9 +1141,11 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 	for (k = 0; k < o->nbinds; k++) {
 		*what = o->binds[k].dst;
 		snprintf(to, sizeof(to), R "%s", o->binds[k].dst);
-		r = make_path(to, prep.bind_dir[k]);
+		r = make_path(to, prep.bind_dir[k], &fd);
 		if (r == 0)
-			r = attach(prep.binds[k], to);
+			r = attach_at(prep.binds[k], fd);
+		if (fd >= 0)
+			close(fd);
 		if (r < 0)
 			return r;
 	}

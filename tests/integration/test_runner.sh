@@ -231,6 +231,20 @@ mkdir -m 0700 "$D/closed" && mkdir -m 0755 "$D/closed/open" && echo inner >"$D/c
 t_ok "--bind of a source behind a directory only root may pass" \
 	S exec --bind "$D/closed/open:/mnt/o:ro" "$S1" -- cat /mnt/o/f
 t_eq "its readable file" "inner" "$T_OUT"
+# A link the sandbox left in its workspace must not steer where root makes
+# a --bind's mount point (before the pivot the command's root is /.root):
+# here, into the host directory another --bind brings in.
+mkdir -m 0777 "$D/other"
+t_ok "the sandbox leaves a link in its workspace" S exec "$S1" -- ln -sfn /.root/mnt/other lnk
+t_fails "a --bind whose DST goes through it is refused" \
+	S exec --bind "$D/other:/mnt/other" --bind "$D/rw:/workspace/lnk/planted" "$S1" -- touch ran
+t_contains "saying why" "$T_ERR" "Too many levels of symbolic links"
+t_ok "nothing was made in the other host directory" test ! -e "$D/other/planted"
+t_ok "and nothing ran" test ! -e "$WS/$S1/ran"
+t_fails "a --bind DST with .. is refused" S exec --bind "$D/rw:/mnt/../etc/x" "$S1" -- touch ran
+t_ok "a --bind DST in the workspace is made, owned by the sandbox" \
+	S exec --bind "$D/rw:/workspace/sub/dir:ro" "$S1" -- cat sub/dir/in
+t_eq "owner" "$(stat -c %u "$WS/$S1/sub")" "$(stat -c %u "$WS/$S1")"
 t_rc "--bind of a missing source" 1 S exec --bind "$D/nope:/mnt/x" "$S1" -- touch ran
 t_contains "says which" "$T_ERR" "--bind \`$D/nope\`: No such file or directory"
 t_rc "--bind without DST" 2 S exec --bind "$D/rw" "$S1" -- touch ran
