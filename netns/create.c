@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/ctlproto.h"
@@ -49,6 +50,8 @@ struct build {
 	int link_index;	       /* of sb.link, in the broker's namespace */
 	int cfg_fd, reg_fd;    /* requests to the broker not answered yet */
 	int proc;	       /* a procfs of our own (netns_procfs_private()), or -1 */
+	int lock;	       /* holds this name's byte of NETNS_CREATE_LOCK, or -1 */
+	bool keep_mark;	       /* what an interrupted create left is still there */
 	bool registered, state_dir, netns, etc_dir, link, element;
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 };
@@ -516,6 +519,93 @@ static bool policy_bad(const char *path, char *err, size_t errlen)
 	return false;
 }
 
+/* How long a create waits for another create of the same name to end. */
+#define CREATE_LOCK_WAIT_MS 10000
+
+/*
+ * A create that was killed half-way (SIGKILL, a crash, a power cut of the
+ * process: the held signals cover the rest) leaves a registration, files,
+ * a namespace or links behind, and a retried create of the name would
+ * find them and say the sandbox exists. So a create takes its name's lock
+ * (one byte of NETNS_CREATE_LOCK, an open file description lock: the
+ * kernel lets go of it when the process dies) and, while it holds it,
+ * marks the name NETNS_CREATING_PREFIX NAME until it has finished or
+ * undone itself. A create that finds the mark, holding the lock, knows
+ * that no create of the name is running: what is there was left by one
+ * that died, and is removed as `sluice delete` removes a sandbox before
+ * this create goes on. A name whose byte another name shares waits a
+ * little longer at worst.
+ */
+static int create_begin(struct build *b, char *err, size_t errlen)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	char mark[600], e[700];
+	struct timespec nap = { .tv_nsec = 2000000 };
+	uint32_t h = 2166136261u;
+	const char *c;
+	int k, r, fd;
+
+	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_STATE_DIR, strerror(-r));
+		return r;
+	}
+	b->lock = open(NETNS_CREATE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (b->lock < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open `%s`: %s", NETNS_CREATE_LOCK, strerror(-r));
+		return r;
+	}
+	for (c = b->sb.name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	fl.l_start = (off_t)(h & 0xffffff);
+	for (k = 0; fcntl(b->lock, F_OFD_SETLK, &fl) < 0; k++) {
+		if ((errno != EAGAIN && errno != EACCES) || k >= CREATE_LOCK_WAIT_MS / 2) {
+			r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+			snprintf(err, errlen, "another `sluice create %s` is still running", b->sb.name);
+			return r;
+		}
+		nanosleep(&nap, NULL);
+	}
+	snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", b->sb.name);
+	if (access(mark, F_OK) == 0) {
+		fprintf(stderr,
+			"sluice: a create of `%s` was interrupted; removing what it left\n",
+			b->sb.name);
+		r = netns_sandbox_delete(b->sb.name, e, sizeof(e));
+		if (r < 0 && r != -ENOENT) {
+			b->keep_mark = true;
+			snprintf(err, errlen,
+				 "a create of `%s` was interrupted, and what it left cannot be "
+				 "removed: %s",
+				 b->sb.name, e);
+			return r;
+		}
+	}
+	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot make `%s`: %s", mark, strerror(-r));
+		return r;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The create ended, made or undone: the mark goes, then the lock. */
+static void create_end(struct build *b)
+{
+	char mark[600];
+
+	if (b->lock < 0)
+		return;
+	snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", b->sb.name);
+	if (!b->keep_mark)
+		unlink(mark);
+	close(b->lock);
+	b->lock = -1;
+}
+
 /* See netns_sandbox_create(); @linger: the process exits next (see
  * netns_linger()). */
 static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
@@ -557,7 +647,7 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
 static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
 		  char *err, size_t errlen)
 {
-	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1 };
+	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1, .lock = -1 };
 	char abs[PATH_MAX], path[512];
 	int r;
 
@@ -580,22 +670,27 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		snprintf(err, errlen, "policy path `%s` has whitespace", abs);
 		return -EINVAL;
 	}
+	r = create_begin(&b, err, errlen);
+	if (r < 0)
+		goto fail;
 	/* Cheap checks first, so that the common mistake costs no registration;
 	 * the steps below check again, race-free (O_EXCL, mkdir). */
 	netns_path(path, sizeof(path), NETNS_RUN_DIR, name, NULL);
 	if (access(path, F_OK) == 0) {
 		snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
-		return -EEXIST;
+		r = -EEXIST;
+		goto fail;
 	}
 	netns_path(path, sizeof(path), NETNS_ETC_DIR, name, NULL);
 	if (access(path, F_OK) == 0) {
 		snprintf(err, errlen, "`%s` exists: the name is taken", path);
-		return -EEXIST;
+		r = -EEXIST;
+		goto fail;
 	}
 	r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot identify this network namespace: %s", strerror(-r));
-		return r;
+		goto fail;
 	}
 	snprintf(b.sb.socket, sizeof(b.sb.socket), "%s", netns_socket_path);
 
@@ -667,6 +762,8 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	netns_rtnl_close(&b.out);
 	netns_rtnl_close(&b.in);
 	close(b.nsfd);
+	/* Before the child below, which would hold the lock as long as it lives. */
+	create_end(&b);
 	/* The procfs's close waits for a grace period; `sluice create` leaves
 	 * it, and the teardown of its mount namespace, to a child. */
 	if (linger)
@@ -678,6 +775,7 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	return 0;
 fail:
 	rollback(&b);
+	create_end(&b);
 	return r;
 }
 

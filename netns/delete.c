@@ -280,7 +280,7 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
  * cannot be told whether the other broker's namespace is gone, nothing is
  * touched either).
  */
-int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+static int delete_sandbox(const char *name, char *err, size_t errlen)
 {
 	struct netns_rtnl rt = { 0 };
 	struct netns_sandbox sb;
@@ -409,6 +409,19 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 	if (held >= 0)
 		close(held);
 	return finish(name, ans, r, msg, err, errlen);
+}
+
+int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+{
+	int r = delete_sandbox(name, err, errlen);
+	char mark[600];
+
+	/* What a create that was interrupted left (create.c) is gone now. */
+	if ((r == 0 || r == -ENOENT) && netns_name_ok(name)) {
+		snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", name);
+		unlink(mark);
+	}
+	return r;
 }
 
 int cmd_delete(int argc, char **argv)

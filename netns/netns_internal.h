@@ -23,6 +23,10 @@
  * readable by any user inside the sandbox.
  */
 #define NETNS_STATE_DIR "/run/sluice-sandboxes"
+/* NETNS_STATE_DIR/.creating-NAME: a create of NAME began and has not ended
+ * (create.c); NETNS_CREATE_LOCK: one lock byte per name, held by a create. */
+#define NETNS_CREATING_PREFIX NETNS_STATE_DIR "/.creating-"
+#define NETNS_CREATE_LOCK NETNS_STATE_DIR "/.create-lock"
 /* Broker-side links are "sl-" and 8 hex digits of the sandbox address: at
  * most 15 characters, unique per address, and what the nftables rules match. */
 #define NETNS_LINK_PREFIX "sl-"

@@ -357,6 +357,43 @@ t_ok "$F2 can be created again" sl create "$F2" --policy "$D/pol.yaml"
 t_ok "and deleted" sl delete "$F2"
 fault_stop
 
+# --- 7. a create killed half-way ----------------------------------------------------
+# sluice create is SIGKILLed at several points (the signals it holds cover
+# the rest). A retried create of the name removes what the killed one left
+# and makes the sandbox; where the create had finished before the kill, a
+# retry says it exists. Either way one delete leaves nothing.
+F3=$WORLD_PREFIX-f3
+SD=$D/state-kill
+mkdir -p "$SD"
+broker_config -n kill "state_dir: $SD" "sandbox_pool: 10.208.0.0/24"
+fault_start_private "$SD"
+t_ok "sluiced starts" fault_wait
+killed=0 said=0
+for d in 0.001 0.002 0.003 0.004 0.006 0.008; do
+	ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" create "$F3" \
+		--policy "$D/pol.yaml" >/dev/null 2>&1 &
+	pid=$!
+	sleep "$d"
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rc=$?
+	if [ "$rc" = 137 ]; then
+		killed=$((killed + 1))
+		t_ok "killed after ${d}s: a retried create succeeds" sl create "$F3" --policy "$D/pol.yaml"
+		# (killed before it began, it left nothing to say anything about)
+		case $T_ERR in *"was interrupted; removing what it left"*) said=$((said + 1)) ;; esac
+	else
+		t_rc "done within ${d}s: a retried create says it exists" 1 \
+			sl create "$F3" --policy "$D/pol.yaml"
+	fi
+	t_ok "and one delete removes it" sl delete "$F3"
+	t_eq "leaving nothing" "" "$(left "$F3" 10.208.0.2; ls -a /run/sluice-sandboxes | grep -F "creating-$F3")"
+done
+echo "# creates killed half-way: $killed of 6"
+t_ok "at least one create was killed half-way" test "$killed" -ge 1
+t_ok "and a retry said it removed what one left" test "$said" -ge 1
+fault_stop
+
 # --- 8. a full audit disk ----------------------------------------------------------
 # The audit log is on a tmpfs of 256 KiB in the broker's own mount
 # namespace, filled but for the rest of the log's last page: the requests
