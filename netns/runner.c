@@ -416,6 +416,21 @@ static int make_ro(const char *path, bool dev)
 
 /* Copies the regular file @from to @to (at most 1 MiB: what /etc holds);
  * 0, or a negative errno. */
+static int copy_file(const char *from, const char *to);
+
+/* Makes @to a symbolic link with the target of the link @from (an empty
+ * or unreadable one is left out); 0 or a negative errno. */
+static int copy_link(const char *from, const char *to)
+{
+	char link[PATH_MAX];
+	ssize_t n = readlink(from, link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return symlink(link, to) < 0 ? -errno : 0;
+}
+
 static int copy_file(const char *from, const char *to)
 {
 	char buf[16384];
@@ -540,7 +555,7 @@ static int template_dev(const char *dev)
  * the host); an empty resolv.conf for each command's to be bound on. */
 static int template_etc(const char *etc, const char **what)
 {
-	char from[512], to[600], link[PATH_MAX];
+	char from[512], to[600];
 	struct stat st;
 	size_t i;
 	int r;
@@ -549,20 +564,15 @@ static int template_etc(const char *etc, const char **what)
 	    mount("tmpfs", etc, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") < 0)
 		return -errno;
 	for (i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++) {
-		ssize_t n;
-
 		snprintf(from, sizeof(from), "/etc/%s", etc_files[i]);
 		snprintf(to, sizeof(to), "%s/%s", etc, etc_files[i]);
 		if (lstat(from, &st) < 0)
 			continue;
 		*what = etc_files[i];
 		if (S_ISLNK(st.st_mode)) {
-			n = readlink(from, link, sizeof(link) - 1);
-			if (n <= 0)
-				continue;
-			link[n] = '\0';
-			if (symlink(link, to) < 0)
-				return -errno;
+			r = copy_link(from, to);
+			if (r < 0)
+				return r;
 		} else if (S_ISREG(st.st_mode)) {
 			r = copy_file(from, to);
 			if (r < 0)
@@ -593,7 +603,7 @@ static int template_etc(const char *etc, const char **what)
  */
 static void template_build(int ready, int hold)
 {
-	char msg[300], to[128], link[PATH_MAX];
+	char msg[300], to[128];
 	const char *what = NETNS_RUNNER_STAGE;
 	struct stat st;
 	size_t i;
@@ -613,20 +623,15 @@ static void template_build(int ready, int hold)
 	if (r < 0)
 		goto fail_r;
 	for (i = 0; i < sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
-		ssize_t n;
-
 		snprintf(to, sizeof(to), "/%s", root_dirs[i]);
 		what = root_dirs[i];
 		if (lstat(to, &st) < 0)
 			continue;
 		snprintf(to, sizeof(to), NETNS_RUNNER_STAGE "/%s", root_dirs[i]);
 		if (S_ISLNK(st.st_mode)) {
-			n = readlink(to + sizeof(NETNS_RUNNER_STAGE) - 1, link, sizeof(link) - 1);
-			if (n <= 0)
-				continue;
-			link[n] = '\0';
-			if (symlink(link, to) < 0)
-				goto fail;
+			r = copy_link(to + sizeof(NETNS_RUNNER_STAGE) - 1, to);
+			if (r < 0)
+				goto fail_r;
 		} else if (S_ISDIR(st.st_mode)) {
 			r = bind_into(to + sizeof(NETNS_RUNNER_STAGE) - 1, to);
 			if (r == 0)
@@ -1060,7 +1065,7 @@ fail:
 static int build_root(const struct netns_sandbox *sb, const struct netns_runner *o,
 		      const char **what)
 {
-	char to[600], link[PATH_MAX];
+	char to[600];
 	struct stat st;
 	unsigned k;
 	size_t i;
@@ -1081,19 +1086,14 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 		return -errno;
 	for (i = 0; i < sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
 		const char *from = to + sizeof(R) - 1;
-		ssize_t n;
-
 		snprintf(to, sizeof(to), R "/%s", root_dirs[i]);
 		if (lstat(from, &st) < 0)
 			continue;
 		*what = from;
 		if (S_ISLNK(st.st_mode)) {
-			n = readlink(from, link, sizeof(link) - 1);
-			if (n <= 0)
-				continue;
-			link[n] = '\0';
-			if (symlink(link, to) < 0)
-				return -errno;
+			r = copy_link(from, to);
+			if (r < 0)
+				return r;
 		} else if (mkdir(to, 0755) < 0 || mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0) {
 			return -errno;
 		}
