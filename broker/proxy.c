@@ -1874,7 +1874,9 @@ static enum step send_request(struct conn *c)
 	int r;
 
 	if (c->out->pos < c->out->len) {
-		r = write_out(c, true, c->out, c->out->len, NULL);
+		/* Counted as sent: the head (a URL and headers carry data out
+		 * as a body does) or the body bytes stashed below. */
+		r = write_out(c, true, c->out, c->out->len, &c->up);
 		if (r < 0)
 			return reply(c, 502, "error", "upstream-reset");
 		if (r == 0) {
@@ -1938,7 +1940,6 @@ static enum step send_request(struct conn *c)
 			memcpy(c->out->data, c->in->data + c->in->pos, (size_t)take);
 			c->out->len = (size_t)take;
 			c->in->pos += (size_t)take;
-			c->up += (uint64_t)take;
 			want(c, 0, EPOLLOUT);
 			return STEP_AGAIN;
 		}
@@ -1948,9 +1949,6 @@ static enum step send_request(struct conn *c)
 		if (k < take) {
 			size_t rest = (size_t)(take - k);
 
-			/* Counted now, as the stash above is: the head's write
-			 * (write_out) counts nothing. */
-			c->up += rest;
 			c->out->pos = 0;
 			memcpy(c->out->data, c->in->data + c->in->pos + k, rest);
 			c->out->len = rest;
