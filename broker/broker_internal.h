@@ -155,6 +155,6 @@ void dns_server_stop(struct worker *w);
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);
 /* Reloads configuration and every policy; all or nothing. */
-int broker_reload(char *err, size_t errlen);
+int broker_reload(char *err, size_t errlen, char *said, size_t saidlen);
 
 #endif

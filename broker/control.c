@@ -824,10 +824,15 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1]);
 		snprintf(out, outlen, CTL_OK);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
+		char said[1024];
+
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
-		r = broker_reload(err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
+		r = broker_reload(err, sizeof(err), said, sizeof(said));
+		if (r < 0)
+			snprintf(out, outlen, CTL_ERR "%s\n", err);
+		else
+			snprintf(out, outlen, CTL_OK "%s", said);
 	} else {
 		snprintf(out, outlen, CTL_ERR "unknown request `%s`\n", w[0]);
 	}

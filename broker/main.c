@@ -75,13 +75,27 @@ static void collect_local_addresses(void)
  * running configuration and take effect only on a restart: sockets bound,
  * threads and buffers sized, pools handed out, trust loaded at start-up.
  */
+struct changed_key {
+	const char *key;
+	bool changed;
+};
+
+/* The keys of @k that changed, comma-separated in @out ("" when none). */
+static void key_list(const struct changed_key *k, size_t n, char *out, size_t len)
+{
+	size_t i, w = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < n && w < len; i++) {
+		if (k[i].changed)
+			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
+	}
+}
+
 static void restart_only_changes(const struct broker_config *n, char *out, size_t len)
 {
 	const struct broker_config *o = &broker.cfg;
-	const struct {
-		const char *key;
-		bool changed;
-	} k[] = {
+	const struct changed_key k[] = {
 		{ "control_socket", strcmp(n->control_socket, o->control_socket) != 0 },
 		{ "state_dir", strcmp(n->state_dir, o->state_dir) != 0 },
 		{ "sandbox_pool", n->pool_plen != o->pool_plen ||
@@ -98,13 +112,27 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
 		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
 		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
 	};
-	size_t i, w = 0;
 
-	out[0] = '\0';
-	for (i = 0; i < sizeof(k) / sizeof(k[0]) && w < len; i++) {
-		if (k[i].changed)
-			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
-	}
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
+}
+
+/* The keys of @n that differ from the running configuration and take
+ * effect at a reload (broker_reload() applies them). */
+static void reload_changes(const struct broker_config *n, char *out, size_t len)
+{
+	const struct broker_config *o = &broker.cfg;
+	const struct changed_key k[] = {
+		{ "max_connections", n->max_connections != o->max_connections },
+		{ "head_timeout", n->head_timeout_ms != o->head_timeout_ms },
+		{ "connect_timeout", n->connect_timeout_ms != o->connect_timeout_ms },
+		{ "response_timeout", n->response_timeout_ms != o->response_timeout_ms },
+		{ "drain_timeout", n->drain_timeout_ms != o->drain_timeout_ms },
+		{ "audit_fold", n->audit_fold_ms != o->audit_fold_ms },
+		{ "audit_log", strcmp(n->audit_log, o->audit_log) != 0 },
+		{ "control_group", strcmp(n->control_group, o->control_group) != 0 },
+	};
+
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
 }
 
 /* Descriptors one proxied connection can hold: the client, the upstream
@@ -164,9 +192,10 @@ static uint32_t conn_limit_for_fds(uint32_t want, bool say)
 	return want;
 }
 
-int broker_reload(char *err, size_t errlen)
+int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 {
 	struct broker_config c = broker.cfg;
+	char now[300], later[300];
 	int r;
 
 	if (config_path) {
@@ -183,14 +212,12 @@ int broker_reload(char *err, size_t errlen)
 		return r;
 	}
 	/* The timeouts, max_connections and audit_log take effect now; the
-	 * rest on a restart, and the log names what waits for one. */
-	{
-		char changed[300];
-
-		restart_only_changes(&c, changed, sizeof(changed));
-		if (changed[0])
-			log_warn("reload: changed, in force after a restart only: %s", changed);
-	}
+	 * rest on a restart, and the log (and the caller) hear what waits for
+	 * one. */
+	reload_changes(&c, now, sizeof(now));
+	restart_only_changes(&c, later, sizeof(later));
+	if (later[0])
+		log_warn("reload: changed, in force after a restart only: %s", later);
 	/* Workers read these as they go (config.h): atomic stores, each on
 	 * its own; relaxed, as nothing else is published through them. */
 	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections, false),
@@ -226,6 +253,14 @@ int broker_reload(char *err, size_t errlen)
 		audit_reopen();
 	}
 	log_info("reload: configuration and %zu policies in force", sandbox_count());
+	if (said)
+		snprintf(said, saidlen,
+			 "configuration: %s\n"
+			 "policies: %zu read again, in force\n"
+			 "changed, in force now: %s\n"
+			 "changed, in force after a restart only: %s\n",
+			 config_path ? config_path : "(defaults, no file)", sandbox_count(),
+			 now[0] ? now : "nothing", later[0] ? later : "nothing");
 	return 0;
 }
 
@@ -336,7 +371,7 @@ static void on_signal(struct ev *ev, uint32_t events)
 	(void)events;
 	while (read(ev->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			broker_reload(err, sizeof(err));
+			broker_reload(err, sizeof(err), NULL, 0);
 			continue;
 		}
 		if (atomic_exchange(&broker.draining, true))

@@ -276,7 +276,7 @@ int cmd_reload(int argc, char **argv)
 		fprintf(stderr, "usage: sluice reload\n");
 		return 2;
 	}
-	return ctl_print(CTL_RELOAD, false);
+	return ctl_print(CTL_RELOAD, true);
 }
 
 /* The sandbox CA's certificate (PEM), for a namespace wired with `sluice
