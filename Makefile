@@ -67,7 +67,9 @@ MAINS := broker/main.c netns/main.c probe/main.c
 LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/creds/*.c broker/tls/*.c netns/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
-PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o)
+# ... and the one piece of common/ it uses, the JSON string writer, which
+# needs nothing but libc either.
+PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/common/json.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_SRC := $(wildcard $(LLHTTP_DIR)/*.c)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/llhttp/%.o,$(LLHTTP_SRC))

@@ -206,17 +206,6 @@ void audit_set_clock(uint64_t (*now_ms)(void));
  */
 int audit_format(const struct audit_event *ev, char *buf, size_t len);
 
-/**
- * audit_json_escape() - escape a string for a JSON string literal
- * @dst:    output (NUL-terminated when @dstlen > 0); quotes are not added
- * @dstlen: size of @dst; output stops at a character boundary so that it,
- *          plus its NUL, fits
- * @src:    NUL-terminated input, any bytes
- *
- * Return: bytes written to @dst, NUL not counted.
- */
-size_t audit_json_escape(char *dst, size_t dstlen, const char *src);
-
 /* Lines lost since start: failed or short writes, or no target. Atomic. */
 uint64_t audit_write_failures(void);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/json.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -242,10 +243,15 @@ int cmd_list(int argc, char **argv)
 
 		if (sscanf(line, "%63s %63s %4095s %u", name, addr, pol, &conns) != 4)
 			continue;
-		if (json)
-			printf("%s{\"name\":\"%s\",\"address\":\"%s\",\"policy\":\"%s\",\"connections\":%u}",
-			       n ? "," : "", name, addr, pol, conns);
-		else
+		if (json) {
+			printf("%s{\"name\":", n ? "," : "");
+			json_print_string(stdout, name);
+			printf(",\"address\":");
+			json_print_string(stdout, addr);
+			printf(",\"policy\":");
+			json_print_string(stdout, pol);
+			printf(",\"connections\":%u}", conns);
+		} else
 			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
 		n++;
 	}
@@ -255,15 +261,135 @@ int cmd_list(int argc, char **argv)
 	return 0;
 }
 
+/* Prints @v as a JSON number when it is one (a Prometheus value may also
+ * be +Inf, -Inf or NaN: those as strings). */
+static void json_value_of(const char *v)
+{
+	char *end;
+
+	errno = 0;
+	(void)strtod(v, &end);
+	if (*v && !*end && !errno && strspn(v, "0123456789.eE+-") == strlen(v))
+		fputs(v, stdout);
+	else
+		json_print_string(stdout, v);
+}
+
+/* One Prometheus sample line, `NAME{K="V",...} VALUE`, as a JSON object;
+ * false when the line is not one. */
+static bool print_sample(char *l, bool first)
+{
+	char *name = l, *labels = NULL, *value, *sp;
+	bool lfirst = true;
+
+	sp = strpbrk(l, "{ ");
+	if (!sp)
+		return false;
+	if (*sp == '{') {
+		*sp = '\0';
+		labels = sp + 1;
+		sp = strstr(labels, "} ");
+		if (!sp)
+			return false;
+		*sp = '\0';
+		value = sp + 2;
+	} else {
+		*sp = '\0';
+		value = sp + 1;
+	}
+	printf("%s\n{\"name\":", first ? "" : ",");
+	json_print_string(stdout, name);
+	printf(",\"labels\":{");
+	while (labels && *labels) {
+		char *eq = strchr(labels, '='), *v, *w;
+
+		if (!eq || eq[1] != '"')
+			break;
+		*eq = '\0';
+		/* The value, unescaped in place: \\, \" and \n. */
+		for (v = w = eq + 2; *v && *v != '"'; v++) {
+			if (*v == '\\' && v[1]) {
+				v++;
+				*w++ = *v == 'n' ? '\n' : *v;
+			} else {
+				*w++ = *v;
+			}
+		}
+		if (*v != '"')
+			break;
+		*w = '\0';
+		printf("%s", lfirst ? "" : ",");
+		json_print_string(stdout, labels);
+		putchar(':');
+		json_print_string(stdout, eq + 2);
+		lfirst = false;
+		labels = v + 1;
+		if (*labels == ',')
+			labels++;
+	}
+	printf("},\"value\":");
+	json_value_of(value);
+	putchar('}');
+	return true;
+}
+
+/* `sluice status --json`: the status's KEY VALUE lines and every metric
+ * sample, one document, for tools (the text forms are for people). */
+static int status_json(void)
+{
+	char *st, *me, *l, *save = NULL;
+	bool first = true;
+	int r;
+
+	r = netns_ctl(CTL_STATUS, &st);
+	if (r < 0)
+		return ctl_print(CTL_STATUS, true); /* says why */
+	r = netns_ctl(CTL_METRICS, &me);
+	if (r < 0) {
+		free(st);
+		return ctl_print(CTL_METRICS, true);
+	}
+	printf("{\"status\":{");
+	for (l = strtok_r(st, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(l, ' ');
+
+		/* KEY VALUE lines only; the rest is the text form of the
+		 * metrics below. */
+		if (!sp || strchr(sp + 1, ' ') || strchr(l, ':') || sp == l)
+			continue;
+		*sp = '\0';
+		printf("%s", first ? "" : ",");
+		json_print_string(stdout, l);
+		putchar(':');
+		json_value_of(sp + 1);
+		first = false;
+	}
+	printf("},\"metrics\":[");
+	first = true;
+	save = NULL;
+	for (l = strtok_r(me, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] == '#')
+			continue;
+		if (print_sample(l, first))
+			first = false;
+	}
+	printf("\n]}\n");
+	free(st);
+	free(me);
+	return 0;
+}
+
 int cmd_status(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--json"))
+		return status_json();
 	if (argc == 2 && !strcmp(argv[1], "--metrics"))
 		return ctl_print(CTL_METRICS, true);
 	/* The JWK Set that verifies the broker's minted JWTs (public keys). */
 	if (argc == 2 && !strcmp(argv[1], "--jwks"))
 		return ctl_print(CTL_JWKS, true);
 	if (argc != 1) {
-		fprintf(stderr, "usage: sluice status [--metrics | --jwks]\n");
+		fprintf(stderr, "usage: sluice status [--json | --metrics | --jwks]\n");
 		return 2;
 	}
 	return ctl_print(CTL_STATUS, true);
