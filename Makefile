@@ -34,6 +34,15 @@ FUZZ_SHORT_SECONDS ?= 8
 SAN ?=
 WERROR ?= 0
 
+# One version for every program: VERSION, and the commit when built from
+# a git checkout ("0.1.0+gabc1234", ".dirty" with uncommitted changes); a
+# tarball without .git gets VERSION alone. A packager may set SLUICE_VERSION.
+ifeq ($(origin SLUICE_VERSION),undefined)
+SLUICE_VERSION := $(shell v=$$(cat VERSION 2>/dev/null || echo unknown); \
+	if [ -e .git ] && r=$$(git rev-parse --short HEAD 2>/dev/null); then \
+		git diff --quiet HEAD 2>/dev/null || r=$$r.dirty; v=$$v+g$$r; fi; echo $$v)
+endif
+
 PKGS := libssl libcrypto yaml-0.1 libcares libmnl libnftables
 LLHTTP_DIR ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
@@ -111,6 +120,16 @@ $(BUILD)/cflags: FORCE | need-libs
 
 FORCE:
 
+# Only version.o sees the version, so that a new commit recompiles one file.
+$(BUILD)/version: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SLUICE_VERSION)' | cmp -s - $@ || echo '$(SLUICE_VERSION)' >$@
+
+$(BUILD)/obj/common/version.o: common/version.c $(BUILD)/version $(BUILD)/cflags
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -DSLUICE_VERSION='"$(SLUICE_VERSION)"' -MMD -MP -c -o $@ $<
+
 $(BUILD)/obj/%.o: %.c $(BUILD)/cflags
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
@@ -137,7 +156,7 @@ $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.
-$(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ)
+$(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ) $(BUILD)/obj/common/version.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(if $(SAN),-pie,-static-pie) -Wl,-z,relro,-z,now $(SAN) $(LDFLAGS) -o $@ $^

@@ -29,6 +29,7 @@
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
+#include "common/version.h"
 
 struct broker broker;
 
@@ -354,8 +355,9 @@ static void on_signal(struct ev *ev, uint32_t events)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose]\n"
-		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n");
+	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose] [--version]\n"
+		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n"
+		   "  --check-config  read the configuration, say whether it is valid, exit\n");
 }
 
 int main(int argc, char **argv)
@@ -379,8 +381,11 @@ int main(int argc, char **argv)
 			check_only = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
 			log_threshold = LOG_LVL_DEBUG;
-		} else if (!strcmp(argv[i], "--help")) {
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("sluiced %s\n", sluice_version);
 			return 0;
 		} else {
 			usage(stderr);
@@ -481,7 +486,9 @@ int main(int argc, char **argv)
 	loop_add(main_loop, &signal_ev, EPOLLIN);
 	audit_timer.cb = on_audit_timer;
 	loop_timer_arm(main_loop, &audit_timer, 1000);
-	log_info("sluiced: ready: %u workers, proxy port %u, control %s, %zu sandboxes", n,
+	log_info("sluiced %s: ready: config %s, %u workers, proxy port %u, control %s, "
+		 "%zu sandboxes",
+		 sluice_version, config_path ? config_path : "(built-in defaults)", n,
 		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
 
 	loop_run(main_loop);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 
@@ -43,7 +44,8 @@ static int cmd_help(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	printf("usage: sluice [--socket PATH] [--broker-netns NAME|PATH] COMMAND [ARGS]\n\n"
+	printf("usage: sluice [--socket PATH] [--broker-netns NAME|PATH] COMMAND [ARGS]\n"
+	       "       sluice --version\n\n"
 	       "  --broker-netns NAME|PATH  run in that network namespace, the broker's, as\n"
 	       "                            `ip netns exec NAME sluice` does, at less cost\n\n"
 	       "commands:\n");
@@ -89,6 +91,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cmd_help(0, NULL);
+	if (!strcmp(argv[1], "--version")) {
+		printf("sluice %s\n", sluice_version);
+		return 0;
+	}
 	if (ns && netns_enter_broker(ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
 		return 1;
