@@ -31,6 +31,9 @@
 #include "common/log.h"
 #include "common/version.h"
 
+/* Read when no --config is given and the file exists (README, "Run your own"). */
+#define SLUICED_DEFAULT_CONFIG "/etc/sluice/sluiced.yaml"
+
 struct broker broker;
 
 static const char *config_path;
@@ -357,6 +360,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose] [--version]\n"
 		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n"
+		   "  --config FILE   default " SLUICED_DEFAULT_CONFIG " when it exists, else the\n"
+		   "                  built-in defaults (see sluiced(8))\n"
 		   "  --check-config  read the configuration, say whether it is valid, exit\n");
 }
 
@@ -392,13 +397,22 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* The default file is taken when it exists at all: one that is there
+	 * but unreadable is an error below, not a silent fall-back to the
+	 * defaults. */
+	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
+		config_path = SLUICED_DEFAULT_CONFIG;
 	if (config_path &&
 	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
 	if (check_only) {
-		printf("%s: ok\n", config_path ? config_path : "(defaults)");
+		if (config_path)
+			printf("%s: ok\n", config_path);
+		else
+			printf("no %s and no --config: the built-in defaults are used: ok\n",
+			       SLUICED_DEFAULT_CONFIG);
 		return 0;
 	}
 	audit_set_fold(broker.cfg.audit_fold_ms);

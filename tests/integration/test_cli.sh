@@ -6,7 +6,10 @@
 # file (`policy check --help` once opened a file named --help, `unregister
 # --help` asked the broker for a sandbox named --help); a sandboxed
 # command's own -h stays its own; `--version` on every program in
-# SLUICE_BIN gives one version.
+# SLUICE_BIN gives one version; sluiced reads /etc/sluice/sluiced.yaml when
+# no --config is given (tested under an overlay of /etc in a private mount
+# namespace: the real /etc is never written) and says so when there is
+# none; the sample configuration in deploy/ is valid.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
@@ -86,5 +89,51 @@ done
 t_eq "every program has the same version" 1 \
 	"$(printf '%s\n' "${versions[@]}" | sort -u | wc -l)"
 t_eq "it is VERSION's" "$(cat VERSION)" "$(printf '%s\n' "${versions[0]}" | cut -d+ -f1)"
+
+# --- the default configuration file -----------------------------------------------
+# /etc seen through an overlay in a private mount namespace: what is
+# written there lands in $D/upper and nowhere else.
+in_etc_overlay() {
+	unshare -m -- bash -c '
+		mount --make-rprivate / &&
+		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc &&
+		rm -rf /etc/sluice && shift && eval "$1"' _ "$D" "$1"
+}
+mkdir -p "$D/upper" "$D/work"
+if in_etc_overlay true 2>/dev/null; then
+	t_rc "no /etc/sluice/sluiced.yaml: --check-config passes" 0 \
+		in_etc_overlay "$BIN/sluiced --check-config"
+	t_contains "  ... and says the defaults are used" "$T_OUT" \
+		"no /etc/sluice/sluiced.yaml and no --config: the built-in defaults are used"
+	t_rc "/etc/sluice/sluiced.yaml is read when it exists" 1 in_etc_overlay \
+		"mkdir -p /etc/sluice && echo 'proxy_portz: 1' >/etc/sluice/sluiced.yaml && $BIN/sluiced --check-config"
+	t_contains "  ... an error in it names it" "$T_ERR" \
+		"/etc/sluice/sluiced.yaml:1:1: unknown key \`proxy_portz\`"
+	t_rc "a valid one: ok, with its name" 0 in_etc_overlay \
+		"mkdir -p /etc/sluice && echo 'proxy_port: 4128' >/etc/sluice/sluiced.yaml && $BIN/sluiced --check-config"
+	t_eq "  ... the file is named" "/etc/sluice/sluiced.yaml: ok" "$T_OUT"
+	t_rc "an unreadable one is an error, not the defaults" 1 in_etc_overlay \
+		"mkdir -p /etc/sluice/sluiced.yaml && $BIN/sluiced --check-config"
+	t_contains "  ... naming it" "$T_ERR" "/etc/sluice/sluiced.yaml"
+	t_rc "--config wins over the default file" 0 in_etc_overlay \
+		"mkdir -p /etc/sluice && echo 'x: 1' >/etc/sluice/sluiced.yaml && echo 'workers: 1' >$D/c.yaml && $BIN/sluiced --check-config --config $D/c.yaml"
+else
+	t_skip "the default configuration file" "no overlayfs for a private /etc here"
+fi
+
+# --- the sample configuration ---------------------------------------------------------
+t_rc "deploy/sluiced.yaml.sample is valid" 0 "$BIN/sluiced" --check-config --config deploy/sluiced.yaml.sample
+t_eq "  ... ok" "deploy/sluiced.yaml.sample: ok" "$T_OUT"
+# Every key broker/config.c knows is in the sample, so the sample documents them all.
+mapfile -t keys < <(sed -n '/known_keys\[\] = {/,/NULL/p' broker/config.c | grep -o '"[a-z_]*"' | tr -d '"')
+t_ok "config.c's keys were found (${#keys[@]})" test "${#keys[@]}" -ge 15
+missing=()
+for k in "${keys[@]}"; do
+	grep -qE "^#?$k:" deploy/sluiced.yaml.sample || missing+=("$k")
+done
+t_none "the sample names every key" "${missing[@]}"
+# Uncommented, every key at its documented default: the sample's values are the defaults.
+sed -E 's/^#([a-z_]+:)/\1/' deploy/sluiced.yaml.sample >"$D/all.yaml"
+t_rc "every key uncommented (at its default) is valid too" 0 "$BIN/sluiced" --check-config --config "$D/all.yaml"
 
 t_done
