@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 
 BIN=${SLUICE_BIN:-$PWD/bin}
+# matches REGEX TEXT: a line of TEXT matches the extended REGEX (t_ok gives
+# commands no stdin, so no here-string).
+matches() { grep -qE -- "$1" <<<"$2"; }
 D=$(mktemp -d /tmp/sluice-cli.XXXXXX) || exit 1
 trap 'rm -rf "$D"' EXIT
 # A socket path nothing listens on: a subcommand that asked the broker
@@ -75,6 +78,60 @@ t_rc "an unknown subcommand still exits 2" 2 "$BIN/sluice" no-such-command
 t_rc "sluiced -h exits 0" 0 "$BIN/sluiced" -h
 t_contains "  ... its usage on stdout" "$T_OUT" "usage: sluiced"
 
+# --- man pages ----------------------------------------------------------------------
+for m in docs/man/sluice.1 docs/man/sluiced.8 docs/man/sluice-policy.5; do
+	t_ok "$m is there" test -s "$m"
+	if command -v groff >/dev/null; then
+		t_rc "groff -man -ww -z $m" 0 groff -man -ww -z "$m"
+		t_eq "  ... no warning" "" "$T_ERR"
+	else
+		t_skip "groff -man -ww $m" "no groff"
+	fi
+	if command -v man >/dev/null; then
+		t_rc "man --warnings -l $m" 0 env MANWIDTH=200 man --warnings -l "$m"
+		t_eq "  ... no warning" "" "$T_ERR"
+	else
+		t_skip "man --warnings -l $m" "no man-db"
+	fi
+done
+if command -v man >/dev/null; then
+	page=$(MANWIDTH=200 man -l docs/man/sluice.1 2>/dev/null)
+	for c in "${cmds[@]}"; do
+		t_ok "sluice(1) describes sluice $c" matches "^ {7}$c( |$)" "$page"
+	done
+fi
+
+# --- bash completion ---------------------------------------------------------------------
+# complete WORD...: what the completion offers for the last WORD (the
+# command line so far), one per line; sluice is $BIN's.
+complete_words() {
+	PATH=$BIN:$PATH bash -c '. deploy/bash-completion/sluice || exit 1
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		complete -p "$1" >/dev/null || exit 1
+		"$(complete -p "$1" | sed -n "s/.*-F \([^ ]*\) .*/\1/p")"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$@"
+}
+t_run complete_words sluice ""
+offered=$T_OUT
+t_eq "completion: sluice TAB, no error" "0 " "$T_RC $T_ERR"
+for c in "${cmds[@]}"; do
+	t_ok "completion: sluice TAB offers $c" matches "^$c\$" "$offered"
+done
+t_run complete_words sluice --broker-netns x st
+t_eq "completion: after a global option, the subcommand" "status" "$T_OUT"
+t_run complete_words sluice status --
+t_eq "completion: sluice status --" "$(printf '%s\n' --metrics --jwks --help)" "$T_OUT"
+t_run complete_words sluice policy ""
+t_eq "completion: sluice policy" "$(printf '%s\n' check test --help)" "$T_OUT"
+t_run complete_words sluice exec --p
+t_eq "completion: sluice exec --p" "--privileged" "$T_OUT"
+t_run complete_words sluice probe --on
+t_eq "completion: sluice probe's own options" "--only" "$T_OUT"
+t_run complete_words sluiced --check
+t_eq "completion: sluiced" "--check-config" "$T_OUT"
+t_run complete_words sluiced --config deploy/sluiced.yaml.sa
+t_eq "completion: sluiced --config FILE" "deploy/sluiced.yaml.sample" "$T_OUT"
+
 # --- --version -----------------------------------------------------------------
 versions=()
 for p in "$BIN"/*; do
@@ -82,8 +139,7 @@ for p in "$BIN"/*; do
 	n=$(basename "$p")
 	t_rc "$n --version exits 0" 0 "$p" --version
 	out=$T_OUT
-	t_ok "$n --version: \"$n VERSION\" ($out)" \
-		bash -c '[[ $1 =~ ^$2\ [0-9]+\.[0-9]+\.[0-9]+ ]]' _ "$out" "$n"
+	t_ok "$n --version: \"$n VERSION\" ($out)" matches "^$n [0-9]+\.[0-9]+\.[0-9]+" "$out"
 	versions+=("${out#"$n "}")
 done
 t_eq "every program has the same version" 1 \
