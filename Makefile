@@ -14,15 +14,25 @@
 #                   BENCH_ALL=1 runs the DNS, lifecycle, exec and interception
 #                   benches first (another half hour), whose results the table quotes
 #   make tidy       clang-tidy (.clang-tidy) and cppcheck
-#   make install    prefix=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=: binaries, systemd units, the
+#                   sample configuration, man pages, bash completion (no apt,
+#                   no deps: build and test packages are no runtime need)
+#   make uninstall  removes exactly what install put
 #   WERROR=1        warnings are errors (.ci/run sets it; a user's compiler,
 #                   newer than CI's, may warn where CI's does not)
 #
 # Anything that needs pkg-config runs in a sub-make, after `deps` has
 # installed what is missing.
 
-prefix ?= /usr/local
+PREFIX ?= /usr/local
+prefix ?= $(PREFIX)
 bindir ?= $(prefix)/bin
+libexecdir ?= $(prefix)/lib/sluice
+mandir ?= $(prefix)/share/man
+unitdir ?= $(prefix)/lib/systemd/system
+bashcompdir ?= $(prefix)/share/bash-completion/completions
+# sluiced reads /etc/sluice/sluiced.yaml whatever the prefix: the sample goes beside it.
+sysconfdir ?= /etc
 DESTDIR ?=
 
 CC ?= cc
@@ -87,7 +97,8 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzzobj/%.o) $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/fuzzobj/llhttp/%.o,$(LLHTTP_SRC))
 
 .PHONY: all deps build check check-unit check-integration check-fuzz demo asan \
-	tsan check-tsan fuzz fuzz-build bench tidy format-check format install clean \
+	tsan check-tsan fuzz fuzz-build bench tidy format-check format install install-files \
+	uninstall clean \
 	need-libs FORCE
 .DEFAULT_GOAL := all
 
@@ -301,9 +312,39 @@ format-check:
 format:
 	$(Q)$(CLANG_FORMAT) --style=file -i $(FORMAT_SRC)
 
-install: all
-	install -d $(DESTDIR)$(bindir)
+# What `make install` puts where; `make uninstall` removes these and no more.
+MANPAGES := docs/man/sluice.1 docs/man/sluiced.8 docs/man/sluice-policy.5
+UNITS := sluice-netns.service sluiced.service
+INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe) $(libexecdir)/sluice-uplink \
+	$(addprefix $(unitdir)/,$(UNITS)) $(sysconfdir)/sluice/sluiced.yaml.sample \
+	$(foreach m,$(MANPAGES),$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	$(bashcompdir)/sluice
+SUBST = sed -e 's|@bindir@|$(bindir)|g' -e 's|@libexecdir@|$(libexecdir)|g' \
+	-e 's|@sysconfdir@|$(sysconfdir)|g'
+
+install: build
+	$(Q)$(MAKE) --no-print-directory install-files
+
+# install without building: what $(BIN) holds (a test installs the
+# binaries it was given).
+install-files:
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libexecdir) $(DESTDIR)$(unitdir) \
+		$(DESTDIR)$(sysconfdir)/sluice $(DESTDIR)$(bashcompdir) \
+		$(addprefix $(DESTDIR)$(mandir)/man,1 5 8)
 	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
+	install -m 0755 deploy/sluice-uplink $(DESTDIR)$(libexecdir)/sluice-uplink
+	$(foreach u,$(UNITS),$(SUBST) deploy/systemd/$(u).in >$(DESTDIR)$(unitdir)/$(u) && \
+		chmod 0644 $(DESTDIR)$(unitdir)/$(u) &&) true
+	install -m 0644 deploy/sluiced.yaml.sample $(DESTDIR)$(sysconfdir)/sluice/sluiced.yaml.sample
+	$(foreach m,$(MANPAGES),install -m 0644 $(m) \
+		$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)) &&) true
+	install -m 0644 deploy/bash-completion/sluice $(DESTDIR)$(bashcompdir)/sluice
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@# Only when empty: a sluiced.yaml of the user's own stays, and so does its folder.
+	rmdir $(DESTDIR)$(libexecdir) 2>/dev/null || true
+	rmdir $(DESTDIR)$(sysconfdir)/sluice 2>/dev/null || true
 
 clean:
 	rm -rf build bin
