@@ -6,8 +6,7 @@
 # completion) with PREFIX=/usr/local and with PREFIX=/usr, modes, the
 # installed programs run; then uninstall leaves no file, and a sluiced.yaml
 # of the user's own in /etc/sluice is neither overwritten nor removed.
-# Installs the binaries of SLUICE_BIN (install-files) when that is not the
-# tree's bin/, so that no other build is made; never runs apt.
+# Installs the binaries of SLUICE_BIN (install-files: no build is made).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
@@ -17,13 +16,14 @@ D=$(mktemp -d /tmp/sluice-install.XXXXXX) || exit 1
 trap 'rm -rf "$D"' EXIT
 T_TIMEOUT=120
 
-# mk TARGET DESTDIR [VAR=VALUE...]: make TARGET quietly.
+# mk TARGET DESTDIR [VAR=VALUE...]: make TARGET quietly. `install` is
+# `build` then `install-files`; the test runs install-files on the
+# binaries it was given, so that it never builds (nor relinks bin/ under
+# the other tests' feet); `make -n install` below checks the rest.
 mk() {
 	local target=$1 dest=$2
 	shift 2
-	if [ "$target" = install ] && [ "$(cd "$BIN" && pwd)" != "$PWD/bin" ]; then
-		target=install-files
-	fi
+	[ "$target" = install ] && target=install-files
 	make --no-print-directory -s "$target" DESTDIR="$dest" BIN="$BIN" "$@"
 }
 
@@ -91,8 +91,9 @@ t_contains "sluiced.service runs /usr/bin/sluiced" \
 t_ok "make uninstall PREFIX=/usr" mk uninstall "$R" PREFIX=/usr
 t_eq "  ... nothing is left" "" "$(files "$R")"
 
-# install never installs packages.
+# install builds, then installs what install-files does; never packages.
 t_run make -n install DESTDIR="$D/dry" BIN="$BIN"
+t_contains "make -n install: install-files after the build" "$T_OUT" "install-files"
 t_not_contains "make -n install runs no apt-get" "$T_OUT" "apt-get"
 t_not_contains "  ... nor scripts/deps.sh" "$T_OUT" "deps.sh"
 
