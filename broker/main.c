@@ -288,7 +288,9 @@ static int listen_tcp(uint16_t port)
  * broker's would silently join the first's and take about half of the
  * sandboxes' connections (refused there as unknown-source): a bind
  * without SO_REUSEPORT fails where any socket holds the port, and is the
- * test. (SO_REUSEADDR: a TCP port in TIME_WAIT does not count.)
+ * test. SO_REUSEADDR for TCP only, so that a port in TIME_WAIT (a broker
+ * just restarted) does not count; on UDP it would let the bind share the
+ * port with the other broker's socket, which has it too.
  * Return: 0 free, -EADDRINUSE taken, another negative errno on failure.
  */
 static int port_taken(int type, uint16_t port)
@@ -299,7 +301,8 @@ static int port_taken(int type, uint16_t port)
 	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	if ((type == SOCK_STREAM &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		r = -errno;
 	close(fd);
