@@ -538,7 +538,8 @@ int main(int argc, char **argv)
 	r = control_start(main_loop, broker.cfg.control_socket);
 	if (r == -EADDRINUSE)
 		die("sluiced: control socket `%s`: another sluiced answers on it: stop it, or give "
-		    "this one a control_socket of its own", broker.cfg.control_socket);
+		    "this one a control_socket of its own",
+		    broker.cfg.control_socket);
 	if (r < 0)
 		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-r));
 
