@@ -97,8 +97,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzzobj/%.o) $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/fuzzobj/llhttp/%.o,$(LLHTTP_SRC))
 
 .PHONY: all deps build check check-unit check-integration check-fuzz demo asan \
-	tsan check-tsan fuzz fuzz-build bench tidy format-check format install install-files \
-	uninstall clean \
+	tsan check-tsan fuzz fuzz-build bench tidy format-check format install clean \
 	need-libs FORCE
 .DEFAULT_GOAL := all
 
@@ -321,6 +320,8 @@ INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe) $(libexecdir)/sl
 	$(bashcompdir)/sluice
 SUBST = sed -e 's|@bindir@|$(bindir)|g' -e 's|@libexecdir@|$(libexecdir)|g' \
 	-e 's|@sysconfdir@|$(sysconfdir)|g'
+
+.PHONY: install-files uninstall
 
 install: build
 	$(Q)$(MAKE) --no-print-directory install-files

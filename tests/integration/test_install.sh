@@ -12,6 +12,9 @@ cd "$(dirname "$0")/../.."
 . tests/integration/lib.sh
 
 BIN=${SLUICE_BIN:-$PWD/bin}
+# Run from `make check` or `make asan`: none of the outer make's flags and
+# variables (BIN=, a jobserver) reach the makes below.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 D=$(mktemp -d /tmp/sluice-install.XXXXXX) || exit 1
 trap 'rm -rf "$D"' EXIT
 T_TIMEOUT=120
