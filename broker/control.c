@@ -58,6 +58,7 @@
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "policy/policy.h"
 
 #ifndef SO_PEERGROUPS
@@ -765,10 +766,11 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     CTL_OK "sandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\n",
-			     sandbox_count(), (unsigned long long)ts.hits,
+			     CTL_OK
+			     "version %s\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			     "tls_leaf_cached %zu\njwt_cached %zu\n"
+			     "control_timeouts %llu\ncontrol_busy %llu\n",
+			     sluice_version, sandbox_count(), (unsigned long long)ts.hits,
 			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
 			     (unsigned long long)ctl.timeouts, (unsigned long long)ctl.busy);
 

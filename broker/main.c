@@ -8,6 +8,7 @@
  * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. SIGPIPE is
  * ignored: a lost log reader or client is an EPIPE where it is written. */
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -29,6 +31,10 @@
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
+#include "common/version.h"
+
+/* Read when no --config is given and the file exists (README, "Run your own"). */
+#define SLUICED_DEFAULT_CONFIG "/etc/sluice/sluiced.yaml"
 
 struct broker broker;
 
@@ -311,6 +317,93 @@ static int listen_tcp(uint16_t port)
 	return fd;
 }
 
+/*
+ * Whether something already holds @port (TCP listening, or UDP bound) on
+ * this namespace's addresses. The listeners are SO_REUSEPORT, so a second
+ * broker's would silently join the first's and take about half of the
+ * sandboxes' connections (refused there as unknown-source): a bind
+ * without SO_REUSEPORT fails where any socket holds the port, and is the
+ * test. SO_REUSEADDR for TCP only, so that a port in TIME_WAIT (a broker
+ * just restarted) does not count; on UDP it would let the bind share the
+ * port with the other broker's socket, which has it too.
+ * Return: 0 free, -EADDRINUSE taken, another negative errno on failure.
+ */
+static int port_taken(int type, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1, r = 0;
+
+	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if ((type == SOCK_STREAM &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Refuses to start (die()) when another process holds one of the ports. */
+static void check_ports_free(void)
+{
+	const struct {
+		const char *key;
+		int type;
+		uint16_t port;
+	} p[] = {
+		{ "proxy_port", SOCK_STREAM, broker.cfg.proxy_port },
+		{ "transparent_port", SOCK_STREAM, broker.cfg.transparent_port },
+		{ "dns_port", SOCK_STREAM, broker.cfg.dns_port },
+		{ "dns_port", SOCK_DGRAM, broker.cfg.dns_port },
+	};
+	size_t i;
+	int r;
+
+	for (i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
+		r = port_taken(p[i].type, p[i].port);
+		if (r == -EADDRINUSE)
+			die("sluiced: %s %u (%s) is taken in this network namespace, by another "
+			    "sluiced? Stop it, or give this one ports of its own",
+			    p[i].key, p[i].port, p[i].type == SOCK_STREAM ? "TCP" : "UDP");
+		if (r < 0)
+			die("sluiced: %s %u: %s", p[i].key, p[i].port, strerror(-r));
+	}
+}
+
+/*
+ * One broker per state_dir: a second would restore the same
+ * registrations and hand out the same addresses. An flock on
+ * state_dir/.sluiced.lock (a dot file: restore reads no such name), held
+ * until the broker exits however it exits: the descriptor is never
+ * closed. The file holds the holder's pid, for the message.
+ */
+static void lock_state_dir(const char *dir)
+{
+	char path[300], pid[24] = "";
+	ssize_t n;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "%s/.sluiced.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		die("sluiced: state_dir lock `%s`: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		e = errno;
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			die("sluiced: another sluiced%s%s%s uses state_dir `%s`: stop it, or give "
+			    "this one a state_dir, control_socket and ports of its own",
+			    pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "", dir);
+		die("sluiced: state_dir lock `%s`: %s", path, strerror(e));
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_warn("sluiced: cannot write the pid into `%s`", path);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -389,8 +482,11 @@ static void on_signal(struct ev *ev, uint32_t events)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose]\n"
-		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n");
+	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose] [--version]\n"
+		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n"
+		   "  --config FILE   default " SLUICED_DEFAULT_CONFIG " when it exists, else the\n"
+		   "                  built-in defaults (see sluiced(8))\n"
+		   "  --check-config  read the configuration, say whether it is valid, exit\n");
 }
 
 int main(int argc, char **argv)
@@ -414,21 +510,33 @@ int main(int argc, char **argv)
 			check_only = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
 			log_threshold = LOG_LVL_DEBUG;
-		} else if (!strcmp(argv[i], "--help")) {
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("sluiced %s\n", sluice_version);
 			return 0;
 		} else {
 			usage(stderr);
 			return 2;
 		}
 	}
+	/* The default file is taken when it exists at all: one that is there
+	 * but unreadable is an error below, not a silent fall-back to the
+	 * defaults. */
+	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
+		config_path = SLUICED_DEFAULT_CONFIG;
 	if (config_path &&
 	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
 	if (check_only) {
-		printf("%s: ok\n", config_path ? config_path : "(defaults)");
+		if (config_path)
+			printf("%s: ok\n", config_path);
+		else
+			printf("no %s and no --config: the built-in defaults are used: ok\n",
+			       SLUICED_DEFAULT_CONFIG);
 		return 0;
 	}
 	audit_set_fold(broker.cfg.audit_fold_ms);
@@ -437,6 +545,9 @@ int main(int argc, char **argv)
 	r = sandbox_table_init(&broker.cfg);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
+	lock_state_dir(broker.cfg.state_dir);
+	/* Before the control socket, which a refused broker must not touch. */
+	check_ports_free();
 	/* Intercepted connections' upstream side; read before privileges go. */
 	broker.upstream_ctx = tls_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
 	if (!broker.upstream_ctx)
@@ -460,6 +571,10 @@ int main(int argc, char **argv)
 	if (!main_loop)
 		die("sluiced: loop: %s", strerror(errno));
 	r = control_start(main_loop, broker.cfg.control_socket);
+	if (r == -EADDRINUSE)
+		die("sluiced: control socket `%s`: another sluiced answers on it: stop it, or give "
+		    "this one a control_socket of its own",
+		    broker.cfg.control_socket);
 	if (r < 0)
 		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-r));
 
@@ -516,7 +631,9 @@ int main(int argc, char **argv)
 	loop_add(main_loop, &signal_ev, EPOLLIN);
 	audit_timer.cb = on_audit_timer;
 	loop_timer_arm(main_loop, &audit_timer, 1000);
-	log_info("sluiced: ready: %u workers, proxy port %u, control %s, %zu sandboxes", n,
+	log_info("sluiced %s: ready: config %s, %u workers, proxy port %u, control %s, "
+		 "%zu sandboxes",
+		 sluice_version, config_path ? config_path : "(built-in defaults)", n,
 		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
 
 	loop_run(main_loop);
