@@ -23,7 +23,9 @@ static const struct {
 	int words;
 	bool own_help;
 } commands[] = {
-	{ "policy", cmd_policy, "policy check FILE...        validate policies\n  policy test FILE TARGET...  what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
+	{ "policy", cmd_policy, "policy check [--json] FILE...   validate policies (warns of unreadable secret files)\n"
+	  "  policy test [--json] FILE [--resolve NAME=ADDR]... TARGET...\n"
+	  "                              what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
@@ -40,7 +42,7 @@ static const struct {
 			  "                              create, exec, delete; exits with CMD's status" },
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
-	{ "status", cmd_status, "status [--metrics|--jwks]   broker counters (Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
+	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
 	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",
 	  .own_help = true },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },

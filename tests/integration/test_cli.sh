@@ -120,7 +120,7 @@ done
 t_run complete_words sluice --broker-netns x st
 t_eq "completion: after a global option, the subcommand" "status" "$T_OUT"
 t_run complete_words sluice status --
-t_eq "completion: sluice status --" "$(printf '%s\n' --metrics --jwks --help)" "$T_OUT"
+t_eq "completion: sluice status --" "$(printf '%s\n' --json --metrics --jwks --help)" "$T_OUT"
 t_run complete_words sluice policy ""
 t_eq "completion: sluice policy" "$(printf '%s\n' check test --help)" "$T_OUT"
 t_run complete_words sluice exec --p
