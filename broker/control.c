@@ -54,6 +54,7 @@
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
 #include "broker/creds/creds.h"
+#include "broker/isolation.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
@@ -769,10 +770,11 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			     CTL_OK
 			     "version %s\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 			     "tls_leaf_cached %zu\njwt_cached %zu\n"
-			     "control_timeouts %llu\ncontrol_busy %llu\n",
+			     "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n",
 			     sluice_version, sandbox_count(), (unsigned long long)ts.hits,
 			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
-			     (unsigned long long)ctl.timeouts, (unsigned long long)ctl.busy);
+			     (unsigned long long)ctl.timeouts, (unsigned long long)ctl.busy,
+			     (unsigned long long)isolation_seccomp_refused());
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");

@@ -28,6 +28,7 @@
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
 #include "broker/creds/creds.h"
+#include "broker/isolation.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
@@ -278,7 +279,9 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
  *     sockets it holds, connects out, and writes files it owns in
  *     state_dir (owner permission, no capability needed). It is made
  *     non-dumpable so its memory (secrets, later) never lands in a core,
- *     and no-new-privs so nothing it could exec gains any.
+ *     and no-new-privs so nothing it could exec gains any;
+ *  3. then the seccomp allowlist (isolation.c), on every thread: no exec,
+ *     ptrace, namespace, mount or bpf call is left to it.
  */
 static void drop_privileges(void)
 {
@@ -296,6 +299,13 @@ static void drop_privileges(void)
 	}
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		die("sluiced: capset: %s", strerror(errno));
+	/* Last: what is left of the kernel to ask for (isolation.c). */
+	{
+		char err[200];
+
+		if (isolation_seccomp_install(err, sizeof(err)) < 0)
+			die("sluiced: %s", err);
+	}
 }
 
 static int listen_tcp(uint16_t port)

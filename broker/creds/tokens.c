@@ -1079,8 +1079,11 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t 
 	}
 	T.stopping = false;
 	/* No signal for these threads: the main thread takes them by signalfd.
-	 * They wait for the lock, held until all have started. */
+	 * They wait for the lock, held until all have started. SIGSYS stays
+	 * open: it is how a call outside the seccomp allowlist is refused
+	 * (isolation.c), and a thread that blocks it is killed instead. */
 	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (i = 0; i < CREDS_TOKENS_FETCHERS && r == 0; i++) {
 		r = -pthread_create(&T.fetchers[i].thread, NULL, fetcher, &T.fetchers[i]);
