@@ -138,6 +138,9 @@ static const int allowed[] = {
 	 * /proc/self/maps; the sanitizers' reports use these too. Never in a
 	 * release build. */
 	__NR_ptrace, __NR_wait4, __NR_getppid, __NR_kill,
+#ifdef __NR_getdents
+	__NR_getdents, /* the sanitizers' own directory reader (/proc/self/task) */
+#endif
 #ifdef __NR_getrlimit
 	__NR_getrlimit,
 #endif
