@@ -285,6 +285,100 @@ static void test_churn(void **state)
 	assert_int_equal(sandbox_count(), 0);
 }
 
+/* Writes @text to @dir/@file; its path in @path. */
+static void write_policy(const char *file, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The registration's second line: the policy path a restart loads. */
+static void saved_policy(const char *name, char *out, size_t len)
+{
+	char path[300], line[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/state/sandboxes/%s", dir, name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(fgets(out, (int)len, f));
+	out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+static bool allows(const struct policy *p, const char *name)
+{
+	return policy_match_name(p, name, strlen(name), 443, NULL) == POLICY_ALLOW;
+}
+
+/* sandbox_update(): a broken policy or an unknown sandbox changes nothing;
+ * a good one is in force at the next lookup, in the registration and in
+ * the list, with the hashes of both; the synthetic map stays. */
+static void test_update(void **state)
+{
+	char good[200], broken[200], err[600], saved[300], list[4096];
+	struct sandbox_update_info info;
+	struct policy *before, *pol;
+	struct dns_synth *synth;
+	struct sandbox *sb;
+	char sha_before[65];
+
+	(void)state;
+	write_policy("b.yaml", "version: 1\negress:\n  allow:\n    - host: b.example\n", good,
+		     sizeof(good));
+	write_policy("broken.yaml", "version: 1\negress:\n  allow:\n    - hostz: b.example\n",
+		     broken, sizeof(broken));
+	assert_int_equal(reg(900, "auto"), 0);
+	sb = sandbox_lookup(&addr_of[900], &before);
+	assert_non_null(sb);
+	synth = sb->synth;
+	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
+	assert_int_equal(strlen(sha_before), 64);
+
+	assert_int_equal(sandbox_update("sb-901", good, false, &info, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "no such sandbox `sb-901`");
+	assert_int_equal(sandbox_update("sb-900", "rel.yaml", false, &info, err, sizeof(err)),
+			 -EINVAL);
+
+	assert_true(sandbox_update("sb-900", broken, false, &info, err, sizeof(err)) < 0);
+	assert_true(strncmp(err, broken, strlen(broken)) == 0);
+	assert_non_null(strstr(err, ":4:7: ")); /* FILE:LINE:COL */
+	pol = sandbox_policy(sb);
+	assert_ptr_equal(pol, before);
+	policy_unref(pol);
+	saved_policy("sb-900", saved, sizeof(saved));
+	assert_string_equal(saved, policy_path);
+
+	assert_int_equal(sandbox_update("sb-900", good, false, &info, err, sizeof(err)), 0);
+	pol = sandbox_policy(sb);
+	assert_ptr_not_equal(pol, before);
+	assert_true(allows(pol, "b.example"));
+	assert_false(allows(pol, "example.com"));
+	assert_true(allows(before, "example.com"));
+	policy_unref(pol);
+	assert_string_equal(info.old_path, policy_path);
+	assert_string_equal(info.new_path, good);
+	assert_string_equal(info.old_sha256, sha_before);
+	assert_int_equal(strlen(info.new_sha256), 64);
+	assert_string_not_equal(info.new_sha256, sha_before);
+	assert_string_equal(sb->policy_sha256, info.new_sha256);
+	assert_ptr_equal(sb->synth, synth);
+	saved_policy("sb-900", saved, sizeof(saved));
+	assert_string_equal(saved, good);
+	assert_true(sandbox_list(list, sizeof(list)) > 0);
+	assert_non_null(strstr(list, good));
+
+	policy_unref(before); /* the old policy lives until its last holder */
+	sandbox_put(sb);
+	unreg(900);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_update),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
