@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -379,6 +381,84 @@ static void test_update(void **state)
 	unreg(900);
 }
 
+/* The value of VAR= in @env ("VAR=value" lines) in @out; "" when absent. */
+static void env_value(const char *env, const char *var, char *out, size_t len)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "%s=", var);
+	out[0] = '\0';
+	for (p = env; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, strlen(key)) == 0) {
+			snprintf(out, len, "%.*s", (int)strcspn(p + strlen(key), "\n"),
+				 p + strlen(key));
+			return;
+		}
+}
+
+/* Credentials across sandbox_update(): a credential that stays keeps its
+ * placeholder, a removed one's is revoked (also in the saved state), a new
+ * one gets one; one that comes back gets a new one, not the revoked. */
+static void test_update_credentials(void **state)
+{
+	static const char cred[] = "  - name: %s\n    source: { file: %s/secret }\n"
+				   "    scope: { hosts: [example.com] }\n    placeholder: %s\n";
+	char a[200], b[200], secret[200], text[1024], err[600], env[1024];
+	char keep[64], gone[64], keep2[64], gone2[64], fresh[64], name[CREDS_NAME_MAX + 1];
+	struct sandbox_update_info info;
+	struct policy *pol;
+	struct sandbox *sb;
+	int k;
+
+	(void)state;
+	write_policy("secret", "s3cret\n", secret, sizeof(secret));
+	chmod(secret, 0600);
+	k = snprintf(text, sizeof(text),
+		     "version: 1\negress:\n  allow:\n    - host: example.com\ncredentials:\n");
+	k += snprintf(text + k, sizeof(text) - (size_t)k, cred, "keep", dir, "KEEP");
+	snprintf(text + k, sizeof(text) - (size_t)k, cred, "gone", dir, "GONE");
+	write_policy("ca.yaml", text, a, sizeof(a));
+	k = snprintf(text, sizeof(text),
+		     "version: 1\negress:\n  allow:\n    - host: example.com\ncredentials:\n");
+	k += snprintf(text + k, sizeof(text) - (size_t)k, cred, "keep", dir, "KEEP");
+	snprintf(text + k, sizeof(text) - (size_t)k, cred, "new", dir, "NEW");
+	write_policy("cb.yaml", text, b, sizeof(b));
+
+	assert_int_equal(sandbox_register("sb-910", "auto", a, true, NULL, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "KEEP", keep, sizeof(keep));
+	env_value(env + strlen(CTL_OK), "GONE", gone, sizeof(gone));
+	assert_int_equal(strlen(keep), CREDS_PLACEHOLDER_LEN);
+	assert_int_equal(strlen(gone), CREDS_PLACEHOLDER_LEN);
+
+	assert_int_equal(sandbox_update("sb-910", b, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "KEEP", keep2, sizeof(keep2));
+	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
+	env_value(env + strlen(CTL_OK), "NEW", fresh, sizeof(fresh));
+	assert_string_equal(keep2, keep);
+	assert_string_equal(gone2, "");
+	assert_int_equal(strlen(fresh), CREDS_PLACEHOLDER_LEN);
+	sb = find_name("sb-910");
+	assert_non_null(sb);
+	assert_int_equal(creds_table_lookup(sb->creds, gone, (uint64_t)time(NULL), name),
+			 CREDS_PH_REVOKED);
+	assert_int_equal(creds_table_lookup(sb->creds, keep, (uint64_t)time(NULL), name),
+			 CREDS_PH_VALID);
+
+	/* Back to A: "gone" is given a new placeholder. */
+	assert_int_equal(sandbox_update("sb-910", a, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
+	assert_int_equal(strlen(gone2), CREDS_PLACEHOLDER_LEN);
+	assert_string_not_equal(gone2, gone);
+	pol = sandbox_policy(sb);
+	assert_true(allows(pol, "example.com"));
+	policy_unref(pol);
+	unreg(910);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_update_credentials),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
