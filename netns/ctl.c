@@ -426,14 +426,8 @@ int cmd_update(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf(UPDATE_USAGE
-			       "  swaps the running sandbox's policy for FILE's, at once; a broken\n"
-			       "  FILE is refused (FILE:LINE:COL) and the old policy stays.\n"
-			       "  --keep-open  leave open the connections FILE no longer allows\n"
-			       "               (by default they are closed, reason policy-withdrawn)\n");
-			return 0;
-		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+		/* --help is main()'s (netns/main.c), from the dispatch table. */
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
 			policy = argv[++i];
 		} else if (!strcmp(argv[i], "--keep-open")) {
 			keep_open = true;

@@ -45,7 +45,8 @@ static const struct {
 	  .own_help = true },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
 	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
-				"                              swap a running sandbox's policy" },
+				"                              swap a running sandbox's policy; --keep-open: leave\n"
+				"                              open the connections FILE no longer allows" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };
