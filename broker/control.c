@@ -732,6 +732,36 @@ static bool register_words(char **w, int n)
 	       (n == 4 || (n == 5 && !strcmp(w[4], CTL_REGISTER_NETNS)));
 }
 
+/* `sluice update`: one audit line whatever the outcome, with who asked, and
+ * on success the policy before and after (path and content hash). */
+static void update_answer(const struct peer *p, const char *name, const char *policy,
+			  bool keep_open, char *out, size_t outlen)
+{
+	struct sandbox_update_info info;
+	char err[700] = "";
+	int r = sandbox_update(name, policy, keep_open, &info, err, sizeof(err));
+	struct audit_event ev = {
+		.sandbox = name,
+		.proto = "control",
+		.name = CTL_UPDATE,
+		.decision = r < 0 ? "error" : "allow",
+		.reason = "policy-update",
+		.has_peer = true,
+		.peer_pid = (uint32_t)p->cred.pid,
+		.peer_uid = (uint32_t)p->cred.uid,
+		.old_policy = r < 0 ? NULL : info.old_path,
+		.old_sha256 = r < 0 ? NULL : info.old_sha256,
+		.new_policy = r < 0 ? policy : info.new_path,
+		.new_sha256 = r < 0 ? NULL : info.new_sha256,
+	};
+
+	audit_log(&ev);
+	if (r < 0)
+		snprintf(out, outlen, CTL_ERR "%s\n", err);
+	else
+		snprintf(out, outlen, CTL_OK);
+}
+
 static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 {
 	char *w[8], err[700] = "";
@@ -825,6 +855,9 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			 "(--privileged)",
 			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1]);
 		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_UPDATE) &&
+		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
+		update_answer(p, w[1], w[2], n == 4, out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		char said[1024];
 

@@ -2866,9 +2866,10 @@ static bool still_allowed(const struct conn *c, const struct policy *np)
 	return true;
 }
 
-void proxy_policy_changed_post(void *arg)
+/* @keep_open: what the new policy withdrew stays open, on its old policy
+ * (`sluice update --keep-open`). */
+static void policy_changed(struct worker *w, bool keep_open)
 {
-	struct worker *w = arg;
 	struct conn *c, *next;
 
 	for (c = w->conns; c; c = next) {
@@ -2886,6 +2887,8 @@ void proxy_policy_changed_post(void *arg)
 		}
 		if (!still_allowed(c, np)) {
 			policy_unref(np);
+			if (keep_open)
+				continue;
 			audit(c, "deny", "policy-withdrawn");
 			conn_free(c);
 			continue;
@@ -2894,6 +2897,16 @@ void proxy_policy_changed_post(void *arg)
 		if (c->st == CS_TUNNEL)
 			refresh_policy(c); /* no request of it holds the old one */
 	}
+}
+
+void proxy_policy_changed_post(void *worker)
+{
+	policy_changed(worker, false);
+}
+
+void proxy_policy_changed_keep_post(void *worker)
+{
+	policy_changed(worker, true);
 }
 
 void proxy_close_all(struct worker *w)

@@ -46,6 +46,9 @@ static const struct {
 	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",
 	  .own_help = true },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
+	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
+				"                              swap a running sandbox's policy; --keep-open: leave\n"
+				"                              open the connections FILE no longer allows" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };
