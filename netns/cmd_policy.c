@@ -3,13 +3,15 @@
  * FILE:LINE:COL for bad ones; exit 1 if any is bad.
  * `sluice policy test FILE TARGET...`: what the policy decides for each
  * NAME[:PORT] or ADDR[:PORT] ([V6]:PORT), as the broker would before it
- * resolves anything; exit 1 if any target is refused. */
+ * resolves anything; exit 1 if any target is refused.
+ * `sluice policy suggest ... AUDIT_LOG...`: see cmd_suggest.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/addr.h"
+#include "netns/auditlog.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -123,7 +125,10 @@ int cmd_policy(int argc, char **argv)
 		return check(argc - 2, argv + 2);
 	if (argc >= 4 && strcmp(argv[1], "test") == 0)
 		return test(argv[2], argc - 3, argv + 3);
+	if (argc >= 2 && strcmp(argv[1], "suggest") == 0)
+		return netns_cmd_policy_suggest(argc - 2, argv + 2);
 	fprintf(stderr, "usage: sluice policy check FILE...\n"
-			"       sluice policy test FILE NAME[:PORT]|ADDR[:PORT]...\n");
+			"       sluice policy test FILE NAME[:PORT]|ADDR[:PORT]...\n"
+			"       sluice policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] AUDIT_LOG...\n");
 	return 2;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netns/auditlog.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 
@@ -14,7 +15,9 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *usage;
 } commands[] = {
-	{ "policy", cmd_policy, "policy check FILE...        validate policies\n  policy test FILE TARGET...  what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
+	{ "policy", cmd_policy, "policy check FILE...        validate policies\n  policy test FILE TARGET...  what a policy decides for NAME[:PORT] or ADDR[:PORT]\n"
+				"  policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] AUDIT_LOG...\n"
+				"                              the smallest policy that allows what an audit log shows" },
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
@@ -32,6 +35,8 @@ static const struct {
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--metrics|--jwks]   broker counters (Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
 	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)" },
+	{ "report", cmd_report, "report [NAME] [--since TIME] [--json] [AUDIT_LOG...]\n"
+				"                              what a sandbox did: hosts, bytes, refusals, credentials" },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
