@@ -165,9 +165,11 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 	}
 	if (!allowed) {
 		struct ref_ent *f;
+		char k2[100];
 
 		sb->t.refused += n;
-		mkkey(key, sizeof(key), sbname, rec->reason, rec->port, name);
+		snprintf(k2, sizeof(k2), "%s\x01%s", rec->reason, rec->decision);
+		mkkey(key, sizeof(key), sbname, k2, rec->port, name);
 		f = netns_strtab_get(&r->refs, key);
 		if (f) {
 			if (!f->count) {
@@ -272,7 +274,9 @@ static const char *target(char *buf, size_t len, const char *host, uint16_t port
 	char h[256];
 
 	safe(h, sizeof(h), host[0] ? host : "-", 48);
-	if (port)
+	if (port && strchr(h, ':'))
+		snprintf(buf, len, "[%s]:%u", h, port); /* an IPv6 literal */
+	else if (port)
 		snprintf(buf, len, "%s:%u", h, port);
 	else
 		snprintf(buf, len, "%s", h);
@@ -370,6 +374,78 @@ static void **pick(const struct strtab *t, const char *sandbox, size_t off,
 	return v;
 }
 
+/* Per-reason totals, for the table's order: the reason seen most first. */
+struct reason_total {
+	char *key;
+	uint64_t n, hosts;
+	bool shown;
+};
+
+#define REFUSAL_HOSTS_SHOWN 3 /* per reason, in the table; --json has all */
+
+/* A refusal's group: its reason, and its decision when that is not "deny"
+ * ("error", or "would-deny" in audit mode). */
+static const char *label(char *buf, size_t len, const struct ref_ent *f)
+{
+	if (!strcmp(f->decision, "deny"))
+		snprintf(buf, len, "%s", f->reason);
+	else
+		snprintf(buf, len, "%s (%s)", f->reason, f->decision);
+	return buf;
+}
+
+/* Refusals grouped by reason (most first), each with its busiest hosts. */
+static void print_refusals(FILE *out, struct ref_ent **v, size_t n)
+{
+	struct strtab tot = { .esize = sizeof(struct reason_total), .max = REPORT_ENTRIES };
+	char a[300], rs[100];
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		struct reason_total *t = netns_strtab_get(&tot, label(rs, sizeof(rs), v[i]));
+
+		if (t) {
+			t->n += v[i]->count;
+			t->hosts++;
+		}
+	}
+	fprintf(out, "\n  %-62s %8s\n", "REFUSED (REASON, THEN HOSTS)", "COUNT");
+	for (;;) {
+		struct reason_total *best = NULL;
+		uint64_t rest = 0;
+		size_t shown = 0;
+
+		for (j = 0; j < tot.n; j++) {
+			struct reason_total *t = netns_strtab_at(&tot, j);
+
+			if (!t->shown && (!best || t->n > best->n ||
+					  (t->n == best->n && strcmp(t->key, best->key) < 0)))
+				best = t;
+		}
+		if (!best)
+			break;
+		best->shown = true;
+		fprintf(out, "  %-62s %8llu\n", safe(a, sizeof(a), best->key, 60),
+			(unsigned long long)best->n);
+		/* v is sorted by count: the first of this reason are its busiest. */
+		for (i = 0; i < n; i++) {
+			if (strcmp(label(rs, sizeof(rs), v[i]), best->key))
+				continue;
+			if (shown++ < REFUSAL_HOSTS_SHOWN)
+				fprintf(out, "    %-60s %8llu\n",
+					target(a, sizeof(a), v[i]->host, v[i]->port),
+					(unsigned long long)v[i]->count);
+			else
+				rest += v[i]->count;
+		}
+		if (shown > REFUSAL_HOSTS_SHOWN) {
+			snprintf(a, sizeof(a), "... %zu more", shown - REFUSAL_HOSTS_SHOWN);
+			fprintf(out, "    %-60s %8llu\n", a, (unsigned long long)rest);
+		}
+	}
+	netns_strtab_free(&tot);
+}
+
 static void print_text(const struct report *r, const struct sb_ent *sb, FILE *out)
 {
 	char a[300], b[32], c[32];
@@ -404,19 +480,8 @@ static void print_text(const struct report *r, const struct sb_ent *sb, FILE *ou
 	}
 	free(v);
 	v = pick(&r->refs, sb->key, offsetof(struct ref_ent, sandbox), cmp_ref, &n);
-	if (v && n) {
-		fprintf(out, "\n  %-28s %-52s %8s\n", "REFUSED (REASON)", "HOST", "COUNT");
-		for (i = 0; i < n; i++) {
-			struct ref_ent *f = v[i];
-			char rs[80];
-
-			snprintf(rs, sizeof(rs), "%s%s%s", safe(c, sizeof(c), f->reason, 24),
-				 strcmp(f->decision, "deny") ? " " : "",
-				 strcmp(f->decision, "deny") ? f->decision : "");
-			fprintf(out, "  %-28s %-52s %8llu\n", rs,
-				target(a, sizeof(a), f->host, f->port), (unsigned long long)f->count);
-		}
-	}
+	if (v && n)
+		print_refusals(out, (struct ref_ent **)v, n);
 	free(v);
 	v = pick(&r->creds, sb->key, offsetof(struct cred_ent, sandbox), cmp_cred, &n);
 	if (v && n) {

@@ -138,8 +138,10 @@ X "$BIN/sluice" probe --timeout 3 \
 echo "  (exit status ${PIPESTATUS[0]}: 0 means every check passed or was skipped with its reason)"
 echo "  (the containment checks, --skip'ed here, are shown by tests/integration/test_probe.sh)"
 
-step "Audit log (one JSON line per decision)"
-sed 's/^/  /' "$D/audit.log"
+step "What the sandbox did: sluice report (it sums the audit log, one JSON line per decision)"
+show sluice report "$SB" audit.log
+"$BIN/sluice" report "$SB" "$D/audit.log" | sed 's/^/  /'
+echo "  ($(wc -l <"$D/audit.log") audit lines; \`sluice report --json\` for tools, \`sluice policy suggest\` for a policy)"
 
 step "Decoys (private, metadata, loopback hosts inside the test world): hits"
 hits=$(world_decoy_hits)

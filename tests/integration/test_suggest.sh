@@ -134,7 +134,7 @@ t_contains "with the host and port" "$T_OUT" "rebind.world.test:80"
 {
 	head -n 3 "$D/audit1.log"
 	echo 'not json'
-	echo '{"time":"2026-12-01T21:00:00Z","sandbox":"'"$S1"'","proto":"http","name":"evil\u001b[2J\nx.test","port":80,"decision":"deny","reason":"not-allowlisted"}'
+	echo '{"time":"2026-12-01T21:00:00Z","sandbox":"'"$S1"'","proto":"http","name":"evil\u001b[2J\nx.test","port":80,"decision":"deny","reason":"not-allowlisted","repeated":5}'
 	echo '{"time":"2026-12-01T21:00:00Z","sandbox":"'"$S1"'","proto":"http","name":"a\u0000.evil.test","port":80,"decision":"deny","reason":"not-allowlisted"}'
 	head -c 20000 /dev/zero | tr '\0' '{'
 	echo
