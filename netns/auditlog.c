@@ -222,11 +222,20 @@ int netns_auditlog_since(const char *arg, int64_t now_ms, int64_t *ms)
 			n = n * 10 + (*p - '0');
 		}
 		switch (*p++) {
-		case 's': unit = 1000; break;
-		case 'm': unit = 60 * 1000; break;
-		case 'h': unit = 3600 * 1000; break;
-		case 'd': unit = 86400 * 1000; break;
-		default: return -EINVAL;
+		case 's':
+			unit = 1000;
+			break;
+		case 'm':
+			unit = 60 * 1000;
+			break;
+		case 'h':
+			unit = 3600 * 1000;
+			break;
+		case 'd':
+			unit = 86400 * 1000;
+			break;
+		default:
+			return -EINVAL;
 		}
 		total += n * unit;
 	}

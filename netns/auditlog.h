@@ -157,8 +157,8 @@ struct report_totals {
 int netns_report_totals(const struct report *r, const char *sandbox, struct report_totals *t);
 
 /* Requests and bytes to HOST:PORT in @sandbox (0s when never seen). */
-void netns_report_host(const struct report *r, const char *sandbox, const char *host,
-		       uint16_t port, uint64_t *requests, uint64_t *up, uint64_t *down);
+void netns_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
+		       uint64_t *requests, uint64_t *up, uint64_t *down);
 
 /* Refusals of @reason (NULL: any) for @host (NULL: any) in @sandbox. */
 uint64_t netns_report_refused(const struct report *r, const char *sandbox, const char *reason,

@@ -222,8 +222,8 @@ int netns_report_totals(const struct report *r, const char *sandbox, struct repo
 	return 0;
 }
 
-void netns_report_host(const struct report *r, const char *sandbox, const char *host,
-		       uint16_t port, uint64_t *requests, uint64_t *up, uint64_t *down)
+void netns_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
+		       uint64_t *requests, uint64_t *up, uint64_t *down)
 {
 	char key[700];
 	const struct host_ent *h;
@@ -306,8 +306,8 @@ static void put_time(FILE *out, int64_t ms)
 	struct tm tm;
 
 	gmtime_r(&t, &tm);
-	fprintf(out, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	fprintf(out, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 static void put_json_str(FILE *out, const char *s)
@@ -460,7 +460,8 @@ static void print_text(const struct report *r, const struct sb_ent *sb, FILE *ou
 	put_time(out, sb->last);
 	fprintf(out, ", %llu audit line%s\n", (unsigned long long)sb->lines,
 		sb->lines == 1 ? "" : "s");
-	fprintf(out, "  %llu requests allowed (%s up, %s down), %llu refused; DNS: %llu answered, %llu refused\n",
+	fprintf(out,
+		"  %llu requests allowed (%s up, %s down), %llu refused; DNS: %llu answered, %llu refused\n",
 		(unsigned long long)sb->t.requests, human(b, sizeof(b), sb->t.bytes_up),
 		human(c, sizeof(c), sb->t.bytes_down), (unsigned long long)sb->t.refused,
 		(unsigned long long)sb->t.dns_answered, (unsigned long long)sb->t.dns_refused);
@@ -491,7 +492,8 @@ static void print_text(const struct report *r, const struct sb_ent *sb, FILE *ou
 			struct cred_ent *e = v[i];
 			char cn[80];
 
-			fprintf(out, "  %-24s %-46s %8llu %8llu\n", safe(cn, sizeof(cn), e->cred, 24),
+			fprintf(out, "  %-24s %-46s %8llu %8llu\n",
+				safe(cn, sizeof(cn), e->cred, 24),
 				target(a, sizeof(a), e->host, e->port),
 				(unsigned long long)e->requests, (unsigned long long)e->refused);
 		}
@@ -523,7 +525,8 @@ static void print_json(const struct report *r, const struct sb_ent *sb, FILE *ou
 
 		fputs(i ? ",{\"host\":" : "{\"host\":", out);
 		put_json_str(out, h->host);
-		fprintf(out, ",\"port\":%u,\"requests\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu}",
+		fprintf(out,
+			",\"port\":%u,\"requests\":%llu,\"bytes_up\":%llu,\"bytes_down\":%llu}",
 			h->port, (unsigned long long)h->requests, (unsigned long long)h->up,
 			(unsigned long long)h->down);
 	}
@@ -571,7 +574,8 @@ int netns_report_print(const struct report *r, bool json, const struct auditlog_
 		sbs[i] = netns_strtab_at(&r->sbs, i);
 	qsort(sbs, r->sbs.n, sizeof(*sbs), cmp_sb);
 	if (json)
-		fprintf(out, "{\"lines\":%llu,\"skipped\":%llu,\"not_counted\":%llu,\"sandboxes\":[",
+		fprintf(out,
+			"{\"lines\":%llu,\"skipped\":%llu,\"not_counted\":%llu,\"sandboxes\":[",
 			(unsigned long long)st->lines, (unsigned long long)st->skipped,
 			(unsigned long long)over);
 	for (i = 0; i < r->sbs.n; i++) {
@@ -586,8 +590,10 @@ int netns_report_print(const struct report *r, bool json, const struct auditlog_
 	if (json)
 		fputs("]}\n", out);
 	else if (over)
-		fprintf(out, "\n%llu lines went beyond the report's bounds (%d rows a table) and "
-			     "are not counted\n", (unsigned long long)over, REPORT_ENTRIES);
+		fprintf(out,
+			"\n%llu lines went beyond the report's bounds (%d rows a table) and "
+			"are not counted\n",
+			(unsigned long long)over, REPORT_ENTRIES);
 	free(sbs);
 	return 0;
 }
@@ -650,8 +656,10 @@ int cmd_report(int argc, char **argv)
 			if (netns_auditlog_since(argv[++i],
 						 (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
 						 &flt.since_ms) < 0) {
-				fprintf(stderr, "sluice: --since `%s`: not an RFC 3339 time or a "
-						"duration (90s, 30m, 1h, 2d)\n", argv[i]);
+				fprintf(stderr,
+					"sluice: --since `%s`: not an RFC 3339 time or a "
+					"duration (90s, 30m, 1h, 2d)\n",
+					argv[i]);
 				return 2;
 			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -675,11 +683,12 @@ int cmd_report(int argc, char **argv)
 		int r = broker_audit_path(broker_path, sizeof(broker_path));
 
 		if (r < 0 || !strcmp(broker_path, "-")) {
-			fprintf(stderr, "sluice: report: name the audit log (sluice report [NAME] "
-					"AUDIT_LOG...): %s\n",
-				r == -ENODATA ? "the broker does not say where it writes it" :
-				r < 0 ? "the broker could not be asked where it writes it" :
-				"the broker writes it to its stderr");
+			fprintf(stderr,
+				"sluice: report: name the audit log (sluice report [NAME] "
+				"AUDIT_LOG...): %s\n",
+				r == -ENODATA ? "the broker does not say where it writes it"
+				: r < 0	      ? "the broker could not be asked where it writes it"
+					      : "the broker writes it to its stderr");
 			return 2;
 		}
 		files[nfiles++] = broker_path;

@@ -28,9 +28,9 @@
 #include "netns/strtab.h"
 #include "policy/policy.h"
 
-#define SUG_PORTS 64	    /* ports kept per name */
-#define SUG_NAMES 100000    /* names kept; beyond, counted */
-#define SUG_BAD_SHOWN 20    /* not-host-names listed in the comment */
+#define SUG_PORTS 64	      /* ports kept per name */
+#define SUG_NAMES 100000      /* names kept; beyond, counted */
+#define SUG_BAD_SHOWN 20      /* not-host-names listed in the comment */
 #define SUG_REFUSED_SHOWN 100 /* address-refused names listed */
 
 struct ports {
@@ -50,7 +50,7 @@ struct sug_ent {
 };
 
 struct suggest {
-	struct strtab names; /* struct sug_ent */
+	struct strtab names;	 /* struct sug_ent */
 	struct strtab sandboxes; /* struct { char *key; } */
 	struct strtab bad;	 /* not host names: struct { char *key; uint64_t n; } */
 	uint64_t lines, dropped;
@@ -137,10 +137,10 @@ static bool port_has(const struct ports *ps, uint16_t p)
 
 enum sug_kind {
 	K_IGNORE,
-	K_PORT,	    /* a rule for NAME:PORT */
-	K_RAW,	    /* the same, with raw_tcp */
-	K_NAME,	    /* a DNS query: the name, no port known */
-	K_ADDRESS,  /* refused for an address reason */
+	K_PORT,	   /* a rule for NAME:PORT */
+	K_RAW,	   /* the same, with raw_tcp */
+	K_NAME,	   /* a DNS query: the name, no port known */
+	K_ADDRESS, /* refused for an address reason */
 };
 
 static enum sug_kind kind_of(const struct auditlog_rec *r)
@@ -149,10 +149,11 @@ static enum sug_kind kind_of(const struct auditlog_rec *r)
 	/* Refused because the policy lacks a rule: what a rule would change. */
 	static const char *const outside[] = { "not-allowlisted", "port-not-allowed", NULL };
 	/* The policy let these pass; what failed came after it. */
-	static const char *const passed[] = { "policy-withdrawn", "dns-failure", "dns-timeout",
-					      "connect-failed", "connect-timeout",
-					      "upstream-reset", "upstream-timeout",
-					      "upstream-tls", "bad-response", NULL };
+	static const char *const passed[] = { "policy-withdrawn", "dns-failure",
+					      "dns-timeout",	  "connect-failed",
+					      "connect-timeout",  "upstream-reset",
+					      "upstream-timeout", "upstream-tls",
+					      "bad-response",	  NULL };
 	static const char *const address[] = { "address-denied", "address-literal",
 					       "broker-address", NULL };
 	bool allowed = !strcmp(r->decision, "allow");
@@ -254,6 +255,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
  * (which the rule "two labels at least" already refuses): a short list of
  * common ones, not the Public Suffix List; a name under any other suffix
  * needs N siblings and a person who reads the output. */
+/* clang-format off */
 static const char *const public_suffixes[] = {
 	"co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "ltd.uk", "plc.uk", "net.uk",
 	"com.au", "net.au", "org.au", "edu.au", "gov.au", "co.nz", "org.nz", "co.jp",
@@ -268,6 +270,7 @@ static const char *const public_suffixes[] = {
 	"glitch.me", "surge.sh", "readthedocs.io", "duckdns.org", "no-ip.org",
 	"dyndns.org", NULL,
 };
+/* clang-format on */
 
 bool netns_suggest_public_suffix(const char *suffix)
 {
@@ -355,7 +358,8 @@ static void print_rule(FILE *out, struct rule *ru)
 	fputs("    # ", out);
 	if (ru->raw) {
 		fputs("bytes neither HTTP nor TLS were refused on these ports "
-		      "(raw-tcp-not-allowed); a rule of their own\n", out);
+		      "(raw-tcp-not-allowed); a rule of their own\n",
+		      out);
 		goto rule;
 	}
 	if (ru->members > 1 || ru->pattern[0] == '*') {
@@ -365,7 +369,8 @@ static void print_rule(FILE *out, struct rule *ru)
 		fprintf(out, "%s), ", ru->members > 3 ? ", ..." : "");
 	}
 	fprintf(out, "%llu time%s (%llu allowed, %llu refused), first ", (unsigned long long)n,
-		n == 1 ? "" : "s", (unsigned long long)ru->allowed, (unsigned long long)ru->refused);
+		n == 1 ? "" : "s", (unsigned long long)ru->allowed,
+		(unsigned long long)ru->refused);
 	put_time(out, ru->first);
 	fputs(", last ", out);
 	put_time(out, ru->last);
@@ -393,7 +398,11 @@ rule:
 /* Writes the policy into @out (a memory stream); returns the rule count. */
 static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 {
-	struct strtab sfx = { .esize = sizeof(struct { char *key; uint64_t n; }), .max = SUG_NAMES };
+	struct strtab sfx = { .esize = sizeof(struct {
+				      char *key;
+				      uint64_t n;
+			      }),
+			      .max = SUG_NAMES };
 	struct rule *rules = NULL;
 	char **chosen = NULL, **names = NULL, **covering = NULL;
 	size_t i, j, nrules = 0, nchosen = 0, nrefused = 0, ncovering = 0;
@@ -410,7 +419,10 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 	for (i = 0; wildcards && i < s->names.n; i++) {
 		struct sug_ent *e = netns_strtab_at(&s->names, i);
 		const char *dot = strchr(e->key, '.');
-		struct { char *key; uint64_t n; } *c;
+		struct {
+			char *key;
+			uint64_t n;
+		} * c;
 
 		if (e->literal || e->addr_reason[0] || !dot)
 			continue;
@@ -419,7 +431,10 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			c->n++;
 	}
 	for (i = 0; i < sfx.n; i++) {
-		struct { char *key; uint64_t n; } *c = netns_strtab_at(&sfx, i);
+		struct {
+			char *key;
+			uint64_t n;
+		} *c = netns_strtab_at(&sfx, i);
 		bool covers_refused = false;
 
 		if (c->n < wildcards || netns_suggest_public_suffix(c->key))
@@ -468,7 +483,8 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			if (e->raw.n) {
 				if (!rr) {
 					rr = &rules[nrules++];
-					snprintf(rr->pattern, sizeof(rr->pattern), "*.%s", chosen[i]);
+					snprintf(rr->pattern, sizeof(rr->pattern), "*.%s",
+						 chosen[i]);
 					rr->raw = true;
 				}
 				rule_from(rr, e);
@@ -555,7 +571,8 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			if (!e->addr_reason[0] || e->absorbed)
 				continue;
 			if (j++ == SUG_REFUSED_SHOWN) {
-				fprintf(out, "#   ... and %zu more\n", nrefused - SUG_REFUSED_SHOWN);
+				fprintf(out, "#   ... and %zu more\n",
+					nrefused - SUG_REFUSED_SHOWN);
 				break;
 			}
 			fputs("#   ", out);
@@ -663,8 +680,10 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 			if (netns_auditlog_since(argv[++i],
 						 (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
 						 &flt.since_ms) < 0) {
-				fprintf(stderr, "sluice: --since `%s`: not an RFC 3339 time or a "
-						"duration (90s, 30m, 1h, 2d)\n", argv[i]);
+				fprintf(stderr,
+					"sluice: --since `%s`: not an RFC 3339 time or a "
+					"duration (90s, 30m, 1h, 2d)\n",
+					argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--wildcards") && i + 1 < argc) {
@@ -672,8 +691,10 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 			unsigned long v = strtoul(argv[++i], &end, 10);
 
 			if (!*argv[i] || *end || v < 2 || v > 1000000) {
-				fprintf(stderr, "sluice: --wildcards `%s`: a number of names, 2 or "
-						"more\n", argv[i]);
+				fprintf(stderr,
+					"sluice: --wildcards `%s`: a number of names, 2 or "
+					"more\n",
+					argv[i]);
 				return 2;
 			}
 			wildcards = (unsigned)v;

@@ -32,7 +32,8 @@ static void test_parse(void **state)
 	} cases[] = {
 		{ "{" T0 "}", true },
 		{ "{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
-		  "\"decision\":\"allow\",\"reason\":\"allowed\",\"bytes_up\":1,\"bytes_down\":2}", true },
+		  "\"decision\":\"allow\",\"reason\":\"allowed\",\"bytes_up\":1,\"bytes_down\":2}",
+		  true },
 		{ " {" T0 ",\"new_key\":{\"nested\":[1,2,{\"x\":null}]},\"other\":true} ", true },
 		{ "{" T0 ",\"port\":65535}", true },
 		{ "{" T0 ",\"port\":65536}", false },
@@ -181,7 +182,7 @@ static void add_line(struct suggest *s, struct report *rep, const char *fmt, ...
 		netns_report_add(rep, &r);
 }
 
-#define CONN(proto, name, port, decision, reason)                                            \
+#define CONN(proto, name, port, decision, reason)                                                 \
 	"{" T0 ",\"sandbox\":\"s\",\"proto\":\"" proto "\",\"name\":\"" name "\",\"port\":" #port \
 	",\"decision\":\"" decision "\",\"reason\":\"" reason "\"}"
 
@@ -215,11 +216,13 @@ static void test_suggest_rules(void **state)
 	/* Not about the policy: no rule. */
 	add_line(s, NULL, CONN("http", "front.example.org", 80, "deny", "host-mismatch"));
 	add_line(s, NULL, CONN("http", "bad.example.org", 80, "deny", "bad-request"));
-	add_line(s, NULL, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"control\",\"name\":\"register\","
-			  "\"decision\":\"allow\",\"reason\":\"control-register\"}");
+	add_line(s, NULL,
+		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"control\",\"name\":\"register\","
+		 "\"decision\":\"allow\",\"reason\":\"control-register\"}");
 	/* DNS: a refused name gets the default ports. */
-	add_line(s, NULL, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"dns.example.net\","
-			  "\"decision\":\"deny\",\"reason\":\"not-allowlisted\",\"dns_type\":\"A\"}");
+	add_line(s, NULL,
+		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"dns.example.net\","
+		 "\"decision\":\"deny\",\"reason\":\"not-allowlisted\",\"dns_type\":\"A\"}");
 	/* Address reasons: never suggested, even where also seen otherwise. */
 	add_line(s, NULL, CONN("http", "rebind.example.net", 80, "deny", "not-allowlisted"));
 	add_line(s, NULL, CONN("http", "rebind.example.net", 80, "deny", "address-denied"));
@@ -235,7 +238,8 @@ static void test_suggest_rules(void **state)
 	out = suggest_text(s, 0, &n);
 	assert_non_null(out);
 	assert_int_equal(n, 8);
-	assert_non_null(strstr(out, "    - host: \"api.example.com\"\n      ports: [80, 443, 8080]\n"));
+	assert_non_null(
+		strstr(out, "    - host: \"api.example.com\"\n      ports: [80, 443, 8080]\n"));
 	assert_non_null(strstr(out, "    - host: \"new.example.org\"\n      ports: [80]\n"));
 	assert_non_null(strstr(out, "    - host: \"would.example.org\"\n      ports: [80]\n"));
 	assert_non_null(strstr(out, "    - host: \"db.example.org\"\n      ports: [5432]\n"
@@ -269,15 +273,21 @@ static void test_suggest_counts(void **state)
 	int n;
 
 	(void)state;
-	add_line(s, NULL, "{\"time\":\"2026-12-01T21:00:00.100Z\",\"sandbox\":\"s\",\"proto\":\"http\","
-			  "\"name\":\"a.test\",\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\"}");
-	add_line(s, NULL, "{\"time\":\"2026-12-01T21:00:05.000Z\",\"sandbox\":\"s\",\"proto\":\"http\","
-			  "\"name\":\"a.test\",\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\","
-			  "\"repeated\":41}");
-	add_line(s, NULL, "{\"time\":\"2026-12-01T21:00:09.999Z\",\"sandbox\":\"s\",\"proto\":\"http\","
-			  "\"name\":\"a.test\",\"port\":80,\"decision\":\"allow\",\"reason\":\"allowed\"}");
-	add_line(s, NULL, "{\"time\":\"2026-12-01T21:00:10Z\",\"sandbox\":\"s\",\"decision\":\"deny\","
-			  "\"reason\":\"audit-rate-limited\",\"dropped\":7}");
+	add_line(
+		s, NULL,
+		"{\"time\":\"2026-12-01T21:00:00.100Z\",\"sandbox\":\"s\",\"proto\":\"http\","
+		"\"name\":\"a.test\",\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\"}");
+	add_line(
+		s, NULL,
+		"{\"time\":\"2026-12-01T21:00:05.000Z\",\"sandbox\":\"s\",\"proto\":\"http\","
+		"\"name\":\"a.test\",\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\","
+		"\"repeated\":41}");
+	add_line(s, NULL,
+		 "{\"time\":\"2026-12-01T21:00:09.999Z\",\"sandbox\":\"s\",\"proto\":\"http\","
+		 "\"name\":\"a.test\",\"port\":80,\"decision\":\"allow\",\"reason\":\"allowed\"}");
+	add_line(s, NULL,
+		 "{\"time\":\"2026-12-01T21:00:10Z\",\"sandbox\":\"s\",\"decision\":\"deny\","
+		 "\"reason\":\"audit-rate-limited\",\"dropped\":7}");
 	out = suggest_text(s, 0, &n);
 	assert_int_equal(n, 1);
 	assert_non_null(strstr(out, "    # 43 times (1 allowed, 42 refused), first "
@@ -297,12 +307,20 @@ static void test_suggest_counts(void **state)
 
 static void test_suggest_wildcards(void **state)
 {
-	static const char *const names[] = { "a.cdn.example.com", "b.cdn.example.com",
-					     "c.cdn.example.com", "x.y.cdn.example.com",
-					     "one.github.io", "two.github.io", "three.github.io",
-					     "p.test", "q.test", "r.test",
-					     "m.lab.example.org", "n.lab.example.org",
-					     "o.lab.example.org", "metadata.lab.example.org" };
+	static const char *const names[] = { "a.cdn.example.com",
+					     "b.cdn.example.com",
+					     "c.cdn.example.com",
+					     "x.y.cdn.example.com",
+					     "one.github.io",
+					     "two.github.io",
+					     "three.github.io",
+					     "p.test",
+					     "q.test",
+					     "r.test",
+					     "m.lab.example.org",
+					     "n.lab.example.org",
+					     "o.lab.example.org",
+					     "metadata.lab.example.org" };
 	struct suggest *s = netns_suggest_new();
 	char line[512], *out;
 	size_t i;
@@ -333,7 +351,8 @@ static void test_suggest_wildcards(void **state)
 	out = suggest_text(s, 3, &n);
 	/* Three siblings: one rule, with every port, and the name one level
 	 * deeper folded into it. */
-	assert_non_null(strstr(out, "    - host: \"*.cdn.example.com\"\n      ports: [443, 8443]\n"));
+	assert_non_null(
+		strstr(out, "    - host: \"*.cdn.example.com\"\n      ports: [443, 8443]\n"));
 	assert_non_null(strstr(out, "4 names (a.cdn.example.com, b.cdn.example.com, "
 				    "c.cdn.example.com, ...)"));
 	assert_null(strstr(out, "host: \"a.cdn.example.com\""));
@@ -362,9 +381,9 @@ static void test_suggest_wildcards(void **state)
 
 /* --- report ------------------------------------------------------------------ */
 
-#define BYTES(proto, name, port, decision, reason, up, down)                                 \
+#define BYTES(proto, name, port, decision, reason, up, down)                                      \
 	"{" T0 ",\"sandbox\":\"s\",\"proto\":\"" proto "\",\"name\":\"" name "\",\"port\":" #port \
-	",\"decision\":\"" decision "\",\"reason\":\"" reason "\",\"bytes_up\":" #up             \
+	",\"decision\":\"" decision "\",\"reason\":\"" reason "\",\"bytes_up\":" #up              \
 	",\"bytes_down\":" #down "}"
 
 static void test_report_counts(void **state)
@@ -384,23 +403,30 @@ static void test_report_counts(void **state)
 		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"https\",\"name\":\"a.test\",\"port\":443,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"credential\":\"gh\","
 		 "\"bytes_up\":50,\"bytes_down\":70}");
-	add_line(NULL, r,
-		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"https\",\"name\":\"a.test\",\"port\":443,"
-		 "\"decision\":\"deny\",\"reason\":\"placeholder-out-of-scope\",\"credential\":\"gh\","
-		 "\"bytes_up\":0,\"bytes_down\":0}");
+	add_line(
+		NULL, r,
+		"{" T0 ",\"sandbox\":\"s\",\"proto\":\"https\",\"name\":\"a.test\",\"port\":443,"
+		"\"decision\":\"deny\",\"reason\":\"placeholder-out-of-scope\",\"credential\":\"gh\","
+		"\"bytes_up\":0,\"bytes_down\":0}");
 	add_line(NULL, r, BYTES("http", "b.test", 80, "deny", "not-allowlisted", 0, 0));
-	add_line(NULL, r, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"b.test\","
-			  "\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\",\"repeated\":9}");
-	add_line(NULL, r, "{" T0 ",\"sandbox\":\"s\",\"decision\":\"deny\","
-			  "\"reason\":\"audit-rate-limited\",\"dropped\":5}");
-	add_line(NULL, r, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"a.test\","
-			  "\"decision\":\"allow\",\"reason\":\"allowed\"}");
-	add_line(NULL, r, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"c.test\","
-			  "\"decision\":\"deny\",\"reason\":\"not-allowlisted\"}");
-	add_line(NULL, r, "{" T0 ",\"sandbox\":\"s\",\"proto\":\"control\",\"name\":\"register\","
-			  "\"decision\":\"allow\",\"reason\":\"control-register\"}");
+	add_line(
+		NULL, r,
+		"{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"b.test\","
+		"\"port\":80,\"decision\":\"deny\",\"reason\":\"not-allowlisted\",\"repeated\":9}");
+	add_line(NULL, r,
+		 "{" T0 ",\"sandbox\":\"s\",\"decision\":\"deny\","
+		 "\"reason\":\"audit-rate-limited\",\"dropped\":5}");
+	add_line(NULL, r,
+		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"a.test\","
+		 "\"decision\":\"allow\",\"reason\":\"allowed\"}");
+	add_line(NULL, r,
+		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"dns\",\"name\":\"c.test\","
+		 "\"decision\":\"deny\",\"reason\":\"not-allowlisted\"}");
+	add_line(NULL, r,
+		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"control\",\"name\":\"register\","
+		 "\"decision\":\"allow\",\"reason\":\"control-register\"}");
 	add_line(NULL, r, BYTES("http", "a.test", 80, "allow", "allowed", 1000, 1000)
-			  /* another sandbox's line counts for that one only */);
+		 /* another sandbox's line counts for that one only */);
 	add_line(NULL, r,
 		 "{" T0 ",\"sandbox\":\"other\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"bytes_up\":7,\"bytes_down\":7}");
@@ -441,14 +467,16 @@ static void test_report_print(void **state)
 
 	(void)state;
 	add_line(NULL, r, BYTES("http", "a.test", 80, "allow", "allowed", 10, 2048));
-	add_line(NULL, r, BYTES("http", "evil\\u001b[2J\\\"x", 80, "deny", "not-allowlisted", 0, 0));
+	add_line(NULL, r,
+		 BYTES("http", "evil\\u001b[2J\\\"x", 80, "deny", "not-allowlisted", 0, 0));
 	add_line(NULL, r,
 		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"credential\":\"gh\"}");
 	m = open_memstream(&buf, &len);
 	assert_int_equal(netns_report_print(r, false, &st, m), 0);
 	fclose(m);
-	assert_non_null(strstr(buf, "sandbox s: 2026-12-01T21:00:00Z to 2026-12-01T21:00:00Z, 3 audit lines\n"));
+	assert_non_null(strstr(
+		buf, "sandbox s: 2026-12-01T21:00:00Z to 2026-12-01T21:00:00Z, 3 audit lines\n"));
 	assert_non_null(strstr(buf, "  a.test:80 "));
 	assert_non_null(strstr(buf, "2.0 KiB"));
 	assert_non_null(strstr(buf, "evil\\x1b[2J\"x:80"));
@@ -461,8 +489,9 @@ static void test_report_print(void **state)
 	assert_int_equal(netns_report_print(r, true, &st, m), 0);
 	fclose(m);
 	assert_non_null(strstr(buf, "\"host\":\"evil\\u001b[2J\\\"x\""));
-	assert_non_null(strstr(buf, "\"credentials\":[{\"name\":\"gh\",\"host\":\"a.test\",\"port\":80,"
-				    "\"requests\":1,\"refused\":0}]"));
+	assert_non_null(strstr(buf,
+			       "\"credentials\":[{\"name\":\"gh\",\"host\":\"a.test\",\"port\":80,"
+			       "\"requests\":1,\"refused\":0}]"));
 	assert_null(strchr(buf, '\x1b'));
 	free(buf);
 	netns_report_free(r);
@@ -471,16 +500,11 @@ static void test_report_print(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_parse_hostile),
-		cmocka_unit_test(test_put_safe),
-		cmocka_unit_test(test_time),
-		cmocka_unit_test(test_since),
-		cmocka_unit_test(test_suggest_rules),
-		cmocka_unit_test(test_suggest_counts),
-		cmocka_unit_test(test_suggest_wildcards),
-		cmocka_unit_test(test_report_counts),
-		cmocka_unit_test(test_report_print),
+		cmocka_unit_test(test_parse),	       cmocka_unit_test(test_parse_hostile),
+		cmocka_unit_test(test_put_safe),       cmocka_unit_test(test_time),
+		cmocka_unit_test(test_since),	       cmocka_unit_test(test_suggest_rules),
+		cmocka_unit_test(test_suggest_counts), cmocka_unit_test(test_suggest_wildcards),
+		cmocka_unit_test(test_report_counts),  cmocka_unit_test(test_report_print),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
