@@ -244,7 +244,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 		e->allowed += n;
 	else
 		e->refused += n;
-	if (k == K_NAME || (k == K_PORT && !r->port)) {
+	if (k == K_NAME || !r->port) { /* port 0 is no port: none was logged */
 		e->dns += !strcmp(r->proto, "dns") ? n : 0;
 		return;
 	}
@@ -375,7 +375,7 @@ static void print_rule(FILE *out, struct rule *ru)
 	fputs(", last ", out);
 	put_time(out, ru->last);
 	if (!ru->ports.n)
-		fputs("; seen in DNS only: the default ports", out);
+		fputs("; no port seen (a DNS query): the default ports", out);
 	if (ru->ports.over)
 		fprintf(out, "; more than %d ports seen, the first %d kept", SUG_PORTS, SUG_PORTS);
 	fputc('\n', out);

@@ -70,7 +70,7 @@ t_ok "sluice policy check accepts the suggestion" "$BIN/sluice" policy check "$D
 t_contains "exact names, with the ports used" "$SUG" "$(printf '    - host: "echo.world.test"\n      ports: [80, 443, 8080]')"
 t_contains "three siblings make a wildcard (--wildcards 3)" "$SUG" '- host: "*.canary.world.test"'
 t_not_contains "the siblings are not listed one by one" "$SUG" 'host: "a.canary.world.test"'
-t_contains "a name refused only in DNS gets the default ports" "$SUG" "$(printf '; seen in DNS only: the default ports\n    - host: "other.world.test"')"
+t_contains "a name refused only in DNS gets the default ports" "$SUG" "$(printf '; no port seen (a DNS query): the default ports\n    - host: "other.world.test"')"
 t_contains "an address literal outside the denied ranges: a cidr rule" "$SUG" "$(printf '    - cidr: "11.0.2.10/32"\n      ports: [80]')"
 t_contains "a comment per rule: how often, first and last" "$SUG" "time (0 allowed, 1 refused), first 20"
 t_not_contains "a name refused for an address reason is not suggested" "$SUG" 'host: "rebind.world.test"'

@@ -232,12 +232,17 @@ static void test_suggest_rules(void **state)
 	/* Outside the denied ranges: a cidr rule. */
 	add_line(s, NULL, CONN("http", "11.0.2.10", 8080, "deny", "address-literal"));
 	add_line(s, NULL, CONN("connect", "2600::1", 443, "deny", "address-literal"));
+	/* Port 0 is no port (a line without one): never `ports: [0]`. */
+	add_line(s, NULL, CONN("tcp", "zero.example.org", 0, "deny", "raw-tcp-not-allowed"));
 	/* Not host names. */
 	add_line(s, NULL, CONN("http", "a b.test", 80, "deny", "not-allowlisted"));
 	add_line(s, NULL, CONN("http", "*.example.com", 80, "deny", "not-allowlisted"));
 	out = suggest_text(s, 0, &n);
 	assert_non_null(out);
-	assert_int_equal(n, 8);
+	assert_int_equal(n, 9);
+	assert_null(strstr(out, "[0]"));
+	assert_non_null(strstr(out, "no port seen (a DNS query): the default ports\n"
+				    "    - host: \"zero.example.org\"\n"));
 	assert_non_null(
 		strstr(out, "    - host: \"api.example.com\"\n      ports: [80, 443, 8080]\n"));
 	assert_non_null(strstr(out, "    - host: \"new.example.org\"\n      ports: [80]\n"));
@@ -245,7 +250,7 @@ static void test_suggest_rules(void **state)
 	assert_non_null(strstr(out, "    - host: \"db.example.org\"\n      ports: [5432]\n"
 				    "      raw_tcp: true\n"));
 	assert_non_null(strstr(out, "    - host: \"down.example.org\"\n"));
-	assert_non_null(strstr(out, "seen in DNS only: the default ports\n"
+	assert_non_null(strstr(out, "no port seen (a DNS query): the default ports\n"
 				    "    - host: \"dns.example.net\"\n    #"));
 	assert_non_null(strstr(out, "    - cidr: \"11.0.2.10/32\"\n      ports: [8080]\n"));
 	assert_non_null(strstr(out, "    - cidr: \"2600::1/128\"\n      ports: [443]\n"));
