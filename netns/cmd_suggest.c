@@ -189,7 +189,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 	enum sug_kind k = kind_of(r);
 	uint64_t n = r->repeated ? r->repeated : 1;
 	char key[256], why[100] = "";
-	const char *name = r->name[0] ? r->name : r->addr;
+	const char *name = r->name[0] ? r->name : r->addr, *not_name;
 	struct sl_addr a;
 	struct sug_ent *e;
 	bool literal = false;
@@ -219,7 +219,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 		if (k == K_NAME)
 			k = K_IGNORE; /* a DNS name that is an address: nothing to allow */
 	} else if (r->suspect || policy_normalize_name(name, strlen(name), key, &klen) < 0 ||
-		   !policy_check_name(key, klen, false, &(const char *){ NULL })) {
+		   !policy_check_name(key, klen, false, &not_name)) {
 		count_bad(s, r->suspect ? "(a name cut short or holding a NUL)" : name, n);
 		return;
 	}
