@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The client matrix: common HTTPS clients trust the sandbox's CA through the
+# environment `sluice exec` and `sluice env` give, and nothing else (no -k,
+# no CA flag of their own). Against an intercepted host (a leaf from the
+# sandbox's CA), each client is run
+#   - inside `sluice exec`, and must succeed, with the origin seeing its
+#     request;
+#   - outside the contained runner (`ip netns exec`, where the host's own
+#     system store lacks the sandbox's CA), with the `sluice env`
+#     environment only: it must succeed with it, and fail, the origin seeing
+#     nothing, when the variables that client reads are taken out. That is
+#     the check that each variable does the work (inside the runner the
+#     bundle is also the system store, so a client reading only that
+#     passes there without any variable).
+# A client that is not installed is skipped, saying so.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/world/world.sh
+. tests/world/broker.sh
+. tests/integration/lib.sh
+
+# Nothing of the caller's own trust settings may reach a client: what it
+# trusts comes from sluice's environment alone.
+unset SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE CURL_CA_BUNDLE NODE_EXTRA_CA_CERTS \
+	GIT_SSL_CAINFO PIP_CERT npm_config_cafile NPM_CONFIG_CAFILE CARGO_HTTP_CAINFO \
+	AWS_CA_BUNDLE DENO_CERT BUNDLE_SSL_CA_CERT NODE_OPTIONS PIP_CONFIG_FILE NPM_CONFIG_USERCONFIG
+
+broker_world cl1
+SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$SECRET" >"$D/secret"
+chmod 600 "$D/secret"
+broker_config
+# echo.world.test is in a credential's scope: its TLS is ended at the broker
+# with a leaf from the sandbox's CA, whatever the path.
+cat >"$D/pol.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+      ports: [443]
+credentials:
+  - name: echo-token
+    source: { file: $D/secret }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/api/*"] }
+EOF
+
+# --- what the origin serves under /files/ (echo.py --files) ------------------
+F=$D/files
+mkdir -p "$F/pypi/simple/sluiceprobe" "$F/npm/sluiceprobe"
+# A PEP 503 simple index with one release.
+cat >"$F/pypi/simple/sluiceprobe/index.html" <<'EOF'
+<!DOCTYPE html>
+<html><body>
+<a href="sluiceprobe-1.0.tar.gz#sha256=0000000000000000000000000000000000000000000000000000000000000000">sluiceprobe-1.0.tar.gz</a>
+</body></html>
+EOF
+# An npm registry document (a packument) with one version.
+cat >"$F/npm/sluiceprobe/index.json" <<'EOF'
+{"name": "sluiceprobe", "dist-tags": {"latest": "1.0.0"},
+ "versions": {"1.0.0": {"name": "sluiceprobe", "version": "1.0.0",
+   "dist": {"tarball": "https://echo.world.test/files/npm/sluiceprobe-1.0.0.tgz",
+            "shasum": "0000000000000000000000000000000000000000"}}}}
+EOF
+# A git repository served over dumb HTTP: info/refs is all ls-remote reads.
+GIT_REF=
+if command -v git >/dev/null; then
+	g=(git -c init.defaultBranch=main -c user.name=t -c user.email=t@t -c commit.gpgsign=false)
+	"${g[@]}" init -q "$D/gitsrc" &&
+		"${g[@]}" -C "$D/gitsrc" commit -q --allow-empty -m probe &&
+		"${g[@]}" clone -q --bare "$D/gitsrc" "$F/repo.git" &&
+		git -C "$F/repo.git" update-server-info &&
+		GIT_REF=$(git -C "$F/repo.git" rev-parse refs/heads/main)
+fi
+
+broker_start || { echo "0 passed, 1 failed"; exit 1; }
+t_ok "sluice create" S create "$S1" --policy "$D/pol.yaml"
+BUNDLE=/run/sluice-sandboxes/$S1/ca-bundle.crt
+
+# --- the environment ------------------------------------------------------------
+CA_VARS="SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO"
+CA_VARS+=" PIP_CERT npm_config_cafile NPM_CONFIG_CAFILE CARGO_HTTP_CAINFO AWS_CA_BUNDLE"
+CA_VARS+=" DENO_CERT BUNDLE_SSL_CA_CERT"
+t_ok "sluice env" S env "$S1"
+ENV_OUT=$T_OUT
+missing=()
+for v in $CA_VARS; do
+	grep -qx "$v=$BUNDLE" <<<"$ENV_OUT" || missing+=("$v is not $BUNDLE")
+done
+t_none "sluice env names the sandbox's bundle in every CA variable" "${missing[@]}"
+# shellcheck disable=SC2086 # a list of names
+t_ok "sluice exec gives the same" S exec "$S1" -- printenv $CA_VARS
+t_eq "every CA variable, inside the runner" \
+	"$(for v in $CA_VARS; do echo "$BUNDLE"; done)" "$T_OUT"
+
+# --- the clients ------------------------------------------------------------------
+# seen PATH: how many requests for PATH (the start of it) the origins logged.
+seen() { world_echo_log | grep -cF "\"path\": \"$1"; }
+
+X() { S exec "$S1" -- "$@"; }
+# H [-only] VAR... -- CMD...: CMD in the sandbox's network namespace but
+# outside the runner (the host's files, its system store), with the
+# `sluice env` environment less the VARs named (with -only: less every CA
+# variable but the VARs named), and nothing else but PATH and a fresh HOME
+# (so that no cache of an earlier run answers for the network: npm's does).
+H() {
+	local only=0 kv name home
+	local -a names=() envs=()
+	[ "$1" = -only ] && { only=1; shift; }
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do names+=("$1"); shift; done
+	shift
+	while IFS= read -r kv; do
+		[ -n "$kv" ] || continue
+		name=${kv%%=*}
+		if [ $only = 1 ]; then
+			[[ " $CA_VARS " == *" $name "* ]] && [[ " ${names[*]} " != *" $name "* ]] &&
+				continue
+		else
+			[[ " ${names[*]} " == *" $name "* ]] && continue
+		fi
+		envs+=("$kv")
+	done <<<"$ENV_OUT"
+	home=$(mktemp -d "$D/home.XXXXXX") || return 1
+	ip netns exec "$S1" env -i PATH=/usr/bin:/bin HOME="$home" "${envs[@]}" "$@"
+}
+
+# client NAME PATH WANT "VARS" CMD...: the checks above for one client. PATH
+# is what the origin must see (the start of it); WANT, a string its output
+# must hold; VARS, the variables it reads, its own first ("" for none: it
+# then fails outside the runner even with the whole environment, which is
+# shown). Outside the runner it must succeed with the whole environment and
+# with its own variable alone of all the CA ones, and fail without VARS.
+client() {
+	local name=$1 path=$2 want=$3 vars=$4 n
+	shift 4
+	n=$(seen "$path")
+	t_ok "$name, inside sluice exec" X "$@"
+	t_contains "$name: its output" "$T_OUT" "$want"
+	t_eq "$name: the origin saw its request" "$((n + 1))" "$(seen "$path")"
+	if [ -z "$vars" ]; then
+		n=$(seen "$path")
+		t_fails "$name, outside the runner: no variable to read, the system store lacks the CA" \
+			H -- "$@"
+		t_eq "$name: the origin saw nothing" "$n" "$(seen "$path")"
+		return
+	fi
+	n=$(seen "$path")
+	t_ok "$name, outside the runner, with the sluice env environment" H -- "$@"
+	t_contains "$name: its output" "$T_OUT" "$want"
+	t_eq "$name: the origin saw its request" "$((n + 1))" "$(seen "$path")"
+	n=$(seen "$path")
+	t_ok "$name, outside the runner, with ${vars%% *} alone of the CA variables" \
+		H -only "${vars%% *}" -- "$@"
+	t_eq "$name: the origin saw its request" "$((n + 1))" "$(seen "$path")"
+	n=$(seen "$path")
+	# shellcheck disable=SC2086 # a list of names
+	t_fails "$name, outside the runner, without $vars" H $vars -- "$@"
+	t_eq "$name: the origin saw nothing" "$n" "$(seen "$path")"
+}
+
+# have CMD: installed (on the host, where the runner's /usr comes from).
+have() { command -v "$1" >/dev/null 2>&1; }
+PY=/usr/bin/python3
+URL=https://echo.world.test
+
+client curl /clients/curl '"path": "/clients/curl"' "CURL_CA_BUNDLE SSL_CERT_FILE" \
+	curl -sf -m 10 "$URL/clients/curl"
+
+if have wget; then
+	client wget /clients/wget '"path": "/clients/wget"' "" \
+		wget -q -O - --timeout=10 --tries=1 "$URL/clients/wget"
+else
+	t_skip "wget" "not installed (apt-get install wget)"
+fi
+
+client "python3 urllib" /clients/urllib 200 "SSL_CERT_FILE" \
+	$PY -c 'import urllib.request as u; print(u.urlopen("'"$URL"'/clients/urllib", timeout=10).status)'
+
+if $PY -c 'import requests' 2>/dev/null; then
+	client "python3 requests" /clients/requests 200 "REQUESTS_CA_BUNDLE CURL_CA_BUNDLE" \
+		$PY -c 'import requests; print(requests.get("'"$URL"'/clients/requests", timeout=10).status_code)'
+else
+	t_skip "python3 requests" "not installed (apt-get install python3-requests)"
+fi
+
+# pip: --retries 0 only so that a refused certificate fails at once.
+if $PY -m pip --version >/dev/null 2>&1; then
+	# pip's requests also reads REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE.
+	client pip /files/pypi/simple/sluiceprobe/ "sluiceprobe (1.0)" \
+		"PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE" \
+		$PY -m pip index versions sluiceprobe --index-url "$URL/files/pypi/simple/" \
+		--retries 0 --timeout 10 --disable-pip-version-check
+else
+	t_skip "pip" "not installed (apt-get install python3-pip)"
+fi
+
+if have npm; then
+	client npm /files/npm/sluiceprobe 1.0.0 "npm_config_cafile NPM_CONFIG_CAFILE" \
+		npm view sluiceprobe version --registry "$URL/files/npm/" --fetch-retries 0
+	# npm's config names are case-insensitive: the upper-case one alone.
+	n=$(seen /files/npm/sluiceprobe)
+	t_ok "npm, outside the runner, with NPM_CONFIG_CAFILE alone of the CA variables" \
+		H -only NPM_CONFIG_CAFILE -- \
+		npm view sluiceprobe version --registry "$URL/files/npm/" --fetch-retries 0
+	t_eq "npm: the origin saw its request" "$((n + 1))" "$(seen /files/npm/sluiceprobe)"
+else
+	t_skip "npm" "not installed (apt-get install npm)"
+fi
+
+# node's fetch ignores HTTPS_PROXY: the transparent path takes it.
+if have node; then
+	client "node fetch" /clients/node '"path": "/clients/node"' "NODE_EXTRA_CA_CERTS" \
+		node -e 'fetch("'"$URL"'/clients/node").then(async r => {
+			if (!r.ok) process.exit(1); console.log(await r.text()) })
+			.catch(e => { console.error(e.cause || e); process.exit(1) })'
+else
+	t_skip "node fetch" "not installed (apt-get install nodejs)"
+fi
+
+if [ -n "$GIT_REF" ]; then
+	client git /files/repo.git/info/refs "$GIT_REF" "GIT_SSL_CAINFO" \
+		git ls-remote "$URL/files/repo.git"
+else
+	t_skip "git" "not installed, or the test repository could not be made (apt-get install git)"
+fi
+
+# --- nothing leaked ------------------------------------------------------------
+t_rc "the secret is in no client's output or the broker's log" 1 grep -qF "$SECRET" "$BROKER_LOG"
+t_eq "the decoys saw nothing" "" "$(world_decoy_hits)"
+t_done
