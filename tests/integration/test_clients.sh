@@ -63,6 +63,16 @@ cat >"$F/npm/sluiceprobe/index.json" <<'EOF'
    "dist": {"tarball": "https://echo.world.test/files/npm/sluiceprobe-1.0.0.tgz",
             "shasum": "0000000000000000000000000000000000000000"}}}}
 EOF
+# A cargo sparse registry: its config.json and the search API's answer (the
+# query is not part of the file's name).
+mkdir -p "$F/cargo/index" "$F/cargo/api/api/v1"
+cat >"$F/cargo/index/config.json" <<'EOF'
+{"dl": "https://echo.world.test/files/cargo/dl", "api": "https://echo.world.test/files/cargo/api"}
+EOF
+cat >"$F/cargo/api/api/v1/crates" <<'EOF'
+{"crates": [{"name": "sluiceprobe", "max_version": "1.0.0", "description": "probe"}],
+ "meta": {"total": 1}}
+EOF
 # A git repository served over dumb HTTP: info/refs is all ls-remote reads.
 GIT_REF=
 if command -v git >/dev/null; then
@@ -223,6 +233,36 @@ if [ -n "$GIT_REF" ]; then
 		git ls-remote "$URL/files/repo.git"
 else
 	t_skip "git" "not installed, or the test repository could not be made (apt-get install git)"
+fi
+
+# cargo: Debian's (under /usr) runs inside the runner too; a rustup one
+# (under /root, which the runner does not show) only outside it.
+CARGO=$(rustup which cargo 2>/dev/null || command -v cargo)
+if [ -n "$CARGO" ] && [ -x "$CARGO" ]; then
+	CREG=(env CARGO_REGISTRIES_SLUICE_INDEX="sparse+$URL/files/cargo/index/")
+	csearch() { "$@" "${CREG[@]}" "$CARGO" search --registry sluice sluiceprobe; }
+	if [[ $CARGO == /usr/* ]]; then
+		n=$(seen /files/cargo/api/)
+		t_ok "cargo, inside sluice exec" csearch X
+		t_eq "cargo: the origin saw its request" "$((n + 1))" "$(seen /files/cargo/api/)"
+	else
+		t_skip "cargo, inside sluice exec" "$CARGO is not under /usr: the runner does not show it"
+	fi
+	n=$(seen /files/cargo/api/)
+	t_ok "cargo, outside the runner, with the sluice env environment" csearch H --
+	t_contains "cargo: its output" "$T_OUT" 'sluiceprobe = "1.0.0"'
+	t_eq "cargo: the origin saw its request" "$((n + 1))" "$(seen /files/cargo/api/)"
+	n=$(seen /files/cargo/)
+	t_ok "cargo, outside the runner, with CARGO_HTTP_CAINFO alone of the CA variables" \
+		csearch H -only CARGO_HTTP_CAINFO --
+	t_eq "cargo: the origin saw its requests" "$((n + 2))" "$(seen /files/cargo/)"
+	n=$(seen /files/cargo/)
+	t_fails "cargo, outside the runner, without CARGO_HTTP_CAINFO SSL_CERT_FILE" \
+		csearch H CARGO_HTTP_CAINFO SSL_CERT_FILE --
+	t_contains "cargo: refuses the sandbox's leaf" "$T_ERR" "SSL certificate problem"
+	t_eq "cargo: the origin saw nothing" "$n" "$(seen /files/cargo/)"
+else
+	t_skip "cargo" "not installed (apt-get install cargo)"
 fi
 
 # Java reads no variable: README's recipe, a keystore with the system's CAs
