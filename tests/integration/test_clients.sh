@@ -15,7 +15,7 @@
 #     passes there without any variable).
 # A client that is not installed is skipped, saying so.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/world/world.sh
 . tests/world/broker.sh
 . tests/integration/lib.sh
@@ -72,6 +72,15 @@ EOF
 cat >"$F/cargo/api/api/v1/crates" <<'EOF'
 {"crates": [{"name": "sluiceprobe", "max_version": "1.0.0", "description": "probe"}],
  "meta": {"total": 1}}
+EOF
+# An S3 ListBuckets answer, for the AWS CLI (--endpoint-url names /files/s3).
+mkdir -p "$F/s3"
+cat >"$F/s3/index.html" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<ListAllMyBucketsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+<Owner><ID>sluice</ID><DisplayName>sluice</DisplayName></Owner>
+<Buckets><Bucket><Name>sluiceprobe</Name><CreationDate>2026-01-01T00:00:00.000Z</CreationDate></Bucket></Buckets>
+</ListAllMyBucketsResult>
 EOF
 # A git repository served over dumb HTTP: info/refs is all ls-remote reads.
 GIT_REF=
@@ -263,6 +272,33 @@ if [ -n "$CARGO" ] && [ -x "$CARGO" ]; then
 	t_eq "cargo: the origin saw nothing" "$n" "$(seen /files/cargo/)"
 else
 	t_skip "cargo" "not installed (apt-get install cargo)"
+fi
+
+# The AWS CLI (botocore): where installed, outside the runner (a pip one
+# lives outside /usr).
+AWS=$(pyenv which aws 2>/dev/null || command -v aws)
+if [ -n "$AWS" ] && [ -x "$AWS" ]; then
+	awsls() {
+		"$@" env AWS_ACCESS_KEY_ID=none AWS_SECRET_ACCESS_KEY=none AWS_DEFAULT_REGION=us-east-1 \
+			"$AWS" s3api list-buckets --no-sign-request --endpoint-url "$URL/files/s3" \
+			--cli-connect-timeout 10 --query 'Buckets[].Name' --output text
+	}
+	n=$(seen /files/s3)
+	t_ok "aws, outside the runner, with the sluice env environment" awsls H --
+	t_contains "aws: its output" "$T_OUT" sluiceprobe
+	t_eq "aws: the origin saw its request" "$((n + 1))" "$(seen /files/s3)"
+	n=$(seen /files/s3)
+	t_ok "aws, outside the runner, with AWS_CA_BUNDLE alone of the CA variables" \
+		awsls H -only AWS_CA_BUNDLE --
+	t_eq "aws: the origin saw its request" "$((n + 1))" "$(seen /files/s3)"
+	n=$(seen /files/s3)
+	# botocore falls back on REQUESTS_CA_BUNDLE.
+	t_fails "aws, outside the runner, without AWS_CA_BUNDLE REQUESTS_CA_BUNDLE" \
+		awsls H AWS_CA_BUNDLE REQUESTS_CA_BUNDLE --
+	t_contains "aws: refuses the sandbox's leaf" "$T_ERR" "CERTIFICATE_VERIFY_FAILED"
+	t_eq "aws: the origin saw nothing" "$n" "$(seen /files/s3)"
+else
+	t_skip "aws" "not installed"
 fi
 
 # Java reads no variable: README's recipe, a keystore with the system's CAs
