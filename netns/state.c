@@ -483,9 +483,21 @@ int netns_env_each(const struct netns_sandbox *sb,
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 						  "https_proxy" };
-	static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-					       "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-					       "GIT_SSL_CAINFO" };
+	/*
+	 * One bundle for every client, each by the variable it reads (README,
+	 * "Clients"): OpenSSL and what builds on it (Python's ssl, Ruby, Go's
+	 * crypto/x509) read SSL_CERT_FILE; the rest carry a store of their own
+	 * (certifi, node's, webpki's) and read only their own variable. npm
+	 * reads its config from npm_config_* in either case; both spellings,
+	 * so that neither a lower- nor an upper-case one the user exports
+	 * wins over ours.
+	 */
+	static const char *const ca_vars[] = {
+		"SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
+		"npm_config_cafile",   "NPM_CONFIG_CAFILE",  "CARGO_HTTP_CAINFO",
+		"AWS_CA_BUNDLE",       "DENO_CERT",	     "BUNDLE_SSL_CA_CERT",
+	};
 	struct in_addr ig = { .s_addr = htonl(sb->gw) };
 	char gw[INET_ADDRSTRLEN], url[64], bundle[512];
 	size_t i;
