@@ -86,6 +86,9 @@ int sandbox_placeholders(const char *name, char *out, size_t len, char *err, siz
 /* Reloads every policy; all or nothing. */
 int sandbox_reload_all(char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
+/* An audit line `state-damaged` for a state file @path of sandbox @name
+ * found @what ("damaged", "missing", ...) when the broker read it. */
+void sandbox_state_audit(const char *name, const char *path, const char *what);
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {

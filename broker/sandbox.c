@@ -27,6 +27,7 @@
 
 #include "common/ctlproto.h"
 #include "broker/broker_internal.h"
+#include "broker/audit.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
 #include "common/file.h"
@@ -312,6 +313,8 @@ static int remove_state(const char *name, char *what, size_t whatlen)
 	note_rm(unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
+	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab.synth_dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
 		note_rm(unlink(path), path, &r, what, whatlen);
@@ -426,6 +429,54 @@ static void undo_register(struct sandbox *reg)
 	if (sb->creds)
 		creds_sandbox_forget(sb);
 	sandbox_put(sb);
+}
+
+/* An audit line (proto "state", reason `state-damaged`) for a state file
+ * of sandbox @name found @what ("damaged", "missing") at start-up: whoever
+ * reads only the audit log learns why the sandbox behaves differently. */
+void sandbox_state_audit(const char *name, const char *path, const char *what)
+{
+	struct audit_event ev = {
+		.sandbox = name,
+		.proto = "state",
+		.name = path,
+		.decision = "error",
+		.reason = "state-damaged",
+		.rule = what,
+	};
+
+	audit_log(&ev);
+}
+
+/* Says what a restart's replay of @sb's synthetic-names journal found,
+ * when it was not a clean one: never silent about lost names. */
+static void synth_replay_report(struct sandbox *sb, const char *path,
+				const struct dns_synth_replay *rep)
+{
+	if (rep->missing) {
+		log_err("sandbox: `%s`: its synthetic-names journal %s is missing: the names it "
+			"had lost their addresses (a client that cached one fails until it asks "
+			"again); new names start at offset %u (%s)",
+			sb->name, path, rep->next,
+			rep->next > 1 ? "above the mark kept beside it"
+				      : "its mark is lost too: an address a lost name had may be "
+					"given again; re-create the sandbox to be sure");
+		sandbox_state_audit(sb->name, path, "missing");
+	} else if (rep->damaged) {
+		log_err("sandbox: `%s`: synthetic-names journal %s is damaged: kept %u names at "
+			"their addresses, lost %u lines; addresses of lost names are never given "
+			"to another name (new names start at offset %u); rewritten",
+			sb->name, path, rep->kept, rep->lost, rep->next);
+		sandbox_state_audit(sb->name, path, "damaged");
+	} else if (rep->hwm_damaged) {
+		log_warn("sandbox: `%s`: %s.hwm is damaged: the journal's own mark is used; "
+			 "rewritten",
+			 sb->name, path);
+	} else if (rep->legacy) {
+		log_info("sandbox: `%s`: %s is in the format from before checksums (%u names, "
+			 "%u bad lines): read once, rewritten in the checked format",
+			 sb->name, path, rep->kept, rep->lost);
+	}
 }
 
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
@@ -556,18 +607,21 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		 * journalled in state_dir and replayed when it restores. Done
 		 * before the sandbox's first query can arrive: a new sandbox is
 		 * not wired yet, a restored one waits for the workers. */
+		struct dns_synth_replay rep;
 		char jpath[600];
 
 		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
-		r = dns_synth_journal(synth, jpath, !save);
+		r = dns_synth_journal(synth, jpath, !save, &rep);
 		if (r < 0 && save)
 			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
 				 strerror(-r));
 		else if (r < 0)
-			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
-				 tab.synth_dir);
-		if (!save)
+			log_err("sandbox: `%s`: cannot journal synthetic names in %s: %s", name,
+				jpath, strerror(-r));
+		if (!save) {
+			synth_replay_report(reg, jpath, &rep);
 			r = 0;
+		}
 	}
 	/* Placeholders: new ones for a new sandbox, the saved ones after a
 	 * restart. The control thread is the only writer of the table, so

@@ -93,7 +93,8 @@ int sumfile_commit(struct sumfile_writer *w, const char *tmp, const char *path);
  * @arg:        for @fn
  * @res:        what was found
  *
- * @fn is not called for a SUMFILE_LEGACY or SUMFILE_EMPTY file.
+ * @fn is not called for a SUMFILE_LEGACY or SUMFILE_EMPTY file; it may be
+ * NULL, to check a file only.
  *
  * Return: what @fn returned last (0 when it always returned 0).
  */
