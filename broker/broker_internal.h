@@ -50,6 +50,11 @@ struct sandbox {
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct creds_table *creds;
+	/* Its placeholders file was damaged or missing at the broker's start:
+	 * set before the sandbox is served, read-only after. */
+	bool placeholders_lost;
+	/* Likewise for its synthetic-names journal (names lost their address). */
+	bool names_lost;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
 };

@@ -31,8 +31,11 @@
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
 #include "common/file.h"
+#include "common/sumfile.h"
 #include "common/log.h"
 #include "policy/policy.h"
+
+#define REG_KIND "registration"
 
 /* tests/unit/test_sandbox_table.c builds this file with a small table, so
  * that its entries collide and removals move runs of them. */
@@ -276,6 +279,7 @@ void sandbox_put(struct sandbox *sb)
 static int persist(const struct sandbox *sb)
 {
 	char path[600], tmp[620];
+	struct sumfile_writer w;
 	FILE *f;
 	char a[ADDR_STRLEN];
 
@@ -285,8 +289,119 @@ static int persist(const struct sandbox *sb)
 	if (!f)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
-	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
-	return file_commit(f, tmp, path);
+	/* Checked lines (common/sumfile.h), each saying what it is, so that
+	 * a damaged one costs only itself. */
+	sumfile_begin(&w, f, REG_KIND);
+	sumfile_line(&w, "address %s", a);
+	sumfile_line(&w, "policy %s", sb->policy_path);
+	if (sb->netns)
+		sumfile_line(&w, "%s", CTL_REGISTER_NETNS);
+	return sumfile_commit(&w, tmp, path);
+}
+
+/* A registration as read back. */
+struct reg_file {
+	char addr[64], pol[300];
+	bool netns;
+	unsigned seen; /* 1 address, 2 policy */
+	unsigned bad;  /* lines that verified but are not ours */
+};
+
+static int reg_line(const char *s, size_t len, bool ok, void *arg)
+{
+	struct reg_file *rf = arg;
+
+	if (!ok)
+		return 0;
+	if (len > 8 && !memcmp(s, "address ", 8) && len - 8 < sizeof(rf->addr)) {
+		memcpy(rf->addr, s + 8, len - 8);
+		rf->addr[len - 8] = '\0';
+		rf->seen |= 1;
+	} else if (len > 7 && !memcmp(s, "policy ", 7) && len - 7 < sizeof(rf->pol)) {
+		memcpy(rf->pol, s + 7, len - 7);
+		rf->pol[len - 7] = '\0';
+		rf->seen |= 2;
+	} else if (len == strlen(CTL_REGISTER_NETNS) && !memcmp(s, CTL_REGISTER_NETNS, len)) {
+		rf->netns = true;
+	} else {
+		rf->bad++;
+	}
+	return 0;
+}
+
+/* The registration of sluice 0.x: address, policy path, optional mark. */
+static void reg_legacy(struct reg_file *rf, char *buf)
+{
+	char *l[3] = { NULL, NULL, NULL }, *p = buf;
+	int i;
+
+	for (i = 0; i < 3 && p; i++) {
+		l[i] = p;
+		p = strchr(p, '\n');
+		if (p)
+			*p++ = '\0';
+	}
+	if (l[0] && l[1] && l[0][0] && l[1][0] && strlen(l[0]) < sizeof(rf->addr) &&
+	    strlen(l[1]) < sizeof(rf->pol)) {
+		strcpy(rf->addr, l[0]);
+		strcpy(rf->pol, l[1]);
+		rf->seen = 3;
+	}
+	rf->netns = l[2] && !strcmp(l[2], CTL_REGISTER_NETNS);
+}
+
+/*
+ * Reads registration @path into @rf. Return: 0 when it can be restored
+ * (whole, from before checksums, or damaged with its address and policy
+ * lines intact: then logged), -EBADMSG when it cannot (logged and
+ * audited), another negative errno when it cannot be read.
+ */
+static int reg_read(const char *name, const char *path, struct reg_file *rf, bool *rewrite)
+{
+	struct sumfile_result res;
+	char *buf;
+	size_t len;
+	int r;
+
+	memset(rf, 0, sizeof(*rf));
+	*rewrite = false;
+	r = file_read_all(path, 4096, &buf, &len);
+	if (r < 0)
+		return r;
+	sumfile_parse(buf, len, REG_KIND, false, reg_line, rf, &res);
+	if (res.status == SUMFILE_LEGACY) {
+		reg_legacy(rf, buf);
+		*rewrite = rf->seen == 3;
+		if (*rewrite)
+			log_info("sandbox: registration %s is in the format from before "
+				 "checksums: read once, rewritten in the checked format",
+				 path);
+	}
+	free(buf);
+	if (res.status == SUMFILE_OK && rf->seen == 3 && !rf->bad)
+		return 0;
+	if (res.status == SUMFILE_LEGACY && rf->seen == 3)
+		return 0;
+	if (rf->seen == 3) {
+		log_err("sandbox: registration %s is damaged (%u lines lost): its address %s and "
+			"policy %s verify and are kept%s; rewritten",
+			path, res.lost + rf->bad, rf->addr, rf->pol,
+			rf->netns ? ""
+				  : " (whether `sluice create` made it is lost: it is "
+				    "not dropped when its namespace goes)");
+		sandbox_state_audit(name, path, "damaged");
+		*rewrite = true;
+		return 0;
+	}
+	log_err("sandbox: registration %s is %s: %s lost: `%s` is not restored and reaches "
+		"nothing; the file is left for you (delete and re-create the sandbox)",
+		path, sumfile_status_name(res.status),
+		!rf->seen	  ? "its address and policy are"
+		: !(rf->seen & 1) ? "its address is"
+				  : "its policy is",
+		name);
+	sandbox_state_audit(name, path, "damaged");
+	return -EBADMSG;
 }
 
 /* Notes in *@r and @what the first failure (@rc < 0, errno other than
@@ -462,12 +577,14 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
 				      : "its mark is lost too: an address a lost name had may be "
 					"given again; re-create the sandbox to be sure");
 		sandbox_state_audit(sb->name, path, "missing");
+		sb->names_lost = true;
 	} else if (rep->damaged) {
 		log_err("sandbox: `%s`: synthetic-names journal %s is damaged: kept %u names at "
 			"their addresses, lost %u lines; addresses of lost names are never given "
 			"to another name (new names start at offset %u); rewritten",
 			sb->name, path, rep->kept, rep->lost, rep->next);
 		sandbox_state_audit(sb->name, path, "damaged");
+		sb->names_lost = true;
 	} else if (rep->hwm_damaged) {
 		log_warn("sandbox: `%s`: %s.hwm is damaged: the journal's own mark is used; "
 			 "rewritten",
@@ -730,8 +847,14 @@ int sandbox_list(char *buf, size_t len)
 		if (!s)
 			continue;
 		addr_format(&s->addr, a, sizeof(a));
-		k = snprintf(buf + o, len - o, "%s %s %s %u\n", s->name, a, s->policy_path,
-			     atomic_load(&s->conns));
+		/* The fifth word says what state a restart lost ("ok" when
+		 * none): a client that reads four words ignores it. */
+		k = snprintf(buf + o, len - o, "%s %s %s %u %s\n", s->name, a, s->policy_path,
+			     atomic_load(&s->conns),
+			     s->placeholders_lost && s->names_lost ? "placeholders-lost,names-lost"
+			     : s->placeholders_lost		   ? "placeholders-lost"
+			     : s->names_lost			   ? "names-lost"
+								   : "ok");
 		if (k < 0 || (size_t)k >= len - o) {
 			o = len;
 			break;
@@ -881,6 +1004,22 @@ static void drop_stale(const char *name, const char *addr)
 			 name, addr, name, tab.dir, name);
 }
 
+/* Writes the registration of @name again (in the current format). */
+static void rewrite_registration(const char *name)
+{
+	struct sandbox *sb;
+	int r = -ENOENT;
+
+	pthread_rwlock_wrlock(&tab.lock);
+	sb = find_name(name);
+	if (sb)
+		r = persist(sb);
+	pthread_rwlock_unlock(&tab.lock);
+	if (r < 0)
+		log_err("sandbox: `%s`: cannot rewrite its registration in %s: %s", name, tab.dir,
+			strerror(-r));
+}
+
 int sandbox_restore(char *err, size_t errlen)
 {
 	DIR *d = opendir(tab.dir);
@@ -893,40 +1032,39 @@ int sandbox_restore(char *err, size_t errlen)
 		return -errno;
 	}
 	while ((de = readdir(d))) {
-		char path[600], addr[64] = "", pol[300] = "", mark[16] = "", e[600];
-		FILE *f;
+		char path[600], e[600];
+		struct reg_file rf;
+		bool rewrite;
+		int r;
 
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tab.dir, de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (!fgets(addr, sizeof(addr), f) || !fgets(pol, sizeof(pol), f)) {
-			fclose(f);
-			log_err("sandbox: unreadable registration %s: skipped", path);
+		r = reg_read(de->d_name, path, &rf, &rewrite);
+		if (r < 0) {
+			if (r != -EBADMSG) {
+				log_err("sandbox: unreadable registration %s: %s: skipped", path,
+					strerror(-r));
+				sandbox_state_audit(de->d_name, path, "unreadable");
+			}
 			bad++;
 			continue;
 		}
-		if (!fgets(mark, sizeof(mark), f))
-			mark[0] = '\0';
-		fclose(f);
-		addr[strcspn(addr, "\n")] = '\0';
-		pol[strcspn(pol, "\n")] = '\0';
-		mark[strcspn(mark, "\n")] = '\0';
-		if (!strcmp(mark, CTL_REGISTER_NETNS) && netns_gone(de->d_name)) {
-			drop_stale(de->d_name, addr);
+		if (rf.netns && netns_gone(de->d_name)) {
+			drop_stale(de->d_name, rf.addr);
 			dropped++;
 			continue;
 		}
-		if (do_register(de->d_name, addr, pol, false, !strcmp(mark, CTL_REGISTER_NETNS),
-				&ca, NULL, e, sizeof(e)) < 0) {
+		if (do_register(de->d_name, rf.addr, rf.pol, false, rf.netns, &ca, NULL, e,
+				sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
 			bad++;
 			continue;
 		}
+		if (rewrite)
+			rewrite_registration(de->d_name);
 		n++;
 	}
 	closedir(d);
