@@ -383,9 +383,9 @@ static int reg_read(const char *name, const char *path, struct reg_file *rf, boo
 	if (res.status == SUMFILE_LEGACY && rf->seen == 3)
 		return 0;
 	if (rf->seen == 3) {
-		log_err("sandbox: registration %s is damaged (%u lines lost): its address %s and "
+		log_err("sandbox: registration %s is damaged (%u lines lost%s): its address %s and "
 			"policy %s verify and are kept%s; rewritten",
-			path, res.lost + rf->bad, rf->addr, rf->pol,
+			path, res.lost + rf->bad, res.end_missing ? ", and its end" : "", rf->addr, rf->pol,
 			rf->netns ? ""
 				  : " (whether `sluice create` made it is lost: it is "
 				    "not dropped when its namespace goes)");

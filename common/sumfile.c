@@ -211,7 +211,7 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 	const char *p = buf, *end = buf + len;
 	char header[128];
 	uint64_t chain = 0;
-	bool first = true, ended = false, end_ok = false;
+	bool first = true, ended = false;
 	int hl, r = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -241,7 +241,6 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 			if (ok && plen == (size_t)hl && !memcmp(pl, header, plen))
 				continue;
 			res->header_bad = true;
-			res->lost++;
 			/* A header of another kind or version is not ours: it
 			 * is not read as content. */
 			if (ok)
@@ -250,8 +249,7 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 			continue;
 		}
 		if (ended) { /* anything after the end line */
-			res->lost++;
-			end_ok = false;
+			res->end_bad = true;
 			continue;
 		}
 		if (!open_ended && ok && plen > 4 && !memcmp(pl, "end ", 4)) {
@@ -262,9 +260,8 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 			put_hex(hex, chain);
 			hex[SUMFILE_HEX] = '\0';
 			n = snprintf(e, sizeof(e), "end %u %s", res->kept, hex);
-			end_ok = !res->lost && n > 0 && (size_t)n == plen && !memcmp(pl, e, plen);
-			if (!end_ok)
-				res->lost++;
+			if (res->lost || n < 0 || (size_t)n != plen || memcmp(pl, e, plen))
+				res->end_bad = true;
 			continue;
 		}
 		if (ok) {
@@ -276,11 +273,9 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 			r = fn ? fn(p - l - (nl ? 1 : 0), l, false, arg) : 0;
 		}
 	}
-	if (!open_ended && !ended) {
-		res->end_missing = true;
-		res->lost++;
-	}
-	res->status = res->lost || res->header_bad || (!open_ended && !end_ok) ? SUMFILE_DAMAGED
+	if (!open_ended && !ended)
+		res->end_bad = res->end_missing = true;
+	res->status = res->lost || res->header_bad || res->end_bad ? SUMFILE_DAMAGED
 									       : SUMFILE_OK;
 	return r;
 }

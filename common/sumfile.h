@@ -37,9 +37,12 @@ enum sumfile_status {
 struct sumfile_result {
 	enum sumfile_status status;
 	unsigned kept;	  /* content lines that verify (handed over) */
-	unsigned lost;	  /* lines that do not, header and end included */
+	unsigned lost;	  /* content lines that do not (handed over raw) */
 	bool header_bad;  /* the first line is not a good header of KIND */
-	bool end_missing; /* a whole file without a good end line */
+	bool end_bad;	  /* a whole file whose end line is missing, does not
+			   * verify, does not count the lines kept, or has
+			   * lines after it */
+	bool end_missing; /* a whole file without its end line: cut short */
 };
 
 /* A file being written: the chain of its sums so far. */

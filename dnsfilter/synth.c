@@ -657,7 +657,7 @@ int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,
 		if (rep->legacy)
 			replay_legacy(&rp, buf, len);
 		else
-			rep->lost = res.lost + rp.conflicts;
+			rep->lost = res.lost + rp.conflicts + (res.header_bad ? 1 : 0);
 		free(buf);
 	}
 	/* The next offset: above every name and mark seen, and a step above

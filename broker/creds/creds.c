@@ -919,11 +919,12 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 		sandbox_state_audit(sb->name, path, "unreadable");
 	} else if (r == 0 &&
 		   (res.status == SUMFILE_DAMAGED || res.status == SUMFILE_EMPTY || ra.bad)) {
-		log_err("creds: `%s`: placeholders file %s is damaged (%s): kept %u lines that "
-			"verify, lost %u; credentials left without a placeholder get new ones; "
-			"processes holding a lost one get 403 placeholder-lost",
-			sb->name, path, sumfile_status_name(res.status), res.kept - ra.bad,
-			res.lost + ra.bad);
+		log_err("creds: `%s`: placeholders file %s is %s: kept %u lines that verify, lost "
+			"%u%s; credentials left without a placeholder get new ones; processes "
+			"holding a lost one get 403 placeholder-lost",
+			sb->name, path, res.status == SUMFILE_EMPTY ? "empty" : "damaged",
+			res.kept - ra.bad, res.lost + ra.bad,
+			res.end_missing ? " and its end (lines after those may be lost too)" : "");
 		sb->placeholders_lost = true;
 		sandbox_state_audit(sb->name, path, "damaged");
 	} else if (r == 0 && res.status == SUMFILE_LEGACY) {

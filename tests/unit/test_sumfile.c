@@ -126,7 +126,7 @@ static void test_sumfile_truncated_everywhere(void **state)
 		if (res.status != SUMFILE_DAMAGED)
 			fail_msg("cut at %zu of %zu: %s", cut, len,
 				 sumfile_status_name(res.status));
-		assert_true(res.lost > 0);
+		assert_true(res.lost > 0 || res.end_bad || res.header_bad);
 		assert_prefix_of_original(&s);
 	}
 	free(buf);
