@@ -419,7 +419,7 @@ static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen
  * ENOENT (the others are tried all the same), with its path in @what. */
 static int remove_state(const char *name, char *what, size_t whatlen)
 {
-	static const char *const files[] = { "ca.key", "ca.crt" };
+	static const char *const files[] = { "ca.key", "ca.crt", "ca.sum" };
 	char path[700];
 	int r = 0;
 	size_t i;
@@ -481,6 +481,34 @@ static int allocate(struct sl_addr *out)
 	return -ENOSPC;
 }
 
+/* Says what the checksums of a restored sandbox's CA said (@k from
+ * tls_ca_check_sums()), when the CA itself loaded. */
+static void ca_sums_report(const char *name, const char *dir, int k, const char *what)
+{
+	if (k == -ENOENT) {
+		log_info("sandbox: `%s`: its CA in %s has no checksums (written before them): "
+			 "read once, checksums written",
+			 name, dir);
+		if (tls_ca_write_sums(dir) < 0)
+			log_warn("sandbox: `%s`: cannot write %s/ca.sum", name, dir);
+	} else if (k == -EBADMSG) {
+		log_warn("sandbox: `%s`: %s/ca.sum is damaged; its CA passes every other check "
+			 "(key and certificate match): kept, checksums written again",
+			 name, dir);
+		sandbox_state_audit(name, dir, "damaged");
+		if (tls_ca_write_sums(dir) < 0)
+			log_warn("sandbox: `%s`: cannot write %s/ca.sum", name, dir);
+	} else if (k < 0) {
+		/* Kept, not replaced: a new CA fails every intercepted host
+		 * for sure; this one may still serve. Said at every start. */
+		log_err("sandbox: `%s`: its CA's %s in %s does not match its checksum, but its "
+			"key and certificate still match: kept; if intercepted hosts fail, "
+			"re-create the sandbox",
+			name, what, dir);
+		sandbox_state_audit(name, dir, "damaged");
+	}
+}
+
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
 static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
@@ -488,16 +516,24 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 	char dir[600], e[256];
 
 	if (!fresh) {
+		char what[64];
+		int k;
+
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, sb->name);
+		k = tls_ca_check_sums(dir, what, sizeof(what));
 		sb->ca = tls_ca_load(dir, e, sizeof(e));
-		if (sb->ca)
+		if (sb->ca) {
+			ca_sums_report(sb->name, dir, k, what);
 			return 0;
+		}
 		/* Fail closed all the same: the sandbox's bundle does not hold
 		 * a new CA, so its clients refuse every intercepted connection
 		 * until the sandbox is made again; other hosts keep working. */
-		log_err("sandbox: `%s`: cannot load its CA (%s): a new one is made; "
+		log_err("sandbox: `%s`: cannot load its CA (%s%s%s): a new one is made; "
 			"intercepted hosts fail for it until it is re-created",
-			sb->name, e);
+			sb->name, e, k == -EILSEQ ? "; checksum mismatch: " : "",
+			k == -EILSEQ ? what : "");
+		sandbox_state_audit(sb->name, dir, "damaged");
 		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
 		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);

@@ -123,20 +123,29 @@ void sumfile_line(struct sumfile_writer *w, const char *fmt, ...)
 	explicit_bzero(line, sizeof(line));
 }
 
-int sumfile_commit(struct sumfile_writer *w, const char *tmp, const char *path)
+int sumfile_end(struct sumfile_writer *w)
 {
 	char e[64], hex[SUMFILE_HEX + 1];
 	int n;
 
-	if (w->err) {
-		fclose(w->f);
-		unlink(tmp);
+	if (w->err)
 		return w->err;
-	}
 	put_hex(hex, w->chain);
 	hex[SUMFILE_HEX] = '\0';
 	n = snprintf(e, sizeof(e), "end %u %s", w->n, hex);
 	put_line(w, e, (size_t)n, false);
+	return 0;
+}
+
+int sumfile_commit(struct sumfile_writer *w, const char *tmp, const char *path)
+{
+	int r = sumfile_end(w);
+
+	if (r < 0) {
+		fclose(w->f);
+		unlink(tmp);
+		return r;
+	}
 	return file_commit(w->f, tmp, path);
 }
 

@@ -73,6 +73,10 @@ void sumfile_begin(struct sumfile_writer *w, FILE *f, const char *kind);
 /* One content line (no newline in it); errors show in ferror(f). */
 void sumfile_line(struct sumfile_writer *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The end line, for a stream the caller finishes itself. Return: 0, or
+ * -EINVAL when a line could not be framed (then nothing is written). */
+int sumfile_end(struct sumfile_writer *w);
+
 /**
  * sumfile_commit() - the end line, then file_commit() (see common/file.h)
  * @w:    the writer (its stream is closed here, in every case)

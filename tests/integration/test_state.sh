@@ -8,14 +8,17 @@
 # placeholder is told `placeholder-lost` (not `placeholder-out-of-scope`),
 # and `sluice list` marks the sandbox. A third sandbox's files are
 # rewritten in the format from before checksums: they are read once and
-# rewritten. README's "Failure modes" says what a user sees.
+# rewritten. A fourth loses its placeholders file and its journal (not the
+# journal's mark beside it), gets a line added to its CA certificate, and
+# its record in /run/sluice-sandboxes is damaged. README's "Failure modes"
+# says what a user sees.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world d1 d2 d3
+broker_world d1 d2 d3 d4
 PY=/usr/bin/python3
 SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
@@ -37,7 +40,7 @@ credentials:
     plaintext: allow
 EOF
 broker_start || { echo "0 passed, 1 failed"; exit 1; }
-for s in "$S1" "$S2" "$S3"; do
+for s in "$S1" "$S2" "$S3" "$S4"; do
 	t_ok "create $s" S create "$s" --policy "$D/pol.yaml"
 done
 
@@ -50,15 +53,17 @@ reason() {
 		"http://echo.world.test/api/$3" | t_status_reason
 }
 N=12
-declare -A A1 A3
+declare -A A1 A3 A4
 for ((i = 0; i < N; i++)); do
 	A1[$i]=$(addr "$S1" "h$i.names.world.test")
 	A3[$i]=$(addr "$S3" "h$i.names.world.test")
+	A4[$i]=$(addr "$S4" "h$i.names.world.test")
 done
 t_ok "$S1 got $N synthetic addresses" test -n "${A1[$((N - 1))]}"
 echo "# $S1: ${A1[*]}"
 PH1=$(S env "$S1" | sed -n 's/^ECHO_TOKEN=//p')
 PH3=$(S env "$S3" | sed -n 's/^ECHO_TOKEN=//p')
+PH4=$(S env "$S4" | sed -n 's/^ECHO_TOKEN=//p')
 t_contains "$S1 has a placeholder" "$PH1" "sluice-ph-"
 t_eq "which is injected, in scope" "200 " "$(reason "$S1" "$PH1" before)"
 J1=$SD/synthetic/$S1.names
@@ -108,6 +113,12 @@ open(reg, 'w').write(r[0][len('address '):] + '\n' + r[1][len('policy '):] + '\n
                      ''.join(l + '\n' for l in r[2:]))
 EOF
 t_not_contains "(the old format has no checksums)" "$(cat "$SD/sandboxes/$S3")" "sluice-state"
+rm -f "$SD/ca/$S3/ca.sum"
+# $S4: no placeholders file, no journal (its mark beside it stays), a line
+# added after its CA certificate (PEM readers skip it: only the checksum
+# sees it).
+rm -f "$SD/placeholders/$S4" "$SD/synthetic/$S4.names"
+echo "# a comment" >>"$SD/ca/$S4/ca.crt"
 mark=$(wc -l <"$BROKER_LOG")
 broker_start || { echo "0 passed, 1 failed"; t_done; }
 LOG=$(tail -n +"$((mark + 1))" "$BROKER_LOG")
@@ -175,6 +186,42 @@ for ((i = 0; i < N; i++)); do [ "$(addr "$S3" "h$i.names.world.test")" = "${A3[$
 t_eq "its names keep their addresses" "$N" "$same"
 t_eq "its placeholder still works" "200 " "$(reason "$S3" "$PH3" old)"
 t_not_contains "and $S3 is not marked" "$(S list | grep -F "$S3 ")" "state lost"
+t_contains "its CA without checksums is read, and they are written" "$LOG" \
+	"sandbox: \`$S3\`: its CA in $SD/ca/$S3 has no checksums (written before them): read once, checksums written"
+t_ok "(ca.sum)" test -s "$SD/ca/$S3/ca.sum"
+
+# --- missing files, a CA that does not match its checksum -----------------------------
+t_contains "the log says $S4's placeholders file is missing" "$LOG" \
+	"creds: \`$S4\`: placeholders file $SD/placeholders/$S4 is missing: its placeholders and credential ttls are lost"
+t_eq "a client holding its old placeholder is told so" "403 placeholder-lost" \
+	"$(reason "$S4" "$PH4" lost4)"
+t_contains "the log says its journal is missing" "$LOG" \
+	"sandbox: \`$S4\`: its synthetic-names journal $SD/synthetic/$S4.names is missing: the names it had lost their addresses"
+t_contains "and that new names start above the mark kept beside it" "$LOG" \
+	"new names start at offset 17 (above the mark kept beside it)"
+reused=0
+for ((i = 0; i < N; i++)); do
+	a=$(addr "$S4" "h$i.names.world.test")
+	for ((k = 0; k < N; k++)); do [ "$a" = "${A4[$k]}" ] && reused=$((reused + 1)); done
+done
+t_eq "none of its names gets an address given before" 0 "$reused"
+t_contains "the log says its CA does not match its checksum" "$LOG" \
+	"sandbox: \`$S4\`: its CA's ca.crt in $SD/ca/$S4 does not match its checksum, but its key and certificate still match: kept"
+t_contains "audited" "$(grep -F "\"sandbox\":\"$S4\"" "$BROKER_AUDIT")" '"reason":"state-damaged"'
+
+# --- the CLI's record in /run/sluice-sandboxes ----------------------------------------
+REC=/run/sluice-sandboxes/$S4/sandbox
+t_contains "the sandbox record is in the checked format" "$(head -n 1 "$REC")" "sluice-state 1 sandbox"
+cp "$REC" "$D/rec"
+sed -i '$d' "$REC" # its end line gone: every field still verifies
+t_ok "a record without its end line is still used" S exec "$S4" -- true
+t_contains "with a warning" "$T_ERR" "sluice: warning: \`$REC\` is damaged (0 lines lost, and its end), but every field it needs verifies: used"
+sed -i 's/address 10/address 11/' "$REC"
+t_rc "a record whose address line is damaged is refused" 1 S exec "$S4" -- true
+t_contains "saying so" "$T_ERR" "\`$REC\` is damaged (1 of its lines do not verify, its end is missing) and a field it needs is lost: \`sluice delete $S4\` removes what it can"
+cp "$D/rec" "$REC"
+t_ok "the record restored, exec works" S exec "$S4" -- true
+
 t_not_contains "no secret in the broker's log" "$(cat "$BROKER_LOG")" "$SECRET"
 t_not_contains "nor a placeholder" "$(cat "$BROKER_LOG")" "sluice-ph-"
 
