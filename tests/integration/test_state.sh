@@ -222,6 +222,8 @@ t_contains "saying so" "$T_ERR" "\`$REC\` is damaged (1 of its lines do not veri
 cp "$D/rec" "$REC"
 t_ok "the record restored, exec works" S exec "$S4" -- true
 
+t_eq "no sanitizer report in the broker's log (an ASan build)" "" \
+	"$(grep -E 'Sanitizer|runtime error' "$BROKER_LOG")"
 t_not_contains "no secret in the broker's log" "$(cat "$BROKER_LOG")" "$SECRET"
 t_not_contains "nor a placeholder" "$(cat "$BROKER_LOG")" "sluice-ph-"
 
