@@ -75,6 +75,7 @@ struct dns_synth {
 	uint32_t n;	   /* offsets used (names and holes); entry i: offset i + 1 */
 	uint32_t named;	   /* names that have an address */
 	uint32_t hwm;	   /* journalled: offsets up to it may have been given */
+	uint32_t floor;	   /* a replay's: offsets up to it are never handed out */
 	uint32_t n_alloc;  /* entries allocated */
 	struct synth_entry *entries;
 	uint32_t *slots; /* entry index + 1; 0 is an empty slot */
@@ -362,7 +363,7 @@ static int journal_hwm(struct dns_synth *s, uint32_t hwm)
  * errno. */
 static int64_t add(struct dns_synth *s, uint64_t h, const char *name, uint32_t len, uint32_t at)
 {
-	uint32_t off = at ? at : s->n + 1, i;
+	uint32_t off = at ? at : (s->n > s->floor ? s->n : s->floor) + 1, i;
 	struct synth_entry *en;
 	int r;
 
@@ -608,7 +609,7 @@ static int journal_rewrite(struct dns_synth *s, const char *path)
 	for (i = 0; i < s->n; i++)
 		if (s->entries[i].name)
 			sumfile_line(&w, "N %u %s", i + 1, s->entries[i].name);
-	sumfile_line(&w, "H %u", s->n);
+	sumfile_line(&w, "H %u", s->hwm);
 	if (w.err) {
 		fclose(f);
 		unlink(tmp);
@@ -678,12 +679,13 @@ int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,
 	}
 	if (next > s->capacity)
 		next = s->capacity;
-	if (next > s->n && grow(s, (uint32_t)next) == 0) {
-		memset(&s->entries[s->n], 0, (size_t)(next - s->n) * sizeof(*s->entries));
-		s->n = (uint32_t)next;
-	}
-	rep->next = s->n + 1;
-	s->hwm = s->n;
+	/* Not allocated now: the next name's entry fills the holes. */
+	if (next > s->floor)
+		s->floor = (uint32_t)next;
+	if (s->floor < s->n)
+		s->floor = s->n;
+	rep->next = s->floor + 1;
+	s->hwm = s->floor;
 	r = journal_rewrite(s, path);
 	if (r == 0)
 		r = side_hwm(s, s->hwm);
