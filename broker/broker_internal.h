@@ -79,6 +79,8 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
+/* Sandboxes whose placeholders or synthetic names were lost at start-up. */
+size_t sandbox_state_lost_count(void);
 size_t sandbox_count(void);
 void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
 struct tls_leaf_stats;

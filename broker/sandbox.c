@@ -914,6 +914,18 @@ void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg)
 	pthread_rwlock_unlock(&tab.lock);
 }
 
+size_t sandbox_state_lost_count(void)
+{
+	size_t i, n = 0;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS; i++)
+		if (tab.slot[i] && (tab.slot[i]->placeholders_lost || tab.slot[i]->names_lost))
+			n++;
+	pthread_rwlock_unlock(&tab.lock);
+	return n;
+}
+
 size_t sandbox_count(void)
 {
 	size_t n;

@@ -161,6 +161,8 @@ t_eq "which a process started now uses" "200 " "$(reason "$S1" "$PH1B" new)"
 t_contains "injected" "$(origin /api/new | tail -n 1)" "Bearer $SECRET"
 t_ok "sluice list" S list
 t_contains "marks $S1" "$(grep -F "$S1 " <<<"$T_OUT")" "(state lost at the broker's start: placeholders-lost,names-lost)"
+t_ok "sluice status" S status
+t_contains "counts the sandboxes that lost state ($S1, $S4)" "$T_OUT" "sandboxes_state_lost 2"
 t_ok "sluice list --json" S list --json
 t_contains "says it too" "$T_OUT" "\"name\":\"$S1\",\"address\":"
 t_contains "(state)" "$T_OUT" '"state":"placeholders-lost,names-lost"'

@@ -10,9 +10,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/addr.h"
@@ -257,6 +260,55 @@ static void test_journal_legacy(void **state)
 	dns_synth_free(s);
 }
 
+/* A journal that cannot grow (a full disk, here RLIMIT_FSIZE): a new name
+ * whose address cannot be reserved is refused with -EIO (the filter's
+ * `synthetic-journal-failed`), never given an address a restart could give
+ * to another name; names that have one keep it. */
+static void test_journal_full(void **state)
+{
+	struct jx *x = *state;
+	struct dns_synth *s = new_map(x);
+	struct dns_synth_replay rep;
+	struct rlimit old, lim;
+	struct sl_addr a, first[64];
+	char name[64];
+	struct stat st;
+	int i, n = 0, r = 0;
+
+	unlink(x->path);
+	assert_int_equal(dns_synth_journal(s, x->path, false, NULL), 0);
+	assert_int_equal(stat(x->path, &st), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)st.st_size + 400; /* a mark and a few names */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "full%02d.wild.test", i);
+		r = dns_synth_get(s, name, &first[i]);
+		if (r < 0)
+			break;
+		n++;
+	}
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(r, -EIO);
+	assert_true(n >= 16); /* the first mark covers 16 */
+	/* Those kept their addresses; a restart gives none of them away. */
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "full%02d.wild.test", i);
+		assert_int_equal(dns_synth_get(s, name, &a), 0);
+		assert_memory_equal(&a, &first[i], sizeof(a));
+	}
+	dns_synth_free(s);
+	s = new_map(x);
+	assert_int_equal(dns_synth_journal(s, x->path, true, &rep), 0);
+	assert_int_equal(dns_synth_get(s, "after.wild.test", &a), 0);
+	for (i = 0; i < n; i++)
+		assert_memory_not_equal(&a, &first[i], sizeof(a));
+	dns_synth_free(s);
+}
+
 static void test_journal_missing(void **state)
 {
 	struct jx *x = *state;
@@ -278,6 +330,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_truncated_everywhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_flipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_legacy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_journal_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_journal_missing, setup, teardown),
 	};
 
