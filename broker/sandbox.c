@@ -335,16 +335,12 @@ static void reg_legacy(struct reg_file *rf, char *buf)
 	char *l[3] = { NULL, NULL, NULL }, *p = buf;
 	int i;
 
-	for (i = 0; i < 3 && p; i++) {
-		l[i] = p;
-		p = strchr(p, '\n');
-		if (p)
-			*p++ = '\0';
-	}
+	for (i = 0; i < 3; i++)
+		l[i] = strsep(&p, "\n"); /* NULL once @p runs out */
 	if (l[0] && l[1] && l[0][0] && l[1][0] && strlen(l[0]) < sizeof(rf->addr) &&
 	    strlen(l[1]) < sizeof(rf->pol)) {
-		strcpy(rf->addr, l[0]);
-		strcpy(rf->pol, l[1]);
+		snprintf(rf->addr, sizeof(rf->addr), "%s", l[0]);
+		snprintf(rf->pol, sizeof(rf->pol), "%s", l[1]);
 		rf->seen = 3;
 	}
 	rf->netns = l[2] && !strcmp(l[2], CTL_REGISTER_NETNS);

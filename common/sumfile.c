@@ -116,6 +116,7 @@ void sumfile_line(struct sumfile_writer *w, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(line) || memchr(line, '\n', (size_t)n)) {
 		/* Never write a line the reader would take for damage:
 		 * the file is not committed. */
+		explicit_bzero(line, sizeof(line));
 		w->err = -EINVAL;
 		return;
 	}

@@ -816,19 +816,26 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
  * EXPIRES" or "PLACEHOLDER NAME EXPIRES". Return: 0, or -EINVAL. */
 static int restore_line(struct creds_table *t, const char *s, size_t len)
 {
-	char line[256], ph[64], cred[CREDS_NAME_MAX + 1], tail;
+	char line[256], *w[3], *end, *save = NULL;
 	unsigned long long exp;
-	int r = -EINVAL;
+	int i, r = -EINVAL;
 
 	if (len >= sizeof(line))
 		return -EINVAL;
 	memcpy(line, s, len);
 	line[len] = '\0';
-	if (sscanf(line, "%63s %64s %llu %c", ph, cred, &exp, &tail) == 3)
-		r = strcmp(ph, "grant") == 0 ? creds_table_grant(t, cred, exp)
-					     : creds_table_insert(t, ph, cred, exp);
+	/* Three words: "grant" or the placeholder, the credential, a time. */
+	for (i = 0; i < 3; i++)
+		w[i] = strtok_r(i ? NULL : line, " ", &save);
+	if (w[2] && !strtok_r(NULL, " ", &save) && strlen(w[1]) <= CREDS_NAME_MAX &&
+	    w[2][0] >= '0' && w[2][0] <= '9') {
+		errno = 0;
+		exp = strtoull(w[2], &end, 10);
+		if (!errno && !*end)
+			r = strcmp(w[0], "grant") == 0 ? creds_table_grant(t, w[1], exp)
+						       : creds_table_insert(t, w[0], w[1], exp);
+	}
 	explicit_bzero(line, sizeof(line));
-	explicit_bzero(ph, sizeof(ph));
 	return r < 0 ? -EINVAL : 0;
 }
 

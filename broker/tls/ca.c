@@ -513,15 +513,21 @@ struct sums {
 static int sum_line(const char *s, size_t len, bool ok, void *arg)
 {
 	struct sums *x = arg;
-	char line[64];
+	char line[64], *sp, *end;
 	unsigned long long v;
-	char name[16], tail;
+	const char *name = line;
 
 	if (!ok || len >= sizeof(line))
 		return 0;
 	memcpy(line, s, len);
 	line[len] = '\0';
-	if (sscanf(line, "%15s %llx %c", name, &v, &tail) != 2)
+	sp = strchr(line, ' ');
+	if (!sp || strlen(sp + 1) != 16)
+		return 0;
+	*sp = '\0';
+	errno = 0;
+	v = strtoull(sp + 1, &end, 16);
+	if (errno || *end)
 		return 0;
 	if (!strcmp(name, CA_KEY_FILE)) {
 		x->key = v;
