@@ -841,8 +841,18 @@ static int restore_line(struct creds_table *t, const char *s, size_t len)
 
 struct restore_arg {
 	struct creds_table *t;
-	unsigned bad; /* lines that verified but did not parse */
+	unsigned kept; /* lines read into the table */
+	unsigned bad;  /* lines that verified (or, in the old format, were
+			* there) but did not parse */
 };
+
+static void restore_one(struct restore_arg *ra, const char *s, size_t len)
+{
+	if (restore_line(ra->t, s, len) < 0)
+		ra->bad++;
+	else
+		ra->kept++;
+}
 
 static int restore_framed(const char *s, size_t len, bool ok, void *arg)
 {
@@ -850,8 +860,8 @@ static int restore_framed(const char *s, size_t len, bool ok, void *arg)
 
 	/* A line that does not verify is not read at all: a damaged
 	 * placeholder must not become a valid one. */
-	if (ok && restore_line(ra->t, s, len) < 0)
-		ra->bad++;
+	if (ok)
+		restore_one(ra, s, len);
 	return 0;
 }
 
@@ -864,8 +874,8 @@ static void restore_legacy(struct restore_arg *ra, const char *buf, size_t len)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (restore_line(ra->t, p, l) < 0)
-			ra->bad++;
+		if (l)
+			restore_one(ra, p, l);
 		p += l + 1;
 	}
 }
@@ -930,7 +940,7 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 			"%u%s; credentials left without a placeholder get new ones; processes "
 			"holding a lost one get 403 placeholder-lost",
 			sb->name, path, res.status == SUMFILE_EMPTY ? "empty" : "damaged",
-			res.kept - ra.bad, res.lost + ra.bad,
+			ra.kept, res.lost + ra.bad,
 			res.end_missing ? " and its end (lines after those may be lost too)" : "");
 		sb->placeholders_lost = true;
 		sandbox_state_audit(sb->name, path, "damaged");
