@@ -764,13 +764,20 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		if (r < 0 && save)
 			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
 				 strerror(-r));
-		else if (r < 0)
-			log_err("sandbox: `%s`: cannot journal synthetic names in %s: %s", name,
-				jpath, strerror(-r));
-		if (!save) {
+		if (r < 0 && !save) {
+			/* New names start above the mark kept beside the
+			 * journal, when that was read. */
+			log_err("sandbox: `%s`: cannot replay or journal synthetic names in %s: %s; "
+				"kept %u names at their addresses, new names start at offset %u and "
+				"are not journalled (a restart loses them)",
+				name, jpath, strerror(-r), rep.kept, rep.next ? rep.next : 1);
+			sandbox_state_audit(name, jpath, "unreadable");
+			reg->names_lost = true;
+		} else if (!save) {
 			synth_replay_report(reg, jpath, &rep);
-			r = 0;
 		}
+		if (!save)
+			r = 0;
 	}
 	/* Placeholders: new ones for a new sandbox, the saved ones after a
 	 * restart. The control thread is the only writer of the table, so

@@ -647,6 +647,14 @@ int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,
 		if (r == -ENOENT) {
 			rep->missing = true;
 		} else if (r < 0) {
+			/* Left as it is, for whoever looks into it; the map
+			 * goes on unjournalled, above the mark kept beside. */
+			bool bad;
+
+			s->floor = s->hwm_path ? read_side_hwm(s->hwm_path, &bad) : 0;
+			if (s->floor > s->capacity)
+				s->floor = s->capacity;
+			rep->next = s->floor + 1;
 			pthread_rwlock_unlock(&s->lock);
 			return r;
 		}
