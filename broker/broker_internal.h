@@ -53,6 +53,11 @@ struct sandbox {
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct creds_table *creds;
+	/* Its placeholders file was damaged or missing at the broker's start:
+	 * set before the sandbox is served, read-only after. */
+	bool placeholders_lost;
+	/* Likewise for its synthetic-names journal (names lost their address). */
+	bool names_lost;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
 };
@@ -77,6 +82,8 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
+/* Sandboxes whose placeholders or synthetic names were lost at start-up. */
+size_t sandbox_state_lost_count(void);
 size_t sandbox_count(void);
 void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
 struct tls_leaf_stats;
@@ -100,6 +107,9 @@ struct sandbox_update_info {
 int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 		   struct sandbox_update_info *info, char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
+/* An audit line `state-damaged` for a state file @path of sandbox @name
+ * found @what ("damaged", "missing", ...) when the broker read it. */
+void sandbox_state_audit(const char *name, const char *path, const char *what);
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {

@@ -970,6 +970,10 @@ static enum step check_credentials(struct conn *c, struct http_request *req, con
 	 * or a revoked one) is placeholder-out-of-scope. */
 	if (plan->verdict == CREDS_EXPIRED)
 		return deny(c, "placeholder-expired");
+	/* One the broker does not know, from a sandbox whose placeholders
+	 * were lost at the last start: most likely one of those, not misuse. */
+	if (plan->verdict == CREDS_UNKNOWN && c->sb->placeholders_lost)
+		return deny(c, "placeholder-lost");
 	if (plan->verdict != CREDS_FORWARD)
 		return deny(c, "placeholder-out-of-scope");
 	return STEP_NEXT;

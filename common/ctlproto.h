@@ -25,7 +25,7 @@
  * starts is dropped then. */
 #define CTL_REGISTER_NETNS "netns"
 #define CTL_UNREGISTER "unregister" /* NAME -> ok */
-#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS" lines */
+#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS STATE" lines */
 #define CTL_STATUS "status"	    /* -> ok, "key value" lines */
 #define CTL_METRICS "metrics"	    /* -> ok, Prometheus text */
 #define CTL_JWKS "jwks"		    /* -> ok, a JWK Set */

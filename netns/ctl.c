@@ -238,10 +238,11 @@ int cmd_list(int argc, char **argv)
 	else
 		printf("[");
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char name[64], addr[64], pol[PATH_MAX];
+		char name[64], addr[64], pol[PATH_MAX], state[64] = "ok";
 		unsigned conns;
 
-		if (sscanf(line, "%63s %63s %4095s %u", name, addr, pol, &conns) != 4)
+		/* The state word is new: an older broker does not send it. */
+		if (sscanf(line, "%63s %63s %4095s %u %63s", name, addr, pol, &conns, state) < 4)
 			continue;
 		if (json) {
 			printf("%s{\"name\":", n ? "," : "");
@@ -250,8 +251,13 @@ int cmd_list(int argc, char **argv)
 			json_print_string(stdout, addr);
 			printf(",\"policy\":");
 			json_print_string(stdout, pol);
-			printf(",\"connections\":%u}", conns);
-		} else
+			printf(",\"connections\":%u,\"state\":", conns);
+			json_print_string(stdout, state);
+			printf("}");
+		} else if (strcmp(state, "ok"))
+			printf("%-24s %-16s %-8u %s  (state lost at the broker's start: %s)\n",
+			       name, addr, conns, pol, state);
+		else
 			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
 		n++;
 	}
