@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: MIT
+/* A connection's life: its end, its replies, its timers and the driver. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/proxy/proxy_internal.h"
+#include "broker/audit.h"
+#include "broker/creds/creds.h"
+#include "broker/broker_internal.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
+#include "broker/reflect.h"
+#include "broker/tls/tls.h"
+#include "dnsfilter/dnsfilter.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+static const char *proto_of(const struct conn *c)
+{
+	if (c->proto)
+		return c->proto;
+	return c->is_connect ? "connect" : "http";
+}
+
+void proxy_audit(struct conn *c, const char *decision, const char *reason)
+{
+	struct audit_event ev = {
+		.sandbox = c->sb ? c->sb->name : NULL,
+		.proto = proto_of(c),
+		.name = c->host[0] ? c->host : NULL,
+		.addr = c->naddrs || c->literal ? &c->dst : NULL,
+		.port = c->port,
+		.decision = decision,
+		.reason = reason,
+		.rule = c->pol && c->rule >= 0 ? policy_rule_text(c->pol, c->rule) : NULL,
+		.credential = c->cred_name[0] ? c->cred_name : NULL,
+		.method = c->method[0] ? c->method : NULL,
+		.path = c->path[0] ? c->path : NULL,
+		.bytes_up = c->up,
+		.bytes_down = c->down,
+		.duration_ms = loop_now_ms(c->w->loop) - c->t_req,
+		.status = c->status,
+	};
+
+	audit_log(&ev);
+	metrics_decision(ev.proto, decision, reason);
+}
+
+void proxy_close_upstream(struct conn *c)
+{
+	if (c->ussl) {
+		SSL_free(c->ussl);
+		c->ussl = NULL;
+		c->ussl_want = 0;
+	}
+	if (c->uev.fd >= 0) {
+		loop_del(c->w->loop, &c->uev);
+		close(c->uev.fd);
+		c->uev.fd = -1;
+		c->uev_mask = c->uev_want = 0;
+	}
+	c->conn_host[0] = '\0';
+	c->upstream_reusable = false;
+}
+
+/* Frees c->out, wiped first: an upstream head in it may hold an injected
+ * secret. */
+void proxy_out_drop(struct conn *c)
+{
+	if (c->out) {
+		explicit_bzero(c->out->data, c->out->cap);
+		free(c->out);
+		c->out = NULL;
+	}
+}
+
+void proxy_conn_free(struct conn *c)
+{
+	struct worker *w = c->w;
+	int i;
+
+	resolver_cancel(w->resolver, &c->rr);
+	loop_timer_cancel(w->loop, &c->timer);
+	loop_timer_cancel(w->loop, &c->resume);
+	proxy_close_upstream(c);
+	if (c->cssl)
+		SSL_free(c->cssl);
+	if (c->cev.fd >= 0) {
+		loop_del(w->loop, &c->cev);
+		close(c->cev.fd);
+	}
+	for (i = 0; i < 2; i++) {
+		if (c->pu[i] >= 0)
+			close(c->pu[i]);
+		if (c->pd[i] >= 0)
+			close(c->pd[i]);
+	}
+	proxy_parsed_free(c->parsed);
+	reflect_clear(&c->refl);
+	free(c->in);
+	free(c->uin);
+	proxy_out_drop(c);
+	proxy_framer_free(&c->reqf);
+	proxy_framer_free(&c->respf);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->counted) {
+		atomic_fetch_sub(&c->sb->conns, 1);
+		atomic_fetch_sub(&broker.total_conns, 1);
+	}
+	atomic_fetch_sub(&w->n_conns, 1);
+	metrics_connection_close();
+	policy_unref(c->pol);
+	sandbox_put(c->sb);
+	free(c);
+}
+
+const char *proxy_status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 408:
+		return "Request Timeout";
+	case 429:
+		return "Too Many Requests";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Error";
+	}
+}
+
+/*
+ * Ends @c: its one audit line (when @reason is not NULL), then CS_CLOSE, so
+ * that the driver frees it once the state machine returns. Nothing else may
+ * free a connection inside a step: whoever called the step can go on using
+ * @c until it returns. Return: STEP_NEXT (the driver's next step frees).
+ */
+enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason)
+{
+	if (reason)
+		proxy_audit(c, decision, reason);
+	c->st = CS_CLOSE;
+	return STEP_NEXT;
+}
+
+/* Is @c answering, lingering or ended (a refusal is under way)? */
+bool proxy_ending(const struct conn *c)
+{
+	return c->st == CS_REPLY || c->st == CS_LINGER || c->st == CS_CLOSE;
+}
+
+/*
+ * Answers the client with @status and @reason (one line, also in
+ * X-Sluice-Reason), logs the decision, and closes after lingering. On a
+ * connection without HTTP (c->raw) the answer is a reset. Never frees @c:
+ * the caller goes on through the driver (proxy_conn_run()).
+ */
+enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason)
+{
+	char body[160];
+	int bl, n;
+
+	/* A late answer must not start a connect under a refusal. */
+	resolver_cancel(c->w->resolver, &c->rr);
+	loop_timer_cancel(c->w->loop, &c->resume);
+	if (c->raw) {
+		/* No HTTP to answer in: a reset, the reason in the audit log. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		return proxy_conn_end(c, decision, reason);
+	}
+	proxy_close_upstream(c);
+	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
+	if (c->out && c->out->cap < REPLY_CAP)
+		proxy_out_drop(c);
+	if (!c->out)
+		c->out = proxy_buf_new(REPLY_CAP);
+	if (!c->out)
+		return proxy_conn_end(c, "error", "out-of-memory");
+	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
+		      status == 403 ? "refused" : proxy_status_text(status), reason);
+	if (bl < 0 || (size_t)bl >= sizeof(body))
+		bl = (int)strlen(body);
+	c->out->pos = 0;
+	n = snprintf(c->out->data, c->out->cap,
+		     "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
+		     "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+		     "Connection: close\r\n\r\n%s",
+		     status, proxy_status_text(status), reason, bl, body);
+	/* Never more than the buffer holds, whatever snprintf would have made. */
+	c->out->len = n < 0 ? 0 : (size_t)n >= c->out->cap ? c->out->cap - 1 : (size_t)n;
+	c->status = status;
+	proxy_audit(c, decision, reason);
+	loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
+	c->st = CS_REPLY;
+	return STEP_NEXT;
+}
+
+enum step proxy_deny(struct conn *c, const char *reason)
+{
+	return proxy_reply(c, 403, "deny", reason);
+}
+
+void proxy_on_timer(struct timer *t)
+{
+	struct conn *c = container_of(t, struct conn, timer);
+	uint64_t idle_ms = c->pol ? policy_limits(c->pol)->idle_timeout_sec * 1000 : 300000;
+	uint64_t now = loop_now_ms(c->w->loop);
+
+	/* Every case ends in proxy_conn_run(), which frees a connection a refusal
+	 * ended (CS_CLOSE): nothing here touches @c after a refusal. */
+	switch (c->st) {
+	case CS_SNIFF:
+	case CS_PEEK:
+		if (c->head_started) {
+			/* Bytes came, but never a whole ClientHello or a method and
+			 * its space: a tunnel made now would carry the rest
+			 * unexamined (another SNI, another Host). */
+			if (c->st == CS_SNIFF)
+				c->proto = (uint8_t)c->in->data[0] == 0x16 ? "tls" : "http";
+			c->raw = true;
+			proxy_reply(c, 0, "deny", "head-timeout");
+			break;
+		}
+		if (c->st == CS_SNIFF) {
+			/* Silence: connect, then wait for either side (proxy_peek()). */
+			proxy_sniff(c, true);
+			break;
+		}
+		/* Nobody spoke: the client owed its first bytes (or, where raw
+		 * TCP is allowed, the server; an idle tunnel ends). */
+		c->raw = true;
+		if (c->raw_ok)
+			proxy_conn_end(c, "allow", "idle-timeout");
+		else
+			proxy_reply(c, 0, "deny", "head-timeout");
+		break;
+	case CS_TLS_ACCEPT:
+		proxy_reply(c, 0, "deny", "tls-timeout");
+		break;
+	case CS_TLS_CONNECT:
+		proxy_reply(c, 504, "error", "upstream-timeout");
+		break;
+	case CS_HEAD:
+		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
+			proxy_conn_end(c, NULL, NULL); /* idle keep-alive connection */
+			break;
+		}
+		proxy_reply(c, 408, "error", "head-timeout");
+		break;
+	case CS_RESOLVE:
+		proxy_reply(c, 504, "error", "dns-timeout");
+		break;
+	case CS_CONNECT:
+		proxy_close_upstream(c);
+		c->ai++;
+		c->deny_reason = "connect-timeout";
+		c->st = CS_RESOLVE; /* try the next address */
+		break;
+	case CS_TUNNEL:
+		if (now - c->t_last < idle_ms) {
+			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
+			return;
+		}
+		proxy_conn_end(c, "allow", "idle-timeout");
+		break;
+	case CS_REQ:
+	case CS_RESP_HEAD:
+		proxy_reply(c, 504, "error", "upstream-timeout");
+		break;
+	case CS_RESP_BODY:
+		proxy_conn_end(c, "allow", "idle-timeout");
+		break;
+	default:
+		proxy_conn_end(c, NULL, NULL);
+		break;
+	}
+	proxy_conn_run(c);
+}
+
+/* Takes the sandbox's policy in force now (a request begins, or a tunnel
+ * the new policy keeps). Nothing of the old one may be in use: a plan's
+ * credential indices belong to the policy that made them. */
+void proxy_refresh_policy(struct conn *c)
+{
+	struct policy *p = sandbox_policy(c->sb);
+
+	if (p == c->pol) {
+		policy_unref(p);
+		return;
+	}
+	policy_unref(c->pol);
+	c->pol = p;
+}
+
+static enum step linger(struct conn *c)
+{
+	char sink[4096];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		ssize_t k = recv(c->cev.fd, sink, sizeof(sink), 0);
+
+		if (k > 0)
+			continue;
+		if (k < 0 && errno == EAGAIN) {
+			proxy_want(c, EPOLLIN, 0);
+			return STEP_AGAIN;
+		}
+		break;
+	}
+	return proxy_conn_end(c, NULL, NULL);
+}
+
+static enum step step(struct conn *c)
+{
+	int r;
+
+	switch (c->st) {
+	case CS_SNIFF:
+		return proxy_sniff(c, false);
+	case CS_HEAD:
+		return proxy_read_head(c);
+	case CS_RESOLVE:
+		return proxy_begin_connect(c);
+	case CS_CONNECT:
+		return proxy_connected(c);
+	case CS_ESTABLISH:
+		return proxy_establish(c);
+	case CS_PEEK:
+		return proxy_peek(c);
+	case CS_TLS_ACCEPT:
+		return proxy_tls_accept(c);
+	case CS_TLS_CONNECT:
+		return proxy_tls_connect(c);
+	case CS_TUNNEL:
+		return proxy_tunnel(c);
+	case CS_REQ:
+		return proxy_send_request(c);
+	case CS_RESP_HEAD:
+		return proxy_read_response_head(c);
+	case CS_RESP_BODY:
+		return proxy_relay_response(c);
+	case CS_REPLY:
+		r = proxy_write_out(c, false, c->out, c->out->len, NULL);
+		if (r == 0) {
+			proxy_want(c, EPOLLOUT, 0);
+			return STEP_AGAIN;
+		}
+		if (r < 0) {
+			return proxy_conn_end(c, NULL, NULL);
+		}
+		if (c->cssl) {
+			ERR_clear_error();
+			SSL_shutdown(c->cssl); /* close_notify, best effort */
+			ERR_clear_error();
+		}
+		shutdown(c->cev.fd, SHUT_WR);
+		c->st = CS_LINGER;
+		return STEP_NEXT;
+	case CS_LINGER:
+		return linger(c);
+	case CS_CLOSE:
+		proxy_conn_free(c); /* the one place a step frees */
+		return STEP_FREED;
+	}
+	return STEP_AGAIN;
+}
+
+void proxy_conn_run(struct conn *c)
+{
+	int i;
+
+	/* Bounded: a connection yields after this many transitions. */
+	for (i = 0; i < 256; i++) {
+		enum step s = step(c);
+
+		if (s != STEP_NEXT)
+			return;
+	}
+	/* Still runnable: come back on the next iteration. Not through the
+	 * deadline timer, which would read the yield as a timeout. */
+	loop_timer_arm(c->w->loop, &c->resume, 0);
+}
+
+void proxy_on_resume(struct timer *t)
+{
+	proxy_conn_run(container_of(t, struct conn, resume));
+}
+
+void proxy_on_client(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, cev);
+
+	events = proxy_events_for(c, ev, &c->cev_mask, c->cev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
+	/* Hang-ups are reported whatever the mask: a client gone while the
+	 * broker waits on something else ends the connection now. In a TLS
+	 * handshake, OpenSSL reads what the client said last (an alert: it
+	 * does not trust the sandbox CA) and the handshake fails with it. */
+	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
+		if (c->st != CS_HEAD)
+			proxy_audit(c, "allow", "client-gone");
+		proxy_conn_free(c);
+		return;
+	}
+	proxy_conn_run(c);
+}
+
+void proxy_on_upstream(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, uev);
+
+	events = proxy_events_for(c, ev, &c->uev_mask, c->uev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
+	if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->st == CS_HEAD) {
+		/* A kept-alive upstream hung up between requests: of no more
+		 * use (the next request connects anew), and a hang-up left
+		 * registered would be reported again and again. */
+		proxy_close_upstream(c);
+		proxy_want(c, EPOLLIN, 0);
+		return;
+	}
+	proxy_conn_run(c);
+}
