@@ -219,7 +219,8 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	metrics_connection_open();
 	c->cev_mask = c->cev_want = EPOLLIN;
 	if (loop_add(w->loop, &c->cev, EPOLLIN) < 0) {
-		proxy_conn_free(c);
+		proxy_conn_end(c, NULL, NULL);
+		proxy_conn_run(c); /* frees it */
 		return;
 	}
 	if (transparent && transparent_setup(c) < 0) {
@@ -313,8 +314,9 @@ void proxy_close_sandbox_post(void *arg)
 	for (c = w ? w->conns : NULL; c; c = next) {
 		next = c->next;
 		if (c->sb == sb) {
-			proxy_audit(c, "deny", "sandbox-deleted");
-			proxy_conn_free(c);
+			/* Audited unless it ended already; freed by the driver. */
+			proxy_conn_end(c, "deny", "sandbox-deleted");
+			proxy_conn_run(c);
 		}
 	}
 	sandbox_put(sb);
@@ -340,8 +342,8 @@ void proxy_policy_changed_post(void *arg)
 		}
 		if (!proxy_still_allowed(c, np)) {
 			policy_unref(np);
-			proxy_audit(c, "deny", "policy-withdrawn");
-			proxy_conn_free(c);
+			proxy_conn_end(c, "deny", "policy-withdrawn");
+			proxy_conn_run(c); /* frees it */
 			continue;
 		}
 		policy_unref(np);
@@ -352,8 +354,11 @@ void proxy_policy_changed_post(void *arg)
 
 void proxy_close_all(struct worker *w)
 {
-	while (w->conns)
-		proxy_conn_free(w->conns);
+	/* Unaudited: the broker is stopping, not the connection failing. */
+	while (w->conns) {
+		proxy_conn_end(w->conns, NULL, NULL);
+		proxy_conn_run(w->conns);
+	}
 	proxy_parsed_spare_drop();
 }
 

@@ -88,7 +88,8 @@ void proxy_out_drop(struct conn *c)
 	}
 }
 
-void proxy_conn_free(struct conn *c)
+/* Frees @c: only proxy_conn_run() calls it, once a step has returned. */
+static void conn_free(struct conn *c)
 {
 	struct worker *w = c->w;
 	int i;
@@ -158,54 +159,21 @@ const char *proxy_status_text(int status)
 }
 
 /*
- * Ends @c: its one audit line (when @reason is not NULL), then CS_CLOSE, so
- * that the driver frees it once the state machine returns. Nothing else may
- * free a connection inside a step: whoever called the step can go on using
- * @c until it returns. Return: STEP_NEXT (the driver's next step frees).
+ * Builds the answer to a refused request in c->out: @status, and @reason in
+ * X-Sluice-Reason and in a one-line body. Return: 0, or -ENOMEM.
  */
-enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason)
-{
-	if (reason)
-		proxy_audit(c, decision, reason);
-	c->st = CS_CLOSE;
-	return STEP_NEXT;
-}
-
-/* Is @c answering, lingering or ended (a refusal is under way)? */
-bool proxy_ending(const struct conn *c)
-{
-	return c->st == CS_REPLY || c->st == CS_LINGER || c->st == CS_CLOSE;
-}
-
-/*
- * Answers the client with @status and @reason (one line, also in
- * X-Sluice-Reason), logs the decision, and closes after lingering. On a
- * connection without HTTP (c->raw) the answer is a reset. Never frees @c:
- * the caller goes on through the driver (proxy_conn_run()).
- */
-enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason)
+static int reply_prepare(struct conn *c, int status, const char *reason)
 {
 	char body[160];
 	int bl, n;
 
-	/* A late answer must not start a connect under a refusal. */
-	resolver_cancel(c->w->resolver, &c->rr);
-	loop_timer_cancel(c->w->loop, &c->resume);
-	if (c->raw) {
-		/* No HTTP to answer in: a reset, the reason in the audit log. */
-		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		return proxy_conn_end(c, decision, reason);
-	}
-	proxy_close_upstream(c);
 	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
 	if (c->out && c->out->cap < REPLY_CAP)
 		proxy_out_drop(c);
 	if (!c->out)
 		c->out = proxy_buf_new(REPLY_CAP);
 	if (!c->out)
-		return proxy_conn_end(c, "error", "out-of-memory");
+		return -ENOMEM;
 	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
 		      status == 403 ? "refused" : proxy_status_text(status), reason);
 	if (bl < 0 || (size_t)bl >= sizeof(body))
@@ -218,11 +186,80 @@ enum step proxy_reply(struct conn *c, int status, const char *decision, const ch
 		     status, proxy_status_text(status), reason, bl, body);
 	/* Never more than the buffer holds, whatever snprintf would have made. */
 	c->out->len = n < 0 ? 0 : (size_t)n >= c->out->cap ? c->out->cap - 1 : (size_t)n;
-	c->status = status;
-	proxy_audit(c, decision, reason);
-	loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
-	c->st = CS_REPLY;
+	return 0;
+}
+
+/*
+ * proxy_end() - the one way a connection ends
+ * @c:        the connection
+ * @how:      PROXY_END_CLOSE closes it (the driver frees it once the step
+ *            returns); PROXY_END_REFUSE answers @status with @reason first
+ *            (written by CS_REPLY, then a linger), or resets a connection
+ *            without HTTP (c->raw)
+ * @status:   the HTTP status of a refusal's answer
+ * @decision: "allow", "deny" or "error", for the audit line
+ * @reason:   the audit line's reason; NULL writes none (an idle keep-alive
+ *            connection, a client gone between requests)
+ *
+ * The connection's one closing audit line is written here, once: a
+ * connection already ended (answering, lingering) is only closed by a later
+ * call, never audited again. Nothing is freed here: whoever called the step
+ * goes on using @c until it returns to proxy_conn_run(), the one place that
+ * frees (passt's deferred flow teardown).
+ *
+ * Return: STEP_NEXT, so that the driver goes on to CS_REPLY or frees.
+ */
+enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const char *decision,
+		    const char *reason)
+{
+	/* A late answer must not start a connect under a refusal. */
+	resolver_cancel(c->w->resolver, &c->rr);
+	loop_timer_cancel(c->w->loop, &c->resume);
+	if (c->ended) {
+		if (how == PROXY_END_CLOSE)
+			c->st = CS_CLOSE;
+		return STEP_NEXT;
+	}
+	c->ended = true;
+	if (how == PROXY_END_REFUSE && !c->raw) {
+		proxy_close_upstream(c);
+		if (reply_prepare(c, status, reason) == 0) {
+			c->status = status;
+			proxy_audit(c, decision, reason);
+			loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
+			c->st = CS_REPLY;
+			return STEP_NEXT;
+		}
+		decision = "error";
+		reason = "out-of-memory";
+	} else if (how == PROXY_END_REFUSE) {
+		/* No HTTP to answer in: a reset, the reason in the audit log. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	if (reason)
+		proxy_audit(c, decision, reason);
+	c->st = CS_CLOSE;
 	return STEP_NEXT;
+}
+
+/* Ends @c without an answer (proxy_end()). */
+enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason)
+{
+	return proxy_end(c, PROXY_END_CLOSE, 0, decision, reason);
+}
+
+/* Is @c ended (a refusal is under way, or it is closing)? */
+bool proxy_ending(const struct conn *c)
+{
+	return c->ended;
+}
+
+/* Refuses with @status (proxy_end()); on a connection without HTTP, a reset. */
+enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason)
+{
+	return proxy_end(c, PROXY_END_REFUSE, status, decision, reason);
 }
 
 enum step proxy_deny(struct conn *c, const char *reason)
@@ -390,8 +427,7 @@ static enum step step(struct conn *c)
 	case CS_LINGER:
 		return linger(c);
 	case CS_CLOSE:
-		proxy_conn_free(c); /* the one place a step frees */
-		return STEP_FREED;
+		break; /* proxy_conn_run() frees it */
 	}
 	return STEP_AGAIN;
 }
@@ -402,8 +438,14 @@ void proxy_conn_run(struct conn *c)
 
 	/* Bounded: a connection yields after this many transitions. */
 	for (i = 0; i < 256; i++) {
-		enum step s = step(c);
+		enum step s = c->st == CS_CLOSE ? STEP_AGAIN : step(c);
 
+		/* The one place a connection is freed: after its step returned,
+		 * so that no handler ever holds a freed one. */
+		if (c->st == CS_CLOSE) {
+			conn_free(c);
+			return;
+		}
 		if (s != STEP_NEXT)
 			return;
 	}
@@ -429,13 +471,9 @@ void proxy_on_client(struct ev *ev, uint32_t events)
 	 * handshake, OpenSSL reads what the client said last (an alert: it
 	 * does not trust the sandbox CA) and the handshake fails with it. */
 	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
-	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
-		if (c->st != CS_HEAD)
-			proxy_audit(c, "allow", "client-gone");
-		proxy_conn_free(c);
-		return;
-	}
-	proxy_conn_run(c);
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE)
+		proxy_conn_end(c, "allow", c->st != CS_HEAD ? "client-gone" : NULL);
+	proxy_conn_run(c); /* frees it if it ended */
 }
 
 void proxy_on_upstream(struct ev *ev, uint32_t events)

@@ -308,8 +308,6 @@ enum step proxy_read_head(struct conn *c)
 	ps->pos = c->in->pos;
 	ps->len = hl;
 	s = proxy_decide(c, ps);
-	if (s == STEP_FREED)
-		return s;
 	if (c->is_connect && c->parsed) {
 		/* Nothing of a CONNECT's head is written upstream. */
 		proxy_parsed_free(c->parsed);

@@ -62,7 +62,13 @@ enum cstate {
 	CS_CLOSE,     /* ended (audited): the driver frees it, nobody else */
 };
 
-enum step { STEP_AGAIN, STEP_NEXT, STEP_FREED };
+enum step { STEP_AGAIN, STEP_NEXT };
+
+/* How proxy_end() ends a connection. */
+enum proxy_end_how {
+	PROXY_END_CLOSE,  /* close now (the driver frees) */
+	PROXY_END_REFUSE, /* answer a status first, or reset where no HTTP is spoken */
+};
 
 struct buf {
 	size_t pos, len, cap;
@@ -102,6 +108,7 @@ struct conn {
 	bool upstream_reusable;
 	bool head_started;
 	bool counted; /* holds a per-sandbox and a total connection slot */
+	bool ended;   /* proxy_end() has audited it: it answers, lingers or closes */
 	bool transparent; /* accepted on the transparent port */
 	bool raw;	  /* a tunnel without HTTP: refusals are resets */
 	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
@@ -187,8 +194,9 @@ int proxy_write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_
 void proxy_audit(struct conn *c, const char *decision, const char *reason);
 void proxy_close_upstream(struct conn *c);
 void proxy_out_drop(struct conn *c);
-void proxy_conn_free(struct conn *c);
 const char *proxy_status_text(int status);
+enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const char *decision,
+		    const char *reason);
 enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason);
 bool proxy_ending(const struct conn *c);
 enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason);
