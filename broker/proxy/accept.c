@@ -96,17 +96,15 @@ static int transparent_setup(struct conn *c)
 	/* How strictly the first bytes are read depends on the rule that
 	 * would allow the destination (looks_like_http()); proxy_decide_target()
 	 * makes the decision itself later. */
-	if (c->literal) {
-		struct guard_result g;
+	{
+		struct proxy_target t = { .host = c->host,
+					  .addr = &c->dst,
+					  .port = c->port,
+					  .literal = c->literal };
+		struct proxy_verdict v;
 
-		if (policy_guard(c->pol, &c->dst, c->port, GUARD_FROM_LITERAL, &g) == GUARD_ALLOW)
-			c->raw_ok = policy_rule_raw_tcp(c->pol, g.rule);
-	} else {
-		int rule = -1;
-
-		if (policy_match_name(c->pol, c->host, strlen(c->host), c->port, &rule) ==
-		    POLICY_ALLOW)
-			c->raw_ok = policy_rule_raw_tcp(c->pol, rule);
+		if (proxy_check_target(c->pol, &t, &v) == PROXY_ALLOW)
+			c->raw_ok = v.raw_ok;
 	}
 	c->raw = false;
 	return 0;
@@ -322,6 +320,30 @@ void proxy_close_sandbox_post(void *arg)
 	sandbox_put(sb);
 }
 
+/*
+ * Does @np still allow what @c is connected to: the host (or literal) and
+ * port, the address the broker connected to, raw TCP where the tunnel
+ * carries it, and interception where its TLS ends at the broker?
+ */
+static bool still_allowed(const struct conn *c, const struct policy *np)
+{
+	struct proxy_target t = {
+		.host = c->host, .addr = &c->dst, .port = c->port, .literal = c->literal
+	};
+	struct proxy_verdict v, va;
+
+	if (proxy_check_target(np, &t, &v) != PROXY_ALLOW)
+		return false;
+	if (!c->literal && c->uev.fd >= 0 &&
+	    proxy_check_address(np, &c->dst, c->port, GUARD_FROM_NAME, false, &va) != PROXY_ALLOW)
+		return false;
+	if (c->proto && !strcmp(c->proto, "tcp") && c->raw_ok && !v.raw_ok)
+		return false;
+	if ((c->cssl || c->intercept) && !proxy_intercepted(np, c->host))
+		return false;
+	return true;
+}
+
 void proxy_policy_changed_post(void *arg)
 {
 	struct worker *w = arg;
@@ -340,7 +362,7 @@ void proxy_policy_changed_post(void *arg)
 			policy_unref(np);
 			continue;
 		}
-		if (!proxy_still_allowed(c, np)) {
+		if (!still_allowed(c, np)) {
 			policy_unref(np);
 			proxy_conn_end(c, "deny", "policy-withdrawn");
 			proxy_conn_run(c); /* frees it */

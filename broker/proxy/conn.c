@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* A connection's life: its end, its replies, its timers and the driver. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +29,31 @@
 #include "dnsfilter/dnsfilter.h"
 #include "common/log.h"
 #include "policy/policy.h"
+
+static const char *const state_name[] = {
+	[CS_SNIFF] = "sniff",
+	[CS_HEAD] = "head",
+	[CS_RESOLVE] = "resolve",
+	[CS_CONNECT] = "connect",
+	[CS_ESTABLISH] = "establish",
+	[CS_PEEK] = "peek",
+	[CS_TLS_ACCEPT] = "tls-accept",
+	[CS_TLS_CONNECT] = "tls-connect",
+	[CS_TUNNEL] = "tunnel",
+	[CS_REQ] = "request",
+	[CS_RESP_HEAD] = "response-head",
+	[CS_RESP_BODY] = "response-body",
+	[CS_REPLY] = "reply",
+	[CS_LINGER] = "linger",
+	[CS_CLOSE] = "close",
+};
+static_assert(sizeof(state_name) / sizeof(state_name[0]) == CS_CLOSE + 1,
+	      "a state without a name");
+
+const char *proxy_state_name(enum cstate st)
+{
+	return (unsigned)st <= CS_CLOSE ? state_name[st] : "unknown";
+}
 
 static const char *proto_of(const struct conn *c)
 {
@@ -221,6 +247,9 @@ enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const ch
 		return STEP_NEXT;
 	}
 	c->ended = true;
+	log_debug("proxy: %s: %s:%u ends in state %s: %s %s", c->sb->name,
+		  c->host[0] ? c->host : "-", c->port, proxy_state_name(c->st),
+		  decision ? decision : "-", reason ? reason : "-");
 	if (how == PROXY_END_REFUSE && !c->raw) {
 		proxy_close_upstream(c);
 		if (reply_prepare(c, status, reason) == 0) {
@@ -254,6 +283,16 @@ enum step proxy_conn_end(struct conn *c, const char *decision, const char *reaso
 bool proxy_ending(const struct conn *c)
 {
 	return c->ended;
+}
+
+/*
+ * Acts on a check's refusal (decide.c): the one place a verdict becomes an
+ * answer, an audit line and the connection's end (proxy_end()).
+ */
+enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v)
+{
+	return proxy_end(c, PROXY_END_REFUSE, v->status, proxy_decision_name(v->decision),
+			 sl_reason_name(v->reason));
 }
 
 /* Refuses with @status (proxy_end()); on a connection without HTTP, a reset. */

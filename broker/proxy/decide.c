@@ -1,33 +1,76 @@
 // SPDX-License-Identifier: MIT
-/* The decision on a request: policy, credentials, the host it is bound to. */
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <llhttp.h>
-#include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <netinet/tcp.h>
-#include <stdio.h>
-#include <stdlib.h>
+/* The proxy's checks: policy, address, request form and Host, placeholders,
+ * redirects in; a verdict out.
+ *
+ * Every check here is a function of its arguments: it reads a compiled
+ * policy and what the caller says of the request, does no I/O, touches no
+ * connection and no global, and fills a struct proxy_verdict (decision,
+ * reason, the HTTP status of the answer). The phase that asked acts on the
+ * verdict in one place, proxy_refuse(), which ends the connection. So the
+ * decision code is tested on its own (tests/unit/test_proxy_decide.c), with
+ * a policy loaded from text and addresses written in.
+ */
+#include <assert.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include "broker/proxy/proxy_internal.h"
-#include "broker/audit.h"
 #include "broker/creds/creds.h"
-#include "broker/broker_internal.h"
 #include "broker/http.h"
-#include "broker/metrics.h"
-#include "broker/reflect.h"
-#include "broker/tls/tls.h"
-#include "dnsfilter/dnsfilter.h"
-#include "common/log.h"
+#include "common/reason.h"
 #include "policy/policy.h"
+
+static const char *const decision_name[] = {
+	[PROXY_ALLOW] = "allow",
+	[PROXY_DENY] = "deny",
+	[PROXY_ERROR] = "error",
+};
+static_assert(sizeof(decision_name) / sizeof(decision_name[0]) == PROXY_DECISION_COUNT,
+	      "a decision without a name");
+
+const char *proxy_decision_name(enum proxy_decision d)
+{
+	return (unsigned)d < PROXY_DECISION_COUNT ? decision_name[d] : "error";
+}
+
+/* The guard's refusals and the name matcher's, as the contract spells them. */
+static const enum sl_reason guard_reason[] = {
+	[GUARD_ALLOW] = SL_REASON_ALLOWED,
+	[GUARD_ADDRESS_DENIED] = SL_REASON_ADDRESS_DENIED,
+	[GUARD_ADDRESS_LITERAL] = SL_REASON_ADDRESS_LITERAL,
+	[GUARD_PORT_NOT_ALLOWED] = SL_REASON_PORT_NOT_ALLOWED,
+};
+static_assert(sizeof(guard_reason) / sizeof(guard_reason[0]) == GUARD_VERDICT_COUNT,
+	      "a guard verdict without a reason");
+
+static const enum sl_reason match_reason[] = {
+	[POLICY_ALLOW] = SL_REASON_ALLOWED,
+	[POLICY_NOT_ALLOWLISTED] = SL_REASON_NOT_ALLOWLISTED,
+	[POLICY_PORT_NOT_ALLOWED] = SL_REASON_PORT_NOT_ALLOWED,
+	[POLICY_BAD_NAME] = SL_REASON_BAD_NAME,
+};
+static_assert(sizeof(match_reason) / sizeof(match_reason[0]) == POLICY_DECISION_COUNT,
+	      "a policy decision without a reason");
+
+/* Sets @v and returns its decision, so that a check can end in one line. */
+static enum proxy_decision verdict(struct proxy_verdict *v, enum proxy_decision d,
+				   enum sl_reason reason, int status)
+{
+	v->decision = d;
+	v->reason = reason;
+	v->status = status;
+	return d;
+}
+
+static enum proxy_decision allow(struct proxy_verdict *v)
+{
+	return verdict(v, PROXY_ALLOW, SL_REASON_ALLOWED, 0);
+}
+
+static enum proxy_decision deny(struct proxy_verdict *v, enum sl_reason reason)
+{
+	return verdict(v, PROXY_DENY, reason, 403);
+}
 
 /* Same host, ignoring case and one trailing dot on either side. */
 bool proxy_host_same(const char *a, const char *b)
@@ -57,226 +100,162 @@ bool proxy_intercepted(const struct policy *p, const char *host)
 	return false;
 }
 
-static void copy_slice(char *dst, size_t dlen, const struct http_slice *s)
+enum proxy_decision proxy_check_address(const struct policy *pol, const struct sl_addr *a,
+					uint16_t port, enum guard_origin origin, bool local,
+					struct proxy_verdict *v)
 {
-	size_t n = s->len < dlen - 1 ? s->len : dlen - 1;
+	struct guard_result g;
 
-	memcpy(dst, s->ptr, n);
-	dst[n] = '\0';
+	v->rule = -1;
+	v->raw_ok = false;
+	if (policy_guard(pol, a, port, origin, &g) != GUARD_ALLOW)
+		return deny(v, guard_reason[g.verdict]);
+	/* Allowed by the policy, but the broker's own: a sandbox must not
+	 * reach the broker's listeners, control or DNS through the proxy. */
+	if (local)
+		return deny(v, SL_REASON_BROKER_ADDRESS);
+	v->rule = g.rule;
+	return allow(v);
 }
 
-/*
- * The policy decision on a parsed request head; then resolution or, for a
- * literal allowed by a cidr rule, a connect.
- */
-enum step proxy_decide_target(struct conn *c);
-
-/*
- * The placeholders a request head carries, against the sandbox's table and
- * the credentials' scopes. A CONNECT head carries none in scope: the broker
- * sees nothing inside the tunnel. Fills @plan (when not NULL) for the
- * rewrite. Return: STEP_NEXT to go on, else the refusal's step.
- */
-enum step proxy_check_credentials(struct conn *c, struct http_request *req, const char *head,
-				   size_t hl, struct creds_plan *plan)
+enum proxy_decision proxy_check_target(const struct policy *pol, const struct proxy_target *t,
+				       struct proxy_verdict *v)
 {
-	struct creds_plan local;
-	size_t off;
+	enum policy_decision d;
 
-	c->cred_name[0] = '\0';
-	if (c->is_connect) {
-		if (!creds_find_placeholder(head, hl, &off))
-			return STEP_NEXT;
-		return proxy_deny(c, "placeholder-out-of-scope");
+	if (t->literal) {
+		if (proxy_check_address(pol, t->addr, t->port, GUARD_FROM_LITERAL, t->local, v) !=
+		    PROXY_ALLOW)
+			return v->decision;
+	} else {
+		v->rule = -1;
+		v->raw_ok = false;
+		d = policy_match_name(pol, t->host, strlen(t->host), t->port, &v->rule);
+		if (d != POLICY_ALLOW)
+			return deny(v, (unsigned)d < POLICY_DECISION_COUNT
+					       ? match_reason[d]
+					       : SL_REASON_NOT_ALLOWLISTED);
 	}
-	if (!plan)
-		plan = &local;
-	/* Credentials go by the destination the broker connects to, never by
-	 * what the request's Host says (proxy_decide() makes them agree). */
-	creds_plan_request(c->sb->creds, c->pol, c->host[0] ? c->host : NULL, req,
-			   (uint64_t)time(NULL), c->cssl ? 0 : CREDS_PLAN_PLAINTEXT, plan);
-	if (plan->cred >= 0)
-		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
-			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
-	else if (plan->nuse > 0)
-		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
-			 policy_credential_get(c->pol, (size_t)plan->use[0])->name);
-	else if (plan->expired_withheld >= 0 || plan->plaintext_withheld >= 0)
-		/* Sent without it: the audit line still says which one. */
-		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
-			 policy_credential_get(c->pol, (size_t)(plan->expired_withheld >= 0
-									? plan->expired_withheld
-									: plan->plaintext_withheld))
-				 ->name);
+	v->raw_ok = policy_rule_raw_tcp(pol, v->rule);
+	if (t->need_raw && !v->raw_ok)
+		return deny(v, SL_REASON_RAW_TCP_NOT_ALLOWED);
+	return allow(v);
+}
+
+enum proxy_decision proxy_check_form(enum proxy_mode mode, const struct http_request *req,
+				     struct proxy_verdict *v)
+{
+	bool connect = req->method_id == HTTP_METHOD_CONNECT || req->form == HTTP_FORM_AUTHORITY;
+
+	v->rule = -1;
+	v->raw_ok = false;
+	switch (mode) {
+	case PROXY_MODE_IN_TLS:
+		if (connect)
+			return verdict(v, PROXY_DENY, SL_REASON_CONNECT_IN_TLS, 400);
+		break;
+	case PROXY_MODE_IN_TUNNEL:
+		if (connect)
+			return verdict(v, PROXY_DENY, SL_REASON_CONNECT_IN_TUNNEL, 400);
+		break;
+	case PROXY_MODE_TRANSPARENT:
+		if (connect)
+			return verdict(v, PROXY_DENY, SL_REASON_CONNECT_ON_TRANSPARENT, 400);
+		break;
+	case PROXY_MODE_EXPLICIT:
+		if (req->method_id != HTTP_METHOD_CONNECT && req->form != HTTP_FORM_ABSOLUTE)
+			return verdict(v, PROXY_DENY, SL_REASON_ORIGIN_FORM_ON_PROXY, 400);
+		if (!req->has_authority)
+			return verdict(v, PROXY_DENY, SL_REASON_BAD_TARGET, 400);
+		break;
+	}
+	return allow(v);
+}
+
+enum proxy_decision proxy_check_host(enum proxy_mode mode, const struct http_request *req,
+				     const struct proxy_bound *b, struct proxy_verdict *v)
+{
+	const struct http_authority *a = &req->authority;
+
+	v->rule = -1;
+	v->raw_ok = false;
+	if (mode == PROXY_MODE_EXPLICIT)
+		return allow(v); /* the request names its own target */
+	if (!req->has_authority || (a->port_given && a->port != b->port))
+		return deny(v, SL_REASON_HOST_MISMATCH);
+	/* A literal destination (a cidr rule, transparent) takes a Host naming
+	 * that address only: a name there would pick a credential or a virtual
+	 * host the policy did not judge. */
+	if (b->addr ? !a->is_literal || memcmp(&a->addr, b->addr, sizeof(a->addr)) != 0
+		    : !proxy_host_same(a->host, b->host))
+		return deny(v, SL_REASON_HOST_MISMATCH);
+	return allow(v);
+}
+
+enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan, struct proxy_verdict *v)
+{
+	v->rule = -1;
+	v->raw_ok = false;
 	/* The contract's reasons: an expired placeholder says so; any other
 	 * misuse (another host, method, path, plain HTTP, another sandbox's
 	 * or a revoked one) is placeholder-out-of-scope. */
 	if (plan->verdict == CREDS_EXPIRED)
-		return proxy_deny(c, "placeholder-expired");
+		return deny(v, SL_REASON_PLACEHOLDER_EXPIRED);
 	if (plan->verdict != CREDS_FORWARD)
-		return proxy_deny(c, "placeholder-out-of-scope");
-	return STEP_NEXT;
+		return deny(v, SL_REASON_PLACEHOLDER_OUT_OF_SCOPE);
+	return allow(v);
 }
 
-/* Decides on the head in @ps: kept in c->parsed (for proxy_start_request())
- * unless the request is refused for its placeholders, when it is freed. */
-enum step proxy_decide(struct conn *c, struct parsed *ps)
+/* Does the Location of a 3xx stay within what the policy allows? */
+static bool redirect_allowed(const struct policy *pol, const char *host, uint16_t port, bool tls,
+			     const struct http_slice *location)
 {
-	struct http_request *req = &ps->req;
-	const struct http_authority *a = &req->authority;
-
-	const char *head = c->in->data + c->in->pos;
-	enum step s;
-
-	c->is_connect = req->method_id == HTTP_METHOD_CONNECT;
-	/* A CONNECT head is consumed here; an HTTP head is consumed when it is
-	 * rewritten for upstream (proxy_start_request). */
-	if (c->is_connect)
-		c->in->pos += (size_t)c->head_len;
-	c->client_keepalive = req->keep_alive && !c->is_connect;
-	c->head_req = req->method_id == HTTP_METHOD_HEAD;
-	copy_slice(c->method, sizeof(c->method), &req->method);
-	if (!c->is_connect)
-		copy_slice(c->path, sizeof(c->path), &req->path);
-	else
-		c->path[0] = '\0';
-	/* The audit line of a refusal below names the host asked for. */
-	if (!c->cssl && !c->inner && !c->transparent) {
-		if (req->has_authority)
-			memcpy(c->host, a->host, a->host_len + 1);
-		else
-			c->host[0] = '\0'; /* not the last request's */
-	}
-	/* Placeholders first: one on its way outside its scope is an
-	 * exfiltration attempt, and is logged as that whatever else is wrong
-	 * with the request. */
-	s = proxy_check_credentials(c, req, head, (size_t)c->head_len, &ps->plan);
-	if (s != STEP_NEXT || proxy_ending(c)) {
-		proxy_parsed_free(ps);
-		return s; /* refused: the reply is under way */
-	}
-	c->parsed = ps; /* @req stays valid; proxy_read_head() drops a CONNECT's */
-	if (c->cssl || c->inner) {
-		/* Inside intercepted TLS or a CONNECT tunnel: every request is
-		 * for the host the tunnel was opened to (no domain fronting). */
-		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
-			return proxy_reply(c, 400, "deny", c->cssl ? "connect-in-tls" : "connect-in-tunnel");
-		if (!req->has_authority || !proxy_host_same(a->host, c->host) ||
-		    (a->port_given && a->port != c->port))
-			return proxy_deny(c, "host-mismatch");
-		return proxy_decide_target(c);
-	}
-	if (c->transparent) {
-		/* The destination is what the sandbox connected to; the Host
-		 * header must name the same host (no domain fronting). */
-		if (c->is_connect || req->form == HTTP_FORM_AUTHORITY)
-			return proxy_reply(c, 400, "deny", "connect-on-transparent");
-		if (!c->orig_synthetic) {
-			/* The address is judged first (proxy_decide_target() does no
-			 * I/O for a literal): one no cidr rule allows is refused
-			 * as that, whatever the Host says. */
-			s = proxy_decide_target(c);
-			if (s != STEP_NEXT || proxy_ending(c))
-				return s;
-		}
-		if (!req->has_authority || (a->port_given && a->port != c->orig_port))
-			return proxy_deny(c, "host-mismatch");
-		/* A literal destination (a cidr rule) takes a Host naming that
-		 * address only: a name there would pick a credential or a
-		 * virtual host the policy did not judge. */
-		if (c->orig_synthetic ? !proxy_host_same(a->host, c->host)
-				      : !a->is_literal ||
-					memcmp(&a->addr, &c->orig_dst, sizeof(a->addr)) != 0)
-			return proxy_deny(c, "host-mismatch");
-		return c->orig_synthetic ? proxy_decide_target(c) : STEP_NEXT;
-	}
-	if (!c->is_connect && req->form != HTTP_FORM_ABSOLUTE)
-		return proxy_reply(c, 400, "deny", "origin-form-on-proxy");
-	if (!req->has_authority)
-		return proxy_reply(c, 400, "deny", "bad-target");
-	memcpy(c->host, a->host, a->host_len + 1);
-	c->port = a->port;
-	c->literal = a->is_literal;
-	if (c->literal)
-		c->dst = a->addr;
-	return proxy_decide_target(c);
-}
-
-/*
- * The policy decision on c->host:c->port (a name, or a literal in c->dst);
- * then resolution or, for a literal allowed by a cidr rule, a connect.
- */
-enum step proxy_decide_target(struct conn *c)
-{
+	enum policy_redirects mode = policy_redirects(pol);
+	enum http_scheme scheme = tls ? HTTP_SCHEME_HTTPS : HTTP_SCHEME_HTTP;
+	struct http_authority base;
+	struct http_url url;
 	struct guard_result g;
-	enum policy_decision d;
 
-	c->rule = -1;
-	if (c->literal) {
-		c->naddrs = 0;
-		policy_guard(c->pol, &c->dst, c->port, GUARD_FROM_LITERAL, &g);
-		if (g.verdict != GUARD_ALLOW)
-			return proxy_deny(c, g.reason);
-		if (broker_is_local(&c->dst, c->port))
-			return proxy_deny(c, "broker-address");
-		c->rule = g.rule;
-		c->raw_ok = policy_rule_raw_tcp(c->pol, c->rule);
-		if (c->need_raw && !c->raw_ok)
-			return proxy_deny(c, "raw-tcp-not-allowed");
-		/* A kept-alive connection's upstream goes: the new one takes
-		 * its place (uev) and must not leave the old fd registered. */
-		proxy_close_upstream(c);
-		c->addrs[0] = c->dst;
-		c->naddrs = 1;
-		c->ai = 0;
-		c->st = CS_RESOLVE;
-		return STEP_NEXT;
+	if (mode == POLICY_REDIRECTS_ANY)
+		return true;
+	if (http_parse_authority(host, strlen(host), port, &base) < 0)
+		return false;
+	base.port = port;
+	if (http_parse_location(location->ptr, location->len, scheme, &base, &url) < 0)
+		return false;
+	if (url.relative)
+		return true;
+	if (mode == POLICY_REDIRECTS_SAME_HOST)
+		return http_authority_equal(&url.authority, &base) && url.scheme == scheme;
+	if (url.authority.is_literal) {
+		policy_guard(pol, &url.authority.addr, url.authority.port, GUARD_FROM_LITERAL, &g);
+		return g.verdict == GUARD_ALLOW;
 	}
-	d = policy_match_name(c->pol, c->host, strlen(c->host), c->port, &c->rule);
-	if (d != POLICY_ALLOW)
-		return proxy_deny(c, policy_decision_reason(d));
-	c->raw_ok = policy_rule_raw_tcp(c->pol, c->rule);
-	if (c->need_raw && !c->raw_ok)
-		return proxy_deny(c, "raw-tcp-not-allowed");
-	if (c->is_connect)
-		c->intercept = (!c->transparent || !strcmp(c->proto, "tls")) &&
-			       proxy_intercepted(c->pol, c->host);
-	if (!c->is_connect && c->uev.fd >= 0 && c->upstream_reusable &&
-	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port)
-		return STEP_NEXT; /* st is set by the caller */
-	proxy_close_upstream(c);
-	c->st = CS_RESOLVE;
-	c->naddrs = 0;
-	if (resolver_lookup(c->w->resolver, c->host, &c->rr, proxy_on_resolved, c) < 0)
-		return proxy_reply(c, 502, "error", "dns-failure");
-	return STEP_AGAIN;
+	return policy_match_name(pol, url.authority.host, url.authority.host_len,
+				 url.authority.port, NULL) == POLICY_ALLOW;
 }
 
-/*
- * Does @np still allow what @c is connected to: the host (or literal) and
- * port, the address the broker connected to, raw TCP where the tunnel
- * carries it, and interception where its TLS ends at the broker?
- */
-bool proxy_still_allowed(const struct conn *c, const struct policy *np)
+enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host, uint16_t port,
+					 bool tls, int status, const struct http_slice *location,
+					 struct proxy_verdict *v)
 {
-	struct guard_result g;
-	int rule = -1;
+	v->rule = -1;
+	v->raw_ok = false;
+	if (status >= 300 && status < 400 && location &&
+	    !redirect_allowed(pol, host, port, tls, location))
+		return deny(v, SL_REASON_REDIRECT_OUTSIDE_POLICY);
+	return allow(v);
+}
 
-	if (c->literal) {
-		if (policy_guard(np, &c->dst, c->port, GUARD_FROM_LITERAL, &g) != GUARD_ALLOW)
-			return false;
-		rule = g.rule;
-	} else {
-		if (policy_match_name(np, c->host, strlen(c->host), c->port, &rule) !=
-		    POLICY_ALLOW)
-			return false;
-		if (c->uev.fd >= 0 &&
-		    policy_guard(np, &c->dst, c->port, GUARD_FROM_NAME, &g) != GUARD_ALLOW)
-			return false;
-	}
-	if (c->proto && !strcmp(c->proto, "tcp") && c->raw_ok && !policy_rule_raw_tcp(np, rule))
-		return false;
-	if ((c->cssl || c->intercept) && !proxy_intercepted(np, c->host))
-		return false;
-	return true;
+enum proxy_decision proxy_check_connect_head(const char *head, size_t len, struct proxy_verdict *v)
+{
+	size_t off;
+
+	v->rule = -1;
+	v->raw_ok = false;
+	/* The broker sees nothing inside the tunnel: no placeholder is in
+	 * scope there. */
+	if (creds_find_placeholder(head, len, &off))
+		return deny(v, SL_REASON_PLACEHOLDER_OUT_OF_SCOPE);
+	return allow(v);
 }

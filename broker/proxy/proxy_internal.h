@@ -28,8 +28,11 @@
 #include "broker/creds/creds.h"
 #include "broker/http.h"
 #include "broker/reflect.h"
+#include "common/reason.h"
+#include "policy/policy.h"
 
 struct tls_hello;
+struct proxy_verdict;
 
 /* From <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h>. */
 #ifndef SO_ORIGINAL_DST
@@ -62,6 +65,9 @@ enum cstate {
 	CS_CLOSE,     /* ended (audited): the driver frees it, nobody else */
 };
 
+/* The state's name (conn.c), for log lines. */
+const char *proxy_state_name(enum cstate st);
+
 enum step { STEP_AGAIN, STEP_NEXT };
 
 /* How proxy_end() ends a connection. */
@@ -82,7 +88,12 @@ struct framer {
 	bool in_data;	/* inside a Content-Length body or a chunk's data */
 };
 
+/*
+ * A connection, its fields grouped by the phase that owns them (the file
+ * named); a later phase reads what an earlier one set.
+ */
 struct conn {
+	/* Life (conn.c, accept.c): the driver, the deadlines, the end. */
 	struct ev cev, uev;
 	struct worker *w;
 	struct conn *next, *prev;
@@ -95,30 +106,73 @@ struct conn {
 	uint32_t cev_want, uev_want;
 	struct timer timer;  /* the deadline of the current state */
 	struct timer resume; /* a yield: run again on the next iteration */
-	struct resolve_req rr;
-	uint64_t t_req;	  /* ms, request start */
-	uint64_t t_last;  /* ms, last activity in a tunnel */
-	uint64_t connect_start_us;
-	uint64_t up, down;
-	uint16_t port;
-	bool literal;
-	bool is_connect;
-	bool client_keepalive;
-	bool head_req;
-	bool upstream_reusable;
-	bool head_started;
 	bool counted; /* holds a per-sandbox and a total connection slot */
 	bool ended;   /* proxy_end() has audited it: it answers, lingers or closes */
+	bool raw;     /* no HTTP is spoken (yet): refusals are resets */
+	const char *proto; /* "http", "connect", "tls", "tcp", "https" */
+	int status;	   /* HTTP status sent for this request */
+	uint64_t t_req;	   /* ms, request start */
+	uint64_t up, down; /* bytes of this request or tunnel, each way */
+	struct buf *out;   /* to the client (replies) or upstream (request head) */
+
+	/* Decision (decide.c, connect.c): what the request is for. */
+	char host[256];
+	uint16_t port;
+	bool literal;	 /* an address literal: in dst */
+	bool is_connect;
+	int rule;	 /* the policy rule that allowed it, else -1 */
+	bool raw_ok;	 /* the rule lets bytes that are neither HTTP nor TLS through */
+	bool need_raw;	 /* transparent: the first bytes were neither HTTP nor TLS */
 	bool transparent; /* accepted on the transparent port */
-	bool raw;	  /* a tunnel without HTTP: refusals are resets */
-	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
-	bool tls_first;	  /* the upstream handshake precedes the first request */
-	bool inner;	  /* HTTP requests inside a CONNECT tunnel, each checked */
-	bool early;	  /* the client sent bytes before the CONNECT's 200 (in c->in) */
-	bool raw_ok;	  /* the rule lets bytes that are neither HTTP nor TLS through */
-	bool need_raw;	  /* transparent: the first bytes were neither HTTP nor TLS */
-	bool silent;	  /* transparent: the client said nothing before connecting */
-	bool interim;	  /* relaying a 1xx response: the final one follows */
+	struct sl_addr orig_dst; /* transparent: SO_ORIGINAL_DST */
+	uint16_t orig_port;
+	bool orig_synthetic;
+	char method[16];
+	char path[256];
+	char cred_name[65]; /* the credential a request used or misused: its name only */
+
+	/* Connect (connect.c): the checked addresses, the upstream socket. */
+	struct resolve_req rr;
+	struct sl_addr addrs[RESOLVE_MAX_ADDRS];
+	uint8_t naddrs, ai;
+	struct sl_addr dst;	/* what the broker connected to */
+	uint64_t connect_start_us;
+	const char *deny_reason; /* why the last address failed */
+	char conn_host[256];	 /* upstream currently connected, for reuse */
+	uint16_t conn_port;
+	bool upstream_reusable;
+
+	/* First bytes (first_bytes.c): request heads, a tunnel's first bytes. */
+	struct buf *in; /* from the client: head, then body and what follows */
+	bool head_started;
+	int head_len; /* of the request head being decided */
+	/* The request head proxy_decide() parsed and planned, kept for
+	 * proxy_start_request() (NULL: none); see struct parsed. */
+	struct parsed *parsed;
+	bool inner;  /* HTTP requests inside a CONNECT tunnel, each checked */
+	bool early;  /* the client sent bytes before the CONNECT's 200 (in c->in) */
+	bool silent; /* transparent: the client said nothing before connecting */
+
+	/* Tunnel (tunnel.c): the spliced relay. */
+	int pu[2], pd[2];  /* pipes: client->upstream, upstream->client */
+	size_t pu_n, pd_n; /* bytes in each pipe */
+	uint64_t t_last;   /* ms, last activity in a tunnel */
+	bool c_eof, u_eof, c_shut, u_shut;
+
+	/* TLS interception (intercept.c). */
+	bool intercept; /* TLS to this host ends at the broker (a credential's scope) */
+	bool tls_first; /* the upstream handshake precedes the first request */
+	SSL *cssl, *ussl; /* the sandbox's side, the upstream side */
+	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
+
+	/* HTTP relay (relay.c). */
+	struct buf *uin; /* from upstream */
+	struct framer *reqf, *respf;
+	size_t pend;	     /* response bytes admitted by the framer, not yet sent */
+	struct reflect refl; /* the secrets this request carried, to redact */
+	bool client_keepalive;
+	bool head_req;	   /* a HEAD: the response has no body */
+	bool interim;	   /* relaying a 1xx response: the final one follows */
 	bool resp_partial; /* c->uin holds part of a response head */
 	/* Plain, level-triggered sockets only: a side that almost surely has
 	 * nothing to read yet is waited for instead of read first (EAGAIN).
@@ -126,37 +180,6 @@ struct conn {
 	 * has not seen it yet) and into CS_RESP_HEAD once a request is sent
 	 * (the origin has not seen it yet); cleared by the wait. */
 	bool c_idle, u_idle;
-	/* The request head proxy_decide() parsed and planned, kept for
-	 * proxy_start_request() (NULL: none); see struct parsed. */
-	struct parsed *parsed;
-	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
-	SSL *cssl, *ussl; /* intercepted: the sandbox's side, the upstream side */
-	const char *proto; /* "http", "connect", "tls", "tcp" */
-	struct sl_addr orig_dst; /* transparent: SO_ORIGINAL_DST */
-	uint16_t orig_port;
-	bool orig_synthetic;
-	int rule;
-	int status; /* HTTP status sent for this request */
-	int head_len; /* of the request head being decided */
-	struct sl_addr addrs[RESOLVE_MAX_ADDRS];
-	uint8_t naddrs, ai;
-	struct sl_addr dst;	/* what the broker connected to */
-	char host[256];
-	char conn_host[256];	/* upstream currently connected, for reuse */
-	uint16_t conn_port;
-	char method[16];
-	char path[256];
-	char cred_name[65]; /* the credential a request used or misused: its name only */
-	const char *deny_reason;
-	struct buf *in;	  /* from the client: head, then body and what follows */
-	struct buf *uin;  /* from upstream */
-	struct buf *out;  /* to the client (replies) or upstream (request head) */
-	struct framer *reqf, *respf;
-	int pu[2], pd[2];  /* tunnel pipes: client->upstream, upstream->client */
-	size_t pu_n, pd_n; /* bytes in each pipe */
-	size_t pend;	   /* response bytes admitted by the framer, not yet sent */
-	struct reflect refl; /* the secrets this request carried, to redact */
-	bool c_eof, u_eof, c_shut, u_shut;
 };
 
 /*
@@ -199,6 +222,7 @@ enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const ch
 		    const char *reason);
 enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason);
 bool proxy_ending(const struct conn *c);
+enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v);
 enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason);
 enum step proxy_deny(struct conn *c, const char *reason);
 void proxy_on_timer(struct timer *t);
@@ -208,16 +232,120 @@ void proxy_on_resume(struct timer *t);
 void proxy_on_client(struct ev *ev, uint32_t events);
 void proxy_on_upstream(struct ev *ev, uint32_t events);
 
-/* decide.c */
+/* decide.c: the checks. Each reads what it is given and nothing else, does
+ * no I/O, and fills a verdict that the caller acts on (proxy_refuse()). */
+
+enum proxy_decision {
+	PROXY_ALLOW,
+	PROXY_DENY,  /* the policy refuses it ("deny" in the audit line) */
+	PROXY_ERROR, /* it could not be done ("error") */
+	PROXY_DECISION_COUNT,
+};
+
+struct proxy_verdict {
+	enum proxy_decision decision;
+	enum sl_reason reason; /* SL_REASON_ALLOWED when allowed */
+	int status;	       /* the answer's HTTP status (403, 400); 0 when allowed */
+	int rule;	       /* the policy rule the audit line names, else -1 */
+	bool raw_ok;	       /* that rule lets raw TCP through (where it allowed) */
+};
+
+/* Where a request head came from: what binds its target. */
+enum proxy_mode {
+	PROXY_MODE_EXPLICIT,	/* the proxy port: the request names its target */
+	PROXY_MODE_TRANSPARENT, /* redirected: the destination the sandbox dialled */
+	PROXY_MODE_IN_TLS,	/* inside intercepted TLS: the tunnel's host */
+	PROXY_MODE_IN_TUNNEL,	/* plain HTTP inside a CONNECT tunnel: its host */
+};
+
+/* A destination to judge: a name, or an address literal. */
+struct proxy_target {
+	const char *host;	    /* the name (NUL-terminated), when !literal */
+	const struct sl_addr *addr; /* the literal, when literal */
+	uint16_t port;
+	bool literal;
+	bool local;    /* the literal is the broker's own (broker_is_local()) */
+	bool need_raw; /* the bytes are neither HTTP nor TLS */
+};
+
+/* What a bound request's Host must name (proxy_check_host()). */
+struct proxy_bound {
+	const char *host;	    /* the tunnel's host, or the synthetic name */
+	const struct sl_addr *addr; /* a transparent literal destination, else NULL */
+	uint16_t port;
+};
+
+const char *proxy_decision_name(enum proxy_decision d);
 bool proxy_host_same(const char *a, const char *b);
 bool proxy_intercepted(const struct policy *p, const char *host);
-enum step proxy_decide_target(struct conn *c);
-enum step proxy_check_credentials(struct conn *c, struct http_request *req, const char *head,
-				   size_t hl, struct creds_plan *plan);
-enum step proxy_decide(struct conn *c, struct parsed *ps);
-bool proxy_still_allowed(const struct conn *c, const struct policy *np);
+
+/**
+ * proxy_check_address() - may the broker connect to @a:@port?
+ * @origin: GUARD_FROM_NAME for an answer for an allowed name,
+ *          GUARD_FROM_LITERAL for an address the client wrote
+ * @local:  @a is one of the broker's own addresses
+ *
+ * The address guard's verdict (address-denied, address-literal,
+ * port-not-allowed), then broker-address. Return: v->decision.
+ */
+enum proxy_decision proxy_check_address(const struct policy *pol, const struct sl_addr *a,
+					uint16_t port, enum guard_origin origin, bool local,
+					struct proxy_verdict *v);
+
+/**
+ * proxy_check_target() - the policy's verdict on a name or a literal and port
+ *
+ * A name by the host rules (not-allowlisted, port-not-allowed), a literal
+ * by proxy_check_address(); then raw-tcp-not-allowed where @t->need_raw and
+ * the rule does not allow raw TCP. v->rule and v->raw_ok say which rule
+ * allowed it. Return: v->decision.
+ */
+enum proxy_decision proxy_check_target(const struct policy *pol, const struct proxy_target *t,
+				       struct proxy_verdict *v);
+
+/**
+ * proxy_check_form() - is the request's form right for where it came?
+ *
+ * CONNECT inside TLS, a tunnel or on the transparent port, origin-form on
+ * the proxy port and a target without a host are 400s. Return: v->decision.
+ */
+enum proxy_decision proxy_check_form(enum proxy_mode mode, const struct http_request *req,
+				     struct proxy_verdict *v);
+
+/**
+ * proxy_check_host() - does a bound request's Host name what it is bound to?
+ *
+ * No domain fronting: inside TLS, a tunnel or a transparent connection the
+ * Host (and its port, when given) must be @b's; a transparent literal
+ * destination takes only that address. Always allowed for
+ * PROXY_MODE_EXPLICIT. Return: v->decision.
+ */
+enum proxy_decision proxy_check_host(enum proxy_mode mode, const struct http_request *req,
+				     const struct proxy_bound *b, struct proxy_verdict *v);
+
+/* A CONNECT head carrying a placeholder: it would leave unseen. */
+enum proxy_decision proxy_check_connect_head(const char *head, size_t len,
+					     struct proxy_verdict *v);
+
+/* The credentials plan's verdict: placeholder-expired, -out-of-scope. */
+enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan,
+					     struct proxy_verdict *v);
+
+/**
+ * proxy_check_redirect() - does a response's Location stay in the policy?
+ * @host, @port: the request's; @tls: it came over TLS (https)
+ * @status:      the response's status; only a 3xx is judged
+ * @location:    its Location, or NULL
+ *
+ * By the policy's `redirects` mode. Return: v->decision.
+ */
+enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host,
+					 uint16_t port, bool tls, int status,
+					 const struct http_slice *location, struct proxy_verdict *v);
 
 /* connect.c */
+enum step proxy_decide(struct conn *c, struct parsed *ps);
+enum step proxy_decide_target(struct conn *c);
 void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
 			size_t n, void *arg);
 enum step proxy_begin_connect(struct conn *c);
@@ -252,6 +380,8 @@ int proxy_framer_skip(struct framer *f, size_t n);
 bool proxy_framer_finish(struct framer *f);
 
 /* relay.c */
+enum step proxy_check_credentials(struct conn *c, struct http_request *req, const char *head,
+				  size_t hl, struct creds_plan *plan);
 enum step proxy_start_request(struct conn *c);
 enum step proxy_send_request(struct conn *c);
 enum step proxy_read_response_head(struct conn *c);

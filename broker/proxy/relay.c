@@ -105,6 +105,49 @@ static enum sb_result splice_body(struct framer *f, int from, int to, int p[2], 
 }
 
 /*
+ * The placeholders a request head carries, against the sandbox's table and
+ * the credentials' scopes, acted on. A CONNECT head carries none in scope:
+ * the broker sees nothing inside the tunnel. Fills @plan (when not NULL)
+ * for the rewrite, and c->cred_name for the audit line. Return: STEP_NEXT
+ * to go on, else the refusal's step.
+ */
+enum step proxy_check_credentials(struct conn *c, struct http_request *req, const char *head,
+				  size_t hl, struct creds_plan *plan)
+{
+	struct creds_plan local;
+	struct proxy_verdict v;
+
+	c->cred_name[0] = '\0';
+	if (c->is_connect) {
+		if (proxy_check_connect_head(head, hl, &v) != PROXY_ALLOW)
+			return proxy_refuse(c, &v);
+		return STEP_NEXT;
+	}
+	if (!plan)
+		plan = &local;
+	/* Credentials go by the destination the broker connects to, never by
+	 * what the request's Host says (proxy_decide() makes them agree). */
+	creds_plan_request(c->sb->creds, c->pol, c->host[0] ? c->host : NULL, req,
+			   (uint64_t)time(NULL), c->cssl ? 0 : CREDS_PLAN_PLAINTEXT, plan);
+	if (plan->cred >= 0)
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)plan->cred)->name);
+	else if (plan->nuse > 0)
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)plan->use[0])->name);
+	else if (plan->expired_withheld >= 0 || plan->plaintext_withheld >= 0)
+		/* Sent without it: the audit line still says which one. */
+		snprintf(c->cred_name, sizeof(c->cred_name), "%s",
+			 policy_credential_get(c->pol, (size_t)(plan->expired_withheld >= 0
+									? plan->expired_withheld
+									: plan->plaintext_withheld))
+				 ->name);
+	if (proxy_check_placeholders(plan, &v) != PROXY_ALLOW)
+		return proxy_refuse(c, &v);
+	return STEP_NEXT;
+}
+
+/*
  * Writes the upstream head with the plan's credentials applied: injected
  * headers set, placeholders replaced by their secrets. The secrets exist
  * only in c->out (wiped once sent) and in a scratch buffer wiped here.
@@ -338,36 +381,6 @@ enum step proxy_send_request(struct conn *c)
 	return STEP_NEXT;
 }
 
-/* Does the Location of a 3xx stay within what the policy allows? */
-static bool redirect_allowed(struct conn *c, const struct http_response *resp)
-{
-	enum policy_redirects mode = policy_redirects(c->pol);
-	struct http_authority base;
-	struct http_url url;
-	struct guard_result g;
-
-	if (mode == POLICY_REDIRECTS_ANY)
-		return true;
-	if (http_parse_authority(c->host, strlen(c->host), c->port, &base) < 0)
-		return false;
-	base.port = c->port;
-	enum http_scheme scheme = c->cssl ? HTTP_SCHEME_HTTPS : HTTP_SCHEME_HTTP;
-
-	if (http_parse_location(resp->location.ptr, resp->location.len, scheme, &base, &url) < 0)
-		return false;
-	if (url.relative)
-		return true;
-	if (mode == POLICY_REDIRECTS_SAME_HOST)
-		return http_authority_equal(&url.authority, &base) && url.scheme == scheme;
-	if (url.authority.is_literal) {
-		policy_guard(c->pol, &url.authority.addr, url.authority.port, GUARD_FROM_LITERAL,
-			     &g);
-		return g.verdict == GUARD_ALLOW;
-	}
-	return policy_match_name(c->pol, url.authority.host, url.authority.host_len,
-				 url.authority.port, NULL) == POLICY_ALLOW;
-}
-
 /* Is the body as the origin has it (no Content-Encoding but identity)?
  * Only such a body can be scanned for reflected secrets. */
 static bool identity_encoded(const struct http_response *resp)
@@ -391,6 +404,7 @@ static __thread struct http_response resp_scratch;
 enum step proxy_read_response_head(struct conn *c)
 {
 	struct http_response *resp = &resp_scratch;
+	struct proxy_verdict v;
 	ssize_t got = 0;
 	int hl;
 
@@ -430,9 +444,9 @@ enum step proxy_read_response_head(struct conn *c)
 		c->st = CS_RESP_BODY;
 		return STEP_NEXT;
 	}
-	if (resp->status >= 300 && resp->status < 400 && resp->has_location &&
-	    !redirect_allowed(c, resp))
-		return proxy_deny(c, "redirect-outside-policy");
+	if (proxy_check_redirect(c->pol, c->host, c->port, c->cssl != NULL, resp->status,
+				 resp->has_location ? &resp->location : NULL, &v) != PROXY_ALLOW)
+		return proxy_refuse(c, &v);
 	if (c->refl.n > 0 && !identity_encoded(resp))
 		return proxy_reply(c, 502, "error", "reflection-unscannable");
 	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
