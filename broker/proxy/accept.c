@@ -70,7 +70,7 @@ static int transparent_setup(struct conn *c)
 	c->proto = "tcp";
 	c->raw = true;
 	if (getsockopt(c->cev.fd, SOL_IP, SO_ORIGINAL_DST, &od, &ol) < 0) {
-		proxy_reply(c, 0, "error", "no-original-destination");
+		proxy_reply(c, 0, PROXY_ERROR, SL_REASON_NO_ORIGINAL_DESTINATION);
 		return -1;
 	}
 	addr_from_sockaddr((struct sockaddr *)&od, &c->orig_dst, &c->orig_port);
@@ -81,7 +81,7 @@ static int transparent_setup(struct conn *c)
 		if (!c->sb->synth ||
 		    dns_synth_name(c->sb->synth, &c->orig_dst, c->host, sizeof(c->host)) < 0) {
 			c->literal = true;
-			proxy_reply(c, 0, "deny", "unknown-synthetic");
+			proxy_reply(c, 0, PROXY_DENY, SL_REASON_UNKNOWN_SYNTHETIC);
 			return -1;
 		}
 	} else {
@@ -90,7 +90,7 @@ static int transparent_setup(struct conn *c)
 	}
 	c->in = proxy_buf_new(broker.cfg.max_head_bytes);
 	if (!c->in) {
-		proxy_reply(c, 0, "error", "out-of-memory");
+		proxy_reply(c, 0, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		return -1;
 	}
 	/* How strictly the first bytes are read depends on the rule that
@@ -116,8 +116,9 @@ static int transparent_setup(struct conn *c)
  * the client may speak TLS or anything else, not HTTP).
  */
 static void refuse_early(int fd, bool transparent, const char *sandbox, const struct sl_addr *src,
-			 uint16_t sport, int status, const char *decision, const char *reason)
+			 uint16_t sport, int status, enum proxy_decision d, enum sl_reason r)
 {
+	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
 	struct audit_event ev = { .sandbox = sandbox, .proto = transparent ? "tcp" : "connect",
 				  .addr = src, .port = sport, .decision = decision,
 				  .reason = reason, .status = transparent ? 0 : status };
@@ -158,12 +159,13 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	addr_from_sockaddr((const struct sockaddr *)peer, &src, &sport);
 	sb = sandbox_lookup(&src, &pol);
 	if (!sb) {
-		refuse_early(fd, transparent, NULL, &src, sport, 403, "deny", "unknown-source");
+		refuse_early(fd, transparent, NULL, &src, sport, 403, PROXY_DENY,
+			     SL_REASON_UNKNOWN_SOURCE);
 		return;
 	}
 	if (atomic_load(&broker.draining)) {
-		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error",
-			     "broker-draining");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
+			     SL_REASON_BROKER_DRAINING);
 		goto drop;
 	}
 	if (atomic_fetch_add(&broker.total_conns, 1) >= broker.cfg.max_connections) {
@@ -171,8 +173,8 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		uint64_t held;
 
 		atomic_fetch_sub(&broker.total_conns, 1);
-		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error",
-			     "broker-connection-limit");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
+			     SL_REASON_BROKER_CONNECTION_LIMIT);
 		/* Each refusal is audited; the log only needs to know it goes on. */
 		if (log_every_ok(&limit_log, loop_now_ms(w->loop), ACCEPT_LOG_MS, &held))
 			log_warn("proxy: total connection limit %u reached (%llu more times since "
@@ -183,15 +185,16 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(pol)) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&broker.total_conns, 1);
-		refuse_early(fd, transparent, sb->name, &src, sport, 429, "deny",
-			     "connection-limit");
+		refuse_early(fd, transparent, sb->name, &src, sport, 429, PROXY_DENY,
+			     SL_REASON_CONNECTION_LIMIT);
 		goto drop;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&broker.total_conns, 1);
-		refuse_early(fd, transparent, sb->name, &src, sport, 503, "error", "out-of-memory");
+		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
+			     SL_REASON_OUT_OF_MEMORY);
 		goto drop;
 	}
 	c->counted = true;
@@ -217,7 +220,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	metrics_connection_open();
 	c->cev_mask = c->cev_want = EPOLLIN;
 	if (loop_add(w->loop, &c->cev, EPOLLIN) < 0) {
-		proxy_conn_end(c, NULL, NULL);
+		proxy_close(c);
 		proxy_conn_run(c); /* frees it */
 		return;
 	}
@@ -313,7 +316,7 @@ void proxy_close_sandbox_post(void *arg)
 		next = c->next;
 		if (c->sb == sb) {
 			/* Audited unless it ended already; freed by the driver. */
-			proxy_conn_end(c, "deny", "sandbox-deleted");
+			proxy_conn_end(c, PROXY_DENY, SL_REASON_SANDBOX_DELETED);
 			proxy_conn_run(c);
 		}
 	}
@@ -364,7 +367,7 @@ void proxy_policy_changed_post(void *arg)
 		}
 		if (!still_allowed(c, np)) {
 			policy_unref(np);
-			proxy_conn_end(c, "deny", "policy-withdrawn");
+			proxy_conn_end(c, PROXY_DENY, SL_REASON_POLICY_WITHDRAWN);
 			proxy_conn_run(c); /* frees it */
 			continue;
 		}
@@ -378,7 +381,7 @@ void proxy_close_all(struct worker *w)
 {
 	/* Unaudited: the broker is stopping, not the connection failing. */
 	while (w->conns) {
-		proxy_conn_end(w->conns, NULL, NULL);
+		proxy_close(w->conns);
 		proxy_conn_run(w->conns);
 	}
 	proxy_parsed_spare_drop();

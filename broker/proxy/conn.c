@@ -62,8 +62,9 @@ static const char *proto_of(const struct conn *c)
 	return c->is_connect ? "connect" : "http";
 }
 
-void proxy_audit(struct conn *c, const char *decision, const char *reason)
+void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 {
+	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
 	struct audit_event ev = {
 		.sandbox = c->sb ? c->sb->name : NULL,
 		.proto = proto_of(c),
@@ -219,13 +220,13 @@ static int reply_prepare(struct conn *c, int status, const char *reason)
  * proxy_end() - the one way a connection ends
  * @c:        the connection
  * @how:      PROXY_END_CLOSE closes it (the driver frees it once the step
- *            returns); PROXY_END_REFUSE answers @status with @reason first
- *            (written by CS_REPLY, then a linger), or resets a connection
- *            without HTTP (c->raw)
- * @status:   the HTTP status of a refusal's answer
- * @decision: "allow", "deny" or "error", for the audit line
- * @reason:   the audit line's reason; NULL writes none (an idle keep-alive
- *            connection, a client gone between requests)
+ *            returns); PROXY_END_REFUSE answers v->status with v->reason
+ *            first (written by CS_REPLY, then a linger), or resets a
+ *            connection without HTTP (c->raw)
+ * @v:        the verdict: its decision and reason go to the audit line,
+ *            its status is a refusal's answer; NULL (closing only) writes
+ *            no line (an idle keep-alive connection, a client gone between
+ *            requests)
  *
  * The connection's one closing audit line is written here, once: a
  * connection already ended (answering, lingering) is only closed by a later
@@ -235,9 +236,11 @@ static int reply_prepare(struct conn *c, int status, const char *reason)
  *
  * Return: STEP_NEXT, so that the driver goes on to CS_REPLY or frees.
  */
-enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const char *decision,
-		    const char *reason)
+enum step proxy_end(struct conn *c, enum proxy_end_how how, const struct proxy_verdict *v)
 {
+	static const struct proxy_verdict oom = { .decision = PROXY_ERROR,
+						  .reason = SL_REASON_OUT_OF_MEMORY };
+
 	/* A late answer must not start a connect under a refusal. */
 	resolver_cancel(c->w->resolver, &c->rr);
 	loop_timer_cancel(c->w->loop, &c->resume);
@@ -249,34 +252,41 @@ enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const ch
 	c->ended = true;
 	log_debug("proxy: %s: %s:%u ends in state %s: %s %s", c->sb->name,
 		  c->host[0] ? c->host : "-", c->port, proxy_state_name(c->st),
-		  decision ? decision : "-", reason ? reason : "-");
+		  v ? proxy_decision_name(v->decision) : "-", v ? sl_reason_name(v->reason) : "-");
 	if (how == PROXY_END_REFUSE && !c->raw) {
 		proxy_close_upstream(c);
-		if (reply_prepare(c, status, reason) == 0) {
-			c->status = status;
-			proxy_audit(c, decision, reason);
+		if (reply_prepare(c, v->status, sl_reason_name(v->reason)) == 0) {
+			c->status = v->status;
+			proxy_audit(c, v->decision, v->reason);
 			loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
 			c->st = CS_REPLY;
 			return STEP_NEXT;
 		}
-		decision = "error";
-		reason = "out-of-memory";
+		v = &oom;
 	} else if (how == PROXY_END_REFUSE) {
 		/* No HTTP to answer in: a reset, the reason in the audit log. */
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
-	if (reason)
-		proxy_audit(c, decision, reason);
+	if (v)
+		proxy_audit(c, v->decision, v->reason);
 	c->st = CS_CLOSE;
 	return STEP_NEXT;
 }
 
-/* Ends @c without an answer (proxy_end()). */
-enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason)
+/* Ends @c without an answer, with its audit line (proxy_end()). */
+enum step proxy_conn_end(struct conn *c, enum proxy_decision d, enum sl_reason r)
 {
-	return proxy_end(c, PROXY_END_CLOSE, 0, decision, reason);
+	struct proxy_verdict v = { .decision = d, .reason = r, .rule = -1 };
+
+	return proxy_end(c, PROXY_END_CLOSE, &v);
+}
+
+/* Ends @c without an answer and without an audit line (proxy_end()). */
+enum step proxy_close(struct conn *c)
+{
+	return proxy_end(c, PROXY_END_CLOSE, NULL);
 }
 
 /* Is @c ended (a refusal is under way, or it is closing)? */
@@ -291,19 +301,20 @@ bool proxy_ending(const struct conn *c)
  */
 enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v)
 {
-	return proxy_end(c, PROXY_END_REFUSE, v->status, proxy_decision_name(v->decision),
-			 sl_reason_name(v->reason));
+	return proxy_end(c, PROXY_END_REFUSE, v);
 }
 
 /* Refuses with @status (proxy_end()); on a connection without HTTP, a reset. */
-enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason)
+enum step proxy_reply(struct conn *c, int status, enum proxy_decision d, enum sl_reason r)
 {
-	return proxy_end(c, PROXY_END_REFUSE, status, decision, reason);
+	struct proxy_verdict v = { .decision = d, .reason = r, .status = status, .rule = -1 };
+
+	return proxy_end(c, PROXY_END_REFUSE, &v);
 }
 
-enum step proxy_deny(struct conn *c, const char *reason)
+enum step proxy_deny(struct conn *c, enum sl_reason r)
 {
-	return proxy_reply(c, 403, "deny", reason);
+	return proxy_reply(c, 403, PROXY_DENY, r);
 }
 
 void proxy_on_timer(struct timer *t)
@@ -324,7 +335,7 @@ void proxy_on_timer(struct timer *t)
 			if (c->st == CS_SNIFF)
 				c->proto = (uint8_t)c->in->data[0] == 0x16 ? "tls" : "http";
 			c->raw = true;
-			proxy_reply(c, 0, "deny", "head-timeout");
+			proxy_reply(c, 0, PROXY_DENY, SL_REASON_HEAD_TIMEOUT);
 			break;
 		}
 		if (c->st == CS_SNIFF) {
@@ -336,30 +347,30 @@ void proxy_on_timer(struct timer *t)
 		 * TCP is allowed, the server; an idle tunnel ends). */
 		c->raw = true;
 		if (c->raw_ok)
-			proxy_conn_end(c, "allow", "idle-timeout");
+			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
 		else
-			proxy_reply(c, 0, "deny", "head-timeout");
+			proxy_reply(c, 0, PROXY_DENY, SL_REASON_HEAD_TIMEOUT);
 		break;
 	case CS_TLS_ACCEPT:
-		proxy_reply(c, 0, "deny", "tls-timeout");
+		proxy_reply(c, 0, PROXY_DENY, SL_REASON_TLS_TIMEOUT);
 		break;
 	case CS_TLS_CONNECT:
-		proxy_reply(c, 504, "error", "upstream-timeout");
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
 		break;
 	case CS_HEAD:
 		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
-			proxy_conn_end(c, NULL, NULL); /* idle keep-alive connection */
+			proxy_close(c); /* idle keep-alive connection */
 			break;
 		}
-		proxy_reply(c, 408, "error", "head-timeout");
+		proxy_reply(c, 408, PROXY_ERROR, SL_REASON_HEAD_TIMEOUT);
 		break;
 	case CS_RESOLVE:
-		proxy_reply(c, 504, "error", "dns-timeout");
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_DNS_TIMEOUT);
 		break;
 	case CS_CONNECT:
 		proxy_close_upstream(c);
 		c->ai++;
-		c->deny_reason = "connect-timeout";
+		c->connect_error = SL_REASON_CONNECT_TIMEOUT;
 		c->st = CS_RESOLVE; /* try the next address */
 		break;
 	case CS_TUNNEL:
@@ -367,17 +378,17 @@ void proxy_on_timer(struct timer *t)
 			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
 			return;
 		}
-		proxy_conn_end(c, "allow", "idle-timeout");
+		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
 		break;
 	case CS_REQ:
 	case CS_RESP_HEAD:
-		proxy_reply(c, 504, "error", "upstream-timeout");
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
 		break;
 	case CS_RESP_BODY:
-		proxy_conn_end(c, "allow", "idle-timeout");
+		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
 		break;
 	default:
-		proxy_conn_end(c, NULL, NULL);
+		proxy_close(c);
 		break;
 	}
 	proxy_conn_run(c);
@@ -414,7 +425,7 @@ static enum step linger(struct conn *c)
 		}
 		break;
 	}
-	return proxy_conn_end(c, NULL, NULL);
+	return proxy_close(c);
 }
 
 static enum step step(struct conn *c)
@@ -453,7 +464,7 @@ static enum step step(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (r < 0) {
-			return proxy_conn_end(c, NULL, NULL);
+			return proxy_close(c);
 		}
 		if (c->cssl) {
 			ERR_clear_error();
@@ -510,8 +521,12 @@ void proxy_on_client(struct ev *ev, uint32_t events)
 	 * handshake, OpenSSL reads what the client said last (an alert: it
 	 * does not trust the sandbox CA) and the handshake fails with it. */
 	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
-	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE)
-		proxy_conn_end(c, "allow", c->st != CS_HEAD ? "client-gone" : NULL);
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
+		if (c->st == CS_HEAD)
+			proxy_close(c); /* between requests: nothing to audit */
+		else
+			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
+	}
 	proxy_conn_run(c); /* frees it if it ended */
 }
 

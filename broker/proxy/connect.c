@@ -168,7 +168,7 @@ enum step proxy_decide_target(struct conn *c)
 	c->st = CS_RESOLVE;
 	c->naddrs = 0;
 	if (resolver_lookup(c->w->resolver, c->host, &c->rr, proxy_on_resolved, c) < 0)
-		return proxy_reply(c, 502, "error", "dns-failure");
+		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_DNS_FAILURE);
 	return STEP_AGAIN;
 }
 
@@ -192,9 +192,9 @@ void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr
 	 * ended (a reset on a raw tunnel): nothing here uses @c after it. */
 	if (status < 0) {
 		if (status == -ETIMEDOUT)
-			proxy_reply(c, 504, "error", "dns-timeout");
+			proxy_reply(c, 504, PROXY_ERROR, SL_REASON_DNS_TIMEOUT);
 		else
-			proxy_reply(c, 502, "error", "dns-failure");
+			proxy_reply(c, 502, PROXY_ERROR, SL_REASON_DNS_FAILURE);
 		proxy_conn_run(c);
 		return;
 	}
@@ -219,7 +219,7 @@ void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr
 		return;
 	}
 	c->st = CS_RESOLVE;
-	c->deny_reason = NULL;
+	c->connect_error = SL_REASON_CONNECT_FAILED;
 	proxy_conn_run(c);
 }
 
@@ -247,7 +247,7 @@ enum step proxy_begin_connect(struct conn *c)
 		c->connect_start_us = proxy_now_us();
 		if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
 			close(fd);
-			c->deny_reason = "connect-failed";
+			c->connect_error = SL_REASON_CONNECT_FAILED;
 			continue;
 		}
 		c->uev.fd = fd;
@@ -262,9 +262,9 @@ enum step proxy_begin_connect(struct conn *c)
 		proxy_want(c, 0, EPOLLOUT);
 		return STEP_AGAIN;
 	}
-	if (c->deny_reason && !strcmp(c->deny_reason, "connect-timeout"))
-		return proxy_reply(c, 504, "error", "connect-timeout");
-	return proxy_reply(c, 502, "error", "connect-failed");
+	if (c->connect_error == SL_REASON_CONNECT_TIMEOUT)
+		return proxy_reply(c, 504, PROXY_ERROR, SL_REASON_CONNECT_TIMEOUT);
+	return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_CONNECT_FAILED);
 }
 
 enum step proxy_connected(struct conn *c)
@@ -279,7 +279,7 @@ enum step proxy_connected(struct conn *c)
 	if (err) {
 		proxy_close_upstream(c);
 		c->ai++;
-		c->deny_reason = "connect-failed";
+		c->connect_error = SL_REASON_CONNECT_FAILED;
 		c->st = CS_RESOLVE;
 		return STEP_NEXT;
 	}
@@ -300,7 +300,7 @@ enum step proxy_connected(struct conn *c)
 		proxy_out_drop(c);
 		c->out = proxy_buf_new(sizeof(ok));
 		if (!c->out)
-			return proxy_conn_end(c, "error", "out-of-memory");
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		memcpy(c->out->data, ok, sizeof(ok) - 1);
 		c->out->len = sizeof(ok) - 1;
 		c->status = 200;

@@ -132,7 +132,7 @@ static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 static enum step start_inner_http(struct conn *c)
 {
 	c->proto = "connect";
-	proxy_audit(c, "allow", "http-in-tunnel");
+	proxy_audit(c, PROXY_ALLOW, SL_REASON_HTTP_IN_TUNNEL);
 	c->proto = "http";
 	c->inner = true;
 	c->intercept = false;
@@ -190,17 +190,17 @@ enum step proxy_peek(struct conn *c)
 			return proxy_tunnel_after_peek(c);
 		return STEP_AGAIN;
 	case FB_GONE:
-		return proxy_conn_end(c, "allow", "client-gone");
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 	case FB_HTTP:
 		return start_inner_http(c);
 	case FB_OTHER:
 		c->raw = true; /* past the 200: a refusal is a reset */
 		if (!c->raw_ok)
-			return proxy_reply(c, 0, "deny", "raw-tcp-not-allowed");
+			return proxy_reply(c, 0, PROXY_DENY, SL_REASON_RAW_TCP_NOT_ALLOWED);
 		return proxy_tunnel_after_peek(c);
 	case FB_BAD_HELLO:
 		c->raw = true;
-		return proxy_reply(c, 0, "deny", "bad-client-hello");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_BAD_CLIENT_HELLO);
 	case FB_HELLO:
 		break;
 	}
@@ -216,14 +216,14 @@ enum step proxy_peek(struct conn *c)
 	ech = h->has_ech;
 	free(h);
 	if (!sni_ok)
-		return proxy_reply(c, 0, "deny", "sni-mismatch");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_SNI_MISMATCH);
 	if (ech && !c->intercept)
 		/* The inner, encrypted ClientHello would pick the site. */
-		return proxy_reply(c, 0, "deny", "ech-refused");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_ECH_REFUSED);
 	if (c->intercept && c->early) {
 		/* Part of its ClientHello is consumed: the TLS library cannot
 		 * have it. A client of a credential's host waits for the 200. */
-		return proxy_reply(c, 0, "deny", "early-client-hello");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_EARLY_CLIENT_HELLO);
 	}
 	if (c->intercept)
 		return proxy_start_tls(c);
@@ -250,7 +250,7 @@ enum step proxy_read_head(struct conn *c)
 	if (!c->in) {
 		c->in = proxy_buf_new(broker.cfg.max_head_bytes);
 		if (!c->in)
-			return proxy_conn_end(c, "error", "out-of-memory");
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
 	if (c->in->len == c->in->pos) {
 		got = c_idle_wait(c) ? -EAGAIN : proxy_read_into(c, false, c->in);
@@ -259,7 +259,7 @@ enum step proxy_read_head(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (got <= 0) {
-			return proxy_conn_end(c, NULL, NULL);
+			return proxy_close(c);
 		}
 	}
 	if (!c->head_started) {
@@ -273,7 +273,7 @@ enum step proxy_read_head(struct conn *c)
 	ps = c->parsed ? c->parsed : proxy_parsed_new();
 	c->parsed = NULL;
 	if (!ps)
-		return proxy_conn_end(c, "error", "out-of-memory");
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 				broker.cfg.max_head_bytes, req);
@@ -281,25 +281,28 @@ enum step proxy_read_head(struct conn *c)
 		c->parsed = ps; /* reused for the next try */
 		proxy_buf_compact(c->in);
 		if (c->in->len == c->in->cap)
-			return proxy_reply(c, 400, "deny", "head-too-large");
+			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_HEAD_TOO_LARGE);
 		got = proxy_read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			proxy_want(c, EPOLLIN, 0);
 			return STEP_AGAIN;
 		}
 		if (got <= 0) {
-			return proxy_conn_end(c, NULL, NULL);
+			return proxy_close(c);
 		}
 		return STEP_NEXT;
 	}
 	if (hl < 0) {
-		const char *why = req->error ? req->error : "bad-request";
+		/* The parser says why in the contract's words (http.h). */
+		int why = req->error ? sl_reason_from_name(req->error) : SL_REASON_BAD_REQUEST;
 
 		proxy_parsed_free(ps);
 		c->method[0] = c->path[0] = '\0';
-		if (!strcmp(why, "numeric-host"))
-			return proxy_deny(c, "address-literal");
-		return proxy_reply(c, 400, "deny", hl == -EMSGSIZE ? "head-too-large" : why);
+		if (why == SL_REASON_NUMERIC_HOST)
+			return proxy_deny(c, SL_REASON_ADDRESS_LITERAL);
+		if (hl == -EMSGSIZE)
+			why = SL_REASON_HEAD_TOO_LARGE;
+		return proxy_reply(c, 400, PROXY_DENY, why < 0 ? SL_REASON_BAD_REQUEST : why);
 	}
 	/* From here the resolver and connect deadlines bound the wait. */
 	loop_timer_arm(c->w->loop, &c->timer,
@@ -389,7 +392,7 @@ enum step proxy_sniff(struct conn *c, bool timed_out)
 	case FB_WAIT:
 		return STEP_AGAIN;
 	case FB_GONE:
-		return proxy_conn_end(c, NULL, NULL);
+		return proxy_close(c);
 	case FB_HTTP:
 		c->proto = "http";
 		c->st = CS_HEAD;
@@ -402,7 +405,7 @@ enum step proxy_sniff(struct conn *c, bool timed_out)
 	case FB_BAD_HELLO:
 		c->proto = "tls";
 		c->raw = true;
-		return proxy_reply(c, 0, "deny", "bad-client-hello");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_BAD_CLIENT_HELLO);
 	case FB_HELLO:
 		break;
 	}
@@ -413,9 +416,9 @@ enum step proxy_sniff(struct conn *c, bool timed_out)
 	ech = h->has_ech;
 	free(h);
 	if (!sni_ok)
-		return proxy_reply(c, 0, "deny", "sni-mismatch");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_SNI_MISMATCH);
 	if (ech && !proxy_intercepted(c->pol, c->host))
 		/* The inner, encrypted ClientHello would pick the site. */
-		return proxy_reply(c, 0, "deny", "ech-refused");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_ECH_REFUSED);
 	return as_tunnel(c, "tls");
 }

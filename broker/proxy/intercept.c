@@ -37,12 +37,12 @@ enum step proxy_start_tls(struct conn *c)
 
 	c->raw = true; /* until the handshake is done, refusals are resets */
 	if (!ctx)
-		return proxy_reply(c, 0, "error", "tls-leaf-failed");
+		return proxy_reply(c, 0, PROXY_ERROR, SL_REASON_TLS_LEAF_FAILED);
 	c->cssl = SSL_new(ctx);
 	SSL_CTX_free(ctx);
 	if (!c->cssl || SSL_set_fd(c->cssl, c->cev.fd) != 1) {
 		ERR_clear_error();
-		return proxy_reply(c, 0, "error", "out-of-memory");
+		return proxy_reply(c, 0, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
 	SSL_set_mode(c->cssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/* In-TLS requests get a fresh head buffer from proxy_read_head(). */
@@ -70,7 +70,7 @@ enum step proxy_tls_accept(struct conn *c)
 		}
 		/* Most often the sandbox does not trust its CA (a client with
 		 * its own trust store): nothing was sent upstream. */
-		return proxy_reply(c, 0, "deny", "client-tls");
+		return proxy_reply(c, 0, PROXY_DENY, SL_REASON_CLIENT_TLS);
 	}
 	c->raw = false;
 	c->is_connect = false;
@@ -91,7 +91,7 @@ enum step proxy_tls_connect(struct conn *c)
 		if (!c->ussl || SSL_set_fd(c->ussl, c->uev.fd) != 1 ||
 		    tls_upstream_prepare(c->ussl, c->host) < 0) {
 			ERR_clear_error();
-			return proxy_reply(c, 502, "error", "upstream-tls");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_TLS);
 		}
 		SSL_set_mode(c->ussl,
 			     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -109,7 +109,7 @@ enum step proxy_tls_connect(struct conn *c)
 		}
 		log_info("proxy: %s: %s:%u: upstream TLS failed: %s", c->sb->name, c->host, c->port,
 			 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "handshake failed");
-		return proxy_reply(c, 502, "error", "upstream-tls");
+		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_TLS);
 	}
 	loop_timer_cancel(c->w->loop, &c->timer);
 	c->upstream_reusable = true;
@@ -120,7 +120,7 @@ enum step proxy_tls_connect(struct conn *c)
 	c->tls_first = false;
 	if (!c->transparent)
 		c->proto = "connect";
-	proxy_audit(c, "allow", "intercepted");
+	proxy_audit(c, PROXY_ALLOW, SL_REASON_INTERCEPTED);
 	c->proto = "https";
 	c->up = c->down = 0;
 	c->method[0] = c->path[0] = '\0';

@@ -32,7 +32,6 @@
 #include "policy/policy.h"
 
 struct tls_hello;
-struct proxy_verdict;
 
 /* From <linux/netfilter_ipv4.h>, which clashes with <netinet/in.h>. */
 #ifndef SO_ORIGINAL_DST
@@ -137,7 +136,7 @@ struct conn {
 	uint8_t naddrs, ai;
 	struct sl_addr dst;	/* what the broker connected to */
 	uint64_t connect_start_us;
-	const char *deny_reason; /* why the last address failed */
+	enum sl_reason connect_error; /* why the last address failed (connect-timeout) */
 	char conn_host[256];	 /* upstream currently connected, for reuse */
 	uint16_t conn_port;
 	bool upstream_reusable;
@@ -199,42 +198,7 @@ struct parsed {
 
 enum sb_result { SB_DONE, SB_WAIT, SB_FROM_GONE, SB_TO_GONE, SB_NOPIPE };
 
-/* io.c */
-uint64_t proxy_now_us(void);
-struct buf *proxy_buf_new(size_t cap);
-void proxy_buf_compact(struct buf *b);
-uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
-			   uint32_t events);
-void proxy_want(struct conn *c, uint32_t cmask, uint32_t umask);
-ssize_t proxy_ssl_result(struct conn *c, bool up, SSL *ssl, int k);
-ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n);
-ssize_t proxy_read_into_max(struct conn *c, bool up, struct buf *b, size_t max);
-ssize_t proxy_read_into(struct conn *c, bool up, struct buf *b);
-bool proxy_plain_both(const struct conn *c);
-int proxy_write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_t *count);
-
-/* conn.c */
-void proxy_audit(struct conn *c, const char *decision, const char *reason);
-void proxy_close_upstream(struct conn *c);
-void proxy_out_drop(struct conn *c);
-const char *proxy_status_text(int status);
-enum step proxy_end(struct conn *c, enum proxy_end_how how, int status, const char *decision,
-		    const char *reason);
-enum step proxy_conn_end(struct conn *c, const char *decision, const char *reason);
-bool proxy_ending(const struct conn *c);
-enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v);
-enum step proxy_reply(struct conn *c, int status, const char *decision, const char *reason);
-enum step proxy_deny(struct conn *c, const char *reason);
-void proxy_on_timer(struct timer *t);
-void proxy_refresh_policy(struct conn *c);
-void proxy_conn_run(struct conn *c);
-void proxy_on_resume(struct timer *t);
-void proxy_on_client(struct ev *ev, uint32_t events);
-void proxy_on_upstream(struct ev *ev, uint32_t events);
-
-/* decide.c: the checks. Each reads what it is given and nothing else, does
- * no I/O, and fills a verdict that the caller acts on (proxy_refuse()). */
-
+/* Verdicts: what decide.c's checks return and proxy_end() acts on. */
 enum proxy_decision {
 	PROXY_ALLOW,
 	PROXY_DENY,  /* the policy refuses it ("deny" in the audit line) */
@@ -275,6 +239,41 @@ struct proxy_bound {
 	uint16_t port;
 };
 
+/* io.c */
+uint64_t proxy_now_us(void);
+struct buf *proxy_buf_new(size_t cap);
+void proxy_buf_compact(struct buf *b);
+uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
+			  uint32_t events);
+void proxy_want(struct conn *c, uint32_t cmask, uint32_t umask);
+ssize_t proxy_ssl_result(struct conn *c, bool up, SSL *ssl, int k);
+ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n);
+ssize_t proxy_read_into_max(struct conn *c, bool up, struct buf *b, size_t max);
+ssize_t proxy_read_into(struct conn *c, bool up, struct buf *b);
+bool proxy_plain_both(const struct conn *c);
+int proxy_write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_t *count);
+
+/* conn.c */
+void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r);
+void proxy_close_upstream(struct conn *c);
+void proxy_out_drop(struct conn *c);
+const char *proxy_status_text(int status);
+enum step proxy_end(struct conn *c, enum proxy_end_how how, const struct proxy_verdict *v);
+enum step proxy_conn_end(struct conn *c, enum proxy_decision d, enum sl_reason r);
+enum step proxy_close(struct conn *c);
+bool proxy_ending(const struct conn *c);
+enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v);
+enum step proxy_reply(struct conn *c, int status, enum proxy_decision d, enum sl_reason r);
+enum step proxy_deny(struct conn *c, enum sl_reason r);
+void proxy_on_timer(struct timer *t);
+void proxy_refresh_policy(struct conn *c);
+void proxy_conn_run(struct conn *c);
+void proxy_on_resume(struct timer *t);
+void proxy_on_client(struct ev *ev, uint32_t events);
+void proxy_on_upstream(struct ev *ev, uint32_t events);
+
+/* decide.c: the checks. Each reads what it is given and nothing else, does
+ * no I/O, and fills a verdict that the caller acts on (proxy_refuse()). */
 const char *proxy_decision_name(enum proxy_decision d);
 bool proxy_host_same(const char *a, const char *b);
 bool proxy_intercepted(const struct policy *p, const char *host);

@@ -220,12 +220,12 @@ enum step proxy_start_request(struct conn *c)
 		proxy_parsed_free(ps);
 		ps = proxy_parsed_new();
 		if (!ps)
-			return proxy_conn_end(c, "error", "out-of-memory");
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 					     broker.cfg.max_head_bytes, &ps->req);
 		if (ps->len <= 0) {
 			proxy_parsed_free(ps);
-			return proxy_reply(c, 400, "deny", "bad-request");
+			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_BAD_REQUEST);
 		}
 		s = proxy_check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
 				      &ps->plan);
@@ -241,41 +241,41 @@ enum step proxy_start_request(struct conn *c)
 		c->out = proxy_buf_new(broker.cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
 		proxy_parsed_free(ps);
-		return proxy_conn_end(c, "error", "out-of-memory");
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
 	reflect_clear(&c->refl);
 	if (ps->plan.nuse > 0) {
 		n = inject(c, req, &ps->plan);
 		if (n == -ENOKEY || n == -EINVAL || n == -EAGAIN) {
 			proxy_parsed_free(ps);
-			return proxy_reply(c, 502, "error", "credential-unavailable");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_CREDENTIAL_UNAVAILABLE);
 		}
 		if (n == -E2BIG) {
 			proxy_parsed_free(ps);
-			return proxy_reply(c, 502, "error", "reflection-unscannable");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_REFLECTION_UNSCANNABLE);
 		}
 	} else {
 		n = http_write_request_head(req, c->out->data, c->out->cap, NULL, 0);
 	}
 	proxy_parsed_free(ps);
 	if (n == -ENOMEM)
-		return proxy_reply(c, 503, "error", "out-of-memory");
+		return proxy_reply(c, 503, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	if (n < 0)
-		return proxy_reply(c, 400, "deny", "head-too-large");
+		return proxy_reply(c, 400, PROXY_DENY, SL_REASON_HEAD_TOO_LARGE);
 	c->out->pos = 0;
 	c->out->len = (size_t)n;
 	c->in->pos += (size_t)headlen;
 	if (proxy_framer_start(&c->reqf, false, false) < 0 ||
 	    proxy_framer_start(&c->respf, true, c->head_req) < 0)
-		return proxy_conn_end(c, "error", "out-of-memory");
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	/* Prime the request framer with the original head so it knows the
 	 * body's framing; the head was validated already. */
 	if (proxy_framer_feed(c->reqf, c->in->data + c->in->pos - headlen, (size_t)headlen) < 0)
-		return proxy_reply(c, 400, "deny", "bad-framing");
+		return proxy_reply(c, 400, PROXY_DENY, SL_REASON_BAD_FRAMING);
 	if (!c->uin)
 		c->uin = proxy_buf_new(UBUF_SIZE);
 	if (!c->uin)
-		return proxy_conn_end(c, "error", "out-of-memory");
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	c->uin->pos = c->uin->len = 0;
 	c->interim = c->resp_partial = false;
 	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
@@ -291,7 +291,7 @@ enum step proxy_send_request(struct conn *c)
 	if (c->out->pos < c->out->len) {
 		r = proxy_write_out(c, true, c->out, c->out->len, NULL);
 		if (r < 0)
-			return proxy_reply(c, 502, "error", "upstream-reset");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_RESET);
 		if (r == 0) {
 			proxy_want(c, 0, EPOLLOUT);
 			return STEP_AGAIN;
@@ -314,9 +314,9 @@ enum step proxy_send_request(struct conn *c)
 				proxy_want(c, cm, um);
 				return STEP_AGAIN;
 			case SB_FROM_GONE:
-				return proxy_conn_end(c, "allow", "client-gone");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 			case SB_TO_GONE:
-				return proxy_reply(c, 502, "error", "upstream-reset");
+				return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_RESET);
 			case SB_DONE:
 			case SB_NOPIPE:
 				break;
@@ -333,13 +333,13 @@ enum step proxy_send_request(struct conn *c)
 				return STEP_AGAIN;
 			}
 			if (got <= 0) {
-				return proxy_conn_end(c, "allow", "client-gone");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 			}
 			continue;
 		}
 		take = proxy_framer_feed(c->reqf, c->in->data + c->in->pos, avail);
 		if (take < 0)
-			return proxy_reply(c, 400, "deny", "bad-body");
+			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_BAD_BODY);
 		if (take == 0)
 			break;
 		/* Send what the framer admitted; keep the rest of the buffer. */
@@ -358,7 +358,7 @@ enum step proxy_send_request(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (k < 0)
-			return proxy_reply(c, 502, "error", "upstream-reset");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_RESET);
 		c->up += (uint64_t)k;
 		if (k < take) {
 			size_t rest = (size_t)(take - k);
@@ -424,19 +424,19 @@ enum step proxy_read_response_head(struct conn *c)
 			return STEP_AGAIN;
 		}
 		if (got <= 0 && got != -ENOBUFS)
-			return proxy_reply(c, 502, "error", "upstream-reset");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_UPSTREAM_RESET);
 	}
 	hl = http_parse_response(c->uin->data, c->uin->len, c->uin->cap, c->head_req, resp);
 	c->resp_partial = hl == 0;
 	if (hl == 0 && got != -ENOBUFS && c->uin->len < c->uin->cap)
 		return STEP_NEXT; /* read more */
 	if (hl <= 0)
-		return proxy_reply(c, 502, "error", "bad-response");
+		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_BAD_RESPONSE);
 	c->status = resp->status;
 	if (resp->status >= 100 && resp->status < 200) {
 		/* No Upgrade is ever forwarded: a 101 answers nothing sent. */
 		if (c->status == 101)
-			return proxy_reply(c, 502, "error", "bad-response");
+			return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_BAD_RESPONSE);
 		/* An interim response (100 Continue, 103 Early Hints) goes to
 		 * the client as it came; the final one follows on the same
 		 * connection and is read as a response of its own. */
@@ -448,7 +448,7 @@ enum step proxy_read_response_head(struct conn *c)
 				 resp->has_location ? &resp->location : NULL, &v) != PROXY_ALLOW)
 		return proxy_refuse(c, &v);
 	if (c->refl.n > 0 && !identity_encoded(resp))
-		return proxy_reply(c, 502, "error", "reflection-unscannable");
+		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_REFLECTION_UNSCANNABLE);
 	c->upstream_reusable = resp->keep_alive && !resp->body_until_close;
 	if (resp->body_until_close)
 		c->client_keepalive = false;
@@ -476,7 +476,7 @@ enum step proxy_relay_response(struct conn *c)
 						   unfed);
 
 			if (take < 0)
-				return proxy_conn_end(c, "allow", "bad-response-body");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_BAD_RESPONSE_BODY);
 			c->pend += (size_t)take;
 			sendable = c->pend;
 		}
@@ -492,7 +492,7 @@ enum step proxy_relay_response(struct conn *c)
 				return STEP_AGAIN;
 			}
 			if (k <= 0)
-				return proxy_conn_end(c, "allow", "client-gone");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 			c->down += (uint64_t)k;
 			c->uin->pos += (size_t)k;
 			c->pend -= (size_t)k;
@@ -516,9 +516,9 @@ enum step proxy_relay_response(struct conn *c)
 				proxy_want(c, cm, um);
 				return STEP_AGAIN;
 			case SB_FROM_GONE:
-				return proxy_conn_end(c, "allow", "upstream-reset");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_UPSTREAM_RESET);
 			case SB_TO_GONE:
-				return proxy_conn_end(c, "allow", "client-gone");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 			case SB_DONE:
 			case SB_NOPIPE:
 				break;
@@ -537,14 +537,14 @@ enum step proxy_relay_response(struct conn *c)
 			if (got == 0 && proxy_framer_finish(c->respf))
 				continue; /* close-delimited: what is held goes now */
 			if (got <= 0)
-				return proxy_conn_end(c, "allow", "upstream-reset");
+				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_UPSTREAM_RESET);
 		}
 	}
 	if (c->interim) {
 		/* The 1xx is relayed; what follows it in uin is the next head. */
 		c->interim = false;
 		if (proxy_framer_start(&c->respf, true, c->head_req) < 0)
-			return proxy_conn_end(c, "error", "out-of-memory");
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
 		c->st = CS_RESP_HEAD;
 		return STEP_NEXT;
@@ -557,9 +557,9 @@ enum step proxy_relay_response(struct conn *c)
 				 policy_credential_get(c->pol, (size_t)c->refl.hit_cred)->name);
 		log_warn("proxy: %s: %s: the response carried a secret back (%zu times); redacted",
 			 c->sb->name, c->host, c->refl.hits);
-		proxy_audit(c, "allow", "secret-redacted");
+		proxy_audit(c, PROXY_ALLOW, SL_REASON_SECRET_REDACTED);
 	} else {
-		proxy_audit(c, "allow", "allowed");
+		proxy_audit(c, PROXY_ALLOW, SL_REASON_ALLOWED);
 	}
 	reflect_clear(&c->refl);
 	if (c->pd[0] >= 0 && c->upstream_reusable) {
@@ -576,7 +576,7 @@ enum step proxy_relay_response(struct conn *c)
 		proxy_close_upstream(c);
 	c->uin->pos = c->uin->len = 0;
 	if (!c->client_keepalive)
-		return proxy_conn_end(c, NULL, NULL);
+		return proxy_close(c);
 	/* Next request on the kept-alive connection. */
 	c->up = c->down = 0;
 	c->status = 0;

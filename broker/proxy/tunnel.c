@@ -105,13 +105,13 @@ enum step proxy_tunnel(struct conn *c)
 
 	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) < 0 ||
 	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) < 0) {
-		return proxy_conn_end(c, "allow", "reset");
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
 	}
 	metrics_bytes(c->up - up0, c->down - down0);
 	if (c->up != up0 || c->down != down0)
 		c->t_last = loop_now_ms(c->w->loop);
 	if (c->u_shut && c->c_shut) {
-		return proxy_conn_end(c, "allow", "allowed");
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_ALLOWED);
 	}
 	/* Backpressure: read a side only while its pipe has room; wait for
 	 * writability only while a pipe holds bytes. */
@@ -135,7 +135,7 @@ static enum step start_tunnel(struct conn *c)
 	c->in = NULL;
 	proxy_pipes_close(c); /* a body's, if one was left */
 	if (proxy_make_pipe(c->pu) < 0 || proxy_make_pipe(c->pd) < 0) {
-		return proxy_conn_end(c, "error", "out-of-pipes");
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_PIPES);
 	}
 	c->t_last = loop_now_ms(c->w->loop);
 	loop_timer_arm(c->w->loop, &c->timer, idle_ms);
@@ -159,7 +159,7 @@ enum step proxy_establish(struct conn *c)
 	int r = c->out ? proxy_write_out(c, false, c->out, c->out->len, NULL) : 1;
 
 	if (r < 0) {
-		return proxy_conn_end(c, "allow", "client-gone");
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
 	}
 	if (r == 0) {
 		proxy_want(c, EPOLLOUT, 0);
@@ -186,7 +186,7 @@ enum step proxy_establish(struct conn *c)
 		/* Examined: the bytes sent before the 200 go first. */
 		r = proxy_write_out(c, true, c->in, c->in->len, &c->up);
 		if (r < 0) {
-			return proxy_conn_end(c, "allow", "upstream-gone");
+			return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_UPSTREAM_GONE);
 		}
 		if (r == 0) {
 			proxy_want(c, 0, EPOLLOUT);
@@ -197,7 +197,7 @@ enum step proxy_establish(struct conn *c)
 	if (!c->in) {
 		c->in = proxy_buf_new(broker.cfg.max_head_bytes);
 		if (!c->in)
-			return proxy_conn_end(c, "error", "out-of-memory");
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
 	c->in->pos = c->in->len = 0;
 	c->head_started = false;
