@@ -97,10 +97,9 @@ static int transparent_setup(struct conn *c)
 	 * would allow the destination (looks_like_http()); proxy_decide_target()
 	 * makes the decision itself later. */
 	{
-		struct proxy_target t = { .host = c->host,
-					  .addr = &c->dst,
-					  .port = c->port,
-					  .literal = c->literal };
+		struct proxy_target t = {
+			.host = c->host, .addr = &c->dst, .port = c->port, .literal = c->literal
+		};
 		struct proxy_verdict v;
 
 		if (proxy_check_target(c->pol, &t, &v) == PROXY_ALLOW)
@@ -119,9 +118,13 @@ static void refuse_early(int fd, bool transparent, const char *sandbox, const st
 			 uint16_t sport, int status, enum proxy_decision d, enum sl_reason r)
 {
 	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
-	struct audit_event ev = { .sandbox = sandbox, .proto = transparent ? "tcp" : "connect",
-				  .addr = src, .port = sport, .decision = decision,
-				  .reason = reason, .status = transparent ? 0 : status };
+	struct audit_event ev = { .sandbox = sandbox,
+				  .proto = transparent ? "tcp" : "connect",
+				  .addr = src,
+				  .port = sport,
+				  .decision = decision,
+				  .reason = reason,
+				  .status = transparent ? 0 : status };
 
 	audit_log(&ev);
 	metrics_decision(ev.proto, decision, reason);

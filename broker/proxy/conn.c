@@ -47,8 +47,7 @@ static const char *const state_name[] = {
 	[CS_LINGER] = "linger",
 	[CS_CLOSE] = "close",
 };
-static_assert(sizeof(state_name) / sizeof(state_name[0]) == CS_CLOSE + 1,
-	      "a state without a name");
+static_assert(sizeof(state_name) / sizeof(state_name[0]) == CS_CLOSE + 1, "a state without a name");
 
 const char *proxy_state_name(enum cstate st)
 {

@@ -172,8 +172,8 @@ enum step proxy_decide_target(struct conn *c)
 	return STEP_AGAIN;
 }
 
-void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
-			size_t n, void *arg)
+void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+		       void *arg)
 {
 	struct conn *c = arg;
 	struct proxy_verdict v, first = { .decision = PROXY_DENY,

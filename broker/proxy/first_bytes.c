@@ -91,7 +91,7 @@ static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 			return FB_GONE;
 		/* A server that speaks first ends the wait too (server_spoke()). */
 		proxy_want(c, EPOLLIN | EPOLLET,
-		     c->raw_ok && c->uev.fd >= 0 ? EPOLLIN | EPOLLRDHUP : 0);
+			   c->raw_ok && c->uev.fd >= 0 ? EPOLLIN | EPOLLRDHUP : 0);
 		return FB_WAIT;
 	}
 	if (!c->head_started) {
@@ -305,8 +305,7 @@ enum step proxy_read_head(struct conn *c)
 		return proxy_reply(c, 400, PROXY_DENY, why < 0 ? SL_REASON_BAD_REQUEST : why);
 	}
 	/* From here the resolver and connect deadlines bound the wait. */
-	loop_timer_arm(c->w->loop, &c->timer,
-		       broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	c->head_len = hl;
 	ps->pos = c->in->pos;
 	ps->len = hl;
@@ -365,8 +364,7 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 	c->raw = true;
 	c->is_connect = true;
 	c->method[0] = c->path[0] = '\0';
-	loop_timer_arm(c->w->loop, &c->timer,
-		       broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	return proxy_decide_target(c);
 }
 

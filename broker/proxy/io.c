@@ -88,7 +88,7 @@ static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t *wan
  * not reported again.
  */
 uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
-			   uint32_t events)
+			  uint32_t events)
 {
 	if ((events & *cur & ~wanted) && ev->fd >= 0 && *cur != wanted) {
 		loop_mod(c->w->loop, ev, wanted);
@@ -149,7 +149,8 @@ static ssize_t io_recv(struct conn *c, bool up, void *p, size_t n)
 
 	if (ssl) {
 		ERR_clear_error();
-		return proxy_ssl_result(c, up, ssl, SSL_read(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
+		return proxy_ssl_result(c, up, ssl,
+					SSL_read(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
 	}
 	do
 		k = recv(up ? c->uev.fd : c->cev.fd, p, n, 0);
@@ -164,7 +165,8 @@ ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n)
 
 	if (ssl) {
 		ERR_clear_error();
-		return proxy_ssl_result(c, up, ssl, SSL_write(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
+		return proxy_ssl_result(c, up, ssl,
+					SSL_write(ssl, p, n > INT_MAX ? INT_MAX : (int)n));
 	}
 	do
 		k = send(up ? c->uev.fd : c->cev.fd, p, n, MSG_NOSIGNAL);

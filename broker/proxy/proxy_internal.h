@@ -47,21 +47,21 @@ struct tls_hello;
 #define SNIFF_MS 300
 
 enum cstate {
-	CS_SNIFF,     /* transparent: peeking at the first bytes */
-	CS_HEAD,      /* reading a request head from the client */
-	CS_RESOLVE,   /* waiting for the resolver */
-	CS_CONNECT,   /* non-blocking connect in progress */
-	CS_ESTABLISH, /* writing "200 Connection established" */
-	CS_PEEK,      /* CONNECT: peeking at the tunnel's first bytes */
+	CS_SNIFF,	/* transparent: peeking at the first bytes */
+	CS_HEAD,	/* reading a request head from the client */
+	CS_RESOLVE,	/* waiting for the resolver */
+	CS_CONNECT,	/* non-blocking connect in progress */
+	CS_ESTABLISH,	/* writing "200 Connection established" */
+	CS_PEEK,	/* CONNECT: peeking at the tunnel's first bytes */
 	CS_TLS_ACCEPT,	/* intercepting: the sandbox's TLS handshake */
 	CS_TLS_CONNECT, /* intercepting: the upstream TLS handshake */
-	CS_TUNNEL,    /* splicing both ways */
-	CS_REQ,	      /* sending the request head and body upstream */
-	CS_RESP_HEAD, /* reading the response head */
-	CS_RESP_BODY, /* relaying the response body */
-	CS_REPLY,     /* writing a reply of the broker's own, then linger */
-	CS_LINGER,    /* write side shut; discarding input until EOF or timer */
-	CS_CLOSE,     /* ended (audited): the driver frees it, nobody else */
+	CS_TUNNEL,	/* splicing both ways */
+	CS_REQ,		/* sending the request head and body upstream */
+	CS_RESP_HEAD,	/* reading the response head */
+	CS_RESP_BODY,	/* relaying the response body */
+	CS_REPLY,	/* writing a reply of the broker's own, then linger */
+	CS_LINGER,	/* write side shut; discarding input until EOF or timer */
+	CS_CLOSE,	/* ended (audited): the driver frees it, nobody else */
 };
 
 /* The state's name (conn.c), for log lines. */
@@ -105,24 +105,24 @@ struct conn {
 	uint32_t cev_want, uev_want;
 	struct timer timer;  /* the deadline of the current state */
 	struct timer resume; /* a yield: run again on the next iteration */
-	bool counted; /* holds a per-sandbox and a total connection slot */
-	bool ended;   /* proxy_end() has audited it: it answers, lingers or closes */
-	bool raw;     /* no HTTP is spoken (yet): refusals are resets */
-	const char *proto; /* "http", "connect", "tls", "tcp", "https" */
-	int status;	   /* HTTP status sent for this request */
-	uint64_t t_req;	   /* ms, request start */
-	uint64_t up, down; /* bytes of this request or tunnel, each way */
-	struct buf *out;   /* to the client (replies) or upstream (request head) */
+	bool counted;	     /* holds a per-sandbox and a total connection slot */
+	bool ended;	     /* proxy_end() has audited it: it answers, lingers or closes */
+	bool raw;	     /* no HTTP is spoken (yet): refusals are resets */
+	const char *proto;   /* "http", "connect", "tls", "tcp", "https" */
+	int status;	     /* HTTP status sent for this request */
+	uint64_t t_req;	     /* ms, request start */
+	uint64_t up, down;   /* bytes of this request or tunnel, each way */
+	struct buf *out;     /* to the client (replies) or upstream (request head) */
 
 	/* Decision (decide.c, connect.c): what the request is for. */
 	char host[256];
 	uint16_t port;
-	bool literal;	 /* an address literal: in dst */
+	bool literal; /* an address literal: in dst */
 	bool is_connect;
-	int rule;	 /* the policy rule that allowed it, else -1 */
-	bool raw_ok;	 /* the rule lets bytes that are neither HTTP nor TLS through */
-	bool need_raw;	 /* transparent: the first bytes were neither HTTP nor TLS */
-	bool transparent; /* accepted on the transparent port */
+	int rule;		 /* the policy rule that allowed it, else -1 */
+	bool raw_ok;		 /* the rule lets bytes that are neither HTTP nor TLS through */
+	bool need_raw;		 /* transparent: the first bytes were neither HTTP nor TLS */
+	bool transparent;	 /* accepted on the transparent port */
 	struct sl_addr orig_dst; /* transparent: SO_ORIGINAL_DST */
 	uint16_t orig_port;
 	bool orig_synthetic;
@@ -134,10 +134,10 @@ struct conn {
 	struct resolve_req rr;
 	struct sl_addr addrs[RESOLVE_MAX_ADDRS];
 	uint8_t naddrs, ai;
-	struct sl_addr dst;	/* what the broker connected to */
+	struct sl_addr dst; /* what the broker connected to */
 	uint64_t connect_start_us;
 	enum sl_reason connect_error; /* why the last address failed (connect-timeout) */
-	char conn_host[256];	 /* upstream currently connected, for reuse */
+	char conn_host[256];	      /* upstream currently connected, for reuse */
 	uint16_t conn_port;
 	bool upstream_reusable;
 
@@ -159,8 +159,8 @@ struct conn {
 	bool c_eof, u_eof, c_shut, u_shut;
 
 	/* TLS interception (intercept.c). */
-	bool intercept; /* TLS to this host ends at the broker (a credential's scope) */
-	bool tls_first; /* the upstream handshake precedes the first request */
+	bool intercept;	  /* TLS to this host ends at the broker (a credential's scope) */
+	bool tls_first;	  /* the upstream handshake precedes the first request */
 	SSL *cssl, *ussl; /* the sandbox's side, the upstream side */
 	uint8_t cssl_want, ussl_want; /* EPOLLIN/EPOLLOUT an SSL call waits for */
 
@@ -323,8 +323,7 @@ enum proxy_decision proxy_check_host(enum proxy_mode mode, const struct http_req
 				     const struct proxy_bound *b, struct proxy_verdict *v);
 
 /* A CONNECT head carrying a placeholder: it would leave unseen. */
-enum proxy_decision proxy_check_connect_head(const char *head, size_t len,
-					     struct proxy_verdict *v);
+enum proxy_decision proxy_check_connect_head(const char *head, size_t len, struct proxy_verdict *v);
 
 /* The credentials plan's verdict: placeholder-expired, -out-of-scope. */
 enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan,
@@ -338,15 +337,15 @@ enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan,
  *
  * By the policy's `redirects` mode. Return: v->decision.
  */
-enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host,
-					 uint16_t port, bool tls, int status,
-					 const struct http_slice *location, struct proxy_verdict *v);
+enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host, uint16_t port,
+					 bool tls, int status, const struct http_slice *location,
+					 struct proxy_verdict *v);
 
 /* connect.c */
 enum step proxy_decide(struct conn *c, struct parsed *ps);
 enum step proxy_decide_target(struct conn *c);
-void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
-			size_t n, void *arg);
+void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+		       void *arg);
 enum step proxy_begin_connect(struct conn *c);
 enum step proxy_connected(struct conn *c);
 

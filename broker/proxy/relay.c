@@ -85,7 +85,8 @@ static enum sb_result splice_body(struct framer *f, int from, int to, int p[2], 
 			}
 		}
 		if (*inpipe > 0) {
-			k = splice(p[0], NULL, to, NULL, *inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			k = splice(p[0], NULL, to, NULL, *inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (k > 0) {
 				*inpipe -= (size_t)k;
 				*count += (uint64_t)k;
@@ -228,7 +229,7 @@ enum step proxy_start_request(struct conn *c)
 			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_BAD_REQUEST);
 		}
 		s = proxy_check_credentials(c, &ps->req, c->in->data + c->in->pos, (size_t)ps->len,
-				      &ps->plan);
+					    &ps->plan);
 		if (s != STEP_NEXT || proxy_ending(c)) {
 			proxy_parsed_free(ps);
 			return s;
@@ -326,7 +327,7 @@ enum step proxy_send_request(struct conn *c)
 		}
 		if (avail == 0) {
 			ssize_t got = proxy_read_into_max(c, false, c->in,
-						    c->pu[0] >= 0 ? FRAMING_READ : SIZE_MAX);
+							  c->pu[0] >= 0 ? FRAMING_READ : SIZE_MAX);
 
 			if (got == -EAGAIN) {
 				proxy_want(c, EPOLLIN, 0);
@@ -472,8 +473,8 @@ enum step proxy_relay_response(struct conn *c)
 		size_t unfed = c->uin->len - c->uin->pos - c->pend, sendable = c->pend;
 
 		if (unfed > 0 && !c->respf->done) {
-			ssize_t take = proxy_framer_feed(c->respf, c->uin->data + c->uin->pos + c->pend,
-						   unfed);
+			ssize_t take = proxy_framer_feed(
+				c->respf, c->uin->data + c->uin->pos + c->pend, unfed);
 
 			if (take < 0)
 				return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_BAD_RESPONSE_BODY);
@@ -481,9 +482,9 @@ enum step proxy_relay_response(struct conn *c)
 			sendable = c->pend;
 		}
 		if (c->refl.n > 0 && c->pend > 0)
-			sendable -= reflect_scan(&c->refl,
-						 (unsigned char *)c->uin->data + c->uin->pos,
-						 c->pend, c->respf->done);
+			sendable -=
+				reflect_scan(&c->refl, (unsigned char *)c->uin->data + c->uin->pos,
+					     c->pend, c->respf->done);
 		while (sendable > 0) {
 			ssize_t k = proxy_io_send(c, false, c->uin->data + c->uin->pos, sendable);
 
@@ -504,8 +505,8 @@ enum step proxy_relay_response(struct conn *c)
 			break;
 		if (c->uin->len - c->uin->pos - c->pend > 0 && !c->respf->done)
 			continue; /* more bytes already here to frame */
-		if (c->pd_n > 0 ||
-		    (c->uin->pos == c->uin->len && c->refl.n == 0 && !c->interim && proxy_plain_both(c))) {
+		if (c->pd_n > 0 || (c->uin->pos == c->uin->len && c->refl.n == 0 && !c->interim &&
+				    proxy_plain_both(c))) {
 			/* All held bytes are sent, and nothing of the body is
 			 * to be looked at: the payload goes by splice. */
 			uint32_t cm = 0, um = 0;
@@ -528,7 +529,7 @@ enum step proxy_relay_response(struct conn *c)
 		}
 		{
 			ssize_t got = proxy_read_into_max(c, true, c->uin,
-						    c->pd[0] >= 0 ? FRAMING_READ : SIZE_MAX);
+							  c->pd[0] >= 0 ? FRAMING_READ : SIZE_MAX);
 
 			if (got == -EAGAIN) {
 				proxy_want(c, 0, EPOLLIN);

@@ -63,7 +63,8 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 			}
 		}
 		if (*inpipe > 0) {
-			k = splice(p[0], NULL, to, NULL, *inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			k = splice(p[0], NULL, to, NULL, *inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (k > 0) {
 				*inpipe -= (size_t)k;
 				*count += (uint64_t)k;
@@ -103,8 +104,10 @@ enum step proxy_tunnel(struct conn *c)
 	uint64_t up0 = c->up, down0 = c->down;
 	uint32_t cm = 0, um = 0;
 
-	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) < 0 ||
-	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) < 0) {
+	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) <
+		    0 ||
+	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) <
+		    0) {
 		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
 	}
 	metrics_bytes(c->up - up0, c->down - down0);
