@@ -119,7 +119,7 @@ struct worker {
 	struct resolver *resolver;
 	struct ev proxy_ev;
 	struct ev transparent_ev;
-	/* Out of descriptors, the listeners rest; this wakes them (proxy.c). */
+	/* Out of descriptors, the listeners rest; this wakes them (proxy/accept.c). */
 	struct timer accept_retry;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
@@ -144,7 +144,7 @@ struct broker {
 
 extern struct broker broker;
 
-/* proxy.c */
+/* proxy/ (accept.c) */
 void proxy_accept(struct ev *ev, uint32_t events);
 void proxy_accept_transparent(struct ev *ev, uint32_t events);
 /* Posted to each worker with a sandbox reference, which it drops: closes

@@ -81,7 +81,7 @@ enum sl_reason {
 	SL_REASON_UPSTREAM_TIMEOUT,
 	SL_REASON_BAD_RESPONSE,
 	SL_REASON_BAD_RESPONSE_BODY,
-	/* A malformed or slow request (broker/http.c, broker/authority.c, broker/proxy.c) */
+	/* A malformed or slow request (broker/http.c, broker/authority.c, broker/proxy/) */
 	SL_REASON_HEAD_TIMEOUT,
 	SL_REASON_HEAD_TOO_LARGE,
 	SL_REASON_BAD_REQUEST,
