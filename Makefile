@@ -83,7 +83,7 @@ ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
 
 MAINS := broker/main.c netns/main.c probe/main.c
-LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/creds/*.c broker/tls/*.c netns/*.c probe/*.c)))
+LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c netns/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
 # ... and the one piece of common/ it uses, the JSON string writer, which

@@ -98,13 +98,16 @@ enum {
 	CAP_PATH = AUDIT_FIELD_MAX,
 	CAP_DNS_TYPE = 16,
 	CAP_DNS_ANSWER = AUDIT_FIELD_MAX,
-	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION +
-		     CAP_REASON + CAP_RULE + CAP_CREDENTIAL + CAP_METHOD +
-		     CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER,
+	/* Policy paths of an update: the broker takes at most 255 bytes. */
+	CAP_POLICY = 256,
+	CAP_SHA256 = 72,
+	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION + CAP_REASON + CAP_RULE +
+		     CAP_CREDENTIAL + CAP_METHOD + CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER +
+		     2 * (CAP_POLICY + CAP_SHA256),
 	/* Keys, quotes, commas, the time, the address, eight numbers of at
-	 * most 20 digits, "}\n": about 480 bytes; 1024 leaves room for new
+	 * most 20 digits, "}\n": about 540 bytes; 896 leaves room for new
 	 * keys. */
-	LINE_OVERHEAD = 1024,
+	LINE_OVERHEAD = 896,
 };
 _Static_assert(
     CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
@@ -275,6 +278,10 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 		put_u64(&l, "pid", ev->peer_pid);
 		put_u64(&l, "uid", ev->peer_uid);
 	}
+	put_str(&l, "old_policy", ev->old_policy, CAP_POLICY);
+	put_str(&l, "old_sha256", ev->old_sha256, CAP_SHA256);
+	put_str(&l, "new_policy", ev->new_policy, CAP_POLICY);
+	put_str(&l, "new_sha256", ev->new_sha256, CAP_SHA256);
 	/* A count line stands for refusals, not for one connection. */
 	conn = proto_is_connection(ev->proto) && !repeated && !dropped;
 	if (conn || ev->bytes_up)

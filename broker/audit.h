@@ -52,6 +52,11 @@ struct audit_event {
 	 * "uid" when @has_peer: who asked, as the kernel vouches for it. */
 	bool has_peer;
 	uint32_t peer_pid, peer_uid;
+	/* `sluice update` (reason "policy-update"): the policy files before
+	 * and after, and the SHA-256 (hex) of what was compiled from each;
+	 * written as "old_policy", "old_sha256", "new_policy", "new_sha256". */
+	const char *old_policy, *old_sha256;
+	const char *new_policy, *new_sha256;
 };
 
 /**

@@ -35,6 +35,9 @@ struct sandbox {
 	struct sl_addr addr;
 	char policy_path[256];
 	struct policy *policy;
+	/* SHA-256 of the file @policy was compiled from, in hex: what the
+	 * audit line of an update names (changes with @policy, same lock). */
+	char policy_sha256[65];
 	atomic_uint conns;
 	atomic_uint dns_tcp; /* TCP connections to the DNS filter, all workers */
 	atomic_bool dead;
@@ -50,6 +53,11 @@ struct sandbox {
 	uint64_t dns_limited_log_ms; /* when that report was logged */
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct creds_table *creds;
+	/* Its placeholders file was damaged or missing at the broker's start:
+	 * set before the sandbox is served, read-only after. */
+	bool placeholders_lost;
+	/* Likewise for its synthetic-names journal (names lost their address). */
+	bool names_lost;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
 };
@@ -74,6 +82,8 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);
+/* Sandboxes whose placeholders or synthetic names were lost at start-up. */
+size_t sandbox_state_lost_count(void);
 size_t sandbox_count(void);
 void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
 struct tls_leaf_stats;
@@ -85,7 +95,21 @@ int sandbox_ca_pem(const char *name, char **pem);
 int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
 int sandbox_reload_all(char *err, size_t errlen);
+/* What sandbox_update() swapped, for its audit line. */
+struct sandbox_update_info {
+	char old_path[256], old_sha256[65];
+	char new_path[256], new_sha256[65];
+};
+/* Swaps sandbox @name's policy for the one in @policy_path (absolute), and
+ * keeps it across a restart; closes the open connections it withdraws
+ * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
+ * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
+int sandbox_update(const char *name, const char *policy_path, bool keep_open,
+		   struct sandbox_update_info *info, char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
+/* An audit line `state-damaged` for a state file @path of sandbox @name
+ * found @what ("damaged", "missing", ...) when the broker read it. */
+void sandbox_state_audit(const char *name, const char *path, const char *what);
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {
@@ -95,7 +119,7 @@ struct worker {
 	struct resolver *resolver;
 	struct ev proxy_ev;
 	struct ev transparent_ev;
-	/* Out of descriptors, the listeners rest; this wakes them (proxy.c). */
+	/* Out of descriptors, the listeners rest; this wakes them (proxy/accept.c). */
 	struct timer accept_retry;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
@@ -120,7 +144,7 @@ struct broker {
 
 extern struct broker broker;
 
-/* proxy.c */
+/* proxy/ (accept.c) */
 void proxy_accept(struct ev *ev, uint32_t events);
 void proxy_accept_transparent(struct ev *ev, uint32_t events);
 /* Posted to each worker with a sandbox reference, which it drops: closes
@@ -130,6 +154,9 @@ void proxy_close_sandbox_post(void *sandbox);
  * intercepted connections whose host, address, raw TCP or credentials the
  * new policy withdrew, and hands the new policy to the tunnels it keeps. */
 void proxy_policy_changed_post(void *worker);
+/* The same, but keeps what the new policy withdrew open (`sluice update
+ * --keep-open`): only the tunnels it still allows get it. */
+void proxy_policy_changed_keep_post(void *worker);
 void proxy_close_all(struct worker *w);
 
 /* control.c */

@@ -25,13 +25,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #include "common/ctlproto.h"
 #include "broker/broker_internal.h"
+#include "broker/audit.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
 #include "common/file.h"
+#include "common/sumfile.h"
 #include "common/log.h"
+#include "common/ytree.h"
 #include "policy/policy.h"
+
+#define REG_KIND "registration"
 
 /* tests/unit/test_sandbox_table.c builds this file with a small table, so
  * that its entries collide and removals move runs of them. */
@@ -168,6 +175,41 @@ int sandbox_table_init(const struct broker_config *cfg)
 	return 0;
 }
 
+/*
+ * policy_load_file(), and the SHA-256 of the bytes it compiled in @sha256
+ * (hex): read once, so that the hash is that of the policy in force even
+ * when the file changes meanwhile. Same messages as policy_load_file().
+ */
+static int load_policy(const char *path, struct policy **out, char sha256[65],
+		       struct policy_error *perr)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char *buf;
+	size_t len, i;
+	int r;
+
+	*out = NULL;
+	memset(perr, 0, sizeof(*perr));
+	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
+	if (r == -EINVAL || r == -EFBIG) {
+		snprintf(perr->msg, sizeof(perr->msg), "%s: not a regular file of at most %u bytes",
+			 path, YTREE_MAX_BYTES);
+		return -EINVAL;
+	}
+	if (r < 0) {
+		snprintf(perr->msg, sizeof(perr->msg), "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	r = policy_load_buffer(path, buf, len, out, perr);
+	if (r == 0) {
+		SHA256((const unsigned char *)buf, len, md);
+		for (i = 0; i < sizeof(md); i++)
+			snprintf(sha256 + 2 * i, 3, "%02x", md[i]);
+	}
+	free(buf);
+	return r;
+}
+
 static bool name_ok(const char *s)
 {
 	size_t i, n = strlen(s);
@@ -275,6 +317,7 @@ void sandbox_put(struct sandbox *sb)
 static int persist(const struct sandbox *sb)
 {
 	char path[600], tmp[620];
+	struct sumfile_writer w;
 	FILE *f;
 	char a[ADDR_STRLEN];
 
@@ -284,8 +327,115 @@ static int persist(const struct sandbox *sb)
 	if (!f)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));
-	fprintf(f, "%s\n%s\n%s", a, sb->policy_path, sb->netns ? CTL_REGISTER_NETNS "\n" : "");
-	return file_commit(f, tmp, path);
+	/* Checked lines (common/sumfile.h), each saying what it is, so that
+	 * a damaged one costs only itself. */
+	sumfile_begin(&w, f, REG_KIND);
+	sumfile_line(&w, "address %s", a);
+	sumfile_line(&w, "policy %s", sb->policy_path);
+	if (sb->netns)
+		sumfile_line(&w, "%s", CTL_REGISTER_NETNS);
+	return sumfile_commit(&w, tmp, path);
+}
+
+/* A registration as read back. */
+struct reg_file {
+	char addr[64], pol[300];
+	bool netns;
+	unsigned seen; /* 1 address, 2 policy */
+	unsigned bad;  /* lines that verified but are not ours */
+};
+
+static int reg_line(const char *s, size_t len, bool ok, void *arg)
+{
+	struct reg_file *rf = arg;
+
+	if (!ok)
+		return 0;
+	if (len > 8 && !memcmp(s, "address ", 8) && len - 8 < sizeof(rf->addr)) {
+		memcpy(rf->addr, s + 8, len - 8);
+		rf->addr[len - 8] = '\0';
+		rf->seen |= 1;
+	} else if (len > 7 && !memcmp(s, "policy ", 7) && len - 7 < sizeof(rf->pol)) {
+		memcpy(rf->pol, s + 7, len - 7);
+		rf->pol[len - 7] = '\0';
+		rf->seen |= 2;
+	} else if (len == strlen(CTL_REGISTER_NETNS) && !memcmp(s, CTL_REGISTER_NETNS, len)) {
+		rf->netns = true;
+	} else {
+		rf->bad++;
+	}
+	return 0;
+}
+
+/* The registration of sluice 0.x: address, policy path, optional mark. */
+static void reg_legacy(struct reg_file *rf, char *buf)
+{
+	char *l[3] = { NULL, NULL, NULL }, *p = buf;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		l[i] = strsep(&p, "\n"); /* NULL once @p runs out */
+	if (l[0] && l[1] && l[0][0] && l[1][0] && strlen(l[0]) < sizeof(rf->addr) &&
+	    strlen(l[1]) < sizeof(rf->pol)) {
+		snprintf(rf->addr, sizeof(rf->addr), "%s", l[0]);
+		snprintf(rf->pol, sizeof(rf->pol), "%s", l[1]);
+		rf->seen = 3;
+	}
+	rf->netns = l[2] && !strcmp(l[2], CTL_REGISTER_NETNS);
+}
+
+/*
+ * Reads registration @path into @rf. Return: 0 when it can be restored
+ * (whole, from before checksums, or damaged with its address and policy
+ * lines intact: then logged), -EBADMSG when it cannot (logged and
+ * audited), another negative errno when it cannot be read.
+ */
+static int reg_read(const char *name, const char *path, struct reg_file *rf, bool *rewrite)
+{
+	struct sumfile_result res;
+	char *buf;
+	size_t len;
+	int r;
+
+	memset(rf, 0, sizeof(*rf));
+	*rewrite = false;
+	r = file_read_all(path, 4096, &buf, &len);
+	if (r < 0)
+		return r;
+	sumfile_parse(buf, len, REG_KIND, false, reg_line, rf, &res);
+	if (res.status == SUMFILE_LEGACY) {
+		reg_legacy(rf, buf);
+		*rewrite = rf->seen == 3;
+		if (*rewrite)
+			log_info("sandbox: registration %s is in the format from before "
+				 "checksums: read once, rewritten in the checked format",
+				 path);
+	}
+	free(buf);
+	if (res.status == SUMFILE_OK && rf->seen == 3 && !rf->bad)
+		return 0;
+	if (res.status == SUMFILE_LEGACY && rf->seen == 3)
+		return 0;
+	if (rf->seen == 3) {
+		log_err("sandbox: registration %s is damaged (%u lines lost%s): its address %s and "
+			"policy %s verify and are kept%s; rewritten",
+			path, res.lost + rf->bad, res.end_missing ? ", and its end" : "", rf->addr, rf->pol,
+			rf->netns ? ""
+				  : " (whether `sluice create` made it is lost: it is "
+				    "not dropped when its namespace goes)");
+		sandbox_state_audit(name, path, "damaged");
+		*rewrite = true;
+		return 0;
+	}
+	log_err("sandbox: registration %s is %s: %s lost: `%s` is not restored and reaches "
+		"nothing; the file is left for you (delete and re-create the sandbox)",
+		path, sumfile_status_name(res.status),
+		!rf->seen	  ? "its address and policy are"
+		: !(rf->seen & 1) ? "its address is"
+				  : "its policy is",
+		name);
+	sandbox_state_audit(name, path, "damaged");
+	return -EBADMSG;
 }
 
 /* Notes in *@r and @what the first failure (@rc < 0, errno other than
@@ -303,7 +453,7 @@ static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen
  * ENOENT (the others are tried all the same), with its path in @what. */
 static int remove_state(const char *name, char *what, size_t whatlen)
 {
-	static const char *const files[] = { "ca.key", "ca.crt" };
+	static const char *const files[] = { "ca.key", "ca.crt", "ca.sum" };
 	char path[700];
 	int r = 0;
 	size_t i;
@@ -311,6 +461,8 @@ static int remove_state(const char *name, char *what, size_t whatlen)
 	snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
+	note_rm(unlink(path), path, &r, what, whatlen);
+	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab.synth_dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
@@ -363,6 +515,34 @@ static int allocate(struct sl_addr *out)
 	return -ENOSPC;
 }
 
+/* Says what the checksums of a restored sandbox's CA said (@k from
+ * tls_ca_check_sums()), when the CA itself loaded. */
+static void ca_sums_report(const char *name, const char *dir, int k, const char *what)
+{
+	if (k == -ENOENT) {
+		log_info("sandbox: `%s`: its CA in %s has no checksums (written before them): "
+			 "read once, checksums written",
+			 name, dir);
+		if (tls_ca_write_sums(dir) < 0)
+			log_warn("sandbox: `%s`: cannot write %s/ca.sum", name, dir);
+	} else if (k == -EBADMSG) {
+		log_warn("sandbox: `%s`: %s/ca.sum is damaged; its CA passes every other check "
+			 "(key and certificate match): kept, checksums written again",
+			 name, dir);
+		sandbox_state_audit(name, dir, "damaged");
+		if (tls_ca_write_sums(dir) < 0)
+			log_warn("sandbox: `%s`: cannot write %s/ca.sum", name, dir);
+	} else if (k < 0) {
+		/* Kept, not replaced: a new CA fails every intercepted host
+		 * for sure; this one may still serve. Said at every start. */
+		log_err("sandbox: `%s`: its CA's %s in %s does not match its checksum, but its "
+			"key and certificate still match: kept; if intercepted hosts fail, "
+			"re-create the sandbox",
+			name, what, dir);
+		sandbox_state_audit(name, dir, "damaged");
+	}
+}
+
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
 static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
@@ -370,16 +550,24 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 	char dir[600], e[256];
 
 	if (!fresh) {
+		char what[64];
+		int k;
+
 		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, sb->name);
+		k = tls_ca_check_sums(dir, what, sizeof(what));
 		sb->ca = tls_ca_load(dir, e, sizeof(e));
-		if (sb->ca)
+		if (sb->ca) {
+			ca_sums_report(sb->name, dir, k, what);
 			return 0;
+		}
 		/* Fail closed all the same: the sandbox's bundle does not hold
 		 * a new CA, so its clients refuse every intercepted connection
 		 * until the sandbox is made again; other hosts keep working. */
-		log_err("sandbox: `%s`: cannot load its CA (%s): a new one is made; "
+		log_err("sandbox: `%s`: cannot load its CA (%s%s%s): a new one is made; "
 			"intercepted hosts fail for it until it is re-created",
-			sb->name, e);
+			sb->name, e, k == -EILSEQ ? "; checksum mismatch: " : "",
+			k == -EILSEQ ? what : "");
+		sandbox_state_audit(sb->name, dir, "damaged");
 		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
 		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
@@ -428,6 +616,56 @@ static void undo_register(struct sandbox *reg)
 	sandbox_put(sb);
 }
 
+/* An audit line (proto "state", reason `state-damaged`) for a state file
+ * of sandbox @name found @what ("damaged", "missing") at start-up: whoever
+ * reads only the audit log learns why the sandbox behaves differently. */
+void sandbox_state_audit(const char *name, const char *path, const char *what)
+{
+	struct audit_event ev = {
+		.sandbox = name,
+		.proto = "state",
+		.name = path,
+		.decision = "error",
+		.reason = "state-damaged",
+		.rule = what,
+	};
+
+	audit_log(&ev);
+}
+
+/* Says what a restart's replay of @sb's synthetic-names journal found,
+ * when it was not a clean one: never silent about lost names. */
+static void synth_replay_report(struct sandbox *sb, const char *path,
+				const struct dns_synth_replay *rep)
+{
+	if (rep->missing) {
+		log_err("sandbox: `%s`: its synthetic-names journal %s is missing: the names it "
+			"had lost their addresses (a client that cached one fails until it asks "
+			"again); new names start at offset %u (%s)",
+			sb->name, path, rep->next,
+			rep->next > 1 ? "above the mark kept beside it"
+				      : "its mark is lost too: an address a lost name had may be "
+					"given again; re-create the sandbox to be sure");
+		sandbox_state_audit(sb->name, path, "missing");
+		sb->names_lost = true;
+	} else if (rep->damaged) {
+		log_err("sandbox: `%s`: synthetic-names journal %s is damaged: kept %u names at "
+			"their addresses, lost %u lines; addresses of lost names are never given "
+			"to another name (new names start at offset %u); rewritten",
+			sb->name, path, rep->kept, rep->lost, rep->next);
+		sandbox_state_audit(sb->name, path, "damaged");
+		sb->names_lost = true;
+	} else if (rep->hwm_damaged) {
+		log_warn("sandbox: `%s`: %s.hwm is damaged: the journal's own mark is used; "
+			 "rewritten",
+			 sb->name, path);
+	} else if (rep->legacy) {
+		log_info("sandbox: `%s`: %s is in the format from before checksums (%u names, "
+			 "%u bad lines): read once, rewritten in the checked format",
+			 sb->name, path, rep->kept, rep->lost);
+	}
+}
+
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
@@ -464,7 +702,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		free(sb);
 		return -EINVAL;
 	}
-	r = policy_load_file(policy_path, &sb->policy, &perr);
+	r = load_policy(policy_path, &sb->policy, sb->policy_sha256, &perr);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", perr.msg);
 		free(sb);
@@ -556,16 +794,26 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		 * journalled in state_dir and replayed when it restores. Done
 		 * before the sandbox's first query can arrive: a new sandbox is
 		 * not wired yet, a restored one waits for the workers. */
+		struct dns_synth_replay rep;
 		char jpath[600];
 
 		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
-		r = dns_synth_journal(synth, jpath, !save);
+		r = dns_synth_journal(synth, jpath, !save, &rep);
 		if (r < 0 && save)
 			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
 				 strerror(-r));
-		else if (r < 0)
-			log_warn("sandbox: `%s`: cannot journal synthetic names in %s", name,
-				 tab.synth_dir);
+		if (r < 0 && !save) {
+			/* New names start above the mark kept beside the
+			 * journal, when that was read. */
+			log_err("sandbox: `%s`: cannot replay or journal synthetic names in %s: %s; "
+				"kept %u names at their addresses, new names start at offset %u and "
+				"are not journalled (a restart loses them)",
+				name, jpath, strerror(-r), rep.kept, rep.next ? rep.next : 1);
+			sandbox_state_audit(name, jpath, "unreadable");
+			reg->names_lost = true;
+		} else if (!save) {
+			synth_replay_report(reg, jpath, &rep);
+		}
 		if (!save)
 			r = 0;
 	}
@@ -676,8 +924,14 @@ int sandbox_list(char *buf, size_t len)
 		if (!s)
 			continue;
 		addr_format(&s->addr, a, sizeof(a));
-		k = snprintf(buf + o, len - o, "%s %s %s %u\n", s->name, a, s->policy_path,
-			     atomic_load(&s->conns));
+		/* The fifth word says what state a restart lost ("ok" when
+		 * none): a client that reads four words ignores it. */
+		k = snprintf(buf + o, len - o, "%s %s %s %u %s\n", s->name, a, s->policy_path,
+			     atomic_load(&s->conns),
+			     s->placeholders_lost && s->names_lost ? "placeholders-lost,names-lost"
+			     : s->placeholders_lost		   ? "placeholders-lost"
+			     : s->names_lost			   ? "names-lost"
+								   : "ok");
 		if (k < 0 || (size_t)k >= len - o) {
 			o = len;
 			break;
@@ -699,6 +953,18 @@ void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg)
 		if (tab.slot[i])
 			fn(tab.slot[i], arg);
 	pthread_rwlock_unlock(&tab.lock);
+}
+
+size_t sandbox_state_lost_count(void)
+{
+	size_t i, n = 0;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS; i++)
+		if (tab.slot[i] && (tab.slot[i]->placeholders_lost || tab.slot[i]->names_lost))
+			n++;
+	pthread_rwlock_unlock(&tab.lock);
+	return n;
 }
 
 size_t sandbox_count(void)
@@ -739,12 +1005,18 @@ void sandbox_tls_stats(struct tls_leaf_stats *sum)
 int sandbox_reload_all(char *err, size_t errlen)
 {
 	struct policy **fresh;
+	char(*sha)[65];
 	size_t i;
 	int r = 0;
 
 	fresh = calloc(HASH_SLOTS, sizeof(*fresh));
-	if (!fresh)
+	/* Pages of it are touched only for the slots in use. */
+	sha = calloc(HASH_SLOTS, sizeof(*sha));
+	if (!fresh || !sha) {
+		free(fresh);
+		free(sha);
 		return -ENOMEM;
+	}
 	/* The control thread is the only writer, so the set of sandboxes cannot
 	 * change between the two passes; the read lock keeps workers going. */
 	pthread_rwlock_rdlock(&tab.lock);
@@ -754,7 +1026,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 
 		if (!s)
 			continue;
-		r = policy_load_file(s->policy_path, &fresh[i], &perr);
+		r = load_policy(s->policy_path, &fresh[i], sha[i], &perr);
 		if (r < 0)
 			snprintf(err, errlen, "%s", perr.msg);
 		else
@@ -771,6 +1043,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 				continue;
 			old = s->policy;
 			s->policy = fresh[i];
+			memcpy(s->policy_sha256, sha[i], sizeof(s->policy_sha256));
 			fresh[i] = old; /* unref'd below, outside the lock */
 		}
 		pthread_rwlock_unlock(&tab.lock);
@@ -790,7 +1063,98 @@ int sandbox_reload_all(char *err, size_t errlen)
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);
 	free(fresh);
+	free(sha);
 	return r;
+}
+
+/*
+ * `sluice update`: one sandbox's policy swapped for another file's, all or
+ * nothing. The new policy is compiled and its secrets read before anything
+ * changes; then, under the write lock, the registration is rewritten with
+ * the new path (a restart keeps the new policy; if it cannot be written,
+ * nothing changed) and the policy pointer swapped, so that every lookup
+ * after it (new connections, DNS queries, each request of an open
+ * connection) meets the new policy. The synthetic address map is the
+ * sandbox's, not the policy's: a name that stays allowed keeps its
+ * address. Placeholders of credentials that stay are kept, those of
+ * removed ones revoked, new ones issued; then each worker closes the open
+ * connections the new policy withdrew, unless @keep_open.
+ */
+int sandbox_update(const char *name, const char *policy_path, bool keep_open,
+		   struct sandbox_update_info *info, char *err, size_t errlen)
+{
+	struct policy_error perr;
+	struct policy *fresh = NULL, *old;
+	char sha[65], old_path[sizeof(((struct sandbox *)0)->policy_path)];
+	struct sandbox *sb;
+	unsigned i;
+	int r;
+
+	memset(info, 0, sizeof(*info));
+	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(old_path)) {
+		snprintf(err, errlen, "policy path `%s` must be absolute, at most %zu bytes",
+			 policy_path, sizeof(old_path) - 1);
+		return -EINVAL;
+	}
+	/* The control thread is the only writer of the table: a sandbox found
+	 * here stays registered until this function returns. */
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name);
+	pthread_rwlock_unlock(&tab.lock);
+	if (!sb) {
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+		return -ENOENT;
+	}
+	r = load_policy(policy_path, &fresh, sha, &perr);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return r;
+	}
+	r = creds_load_secrets(fresh, err, errlen);
+	if (r < 0) {
+		policy_unref(fresh);
+		return r;
+	}
+	pthread_rwlock_wrlock(&tab.lock);
+	snprintf(old_path, sizeof(old_path), "%s", sb->policy_path);
+	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	r = persist(sb);
+	if (r < 0) {
+		snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", old_path);
+		pthread_rwlock_unlock(&tab.lock);
+		snprintf(err, errlen, "cannot write registration in %s: %s; the old policy stays",
+			 tab.dir, strerror(-r));
+		policy_unref(fresh);
+		return r;
+	}
+	snprintf(info->old_path, sizeof(info->old_path), "%s", old_path);
+	snprintf(info->old_sha256, sizeof(info->old_sha256), "%s", sb->policy_sha256);
+	old = sb->policy;
+	sb->policy = fresh;
+	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
+	pthread_rwlock_unlock(&tab.lock);
+	snprintf(info->new_path, sizeof(info->new_path), "%s", policy_path);
+	snprintf(info->new_sha256, sizeof(info->new_sha256), "%s", sha);
+
+	/* Until these two are done, a removed credential's placeholder reads
+	 * as revoked already (the policy has no such credential), and a new
+	 * credential has no placeholder anyone could use. A failure here
+	 * leaves the new policy in place (it is in force) and says so. */
+	r = creds_sandbox_revoke_dropped(sb, fresh);
+	if (r == 0)
+		r = creds_sandbox_sync(sb, fresh, false);
+	if (r < 0)
+		log_err("sandbox: `%s`: updated, but cannot save its placeholders: %s", name,
+			strerror(-r));
+	for (i = 0; i < broker.n_workers; i++)
+		loop_post(broker.workers[i].loop,
+			  keep_open ? proxy_policy_changed_keep_post : proxy_policy_changed_post,
+			  &broker.workers[i]);
+	policy_unref(old);
+	log_info("sandbox: `%s`: policy %s (sha256 %.12s) replaced by %s (sha256 %.12s)%s", name,
+		 info->old_path, info->old_sha256, info->new_path, info->new_sha256,
+		 keep_open ? ", open connections kept" : "");
+	return 0;
 }
 
 /* Whether the namespace `sluice create` made for sandbox @name is gone. The
@@ -827,6 +1191,22 @@ static void drop_stale(const char *name, const char *addr)
 			 name, addr, name, tab.dir, name);
 }
 
+/* Writes the registration of @name again (in the current format). */
+static void rewrite_registration(const char *name)
+{
+	struct sandbox *sb;
+	int r = -ENOENT;
+
+	pthread_rwlock_wrlock(&tab.lock);
+	sb = find_name(name);
+	if (sb)
+		r = persist(sb);
+	pthread_rwlock_unlock(&tab.lock);
+	if (r < 0)
+		log_err("sandbox: `%s`: cannot rewrite its registration in %s: %s", name, tab.dir,
+			strerror(-r));
+}
+
 int sandbox_restore(char *err, size_t errlen)
 {
 	DIR *d = opendir(tab.dir);
@@ -839,40 +1219,39 @@ int sandbox_restore(char *err, size_t errlen)
 		return -errno;
 	}
 	while ((de = readdir(d))) {
-		char path[600], addr[64] = "", pol[300] = "", mark[16] = "", e[600];
-		FILE *f;
+		char path[600], e[600];
+		struct reg_file rf;
+		bool rewrite;
+		int r;
 
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tab.dir, de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (!fgets(addr, sizeof(addr), f) || !fgets(pol, sizeof(pol), f)) {
-			fclose(f);
-			log_err("sandbox: unreadable registration %s: skipped", path);
+		r = reg_read(de->d_name, path, &rf, &rewrite);
+		if (r < 0) {
+			if (r != -EBADMSG) {
+				log_err("sandbox: unreadable registration %s: %s: skipped", path,
+					strerror(-r));
+				sandbox_state_audit(de->d_name, path, "unreadable");
+			}
 			bad++;
 			continue;
 		}
-		if (!fgets(mark, sizeof(mark), f))
-			mark[0] = '\0';
-		fclose(f);
-		addr[strcspn(addr, "\n")] = '\0';
-		pol[strcspn(pol, "\n")] = '\0';
-		mark[strcspn(mark, "\n")] = '\0';
-		if (!strcmp(mark, CTL_REGISTER_NETNS) && netns_gone(de->d_name)) {
-			drop_stale(de->d_name, addr);
+		if (rf.netns && netns_gone(de->d_name)) {
+			drop_stale(de->d_name, rf.addr);
 			dropped++;
 			continue;
 		}
-		if (do_register(de->d_name, addr, pol, false, !strcmp(mark, CTL_REGISTER_NETNS),
-				&ca, NULL, e, sizeof(e)) < 0) {
+		if (do_register(de->d_name, rf.addr, rf.pol, false, rf.netns, &ca, NULL, e,
+				sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
 			bad++;
 			continue;
 		}
+		if (rewrite)
+			rewrite_registration(de->d_name);
 		n++;
 	}
 	closedir(d);

@@ -25,7 +25,7 @@
  * starts is dropped then. */
 #define CTL_REGISTER_NETNS "netns"
 #define CTL_UNREGISTER "unregister" /* NAME -> ok */
-#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS" lines */
+#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS STATE" lines */
 #define CTL_STATUS "status"	    /* -> ok, "key value" lines */
 #define CTL_METRICS "metrics"	    /* -> ok, Prometheus text */
 #define CTL_JWKS "jwks"		    /* -> ok, a JWK Set */
@@ -34,6 +34,10 @@
 #define CTL_PLACEHOLDERS "placeholders" /* NAME -> ok, "VAR=value" lines */
 #define CTL_PRIVILEGED "privileged"	/* NAME -> ok (audited) */
 #define CTL_RELOAD "reload"		/* -> ok */
+/* NAME POLICY [keep-open] -> ok: swaps one sandbox's policy (an absolute
+ * path); keep-open leaves the connections it withdraws open. */
+#define CTL_UPDATE "update"
+#define CTL_UPDATE_KEEP_OPEN "keep-open"
 
 /* Error messages the CLI asks again after (bounded), as they pass: */
 /* the caller could not be checked because a sandbox being created or

@@ -17,6 +17,7 @@ static const char *const reason_name[] = {
 	[SL_REASON_CONTROL_REGISTER] = "control-register",
 	[SL_REASON_CONTROL_UNREGISTER] = "control-unregister",
 	[SL_REASON_CONTROL_RELOAD] = "control-reload",
+	[SL_REASON_POLICY_UPDATE] = "policy-update",
 	[SL_REASON_PRIVILEGED_EXEC] = "privileged-exec",
 	[SL_REASON_NOT_ALLOWLISTED] = "not-allowlisted",
 	[SL_REASON_PORT_NOT_ALLOWED] = "port-not-allowed",
@@ -40,7 +41,9 @@ static const char *const reason_name[] = {
 	[SL_REASON_ORIGIN_FORM_ON_PROXY] = "origin-form-on-proxy",
 	[SL_REASON_NO_ORIGINAL_DESTINATION] = "no-original-destination",
 	[SL_REASON_CONTROL_REFUSED] = "control-refused",
+	[SL_REASON_STATE_DAMAGED] = "state-damaged",
 	[SL_REASON_PLACEHOLDER_OUT_OF_SCOPE] = "placeholder-out-of-scope",
+	[SL_REASON_PLACEHOLDER_LOST] = "placeholder-lost",
 	[SL_REASON_PLACEHOLDER_EXPIRED] = "placeholder-expired",
 	[SL_REASON_CREDENTIAL_UNAVAILABLE] = "credential-unavailable",
 	[SL_REASON_REFLECTION_UNSCANNABLE] = "reflection-unscannable",
@@ -105,6 +108,7 @@ static const char *const reason_name[] = {
 	[SL_REASON_REPLY_TOO_LARGE] = "reply-too-large",
 	[SL_REASON_BAD_RCODE] = "bad-rcode",
 	[SL_REASON_SYNTHETIC_POOL_FULL] = "synthetic-pool-full",
+	[SL_REASON_SYNTHETIC_JOURNAL_FAILED] = "synthetic-journal-failed",
 };
 
 /* A reason added to the enum without a string fails the build here; the

@@ -302,16 +302,37 @@ int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name,
 /* How many names have an address. Thread-safe. */
 size_t dns_synth_count(struct dns_synth *s);
 
+/* What a replay of the journal found (dns_synth_journal()). */
+struct dns_synth_replay {
+	unsigned kept;	/* names that have their address back */
+	unsigned lost;	/* lines that did not verify or could not be used */
+	uint32_t next;	/* the offset the next new name gets */
+	bool missing;	/* there was no journal */
+	bool legacy;	/* written before checksums: read once, rewritten */
+	bool damaged;	/* checksums or framing did not verify */
+	bool hwm_damaged; /* the side file of the mark (PATH.hwm) did not */
+};
+
 /**
  * dns_synth_journal() - keep the map across broker restarts
  * @s:      the map
- * @path:   a file in state_dir; each name that gets an address from now on
- *          is appended to it, in the order of the addresses
- * @replay: first replay the file (a restart), instead of truncating it
+ * @path:   a file in state_dir (format: dnsfilter/synth.c); each name that
+ *          gets an address from now on is appended to it with its address
+ * @replay: first replay the file (a restart), instead of starting anew
+ * @rep:    what the replay found (may be NULL)
+ *
+ * A replay keeps every record that verifies at the address it names; a
+ * damaged or lost record leaves its address a hole, and the next new name
+ * gets an address above every one that may have been given before. The
+ * file is then rewritten whole, in the current format (a file from before
+ * checksums is read the old way once). Once journalled, a new name whose
+ * reservation cannot be written is refused (-EIO or -ENOSPC from
+ * dns_synth_get()): its address might be given again after a restart.
  *
  * Return: 0, or a negative errno (the map works on, unjournalled).
  */
-int dns_synth_journal(struct dns_synth *s, const char *path, bool replay);
+int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,
+		      struct dns_synth_replay *rep);
 
 /* ------------------------------------------------------------------------
  * The filter's decision (dnsfilter/filter.c)

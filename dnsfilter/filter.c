@@ -154,10 +154,13 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 	}
 	r = dns_synth_get(s, q.name, &a);
 	if (r < 0) {
-		/* The sandbox has used up its map (or memory ran out): a
+		/* The sandbox has used up its map, memory ran out, or the
+		 * journal cannot reserve the address (state_dir full): a
 		 * server failure, not a verdict on the name. */
 		res_set(res, "error",
-			r == -ENOSPC ? "synthetic-pool-full" : "out-of-memory",
+			r == -ENOSPC  ? "synthetic-pool-full"
+			: r == -EIO ? "synthetic-journal-failed"
+				    : "out-of-memory",
 			"servfail", DNS_RCODE_SERVFAIL);
 		return built(dns_build_error(&q, DNS_RCODE_SERVFAIL, 0, NULL,
 					     out, outlen),

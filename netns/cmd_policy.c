@@ -8,7 +8,8 @@
  * as the broker would: for a name, the allowlist, then the address guard
  * on each address --resolve gives it (without one, the verdict is the
  * allowlist's and says the guard is still to come); exit 1 if any target
- * is refused. --json prints one document instead of the table. */
+ * is refused. --json prints one document instead of the table.
+ * `sluice policy suggest ... AUDIT_LOG...`: see cmd_suggest.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "common/addr.h"
 #include "common/json.h"
+#include "netns/auditlog.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -286,6 +288,8 @@ int cmd_policy(int argc, char **argv)
 	bool json = false;
 	int i, n = 0;
 
+	if (argc >= 2 && strcmp(argv[1], "suggest") == 0)
+		return netns_cmd_policy_suggest(argc - 2, argv + 2);
 	/* --json may come anywhere after the subcommand: taken out here. */
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -300,6 +304,8 @@ int cmd_policy(int argc, char **argv)
 		return test(argv[2], argc - 3, argv + 3, json);
 	fprintf(stderr, "usage: sluice policy check [--json] FILE...\n"
 			"       sluice policy test [--json] FILE [--resolve NAME=ADDR]... "
-			"NAME[:PORT]|ADDR[:PORT]...\n");
+			"NAME[:PORT]|ADDR[:PORT]...\n"
+			"       sluice policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] "
+			"AUDIT_LOG...\n");
 	return 2;
 }

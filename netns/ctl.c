@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The CLI's side of the control socket, and the subcommands that only talk
- * to the broker: register, unregister, list, status, reload. */
+ * to the broker: register, unregister, list, status, reload, update. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -238,10 +238,11 @@ int cmd_list(int argc, char **argv)
 	else
 		printf("[");
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char name[64], addr[64], pol[PATH_MAX];
+		char name[64], addr[64], pol[PATH_MAX], state[64] = "ok";
 		unsigned conns;
 
-		if (sscanf(line, "%63s %63s %4095s %u", name, addr, pol, &conns) != 4)
+		/* The state word is new: an older broker does not send it. */
+		if (sscanf(line, "%63s %63s %4095s %u %63s", name, addr, pol, &conns, state) < 4)
 			continue;
 		if (json) {
 			printf("%s{\"name\":", n ? "," : "");
@@ -250,8 +251,13 @@ int cmd_list(int argc, char **argv)
 			json_print_string(stdout, addr);
 			printf(",\"policy\":");
 			json_print_string(stdout, pol);
-			printf(",\"connections\":%u}", conns);
-		} else
+			printf(",\"connections\":%u,\"state\":", conns);
+			json_print_string(stdout, state);
+			printf("}");
+		} else if (strcmp(state, "ok"))
+			printf("%-24s %-16s %-8u %s  (state lost at the broker's start: %s)\n",
+			       name, addr, conns, pol, state);
+		else
 			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
 		n++;
 	}
@@ -403,6 +409,65 @@ int cmd_reload(int argc, char **argv)
 		return 2;
 	}
 	return ctl_print(CTL_RELOAD, true);
+}
+
+#define UPDATE_USAGE "usage: sluice update NAME --policy FILE [--keep-open]\n"
+
+/*
+ * `sluice update NAME --policy FILE [--keep-open]`: swaps a running
+ * sandbox's policy. The file is checked here first, as create does, so that
+ * a broken one says FILE:LINE:COL as `sluice policy check` would; the broker
+ * checks it again (it reads the file itself) and keeps the old policy on
+ * any error. The CLI keeps no copy of the policy path
+ * (NETNS_STATE_DIR/NAME/sandbox has none): the broker's registration is
+ * the only one, and the broker rewrites it.
+ */
+int cmd_update(int argc, char **argv)
+{
+	const char *name = NULL, *policy = NULL;
+	char abs[PATH_MAX], line[PATH_MAX + 200];
+	struct policy_error err;
+	struct policy *p;
+	bool keep_open = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		/* --help is main()'s (netns/main.c), from the dispatch table. */
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			policy = argv[++i];
+		} else if (!strcmp(argv[i], "--keep-open")) {
+			keep_open = true;
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			goto usage;
+		}
+	}
+	if (!name || !policy)
+		goto usage;
+	if (strlen(name) > 100 || strpbrk(name, " \t\n")) {
+		fprintf(stderr, "sluice: bad sandbox name `%.100s`\n", name);
+		return 1;
+	}
+	if (policy_load_file(policy, &p, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	policy_unref(p);
+	if (!realpath(policy, abs)) {
+		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
+		return 1;
+	}
+	if (strpbrk(abs, " \t\n")) {
+		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
+		return 1;
+	}
+	snprintf(line, sizeof(line), CTL_UPDATE " %s %s%s", name, abs,
+		 keep_open ? " " CTL_UPDATE_KEEP_OPEN : "");
+	return ctl_print(line, false);
+usage:
+	fprintf(stderr, UPDATE_USAGE);
+	return 2;
 }
 
 /* The sandbox CA's certificate (PEM), for a namespace wired with `sluice

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "netns/auditlog.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 
@@ -25,7 +26,9 @@ static const struct {
 } commands[] = {
 	{ "policy", cmd_policy, "policy check [--json] FILE...   validate policies (warns of unreadable secret files)\n"
 	  "  policy test [--json] FILE [--resolve NAME=ADDR]... TARGET...\n"
-	  "                              what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
+	  "                              what a policy decides for NAME[:PORT] or ADDR[:PORT]\n"
+	  "  policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] AUDIT_LOG...\n"
+	  "                              the smallest policy that allows what an audit log shows" },
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
@@ -45,7 +48,12 @@ static const struct {
 	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
 	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",
 	  .own_help = true },
+	{ "report", cmd_report, "report [NAME] [--since TIME] [--json] [AUDIT_LOG...]\n"
+				"                              what a sandbox did: hosts, bytes, refusals, credentials" },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
+	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
+				"                              swap a running sandbox's policy; --keep-open: leave\n"
+				"                              open the connections FILE no longer allows" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/sumfile.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
 /* The record is small; anything longer is not ours. */
 #define STATE_MAX 4096
+#define STATE_KIND "sandbox"
 
 bool netns_name_ok(const char *name)
 {
@@ -236,24 +238,43 @@ int netns_write_bundle(const char *from, const char *extra, const char *to, size
 
 int netns_state_write(const struct netns_sandbox *sb)
 {
-	char path[512], buf[STATE_MAX], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	char path[512], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN], *buf = NULL;
 	struct in_addr ia = { .s_addr = htonl(sb->addr) }, ig = { .s_addr = htonl(sb->gw) };
-	int n, r;
+	struct sumfile_writer w;
+	size_t n = 0;
+	FILE *f;
+	int r;
 
 	r = netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "sandbox");
 	if (r < 0)
 		return r;
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	inet_ntop(AF_INET, &ig, g, sizeof(g));
-	n = snprintf(buf, sizeof(buf),
-		     "name %s\naddress %s\ngateway %s\nlink %s\nproxy_port %u\n"
-		     "transparent_port %u\ndns_port %u\nbroker_netns %llu:%llu\nsocket %s\n",
-		     sb->name, a, g, sb->link, sb->ports.proxy, sb->ports.transparent,
-		     sb->ports.dns, (unsigned long long)sb->broker_ns_dev,
-		     (unsigned long long)sb->broker_ns_ino, sb->socket);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	return write_atomic(path, buf, (size_t)n, 0644);
+	f = open_memstream(&buf, &n);
+	if (!f)
+		return -ENOMEM;
+	/* Checked lines (common/sumfile.h): a torn or damaged record is told
+	 * from a good one when it is read. */
+	sumfile_begin(&w, f, STATE_KIND);
+	sumfile_line(&w, "name %s", sb->name);
+	sumfile_line(&w, "address %s", a);
+	sumfile_line(&w, "gateway %s", g);
+	sumfile_line(&w, "link %s", sb->link);
+	sumfile_line(&w, "proxy_port %u", sb->ports.proxy);
+	sumfile_line(&w, "transparent_port %u", sb->ports.transparent);
+	sumfile_line(&w, "dns_port %u", sb->ports.dns);
+	sumfile_line(&w, "broker_netns %llu:%llu", (unsigned long long)sb->broker_ns_dev,
+		     (unsigned long long)sb->broker_ns_ino);
+	sumfile_line(&w, "socket %s", sb->socket);
+	r = sumfile_end(&w);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r == 0 && n > STATE_MAX)
+		r = -ENAMETOOLONG;
+	if (r == 0)
+		r = write_atomic(path, buf, n, 0644);
+	free(buf);
+	return r;
 }
 
 static int parse_port(const char *v, uint16_t *out)
@@ -330,6 +351,69 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 	return 0;
 }
 
+struct framed {
+	struct netns_sandbox *sb;
+	unsigned seen;
+	unsigned bad; /* lines that verified but did not parse */
+	bool socket;
+};
+
+static int framed_line(const char *s, size_t len, bool ok, void *arg)
+{
+	struct framed *fr = arg;
+	char line[700], *sp;
+
+	if (!ok)
+		return 0;
+	if (len >= sizeof(line)) {
+		fr->bad++;
+		return 0;
+	}
+	memcpy(line, s, len);
+	line[len] = '\0';
+	sp = strchr(line, ' ');
+	if (!sp || state_line(fr->sb, (*sp = '\0', line), sp + 1, &fr->seen) < 0)
+		fr->bad++;
+	else if (!strcmp(line, "socket"))
+		fr->socket = true;
+	return 0;
+}
+
+static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb, char *err,
+		       size_t errlen);
+
+/* The record in the checked format; -ENOMSG when it is not in it. */
+static int read_framed(const char *path, const char *buf, size_t n, struct netns_sandbox *sb,
+		       char *err, size_t errlen)
+{
+	struct framed fr = { .sb = sb };
+	struct sumfile_result res;
+	bool whole;
+
+	sumfile_parse(buf, n, STATE_KIND, false, framed_line, &fr, &res);
+	if (res.status == SUMFILE_LEGACY)
+		return -ENOMSG;
+	whole = fr.seen == 255 && fr.socket && sb->gw + 1 == sb->addr;
+	if (res.status == SUMFILE_OK && !fr.bad && whole)
+		return 0;
+	if (res.status == SUMFILE_OK && !fr.bad) {
+		snprintf(err, errlen, "`%s` is incomplete", path);
+		return -EINVAL;
+	}
+	if (whole) {
+		fprintf(stderr,
+			"sluice: warning: `%s` is damaged (%u lines lost%s), but every field "
+			"it needs verifies: used\n",
+			path, res.lost + fr.bad, res.end_missing ? ", and its end" : "");
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "`%s` is damaged (%u of its lines do not verify%s) and a field it needs is "
+		 "lost: `sluice delete %s` removes what it can; then create it again",
+		 path, res.lost + fr.bad, res.end_missing ? ", its end is missing" : "", sb->name);
+	return -EBADMSG;
+}
+
 /**
  * netns_state_read() - read a sandbox's record
  * @name:   a valid sandbox name
@@ -337,13 +421,17 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
  * @err:    why not, on a failure other than -ENOENT
  * @errlen: its size
  *
+ * A record is checked (common/sumfile.h). One written before checksums
+ * is read as it is and written again in the checked format. A damaged one
+ * whose every field still verifies is used, with a warning on stderr.
+ *
  * Return: 0; -ENOENT when sluice has no record of @name; -EINVAL when the
- * record does not parse; another negative errno.
+ * record does not parse; -EBADMSG when it is damaged and a field it needs
+ * is lost; another negative errno.
  */
 int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen)
 {
-	char path[512], buf[STATE_MAX + 1], *line, *save = NULL;
-	unsigned seen = 0, lineno = 0;
+	char path[512], buf[STATE_MAX + 1];
 	ssize_t n;
 	int fd, r;
 
@@ -371,7 +459,25 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 		return -EINVAL;
 	}
 	buf[n] = '\0';
-	if (memchr(buf, '\0', (size_t)n)) {
+	r = read_framed(path, buf, (size_t)n, sb, err, errlen);
+	if (r != -ENOMSG)
+		return r;
+	/* Written before checksums: read the old way, then again in the
+	 * checked format (best effort: a read-only /run changes nothing). */
+	r = read_legacy(path, buf, (size_t)n, sb, err, errlen);
+	if (r == 0)
+		netns_state_write(sb);
+	return r;
+}
+
+/* A record of sluice 0.x: "key value" lines, no checksums. */
+static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb, char *err,
+		       size_t errlen)
+{
+	unsigned seen = 0, lineno = 0;
+	char *line, *save = NULL;
+
+	if (memchr(buf, '\0', n)) {
 		snprintf(err, errlen, "`%s` holds a NUL byte", path);
 		return -EINVAL;
 	}
@@ -483,9 +589,21 @@ int netns_env_each(const struct netns_sandbox *sb,
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 						  "https_proxy" };
-	static const char *const ca_vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-					       "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-					       "GIT_SSL_CAINFO" };
+	/*
+	 * One bundle for every client, each by the variable it reads (README,
+	 * "Clients"): OpenSSL and what builds on it (Python's ssl, Ruby, Go's
+	 * crypto/x509) read SSL_CERT_FILE; the rest carry a store of their own
+	 * (certifi, node's, webpki's) and read only their own variable. npm
+	 * reads its config from npm_config_* in either case; both spellings,
+	 * so that neither a lower- nor an upper-case one the user exports
+	 * wins over ours.
+	 */
+	static const char *const ca_vars[] = {
+		"SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
+		"npm_config_cafile",   "NPM_CONFIG_CAFILE",  "CARGO_HTTP_CAINFO",
+		"AWS_CA_BUNDLE",       "DENO_CERT",	     "BUNDLE_SSL_CA_CERT",
+	};
 	struct in_addr ig = { .s_addr = htonl(sb->gw) };
 	char gw[INET_ADDRSTRLEN], url[64], bundle[512];
 	size_t i;

@@ -1787,6 +1787,8 @@ static bool secret_name(const char *name, size_t n)
 	    "GITHUB_STEP_SUMMARY",
 	    "DOCKER_HOST",
 	    "NPM_CONFIG_PREFIX",
+	    /* sluice's own: the CA bundle, for npm (either case). */
+	    "NPM_CONFIG_CAFILE",
 	};
 	char up[128];
 	size_t i;

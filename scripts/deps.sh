@@ -7,7 +7,13 @@ set -eu
 pkgs="gcc make pkg-config clang libclang-rt-14-dev libssl-dev openssl libyaml-dev
 libc-ares-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
-bubblewrap crun jq"
+bubblewrap crun jq
+wget git python3-requests python3-pip"
+# The clients tests/integration/test_clients.sh runs (one that is missing is
+# skipped there). node and npm only where there are none: a node from
+# elsewhere carries its own npm, which Debian's npm package would fight.
+command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 if [ "${1:-build}" = bench ]; then
 	pkgs="$pkgs squid-openssl wrk nginx-light"
 fi

@@ -159,8 +159,10 @@ show X "$BIN/sluice" "${PROBE[@]}"
 X "$BIN/sluice" "${PROBE[@]}" | sed 's/^/  /'
 echo "  (exit status ${PIPESTATUS[0]}: 0 means every check passed or was skipped with its reason)"
 
-step "Audit log (one JSON line per decision)"
-sed 's/^/  /' "$D/audit.log"
+step "What the sandbox did: sluice report (it sums the audit log, one JSON line per decision)"
+show sluice report "$SB" "$D/audit.log"
+sluice report "$SB" "$D/audit.log" | sed 's/^/  /'
+echo "  ($(wc -l <"$D/audit.log") audit lines; \`sluice report --json\` for tools, \`sluice policy suggest\` for a policy)"
 
 step "Decoys (private, metadata, loopback hosts inside the test world): hits"
 hits=$(world_decoy_hits)

@@ -42,6 +42,7 @@
 #include "common/file.h"
 #include "common/log.h"
 #include "common/siphash.h"
+#include "common/sumfile.h"
 #include "policy/policy.h"
 
 /* What one credential of a loaded policy draws its value from. */
@@ -64,6 +65,9 @@ struct secrets {
 };
 
 static char ph_dir[300];
+#define PH_KIND "placeholders"
+/* A placeholders file is a few lines per credential. */
+#define PH_FILE_MAX (1 << 20)
 
 /* Loaded policies that hold jwt keys; their keys make the JWK Set. */
 static struct {
@@ -674,27 +678,29 @@ out:
 
 static int save_one(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
 {
-	FILE *f = arg;
+	struct sumfile_writer *w = arg;
 
 	if (!revoked)
-		fprintf(f, "%s %s %llu\n", ph, cred, (unsigned long long)expires);
+		sumfile_line(w, "%s %s %llu", ph, cred, (unsigned long long)expires);
 	return 0;
 }
 
-/* "grant NAME EXPIRES": never a placeholder, which a broker from before
- * grants were saved skips as a malformed line. */
+/* "grant NAME EXPIRES": never a placeholder. */
 static int save_grant(const char *cred, uint64_t expires, bool revoked, void *arg)
 {
-	FILE *f = arg;
+	struct sumfile_writer *w = arg;
 
 	if (!revoked)
-		fprintf(f, "grant %s %llu\n", cred, (unsigned long long)expires);
+		sumfile_line(w, "grant %s %llu", cred, (unsigned long long)expires);
 	return 0;
 }
 
+/* Writes state_dir/placeholders/NAME whole (common/sumfile.h framing,
+ * kind "placeholders"), through NAME.tmp. */
 static int save(struct sandbox *sb)
 {
 	char path[600], tmp[620];
+	struct sumfile_writer w;
 	FILE *f;
 	int fd;
 
@@ -709,9 +715,10 @@ static int save(struct sandbox *sb)
 		unlink(tmp);
 		return -ENOMEM;
 	}
-	creds_table_foreach_grant(sb->creds, save_grant, f);
-	creds_table_foreach(sb->creds, save_one, f);
-	return file_commit(f, tmp, path);
+	sumfile_begin(&w, f, PH_KIND);
+	creds_table_foreach_grant(sb->creds, save_grant, &w);
+	creds_table_foreach(sb->creds, save_one, &w);
+	return sumfile_commit(&w, tmp, path);
 }
 
 struct has_arg {
@@ -805,36 +812,209 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 	return changed ? save(sb) : 0;
 }
 
+struct dropped_arg {
+	const struct policy *p;
+	char names[CREDS_MAX][CREDS_NAME_MAX + 1];
+	size_t n;
+};
+
+/* Collects the credentials of live placeholders that @arg's policy has no
+ * more (each once; at most CREDS_MAX a pass). */
+static int find_dropped(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
+{
+	struct dropped_arg *d = arg;
+	size_t i, n = policy_credential_count(d->p);
+
+	(void)ph;
+	(void)expires;
+	if (revoked)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (strcmp(policy_credential_get(d->p, i)->name, cred) == 0)
+			return 0;
+	for (i = 0; i < d->n; i++)
+		if (strcmp(d->names[i], cred) == 0)
+			return 0;
+	if (d->n == CREDS_MAX)
+		return 1;
+	snprintf(d->names[d->n++], sizeof(d->names[0]), "%s", cred);
+	return 0;
+}
+
+/*
+ * After `sluice update` (never a reload, whose dropped credentials only
+ * read as revoked): the placeholders of credentials @p no longer has are
+ * revoked for good, so that a later update that brings the credential
+ * back issues a new placeholder instead of reviving the old one, and the
+ * saved state forgets them. The grants stay: a credential that comes back
+ * keeps the ttl it was first given.
+ */
+int creds_sandbox_revoke_dropped(struct sandbox *sb, const struct policy *p)
+{
+	struct dropped_arg *d;
+	size_t i, n = 0;
+	int more, r = 0;
+
+	if (!sb->creds)
+		return 0;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	do {
+		d->p = p;
+		d->n = 0;
+		more = creds_table_foreach(sb->creds, find_dropped, d);
+		for (i = 0; i < d->n; i++)
+			n += creds_table_revoke(sb->creds, d->names[i]);
+	} while (more && d->n);
+	free(d);
+	if (n)
+		r = save(sb);
+	return r;
+}
+
+/* One line of a placeholders file into the sandbox's table: "grant NAME
+ * EXPIRES" or "PLACEHOLDER NAME EXPIRES". Return: 0, or -EINVAL. */
+static int restore_line(struct creds_table *t, const char *s, size_t len)
+{
+	char line[256], *w[3], *end, *save = NULL;
+	unsigned long long exp;
+	int i, r = -EINVAL;
+
+	if (len >= sizeof(line))
+		return -EINVAL;
+	memcpy(line, s, len);
+	line[len] = '\0';
+	/* Three words: "grant" or the placeholder, the credential, a time. */
+	for (i = 0; i < 3; i++)
+		w[i] = strtok_r(i ? NULL : line, " ", &save);
+	if (w[2] && !strtok_r(NULL, " ", &save) && strlen(w[1]) <= CREDS_NAME_MAX &&
+	    w[2][0] >= '0' && w[2][0] <= '9') {
+		errno = 0;
+		exp = strtoull(w[2], &end, 10);
+		if (!errno && !*end)
+			r = strcmp(w[0], "grant") == 0 ? creds_table_grant(t, w[1], exp)
+						       : creds_table_insert(t, w[0], w[1], exp);
+	}
+	explicit_bzero(line, sizeof(line));
+	return r < 0 ? -EINVAL : 0;
+}
+
+struct restore_arg {
+	struct creds_table *t;
+	unsigned kept; /* lines read into the table */
+	unsigned bad;  /* lines that verified (or, in the old format, were
+			* there) but did not parse */
+};
+
+static void restore_one(struct restore_arg *ra, const char *s, size_t len)
+{
+	if (restore_line(ra->t, s, len) < 0)
+		ra->bad++;
+	else
+		ra->kept++;
+}
+
+static int restore_framed(const char *s, size_t len, bool ok, void *arg)
+{
+	struct restore_arg *ra = arg;
+
+	/* A line that does not verify is not read at all: a damaged
+	 * placeholder must not become a valid one. */
+	if (ok)
+		restore_one(ra, s, len);
+	return 0;
+}
+
+/* The file of sluice 0.x: the same lines, without checksums. */
+static void restore_legacy(struct restore_arg *ra, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (l)
+			restore_one(ra, p, l);
+		p += l + 1;
+	}
+}
+
+/* Whether @p has a credential: then the sandbox had a placeholders file
+ * (its grants are saved at creation and at every reload that adds one). */
+static bool has_credentials(const struct policy *p)
+{
+	return policy_credential_count(p) > 0;
+}
+
 int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 {
-	char path[600], line[256];
-	FILE *f;
+	struct restore_arg ra = { 0 };
+	struct sumfile_result res = { .status = SUMFILE_OK };
+	char path[600], *buf = NULL;
+	size_t len = 0;
+	int r;
 
 	sb->creds = creds_table_new();
 	if (!sb->creds)
 		return -ENOMEM;
+	ra.t = sb->creds;
 	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
 	if (!restore) {
 		unlink(path);
 		return creds_sandbox_sync(sb, p, true);
 	}
-	f = fopen(path, "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			char ph[64], cred[CREDS_NAME_MAX + 1];
-			unsigned long long exp;
-
-			if (sscanf(line, "%63s %64s %llu", ph, cred, &exp) != 3)
-				continue;
-			if (strcmp(ph, "grant") == 0)
-				creds_table_grant(sb->creds, cred, exp);
-			else
-				creds_table_insert(sb->creds, ph, cred, exp);
-		}
-		explicit_bzero(line, sizeof(line));
-		fclose(f);
+	r = file_read_all(path, PH_FILE_MAX, &buf, &len);
+	if (r == 0) {
+		sumfile_parse(buf, len, PH_KIND, false, restore_framed, &ra, &res);
+		if (res.status == SUMFILE_LEGACY)
+			restore_legacy(&ra, buf, len);
+		OPENSSL_cleanse(buf, len);
+		free(buf);
 	}
-	return creds_sandbox_sync(sb, p, false);
+	/*
+	 * Lost placeholders are not quietly replaced: the log and the audit
+	 * say what was kept and what was lost, the sandbox is marked (its
+	 * `sluice list` line, and a placeholder it sends that the broker does
+	 * not know is refused as placeholder-lost rather than out of scope).
+	 * Credentials left without a live placeholder get new ones below, so
+	 * that a process started from now on works.
+	 */
+	if (r == -ENOENT && has_credentials(p)) {
+		log_err("creds: `%s`: placeholders file %s is missing: its placeholders and "
+			"credential ttls are lost; new ones are issued (ttls counted from now); "
+			"processes holding an old placeholder get 403 placeholder-lost until "
+			"they are started again",
+			sb->name, path);
+		sb->placeholders_lost = true;
+		sandbox_state_audit(sb->name, path, "missing");
+	} else if (r < 0 && r != -ENOENT) {
+		log_err("creds: `%s`: cannot read placeholders file %s: %s: new placeholders "
+			"are issued; processes holding an old one get 403 placeholder-lost",
+			sb->name, path, strerror(-r));
+		sb->placeholders_lost = true;
+		sandbox_state_audit(sb->name, path, "unreadable");
+	} else if (r == 0 &&
+		   (res.status == SUMFILE_DAMAGED || res.status == SUMFILE_EMPTY || ra.bad)) {
+		log_err("creds: `%s`: placeholders file %s is %s: kept %u lines that verify, lost "
+			"%u%s; credentials left without a placeholder get new ones; processes "
+			"holding a lost one get 403 placeholder-lost",
+			sb->name, path, res.status == SUMFILE_EMPTY ? "empty" : "damaged",
+			ra.kept, res.lost + ra.bad,
+			res.end_missing ? " and its end (lines after those may be lost too)" : "");
+		sb->placeholders_lost = true;
+		sandbox_state_audit(sb->name, path, "damaged");
+	} else if (r == 0 && res.status == SUMFILE_LEGACY) {
+		log_info("creds: `%s`: %s is in the format from before checksums: read once, "
+			 "rewritten in the checked format",
+			 sb->name, path);
+	}
+	r = creds_sandbox_sync(sb, p, false);
+	/* Rewritten in the current format (sync saves only what changed). */
+	if (r == 0 && (res.status != SUMFILE_OK || ra.bad) && has_credentials(p))
+		r = save(sb);
+	return r;
 }
 
 void creds_sandbox_forget(struct sandbox *sb)

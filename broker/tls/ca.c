@@ -38,10 +38,15 @@
 #include <openssl/x509v3.h>
 
 #include "broker/tls/tls_internal.h"
+#include "common/sumfile.h"
 
 #define CA_KEY_FILE "ca.key"
 #define CA_CRT_FILE "ca.crt"
 #define CA_FILE_MAX (64 * 1024)
+/* The checksums of the two, beside them (the PEM files stay plain PEM for
+ * whoever reads them): "ca.key HEX" and "ca.crt HEX", framed. */
+#define CA_SUM_FILE "ca.sum"
+#define CA_SUM_KIND "ca-sums"
 
 /* Appends OpenSSL's newest queued reason, then empties the queue. */
 void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -286,6 +291,32 @@ fail:
 	return ret;
 }
 
+/* Writes DIR/ca.sum: the sums of the key's and the certificate's bytes. */
+static int write_sums(const char *dir, uint64_t key_sum, uint64_t crt_sum)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	struct sumfile_writer w;
+	FILE *f;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, CA_SUM_FILE) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return -ENOMEM;
+	}
+	sumfile_begin(&w, f, CA_SUM_KIND);
+	sumfile_line(&w, "%s %016llx", CA_KEY_FILE, (unsigned long long)key_sum);
+	sumfile_line(&w, "%s %016llx", CA_CRT_FILE, (unsigned long long)crt_sum);
+	return sumfile_commit(&w, tmp, path);
+}
+
 int tls_ca_save(const struct tls_ca *ca, const char *dir)
 {
 	BIO *kb = NULL, *cb = NULL;
@@ -314,6 +345,8 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 	ret = write_file_at(dfd, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
 		ret = write_file_at(dfd, CA_CRT_FILE, cp, (size_t)cl, 0644);
+	if (ret == 0)
+		ret = write_sums(dir, sumfile_sum(kp, (size_t)kl), sumfile_sum(cp, (size_t)cl));
 out:
 	BIO_free(kb);
 	BIO_free(cb);
@@ -470,6 +503,110 @@ out:
 	close(dfd);
 	ERR_clear_error();
 	return ca;
+}
+
+struct sums {
+	unsigned long long key, crt;
+	unsigned seen;
+};
+
+static int sum_line(const char *s, size_t len, bool ok, void *arg)
+{
+	struct sums *x = arg;
+	char line[64], *sp, *end;
+	unsigned long long v;
+	const char *name = line;
+
+	if (!ok || len >= sizeof(line))
+		return 0;
+	memcpy(line, s, len);
+	line[len] = '\0';
+	sp = strchr(line, ' ');
+	if (!sp || strlen(sp + 1) != 16)
+		return 0;
+	*sp = '\0';
+	errno = 0;
+	v = strtoull(sp + 1, &end, 16);
+	if (errno || *end)
+		return 0;
+	if (!strcmp(name, CA_KEY_FILE)) {
+		x->key = v;
+		x->seen |= 1;
+	} else if (!strcmp(name, CA_CRT_FILE)) {
+		x->crt = v;
+		x->seen |= 2;
+	}
+	return 0;
+}
+
+int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
+{
+	unsigned char *kbuf = NULL, *cbuf = NULL, *sbuf = NULL;
+	size_t klen = 0, clen = 0, slen = 0;
+	struct sumfile_result res;
+	struct sums x = { 0 };
+	char e[200];
+	int dfd, r;
+
+	what[0] = '\0';
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = read_small_at(dfd, CA_SUM_FILE, false, &sbuf, &slen, e, sizeof(e));
+	if (r < 0) {
+		close(dfd);
+		return r == -ENOENT ? -ENOENT : -EBADMSG;
+	}
+	sumfile_parse((const char *)sbuf, slen, CA_SUM_KIND, false, sum_line, &x, &res);
+	OPENSSL_secure_clear_free(sbuf, slen);
+	if (res.status != SUMFILE_OK || x.seen != 3) {
+		close(dfd);
+		return -EBADMSG;
+	}
+	r = 0;
+	if (read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
+	    sumfile_sum((const char *)kbuf, klen) != x.key) {
+		snprintf(what, whatlen, "%s", CA_KEY_FILE);
+		r = -EILSEQ;
+	}
+	if (read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e)) < 0 ||
+	    sumfile_sum((const char *)cbuf, clen) != x.crt) {
+		size_t n = strlen(what);
+
+		snprintf(what + n, whatlen - n, "%s%s", n ? " and " : "", CA_CRT_FILE);
+		r = -EILSEQ;
+	}
+	if (kbuf)
+		OPENSSL_secure_clear_free(kbuf, klen);
+	if (cbuf)
+		OPENSSL_secure_clear_free(cbuf, clen);
+	close(dfd);
+	ERR_clear_error();
+	return r;
+}
+
+int tls_ca_write_sums(const char *dir)
+{
+	unsigned char *kbuf = NULL, *cbuf = NULL;
+	size_t klen = 0, clen = 0;
+	char e[200];
+	int dfd, r;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
+	if (r == 0)
+		r = read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e));
+	if (r == 0)
+		r = write_sums(dir, sumfile_sum((const char *)kbuf, klen),
+			       sumfile_sum((const char *)cbuf, clen));
+	if (kbuf)
+		OPENSSL_secure_clear_free(kbuf, klen);
+	if (cbuf)
+		OPENSSL_secure_clear_free(cbuf, clen);
+	close(dfd);
+	return r;
 }
 
 int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)

@@ -80,6 +80,24 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir);
 struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen);
 
 /**
+ * tls_ca_check_sums() - do DIR/ca.key and DIR/ca.crt match DIR/ca.sum?
+ * @dir:     the directory tls_ca_save() wrote
+ * @what:    on -EILSEQ, the file(s) that do not match
+ * @whatlen: its size
+ *
+ * tls_ca_save() writes ca.sum (checksums, common/sumfile.h) beside the two
+ * PEM files, which stay plain PEM.
+ *
+ * Return: 0 when both match; -ENOENT when there is no ca.sum (written
+ * before checksums); -EBADMSG when ca.sum itself does not verify;
+ * -EILSEQ when a file is missing or does not match its sum.
+ */
+int tls_ca_check_sums(const char *dir, char *what, size_t whatlen);
+
+/* Writes DIR/ca.sum for the pair in DIR as it is (an upgrade). 0 or -errno. */
+int tls_ca_write_sums(const char *dir);
+
+/**
  * tls_ca_cert_pem() - the CA certificate in PEM, for the sandbox's bundle
  * @ca:  the CA
  * @pem: set to a NUL-terminated string the caller free()s

@@ -6,8 +6,10 @@
 # gets no secret); and a reload reaches connections already open (a
 # kept-alive connection's next request meets the new policy, a tunnel the
 # new policy withdrew is closed, a withdrawn credential is not injected
-# any more). The clients run with `ip netns exec` in the sandbox's network
-# namespace, so that they can wait for the test's flag file.
+# any more); a connection's end is audited once, even when a reload
+# closes it while its refusal lingers. The clients run with `ip netns exec`
+# in the sandbox's network namespace, so that they can wait for the test's
+# flag file.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -181,6 +183,56 @@ t_eq "its next request, to the withdrawn host, meets the new policy" "403 not-al
 t_eq "the origin never saw it" "" "$(got /sc-ka2)"
 t_eq "the withdrawn tunnel is closed by the broker" "closed" "$(tail -n 1 "$D/tun.out")"
 t_contains "audit says policy-withdrawn" "$(tail -n +$((AMARK + 1)) "$BROKER_AUDIT")" \
+	'"reason":"policy-withdrawn"'
+
+# --- item: a connection's end is audited once --------------------------------
+# A refusal inside a CONNECT tunnel (plain HTTP naming another host) is
+# answered, then the connection lingers (2 s) until the client closes. A
+# reload that withdraws the tunnel's host meanwhile closes it, without a
+# second audit line for the same request.
+cat >"$D/once.py" <<'PY'
+import os, socket, sys, time
+proxy, flag = sys.argv[1], sys.argv[2]
+host, port = proxy.rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=5)
+
+def head():
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(4096)
+        if not d:
+            break
+        buf += d
+    lines = buf.decode("latin-1").split("\r\n")
+    why = [l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("x-sluice-reason:")]
+    return (lines[0].split(" ")[1] if " " in lines[0] else "eof"), (why[0] if why else "")
+
+s.sendall(b"CONNECT echo.world.test:80 HTTP/1.1\r\nHost: echo.world.test:80\r\n\r\n")
+print("CONNECT", head()[0])
+s.sendall(b"GET /sc-once HTTP/1.1\r\nHost: other.world.test\r\n\r\n")
+print("ANSWER", *head())
+sys.stdout.flush()
+end = time.monotonic() + 10
+while not os.path.exists(flag) and time.monotonic() < end:
+    time.sleep(0.05)
+PY
+rm -f "$D/flag"
+OMARK=$(wc -l <"$BROKER_AUDIT")
+NX /usr/bin/python3 "$D/once.py" "$PROXY" "$D/flag" >"$D/once.out" 2>&1 &
+once=$!
+for ((i = 0; i < 100; i++)); do
+	grep -q '^ANSWER' "$D/once.out" && break
+	sleep 0.05
+done
+t_eq "in a tunnel, a request naming another host" "ANSWER 403 host-mismatch" \
+	"$(grep '^ANSWER' "$D/once.out")"
+printf 'version: 1\negress:\n  allow:\n    - host: other.world.test\n' >"$D/pol.yaml"
+t_ok "reload withdrawing the tunnel's host while the refusal lingers" S reload
+touch "$D/flag"
+wait "$once"
+t_eq "the refused request has one audit line" 1 \
+	"$(tail -n +$((OMARK + 1)) "$BROKER_AUDIT" | grep -c '"path":"/sc-once"')"
+t_not_contains "and no policy-withdrawn for it" "$(tail -n +$((OMARK + 1)) "$BROKER_AUDIT")" \
 	'"reason":"policy-withdrawn"'
 
 t_ok "the broker still runs" broker_alive

@@ -6,7 +6,7 @@
 # own thread; connections are handled one thread each (ThreadingHTTPServer).
 #
 #   echo.py --log FILE --ready FILE [--cert C --key K] [--bad-cert C --bad-key K]
-#           [--idle-timeout SECONDS] --listen KIND:ADDR:PORT ...
+#           [--idle-timeout SECONDS] [--files DIR] --listen KIND:ADDR:PORT ...
 #   KIND: http | https (test-CA cert) | https-bad (self-signed cert) | banner
 #   ADDR: 11.0.2.10 or [2600:1::10]
 #
@@ -17,6 +17,11 @@
 #   /interim/N                   an interim response N (100..199 but 101),
 #                                then the 200 answer, on the same connection
 #   /bytes/N                     N bytes of 'x' (N <= 1 GiB), streamed
+#   /files/PATH                  with --files DIR: GET or HEAD of DIR/PATH (a
+#                                directory: its index.html, else index.json),
+#                                typed by extension, 404 if absent; what a
+#                                client that parses its answer needs (a
+#                                package index, a registry, a git repository)
 #   anything else                200
 # The body of every non-/bytes answer is JSON:
 #   {"server": "ADDR:PORT", "scheme", "peer", "method", "path", "version",
@@ -52,6 +57,8 @@ BODY_HEAD = 4096
 CHUNK = 64 * 1024
 IDLE_TIMEOUT = 60
 BANNER = b"SSH-2.0-sluice-world\r\n"
+FILE_TYPES = {".html": "text/html", ".json": "application/json",
+              ".txt": "text/plain", ".tgz": "application/octet-stream"}
 QUIET_ERRORS = (ConnectionError, ssl.SSLError, TimeoutError, socket.timeout,
                 BrokenPipeError)
 
@@ -244,8 +251,38 @@ class Handler(BaseHTTPRequestHandler):
                 self.bad("bytes must be 0..%d" % MAX_BYTES)
                 return
             self.send_bytes(int(n))
+        elif path.startswith("/files/") and self.server.files:
+            self.send_file(path[len("/files/"):])
         else:
             self.answer(200, rec)
+
+    def send_file(self, rel):
+        """A file under --files; never one outside it (no "..", no link out)."""
+        root = os.path.realpath(self.server.files)
+        full = os.path.realpath(os.path.join(root, rel))
+        if full != root and not full.startswith(root + os.sep):
+            self.bad("path leaves the files directory")
+            return
+        if os.path.isdir(full):
+            for index in ("index.html", "index.json"):
+                if os.path.isfile(os.path.join(full, index)):
+                    full = os.path.join(full, index)
+                    break
+        if self.command not in ("GET", "HEAD") or not os.path.isfile(full):
+            self.answer(404 if self.command in ("GET", "HEAD") else 405, None,
+                        body=b"no such file\n")
+            return
+        with open(full, "rb") as f:
+            body = f.read()
+        ctype = FILE_TYPES.get(os.path.splitext(full)[1], "application/octet-stream")
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def send_bytes(self, n):
         self.send_response(200)
@@ -268,8 +305,9 @@ class EchoServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, family, addr, port, scheme, ctx, log):
+    def __init__(self, family, addr, port, scheme, ctx, log, files=None):
         self.address_family = family
+        self.files = files
         self.scheme = scheme
         self.ctx = ctx
         self.log = log
@@ -360,6 +398,7 @@ def main():
     ap.add_argument("--bad-key")
     ap.add_argument("--listen", action="append", required=True)
     ap.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT)
+    ap.add_argument("--files")
     a = ap.parse_args()
     if not 0 < a.idle_timeout <= 3600:
         raise SystemExit("echo.py: --idle-timeout must be in (0, 3600]")
@@ -379,7 +418,7 @@ def main():
         if kind != "http" and ctx is None:
             raise SystemExit("echo.py: %s needs a certificate" % spec)
         scheme = "http" if kind == "http" else "https"
-        servers.append(EchoServer(fam, addr, port, scheme, ctx, log))
+        servers.append(EchoServer(fam, addr, port, scheme, ctx, log, a.files))
     for srv in servers:
         threading.Thread(target=srv.serve_forever, daemon=True).start()
 

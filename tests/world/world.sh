@@ -14,7 +14,8 @@
 # upstream, so any name it does not know is NXDOMAIN), the echo servers
 # (11.0.2.10, 11.0.2.20, 2600:1::10: 80 http, 443 https, 8080 http;
 # 11.0.2.20:8443 https with a self-signed cert; 11.0.2.10:22 SSH-like
-# banner), and decoys on private, CGNAT, link-local/metadata, documentation
+# banner; /files/PATH answered from $WORLD_DIR/files/PATH, which a test
+# fills), and decoys on private, CGNAT, link-local/metadata, documentation
 # and ULA addresses plus a UDP listener on 11.0.3.1 (53, 443, 9999). For the
 # probe's allowlist-edge checks dnsmasq also answers *.evil.world.test and
 # evil-echo.world.test (11.0.2.20), echo.world.test has a NULL record
@@ -217,7 +218,8 @@ _world_servers() {
 	echo_args+=(--listen "https-bad:$WORLD_OTHER4:8443" --listen "banner:$WORLD_ECHO4:22")
 	world_spawn inet echo "$WORLD_PY" "$WORLD_SRC/echo.py" --log "$d/echo.log" \
 		--ready "$d/ready.echo" --cert "$pki/server.crt" --key "$pki/server.key" \
-		--bad-cert "$pki/bad.crt" --bad-key "$pki/bad.key" "${echo_args[@]}" || return 1
+		--bad-cert "$pki/bad.crt" --bad-key "$pki/bad.key" --files "$d/files" \
+		"${echo_args[@]}" || return 1
 
 	for a in $WORLD_DECOYS4; do
 		for p in 80 443 22 8080; do decoy_args+=(--tcp "$a:$p"); done

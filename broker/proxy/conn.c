@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: MIT
+/* A connection's life: its end, its replies, its timers and the driver. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/proxy/proxy_internal.h"
+#include "broker/audit.h"
+#include "broker/creds/creds.h"
+#include "broker/broker_internal.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
+#include "broker/reflect.h"
+#include "broker/tls/tls.h"
+#include "dnsfilter/dnsfilter.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+static const char *const state_name[] = {
+	[CS_SNIFF] = "sniff",
+	[CS_HEAD] = "head",
+	[CS_RESOLVE] = "resolve",
+	[CS_CONNECT] = "connect",
+	[CS_ESTABLISH] = "establish",
+	[CS_PEEK] = "peek",
+	[CS_TLS_ACCEPT] = "tls-accept",
+	[CS_TLS_CONNECT] = "tls-connect",
+	[CS_TUNNEL] = "tunnel",
+	[CS_REQ] = "request",
+	[CS_RESP_HEAD] = "response-head",
+	[CS_RESP_BODY] = "response-body",
+	[CS_REPLY] = "reply",
+	[CS_LINGER] = "linger",
+	[CS_CLOSE] = "close",
+};
+static_assert(sizeof(state_name) / sizeof(state_name[0]) == CS_CLOSE + 1, "a state without a name");
+
+const char *proxy_state_name(enum cstate st)
+{
+	return (unsigned)st <= CS_CLOSE ? state_name[st] : "unknown";
+}
+
+static const char *proto_of(const struct conn *c)
+{
+	if (c->proto)
+		return c->proto;
+	return c->is_connect ? "connect" : "http";
+}
+
+void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
+{
+	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
+	struct audit_event ev = {
+		.sandbox = c->sb ? c->sb->name : NULL,
+		.proto = proto_of(c),
+		.name = c->host[0] ? c->host : NULL,
+		.addr = c->naddrs || c->literal ? &c->dst : NULL,
+		.port = c->port,
+		.decision = decision,
+		.reason = reason,
+		.rule = c->pol && c->rule >= 0 ? policy_rule_text(c->pol, c->rule) : NULL,
+		.credential = c->cred_name[0] ? c->cred_name : NULL,
+		.method = c->method[0] ? c->method : NULL,
+		.path = c->path[0] ? c->path : NULL,
+		.bytes_up = c->up,
+		.bytes_down = c->down,
+		.duration_ms = loop_now_ms(c->w->loop) - c->t_req,
+		.status = c->status,
+	};
+
+	audit_log(&ev);
+	metrics_decision(ev.proto, decision, reason);
+}
+
+void proxy_close_upstream(struct conn *c)
+{
+	if (c->ussl) {
+		SSL_free(c->ussl);
+		c->ussl = NULL;
+		c->ussl_want = 0;
+	}
+	if (c->uev.fd >= 0) {
+		loop_del(c->w->loop, &c->uev);
+		close(c->uev.fd);
+		c->uev.fd = -1;
+		c->uev_mask = c->uev_want = 0;
+	}
+	c->conn_host[0] = '\0';
+	c->upstream_reusable = false;
+}
+
+/* Frees c->out, wiped first: an upstream head in it may hold an injected
+ * secret. */
+void proxy_out_drop(struct conn *c)
+{
+	if (c->out) {
+		explicit_bzero(c->out->data, c->out->cap);
+		free(c->out);
+		c->out = NULL;
+	}
+}
+
+/* Frees @c: only proxy_conn_run() calls it, once a step has returned. */
+static void conn_free(struct conn *c)
+{
+	struct worker *w = c->w;
+	int i;
+
+	resolver_cancel(w->resolver, &c->rr);
+	loop_timer_cancel(w->loop, &c->timer);
+	loop_timer_cancel(w->loop, &c->resume);
+	proxy_close_upstream(c);
+	if (c->cssl)
+		SSL_free(c->cssl);
+	if (c->cev.fd >= 0) {
+		loop_del(w->loop, &c->cev);
+		close(c->cev.fd);
+	}
+	for (i = 0; i < 2; i++) {
+		if (c->pu[i] >= 0)
+			close(c->pu[i]);
+		if (c->pd[i] >= 0)
+			close(c->pd[i]);
+	}
+	proxy_parsed_free(c->parsed);
+	reflect_clear(&c->refl);
+	free(c->in);
+	free(c->uin);
+	proxy_out_drop(c);
+	proxy_framer_free(&c->reqf);
+	proxy_framer_free(&c->respf);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->counted) {
+		atomic_fetch_sub(&c->sb->conns, 1);
+		atomic_fetch_sub(&broker.total_conns, 1);
+	}
+	atomic_fetch_sub(&w->n_conns, 1);
+	metrics_connection_close();
+	policy_unref(c->pol);
+	sandbox_put(c->sb);
+	free(c);
+}
+
+const char *proxy_status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 408:
+		return "Request Timeout";
+	case 429:
+		return "Too Many Requests";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Error";
+	}
+}
+
+/*
+ * Builds the answer to a refused request in c->out: @status, and @reason in
+ * X-Sluice-Reason and in a one-line body. Return: 0, or -ENOMEM.
+ */
+static int reply_prepare(struct conn *c, int status, const char *reason)
+{
+	char body[160];
+	int bl, n;
+
+	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
+	if (c->out && c->out->cap < REPLY_CAP)
+		proxy_out_drop(c);
+	if (!c->out)
+		c->out = proxy_buf_new(REPLY_CAP);
+	if (!c->out)
+		return -ENOMEM;
+	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
+		      status == 403 ? "refused" : proxy_status_text(status), reason);
+	if (bl < 0 || (size_t)bl >= sizeof(body))
+		bl = (int)strlen(body);
+	c->out->pos = 0;
+	n = snprintf(c->out->data, c->out->cap,
+		     "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
+		     "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+		     "Connection: close\r\n\r\n%s",
+		     status, proxy_status_text(status), reason, bl, body);
+	/* Never more than the buffer holds, whatever snprintf would have made. */
+	c->out->len = n < 0 ? 0 : (size_t)n >= c->out->cap ? c->out->cap - 1 : (size_t)n;
+	return 0;
+}
+
+/*
+ * proxy_end() - the one way a connection ends
+ * @c:        the connection
+ * @how:      PROXY_END_CLOSE closes it (the driver frees it once the step
+ *            returns); PROXY_END_REFUSE answers v->status with v->reason
+ *            first (written by CS_REPLY, then a linger), or resets a
+ *            connection without HTTP (c->raw)
+ * @v:        the verdict: its decision and reason go to the audit line,
+ *            its status is a refusal's answer; NULL (closing only) writes
+ *            no line (an idle keep-alive connection, a client gone between
+ *            requests)
+ *
+ * The connection's one closing audit line is written here, once: a
+ * connection already ended (answering, lingering) is only closed by a later
+ * call, never audited again. Nothing is freed here: whoever called the step
+ * goes on using @c until it returns to proxy_conn_run(), the one place that
+ * frees (passt's deferred flow teardown).
+ *
+ * Return: STEP_NEXT, so that the driver goes on to CS_REPLY or frees.
+ */
+enum step proxy_end(struct conn *c, enum proxy_end_how how, const struct proxy_verdict *v)
+{
+	static const struct proxy_verdict oom = { .decision = PROXY_ERROR,
+						  .reason = SL_REASON_OUT_OF_MEMORY };
+
+	/* A late answer must not start a connect under a refusal. */
+	resolver_cancel(c->w->resolver, &c->rr);
+	loop_timer_cancel(c->w->loop, &c->resume);
+	if (c->ended) {
+		if (how == PROXY_END_CLOSE)
+			c->st = CS_CLOSE;
+		return STEP_NEXT;
+	}
+	c->ended = true;
+	log_debug("proxy: %s: %s:%u ends in state %s: %s %s", c->sb->name,
+		  c->host[0] ? c->host : "-", c->port, proxy_state_name(c->st),
+		  v ? proxy_decision_name(v->decision) : "-", v ? sl_reason_name(v->reason) : "-");
+	if (how == PROXY_END_REFUSE && !c->raw) {
+		proxy_close_upstream(c);
+		if (reply_prepare(c, v->status, sl_reason_name(v->reason)) == 0) {
+			c->status = v->status;
+			proxy_audit(c, v->decision, v->reason);
+			loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);
+			c->st = CS_REPLY;
+			return STEP_NEXT;
+		}
+		v = &oom;
+	} else if (how == PROXY_END_REFUSE) {
+		/* No HTTP to answer in: a reset, the reason in the audit log. */
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(c->cev.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	if (v)
+		proxy_audit(c, v->decision, v->reason);
+	c->st = CS_CLOSE;
+	return STEP_NEXT;
+}
+
+/* Ends @c without an answer, with its audit line (proxy_end()). */
+enum step proxy_conn_end(struct conn *c, enum proxy_decision d, enum sl_reason r)
+{
+	struct proxy_verdict v = { .decision = d, .reason = r, .rule = -1 };
+
+	return proxy_end(c, PROXY_END_CLOSE, &v);
+}
+
+/* Ends @c without an answer and without an audit line (proxy_end()). */
+enum step proxy_close(struct conn *c)
+{
+	return proxy_end(c, PROXY_END_CLOSE, NULL);
+}
+
+/* Is @c ended (a refusal is under way, or it is closing)? */
+bool proxy_ending(const struct conn *c)
+{
+	return c->ended;
+}
+
+/*
+ * Acts on a check's refusal (decide.c): the one place a verdict becomes an
+ * answer, an audit line and the connection's end (proxy_end()).
+ */
+enum step proxy_refuse(struct conn *c, const struct proxy_verdict *v)
+{
+	return proxy_end(c, PROXY_END_REFUSE, v);
+}
+
+/* Refuses with @status (proxy_end()); on a connection without HTTP, a reset. */
+enum step proxy_reply(struct conn *c, int status, enum proxy_decision d, enum sl_reason r)
+{
+	struct proxy_verdict v = { .decision = d, .reason = r, .status = status, .rule = -1 };
+
+	return proxy_end(c, PROXY_END_REFUSE, &v);
+}
+
+enum step proxy_deny(struct conn *c, enum sl_reason r)
+{
+	return proxy_reply(c, 403, PROXY_DENY, r);
+}
+
+void proxy_on_timer(struct timer *t)
+{
+	struct conn *c = container_of(t, struct conn, timer);
+	uint64_t idle_ms = c->pol ? policy_limits(c->pol)->idle_timeout_sec * 1000 : 300000;
+	uint64_t now = loop_now_ms(c->w->loop);
+
+	/* Every case ends in proxy_conn_run(), which frees a connection a refusal
+	 * ended (CS_CLOSE): nothing here touches @c after a refusal. */
+	switch (c->st) {
+	case CS_SNIFF:
+	case CS_PEEK:
+		if (c->head_started) {
+			/* Bytes came, but never a whole ClientHello or a method and
+			 * its space: a tunnel made now would carry the rest
+			 * unexamined (another SNI, another Host). */
+			if (c->st == CS_SNIFF)
+				c->proto = (uint8_t)c->in->data[0] == 0x16 ? "tls" : "http";
+			c->raw = true;
+			proxy_reply(c, 0, PROXY_DENY, SL_REASON_HEAD_TIMEOUT);
+			break;
+		}
+		if (c->st == CS_SNIFF) {
+			/* Silence: connect, then wait for either side (proxy_peek()). */
+			proxy_sniff(c, true);
+			break;
+		}
+		/* Nobody spoke: the client owed its first bytes (or, where raw
+		 * TCP is allowed, the server; an idle tunnel ends). */
+		c->raw = true;
+		if (c->raw_ok)
+			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
+		else
+			proxy_reply(c, 0, PROXY_DENY, SL_REASON_HEAD_TIMEOUT);
+		break;
+	case CS_TLS_ACCEPT:
+		proxy_reply(c, 0, PROXY_DENY, SL_REASON_TLS_TIMEOUT);
+		break;
+	case CS_TLS_CONNECT:
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
+		break;
+	case CS_HEAD:
+		if (!c->head_started || !c->in || c->in->len == c->in->pos) {
+			proxy_close(c); /* idle keep-alive connection */
+			break;
+		}
+		proxy_reply(c, 408, PROXY_ERROR, SL_REASON_HEAD_TIMEOUT);
+		break;
+	case CS_RESOLVE:
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_DNS_TIMEOUT);
+		break;
+	case CS_CONNECT:
+		proxy_close_upstream(c);
+		c->ai++;
+		c->connect_error = SL_REASON_CONNECT_TIMEOUT;
+		c->st = CS_RESOLVE; /* try the next address */
+		break;
+	case CS_TUNNEL:
+		if (now - c->t_last < idle_ms) {
+			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
+			return;
+		}
+		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
+		break;
+	case CS_REQ:
+	case CS_RESP_HEAD:
+		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
+		break;
+	case CS_RESP_BODY:
+		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
+		break;
+	default:
+		proxy_close(c);
+		break;
+	}
+	proxy_conn_run(c);
+}
+
+/* Takes the sandbox's policy in force now (a request begins, or a tunnel
+ * the new policy keeps). Nothing of the old one may be in use: a plan's
+ * credential indices belong to the policy that made them. */
+void proxy_refresh_policy(struct conn *c)
+{
+	struct policy *p = sandbox_policy(c->sb);
+
+	if (p == c->pol) {
+		policy_unref(p);
+		return;
+	}
+	policy_unref(c->pol);
+	c->pol = p;
+}
+
+static enum step linger(struct conn *c)
+{
+	char sink[4096];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		ssize_t k = recv(c->cev.fd, sink, sizeof(sink), 0);
+
+		if (k > 0)
+			continue;
+		if (k < 0 && errno == EAGAIN) {
+			proxy_want(c, EPOLLIN, 0);
+			return STEP_AGAIN;
+		}
+		break;
+	}
+	return proxy_close(c);
+}
+
+static enum step step(struct conn *c)
+{
+	int r;
+
+	switch (c->st) {
+	case CS_SNIFF:
+		return proxy_sniff(c, false);
+	case CS_HEAD:
+		return proxy_read_head(c);
+	case CS_RESOLVE:
+		return proxy_begin_connect(c);
+	case CS_CONNECT:
+		return proxy_connected(c);
+	case CS_ESTABLISH:
+		return proxy_establish(c);
+	case CS_PEEK:
+		return proxy_peek(c);
+	case CS_TLS_ACCEPT:
+		return proxy_tls_accept(c);
+	case CS_TLS_CONNECT:
+		return proxy_tls_connect(c);
+	case CS_TUNNEL:
+		return proxy_tunnel(c);
+	case CS_REQ:
+		return proxy_send_request(c);
+	case CS_RESP_HEAD:
+		return proxy_read_response_head(c);
+	case CS_RESP_BODY:
+		return proxy_relay_response(c);
+	case CS_REPLY:
+		r = proxy_write_out(c, false, c->out, c->out->len, NULL);
+		if (r == 0) {
+			proxy_want(c, EPOLLOUT, 0);
+			return STEP_AGAIN;
+		}
+		if (r < 0) {
+			return proxy_close(c);
+		}
+		if (c->cssl) {
+			ERR_clear_error();
+			SSL_shutdown(c->cssl); /* close_notify, best effort */
+			ERR_clear_error();
+		}
+		shutdown(c->cev.fd, SHUT_WR);
+		c->st = CS_LINGER;
+		return STEP_NEXT;
+	case CS_LINGER:
+		return linger(c);
+	case CS_CLOSE:
+		break; /* proxy_conn_run() frees it */
+	}
+	return STEP_AGAIN;
+}
+
+void proxy_conn_run(struct conn *c)
+{
+	int i;
+
+	/* Bounded: a connection yields after this many transitions. */
+	for (i = 0; i < 256; i++) {
+		enum step s = c->st == CS_CLOSE ? STEP_AGAIN : step(c);
+
+		/* The one place a connection is freed: after its step returned,
+		 * so that no handler ever holds a freed one. */
+		if (c->st == CS_CLOSE) {
+			conn_free(c);
+			return;
+		}
+		if (s != STEP_NEXT)
+			return;
+	}
+	/* Still runnable: come back on the next iteration. Not through the
+	 * deadline timer, which would read the yield as a timeout. */
+	loop_timer_arm(c->w->loop, &c->resume, 0);
+}
+
+void proxy_on_resume(struct timer *t)
+{
+	proxy_conn_run(container_of(t, struct conn, resume));
+}
+
+void proxy_on_client(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, cev);
+
+	events = proxy_events_for(c, ev, &c->cev_mask, c->cev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
+	/* Hang-ups are reported whatever the mask: a client gone while the
+	 * broker waits on something else ends the connection now. In a TLS
+	 * handshake, OpenSSL reads what the client said last (an alert: it
+	 * does not trust the sandbox CA) and the handshake fails with it. */
+	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
+	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
+		if (c->st == CS_HEAD)
+			proxy_close(c); /* between requests: nothing to audit */
+		else
+			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
+	}
+	proxy_conn_run(c); /* frees it if it ended */
+}
+
+void proxy_on_upstream(struct ev *ev, uint32_t events)
+{
+	struct conn *c = container_of(ev, struct conn, uev);
+
+	events = proxy_events_for(c, ev, &c->uev_mask, c->uev_want, events);
+	if (!events)
+		return; /* only for an interest dropped lazily */
+	if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->st == CS_HEAD) {
+		/* A kept-alive upstream hung up between requests: of no more
+		 * use (the next request connects anew), and a hang-up left
+		 * registered would be reported again and again. */
+		proxy_close_upstream(c);
+		proxy_want(c, EPOLLIN, 0);
+		return;
+	}
+	proxy_conn_run(c);
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/* The spliced tunnel, and the CONNECT's "200 Connection established". */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/proxy/proxy_internal.h"
+#include "broker/audit.h"
+#include "broker/creds/creds.h"
+#include "broker/broker_internal.h"
+#include "broker/http.h"
+#include "broker/metrics.h"
+#include "broker/reflect.h"
+#include "broker/tls/tls.h"
+#include "dnsfilter/dnsfilter.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+int proxy_make_pipe(int p[2])
+{
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Moves what it can one way: @from -> pipe -> @to. Returns -1 on a hard
+ * error. Sets *eof when @from has ended and the pipe is drained (then the
+ * write side of @to is shut).
+ */
+static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe, bool *eof,
+		      bool *shut, uint64_t *count)
+{
+	int rounds;
+
+	for (rounds = 0; rounds < 16; rounds++) {
+		bool progress = false;
+		ssize_t k;
+
+		if (!*eof && *inpipe < PIPE_CAP) {
+			k = splice(from, NULL, p[1], NULL, PIPE_CAP - *inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe += (size_t)k;
+				progress = true;
+			} else if (k == 0) {
+				*eof = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (*inpipe > 0) {
+			k = splice(p[0], NULL, to, NULL, *inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0) {
+				*inpipe -= (size_t)k;
+				*count += (uint64_t)k;
+				progress = true;
+			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (!progress)
+			break;
+	}
+	if (*eof && *inpipe == 0 && !*shut) {
+		shutdown(to, SHUT_WR);
+		*shut = true;
+	}
+	(void)c;
+	return 0;
+}
+
+/* Closes the splice pipes: an idle kept-alive connection holds none. */
+void proxy_pipes_close(struct conn *c)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (c->pu[i] >= 0)
+			close(c->pu[i]);
+		if (c->pd[i] >= 0)
+			close(c->pd[i]);
+		c->pu[i] = c->pd[i] = -1;
+	}
+	c->pu_n = c->pd_n = 0;
+}
+
+enum step proxy_tunnel(struct conn *c)
+{
+	uint64_t up0 = c->up, down0 = c->down;
+	uint32_t cm = 0, um = 0;
+
+	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) <
+		    0 ||
+	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) <
+		    0) {
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
+	}
+	metrics_bytes(c->up - up0, c->down - down0);
+	if (c->up != up0 || c->down != down0)
+		c->t_last = loop_now_ms(c->w->loop);
+	if (c->u_shut && c->c_shut) {
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_ALLOWED);
+	}
+	/* Backpressure: read a side only while its pipe has room; wait for
+	 * writability only while a pipe holds bytes. */
+	if (!c->c_eof && c->pu_n < PIPE_CAP)
+		cm |= EPOLLIN;
+	if (c->pd_n > 0)
+		cm |= EPOLLOUT;
+	if (!c->u_eof && c->pd_n < PIPE_CAP)
+		um |= EPOLLIN;
+	if (c->pu_n > 0)
+		um |= EPOLLOUT;
+	proxy_want(c, cm | EPOLLRDHUP, um | EPOLLRDHUP);
+	return STEP_AGAIN;
+}
+
+static enum step start_tunnel(struct conn *c)
+{
+	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
+
+	free(c->in);
+	c->in = NULL;
+	proxy_pipes_close(c); /* a body's, if one was left */
+	if (proxy_make_pipe(c->pu) < 0 || proxy_make_pipe(c->pd) < 0) {
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_PIPES);
+	}
+	c->t_last = loop_now_ms(c->w->loop);
+	loop_timer_arm(c->w->loop, &c->timer, idle_ms);
+	c->st = CS_TUNNEL;
+	return STEP_NEXT;
+}
+
+/* The tunnel, once its first bytes are examined: those the client sent
+ * before the 200 are written first (proxy_establish()). */
+enum step proxy_tunnel_after_peek(struct conn *c)
+{
+	if (!c->early)
+		return start_tunnel(c);
+	c->st = CS_ESTABLISH;
+	return STEP_NEXT;
+}
+
+/* After "200 Connection established": bytes the client sent early go first. */
+enum step proxy_establish(struct conn *c)
+{
+	int r = c->out ? proxy_write_out(c, false, c->out, c->out->len, NULL) : 1;
+
+	if (r < 0) {
+		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
+	}
+	if (r == 0) {
+		proxy_want(c, EPOLLOUT, 0);
+		return STEP_AGAIN;
+	}
+	proxy_out_drop(c);
+	if (c->transparent && !c->silent) {
+		/* proxy_sniff() has examined the first bytes already. */
+		if (c->intercept)
+			return proxy_start_tls(c);
+		return start_tunnel(c);
+	}
+	if (!c->transparent && c->in && c->in->len > c->in->pos && !c->early) {
+		/* The client did not wait for the 200: what it sent is examined
+		 * as a tunnel's first bytes are (proxy_peek()), from c->in and then
+		 * from the socket, and goes first if the tunnel is spliced. */
+		proxy_buf_compact(c->in);
+		c->early = true;
+		c->head_started = false;
+		c->st = CS_PEEK;
+		return STEP_NEXT;
+	}
+	if (c->in && c->in->len > c->in->pos) {
+		/* Examined: the bytes sent before the 200 go first. */
+		r = proxy_write_out(c, true, c->in, c->in->len, &c->up);
+		if (r < 0) {
+			return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_UPSTREAM_GONE);
+		}
+		if (r == 0) {
+			proxy_want(c, 0, EPOLLOUT);
+			return STEP_AGAIN;
+		}
+		return start_tunnel(c);
+	}
+	if (!c->in) {
+		c->in = proxy_buf_new(broker.cfg.max_head_bytes);
+		if (!c->in)
+			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
+	}
+	c->in->pos = c->in->len = 0;
+	c->head_started = false;
+	/* The client owes its first bytes within head_timeout; where raw TCP
+	 * is allowed, an idle tunnel may wait as long as any tunnel. */
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->raw_ok ? policy_limits(c->pol)->idle_timeout_sec * 1000
+				 : broker.cfg.head_timeout_ms);
+	c->st = CS_PEEK;
+	return STEP_NEXT;
+}

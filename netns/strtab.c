@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/* A bounded string-keyed table (strtab.h). FNV-1a is enough: the keys are
+ * read from a file once by a CLI, and the bound on entries, not the hash,
+ * is what stops a hostile log from costing memory. */
+#include "netns/strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static const char *key_of(const struct strtab *t, size_t i)
+{
+	return *(char **)netns_strtab_at(t, i);
+}
+
+/* The slot of @key in the index: where it is, or the empty one it would take. */
+static size_t slot(const struct strtab *t, const char *key)
+{
+	size_t m = t->icap - 1, i = hash(key) & m;
+
+	while (t->idx[i] && strcmp(key_of(t, t->idx[i] - 1), key) != 0)
+		i = (i + 1) & m;
+	return i;
+}
+
+static int grow_index(struct strtab *t)
+{
+	size_t ncap = t->icap ? t->icap * 2 : 64, i, m = ncap - 1;
+	uint32_t *idx = calloc(ncap, sizeof(*idx));
+
+	if (!idx)
+		return -1;
+	for (i = 0; i < t->n; i++) {
+		size_t s = hash(key_of(t, i)) & m;
+
+		while (idx[s])
+			s = (s + 1) & m;
+		idx[s] = (uint32_t)(i + 1);
+	}
+	free(t->idx);
+	t->idx = idx;
+	t->icap = ncap;
+	return 0;
+}
+
+void *netns_strtab_find(const struct strtab *t, const char *key)
+{
+	size_t s;
+
+	if (!t->icap)
+		return NULL;
+	s = slot(t, key);
+	return t->idx[s] ? netns_strtab_at(t, t->idx[s] - 1) : NULL;
+}
+
+void *netns_strtab_get(struct strtab *t, const char *key)
+{
+	size_t s;
+	void *e;
+
+	e = netns_strtab_find(t, key);
+	if (e)
+		return e;
+	if (t->n >= t->max || t->n >= UINT32_MAX - 1) {
+		t->over++;
+		return NULL;
+	}
+	if ((t->n + 1) * 2 > t->icap && grow_index(t) < 0)
+		return NULL;
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 16;
+		char *ents = realloc(t->ents, ncap * t->esize);
+
+		if (!ents)
+			return NULL;
+		t->ents = ents;
+		t->cap = ncap;
+	}
+	e = netns_strtab_at(t, t->n);
+	memset(e, 0, t->esize);
+	*(char **)e = strdup(key);
+	if (!*(char **)e)
+		return NULL;
+	s = slot(t, key);
+	t->idx[s] = (uint32_t)(t->n + 1);
+	t->n++;
+	return e;
+}
+
+void netns_strtab_free(struct strtab *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		free(*(char **)netns_strtab_at(t, i));
+	free(t->ents);
+	free(t->idx);
+	t->ents = NULL;
+	t->idx = NULL;
+	t->n = t->cap = t->icap = 0;
+}
