@@ -35,6 +35,7 @@ SAN ?=
 WERROR ?= 0
 
 PKGS := libssl libcrypto yaml-0.1 libcares libmnl libnftables
+PKGS += jansson
 LLHTTP_DIR ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 
@@ -59,6 +60,9 @@ LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
 # table (netns/nft.c), so no program links it.
 SLUICED_LIBS = $(shell pkg-config --libs libssl libcrypto yaml-0.1 libcares libmnl) -lpthread
 SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
+# sluice-cni: what sluice links, and jansson for the CNI JSON.
+CNI_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl jansson)
+CNI_OBJ := $(BUILD)/obj/cli/cni_conf.o
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
@@ -143,6 +147,12 @@ $(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ)
 	$(Q)$(CC) $(if $(SAN),-pie,-static-pie) -Wl,-z,relro,-z,now $(SAN) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
+# test_cni tests cli/cni_conf.c, which is not in libsluice.a.
+$(BUILD)/tests/test_cni: $(BUILD)/obj/tests/unit/test_cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
@@ -269,7 +279,7 @@ $(TIDY_RUNS): tidy/%:
 	$(Q)clang-tidy --quiet $* -- $(PROJ_CFLAGS)
 
 # Every C file of the project; llhttp's are Debian's and not ours to format.
-FORMAT_SRC ?= $(sort $(wildcard common/*.[ch] policy/*.[ch] dnsfilter/*.[ch] broker/*.[ch] \
+FORMAT_SRC ?= $(sort $(wildcard cli/*.[ch] common/*.[ch] policy/*.[ch] dnsfilter/*.[ch] broker/*.[ch] \
 	broker/*/*.[ch] netns/*.[ch] probe/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch] \
 	tests/bench/*.[ch] tests/world/*.[ch]))
 CLANG_FORMAT ?= clang-format
