@@ -62,7 +62,7 @@ SLUICED_LIBS = $(shell pkg-config --libs libssl libcrypto yaml-0.1 libcares libm
 SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
 # sluice-cni: what sluice links, and jansson for the CNI JSON.
 CNI_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl jansson)
-CNI_OBJ := $(BUILD)/obj/cli/cni_conf.o
+CNI_OBJ := $(BUILD)/obj/cli/cni_conf.o $(BUILD)/obj/cli/cni_pod.o
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)

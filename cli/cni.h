@@ -124,6 +124,48 @@ int cni_policy_choose(const struct cni_conf *conf, const char *args, char *path,
  */
 int cni_sandbox_name(const char *id, char *out, size_t outlen);
 
+/* A Kubernetes pod's files (cli/cni_pod.c): CNI_POD_DIR/NAMESPACE/POD on
+ * the node, mounted by the pod at CNI_POD_MOUNT (deploy/kubernetes). */
+#define CNI_POD_DIR "/run/sluice-pods"
+#define CNI_POD_MOUNT "/etc/sluice-sandbox"
+#define CNI_K8S_NAME_MAX 253
+
+/**
+ * cni_pod_names() - the pod of CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME)
+ * @args:  CNI_ARGS, or NULL
+ * @ns:    the namespace, on success
+ * @pod:   the pod's name, on success
+ *
+ * Return: 1 when both are there and are Kubernetes names (at most 253 of
+ * [a-z0-9.-], starting with an alphanumeric, no ".."); 0 when either is
+ * absent; -EINVAL otherwise.
+ */
+int cni_pod_names(const char *args, char ns[CNI_K8S_NAME_MAX + 1], char pod[CNI_K8S_NAME_MAX + 1]);
+
+struct netns_sandbox;
+
+/**
+ * cni_pod_publish() - the pod's CA bundle and environment, where the pod
+ * mounts them: CNI_POD_DIR/@ns/@pod/ca-bundle.crt, env (KEY=VALUE lines,
+ * the CA variables naming CNI_POD_MOUNT/ca-bundle.crt) and sandbox (whose
+ * they are; written first)
+ * @sb: the sandbox, as its record has it
+ * @e:  on failure, the CNI error
+ *
+ * Return: 0 or a negative errno.
+ */
+int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox *sb,
+		    struct cni_error *e);
+
+/**
+ * cni_pod_withdraw() - remove CNI_POD_DIR/@ns/@pod if it is @sandbox's (a
+ * pod of the same name made since keeps its own)
+ *
+ * Return: 0 (also when there is nothing, or it is another's), or a
+ * negative errno.
+ */
+int cni_pod_withdraw(const char *ns, const char *pod, const char *sandbox);
+
 /* What ADD reports: the two ends of the veth and the /30. */
 struct cni_wiring {
 	char host_if[16], host_mac[18]; /* in the broker's namespace */

@@ -288,6 +288,31 @@ int cni_policy_choose(const struct cni_conf *c, const char *args, char *path, si
 	return 0;
 }
 
+static bool k8s_name_ok(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > CNI_K8S_NAME_MAX || s[0] == '.' || s[0] == '-' || strstr(s, ".."))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) &&
+		    !strchr(".-", s[i]))
+			return false;
+	return true;
+}
+
+int cni_pod_names(const char *args, char ns[CNI_K8S_NAME_MAX + 1], char pod[CNI_K8S_NAME_MAX + 1])
+{
+	int a = cni_args_get(args, "K8S_POD_NAMESPACE", ns, CNI_K8S_NAME_MAX + 1);
+	int b = cni_args_get(args, "K8S_POD_NAME", pod, CNI_K8S_NAME_MAX + 1);
+
+	if (a < 0 || b < 0)
+		return -EINVAL;
+	if (a == 0 || b == 0)
+		return 0;
+	return k8s_name_ok(ns) && k8s_name_ok(pod) ? 1 : -EINVAL;
+}
+
 int cni_sandbox_name(const char *id, char *out, size_t outlen)
 {
 	size_t i;

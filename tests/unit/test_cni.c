@@ -267,6 +267,46 @@ static void test_sandbox_name(void **state)
 	assert_int_equal(cni_sandbox_name("a b", out, sizeof(out)), -EINVAL);
 }
 
+/* The pod whose files ADD writes: both names or none, each a Kubernetes
+ * name, since they become a path. */
+static void test_pod_names(void **state)
+{
+	static const struct {
+		const char *args;
+		int r;
+	} cases[] = {
+		{ NULL, 0 },
+		{ "IgnoreUnknown=1;K8S_POD_NAME=web", 0 },
+		{ "K8S_POD_NAMESPACE=default", 0 },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0", 1 },
+		{ "K8S_POD_NAMESPACE=a.b-c;K8S_POD_NAME=9x.y", 1 },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=..", -EINVAL },
+		{ "K8S_POD_NAMESPACE=..;K8S_POD_NAME=web", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=a/b", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=.x", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=-x", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=Web", -EINVAL },
+		{ "K8S_POD_NAMESPACE=;K8S_POD_NAME=web", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;K8S_POD_NAME=a..b", -EINVAL },
+		{ "K8S_POD_NAMESPACE=default;garbage", -EINVAL },
+	};
+	char ns[CNI_K8S_NAME_MAX + 1], pod[CNI_K8S_NAME_MAX + 1], args[600];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (cni_pod_names(cases[i].args, ns, pod) != cases[i].r)
+			fail_msg("`%s`: wanted %d", cases[i].args, cases[i].r);
+	assert_int_equal(cni_pod_names("K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p", ns, pod), 1);
+	assert_string_equal(ns, "ns");
+	assert_string_equal(pod, "p");
+	/* 253 characters, and one more. */
+	snprintf(args, sizeof(args), "K8S_POD_NAMESPACE=n;K8S_POD_NAME=%0253d", 0);
+	assert_int_equal(cni_pod_names(args, ns, pod), 1);
+	snprintf(args, sizeof(args), "K8S_POD_NAMESPACE=n;K8S_POD_NAME=%0254d", 0);
+	assert_int_equal(cni_pod_names(args, ns, pod), -EINVAL);
+}
+
 static const char *str(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
@@ -364,7 +404,7 @@ int main(void)
 		cmocka_unit_test(test_conf_refused), cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_args),	     cmocka_unit_test(test_policy_choice),
 		cmocka_unit_test(test_sandbox_name), cmocka_unit_test(test_result_json),
-		cmocka_unit_test(test_error_json),
+		cmocka_unit_test(test_error_json),   cmocka_unit_test(test_pod_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
