@@ -140,6 +140,7 @@ int netns_linger(int fd);
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
 int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
 		      size_t errlen);
+int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen);
 
 /* --- runner.c, seccomp.c: the contained runner ------------------------ */
 
