@@ -247,10 +247,13 @@ int netns_state_write(const struct netns_sandbox *sb)
 	inet_ntop(AF_INET, &ig, g, sizeof(g));
 	n = snprintf(buf, sizeof(buf),
 		     "name %s\naddress %s\ngateway %s\nlink %s\nproxy_port %u\n"
-		     "transparent_port %u\ndns_port %u\nbroker_netns %llu:%llu\nsocket %s\n",
+		     "transparent_port %u\ndns_port %u\nbroker_netns %llu:%llu\nsocket %s\n"
+		     "ifname %s\nattached %s\nns_named %s\n",
 		     sb->name, a, g, sb->link, sb->ports.proxy, sb->ports.transparent,
 		     sb->ports.dns, (unsigned long long)sb->broker_ns_dev,
-		     (unsigned long long)sb->broker_ns_ino, sb->socket);
+		     (unsigned long long)sb->broker_ns_ino, sb->socket,
+		     sb->ifname[0] ? sb->ifname : NETNS_SANDBOX_IF, sb->attached ? "yes" : "no",
+		     sb->ns_named ? "yes" : "no");
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return -ENAMETOOLONG;
 	return write_atomic(path, buf, (size_t)n, 0644);
@@ -324,6 +327,18 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 		if (strlen(v) >= sizeof(sb->socket))
 			return -EINVAL;
 		strcpy(sb->socket, v);
+	} else if (!strcmp(key, "ifname")) {
+		/* The three below are optional: a record from before attach
+		 * is a created sandbox's, with eth0, named by sluice. */
+		if (!netns_ifname_ok(v))
+			return -EINVAL;
+		strcpy(sb->ifname, v);
+	} else if (!strcmp(key, "attached") || !strcmp(key, "ns_named")) {
+		bool *b = key[0] == 'a' ? &sb->attached : &sb->ns_named;
+
+		if (strcmp(v, "yes") && strcmp(v, "no"))
+			return -EINVAL;
+		*b = !strcmp(v, "yes");
 	} else {
 		return -EINVAL;
 	}
@@ -349,6 +364,8 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 
 	memset(sb, 0, sizeof(*sb));
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->ifname, sizeof(sb->ifname), "%s", NETNS_SANDBOX_IF);
+	sb->ns_named = true;
 	r = netns_path(path, sizeof(path), NETNS_STATE_DIR, name, "sandbox");
 	if (r < 0)
 		return r;
