@@ -93,7 +93,7 @@ all: build
 deps:
 	$(Q)scripts/deps.sh build
 
-build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe
+build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni
 
 # Without this a missing -dev package shows up as pkg-config noise followed
 # by a missing-header error deep in some file. Every object waits for it,
@@ -138,6 +138,13 @@ $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICE_LIBS)
+
+# The CNI objects come before libsluice.a: their jansson calls must not be
+# resolved from it (cli/cni_conf.c says why).
+$(BIN)/sluice-cni: $(BUILD)/obj/cli/cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CNI_LIBS)
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.

@@ -128,6 +128,8 @@ int cni_sandbox_name(const char *id, char *out, size_t outlen);
  * the node, mounted by the pod at CNI_POD_MOUNT (deploy/kubernetes). */
 #define CNI_POD_DIR "/run/sluice-pods"
 #define CNI_POD_MOUNT "/etc/sluice-sandbox"
+/* CNI_POD_MARKS/SANDBOX: "NAMESPACE/POD" (no namespace starts with '.') */
+#define CNI_POD_MARKS CNI_POD_DIR "/.sandboxes"
 #define CNI_K8S_NAME_MAX 253
 
 /**
@@ -158,13 +160,14 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 		    struct cni_error *e);
 
 /**
- * cni_pod_withdraw() - remove CNI_POD_DIR/@ns/@pod if it is @sandbox's (a
- * pod of the same name made since keeps its own)
+ * cni_pod_withdraw() - remove the pod's files of @sandbox (found through
+ * its mark, CNI_POD_MARKS/@sandbox), if they are still its own: a pod of
+ * the same name made since keeps its files
  *
  * Return: 0 (also when there is nothing, or it is another's), or a
  * negative errno.
  */
-int cni_pod_withdraw(const char *ns, const char *pod, const char *sandbox);
+int cni_pod_withdraw(const char *sandbox);
 
 /* What ADD reports: the two ends of the veth and the /30. */
 struct cni_wiring {

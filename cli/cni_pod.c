@@ -85,6 +85,8 @@ static int mkdir_ok(const char *path)
 	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
 }
 
+static int withdraw(const char *ns, const char *pod, const char *sandbox);
+
 int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox *sb,
 		    struct cni_error *e)
 {
@@ -93,8 +95,15 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 	bool missing;
 	int r;
 
+	/* Which pod is the sandbox's, for a DEL without the pod's names. */
+	if ((r = mkdir_ok(CNI_POD_DIR)) < 0 || (r = mkdir_ok(CNI_POD_MARKS)) < 0)
+		goto fail;
+	snprintf(path, sizeof(path), CNI_POD_MARKS "/%s", sb->name);
+	snprintf(dir, sizeof(dir), "%s/%s", ns, pod);
+	if ((r = write_file(path, dir, strlen(dir))) < 0)
+		goto fail;
 	snprintf(dir, sizeof(dir), CNI_POD_DIR "/%s", ns);
-	if ((r = mkdir_ok(CNI_POD_DIR)) < 0 || (r = mkdir_ok(dir)) < 0)
+	if ((r = mkdir_ok(dir)) < 0)
 		goto fail;
 	snprintf(dir, sizeof(dir), CNI_POD_DIR "/%s/%s", ns, pod);
 	if ((r = mkdir_ok(dir)) < 0)
@@ -125,13 +134,14 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 		goto fail;
 	return 0;
 fail:
-	cni_pod_withdraw(ns, pod, sb->name);
+	withdraw(ns, pod, sb->name);
 	return cni_fail(e, CNI_ERR_IO, -r, NULL,
 			"cannot write the pod's files in " CNI_POD_DIR "/%s/%s: %s", ns, pod,
 			strerror(-r));
 }
 
-int cni_pod_withdraw(const char *ns, const char *pod, const char *sandbox)
+/* CNI_POD_DIR/@ns/@pod if it is @sandbox's, then @sandbox's mark. */
+static int withdraw(const char *ns, const char *pod, const char *sandbox)
 {
 	/* The owner last: a withdraw cut short is withdrawn again by the next DEL. */
 	static const char *const files[] = { "env",	    "ca-bundle.crt",
@@ -150,7 +160,7 @@ int cni_pod_withdraw(const char *ns, const char *pod, const char *sandbox)
 		close(fd);
 		owner[k > 0 ? k : 0] = '\0';
 		if (strcmp(owner, sandbox) != 0)
-			return 0;
+			goto mark;
 	} else if (errno != ENOENT) {
 		return -errno;
 	}
@@ -165,5 +175,34 @@ int cni_pod_withdraw(const char *ns, const char *pod, const char *sandbox)
 	/* The namespace's directory goes with its last pod. */
 	snprintf(dir, sizeof(dir), CNI_POD_DIR "/%s", ns);
 	rmdir(dir);
+mark:
+	snprintf(path, sizeof(path), CNI_POD_MARKS "/%s", sandbox);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
 	return 0;
+}
+
+int cni_pod_withdraw(const char *sandbox)
+{
+	char path[PATH_MAX], where[2 * CNI_K8S_NAME_MAX + 2] = "", *slash;
+	ssize_t k;
+	int fd;
+
+	snprintf(path, sizeof(path), CNI_POD_MARKS "/%s", sandbox);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	k = read(fd, where, sizeof(where) - 1);
+	close(fd);
+	where[k > 0 ? k : 0] = '\0';
+	slash = strchr(where, '/');
+	/* A mark that is not NAMESPACE/POD (written by no sluice-cni) names
+	 * no directory: only the mark goes. */
+	if (!slash || strchr(slash + 1, '/') || strstr(where, "..") || slash == where ||
+	    !slash[1]) {
+		unlink(path);
+		return 0;
+	}
+	*slash = '\0';
+	return withdraw(where, slash + 1, sandbox);
 }
