@@ -47,7 +47,7 @@ cleanup() {
 	rm -rf "/run/sluice-pods/${P:-none}"
 	rmdir /run/sluice-pods/.sandboxes /run/sluice-pods 2>/dev/null
 }
-podman_cleanup() { :; }
+podman_cleanup() { :; }	# (3) defines it
 trap cleanup EXIT
 
 mkdir -p "$D/policies"
@@ -333,6 +333,105 @@ t_ok "the manifests parse, and their conflist is this test's" python3 tests/inte
 t_contains "every object named" "$T_OUT" "DaemonSet sluice-system/sluice-node"
 
 # --- (3) podman with the CNI backend ---------------------------------------------------
+# Podman's own configuration, storage and CNI directories under $D: nothing
+# lands in /var/lib/containers, /etc/containers or /etc/cni. Its CNI
+# network "sluice" is the same conflist, with the test world's paths; its
+# plugin directory holds sluice-cni alone. Root here lacks CAP_SYS_RESOURCE
+# (explicit ulimits), and crun (podman's runtime) refuses a hybrid cgroup
+# layout: podman runs in a mount namespace of its own without
+# /sys/fs/cgroup/unified, as test_runtimes.sh runs crun, with
+# --cgroups=disabled. Each container is an exploded root of the host's
+# binaries (/usr read-only, the merged-/usr links), the test world's tools
+# and bin/ at their own paths.
+PMD=$D/podman
+ROOTFS=$D/rootfs
+WT=$PWD/tests/world
+CG_HYBRID=0
+if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] &&
+	[ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+	CG_HYBRID=1
+fi
+# The mount namespace keeps the host's propagation (unchanged, not slave
+# or private): the network namespace podman names under /run/netns, and
+# sluice's name for it, must reach the host and the next podman command
+# (which joins the container's network by that path, and runs DEL with
+# it). Only the cgroup mount is made private there before it goes.
+PM_PRE=(unshare --mount --propagation unchanged sh -c '[ "$0" = 0 ] ||
+	{ mount --make-rprivate /sys/fs/cgroup && umount -l /sys/fs/cgroup/unified; } && exec "$@"' "$CG_HYBRID")
+pm() {
+	CONTAINERS_CONF=$PMD/containers.conf CONTAINERS_STORAGE_CONF=$PMD/storage.conf \
+		"${PM_PRE[@]}" podman --root "$PMD/graph" --runroot "$PMD/run" "$@"
+}
+podman_cleanup() {
+	[ -d "$PMD/graph" ] && timeout 60 pm rm -af >/dev/null 2>&1
+	return 0
+}
+PM_RUN=(--cgroups=disabled --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+	--network sluice -v /usr:/usr:ro -v "$WT:$WT:ro" -v "$BIN:$BIN:ro" --rootfs "$ROOTFS")
+
+if ! command -v podman >/dev/null; then
+	t_skip "podman with the CNI backend" "podman is not installed (scripts/deps.sh installs it)"
+else
+	mkdir -p "$PMD/net" "$PMD/cni-bin" "$ROOTFS"/etc "$ROOTFS"/proc "$ROOTFS"/sys "$ROOTFS"/dev \
+		"$ROOTFS"/tmp "$ROOTFS"/run "$ROOTFS"/usr
+	for d in bin sbin lib lib32 lib64; do
+		[ -L "/$d" ] && ln -sfn "$(readlink "/$d")" "$ROOTFS/$d"
+	done
+	touch "$ROOTFS/etc/resolv.conf"
+	ln -s "$CNI" "$PMD/cni-bin/sluice-cni"
+	printf '[storage]\ndriver = "vfs"\nrunroot = "%s/run"\ngraphroot = "%s/graph"\n' "$PMD" "$PMD" >"$PMD/storage.conf"
+	# conmon_env_vars: the container's cleanup (conmon runs `podman
+	# container cleanup` when it exits, which runs DEL) reads this file
+	# too; podman passes conmon no other environment.
+	printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "none"\ntmp_dir = "%s/tmp"\nvolume_path = "%s/volumes"\nstatic_dir = "%s/libpod"\nconmon_env_vars = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CONTAINERS_CONF=%s/containers.conf", "CONTAINERS_STORAGE_CONF=%s/storage.conf"]\n[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["%s/cni-bin"]\nnetwork_config_dir = "%s/net"\n' \
+		"$PMD" "$PMD" "$PMD" "$PMD" "$PMD" "$PMD" "$PMD" >"$PMD/containers.conf"
+	t_ok "podman: the conflist, with the test world's paths" bash -c \
+		'jq --arg s "$1" --arg b "/run/netns/$2" --arg d "$3" \
+			".plugins[0] |= (.socket = \$s | .brokerNetns = \$b | .policyDir = \$d)" \
+			"$4" >"$5"' conf "$BROKER_SOCK" "$WORLD_BRK" "$D/policies" "$CONFLIST" "$PMD/net/sluice.conflist"
+	t_ok "podman: sees the network" pm network ls --format '{{.Name}} {{.Driver}}'
+	t_contains "podman: sluice, by sluice-cni" "$T_OUT" "sluice sluice-cni"
+	t_ok "podman run -d, network sluice" pm run -d "${PM_RUN[@]}" sleep 300
+	CID=$(tail -n 1 <<<"$T_OUT")
+	PSB=cni-${CID:0:24}
+	t_contains "podman: its sandbox is registered" "$(sl list)" "$PSB"
+	pmx() { pm exec "$CID" "$@"; }
+	t_ok "podman: the default route" pmx ip route show default
+	PGW=$(awk '$1 == "default" { print $3; exit }' <<<"$T_OUT")
+	t_ok "podman: resolv.conf" pmx cat /etc/resolv.conf
+	t_eq "podman: the result's nameserver, the gateway, comes first" "nameserver $PGW" \
+		"$(grep -m1 '^nameserver' <<<"$T_OUT")"
+	t_ok "podman: one interface besides lo" pmx ls /sys/class/net
+	t_eq "podman: eth0" "eth0 lo" "$(xargs <<<"$T_OUT")"
+	world_clear_logs
+	canary=pm-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n').world.test
+	t_ok "podman: the allowed host" pmx curl -sf -m 10 http://echo.world.test/cni/podman
+	t_contains "podman: reached the echo server" "$T_OUT" '"path": "/cni/podman"'
+	t_rc "podman: another name does not resolve" 6 pmx curl -s -m 10 http://other.world.test/
+	t_ok "podman: DNS to the world's resolver" pmx python3 "$WT/dnsq.py" --server 11.0.1.53 "$canary" A
+	t_contains "podman: meets the filter: NXDOMAIN" "$T_OUT" "NXDOMAIN"
+	t_ok "podman: the metadata address" pmx curl -s -m 10 -o /dev/null -D - http://169.254.169.254/latest/
+	t_eq "podman: 403 address-literal" "403 address-literal" "$(t_status_reason <<<"$T_OUT")"
+	t_rc "podman: the probe passes" 0 pmx "$BIN/sluice-probe" --timeout 3 \
+		--expect-allow echo.world.test:80 --expect-deny other.world.test:80 \
+		--canary canary.world.test --resolver 11.0.1.53 --public-addr 11.0.2.10 \
+		--private-addr 10.0.0.5 --metadata-addr 169.254.169.254 --udp-addr 11.0.3.1 \
+		--udp-port 9999 --dns-name other.world.test \
+		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files
+	t_eq "podman: the resolver never saw the canary" "" "$(grep -F "$canary" "$D/dnsmasq.log")"
+	t_eq "podman: no decoy was hit" "" "$(world_decoy_hits)"
+	PADDR=$(sl list | awk -v n="$PSB" '$1 == n { print $2 }')
+	t_ok "podman rm -f (DEL)" pm rm -f "$CID"
+	t_eq "podman: no container left" "" "$(pm ps -aq 2>&1)"
+	t_eq "podman: nothing of the sandbox is left" "" "$(leftovers "$CID" "" "$PADDR")"
+	t_ok "podman run --rm: ADD and DEL around one command" pm run --rm "${PM_RUN[@]}" curl -sf -m 10 http://echo.world.test/cni/podman-rm
+	t_contains "podman run --rm: reached the echo server" "$T_OUT" '"path": "/cni/podman-rm"'
+	t_eq "podman run --rm: no sandbox left" "" "$(sl list | awk '$1 ~ /^cni-/')"
+	t_eq "podman: no CNI sandbox's files, no name in /run/netns" "" \
+		"$(ls /run/sluice-sandboxes /run/netns /etc/netns 2>/dev/null | grep '^cni-')"
+	t_eq "podman: its network namespaces are gone" "" "$(ls /run/netns | grep '^netns-' | while read -r n; do
+		grep -lF "/run/netns/$n" "$PMD"/run/*/*/*.json 2>/dev/null; done)"
+fi
 
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_done
