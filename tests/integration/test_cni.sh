@@ -11,8 +11,13 @@
 # once the wiring is broken; DEL, DEL again, DEL with neither CNI_NETNS nor
 # prevResult, DEL after the namespace vanished all succeed and leave
 # nothing; a bad config, a bad or unknown policy name, an unreachable
-# broker get the spec's error JSON and leave nothing; the pod annotation
-# beats CNI_ARGS, which beats the config. (2) The Kubernetes manifests
+# broker, a namespace another plugin already wired get the spec's error
+# JSON and leave nothing; the pod annotation beats CNI_ARGS, which beats
+# the config; a pod named in CNI_ARGS gets its CA bundle and environment
+# where deploy/kubernetes/sandbox-pod.yaml mounts them from (HTTPS to an
+# intercepted host is trusted with them, the placeholder is there, the
+# secret is not), kept for a pod made again under its name, removed by
+# DEL. (2) The Kubernetes manifests
 # parse, and the conflist their init container writes is (1)'s. (3) podman
 # with network_backend "cni" runs sluice-cni from a conflist of this test's
 # own: the container meets the policy, the probe passes, and removing the
@@ -267,6 +272,22 @@ ip netns del "$P-c2"
 t_ok "DEL after the namespace vanished" cni DEL "$ID2" "$NS2" "" "$D/prev2.json"
 t_eq "nothing is left" "" "$(leftovers "$ID2" "" "${ADDR2%/*}")"
 t_ok "DEL again" cni DEL "$ID2" "$NS2" "" "$D/prev2.json"
+
+# --- chained after another plugin: refused ---------------------------------------------
+# What a primary plugin leaves: an interface with the default route. sluice
+# as a second plugin would be a spare link beside it; ADD refuses.
+ID5=$(new_id)
+IDS+=("$ID5")
+t_ok "a runtime's namespace, c5" _world_ns_add "$P-c5"
+NS5=/run/netns/$P-c5
+t_ok "another plugin's interface and default route in it" sh -c "ip -n $P-c5 link add p0 type veth peer name p1 &&
+	ip -n $P-c5 link set p0 up && ip -n $P-c5 addr add 192.0.2.1/24 dev p0 && ip -n $P-c5 route add default via 192.0.2.254"
+t_rc "ADD into a namespace with a default route: exit 1" 1 cni ADD "$ID5" "$NS5" "" "$D/net.json"
+t_eq "code 101 (wiring)" 101 "$(code)"
+t_contains "saying why" "$(jq -r .msg <<<"$T_OUT")" "default route"
+t_contains "the namespace's own route is untouched" "$(ip -n "$P-c5" route show default)" "via 192.0.2.254 dev p0"
+t_eq "nothing of the sandbox is left" "" "$(leftovers "$ID5" "" "")"
+t_ok "DEL of what ADD refused" cni DEL "$ID5" "$NS5" "" "$D/net.json"
 
 # --- the policy's sources, in order ---------------------------------------------------
 ID3=$(new_id)
