@@ -48,8 +48,10 @@ cleanup() {
 	done
 	broker_stop
 	world_down
-	# The pods' files of this world; the directories, if nobody else's are there.
+	# The pods' files of this world and its sandboxes' marks (DEL removed
+	# them, unless it failed); the directories, if nobody else's are there.
 	rm -rf "/run/sluice-pods/${P:-none}"
+	for id in "${IDS[@]}"; do rm -f "/run/sluice-pods/.sandboxes/cni-${id:0:24}"; done
 	rmdir /run/sluice-pods/.sandboxes /run/sluice-pods 2>/dev/null
 }
 podman_cleanup() { :; }	# (3) defines it
