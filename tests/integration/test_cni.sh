@@ -357,8 +357,9 @@ t_contains "every object named" "$T_OUT" "DaemonSet sluice-system/sluice-node"
 
 # --- (3) podman with the CNI backend ---------------------------------------------------
 # Podman's own configuration, storage and CNI directories under $D: nothing
-# lands in /var/lib/containers, /etc/containers or /etc/cni. Its CNI
-# network "sluice" is the same conflist, with the test world's paths; its
+# lands in /var/lib/containers, /etc/containers or /etc/cni (libcni's result
+# cache, /var/lib/cni, is cleaned below). Its CNI network is the same
+# conflist, with the test world's paths and name; its
 # plugin directory holds sluice-cni alone. Root here lacks CAP_SYS_RESOURCE
 # (explicit ulimits), and crun (podman's runtime) refuses a hybrid cgroup
 # layout: podman runs in a mount namespace of its own without
@@ -385,12 +386,19 @@ pm() {
 	CONTAINERS_CONF=$PMD/containers.conf CONTAINERS_STORAGE_CONF=$PMD/storage.conf \
 		"${PM_PRE[@]}" podman --root "$PMD/graph" --runroot "$PMD/run" "$@"
 }
+# libcni caches each result in /var/lib/cni/results/NETWORK-ID-IF, with no
+# setting to move it: the network is named after this world, its files are
+# removed with it, and /var/lib/cni too if this test made it.
+PM_NET=sluice-$P
+[ -e /var/lib/cni ] && CNI_CACHE_WAS=1 || CNI_CACHE_WAS=0
 podman_cleanup() {
 	[ -d "$PMD/graph" ] && timeout 60 pm rm -af >/dev/null 2>&1
+	rm -f /var/lib/cni/results/"$PM_NET"-*
+	[ "$CNI_CACHE_WAS" = 1 ] || rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null
 	return 0
 }
 PM_RUN=(--cgroups=disabled --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
-	--network sluice -v /usr:/usr:ro -v "$WT:$WT:ro" -v "$BIN:$BIN:ro" --rootfs "$ROOTFS")
+	--network "$PM_NET" -v /usr:/usr:ro -v "$WT:$WT:ro" -v "$BIN:$BIN:ro" --rootfs "$ROOTFS")
 
 if ! command -v podman >/dev/null; then
 	t_skip "podman with the CNI backend" "podman is not installed (scripts/deps.sh installs it)"
@@ -409,11 +417,11 @@ else
 	printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "none"\ntmp_dir = "%s/tmp"\nvolume_path = "%s/volumes"\nstatic_dir = "%s/libpod"\nconmon_env_vars = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CONTAINERS_CONF=%s/containers.conf", "CONTAINERS_STORAGE_CONF=%s/storage.conf"]\n[network]\nnetwork_backend = "cni"\ncni_plugin_dirs = ["%s/cni-bin"]\nnetwork_config_dir = "%s/net"\n' \
 		"$PMD" "$PMD" "$PMD" "$PMD" "$PMD" "$PMD" "$PMD" >"$PMD/containers.conf"
 	t_ok "podman: the conflist, with the test world's paths" bash -c \
-		'jq --arg s "$1" --arg b "/run/netns/$2" --arg d "$3" \
-			".plugins[0] |= (.socket = \$s | .brokerNetns = \$b | .policyDir = \$d)" \
-			"$4" >"$5"' conf "$BROKER_SOCK" "$WORLD_BRK" "$D/policies" "$CONFLIST" "$PMD/net/sluice.conflist"
+		'jq --arg s "$1" --arg b "/run/netns/$2" --arg d "$3" --arg n "$6" \
+			".name = \$n | .plugins[0] |= (.socket = \$s | .brokerNetns = \$b | .policyDir = \$d)" \
+			"$4" >"$5"' conf "$BROKER_SOCK" "$WORLD_BRK" "$D/policies" "$CONFLIST" "$PMD/net/sluice.conflist" "$PM_NET"
 	t_ok "podman: sees the network" pm network ls --format '{{.Name}} {{.Driver}}'
-	t_contains "podman: sluice, by sluice-cni" "$T_OUT" "sluice sluice-cni"
+	t_contains "podman: $PM_NET, by sluice-cni" "$T_OUT" "$PM_NET sluice-cni"
 	t_ok "podman run -d, network sluice" pm run -d "${PM_RUN[@]}" sleep 300
 	CID=$(tail -n 1 <<<"$T_OUT")
 	PSB=cni-${CID:0:24}
@@ -452,6 +460,7 @@ else
 	t_eq "podman run --rm: no sandbox left" "" "$(sl list | awk '$1 ~ /^cni-/')"
 	t_eq "podman: no CNI sandbox's files, no name in /run/netns" "" \
 		"$(ls /run/sluice-sandboxes /run/netns /etc/netns 2>/dev/null | grep '^cni-')"
+	t_eq "podman: no cached result left" "" "$(ls /var/lib/cni/results 2>/dev/null | grep -F -- "$PM_NET-")"
 	t_eq "podman: its network namespaces are gone" "" "$(ls /run/netns | grep '^netns-' | while read -r n; do
 		grep -lF "/run/netns/$n" "$PMD"/run/*/*/*.json 2>/dev/null; done)"
 fi
