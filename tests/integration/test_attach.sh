@@ -240,6 +240,133 @@ fails "$NSX" "the default route is taken" "default route" --netns "/run/netns/$N
 t_contains "the namespace's own route is untouched" "$(ip -n "$NSX" route show default)" "via 192.0.2.254 dev d0"
 
 # --- runtimes --------------------------------------------------------------------
+# Each gets an exploded root file system built from the host's binaries
+# (/usr bound read-only, the /bin, /lib ... symlinks of a merged /usr), the
+# test world's tools at their own path, and whatever of sluice's files the
+# way it joins needs. Their state lives under $D only.
+ROOTFS=$D/rootfs
+mkdir -p "$ROOTFS"/etc "$ROOTFS"/proc "$ROOTFS"/sys "$ROOTFS"/dev "$ROOTFS"/tmp "$ROOTFS"/run "$ROOTFS"/usr
+for d in bin sbin lib lib32 lib64; do
+	[ -L "/$d" ] && ln -sfn "$(readlink "/$d")" "$ROOTFS/$d"
+done
+touch "$ROOTFS/etc/resolv.conf"
+WT=$PWD/tests/world
+# crun (podman's runtime here) refuses a hybrid cgroup layout (cgroup2 at
+# /sys/fs/cgroup/unified): the runtimes run in a mount namespace of their
+# own without that mount, as test_runtimes.sh does for crun; the host's
+# mounts are untouched. A slave of the host's, not a private one: the
+# namespaces named in /run/netns after it is made must reach it (and the
+# OCI hook's name of one must reach the host: nsfs.c makes it there).
+CG_HYBRID=0
+if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] &&
+	[ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+	CG_HYBRID=1
+fi
+RT_PRE=(unshare --mount --propagation slave sh -c '[ "$0" = 0 ] || umount -l /sys/fs/cgroup/unified && exec "$@"' "$CG_HYBRID")
+CTRD_PID=
+PMD=$D/podman
+runtime_cleanup() {
+	local i
+	[ -d "$PMD/graph" ] && timeout 30 pm rm -af >/dev/null 2>&1
+	if [ -n "$CTRD_PID" ]; then
+		kill -TERM "$CTRD_PID" 2>/dev/null
+		for ((i = 0; i < 50; i++)); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$CTRD_PID" 2>/dev/null
+		wait "$CTRD_PID" 2>/dev/null
+		[ -n "${RUN_CTRD_MADE:-}" ] && rmdir /run/containerd 2>/dev/null
+	fi
+}
+
+# Podman's own configuration and storage, under $D: nothing lands in
+# /var/lib/containers. Root here lacks CAP_SYS_RESOURCE: explicit ulimits.
+mkdir -p "$PMD"
+printf '[storage]\ndriver = "vfs"\nrunroot = "%s/run"\ngraphroot = "%s/graph"\n' "$PMD" "$PMD" >"$PMD/storage.conf"
+printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "none"\ntmp_dir = "%s/tmp"\nvolume_path = "%s/volumes"\nstatic_dir = "%s/libpod"\n[network]\nnetwork_config_dir = "%s/net"\n' \
+	"$PMD" "$PMD" "$PMD" "$PMD" >"$PMD/containers.conf"
+pm() {
+	CONTAINERS_CONF=$PMD/containers.conf CONTAINERS_STORAGE_CONF=$PMD/storage.conf \
+		"${RT_PRE[@]}" podman --root "$PMD/graph" --runroot "$PMD/run" "$@"
+}
+PM_RUN=(run --rm --cgroups=disabled --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+	-v /usr:/usr:ro -v "$WT:$WT:ro")
+
+if ! command -v podman >/dev/null; then
+	t_skip "podman" "not installed (scripts/deps.sh installs it)"
+else
+	# podman --network ns:/run/netns/NAME: it binds /etc/netns/NAME/resolv.conf
+	# itself; the CA bundle is bound in, `sluice env` is its --env-file.
+	SBP=$P-apm
+	t_ok "podman: ip netns add" ip netns add "$SBP"
+	t_ok "podman: sluice attach" sl attach "$SBP" --netns "/run/netns/$SBP" --policy "$D/pol.yaml"
+	read -r _ _ GW <<<"$T_OUT"
+	sl env "$SBP" >"$D/pm.env"
+	BUNDLE=$STATE/$SBP/ca-bundle.crt
+	pmr() { pm "${PM_RUN[@]}" --network "ns:/run/netns/$SBP" --env-file "$D/pm.env" \
+		-v "$BUNDLE:$BUNDLE:ro" -v "$BIN:$BIN:ro" --rootfs "$ROOTFS" "$@"; }
+	t_ok "podman: runs" pmr sh -c 'readlink /proc/self/ns/net; cat /etc/resolv.conf; test -s "$SSL_CERT_FILE" && echo bundle'
+	t_contains "podman: in the sandbox's namespace" "$T_OUT" "net:[$(stat -L -c %i "/run/netns/$SBP")]"
+	t_contains "podman: the gateway is its resolver" "$T_OUT" "nameserver $GW"
+	t_contains "podman: the bundle is where the environment says" "$T_OUT" "bundle"
+	policy_checks podman pmr
+	t_rc "podman: the probe passes" 0 pmr "$BIN/sluice-probe" --timeout 3 \
+		--expect-allow echo.world.test:80 --expect-deny other.world.test:80 \
+		--canary canary.world.test --resolver 11.0.1.53 --public-addr 11.0.2.10 \
+		--private-addr 10.0.0.5 --metadata-addr 169.254.169.254 --udp-addr 11.0.3.1 \
+		--udp-port 9999 --dns-name other.world.test \
+		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files
+	t_eq "podman: no container left" "" "$(pm ps -aq 2>&1)"
+	t_ok "podman: sluice detach" sl detach "$SBP"
+	t_none "podman: nothing left" $(left "$SBP" eth0 ip netns exec "$SBP" | tr ' ' _)
+	ip netns del "$SBP"
+fi
+
+if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
+	t_skip "containerd" "not installed (scripts/deps.sh installs it)"
+else
+	# containerd of its own (root, state, socket under $D; no CRI), stopped
+	# by its PID. Its shims put their sockets in /run/containerd/s whatever
+	# the configuration says: a tmpfs there in its own mount namespace
+	# keeps them off the host (an empty /run/containerd it had to make is
+	# removed after). runc's state and ctr's fifos are under $D too. ctr
+	# does not bind resolv.conf: the test does.
+	CTRD=$D/containerd
+	mkdir -p "$CTRD/runc" "$CTRD/fifo"
+	[ -e /run/containerd ] || RUN_CTRD_MADE=1
+	printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "%s/containerd.sock"\n[ttrpc]\n  address = "%s/containerd.sock.ttrpc"\n' \
+		"$CTRD" "$CTRD" "$CTRD" "$CTRD" >"$CTRD/config.toml"
+	"${RT_PRE[@]}" sh -c 'mkdir -p /run/containerd && mount -t tmpfs -o mode=0711 sluice-test /run/containerd && exec "$@"' \
+		ctrd containerd --config "$CTRD/config.toml" >"$CTRD/log" 2>&1 </dev/null &
+	CTRD_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		ctr --address "$CTRD/containerd.sock" version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	t_ok "containerd: answers" ctr --address "$CTRD/containerd.sock" version
+	SBC=$P-act
+	t_ok "containerd: ip netns add" ip netns add "$SBC"
+	t_ok "containerd: sluice attach" sl attach "$SBC" --netns "/run/netns/$SBC" --policy "$D/pol.yaml"
+	read -r _ _ GW <<<"$T_OUT"
+	CTR_ENV=()
+	while IFS= read -r l; do [ -n "$l" ] && CTR_ENV+=(--env "$l"); done < <(sl env "$SBC")
+	BUNDLE=$STATE/$SBC/ca-bundle.crt
+	rbind() { echo "type=bind,src=$1,dst=$2,options=rbind:ro"; }
+	ctrr() {
+		ctr --address "$CTRD/containerd.sock" run --rm --fifo-dir "$CTRD/fifo" --runc-root "$CTRD/runc" \
+			--rootfs --with-ns "network:/run/netns/$SBC" \
+			--mount "$(rbind /usr /usr)" --mount "$(rbind "$WT" "$WT")" \
+			--mount "$(rbind "/etc/netns/$SBC/resolv.conf" /etc/resolv.conf)" \
+			--mount "$(rbind "$BUNDLE" "$BUNDLE")" --env PATH=/usr/bin:/bin "${CTR_ENV[@]}" \
+			"$ROOTFS" "$P-ctr-$BASHPID-$RANDOM" "$@"
+	}
+	t_ok "containerd: runs" ctrr sh -c 'readlink /proc/self/ns/net; cat /etc/resolv.conf'
+	t_contains "containerd: in the sandbox's namespace" "$T_OUT" "net:[$(stat -L -c %i "/run/netns/$SBC")]"
+	t_contains "containerd: the gateway is its resolver" "$T_OUT" "nameserver $GW"
+	policy_checks ctr ctrr
+	t_eq "containerd: no container left" "" "$(ctr --address "$CTRD/containerd.sock" containers ls -q 2>&1)"
+	t_ok "containerd: sluice detach" sl detach "$SBC"
+	t_none "containerd: nothing left" $(left "$SBC" eth0 ip netns exec "$SBC" | tr ' ' _)
+	ip netns del "$SBC"
+fi
 
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_done
