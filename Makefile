@@ -59,6 +59,9 @@ LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
 # table (netns/nft.c), so no program links it.
 SLUICED_LIBS = $(shell pkg-config --libs libssl libcrypto yaml-0.1 libcares libmnl) -lpthread
 SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
+# sluice-oci-hook (cli/oci_hook.c): the CLI's libraries and jansson, its
+# JSON parser (the OCI state, its configuration); only it needs jansson.
+OCI_HOOK_LIBS = $(SLUICE_LIBS) $(shell pkg-config --libs jansson)
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
@@ -89,7 +92,7 @@ all: build
 deps:
 	$(Q)scripts/deps.sh build
 
-build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe
+build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-oci-hook
 
 # Without this a missing -dev package shows up as pkg-config noise followed
 # by a missing-header error deep in some file. Every object waits for it,
@@ -134,6 +137,11 @@ $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICE_LIBS)
+
+$(BIN)/sluice-oci-hook: $(BUILD)/obj/cli/oci_hook.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(OCI_HOOK_LIBS)
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.
@@ -284,7 +292,8 @@ format:
 
 install: all
 	install -d $(DESTDIR)$(bindir)
-	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
+	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-oci-hook \
+		$(DESTDIR)$(bindir)/
 
 clean:
 	rm -rf build bin

@@ -73,7 +73,7 @@ elements() {
 	j=$(nft_brk -j list set inet sluice sandbox_src 2>/dev/null) || { echo 0; return; }
 	jq '[.nftables[] | select(.set) | .set.elem // [] | length] | add // 0' <<<"$j"
 }
-brk_links() { ip -n "$WORLD_BRK" -o link show | grep -c ': sl-'; }
+brk_links() { ip -n "$WORLD_BRK" -o link show 2>/dev/null | grep -c ': sl-'; }
 status_reason() { t_status_reason <<<"$1"; }
 DNSQ="python3 $PWD/tests/world/dnsq.py"
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
@@ -253,16 +253,19 @@ touch "$ROOTFS/etc/resolv.conf"
 WT=$PWD/tests/world
 # crun (podman's runtime here) refuses a hybrid cgroup layout (cgroup2 at
 # /sys/fs/cgroup/unified): the runtimes run in a mount namespace of their
-# own without that mount, as test_runtimes.sh does for crun; the host's
-# mounts are untouched. A slave of the host's, not a private one: the
-# namespaces named in /run/netns after it is made must reach it (and the
-# OCI hook's name of one must reach the host: nsfs.c makes it there).
+# own without that mount, as test_runtimes.sh does for crun (made private
+# there first: the host's mounts are untouched). Not a private namespace
+# as a whole: podman's keeps the host's propagation (as podman run on the
+# host has it), so that a name the OCI hook gives a namespace in
+# /run/netns is the host's too; containerd's is a slave (see below).
 CG_HYBRID=0
 if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] &&
 	[ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
 	CG_HYBRID=1
 fi
-RT_PRE=(unshare --mount --propagation slave sh -c '[ "$0" = 0 ] || umount -l /sys/fs/cgroup/unified && exec "$@"' "$CG_HYBRID")
+CG_FIX='[ "$0" = 0 ] || { mount --make-rprivate /sys/fs/cgroup && umount -l /sys/fs/cgroup/unified; } || exit 125; '
+RT_PRE=(unshare --mount --propagation unchanged sh -c "$CG_FIX"'exec "$@"' "$CG_HYBRID")
+CTRD_PRE=(unshare --mount --propagation slave sh -c "$CG_FIX"'exec "$@"' "$CG_HYBRID")
 CTRD_PID=
 PMD=$D/podman
 runtime_cleanup() {
@@ -320,6 +323,84 @@ else
 	ip netns del "$SBP"
 fi
 
+if ! command -v podman >/dev/null; then
+	t_skip "sluice-oci-hook under podman" "podman not installed (scripts/deps.sh installs it)"
+else
+	# sluice-oci-hook from a --hooks-dir, selected by the annotation
+	# sluice.io/policy: podman makes the namespace (--network none), the
+	# hook wires it at createRuntime and unwires it at poststop. The
+	# container binds the hook's directory and finds its files by its own
+	# network namespace's inode.
+	OCI=$D/oci
+	mkdir -p "$OCI/hooks.d" "$OCI/policies" "$OCI/share"
+	cp "$D/pol.yaml" "$OCI/policies/web.yaml"
+	hook_conf() {	# FILE SOCKET
+		printf '{ "socket": "%s", "brokerNetns": "/run/netns/%s", "policyDir": "%s",\n  "dir": "%s" }\n' \
+			"$2" "$WORLD_BRK" "$OCI/policies" "$OCI/share" >"$1"
+	}
+	hook_conf "$OCI/hook.json" "$BROKER_SOCK"
+	hook_conf "$OCI/hook-nobroker.json" "$D/no-such.sock"
+	# deploy/oci/sluice.json, with this test's paths.
+	hooks_dir() {	# DIR CONFIG
+		mkdir -p "$1"
+		sed -e "s|/usr/local/bin/sluice-oci-hook|$BIN/sluice-oci-hook|" -e "s|/etc/sluice/oci-hook.json|$2|" \
+			deploy/oci/sluice.json >"$1/sluice.json"
+	}
+	hooks_dir "$OCI/hooks.d" "$OCI/hook.json"
+	hooks_dir "$OCI/hooks-nobroker.d" "$OCI/hook-nobroker.json"
+	t_ok "oci-hook: the example hooks.d file is JSON" jq -e '.hook.path and .stages' deploy/oci/sluice.json
+	# hk HOOKS-DIR [PODMAN-RUN-OPTIONS] -- CMD...: a container with the
+	# hook; what the hook said (crun's run.oci.hooks.stderr) on stderr.
+	hk() {
+		local hd=$1
+		shift
+		: >"$OCI/hook.err"
+		pm "${PM_RUN[@]}" --network none --hooks-dir "$hd" -v "$OCI/share:$OCI/share:ro" \
+			--annotation run.oci.hooks.stderr="$OCI/hook.err" "$@"
+		local rc=$?
+		cat "$OCI/hook.err" >&2
+		return $rc
+	}
+	# In the container: its files, found by its namespace's inode; then CMD.
+	INSIDE='d='$OCI'/share/net-$(stat -L -c %i /proc/self/ns/net); set -a; . "$d/env"; set +a; '
+	t_ok "oci-hook: the container runs, wired" hk "$OCI/hooks.d" --annotation sluice.io/policy=web \
+		--rootfs "$ROOTFS" sh -c "$INSIDE"'readlink "$d"; cat /etc/resolv.conf; ip -o -4 addr show eth0;
+			test -s "$SSL_CERT_FILE" && echo bundle; curl -sf -m 10 http://echo.world.test/hook;
+			curl -s -m 10 -o /dev/null -w "other=%{http_code}\n" http://other.world.test/'
+	OUT=$T_OUT
+	HOOKSB=$(head -n 1 <<<"$OUT")
+	t_ok "oci-hook: the sandbox is oci- and 24 characters of the id" bash -c "[[ '$HOOKSB' =~ ^oci-[0-9a-f]{24}$ ]]"
+	t_contains "oci-hook: its resolver is the gateway" "$OUT" "nameserver 10.200."
+	t_contains "oci-hook: its address is the pool's" "$OUT" "inet 10.200."
+	t_contains "oci-hook: the bundle came through the directory" "$OUT" "bundle"
+	t_contains "oci-hook: the allowed host is reached" "$OUT" '"path": "/hook"'
+	t_contains "oci-hook: another host is refused" "$OUT" "other=403"
+	t_not_contains "oci-hook: poststop detached it" "$(sl list)" "oci-"
+	t_eq "oci-hook: its files are gone" "" "$(ls -A "$OCI/share")"
+	t_rc "oci-hook: its name is gone" 1 test -e "/run/netns/$HOOKSB"
+	t_rc "oci-hook: its record is gone" 1 test -e "$STATE/$HOOKSB"
+
+	# Fail closed: the container does not start.
+	el0=$(elements)
+	t_fails "oci-hook: an unknown policy: the container does not start" hk "$OCI/hooks.d" \
+		--annotation sluice.io/policy=nope --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "unknown policy \`nope\`"
+	t_fails "oci-hook: a policy name with a /: refused" hk "$OCI/hooks.d" \
+		--annotation sluice.io/policy=../web --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "bad policy name"
+	t_fails "oci-hook: the broker down: the container does not start" hk "$OCI/hooks-nobroker.d" \
+		--annotation sluice.io/policy=web --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "cannot reach sluiced"
+	t_rc "oci-hook: none of them started" 1 test -e "$OCI/share/started"
+	t_eq "oci-hook: no set element left" "$el0" "$(elements)"
+	t_not_contains "oci-hook: no sandbox left" "$(sl list)" "oci-"
+	t_eq "oci-hook: no files left" "" "$(ls -A "$OCI/share" "$STATE" | grep oci-)"
+	t_ok "oci-hook: without the annotation, not run" hk "$OCI/hooks.d" --rootfs "$ROOTFS" \
+		sh -c 'ip -o link show | wc -l'
+	t_eq "oci-hook: without it, lo only" "1" "$T_OUT"
+	t_eq "oci-hook: no container left" "" "$(pm ps -aq 2>&1)"
+fi
+
 if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
 	t_skip "containerd" "not installed (scripts/deps.sh installs it)"
 else
@@ -334,7 +415,7 @@ else
 	[ -e /run/containerd ] || RUN_CTRD_MADE=1
 	printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "%s/containerd.sock"\n[ttrpc]\n  address = "%s/containerd.sock.ttrpc"\n' \
 		"$CTRD" "$CTRD" "$CTRD" "$CTRD" >"$CTRD/config.toml"
-	"${RT_PRE[@]}" sh -c 'mkdir -p /run/containerd && mount -t tmpfs -o mode=0711 sluice-test /run/containerd && exec "$@"' \
+	"${CTRD_PRE[@]}" sh -c 'mkdir -p /run/containerd && mount -t tmpfs -o mode=0711 sluice-test /run/containerd && exec "$@"' \
 		ctrd containerd --config "$CTRD/config.toml" >"$CTRD/log" 2>&1 </dev/null &
 	CTRD_PID=$!
 	for ((i = 0; i < 100; i++)); do
