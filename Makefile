@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # sluice: egress-brokering network and credential proxy.
 #
-#   make            build bin/sluiced, bin/sluice and bin/sluice-probe; nothing else
+#   make            build bin/sluiced, bin/sluice, bin/sluice-probe and
+#                   bin/sluice-oci-hook; nothing else
 #   make deps       install the missing Debian packages (root); the targets
 #                   below that run something call it first
 #   make check      unit tests, integration tests (test world) and a short fuzz run
@@ -98,8 +99,8 @@ build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-oci-hook
 # by a missing-header error deep in some file. Every object waits for it,
 # through $(BUILD)/cflags.
 need-libs:
-	$(Q)if ! pkg-config --exists $(PKGS) || [ ! -d $(LLHTTP_DIR) ]; then \
-		pkg-config --print-errors --exists $(PKGS) 2>&1 | grep -v '^$$' >&2; \
+	$(Q)if ! pkg-config --exists $(PKGS) jansson || [ ! -d $(LLHTTP_DIR) ]; then \
+		pkg-config --print-errors --exists $(PKGS) jansson 2>&1 | grep -v '^$$' >&2; \
 		[ -d $(LLHTTP_DIR) ] || echo "llhttp sources not found in $(LLHTTP_DIR)" >&2; \
 		echo "missing build dependencies: run \`make deps\` as root (Debian 12)," \
 			"or install them and set PKG_CONFIG_PATH/LLHTTP_DIR" >&2; \
