@@ -119,6 +119,17 @@ policy_checks() {
 	t_eq "$tag: no decoy was hit" "" "$(world_decoy_hits)"
 }
 
+# --- usage -------------------------------------------------------------------------
+t_rc "attach without --netns: usage" 2 sl attach "$NS1" --policy "$D/pol.yaml"
+t_contains "attach: the usage line" "$T_ERR" "usage: sluice attach NAME --netns PATH"
+t_rc "attach without --policy: usage" 2 sl attach "$NS1" --netns /run/netns/x
+t_rc "attach with a stray word: usage" 2 sl attach "$NS1" extra --netns /run/netns/x --policy "$D/pol.yaml"
+t_rc "detach without a name: usage" 2 sl detach
+t_rc "detach of nothing: exit 1" 1 sl detach "$P-anone"
+t_contains "detach of nothing: says so" "$T_ERR" "no such sandbox"
+t_rc "attach with a bad name" 1 sl attach "a/b" --netns /run/netns/x --policy "$D/pol.yaml"
+t_contains "attach with a bad name: says so" "$T_ERR" "bad sandbox name"
+
 # --- a namespace made with ip netns add, attached under its own name ----------
 t_ok "ip netns add" ip netns add "$NS1"
 IN1=(ip netns exec "$NS1")
