@@ -293,8 +293,7 @@ format:
 
 install: all
 	install -d $(DESTDIR)$(bindir)
-	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-oci-hook \
-		$(DESTDIR)$(bindir)/
+	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
 
 clean:
 	rm -rf build bin
