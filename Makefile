@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # sluice: egress-brokering network and credential proxy.
 #
-#   make            build bin/sluiced, bin/sluice and bin/sluice-probe; nothing else
+#   make            build bin/sluiced, bin/sluice, bin/sluice-probe,
+#                   bin/sluice-cni and bin/sluice-oci-hook; nothing else
 #   make deps       install the missing Debian packages (root); the targets
 #                   below that run something call it first
 #   make check      unit tests, integration tests (test world) and a short fuzz run
@@ -35,7 +36,6 @@ SAN ?=
 WERROR ?= 0
 
 PKGS := libssl libcrypto yaml-0.1 libcares libmnl libnftables
-PKGS += jansson
 LLHTTP_DIR ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
 
@@ -63,6 +63,10 @@ SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
 # sluice-cni: what sluice links, and jansson for the CNI JSON.
 CNI_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl jansson)
 CNI_OBJ := $(BUILD)/obj/cli/cni_conf.o $(BUILD)/obj/cli/cni_pod.o
+# sluice-oci-hook (cli/oci_hook.c): the CLI's libraries and jansson, its
+# JSON parser (the OCI state, its configuration); only it and sluice-cni
+# need jansson.
+OCI_HOOK_LIBS = $(SLUICE_LIBS) $(shell pkg-config --libs jansson)
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
@@ -93,14 +97,14 @@ all: build
 deps:
 	$(Q)scripts/deps.sh build
 
-build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni
+build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni $(BIN)/sluice-oci-hook
 
 # Without this a missing -dev package shows up as pkg-config noise followed
 # by a missing-header error deep in some file. Every object waits for it,
 # through $(BUILD)/cflags.
 need-libs:
-	$(Q)if ! pkg-config --exists $(PKGS) || [ ! -d $(LLHTTP_DIR) ]; then \
-		pkg-config --print-errors --exists $(PKGS) 2>&1 | grep -v '^$$' >&2; \
+	$(Q)if ! pkg-config --exists $(PKGS) jansson || [ ! -d $(LLHTTP_DIR) ]; then \
+		pkg-config --print-errors --exists $(PKGS) jansson 2>&1 | grep -v '^$$' >&2; \
 		[ -d $(LLHTTP_DIR) ] || echo "llhttp sources not found in $(LLHTTP_DIR)" >&2; \
 		echo "missing build dependencies: run \`make deps\` as root (Debian 12)," \
 			"or install them and set PKG_CONFIG_PATH/LLHTTP_DIR" >&2; \
@@ -145,6 +149,10 @@ $(BIN)/sluice-cni: $(BUILD)/obj/cli/cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CNI_LIBS)
+$(BIN)/sluice-oci-hook: $(BUILD)/obj/cli/oci_hook.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(OCI_HOOK_LIBS)
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.
@@ -158,11 +166,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libsluice.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
-# test_cni tests cli/cni_conf.c, which is not in libsluice.a.
+# test_cni tests cli/cni_conf.c and cni_pod.c, which are not in libsluice.a.
 $(BUILD)/tests/test_cni: $(BUILD)/obj/tests/unit/test_cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(shell pkg-config --libs jansson) -lcmocka
 
 # --- tests -----------------------------------------------------------------
 

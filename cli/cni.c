@@ -85,6 +85,7 @@ static int attach_code(int r)
 	case -EBADMSG:
 		return CNI_ERR_POLICY;
 	case -ENOENT:
+	case -EHOSTUNREACH: /* detach: removed here, the broker not told yet */
 	case -ECONNREFUSED:
 	case -EAGAIN:
 	case -EBUSY:

@@ -7,8 +7,7 @@ set -eu
 pkgs="gcc make pkg-config clang libclang-rt-14-dev libssl-dev openssl libyaml-dev
 libc-ares-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
-bubblewrap crun jq
-libjansson-dev podman"
+bubblewrap crun jq libjansson-dev podman containerd"
 if [ "${1:-build}" = bench ]; then
 	pkgs="$pkgs squid-openssl wrk nginx-light"
 fi

@@ -73,7 +73,7 @@ elements() {
 	j=$(nft_brk -j list set inet sluice sandbox_src 2>/dev/null) || { echo 0; return; }
 	jq '[.nftables[] | select(.set) | .set.elem // [] | length] | add // 0' <<<"$j"
 }
-brk_links() { ip -n "$WORLD_BRK" -o link show | grep -c ': sl-'; }
+brk_links() { ip -n "$WORLD_BRK" -o link show 2>/dev/null | grep -c ': sl-'; }
 status_reason() { t_status_reason <<<"$1"; }
 DNSQ="python3 $PWD/tests/world/dnsq.py"
 NOPROXY="env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy"
@@ -118,6 +118,17 @@ policy_checks() {
 	t_eq "$tag: 403 address-literal" "403 address-literal" "$(status_reason "$T_OUT")"
 	t_eq "$tag: no decoy was hit" "" "$(world_decoy_hits)"
 }
+
+# --- usage -------------------------------------------------------------------------
+t_rc "attach without --netns: usage" 2 sl attach "$NS1" --policy "$D/pol.yaml"
+t_contains "attach: the usage line" "$T_ERR" "usage: sluice attach NAME --netns PATH"
+t_rc "attach without --policy: usage" 2 sl attach "$NS1" --netns /run/netns/x
+t_rc "attach with a stray word: usage" 2 sl attach "$NS1" extra --netns /run/netns/x --policy "$D/pol.yaml"
+t_rc "detach without a name: usage" 2 sl detach
+t_rc "detach of nothing: exit 1" 1 sl detach "$P-anone"
+t_contains "detach of nothing: says so" "$T_ERR" "no such sandbox"
+t_rc "attach with a bad name" 1 sl attach "a/b" --netns /run/netns/x --policy "$D/pol.yaml"
+t_contains "attach with a bad name: says so" "$T_ERR" "bad sandbox name"
 
 # --- a namespace made with ip netns add, attached under its own name ----------
 t_ok "ip netns add" ip netns add "$NS1"
@@ -240,6 +251,214 @@ fails "$NSX" "the default route is taken" "default route" --netns "/run/netns/$N
 t_contains "the namespace's own route is untouched" "$(ip -n "$NSX" route show default)" "via 192.0.2.254 dev d0"
 
 # --- runtimes --------------------------------------------------------------------
+# Each gets an exploded root file system built from the host's binaries
+# (/usr bound read-only, the /bin, /lib ... symlinks of a merged /usr), the
+# test world's tools at their own path, and whatever of sluice's files the
+# way it joins needs. Their state lives under $D only.
+ROOTFS=$D/rootfs
+mkdir -p "$ROOTFS"/etc "$ROOTFS"/proc "$ROOTFS"/sys "$ROOTFS"/dev "$ROOTFS"/tmp "$ROOTFS"/run "$ROOTFS"/usr
+for d in bin sbin lib lib32 lib64; do
+	[ -L "/$d" ] && ln -sfn "$(readlink "/$d")" "$ROOTFS/$d"
+done
+touch "$ROOTFS/etc/resolv.conf"
+WT=$PWD/tests/world
+# crun (podman's runtime here) refuses a hybrid cgroup layout (cgroup2 at
+# /sys/fs/cgroup/unified): the runtimes run in a mount namespace of their
+# own without that mount, as test_runtimes.sh does for crun (made private
+# there first: the host's mounts are untouched). Not a private namespace
+# as a whole: podman's keeps the host's propagation (as podman run on the
+# host has it), so that a name the OCI hook gives a namespace in
+# /run/netns is the host's too; containerd's is a slave (see below).
+CG_HYBRID=0
+if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] &&
+	[ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+	CG_HYBRID=1
+fi
+CG_FIX='[ "$0" = 0 ] || { mount --make-rprivate /sys/fs/cgroup && umount -l /sys/fs/cgroup/unified; } || exit 125; '
+RT_PRE=(unshare --mount --propagation unchanged sh -c "$CG_FIX"'exec "$@"' "$CG_HYBRID")
+CTRD_PRE=(unshare --mount --propagation slave sh -c "$CG_FIX"'exec "$@"' "$CG_HYBRID")
+CTRD_PID=
+PMD=$D/podman
+runtime_cleanup() {
+	local i
+	[ -d "$PMD/graph" ] && timeout 30 pm rm -af >/dev/null 2>&1
+	if [ -n "$CTRD_PID" ]; then
+		kill -TERM "$CTRD_PID" 2>/dev/null
+		for ((i = 0; i < 50; i++)); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$CTRD_PID" 2>/dev/null
+		wait "$CTRD_PID" 2>/dev/null
+		[ -n "${RUN_CTRD_MADE:-}" ] && rmdir /run/containerd 2>/dev/null
+	fi
+}
+
+# Podman's own configuration and storage, under $D: nothing lands in
+# /var/lib/containers. Root here lacks CAP_SYS_RESOURCE: explicit ulimits.
+mkdir -p "$PMD"
+printf '[storage]\ndriver = "vfs"\nrunroot = "%s/run"\ngraphroot = "%s/graph"\n' "$PMD" "$PMD" >"$PMD/storage.conf"
+printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "none"\ntmp_dir = "%s/tmp"\nvolume_path = "%s/volumes"\nstatic_dir = "%s/libpod"\n[network]\nnetwork_config_dir = "%s/net"\n' \
+	"$PMD" "$PMD" "$PMD" "$PMD" >"$PMD/containers.conf"
+pm() {
+	CONTAINERS_CONF=$PMD/containers.conf CONTAINERS_STORAGE_CONF=$PMD/storage.conf \
+		"${RT_PRE[@]}" podman --root "$PMD/graph" --runroot "$PMD/run" "$@"
+}
+PM_RUN=(run --rm --cgroups=disabled --ulimit nofile=20000:20000 --ulimit nproc=32768:32768
+	-v /usr:/usr:ro -v "$WT:$WT:ro")
+
+if ! command -v podman >/dev/null; then
+	t_skip "podman" "not installed (scripts/deps.sh installs it)"
+else
+	# podman --network ns:/run/netns/NAME: it binds /etc/netns/NAME/resolv.conf
+	# itself; the CA bundle is bound in, `sluice env` is its --env-file.
+	SBP=$P-apm
+	t_ok "podman: ip netns add" ip netns add "$SBP"
+	t_ok "podman: sluice attach" sl attach "$SBP" --netns "/run/netns/$SBP" --policy "$D/pol.yaml"
+	read -r _ _ GW <<<"$T_OUT"
+	sl env "$SBP" >"$D/pm.env"
+	BUNDLE=$STATE/$SBP/ca-bundle.crt
+	pmr() { pm "${PM_RUN[@]}" --network "ns:/run/netns/$SBP" --env-file "$D/pm.env" \
+		-v "$BUNDLE:$BUNDLE:ro" -v "$BIN:$BIN:ro" --rootfs "$ROOTFS" "$@"; }
+	t_ok "podman: runs" pmr sh -c 'readlink /proc/self/ns/net; cat /etc/resolv.conf; test -s "$SSL_CERT_FILE" && echo bundle'
+	t_contains "podman: in the sandbox's namespace" "$T_OUT" "net:[$(stat -L -c %i "/run/netns/$SBP")]"
+	t_contains "podman: the gateway is its resolver" "$T_OUT" "nameserver $GW"
+	t_contains "podman: the bundle is where the environment says" "$T_OUT" "bundle"
+	policy_checks podman pmr
+	t_rc "podman: the probe passes" 0 pmr "$BIN/sluice-probe" --timeout 3 \
+		--expect-allow echo.world.test:80 --expect-deny other.world.test:80 \
+		--canary canary.world.test --resolver 11.0.1.53 --public-addr 11.0.2.10 \
+		--private-addr 10.0.0.5 --metadata-addr 169.254.169.254 --udp-addr 11.0.3.1 \
+		--udp-port 9999 --dns-name other.world.test \
+		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files
+	t_eq "podman: no container left" "" "$(pm ps -aq 2>&1)"
+	t_ok "podman: sluice detach" sl detach "$SBP"
+	t_none "podman: nothing left" $(left "$SBP" eth0 ip netns exec "$SBP" | tr ' ' _)
+	ip netns del "$SBP"
+fi
+
+if ! command -v podman >/dev/null; then
+	t_skip "sluice-oci-hook under podman" "podman not installed (scripts/deps.sh installs it)"
+else
+	# sluice-oci-hook from a --hooks-dir, selected by the annotation
+	# sluice.io/policy: podman makes the namespace (--network none), the
+	# hook wires it at createRuntime and unwires it at poststop. The
+	# container binds the hook's directory and finds its files by its own
+	# network namespace's inode.
+	OCI=$D/oci
+	mkdir -p "$OCI/hooks.d" "$OCI/policies" "$OCI/share"
+	cp "$D/pol.yaml" "$OCI/policies/web.yaml"
+	hook_conf() {	# FILE SOCKET
+		printf '{ "socket": "%s", "brokerNetns": "/run/netns/%s", "policyDir": "%s",\n  "dir": "%s" }\n' \
+			"$2" "$WORLD_BRK" "$OCI/policies" "$OCI/share" >"$1"
+	}
+	hook_conf "$OCI/hook.json" "$BROKER_SOCK"
+	hook_conf "$OCI/hook-nobroker.json" "$D/no-such.sock"
+	# deploy/oci/sluice.json, with this test's paths.
+	hooks_dir() {	# DIR CONFIG
+		mkdir -p "$1"
+		sed -e "s|/usr/local/bin/sluice-oci-hook|$BIN/sluice-oci-hook|" -e "s|/etc/sluice/oci-hook.json|$2|" \
+			deploy/oci/sluice.json >"$1/sluice.json"
+	}
+	hooks_dir "$OCI/hooks.d" "$OCI/hook.json"
+	hooks_dir "$OCI/hooks-nobroker.d" "$OCI/hook-nobroker.json"
+	t_ok "oci-hook: the example hooks.d file is JSON" jq -e '.hook.path and .stages' deploy/oci/sluice.json
+	# hk HOOKS-DIR [PODMAN-RUN-OPTIONS] -- CMD...: a container with the
+	# hook; what the hook said (crun's run.oci.hooks.stderr) on stderr.
+	hk() {
+		local hd=$1
+		shift
+		: >"$OCI/hook.err"
+		pm "${PM_RUN[@]}" --network none --hooks-dir "$hd" -v "$OCI/share:$OCI/share:ro" \
+			--annotation run.oci.hooks.stderr="$OCI/hook.err" "$@"
+		local rc=$?
+		cat "$OCI/hook.err" >&2
+		return $rc
+	}
+	# In the container: its files, found by its namespace's inode; then CMD.
+	INSIDE='d='$OCI'/share/net-$(stat -L -c %i /proc/self/ns/net); set -a; . "$d/env"; set +a; '
+	t_ok "oci-hook: the container runs, wired" hk "$OCI/hooks.d" --annotation sluice.io/policy=web \
+		--rootfs "$ROOTFS" sh -c "$INSIDE"'readlink "$d"; cat /etc/resolv.conf; ip -o -4 addr show eth0;
+			test -s "$SSL_CERT_FILE" && echo bundle; curl -sf -m 10 http://echo.world.test/hook;
+			curl -s -m 10 -o /dev/null -w "other=%{http_code}\n" http://other.world.test/'
+	OUT=$T_OUT
+	HOOKSB=$(head -n 1 <<<"$OUT")
+	t_ok "oci-hook: the sandbox is oci- and 24 characters of the id" bash -c "[[ '$HOOKSB' =~ ^oci-[0-9a-f]{24}$ ]]"
+	t_contains "oci-hook: its resolver is the gateway" "$OUT" "nameserver 10.200."
+	t_contains "oci-hook: its address is the pool's" "$OUT" "inet 10.200."
+	t_contains "oci-hook: the bundle came through the directory" "$OUT" "bundle"
+	t_contains "oci-hook: the allowed host is reached" "$OUT" '"path": "/hook"'
+	t_contains "oci-hook: another host is refused" "$OUT" "other=403"
+	t_not_contains "oci-hook: poststop detached it" "$(sl list)" "oci-"
+	t_eq "oci-hook: its files are gone" "" "$(ls -A "$OCI/share")"
+	t_rc "oci-hook: its name is gone" 1 test -e "/run/netns/$HOOKSB"
+	t_rc "oci-hook: its record is gone" 1 test -e "$STATE/$HOOKSB"
+
+	# Fail closed: the container does not start.
+	el0=$(elements)
+	t_fails "oci-hook: an unknown policy: the container does not start" hk "$OCI/hooks.d" \
+		--annotation sluice.io/policy=nope --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "unknown policy \`nope\`"
+	t_fails "oci-hook: a policy name with a /: refused" hk "$OCI/hooks.d" \
+		--annotation sluice.io/policy=../web --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "bad policy name"
+	t_fails "oci-hook: the broker down: the container does not start" hk "$OCI/hooks-nobroker.d" \
+		--annotation sluice.io/policy=web --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "cannot reach sluiced"
+	t_rc "oci-hook: none of them started" 1 test -e "$OCI/share/started"
+	t_eq "oci-hook: no set element left" "$el0" "$(elements)"
+	t_not_contains "oci-hook: no sandbox left" "$(sl list)" "oci-"
+	t_eq "oci-hook: no files left" "" "$(ls -A "$OCI/share" "$STATE" | grep oci-)"
+	t_ok "oci-hook: without the annotation, not run" hk "$OCI/hooks.d" --rootfs "$ROOTFS" \
+		sh -c 'ip -o link show | wc -l'
+	t_eq "oci-hook: without it, lo only" "1" "$T_OUT"
+	t_eq "oci-hook: no container left" "" "$(pm ps -aq 2>&1)"
+fi
+
+if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
+	t_skip "containerd" "not installed (scripts/deps.sh installs it)"
+else
+	# containerd of its own (root, state, socket under $D; no CRI), stopped
+	# by its PID. Its shims put their sockets in /run/containerd/s whatever
+	# the configuration says: a tmpfs there in its own mount namespace
+	# keeps them off the host (an empty /run/containerd it had to make is
+	# removed after). runc's state and ctr's fifos are under $D too. ctr
+	# does not bind resolv.conf: the test does.
+	CTRD=$D/containerd
+	mkdir -p "$CTRD/runc" "$CTRD/fifo"
+	[ -e /run/containerd ] || RUN_CTRD_MADE=1
+	printf 'version = 2\nroot = "%s/root"\nstate = "%s/state"\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "%s/containerd.sock"\n[ttrpc]\n  address = "%s/containerd.sock.ttrpc"\n' \
+		"$CTRD" "$CTRD" "$CTRD" "$CTRD" >"$CTRD/config.toml"
+	"${CTRD_PRE[@]}" sh -c 'mkdir -p /run/containerd && mount -t tmpfs -o mode=0711 sluice-test /run/containerd && exec "$@"' \
+		ctrd containerd --config "$CTRD/config.toml" >"$CTRD/log" 2>&1 </dev/null &
+	CTRD_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		ctr --address "$CTRD/containerd.sock" version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	t_ok "containerd: answers" ctr --address "$CTRD/containerd.sock" version
+	SBC=$P-act
+	t_ok "containerd: ip netns add" ip netns add "$SBC"
+	t_ok "containerd: sluice attach" sl attach "$SBC" --netns "/run/netns/$SBC" --policy "$D/pol.yaml"
+	read -r _ _ GW <<<"$T_OUT"
+	CTR_ENV=()
+	while IFS= read -r l; do [ -n "$l" ] && CTR_ENV+=(--env "$l"); done < <(sl env "$SBC")
+	BUNDLE=$STATE/$SBC/ca-bundle.crt
+	rbind() { echo "type=bind,src=$1,dst=$2,options=rbind:ro"; }
+	ctrr() {
+		ctr --address "$CTRD/containerd.sock" run --rm --fifo-dir "$CTRD/fifo" --runc-root "$CTRD/runc" \
+			--rootfs --with-ns "network:/run/netns/$SBC" \
+			--mount "$(rbind /usr /usr)" --mount "$(rbind "$WT" "$WT")" \
+			--mount "$(rbind "/etc/netns/$SBC/resolv.conf" /etc/resolv.conf)" \
+			--mount "$(rbind "$BUNDLE" "$BUNDLE")" --env PATH=/usr/bin:/bin "${CTR_ENV[@]}" \
+			"$ROOTFS" "$P-ctr-$BASHPID-$RANDOM" "$@"
+	}
+	t_ok "containerd: runs" ctrr sh -c 'readlink /proc/self/ns/net; cat /etc/resolv.conf'
+	t_contains "containerd: in the sandbox's namespace" "$T_OUT" "net:[$(stat -L -c %i "/run/netns/$SBC")]"
+	t_contains "containerd: the gateway is its resolver" "$T_OUT" "nameserver $GW"
+	policy_checks ctr ctrr
+	t_eq "containerd: no container left" "" "$(ctr --address "$CTRD/containerd.sock" containers ls -q 2>&1)"
+	t_ok "containerd: sluice detach" sl detach "$SBC"
+	t_none "containerd: nothing left" $(left "$SBC" eth0 ip netns exec "$SBC" | tr ' ' _)
+	ip netns del "$SBC"
+fi
 
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_done
