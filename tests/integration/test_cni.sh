@@ -103,10 +103,12 @@ cni() {
 with_prev() { jq --argjson r "$2" '. + {prevResult: $r}' "$1" >"$3"; }
 # code: the CNI error code in T_OUT.
 code() { jq -r .code <<<"$T_OUT" 2>/dev/null; }
-# leftovers ID NETNS: what is left of the sandbox of container ID: each
-# thing on its own line (nothing: nothing is left).
+# leftovers ID NETNS ADDRS: what is left of the sandbox of container ID
+# (its registration, files and names; interfaces in NETNS; for each of its
+# addresses ADDRS, the broker's link, "sl-" and the address in hex, and
+# the set element): each thing on its own line (nothing: nothing is left).
 leftovers() {
-	local sb=cni-${1:0:24} a
+	local sb=cni-${1:0:24} a hex
 	sl list 2>/dev/null | awk -v n="$sb" '$1 == n { print "registered: " $0 }'
 	[ -e "/run/sluice-sandboxes/$sb" ] && echo "/run/sluice-sandboxes/$sb"
 	[ -e "/etc/netns/$sb" ] && echo "/etc/netns/$sb"
@@ -115,7 +117,9 @@ leftovers() {
 		ip -n "$(basename "$2")" -o link show 2>/dev/null | awk -F': ' '$2 != "lo" { print "in the namespace: " $2 }'
 	fi
 	for a in $3; do
-		brk_exec ip -o -4 addr show 2>/dev/null | grep -F " ${a%.*}." | awk '{ print "broker link: " $2 " " $4 }'
+		# shellcheck disable=SC2086 # the address's four numbers
+		hex=$(printf '%02x' ${a//./ })
+		brk_exec ip -o link show "sl-$hex" 2>/dev/null | awk -F': ' '{ print "broker link: " $2 }'
 		brk_exec nft list set inet sluice sandbox_src 2>/dev/null | grep -F "$a" | sed 's/^/set element: /'
 	done
 	return 0
@@ -439,6 +443,9 @@ else
 	t_ok "podman run -d, network sluice" pm run -d "${PM_RUN[@]}" sleep 300
 	CID=$(tail -n 1 <<<"$T_OUT")
 	PSB=cni-${CID:0:24}
+	t_ok "podman: the namespace it made" pm inspect --format '{{.NetworkSettings.SandboxKey}}' "$CID"
+	PNS=$T_OUT
+	t_contains "podman: under /run/netns" "$PNS" "/run/netns/netns-"
 	t_contains "podman: its sandbox is registered" "$(sl list)" "$PSB"
 	pmx() { pm exec "$CID" "$@"; }
 	t_ok "podman: the default route" pmx ip route show default
@@ -469,14 +476,13 @@ else
 	t_ok "podman rm -f (DEL)" pm rm -f "$CID"
 	t_eq "podman: no container left" "" "$(pm ps -aq 2>&1)"
 	t_eq "podman: nothing of the sandbox is left" "" "$(leftovers "$CID" "" "$PADDR")"
+	t_ok "podman: its namespace is gone" test ! -e "$PNS"
 	t_ok "podman run --rm: ADD and DEL around one command" pm run --rm "${PM_RUN[@]}" curl -sf -m 10 http://echo.world.test/cni/podman-rm
 	t_contains "podman run --rm: reached the echo server" "$T_OUT" '"path": "/cni/podman-rm"'
 	t_eq "podman run --rm: no sandbox left" "" "$(sl list | awk '$1 ~ /^cni-/')"
 	t_eq "podman: no CNI sandbox's files, no name in /run/netns" "" \
-		"$(ls /run/sluice-sandboxes /run/netns /etc/netns 2>/dev/null | grep '^cni-')"
-	t_eq "podman: no cached result left" "" "$(ls /var/lib/cni/results 2>/dev/null | grep -F -- "$PM_NET-")"
-	t_eq "podman: its network namespaces are gone" "" "$(ls /run/netns | grep '^netns-' | while read -r n; do
-		grep -lF "/run/netns/$n" "$PMD"/run/*/*/*.json 2>/dev/null; done)"
+		"$(find /run/sluice-sandboxes /run/netns /etc/netns -maxdepth 1 -name 'cni-*' 2>/dev/null)"
+	t_eq "podman: no cached result left" "" "$(find /var/lib/cni/results -name "$PM_NET-*" 2>/dev/null)"
 fi
 
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
