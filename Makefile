@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # sluice: egress-brokering network and credential proxy.
 #
-#   make            build bin/sluiced, bin/sluice and bin/sluice-probe; nothing else
+#   make            build bin/sluiced, bin/sluice, bin/sluice-probe,
+#                   bin/sluice-cni and bin/sluice-oci-hook; nothing else
 #   make deps       install the missing Debian packages (root); the targets
 #                   below that run something call it first
 #   make check      unit tests, integration tests (test world) and a short fuzz run
@@ -78,6 +79,13 @@ LIBS = $(shell pkg-config --libs $(PKGS)) -lpthread
 # table (netns/nft.c), so no program links it.
 SLUICED_LIBS = $(shell pkg-config --libs libssl libcrypto yaml-0.1 libcares libmnl) -lpthread
 SLUICE_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl)
+# sluice-cni: what sluice links, and jansson for the CNI JSON.
+CNI_LIBS = $(shell pkg-config --libs yaml-0.1 libmnl jansson)
+CNI_OBJ := $(BUILD)/obj/cli/cni_conf.o $(BUILD)/obj/cli/cni_pod.o
+# sluice-oci-hook (cli/oci_hook.c): the CLI's libraries and jansson, its
+# JSON parser (the OCI state, its configuration); only it and sluice-cni
+# need jansson.
+OCI_HOOK_LIBS = $(SLUICE_LIBS) $(shell pkg-config --libs jansson)
 
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
@@ -110,14 +118,14 @@ all: build
 deps:
 	$(Q)scripts/deps.sh build
 
-build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe
+build: $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni $(BIN)/sluice-oci-hook
 
 # Without this a missing -dev package shows up as pkg-config noise followed
 # by a missing-header error deep in some file. Every object waits for it,
 # through $(BUILD)/cflags.
 need-libs:
-	$(Q)if ! pkg-config --exists $(PKGS) || [ ! -d $(LLHTTP_DIR) ]; then \
-		pkg-config --print-errors --exists $(PKGS) 2>&1 | grep -v '^$$' >&2; \
+	$(Q)if ! pkg-config --exists $(PKGS) jansson || [ ! -d $(LLHTTP_DIR) ]; then \
+		pkg-config --print-errors --exists $(PKGS) jansson 2>&1 | grep -v '^$$' >&2; \
 		[ -d $(LLHTTP_DIR) ] || echo "llhttp sources not found in $(LLHTTP_DIR)" >&2; \
 		echo "missing build dependencies: run \`make deps\` as root (Debian 12)," \
 			"or install them and set PKG_CONFIG_PATH/LLHTTP_DIR" >&2; \
@@ -166,6 +174,17 @@ $(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICE_LIBS)
 
+# The CNI objects come before libsluice.a: their jansson calls must not be
+# resolved from it (cli/cni_conf.c says why).
+$(BIN)/sluice-cni: $(BUILD)/obj/cli/cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CNI_LIBS)
+$(BIN)/sluice-oci-hook: $(BUILD)/obj/cli/oci_hook.o $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(OCI_HOOK_LIBS)
+
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.
 $(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ) $(BUILD)/obj/common/version.o
@@ -177,6 +196,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
+# test_cni tests cli/cni_conf.c and cni_pod.c, which are not in libsluice.a.
+$(BUILD)/tests/test_cni: $(BUILD)/obj/tests/unit/test_cni.o $(CNI_OBJ) $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(shell pkg-config --libs jansson) -lcmocka
 
 # --- tests -----------------------------------------------------------------
 
@@ -300,7 +325,7 @@ $(TIDY_RUNS): tidy/%:
 	$(Q)clang-tidy --quiet $* -- $(PROJ_CFLAGS)
 
 # Every C file of the project; llhttp's are Debian's and not ours to format.
-FORMAT_SRC ?= $(sort $(wildcard common/*.[ch] policy/*.[ch] dnsfilter/*.[ch] broker/*.[ch] \
+FORMAT_SRC ?= $(sort $(wildcard cli/*.[ch] common/*.[ch] policy/*.[ch] dnsfilter/*.[ch] broker/*.[ch] \
 	broker/*/*.[ch] netns/*.[ch] probe/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch] \
 	tests/bench/*.[ch] tests/world/*.[ch]))
 CLANG_FORMAT ?= clang-format

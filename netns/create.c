@@ -21,11 +21,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +60,12 @@ struct build {
 	bool keep_mark;	       /* what an interrupted create left is still there */
 	bool registered, state_dir, netns, etc_dir, link, element;
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
+	/* attach: the runtime's namespace, and what was in it before sluice
+	 * changed it (rollback() puts that back): disable_ipv6 of all,
+	 * default and lo ('0', '1'; 0 where there was none), lo's state. */
+	const char *nspath;
+	bool v6_set, lo_set, lo_was_up;
+	char v6_old[3];
 };
 
 static int parse_port_line(const char *v, uint16_t *out)
@@ -357,6 +369,8 @@ static bool clear_retired_link(struct netns_rtnl *r, const char *name, unsigned 
 	return k == 0 || k == -ENODEV;
 }
 
+static const char *const v6_links[] = { "all", "default", "lo" };
+
 /* Run inside the new namespace, before it has a link other than lo: IPv6
  * off for all, and by default for the links to come (eth0 is made with
  * it off, so it never gets an IPv6 address), written through a procfs of
@@ -364,15 +378,97 @@ static bool clear_retired_link(struct netns_rtnl *r, const char *name, unsigned 
  * the sandbox's rtnetlink socket, which stays there. */
 static int sandbox_inside(void *arg)
 {
-	static const char *const v6[] = { "all", "default", "lo" };
 	struct build *b = arg;
 	int e = 0;
 	size_t i;
 
 	b->proc = netns_procfs_private();
-	for (i = 0; i < sizeof(v6) / sizeof(v6[0]) && e == 0; i++)
-		e = ipv6_off(b->proc, v6[i]);
+	for (i = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
+		e = ipv6_off(b->proc, v6_links[i]);
 	return e < 0 ? e : netns_rtnl_open(&b->in);
+}
+
+/* disable_ipv6 of @dev in the calling thread's namespace: '0', '1', or 0
+ * when it has none (no IPv6), through @proc as ipv6_off(). */
+static char ipv6_get(int proc, const char *dev)
+{
+	char path[128], c = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/conf/%s/disable_ipv6",
+		 proc >= 0 ? "sys/net/ipv6" : "/proc/sys/net/ipv6", dev);
+	fd = openat(proc >= 0 ? proc : AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1 || (c != '0' && c != '1'))
+		c = 0;
+	close(fd);
+	return c;
+}
+
+/*
+ * attach: sandbox_inside() for a namespace a runtime made, run inside it.
+ * It may hold anything: @ifname must not be there yet (checked before
+ * anything is changed), and what is changed (IPv6, lo) is noted first, so
+ * that rollback() can put it back. Return: 0, -EEXIST for a taken
+ * @ifname, or another negative errno.
+ */
+static int attach_inside(void *arg)
+{
+	struct build *b = arg;
+	int e, flags;
+	size_t i;
+
+	b->proc = netns_procfs_private();
+	e = netns_rtnl_open(&b->in);
+	if (e < 0)
+		return e;
+	e = netns_link_index(&b->in, b->sb.ifname);
+	if (e != -ENODEV)
+		return e > 0 ? -EEXIST : e;
+	flags = netns_link_flags(&b->in, "lo");
+	b->lo_was_up = flags > 0 && (flags & IFF_UP);
+	for (i = 0; i < sizeof(v6_links) / sizeof(v6_links[0]); i++)
+		b->v6_old[i] = ipv6_get(b->proc, v6_links[i]);
+	b->v6_set = true;
+	for (i = 0, e = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
+		e = ipv6_off(b->proc, v6_links[i]);
+	return e;
+}
+
+/* Puts back what attach_inside() and wire() changed in a runtime's
+ * namespace, after the veth (and with it the address and the route) is
+ * gone. */
+static void attach_restore(struct build *b)
+{
+	struct netns_rtnl_batch batch;
+	size_t i;
+	int saved, k;
+
+	if (b->lo_set && !b->lo_was_up && b->in.nl) {
+		netns_rtnl_batch_init(&batch);
+		netns_link_down(&batch, 1);
+		k = netns_rtnl_batch_send(&b->in, &batch, NULL);
+		if (k < 0)
+			fprintf(stderr, "sluice: undo: cannot set lo down again: %s\n", strerror(-k));
+	}
+	if (!b->v6_set || b->nsfd < 0 || netns_ns_enter(b->nsfd, &saved) < 0)
+		return;
+	/* Newest first: lo, then default, then all. */
+	for (i = sizeof(v6_links) / sizeof(v6_links[0]); i-- > 0;) {
+		const char v[2] = { b->v6_old[i], '\0' };
+		char path[128];
+
+		if (!v[0] || v[0] == '1')
+			continue;
+		snprintf(path, sizeof(path), "%s/conf/%s/disable_ipv6",
+			 b->proc >= 0 ? "sys/net/ipv6" : "/proc/sys/net/ipv6", v6_links[i]);
+		k = netns_sysctl_write(b->proc >= 0 ? b->proc : AT_FDCWD, path, v);
+		if (k < 0)
+			fprintf(stderr, "sluice: undo: cannot turn IPv6 on again (%s): %s\n",
+				v6_links[i], strerror(-k));
+	}
+	netns_ns_leave(saved);
 }
 
 /*
@@ -384,8 +480,8 @@ static int sandbox_inside(void *arg)
  */
 static int wire(struct build *b, char *err, size_t errlen)
 {
-	static const char *const in_steps[] = { "set lo up", "address " NETNS_SANDBOX_IF,
-						"set " NETNS_SANDBOX_IF " up",
+	static const char *const in_steps[] = { "set lo up", "address the sandbox's interface",
+						"set the sandbox's interface up",
 						"add the default route" };
 	struct netns_rtnl_batch batch;
 	const char *step = "open rtnetlink";
@@ -398,9 +494,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 	e = netns_rtnl_open(&b->out);
 	if (e == 0) {
 		step = "create the veth pair";
-		e = netns_veth_add(&b->out, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
+		e = netns_veth_add(&b->out, b->sb.link, b->sb.ifname, b->nsfd);
 		if (e == -EEXIST && clear_retired_link(&b->out, b->sb.link, LINK_GONE_MS))
-			e = netns_veth_add(&b->out, b->sb.link, NETNS_SANDBOX_IF, b->nsfd);
+			e = netns_veth_add(&b->out, b->sb.link, b->sb.ifname, b->nsfd);
 		b->link = e == 0;
 	}
 	if (e == 0) {
@@ -427,9 +523,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 			 strerror(-e));
 		return e;
 	}
-	eth0 = netns_link_index(&b->in, NETNS_SANDBOX_IF);
+	eth0 = netns_link_index(&b->in, b->sb.ifname);
 	if (eth0 < 0) {
-		snprintf(err, errlen, "cannot find " NETNS_SANDBOX_IF " in the sandbox: %s",
+		snprintf(err, errlen, "cannot find `%s` in the sandbox: %s", b->sb.ifname,
 			 strerror(-eth0));
 		return eth0;
 	}
@@ -438,6 +534,7 @@ static int wire(struct build *b, char *err, size_t errlen)
 	netns_addr4_add(&batch, eth0, b->sb.addr, 30);
 	netns_link_up(&batch, eth0);
 	netns_route4_default(&batch, eth0, b->sb.gw);
+	b->lo_set = true;
 	e = netns_rtnl_batch_send(&b->in, &batch, &failed);
 	if (e < 0) {
 		snprintf(err, errlen, "cannot %s in the sandbox: %s",
@@ -445,6 +542,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 			 strerror(-e));
 		return e;
 	}
+	/* For CNI results and `sluice attach --json`; not worth a failure. */
+	netns_link_mac(&b->out, b->sb.link, b->sb.host_mac);
+	netns_link_mac(&b->in, b->sb.ifname, b->sb.mac);
 	return 0;
 }
 
@@ -475,6 +575,8 @@ static void rollback(struct build *b)
 			fprintf(stderr, "sluice: undo: cannot delete link `%s`: %s\n", b->sb.link,
 				strerror(-k));
 	}
+	if (b->nspath)
+		attach_restore(b);
 	netns_rtnl_close(&b->out);
 	netns_rtnl_close(&b->in);
 	if (b->proc >= 0)
@@ -606,19 +708,20 @@ static void create_end(struct build *b)
 	b->lock = -1;
 }
 
-/* See netns_sandbox_create(); @linger: the process exits next (see
- * netns_linger()). */
-static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
-		  char *err, size_t errlen);
+/* See netns_sandbox_create() and netns_sandbox_attach() (@nspath not
+ * NULL); @linger: the process exits next (see netns_linger()). */
+static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
+		  struct netns_sandbox *out, bool linger, char *err, size_t errlen);
 
 /* create() under umask 022. */
-static int create_umask(const char *name, const char *policy, struct netns_sandbox *out,
-			bool linger, char *err, size_t errlen)
+static int create_umask(const char *name, const char *policy, const char *nspath,
+			const char *ifname, struct netns_sandbox *out, bool linger, char *err,
+			size_t errlen)
 {
 	/* What sluice writes is readable by every user of the sandbox (the
 	 * resolv.conf, the CA bundle), whatever the caller's umask. */
 	mode_t old = umask(022);
-	int r = create(name, policy, out, linger, err, errlen);
+	int r = create(name, policy, nspath, ifname, out, linger, err, errlen);
 
 	umask(old);
 	return r;
@@ -641,15 +744,100 @@ static int create_umask(const char *name, const char *policy, struct netns_sandb
 int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
 			 char *err, size_t errlen)
 {
-	return create_umask(name, policy, out, false, err, errlen);
+	return create_umask(name, policy, NULL, NULL, out, false, err, errlen);
 }
 
-static int create(const char *name, const char *policy, struct netns_sandbox *out, bool linger,
-		  char *err, size_t errlen)
+/**
+ * netns_sandbox_attach() - wire a network namespace a runtime made (see
+ * netns.h), as netns_sandbox_create() does without making it
+ * @name:   the sandbox name
+ * @nspath: the namespace: /run/netns/X, /proc/PID/ns/net, any nsfs file
+ * @ifname: the sandbox's interface in it; NULL: NETNS_SANDBOX_IF
+ * @policy: the policy file
+ * @out:    on success, the sandbox; may be NULL
+ * @err:    on failure, the message
+ * @errlen: its size
+ *
+ * /run/netns/@name: when it is free, sluice names the namespace there
+ * (a bind mount, so that `sluice exec`, `sluice env` and `ip netns exec`
+ * work on the sandbox) and detach unmounts it; when it is @nspath's own
+ * name already, it is left to its owner. Neither the namespace sluice runs
+ * in (the broker's) nor PID 1's is accepted. The caller should block
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
+ *
+ * Return: 0; -EBADMSG for an invalid policy; another negative errno after
+ * undoing every step taken (what was changed in the namespace included).
+ */
+int netns_sandbox_attach(const char *name, const char *nspath, const char *ifname,
+			 const char *policy, struct netns_sandbox *out, char *err, size_t errlen)
+{
+	return create_umask(name, policy, nspath, ifname ? ifname : NETNS_SANDBOX_IF, out, false,
+			    err, errlen);
+}
+
+/* Opens the namespace @b is to attach, checked (a network namespace, not
+ * the broker's, not PID 1's), without changing anything; decides whether
+ * /run/netns/NAME is to be sluice's name of it. Return: 0 or a negative
+ * errno, with @err. */
+static int attach_open(struct build *b, char *err, size_t errlen)
+{
+	struct stat st, other;
+	struct statfs sfs;
+	char named[512];
+	int r;
+
+	b->nsfd = open(b->nspath, O_RDONLY | O_CLOEXEC);
+	if (b->nsfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open network namespace `%s`: %s", b->nspath,
+			 strerror(-r));
+		return r;
+	}
+	if (fstatfs(b->nsfd, &sfs) < 0 || sfs.f_type != NSFS_MAGIC ||
+	    ioctl(b->nsfd, NS_GET_NSTYPE) != CLONE_NEWNET || fstat(b->nsfd, &st) < 0) {
+		snprintf(err, errlen, "`%s` is not a network namespace", b->nspath);
+		return -EINVAL;
+	}
+	if (st.st_dev == b->sb.broker_ns_dev && st.st_ino == b->sb.broker_ns_ino) {
+		snprintf(err, errlen, "`%s` is the broker's own network namespace", b->nspath);
+		return -EINVAL;
+	}
+	/* The host's: its routes and sysctls are nobody's sandbox. */
+	if (stat("/proc/1/ns/net", &other) == 0 && st.st_dev == other.st_dev &&
+	    st.st_ino == other.st_ino) {
+		snprintf(err, errlen, "`%s` is the host's network namespace (PID 1's)", b->nspath);
+		return -EINVAL;
+	}
+	netns_path(named, sizeof(named), NETNS_RUN_DIR, b->sb.name, NULL);
+	if (stat(named, &other) < 0) {
+		b->sb.ns_named = true; /* free: sluice names it */
+		return 0;
+	}
+	if (other.st_dev != st.st_dev || other.st_ino != st.st_ino) {
+		snprintf(err, errlen, "`%s` exists and is another namespace: the name is taken",
+			 named);
+		return -EEXIST;
+	}
+	b->sb.ns_named = false; /* its owner's name */
+	return 0;
+}
+
+static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
+		  struct netns_sandbox *out, bool linger, char *err, size_t errlen)
 {
 	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1, .lock = -1 };
 	char abs[PATH_MAX], path[512];
 	int r;
+
+	b.nspath = nspath;
+	b.sb.attached = nspath != NULL;
+	b.sb.ns_named = true;
+	snprintf(b.sb.ifname, sizeof(b.sb.ifname), "%s", ifname ? ifname : NETNS_SANDBOX_IF);
+	if (ifname && !netns_ifname_ok(ifname)) {
+		snprintf(err, errlen, "bad interface name `%s` (1-15 characters, no `/`, `:` or spaces)",
+			 ifname);
+		return -EINVAL;
+	}
 
 	if (!netns_name_ok(name)) {
 		snprintf(err, errlen,
@@ -676,7 +864,22 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	/* Cheap checks first, so that the common mistake costs no registration;
 	 * the steps below check again, race-free (O_EXCL, mkdir). */
 	netns_path(path, sizeof(path), NETNS_RUN_DIR, name, NULL);
-	if (access(path, F_OK) == 0) {
+	if (nspath) {
+		r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
+		if (r == 0)
+			r = attach_open(&b, err, errlen);
+		else
+			snprintf(err, errlen, "cannot identify this network namespace: %s",
+				 strerror(-r));
+		if (r < 0)
+			goto fail;
+		netns_path(path, sizeof(path), NETNS_STATE_DIR, name, NULL);
+		if (access(path, F_OK) == 0) {
+			snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
+			r = -EEXIST;
+			goto fail;
+		}
+	} else if (access(path, F_OK) == 0) {
 		snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
 		r = -EEXIST;
 		goto fail;
@@ -719,12 +922,28 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 		r = -EBADMSG;
 		goto fail;
 	}
-	r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot make the sandbox's network namespace: %s",
-			 strerror(-r));
-		goto fail;
+	if (nspath) {
+		int saved;
+
+		r = netns_ns_enter(b.nsfd, &saved);
+		if (r == 0) {
+			r = attach_inside(&b);
+			netns_ns_leave(saved);
+		}
+		if (r == -EEXIST)
+			snprintf(err, errlen, "`%s` exists in the network namespace `%s`",
+				 b.sb.ifname, nspath);
+		else if (r < 0)
+			snprintf(err, errlen, "cannot prepare the network namespace `%s`: %s",
+				 nspath, strerror(-r));
+	} else {
+		r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
+		if (r < 0)
+			snprintf(err, errlen, "cannot make the sandbox's network namespace: %s",
+				 strerror(-r));
 	}
+	if (r < 0)
+		goto fail;
 	r = config_answer(b.cfg_fd, &b.sb.ports, err, errlen);
 	b.cfg_fd = -1;
 	if (r < 0)
@@ -739,13 +958,13 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	r = make_state_dir(&b, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = netns_ns_name(name, b.nsfd);
+	r = b.sb.ns_named ? netns_ns_name(name, b.nsfd) : 0;
 	if (r < 0) {
 		snprintf(err, errlen, "cannot create %s/%s: %s", NETNS_RUN_DIR, name,
 			 r == -EEXIST ? "it exists" : strerror(-r));
 		goto fail;
 	}
-	b.netns = true;
+	b.netns = b.sb.ns_named;
 	r = make_etc_dir(&b, err, errlen);
 	if (r < 0)
 		goto fail;
@@ -757,7 +976,7 @@ static int create(const char *name, const char *policy, struct netns_sandbox *ou
 	if (r < 0)
 		goto fail;
 	b.element = true;
-	if (netns_link_wait_running(&b.out, b.sb.link, &b.in, NETNS_SANDBOX_IF, LINK_WAIT_MS) < 0)
+	if (netns_link_wait_running(&b.out, b.sb.link, &b.in, b.sb.ifname, LINK_WAIT_MS) < 0)
 		log_warn("netns: the wire of `%s` is not running yet", b.sb.name);
 	netns_rtnl_close(&b.out);
 	netns_rtnl_close(&b.in);
@@ -815,7 +1034,7 @@ int cmd_create(int argc, char **argv)
 	if (!name || !policy)
 		goto usage;
 	netns_hold_signals(&old);
-	r = create_umask(name, policy, &sb, true, err, sizeof(err));
+	r = create_umask(name, policy, NULL, NULL, &sb, true, err, sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
 		if (r == -EBADMSG)

@@ -105,9 +105,9 @@ static enum broker_answer unregister_answer(int fd, const char *name, char *msg,
 	return BROKER_UNREACHABLE;
 }
 
-/* Does the sandbox still have its wire (eth0, whose peer is in the broker's
- * namespace)? A veth goes when either namespace does. */
-static bool wire_present(const char *name)
+/* Does the sandbox still have its wire (@ifname, whose peer is in the
+ * broker's namespace)? A veth goes when either namespace does. */
+static bool wire_present(const char *name, const char *ifname)
 {
 	int fd = netns_ns_open(name), saved;
 	bool there = false;
@@ -115,7 +115,7 @@ static bool wire_present(const char *name)
 	if (fd < 0)
 		return false;
 	if (netns_ns_enter(fd, &saved) == 0) {
-		there = if_nametoindex(NETNS_SANDBOX_IF) != 0;
+		there = if_nametoindex(ifname) != 0;
 		netns_ns_leave(saved);
 	}
 	close(fd);
@@ -139,12 +139,12 @@ static int broker_ns_alive(const char *name, const struct netns_sandbox *sb)
 {
 	int r;
 
-	if (!wire_present(name))
+	if (!wire_present(name, sb->ifname))
 		return 0;
 	r = netns_ns_in_use(sb->broker_ns_dev, sb->broker_ns_ino);
 	if (r <= 0)
 		return r;
-	return wire_present(name) ? 1 : 0;
+	return wire_present(name, sb->ifname) ? 1 : 0;
 }
 
 /* Keeps the first failure and its message; the later steps still run. */
@@ -184,6 +184,12 @@ static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int
 	}
 }
 
+/* What of an owned sandbox's namespace goes with it. */
+struct keep {
+	bool unname; /* /run/netns/NAME is sluice's name of it: unmount */
+	bool sync;   /* the veth is gone when remove_local() returns */
+};
+
 /*
  * Removes the network side and the files of an owned sandbox: @link_index
  * is its link's in this namespace (0: none); @cut: its wire is cut
@@ -192,10 +198,13 @@ static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int
  * after a link deletion take tens of milliseconds, and the sandbox's
  * packets are refused already. The child has a copy of @held, and its exit
  * is the socket's last close, with the wait that comes with it; ours is
- * dropped here.
+ * dropped here. A namespace that outlives the sandbox (@k: detach, or an
+ * attached one) is a runtime's to use again at once (a CNI ADD after a
+ * DEL): its interface goes before this returns.
  */
 static int remove_local(const char *name, const char *link, uint32_t addr, struct netns_rtnl *rt,
-			int link_index, bool cut, int *held, int first, char *err, size_t errlen)
+			int link_index, bool cut, int *held, const struct keep *k, int first,
+			char *err, size_t errlen)
 {
 	pid_t pid = -1;
 	int r;
@@ -203,7 +212,7 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 	if (link[0] && !cut)
 		cut_wire(link, addr, rt, link_index, held, &first, err, errlen);
 	if (link_index > 0) {
-		pid = netns_link_del_begin(link_index);
+		pid = k->sync ? -1 : netns_link_del_begin(link_index);
 		if (pid < 0) {
 			r = netns_link_del(rt, link_index);
 			if (r < 0 && r != -ENODEV)
@@ -215,7 +224,7 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 		close(*held);
 		*held = -1;
 	}
-	r = netns_ns_remove(name);
+	r = k->unname ? netns_ns_remove(name) : 0;
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
 		     strerror(-r));
@@ -280,9 +289,10 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
  * cannot be told whether the other broker's namespace is gone, nothing is
  * touched either).
  */
-static int delete_sandbox(const char *name, char *err, size_t errlen)
+static int delete_sandbox(const char *name, bool detach, char *err, size_t errlen)
 {
 	struct netns_rtnl rt = { 0 };
+	struct keep keep = { .unname = !detach, .sync = detach };
 	struct netns_sandbox sb;
 	char dir[512], msg[600] = "";
 	enum broker_answer ans;
@@ -300,6 +310,11 @@ static int delete_sandbox(const char *name, char *err, size_t errlen)
 	have_state = r == 0;
 	if (r < 0 && r != -ENOENT)
 		fprintf(stderr, "sluice: warning: %s\n", msg);
+	/* A runtime's namespace is never removed: only sluice's name of it. */
+	if (have_state && sb.attached) {
+		keep.unname = sb.ns_named;
+		keep.sync = true;
+	}
 	if (have_state) {
 		/* The set element and the broker-side link live in the namespace
 		 * create ran in: from anywhere else they cannot be reached. */
@@ -371,8 +386,8 @@ static int delete_sandbox(const char *name, char *err, size_t errlen)
 		 */
 		int fd = unregister_send(name);
 
-		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, first, err,
-				 errlen);
+		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, &keep, first,
+				 err, errlen);
 		ans = unregister_answer(fd, name, msg, sizeof(msg));
 		netns_rtnl_close(&rt);
 		/* Without a child, last: the grace period has passed meanwhile. */
@@ -404,16 +419,29 @@ static int delete_sandbox(const char *name, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", msg);
 		return -EHOSTUNREACH;
 	}
-	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, first, err, errlen);
+	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, &keep, first, err,
+			 errlen);
 	netns_rtnl_close(&rt);
 	if (held >= 0)
 		close(held);
 	return finish(name, ans, r, msg, err, errlen);
 }
 
-int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+/**
+ * netns_sandbox_remove() - netns_sandbox_delete() (@detach false), or
+ * netns_sandbox_detach() (true: the namespace and its name stay)
+ * @name:   the sandbox
+ * @detach: keep the namespace
+ * @err:    why not
+ * @errlen: its size
+ *
+ * An attached sandbox's namespace stays either way.
+ *
+ * Return: as netns_sandbox_delete().
+ */
+int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen)
 {
-	int r = delete_sandbox(name, err, errlen);
+	int r = delete_sandbox(name, detach, err, errlen);
 	char mark[600];
 
 	/* What a create that was interrupted left (create.c) is gone now. */
@@ -422,6 +450,16 @@ int netns_sandbox_delete(const char *name, char *err, size_t errlen)
 		unlink(mark);
 	}
 	return r;
+}
+
+int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+{
+	return netns_sandbox_remove(name, false, err, errlen);
+}
+
+int netns_sandbox_detach(const char *name, char *err, size_t errlen)
+{
+	return netns_sandbox_remove(name, true, err, errlen);
 }
 
 int cmd_delete(int argc, char **argv)

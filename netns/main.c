@@ -43,7 +43,12 @@ static const struct {
 	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
 	{ "run", cmd_run, "run --policy FILE [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
 			  "                              create, exec, delete; exits with CMD's status" },
-	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it" },
+	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it\n"
+				"                              (an attached sandbox: as detach)" },
+	{ "attach", cmd_attach, "attach NAME --netns PATH [--ifname IF] --policy FILE [--json]\n"
+				"                              wire a network namespace a runtime made\n"
+				"                              (/run/netns/X, /proc/PID/ns/net)" },
+	{ "detach", cmd_detach, "detach NAME                 undo attach (or create); the namespace stays" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
 	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",

@@ -55,6 +55,22 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
  */
 int netns_sandbox_delete(const char *name, char *err, size_t errlen);
 
+/* Wire an existing network namespace (opened from @netns_path: /run/netns/X, /proc/PID/ns/net, or any nsfs bind mount) to the broker, as netns_sandbox_create() does (address from the pool through the broker's register, the veth pair with its inner end named @ifname (NULL: "eth0") moved into that namespace, IPv6 off, lo up, the default route, the nftables set element last, the sandbox's files in /run/sluice-sandboxes/NAME, /etc/netns/NAME/resolv.conf), without making the namespace; full rollback on failure (nothing left, the namespace untouched). The sandbox record notes that it was attached, so that delete/detach never removes the namespace. */
+int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, struct netns_sandbox *out, char *err, size_t errlen);
+/* Undo attach (or create, without deleting the namespace): unregister, set element, veth, files. Idempotent for the CNI's sake: -ENOENT when nothing of @name is left; works when the namespace is already gone. */
+int netns_sandbox_detach(const char *name, char *err, size_t errlen);
+
+/*
+ * More on the two above (netns/create.c, netns/delete.c, netns/attach.c):
+ * /run/netns/NAME of an attached sandbox is sluice's own bind mount of the
+ * namespace when that name was free (then `sluice exec NAME` and `ip netns
+ * exec NAME` work, and detach unmounts it), and the runtime's, left alone,
+ * when @netns_path is that very file. The broker's own namespace and PID
+ * 1's are refused. netns_sandbox_detach() removes the interface before it
+ * returns; IPv6 stays off in a namespace that outlives its sandbox.
+ * `sluice delete` of an attached sandbox is a detach.
+ */
+
 /* Each returns the process exit status: 0, 1 for a failure, 2 for misuse. */
 int cmd_policy(int argc, char **argv);
 int cmd_register(int argc, char **argv);
@@ -66,6 +82,8 @@ int cmd_update(int argc, char **argv);
 int cmd_ca(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
 /* exec returns only on failure (1, or 126/127 as a shell); run returns the
  * command's status (128 + N for a signal N). */
 int cmd_exec(int argc, char **argv);

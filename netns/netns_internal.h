@@ -69,6 +69,14 @@ struct netns_sandbox {
 	uint64_t broker_ns_dev; /* the network namespace create ran in */
 	uint64_t broker_ns_ino;
 	char socket[108]; /* the control socket create talked to */
+	char ifname[NETNS_IFNAMSIZ]; /* inside the sandbox (NETNS_SANDBOX_IF unless attached) */
+	char mac[18];		     /* of ifname, "aa:bb:cc:dd:ee:ff"; not in the record */
+	char host_mac[18];	     /* of link; not in the record */
+	/* Attached (attach.c): the namespace is a runtime's, never removed by
+	 * sluice; ns_named: /run/netns/NAME is sluice's own bind mount of it
+	 * (always, for a created sandbox), to be unmounted by detach. */
+	bool attached;
+	bool ns_named;
 };
 
 /* --- state.c: names, paths, the sandbox record, the environment ------- */
@@ -117,6 +125,9 @@ struct netns_rtnl_batch {
 int netns_rtnl_open(struct netns_rtnl *r);
 void netns_rtnl_close(struct netns_rtnl *r);
 int netns_link_index(struct netns_rtnl *r, const char *name);
+int netns_link_mac(struct netns_rtnl *r, const char *name, char out[18]);
+int netns_link_flags(struct netns_rtnl *r, const char *name);
+bool netns_ifname_ok(const char *name);
 int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int peer_nsfd);
 int netns_link_del(struct netns_rtnl *r, int index);
 int netns_link_retire(struct netns_rtnl *r, int index);
@@ -125,6 +136,7 @@ pid_t netns_link_del_begin(int index);
 void netns_link_del_reap(pid_t pid);
 void netns_rtnl_batch_init(struct netns_rtnl_batch *b);
 void netns_link_up(struct netns_rtnl_batch *b, int index);
+void netns_link_down(struct netns_rtnl_batch *b, int index);
 void netns_addr4_add(struct netns_rtnl_batch *b, int index, uint32_t addr, unsigned plen);
 void netns_route4_default(struct netns_rtnl_batch *b, int index, uint32_t gw);
 int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsigned *step);
@@ -140,6 +152,7 @@ int netns_linger(int fd);
 int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
 int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
 		      size_t errlen);
+int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen);
 
 /* --- runner.c, seccomp.c: the contained runner ------------------------ */
 
@@ -176,5 +189,6 @@ int netns_remove_state_dir(const char *name);
 int netns_remove_etc_dir(const char *name);
 void netns_hold_signals(sigset_t *old);
 int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen);
+int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);
 
 #endif

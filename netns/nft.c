@@ -497,3 +497,65 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 			 add ? "add" : "delete", link, a, TABLE, SET, strerror(-r));
 	return r;
 }
+
+/**
+ * netns_nft_element_present() - is a sandbox's element in @sandbox_src?
+ * @link:   the broker-side link
+ * @addr:   the sandbox address, host byte order
+ * @err:    why it cannot be told
+ * @errlen: its size
+ *
+ * One nf_tables GETSETELEM of that key (sluice-cni's CHECK): the set is
+ * not listed, so the cost does not grow with the number of sandboxes.
+ *
+ * Return: 1 present; 0 absent (or no table); a negative errno.
+ */
+int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct in_addr ia = { .s_addr = htonl(addr) };
+	uint8_t key[KEY_LEN] = { 0 };
+	struct nlattr *list, *el, *k;
+	struct nlmsghdr *nlh;
+	size_t nlen = strlen(link);
+	uint32_t seq;
+	struct nfnl n;
+	int r;
+
+	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
+		snprintf(err, errlen, "nftables: bad link name `%s`", link);
+		return -EINVAL;
+	}
+	memcpy(key, link, nlen);
+	memcpy(key + KEY_IFNAME_LEN, &ia.s_addr, 4);
+	r = nfnl_open(&n);
+	if (r < 0) {
+		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+		return r;
+	}
+	seq = ++n.seq;
+	/* Not a dump: the kernel answers the one element, then the ack. */
+	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSETELEM, NLM_F_ACK,
+		       NFPROTO_INET, 0, seq);
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, SET);
+	list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+	el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+	k = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
+	mnl_attr_put(nlh, NFTA_DATA_VALUE, sizeof(key), key);
+	mnl_attr_nest_end(nlh, k);
+	mnl_attr_nest_end(nlh, el);
+	mnl_attr_nest_end(nlh, list);
+	if (mnl_socket_sendto(n.nl, buf, nlh->nlmsg_len) < 0)
+		r = -errno;
+	else
+		r = nfnl_wait(&n, seq, NULL, NULL);
+	nfnl_close(&n);
+	if (r == 0)
+		return 1;
+	if (r == -ENOENT)
+		return 0;
+	snprintf(err, errlen, "nftables: cannot look up element { \"%s\" . %s } of inet %s %s: %s",
+		 link, inet_ntoa(ia), TABLE, SET, strerror(-r));
+	return r;
+}

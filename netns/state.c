@@ -266,6 +266,9 @@ int netns_state_write(const struct netns_sandbox *sb)
 	sumfile_line(&w, "broker_netns %llu:%llu", (unsigned long long)sb->broker_ns_dev,
 		     (unsigned long long)sb->broker_ns_ino);
 	sumfile_line(&w, "socket %s", sb->socket);
+	sumfile_line(&w, "ifname %s", sb->ifname[0] ? sb->ifname : NETNS_SANDBOX_IF);
+	sumfile_line(&w, "attached %s", sb->attached ? "yes" : "no");
+	sumfile_line(&w, "ns_named %s", sb->ns_named ? "yes" : "no");
 	r = sumfile_end(&w);
 	if (fclose(f) != 0 && r == 0)
 		r = -ENOMEM;
@@ -345,6 +348,18 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 		if (strlen(v) >= sizeof(sb->socket))
 			return -EINVAL;
 		strcpy(sb->socket, v);
+	} else if (!strcmp(key, "ifname")) {
+		/* The three below are optional: a record from before attach
+		 * is a created sandbox's, with eth0, named by sluice. */
+		if (!netns_ifname_ok(v))
+			return -EINVAL;
+		strcpy(sb->ifname, v);
+	} else if (!strcmp(key, "attached") || !strcmp(key, "ns_named")) {
+		bool *b = key[0] == 'a' ? &sb->attached : &sb->ns_named;
+
+		if (strcmp(v, "yes") && strcmp(v, "no"))
+			return -EINVAL;
+		*b = !strcmp(v, "yes");
 	} else {
 		return -EINVAL;
 	}
@@ -437,6 +452,8 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 
 	memset(sb, 0, sizeof(*sb));
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	snprintf(sb->ifname, sizeof(sb->ifname), "%s", NETNS_SANDBOX_IF);
+	sb->ns_named = true;
 	r = netns_path(path, sizeof(path), NETNS_STATE_DIR, name, "sandbox");
 	if (r < 0)
 		return r;

@@ -231,6 +231,53 @@ int netns_link_index(struct netns_rtnl *r, const char *name)
 }
 
 /**
+ * netns_link_mac() - a link's hardware address, as "aa:bb:cc:dd:ee:ff"
+ * @r:    a socket in the link's namespace
+ * @name: the link
+ * @out:  the address, NUL-terminated
+ *
+ * Return: 0; -ENODEV when there is no such link; another negative errno.
+ */
+int netns_link_mac(struct netns_rtnl *r, const char *name, char out[18])
+{
+	const unsigned char *m;
+	struct ifreq ifr;
+
+	out[0] = '\0';
+	if (strlen(name) >= sizeof(ifr.ifr_name))
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, name);
+	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFHWADDR, &ifr) < 0)
+		return -errno;
+	m = (const unsigned char *)ifr.ifr_hwaddr.sa_data;
+	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return 0;
+}
+
+/**
+ * netns_ifname_ok() - may @name be a link's name (the kernel's rules:
+ * 1-15 bytes, not "." or "..", no '/', ':' or white space)?
+ * @name: the name
+ *
+ * Return: true when it may.
+ */
+bool netns_ifname_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= NETNS_IFNAMSIZ || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (; *name; name++) {
+		unsigned char c = (unsigned char)*name;
+
+		if (c == '/' || c == ':' || c <= ' ' || c >= 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/**
  * netns_veth_add() - a veth pair whose peer starts life in another namespace
  * @r:         a socket in the namespace of @name
  * @name:      this end's name
@@ -488,6 +535,26 @@ void netns_link_up(struct netns_rtnl_batch *b, int index)
 }
 
 /**
+ * netns_link_down() - set a link down, as one request of a batch
+ * @b:     the batch
+ * @index: the link, in the namespace of the socket the batch goes to
+ */
+void netns_link_down(struct netns_rtnl_batch *b, int index)
+{
+	struct nlmsghdr *nlh = batch_next(b);
+	struct ifinfomsg *ifm;
+
+	if (!nlh)
+		return;
+	nlh->nlmsg_type = RTM_NEWLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = index;
+	ifm->ifi_change = IFF_UP;
+	batch_done(b, nlh);
+}
+
+/**
  * netns_addr4_add() - add ADDR/PLEN to a link, as one request of a batch
  * @b:     the batch
  * @index: the link, in the namespace of the socket the batch goes to
@@ -539,6 +606,24 @@ void netns_route4_default(struct netns_rtnl_batch *b, int index, uint32_t gw)
 	mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(gw));
 	mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)index);
 	batch_done(b, nlh);
+}
+
+/**
+ * netns_link_flags() - a link's flags (IFF_UP ...)
+ * @r:    a socket in the link's namespace
+ * @name: the link
+ *
+ * Return: the flags (>= 0) or a negative errno.
+ */
+int netns_link_flags(struct netns_rtnl *r, const char *name)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	return (unsigned short)ifr.ifr_flags;
 }
 
 /* Is the link @name running? 1, 0, or a negative errno. */

@@ -7,7 +7,7 @@ set -eu
 pkgs="gcc make pkg-config clang libclang-rt-14-dev libssl-dev openssl libyaml-dev
 libc-ares-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
-bubblewrap crun jq
+bubblewrap crun jq libjansson-dev podman containerd
 wget git python3-requests python3-pip"
 # The clients tests/integration/test_clients.sh runs (one that is missing is
 # skipped there). node and npm only where there are none: a node from

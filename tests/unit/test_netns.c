@@ -6,7 +6,9 @@
  * (netns_enter_broker()): what is not a network namespace is refused with
  * a message that names it; one that is, is entered. netns_linger(): the
  * descriptor given is held by a child until the caller has exited, and
- * not after; the caller's own copy and its stdout are not. The cases that
+ * not after; the caller's own copy and its stdout are not. Interface
+ * names for attach, and the record's attach fields (old records read as
+ * a created sandbox's). The cases that
  * make namespaces need CAP_SYS_ADMIN and are skipped without it. */
 
 #include <errno.h>
@@ -300,6 +302,77 @@ static void test_linger(void **state)
 	close(ready[0]);
 }
 
+/* Interface names for attach --ifname: the kernel's rules. */
+static void test_ifname_ok(void **state)
+{
+	static const struct {
+		const char *name;
+		bool ok;
+	} cases[] = {
+		{ "eth0", true },	      { "sl0", true },		   { "a", true },
+		{ "net1.100", true },	      { "x-y_z", true },	   { "123456789012345", true },
+		{ "1234567890123456", false }, { "", false },		   { ".", false },
+		{ "..", false },	      { "a/b", false },		   { "a:b", false },
+		{ "a b", false },	      { "a\tb", false },	   { "\x7f", false },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (netns_ifname_ok(cases[i].name) != cases[i].ok)
+			fail_msg("`%s`: expected %d", cases[i].name, cases[i].ok);
+	}
+}
+
+/* The record keeps what attach needs (interface, attached, whether sluice
+ * named the namespace); a record from before attach reads as a created
+ * sandbox's: eth0, not attached, named. Needs to write NETNS_STATE_DIR. */
+static void test_state_attach_fields(void **state)
+{
+	struct netns_sandbox sb = { 0 }, got;
+	char dir[128], path[160], err[256];
+	FILE *f;
+
+	(void)state;
+	snprintf(sb.name, sizeof(sb.name), "ut-attach-%d", (int)getpid());
+	snprintf(dir, sizeof(dir), NETNS_STATE_DIR "/%s", sb.name);
+	if ((mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) || mkdir(dir, 0755) < 0)
+		skip();
+	sb.addr = 0x0ac80006;
+	sb.gw = sb.addr - 1;
+	netns_link_name(sb.addr, sb.link);
+	sb.ports = (struct netns_ports){ 3128, 3129, 53 };
+	snprintf(sb.ifname, sizeof(sb.ifname), "sl0");
+	sb.attached = true;
+	sb.ns_named = false;
+	assert_int_equal(netns_state_write(&sb), 0);
+	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_string_equal(got.ifname, "sl0");
+	assert_true(got.attached);
+	assert_false(got.ns_named);
+
+	snprintf(path, sizeof(path), "%s/sandbox", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
+		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n",
+		sb.name, sb.link);
+	fclose(f);
+	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_string_equal(got.ifname, NETNS_SANDBOX_IF);
+	assert_false(got.attached);
+	assert_true(got.ns_named);
+
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fprintf(f, "attached maybe\n");
+	fclose(f);
+	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), -EINVAL);
+
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +383,8 @@ int main(void)
 		cmocka_unit_test(test_enter_broker_refusals),
 		cmocka_unit_test(test_enter_broker),
 		cmocka_unit_test(test_linger),
+		cmocka_unit_test(test_ifname_ok),
+		cmocka_unit_test(test_state_attach_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
