@@ -15,15 +15,25 @@
 #                   BENCH_ALL=1 runs the DNS, lifecycle, exec and interception
 #                   benches first (another half hour), whose results the table quotes
 #   make tidy       clang-tidy (.clang-tidy) and cppcheck
-#   make install    prefix=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=: binaries, systemd units, the
+#                   sample configuration, man pages, bash completion (no apt,
+#                   no deps: build and test packages are no runtime need)
+#   make uninstall  removes exactly what install put
 #   WERROR=1        warnings are errors (.ci/run sets it; a user's compiler,
 #                   newer than CI's, may warn where CI's does not)
 #
 # Anything that needs pkg-config runs in a sub-make, after `deps` has
 # installed what is missing.
 
-prefix ?= /usr/local
+PREFIX ?= /usr/local
+prefix ?= $(PREFIX)
 bindir ?= $(prefix)/bin
+libexecdir ?= $(prefix)/lib/sluice
+mandir ?= $(prefix)/share/man
+unitdir ?= $(prefix)/lib/systemd/system
+bashcompdir ?= $(prefix)/share/bash-completion/completions
+# sluiced reads /etc/sluice/sluiced.yaml whatever the prefix: the sample goes beside it.
+sysconfdir ?= /etc
 DESTDIR ?=
 
 CC ?= cc
@@ -34,6 +44,15 @@ FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 8
 SAN ?=
 WERROR ?= 0
+
+# One version for every program: VERSION, and the commit when built from
+# a git checkout ("0.1.0+gabc1234", ".dirty" with uncommitted changes); a
+# tarball without .git gets VERSION alone. A packager may set SLUICE_VERSION.
+ifeq ($(origin SLUICE_VERSION),undefined)
+SLUICE_VERSION := $(shell v=$$(cat VERSION 2>/dev/null || echo unknown); \
+	if [ -e .git ] && r=$$(git rev-parse --short HEAD 2>/dev/null); then \
+		git diff --quiet HEAD 2>/dev/null || r=$$r.dirty; v=$$v+g$$r; fi; echo $$v)
+endif
 
 PKGS := libssl libcrypto yaml-0.1 libcares libmnl libnftables
 LLHTTP_DIR ?= /usr/share/llhttp
@@ -71,7 +90,9 @@ MAINS := broker/main.c netns/main.c probe/main.c
 LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/creds/*.c broker/tls/*.c netns/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
-PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o)
+# ... and the one piece of common/ it uses, the JSON string writer, which
+# needs nothing but libc either.
+PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/common/json.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_SRC := $(wildcard $(LLHTTP_DIR)/*.c)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/llhttp/%.o,$(LLHTTP_SRC))
@@ -115,6 +136,16 @@ $(BUILD)/cflags: FORCE | need-libs
 
 FORCE:
 
+# Only version.o sees the version, so that a new commit recompiles one file.
+$(BUILD)/version: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SLUICE_VERSION)' | cmp -s - $@ || echo '$(SLUICE_VERSION)' >$@
+
+$(BUILD)/obj/common/version.o: common/version.c $(BUILD)/version $(BUILD)/cflags
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -DSLUICE_VERSION='"$(SLUICE_VERSION)"' -MMD -MP -c -o $@ $<
+
 $(BUILD)/obj/%.o: %.c $(BUILD)/cflags
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
@@ -146,7 +177,7 @@ $(BIN)/sluice-oci-hook: $(BUILD)/obj/cli/oci_hook.o $(BUILD)/libsluice.a
 
 # Static (static-pie): no shared library, no NSS; it can be copied into
 # any container, microVM or jail.
-$(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ)
+$(BIN)/sluice-probe: $(BUILD)/obj/probe/main.o $(PROBE_OBJ) $(BUILD)/obj/common/version.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(if $(SAN),-pie,-static-pie) -Wl,-z,relro,-z,now $(SAN) $(LDFLAGS) -o $@ $^
@@ -291,9 +322,41 @@ format-check:
 format:
 	$(Q)$(CLANG_FORMAT) --style=file -i $(FORMAT_SRC)
 
-install: all
-	install -d $(DESTDIR)$(bindir)
+# What `make install` puts where; `make uninstall` removes these and no more.
+MANPAGES := docs/man/sluice.1 docs/man/sluiced.8 docs/man/sluice-policy.5
+UNITS := sluice-netns.service sluiced.service
+INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe) $(libexecdir)/sluice-uplink \
+	$(addprefix $(unitdir)/,$(UNITS)) $(sysconfdir)/sluice/sluiced.yaml.sample \
+	$(foreach m,$(MANPAGES),$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
+	$(bashcompdir)/sluice
+SUBST = sed -e 's|@bindir@|$(bindir)|g' -e 's|@libexecdir@|$(libexecdir)|g' \
+	-e 's|@sysconfdir@|$(sysconfdir)|g'
+
+.PHONY: install-files uninstall
+
+install: build
+	$(Q)$(MAKE) --no-print-directory install-files
+
+# install without building: what $(BIN) holds (a test installs the
+# binaries it was given).
+install-files:
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libexecdir) $(DESTDIR)$(unitdir) \
+		$(DESTDIR)$(sysconfdir)/sluice $(DESTDIR)$(bashcompdir) \
+		$(addprefix $(DESTDIR)$(mandir)/man,1 5 8)
 	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
+	install -m 0755 deploy/sluice-uplink $(DESTDIR)$(libexecdir)/sluice-uplink
+	$(foreach u,$(UNITS),$(SUBST) deploy/systemd/$(u).in >$(DESTDIR)$(unitdir)/$(u) && \
+		chmod 0644 $(DESTDIR)$(unitdir)/$(u) &&) true
+	install -m 0644 deploy/sluiced.yaml.sample $(DESTDIR)$(sysconfdir)/sluice/sluiced.yaml.sample
+	$(foreach m,$(MANPAGES),install -m 0644 $(m) \
+		$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)) &&) true
+	install -m 0644 deploy/bash-completion/sluice $(DESTDIR)$(bashcompdir)/sluice
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@# Only when empty: a sluiced.yaml of the user's own stays, and so does its folder.
+	rmdir $(DESTDIR)$(libexecdir) 2>/dev/null || true
+	rmdir $(DESTDIR)$(sysconfdir)/sluice 2>/dev/null || true
 
 clean:
 	rm -rf build bin

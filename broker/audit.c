@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "common/addr.h"
+#include "common/json.h"
 #include "common/log.h"
 
 /* audit_fd values besides a real descriptor. */
@@ -97,124 +98,21 @@ enum {
 	CAP_PATH = AUDIT_FIELD_MAX,
 	CAP_DNS_TYPE = 16,
 	CAP_DNS_ANSWER = AUDIT_FIELD_MAX,
-	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION +
-		     CAP_REASON + CAP_RULE + CAP_CREDENTIAL + CAP_METHOD +
-		     CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER,
+	/* Policy paths of an update: the broker takes at most 255 bytes. */
+	CAP_POLICY = 256,
+	CAP_SHA256 = 72,
+	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION + CAP_REASON + CAP_RULE +
+		     CAP_CREDENTIAL + CAP_METHOD + CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER +
+		     2 * (CAP_POLICY + CAP_SHA256),
 	/* Keys, quotes, commas, the time, the address, eight numbers of at
-	 * most 20 digits, "}\n": about 480 bytes; 1024 leaves room for new
+	 * most 20 digits, "}\n": about 540 bytes; 896 leaves room for new
 	 * keys. */
-	LINE_OVERHEAD = 1024,
+	LINE_OVERHEAD = 896,
 };
 _Static_assert(
     CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
     "an audit line with every field at its bound fits AUDIT_LINE_MAX");
 _Static_assert(AUDIT_LINE_MAX <= 4096, "a line stays within PIPE_BUF");
-
-/*
- * utf8_seq() - length of the UTF-8 sequence at @s, and whether it is valid
- *
- * Valid means shortest form, no surrogates, at most U+10FFFF (RFC 3629).
- * When invalid, the length is that of the "maximal subpart" (Unicode 15,
- * 3.9): the bytes that could have begun a valid sequence, at least one, so
- * that one bad sequence becomes one U+FFFD. @s is NUL-terminated, and a NUL
- * is never a continuation byte, so reading stops at the terminator.
- */
-static size_t utf8_seq(const unsigned char *s, bool *ok)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t need, i;
-
-	*ok = false;
-	if (c < 0x80) {
-		*ok = true;
-		return 1;
-	}
-	if (c < 0xc2) /* continuation byte, or overlong C0/C1 */
-		return 1;
-	if (c < 0xe0) {
-		need = 1;
-	} else if (c < 0xf0) {
-		need = 2;
-		if (c == 0xe0)
-			lo = 0xa0; /* overlong */
-		else if (c == 0xed)
-			hi = 0x9f; /* surrogates */
-	} else if (c < 0xf5) {
-		need = 3;
-		if (c == 0xf0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f; /* above U+10FFFF */
-	} else {
-		return 1;
-	}
-	for (i = 1; i <= need; i++) {
-		if (s[i] < lo || s[i] > hi)
-			return i;
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	*ok = true;
-	return need + 1;
-}
-
-/* Escapes at most @srclen bytes of @src (stopping early at a NUL). */
-static size_t json_escape_n(char *dst, size_t dstlen, const char *src,
-			    size_t srclen)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *s = (const unsigned char *)src;
-	size_t i = 0, o = 0;
-
-	if (dstlen == 0)
-		return 0;
-	while (i < srclen && s[i]) {
-		char tmp[6];
-		const char *piece = tmp;
-		size_t plen, adv;
-		bool ok;
-
-		if (s[i] == '"' || s[i] == '\\') {
-			tmp[0] = '\\';
-			tmp[1] = (char)s[i];
-			plen = 2;
-			adv = 1;
-		} else if (s[i] < 0x20 || s[i] == 0x7f) {
-			memcpy(tmp, "\\u00", 4);
-			tmp[4] = hex[s[i] >> 4];
-			tmp[5] = hex[s[i] & 0xf];
-			plen = 6;
-			adv = 1;
-		} else {
-			adv = utf8_seq(s + i, &ok);
-			/* A sequence cut by @srclen is cut, hence invalid. */
-			if (adv > srclen - i) {
-				ok = false;
-				adv = srclen - i;
-			}
-			if (ok) {
-				piece = (const char *)s + i;
-				plen = adv;
-			} else {
-				piece = "\\ufffd";
-				plen = 6;
-			}
-		}
-		/* Whole characters only, and room for the NUL. */
-		if (plen >= dstlen - o)
-			break;
-		memcpy(dst + o, piece, plen);
-		o += plen;
-		i += adv;
-	}
-	dst[o] = '\0';
-	return o;
-}
-
-size_t audit_json_escape(char *dst, size_t dstlen, const char *src)
-{
-	return json_escape_n(dst, dstlen, src, strlen(src));
-}
 
 /* A bounded line under construction; ->overflow sticks once set. */
 struct line {
@@ -253,7 +151,7 @@ static void put_strn(struct line *l, const char *key, const char *val,
 	room = l->len - l->pos;
 	if (room > cap + 1)
 		room = cap + 1;
-	l->pos += json_escape_n(l->buf + l->pos, room, val, vlen);
+	l->pos += json_escape(l->buf + l->pos, room, val, vlen);
 	put_raw(l, "\"", 1);
 }
 
@@ -380,6 +278,10 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 		put_u64(&l, "pid", ev->peer_pid);
 		put_u64(&l, "uid", ev->peer_uid);
 	}
+	put_str(&l, "old_policy", ev->old_policy, CAP_POLICY);
+	put_str(&l, "old_sha256", ev->old_sha256, CAP_SHA256);
+	put_str(&l, "new_policy", ev->new_policy, CAP_POLICY);
+	put_str(&l, "new_sha256", ev->new_sha256, CAP_SHA256);
 	/* A count line stands for refusals, not for one connection. */
 	conn = proto_is_connection(ev->proto) && !repeated && !dropped;
 	if (conn || ev->bytes_up)

@@ -52,6 +52,11 @@ struct audit_event {
 	 * "uid" when @has_peer: who asked, as the kernel vouches for it. */
 	bool has_peer;
 	uint32_t peer_pid, peer_uid;
+	/* `sluice update` (reason "policy-update"): the policy files before
+	 * and after, and the SHA-256 (hex) of what was compiled from each;
+	 * written as "old_policy", "old_sha256", "new_policy", "new_sha256". */
+	const char *old_policy, *old_sha256;
+	const char *new_policy, *new_sha256;
 };
 
 /**
@@ -205,17 +210,6 @@ void audit_set_clock(uint64_t (*now_ms)(void));
  * -ENOSPC when @len is smaller than AUDIT_LINE_MAX.
  */
 int audit_format(const struct audit_event *ev, char *buf, size_t len);
-
-/**
- * audit_json_escape() - escape a string for a JSON string literal
- * @dst:    output (NUL-terminated when @dstlen > 0); quotes are not added
- * @dstlen: size of @dst; output stops at a character boundary so that it,
- *          plus its NUL, fits
- * @src:    NUL-terminated input, any bytes
- *
- * Return: bytes written to @dst, NUL not counted.
- */
-size_t audit_json_escape(char *dst, size_t dstlen, const char *src);
 
 /* Lines lost since start: failed or short writes, or no target. Atomic. */
 uint64_t audit_write_failures(void);

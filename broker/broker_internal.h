@@ -35,6 +35,9 @@ struct sandbox {
 	struct sl_addr addr;
 	char policy_path[256];
 	struct policy *policy;
+	/* SHA-256 of the file @policy was compiled from, in hex: what the
+	 * audit line of an update names (changes with @policy, same lock). */
+	char policy_sha256[65];
 	atomic_uint conns;
 	atomic_uint dns_tcp; /* TCP connections to the DNS filter, all workers */
 	atomic_bool dead;
@@ -85,6 +88,17 @@ int sandbox_ca_pem(const char *name, char **pem);
 int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
 int sandbox_reload_all(char *err, size_t errlen);
+/* What sandbox_update() swapped, for its audit line. */
+struct sandbox_update_info {
+	char old_path[256], old_sha256[65];
+	char new_path[256], new_sha256[65];
+};
+/* Swaps sandbox @name's policy for the one in @policy_path (absolute), and
+ * keeps it across a restart; closes the open connections it withdraws
+ * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
+ * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
+int sandbox_update(const char *name, const char *policy_path, bool keep_open,
+		   struct sandbox_update_info *info, char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
@@ -130,6 +144,9 @@ void proxy_close_sandbox_post(void *sandbox);
  * intercepted connections whose host, address, raw TCP or credentials the
  * new policy withdrew, and hands the new policy to the tunnels it keeps. */
 void proxy_policy_changed_post(void *worker);
+/* The same, but keeps what the new policy withdrew open (`sluice update
+ * --keep-open`): only the tunnels it still allows get it. */
+void proxy_policy_changed_keep_post(void *worker);
 void proxy_close_all(struct worker *w);
 
 /* control.c */
@@ -155,6 +172,6 @@ void dns_server_stop(struct worker *w);
 /* main.c */
 bool broker_is_local(const struct sl_addr *a, uint16_t port);
 /* Reloads configuration and every policy; all or nothing. */
-int broker_reload(char *err, size_t errlen);
+int broker_reload(char *err, size_t errlen, char *said, size_t saidlen);
 
 #endif

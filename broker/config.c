@@ -328,6 +328,32 @@ int broker_config_load(const char *path, struct broker_config *out, char *err, s
 		if (r < 0)
 			goto out;
 	}
+	/* Listeners share no port: SO_REUSEPORT would join them silently. */
+	{
+		static const char *const key[] = { "proxy_port", "transparent_port", "dns_port" };
+		const uint16_t port[] = { c.proxy_port, c.transparent_port, c.dns_port };
+		size_t a, b;
+
+		for (a = 0; a < 3; a++) {
+			for (b = a + 1; b < 3; b++) {
+				const struct ynode *at = root;
+
+				if (port[a] != port[b])
+					continue;
+				/* At the later of the two in the file. */
+				for (j = 0; j + 1 < root->n; j += 2) {
+					if (!strcmp(root->kids[j]->str, key[a]) ||
+					    !strcmp(root->kids[j]->str, key[b]))
+						at = root->kids[j + 1];
+				}
+				r = ytree_fail(&yerr, path, at,
+					       "`%s` and `%s` are both %u: each listener needs a "
+					       "port of its own",
+					       key[a], key[b], port[a]);
+				goto out;
+			}
+		}
+	}
 	if (c.control_socket[0] != '/' || c.state_dir[0] != '/') {
 		r = ytree_fail(&yerr, path, root,
 			       "`control_socket` and `state_dir` must be absolute paths");

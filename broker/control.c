@@ -58,6 +58,7 @@
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "policy/policy.h"
 
 #ifndef SO_PEERGROUPS
@@ -731,6 +732,36 @@ static bool register_words(char **w, int n)
 	       (n == 4 || (n == 5 && !strcmp(w[4], CTL_REGISTER_NETNS)));
 }
 
+/* `sluice update`: one audit line whatever the outcome, with who asked, and
+ * on success the policy before and after (path and content hash). */
+static void update_answer(const struct peer *p, const char *name, const char *policy,
+			  bool keep_open, char *out, size_t outlen)
+{
+	struct sandbox_update_info info;
+	char err[700] = "";
+	int r = sandbox_update(name, policy, keep_open, &info, err, sizeof(err));
+	struct audit_event ev = {
+		.sandbox = name,
+		.proto = "control",
+		.name = CTL_UPDATE,
+		.decision = r < 0 ? "error" : "allow",
+		.reason = "policy-update",
+		.has_peer = true,
+		.peer_pid = (uint32_t)p->cred.pid,
+		.peer_uid = (uint32_t)p->cred.uid,
+		.old_policy = r < 0 ? NULL : info.old_path,
+		.old_sha256 = r < 0 ? NULL : info.old_sha256,
+		.new_policy = r < 0 ? policy : info.new_path,
+		.new_sha256 = r < 0 ? NULL : info.new_sha256,
+	};
+
+	audit_log(&ev);
+	if (r < 0)
+		snprintf(out, outlen, CTL_ERR "%s\n", err);
+	else
+		snprintf(out, outlen, CTL_OK);
+}
+
 static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 {
 	char *w[8], err[700] = "";
@@ -765,10 +796,11 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     CTL_OK "sandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\n",
-			     sandbox_count(), (unsigned long long)ts.hits,
+			     CTL_OK
+			     "version %s\nsandboxes %zu\ntls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			     "tls_leaf_cached %zu\njwt_cached %zu\n"
+			     "control_timeouts %llu\ncontrol_busy %llu\n",
+			     sluice_version, sandbox_count(), (unsigned long long)ts.hits,
 			     (unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
 			     (unsigned long long)ctl.timeouts, (unsigned long long)ctl.busy);
 
@@ -823,11 +855,19 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			 "(--privileged)",
 			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1]);
 		snprintf(out, outlen, CTL_OK);
+	} else if (!strcmp(w[0], CTL_UPDATE) &&
+		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
+		update_answer(p, w[1], w[2], n == 4, out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
+		char said[1024];
+
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
-		r = broker_reload(err, sizeof(err));
-		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
+		r = broker_reload(err, sizeof(err), said, sizeof(said));
+		if (r < 0)
+			snprintf(out, outlen, CTL_ERR "%s\n", err);
+		else
+			snprintf(out, outlen, CTL_OK "%s", said);
 	} else {
 		snprintf(out, outlen, CTL_ERR "unknown request `%s`\n", w[0]);
 	}

@@ -8,6 +8,7 @@
  * signalfd) on its own loop: SIGHUP reloads, SIGTERM/SIGINT drain. SIGPIPE is
  * ignored: a lost log reader or client is an EPIPE where it is written. */
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -29,6 +31,10 @@
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
+#include "common/version.h"
+
+/* Read when no --config is given and the file exists (README, "Run your own"). */
+#define SLUICED_DEFAULT_CONFIG "/etc/sluice/sluiced.yaml"
 
 struct broker broker;
 
@@ -75,13 +81,27 @@ static void collect_local_addresses(void)
  * running configuration and take effect only on a restart: sockets bound,
  * threads and buffers sized, pools handed out, trust loaded at start-up.
  */
+struct changed_key {
+	const char *key;
+	bool changed;
+};
+
+/* The keys of @k that changed, comma-separated in @out ("" when none). */
+static void key_list(const struct changed_key *k, size_t n, char *out, size_t len)
+{
+	size_t i, w = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < n && w < len; i++) {
+		if (k[i].changed)
+			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
+	}
+}
+
 static void restart_only_changes(const struct broker_config *n, char *out, size_t len)
 {
 	const struct broker_config *o = &broker.cfg;
-	const struct {
-		const char *key;
-		bool changed;
-	} k[] = {
+	const struct changed_key k[] = {
 		{ "control_socket", strcmp(n->control_socket, o->control_socket) != 0 },
 		{ "state_dir", strcmp(n->state_dir, o->state_dir) != 0 },
 		{ "sandbox_pool", n->pool_plen != o->pool_plen ||
@@ -98,13 +118,27 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
 		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
 		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
 	};
-	size_t i, w = 0;
 
-	out[0] = '\0';
-	for (i = 0; i < sizeof(k) / sizeof(k[0]) && w < len; i++) {
-		if (k[i].changed)
-			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
-	}
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
+}
+
+/* The keys of @n that differ from the running configuration and take
+ * effect at a reload (broker_reload() applies them). */
+static void reload_changes(const struct broker_config *n, char *out, size_t len)
+{
+	const struct broker_config *o = &broker.cfg;
+	const struct changed_key k[] = {
+		{ "max_connections", n->max_connections != o->max_connections },
+		{ "head_timeout", n->head_timeout_ms != o->head_timeout_ms },
+		{ "connect_timeout", n->connect_timeout_ms != o->connect_timeout_ms },
+		{ "response_timeout", n->response_timeout_ms != o->response_timeout_ms },
+		{ "drain_timeout", n->drain_timeout_ms != o->drain_timeout_ms },
+		{ "audit_fold", n->audit_fold_ms != o->audit_fold_ms },
+		{ "audit_log", strcmp(n->audit_log, o->audit_log) != 0 },
+		{ "control_group", strcmp(n->control_group, o->control_group) != 0 },
+	};
+
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
 }
 
 /* Descriptors one proxied connection can hold: the client, the upstream
@@ -164,9 +198,10 @@ static uint32_t conn_limit_for_fds(uint32_t want, bool say)
 	return want;
 }
 
-int broker_reload(char *err, size_t errlen)
+int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 {
 	struct broker_config c = broker.cfg;
+	char now[300], later[300];
 	int r;
 
 	if (config_path) {
@@ -183,14 +218,12 @@ int broker_reload(char *err, size_t errlen)
 		return r;
 	}
 	/* The timeouts, max_connections and audit_log take effect now; the
-	 * rest on a restart, and the log names what waits for one. */
-	{
-		char changed[300];
-
-		restart_only_changes(&c, changed, sizeof(changed));
-		if (changed[0])
-			log_warn("reload: changed, in force after a restart only: %s", changed);
-	}
+	 * rest on a restart, and the log (and the caller) hear what waits for
+	 * one. */
+	reload_changes(&c, now, sizeof(now));
+	restart_only_changes(&c, later, sizeof(later));
+	if (later[0])
+		log_warn("reload: changed, in force after a restart only: %s", later);
 	/* Workers read these as they go (config.h): atomic stores, each on
 	 * its own; relaxed, as nothing else is published through them. */
 	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections, false),
@@ -226,6 +259,14 @@ int broker_reload(char *err, size_t errlen)
 		audit_reopen();
 	}
 	log_info("reload: configuration and %zu policies in force", sandbox_count());
+	if (said)
+		snprintf(said, saidlen,
+			 "configuration: %s\n"
+			 "policies: %zu read again, in force\n"
+			 "changed, in force now: %s\n"
+			 "changed, in force after a restart only: %s\n",
+			 config_path ? config_path : "(defaults, no file)", sandbox_count(),
+			 now[0] ? now : "nothing", later[0] ? later : "nothing");
 	return 0;
 }
 
@@ -274,6 +315,93 @@ static int listen_tcp(uint16_t port)
 		return e;
 	}
 	return fd;
+}
+
+/*
+ * Whether something already holds @port (TCP listening, or UDP bound) on
+ * this namespace's addresses. The listeners are SO_REUSEPORT, so a second
+ * broker's would silently join the first's and take about half of the
+ * sandboxes' connections (refused there as unknown-source): a bind
+ * without SO_REUSEPORT fails where any socket holds the port, and is the
+ * test. SO_REUSEADDR for TCP only, so that a port in TIME_WAIT (a broker
+ * just restarted) does not count; on UDP it would let the bind share the
+ * port with the other broker's socket, which has it too.
+ * Return: 0 free, -EADDRINUSE taken, another negative errno on failure.
+ */
+static int port_taken(int type, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1, r = 0;
+
+	fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if ((type == SOCK_STREAM &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* Refuses to start (die()) when another process holds one of the ports. */
+static void check_ports_free(void)
+{
+	const struct {
+		const char *key;
+		int type;
+		uint16_t port;
+	} p[] = {
+		{ "proxy_port", SOCK_STREAM, broker.cfg.proxy_port },
+		{ "transparent_port", SOCK_STREAM, broker.cfg.transparent_port },
+		{ "dns_port", SOCK_STREAM, broker.cfg.dns_port },
+		{ "dns_port", SOCK_DGRAM, broker.cfg.dns_port },
+	};
+	size_t i;
+	int r;
+
+	for (i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
+		r = port_taken(p[i].type, p[i].port);
+		if (r == -EADDRINUSE)
+			die("sluiced: %s %u (%s) is taken in this network namespace, by another "
+			    "sluiced? Stop it, or give this one ports of its own",
+			    p[i].key, p[i].port, p[i].type == SOCK_STREAM ? "TCP" : "UDP");
+		if (r < 0)
+			die("sluiced: %s %u: %s", p[i].key, p[i].port, strerror(-r));
+	}
+}
+
+/*
+ * One broker per state_dir: a second would restore the same
+ * registrations and hand out the same addresses. An flock on
+ * state_dir/.sluiced.lock (a dot file: restore reads no such name), held
+ * until the broker exits however it exits: the descriptor is never
+ * closed. The file holds the holder's pid, for the message.
+ */
+static void lock_state_dir(const char *dir)
+{
+	char path[300], pid[24] = "";
+	ssize_t n;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "%s/.sluiced.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		die("sluiced: state_dir lock `%s`: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		e = errno;
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		if (e == EWOULDBLOCK)
+			die("sluiced: another sluiced%s%s%s uses state_dir `%s`: stop it, or give "
+			    "this one a state_dir, control_socket and ports of its own",
+			    pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "", dir);
+		die("sluiced: state_dir lock `%s`: %s", path, strerror(e));
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_warn("sluiced: cannot write the pid into `%s`", path);
 }
 
 static void *worker_main(void *arg)
@@ -336,7 +464,7 @@ static void on_signal(struct ev *ev, uint32_t events)
 	(void)events;
 	while (read(ev->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			broker_reload(err, sizeof(err));
+			broker_reload(err, sizeof(err), NULL, 0);
 			continue;
 		}
 		if (atomic_exchange(&broker.draining, true))
@@ -354,8 +482,11 @@ static void on_signal(struct ev *ev, uint32_t events)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose]\n"
-		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n");
+	fprintf(f, "usage: sluiced [--config FILE] [--check-config] [--verbose] [--version]\n"
+		   "  foreground; logs to stderr; SIGHUP reloads; SIGTERM drains\n"
+		   "  --config FILE   default " SLUICED_DEFAULT_CONFIG " when it exists, else the\n"
+		   "                  built-in defaults (see sluiced(8))\n"
+		   "  --check-config  read the configuration, say whether it is valid, exit\n");
 }
 
 int main(int argc, char **argv)
@@ -379,21 +510,33 @@ int main(int argc, char **argv)
 			check_only = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
 			log_threshold = LOG_LVL_DEBUG;
-		} else if (!strcmp(argv[i], "--help")) {
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("sluiced %s\n", sluice_version);
 			return 0;
 		} else {
 			usage(stderr);
 			return 2;
 		}
 	}
+	/* The default file is taken when it exists at all: one that is there
+	 * but unreadable is an error below, not a silent fall-back to the
+	 * defaults. */
+	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
+		config_path = SLUICED_DEFAULT_CONFIG;
 	if (config_path &&
 	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
 	if (check_only) {
-		printf("%s: ok\n", config_path ? config_path : "(defaults)");
+		if (config_path)
+			printf("%s: ok\n", config_path);
+		else
+			printf("no %s and no --config: the built-in defaults are used: ok\n",
+			       SLUICED_DEFAULT_CONFIG);
 		return 0;
 	}
 	audit_set_fold(broker.cfg.audit_fold_ms);
@@ -402,6 +545,9 @@ int main(int argc, char **argv)
 	r = sandbox_table_init(&broker.cfg);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
+	lock_state_dir(broker.cfg.state_dir);
+	/* Before the control socket, which a refused broker must not touch. */
+	check_ports_free();
 	/* Intercepted connections' upstream side; read before privileges go. */
 	broker.upstream_ctx = tls_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
 	if (!broker.upstream_ctx)
@@ -425,6 +571,10 @@ int main(int argc, char **argv)
 	if (!main_loop)
 		die("sluiced: loop: %s", strerror(errno));
 	r = control_start(main_loop, broker.cfg.control_socket);
+	if (r == -EADDRINUSE)
+		die("sluiced: control socket `%s`: another sluiced answers on it: stop it, or give "
+		    "this one a control_socket of its own",
+		    broker.cfg.control_socket);
 	if (r < 0)
 		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-r));
 
@@ -481,7 +631,9 @@ int main(int argc, char **argv)
 	loop_add(main_loop, &signal_ev, EPOLLIN);
 	audit_timer.cb = on_audit_timer;
 	loop_timer_arm(main_loop, &audit_timer, 1000);
-	log_info("sluiced: ready: %u workers, proxy port %u, control %s, %zu sandboxes", n,
+	log_info("sluiced %s: ready: config %s, %u workers, proxy port %u, control %s, "
+		 "%zu sandboxes",
+		 sluice_version, config_path ? config_path : "(built-in defaults)", n,
 		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
 
 	loop_run(main_loop);

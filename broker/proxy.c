@@ -1874,7 +1874,9 @@ static enum step send_request(struct conn *c)
 	int r;
 
 	if (c->out->pos < c->out->len) {
-		r = write_out(c, true, c->out, c->out->len, NULL);
+		/* Counted as sent: the head (a URL and headers carry data out
+		 * as a body does) or the body bytes stashed below. */
+		r = write_out(c, true, c->out, c->out->len, &c->up);
 		if (r < 0)
 			return reply(c, 502, "error", "upstream-reset");
 		if (r == 0) {
@@ -1938,7 +1940,6 @@ static enum step send_request(struct conn *c)
 			memcpy(c->out->data, c->in->data + c->in->pos, (size_t)take);
 			c->out->len = (size_t)take;
 			c->in->pos += (size_t)take;
-			c->up += (uint64_t)take;
 			want(c, 0, EPOLLOUT);
 			return STEP_AGAIN;
 		}
@@ -1948,9 +1949,6 @@ static enum step send_request(struct conn *c)
 		if (k < take) {
 			size_t rest = (size_t)(take - k);
 
-			/* Counted now, as the stash above is: the head's write
-			 * (write_out) counts nothing. */
-			c->up += rest;
 			c->out->pos = 0;
 			memcpy(c->out->data, c->in->data + c->in->pos + k, rest);
 			c->out->len = rest;
@@ -2868,9 +2866,10 @@ static bool still_allowed(const struct conn *c, const struct policy *np)
 	return true;
 }
 
-void proxy_policy_changed_post(void *arg)
+/* @keep_open: what the new policy withdrew stays open, on its old policy
+ * (`sluice update --keep-open`). */
+static void policy_changed(struct worker *w, bool keep_open)
 {
-	struct worker *w = arg;
 	struct conn *c, *next;
 
 	for (c = w->conns; c; c = next) {
@@ -2888,6 +2887,8 @@ void proxy_policy_changed_post(void *arg)
 		}
 		if (!still_allowed(c, np)) {
 			policy_unref(np);
+			if (keep_open)
+				continue;
 			audit(c, "deny", "policy-withdrawn");
 			conn_free(c);
 			continue;
@@ -2896,6 +2897,16 @@ void proxy_policy_changed_post(void *arg)
 		if (c->st == CS_TUNNEL)
 			refresh_policy(c); /* no request of it holds the old one */
 	}
+}
+
+void proxy_policy_changed_post(void *worker)
+{
+	policy_changed(worker, false);
+}
+
+void proxy_policy_changed_keep_post(void *worker)
+{
+	policy_changed(worker, true);
 }
 
 void proxy_close_all(struct worker *w)

@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "broker/loop.h"
+#include "broker/metrics.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
 #include "common/log.h"
@@ -547,6 +548,7 @@ int resolver_lookup(struct resolver *r, const char *name,
 	}
 	if (e && e->done) {
 		r->st.hits++;
+		metrics_dns_cache_hit();
 		lru_unlink(r, e);
 		lru_push_front(r, e);
 		e->refs++;
@@ -555,7 +557,11 @@ int resolver_lookup(struct resolver *r, const char *name,
 		return 0;
 	}
 	if (e) {
+		/* Answered without an upstream query of its own: a hit for the
+		 * broker's counters, which count queries sent (misses) and
+		 * lookups that sent none (hits). */
 		r->st.coalesced++;
+		metrics_dns_cache_hit();
 		e->refs++;
 		req->entry = e;
 		req->state = REQ_WAITING;
@@ -591,6 +597,7 @@ int resolver_lookup(struct resolver *r, const char *name,
 	req->state = REQ_WAITING;
 	rl_append(&e->waiters, req);
 	r->st.misses++;
+	metrics_dns_cache_miss();
 	r->st.in_flight++;
 
 	/* May call ares_done() before returning (no memory, numeric names):

@@ -25,12 +25,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #include "common/ctlproto.h"
 #include "broker/broker_internal.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/ytree.h"
 #include "policy/policy.h"
 
 /* tests/unit/test_sandbox_table.c builds this file with a small table, so
@@ -166,6 +169,41 @@ int sandbox_table_init(const struct broker_config *cfg)
 	if (creds_init(cfg->state_dir) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * policy_load_file(), and the SHA-256 of the bytes it compiled in @sha256
+ * (hex): read once, so that the hash is that of the policy in force even
+ * when the file changes meanwhile. Same messages as policy_load_file().
+ */
+static int load_policy(const char *path, struct policy **out, char sha256[65],
+		       struct policy_error *perr)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char *buf;
+	size_t len, i;
+	int r;
+
+	*out = NULL;
+	memset(perr, 0, sizeof(*perr));
+	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
+	if (r == -EINVAL || r == -EFBIG) {
+		snprintf(perr->msg, sizeof(perr->msg), "%s: not a regular file of at most %u bytes",
+			 path, YTREE_MAX_BYTES);
+		return -EINVAL;
+	}
+	if (r < 0) {
+		snprintf(perr->msg, sizeof(perr->msg), "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	r = policy_load_buffer(path, buf, len, out, perr);
+	if (r == 0) {
+		SHA256((const unsigned char *)buf, len, md);
+		for (i = 0; i < sizeof(md); i++)
+			snprintf(sha256 + 2 * i, 3, "%02x", md[i]);
+	}
+	free(buf);
+	return r;
 }
 
 static bool name_ok(const char *s)
@@ -464,7 +502,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		free(sb);
 		return -EINVAL;
 	}
-	r = policy_load_file(policy_path, &sb->policy, &perr);
+	r = load_policy(policy_path, &sb->policy, sb->policy_sha256, &perr);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", perr.msg);
 		free(sb);
@@ -739,12 +777,18 @@ void sandbox_tls_stats(struct tls_leaf_stats *sum)
 int sandbox_reload_all(char *err, size_t errlen)
 {
 	struct policy **fresh;
+	char(*sha)[65];
 	size_t i;
 	int r = 0;
 
 	fresh = calloc(HASH_SLOTS, sizeof(*fresh));
-	if (!fresh)
+	/* Pages of it are touched only for the slots in use. */
+	sha = calloc(HASH_SLOTS, sizeof(*sha));
+	if (!fresh || !sha) {
+		free(fresh);
+		free(sha);
 		return -ENOMEM;
+	}
 	/* The control thread is the only writer, so the set of sandboxes cannot
 	 * change between the two passes; the read lock keeps workers going. */
 	pthread_rwlock_rdlock(&tab.lock);
@@ -754,7 +798,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 
 		if (!s)
 			continue;
-		r = policy_load_file(s->policy_path, &fresh[i], &perr);
+		r = load_policy(s->policy_path, &fresh[i], sha[i], &perr);
 		if (r < 0)
 			snprintf(err, errlen, "%s", perr.msg);
 		else
@@ -771,6 +815,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 				continue;
 			old = s->policy;
 			s->policy = fresh[i];
+			memcpy(s->policy_sha256, sha[i], sizeof(s->policy_sha256));
 			fresh[i] = old; /* unref'd below, outside the lock */
 		}
 		pthread_rwlock_unlock(&tab.lock);
@@ -790,7 +835,98 @@ int sandbox_reload_all(char *err, size_t errlen)
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);
 	free(fresh);
+	free(sha);
 	return r;
+}
+
+/*
+ * `sluice update`: one sandbox's policy swapped for another file's, all or
+ * nothing. The new policy is compiled and its secrets read before anything
+ * changes; then, under the write lock, the registration is rewritten with
+ * the new path (a restart keeps the new policy; if it cannot be written,
+ * nothing changed) and the policy pointer swapped, so that every lookup
+ * after it (new connections, DNS queries, each request of an open
+ * connection) meets the new policy. The synthetic address map is the
+ * sandbox's, not the policy's: a name that stays allowed keeps its
+ * address. Placeholders of credentials that stay are kept, those of
+ * removed ones revoked, new ones issued; then each worker closes the open
+ * connections the new policy withdrew, unless @keep_open.
+ */
+int sandbox_update(const char *name, const char *policy_path, bool keep_open,
+		   struct sandbox_update_info *info, char *err, size_t errlen)
+{
+	struct policy_error perr;
+	struct policy *fresh = NULL, *old;
+	char sha[65], old_path[sizeof(((struct sandbox *)0)->policy_path)];
+	struct sandbox *sb;
+	unsigned i;
+	int r;
+
+	memset(info, 0, sizeof(*info));
+	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(old_path)) {
+		snprintf(err, errlen, "policy path `%s` must be absolute, at most %zu bytes",
+			 policy_path, sizeof(old_path) - 1);
+		return -EINVAL;
+	}
+	/* The control thread is the only writer of the table: a sandbox found
+	 * here stays registered until this function returns. */
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name);
+	pthread_rwlock_unlock(&tab.lock);
+	if (!sb) {
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+		return -ENOENT;
+	}
+	r = load_policy(policy_path, &fresh, sha, &perr);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return r;
+	}
+	r = creds_load_secrets(fresh, err, errlen);
+	if (r < 0) {
+		policy_unref(fresh);
+		return r;
+	}
+	pthread_rwlock_wrlock(&tab.lock);
+	snprintf(old_path, sizeof(old_path), "%s", sb->policy_path);
+	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	r = persist(sb);
+	if (r < 0) {
+		snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", old_path);
+		pthread_rwlock_unlock(&tab.lock);
+		snprintf(err, errlen, "cannot write registration in %s: %s; the old policy stays",
+			 tab.dir, strerror(-r));
+		policy_unref(fresh);
+		return r;
+	}
+	snprintf(info->old_path, sizeof(info->old_path), "%s", old_path);
+	snprintf(info->old_sha256, sizeof(info->old_sha256), "%s", sb->policy_sha256);
+	old = sb->policy;
+	sb->policy = fresh;
+	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
+	pthread_rwlock_unlock(&tab.lock);
+	snprintf(info->new_path, sizeof(info->new_path), "%s", policy_path);
+	snprintf(info->new_sha256, sizeof(info->new_sha256), "%s", sha);
+
+	/* Until these two are done, a removed credential's placeholder reads
+	 * as revoked already (the policy has no such credential), and a new
+	 * credential has no placeholder anyone could use. A failure here
+	 * leaves the new policy in place (it is in force) and says so. */
+	r = creds_sandbox_revoke_dropped(sb, fresh);
+	if (r == 0)
+		r = creds_sandbox_sync(sb, fresh, false);
+	if (r < 0)
+		log_err("sandbox: `%s`: updated, but cannot save its placeholders: %s", name,
+			strerror(-r));
+	for (i = 0; i < broker.n_workers; i++)
+		loop_post(broker.workers[i].loop,
+			  keep_open ? proxy_policy_changed_keep_post : proxy_policy_changed_post,
+			  &broker.workers[i]);
+	policy_unref(old);
+	log_info("sandbox: `%s`: policy %s (sha256 %.12s) replaced by %s (sha256 %.12s)%s", name,
+		 info->old_path, info->old_sha256, info->new_path, info->new_sha256,
+		 keep_open ? ", open connections kept" : "");
+	return 0;
 }
 
 /* Whether the namespace `sluice create` made for sandbox @name is gone. The

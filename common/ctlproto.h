@@ -34,6 +34,10 @@
 #define CTL_PLACEHOLDERS "placeholders" /* NAME -> ok, "VAR=value" lines */
 #define CTL_PRIVILEGED "privileged"	/* NAME -> ok (audited) */
 #define CTL_RELOAD "reload"		/* -> ok */
+/* NAME POLICY [keep-open] -> ok: swaps one sandbox's policy (an absolute
+ * path); keep-open leaves the connections it withdraws open. */
+#define CTL_UPDATE "update"
+#define CTL_UPDATE_KEEP_OPEN "keep-open"
 
 /* Error messages the CLI asks again after (bounded), as they pass: */
 /* the caller could not be checked because a sandbox being created or

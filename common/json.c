@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/json.h"
@@ -252,4 +253,126 @@ int json_value(struct json *j, int depth)
 	default:
 		return json_number(j, NULL, NULL);
 	}
+}
+
+/* --- writing ------------------------------------------------------------ */
+
+/*
+ * utf8_seq() - length of the UTF-8 sequence at @s, and whether it is valid
+ *
+ * Valid means shortest form, no surrogates, at most U+10FFFF (RFC 3629).
+ * When invalid, the length is that of the "maximal subpart" (Unicode 15,
+ * 3.9): the bytes that could have begun a valid sequence, at least one, so
+ * that one bad sequence becomes one U+FFFD. @s is NUL-terminated, and a NUL
+ * is never a continuation byte, so reading stops at the terminator.
+ */
+static size_t utf8_seq(const unsigned char *s, bool *ok)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t need, i;
+
+	*ok = false;
+	if (c < 0x80) {
+		*ok = true;
+		return 1;
+	}
+	if (c < 0xc2) /* continuation byte, or overlong C0/C1 */
+		return 1;
+	if (c < 0xe0) {
+		need = 1;
+	} else if (c < 0xf0) {
+		need = 2;
+		if (c == 0xe0)
+			lo = 0xa0; /* overlong */
+		else if (c == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (c < 0xf5) {
+		need = 3;
+		if (c == 0xf0)
+			lo = 0x90; /* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 1;
+	}
+	for (i = 1; i <= need; i++) {
+		if (s[i] < lo || s[i] > hi)
+			return i;
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	*ok = true;
+	return need + 1;
+}
+
+size_t json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t i = 0, o = 0;
+
+	if (dstlen == 0)
+		return 0;
+	while (i < srclen && s[i]) {
+		char tmp[6];
+		const char *piece = tmp;
+		size_t plen, adv;
+		bool ok;
+
+		if (s[i] == '"' || s[i] == '\\') {
+			tmp[0] = '\\';
+			tmp[1] = (char)s[i];
+			plen = 2;
+			adv = 1;
+		} else if (s[i] < 0x20 || s[i] == 0x7f) {
+			memcpy(tmp, "\\u00", 4);
+			tmp[4] = hex[s[i] >> 4];
+			tmp[5] = hex[s[i] & 0xf];
+			plen = 6;
+			adv = 1;
+		} else {
+			adv = utf8_seq(s + i, &ok);
+			/* A sequence cut by @srclen is cut, hence invalid. */
+			if (adv > srclen - i) {
+				ok = false;
+				adv = srclen - i;
+			}
+			if (ok) {
+				piece = (const char *)s + i;
+				plen = adv;
+			} else {
+				piece = "\\ufffd";
+				plen = 6;
+			}
+		}
+		/* Whole characters only, and room for the NUL. */
+		if (plen >= dstlen - o)
+			break;
+		memcpy(dst + o, piece, plen);
+		o += plen;
+		i += adv;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+void json_print_string(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+
+	fputc('"', f);
+	/* A bounded buffer per piece: each input byte becomes at most 6. */
+	while (n > 0) {
+		char out[6 * 64 + 1];
+		size_t take = n < 64 ? n : 64, w;
+
+		/* Keep a UTF-8 sequence whole: cut before a continuation byte. */
+		while (take < n && take > 1 && ((unsigned char)s[take] & 0xc0) == 0x80)
+			take--;
+		w = json_escape(out, sizeof(out), s, take);
+		fwrite(out, 1, w, f);
+		s += take;
+		n -= take;
+	}
+	fputc('"', f);
 }

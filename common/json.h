@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct obuf;
 
@@ -63,5 +64,24 @@ int json_number(struct json *j, uint64_t *u, bool *is_int);
  * Return: 0 or -EINVAL.
  */
 int json_value(struct json *j, int depth);
+
+/**
+ * json_escape() - escape a string for a JSON string literal
+ * @dst:    output (NUL-terminated when @dstlen > 0); quotes are not added
+ * @dstlen: size of @dst; output stops at a character boundary so that it,
+ *          plus its NUL, fits
+ * @src:    input, any bytes; invalid UTF-8 becomes U+FFFD, control bytes
+ *          \u00XX
+ * @srclen: at most this many bytes of @src are read (fewer at a NUL)
+ *
+ * Return: bytes written to @dst, NUL not counted.
+ */
+size_t json_escape(char *dst, size_t dstlen, const char *src, size_t srclen);
+
+/**
+ * json_print_string() - print @s to @f as a JSON string literal, quotes
+ * included, escaped as json_escape() does, however long it is
+ */
+void json_print_string(FILE *f, const char *s);
 
 #endif

@@ -17,6 +17,7 @@ static const char *const reason_name[] = {
 	[SL_REASON_CONTROL_REGISTER] = "control-register",
 	[SL_REASON_CONTROL_UNREGISTER] = "control-unregister",
 	[SL_REASON_CONTROL_RELOAD] = "control-reload",
+	[SL_REASON_POLICY_UPDATE] = "policy-update",
 	[SL_REASON_PRIVILEGED_EXEC] = "privileged-exec",
 	[SL_REASON_NOT_ALLOWLISTED] = "not-allowlisted",
 	[SL_REASON_PORT_NOT_ALLOWED] = "port-not-allowed",

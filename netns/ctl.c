@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The CLI's side of the control socket, and the subcommands that only talk
- * to the broker: register, unregister, list, status, reload. */
+ * to the broker: register, unregister, list, status, reload, update. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/json.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -242,10 +243,15 @@ int cmd_list(int argc, char **argv)
 
 		if (sscanf(line, "%63s %63s %4095s %u", name, addr, pol, &conns) != 4)
 			continue;
-		if (json)
-			printf("%s{\"name\":\"%s\",\"address\":\"%s\",\"policy\":\"%s\",\"connections\":%u}",
-			       n ? "," : "", name, addr, pol, conns);
-		else
+		if (json) {
+			printf("%s{\"name\":", n ? "," : "");
+			json_print_string(stdout, name);
+			printf(",\"address\":");
+			json_print_string(stdout, addr);
+			printf(",\"policy\":");
+			json_print_string(stdout, pol);
+			printf(",\"connections\":%u}", conns);
+		} else
 			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
 		n++;
 	}
@@ -255,15 +261,135 @@ int cmd_list(int argc, char **argv)
 	return 0;
 }
 
+/* Prints @v as a JSON number when it is one (a Prometheus value may also
+ * be +Inf, -Inf or NaN: those as strings). */
+static void json_value_of(const char *v)
+{
+	char *end;
+
+	errno = 0;
+	(void)strtod(v, &end);
+	if (*v && !*end && !errno && strspn(v, "0123456789.eE+-") == strlen(v))
+		fputs(v, stdout);
+	else
+		json_print_string(stdout, v);
+}
+
+/* One Prometheus sample line, `NAME{K="V",...} VALUE`, as a JSON object;
+ * false when the line is not one. */
+static bool print_sample(char *l, bool first)
+{
+	char *name = l, *labels = NULL, *value, *sp;
+	bool lfirst = true;
+
+	sp = strpbrk(l, "{ ");
+	if (!sp)
+		return false;
+	if (*sp == '{') {
+		*sp = '\0';
+		labels = sp + 1;
+		sp = strstr(labels, "} ");
+		if (!sp)
+			return false;
+		*sp = '\0';
+		value = sp + 2;
+	} else {
+		*sp = '\0';
+		value = sp + 1;
+	}
+	printf("%s\n{\"name\":", first ? "" : ",");
+	json_print_string(stdout, name);
+	printf(",\"labels\":{");
+	while (labels && *labels) {
+		char *eq = strchr(labels, '='), *v, *w;
+
+		if (!eq || eq[1] != '"')
+			break;
+		*eq = '\0';
+		/* The value, unescaped in place: \\, \" and \n. */
+		for (v = w = eq + 2; *v && *v != '"'; v++) {
+			if (*v == '\\' && v[1]) {
+				v++;
+				*w++ = *v == 'n' ? '\n' : *v;
+			} else {
+				*w++ = *v;
+			}
+		}
+		if (*v != '"')
+			break;
+		*w = '\0';
+		printf("%s", lfirst ? "" : ",");
+		json_print_string(stdout, labels);
+		putchar(':');
+		json_print_string(stdout, eq + 2);
+		lfirst = false;
+		labels = v + 1;
+		if (*labels == ',')
+			labels++;
+	}
+	printf("},\"value\":");
+	json_value_of(value);
+	putchar('}');
+	return true;
+}
+
+/* `sluice status --json`: the status's KEY VALUE lines and every metric
+ * sample, one document, for tools (the text forms are for people). */
+static int status_json(void)
+{
+	char *st, *me, *l, *save = NULL;
+	bool first = true;
+	int r;
+
+	r = netns_ctl(CTL_STATUS, &st);
+	if (r < 0)
+		return ctl_print(CTL_STATUS, true); /* says why */
+	r = netns_ctl(CTL_METRICS, &me);
+	if (r < 0) {
+		free(st);
+		return ctl_print(CTL_METRICS, true);
+	}
+	printf("{\"status\":{");
+	for (l = strtok_r(st, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(l, ' ');
+
+		/* KEY VALUE lines only; the rest is the text form of the
+		 * metrics below. */
+		if (!sp || strchr(sp + 1, ' ') || strchr(l, ':') || sp == l)
+			continue;
+		*sp = '\0';
+		printf("%s", first ? "" : ",");
+		json_print_string(stdout, l);
+		putchar(':');
+		json_value_of(sp + 1);
+		first = false;
+	}
+	printf("},\"metrics\":[");
+	first = true;
+	save = NULL;
+	for (l = strtok_r(me, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (l[0] == '#')
+			continue;
+		if (print_sample(l, first))
+			first = false;
+	}
+	printf("\n]}\n");
+	free(st);
+	free(me);
+	return 0;
+}
+
 int cmd_status(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--json"))
+		return status_json();
 	if (argc == 2 && !strcmp(argv[1], "--metrics"))
 		return ctl_print(CTL_METRICS, true);
 	/* The JWK Set that verifies the broker's minted JWTs (public keys). */
 	if (argc == 2 && !strcmp(argv[1], "--jwks"))
 		return ctl_print(CTL_JWKS, true);
 	if (argc != 1) {
-		fprintf(stderr, "usage: sluice status [--metrics | --jwks]\n");
+		fprintf(stderr, "usage: sluice status [--json | --metrics | --jwks]\n");
 		return 2;
 	}
 	return ctl_print(CTL_STATUS, true);
@@ -276,7 +402,66 @@ int cmd_reload(int argc, char **argv)
 		fprintf(stderr, "usage: sluice reload\n");
 		return 2;
 	}
-	return ctl_print(CTL_RELOAD, false);
+	return ctl_print(CTL_RELOAD, true);
+}
+
+#define UPDATE_USAGE "usage: sluice update NAME --policy FILE [--keep-open]\n"
+
+/*
+ * `sluice update NAME --policy FILE [--keep-open]`: swaps a running
+ * sandbox's policy. The file is checked here first, as create does, so that
+ * a broken one says FILE:LINE:COL as `sluice policy check` would; the broker
+ * checks it again (it reads the file itself) and keeps the old policy on
+ * any error. The CLI keeps no copy of the policy path
+ * (NETNS_STATE_DIR/NAME/sandbox has none): the broker's registration is
+ * the only one, and the broker rewrites it.
+ */
+int cmd_update(int argc, char **argv)
+{
+	const char *name = NULL, *policy = NULL;
+	char abs[PATH_MAX], line[PATH_MAX + 200];
+	struct policy_error err;
+	struct policy *p;
+	bool keep_open = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		/* --help is main()'s (netns/main.c), from the dispatch table. */
+		if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			policy = argv[++i];
+		} else if (!strcmp(argv[i], "--keep-open")) {
+			keep_open = true;
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			goto usage;
+		}
+	}
+	if (!name || !policy)
+		goto usage;
+	if (strlen(name) > 100 || strpbrk(name, " \t\n")) {
+		fprintf(stderr, "sluice: bad sandbox name `%.100s`\n", name);
+		return 1;
+	}
+	if (policy_load_file(policy, &p, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	policy_unref(p);
+	if (!realpath(policy, abs)) {
+		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
+		return 1;
+	}
+	if (strpbrk(abs, " \t\n")) {
+		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
+		return 1;
+	}
+	snprintf(line, sizeof(line), CTL_UPDATE " %s %s%s", name, abs,
+		 keep_open ? " " CTL_UPDATE_KEEP_OPEN : "");
+	return ctl_print(line, false);
+usage:
+	fprintf(stderr, UPDATE_USAGE);
+	return 2;
 }
 
 /* The sandbox CA's certificate (PEM), for a namespace wired with `sluice

@@ -82,8 +82,7 @@ static void put_env(const char *key, const char *value, void *arg)
 
 static void print_env(const char *key, const char *value, void *arg)
 {
-	(void)arg;
-	printf("%s=%s\n", key, value);
+	fprintf(arg, "%s=%s\n", key, value);
 }
 
 /* The record of @name; prints why not. */
@@ -128,7 +127,8 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 	/* The environment first: its placeholders come from the broker, whose
 	 * control socket answers no caller inside a sandbox's namespace. */
 	r = 0;
-	netns_env_each(sb, put_env, &r);
+	if (netns_env_each(sb, put_env, &r) < 0)
+		return 1; /* said why */
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
 		return 1;
@@ -147,6 +147,10 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 int cmd_env(int argc, char **argv)
 {
 	struct netns_sandbox sb;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	int r;
 
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: sluice env NAME\n");
@@ -154,8 +158,20 @@ int cmd_env(int argc, char **argv)
 	}
 	if (load(argv[1], &sb) < 0)
 		return 1;
-	netns_env_each(&sb, print_env, NULL);
-	return 0;
+	/* All or nothing: a script that reads this must not get an
+	 * environment without its placeholders. */
+	out = open_memstream(&buf, &len);
+	if (!out) {
+		fprintf(stderr, "sluice: %s\n", strerror(errno));
+		return 1;
+	}
+	r = netns_env_each(&sb, print_env, out);
+	if (fclose(out) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r == 0)
+		fwrite(buf, 1, len, stdout);
+	free(buf);
+	return r < 0 ? 1 : 0;
 }
 
 /* The child that sluice waits for: the sandbox's init (runner.c), which

@@ -1,20 +1,31 @@
 // SPDX-License-Identifier: MIT
 /* sluice: the command-line tool. Subcommands are cmd_<name> in one table. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 
 static int cmd_help(int argc, char **argv);
 
+/*
+ * @words: where `--help`/`-h` stops being sluice's: after this many
+ * words that are no option (exec: NAME, then the command's own words).
+ * 0: up to a "--" only. @own_help: the command parses --help itself.
+ */
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *usage;
+	int words;
+	bool own_help;
 } commands[] = {
-	{ "policy", cmd_policy, "policy check FILE...        validate policies\n  policy test FILE TARGET...  what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
+	{ "policy", cmd_policy, "policy check [--json] FILE...   validate policies (warns of unreadable secret files)\n"
+	  "  policy test [--json] FILE [--resolve NAME=ADDR]... TARGET...\n"
+	  "                              what a policy decides for NAME[:PORT] or ADDR[:PORT]" },
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
@@ -24,7 +35,8 @@ static const struct {
 			    "                              mount namespaces; cwd and HOME its workspace); OPTIONS:\n"
 			    "                              --user UID[:GID]     the identity inside (default root)\n"
 			    "                              --bind SRC:DST[:ro]  a host path inside (repeatable)\n"
-			    "                              --privileged         uncontained: root with the host's files" },
+			    "                              --privileged         uncontained: root with the host's files",
+	  .words = 2 },
 	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
 	{ "run", cmd_run, "run --policy FILE [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
 			  "                              create, exec, delete; exits with CMD's status" },
@@ -35,12 +47,56 @@ static const struct {
 				"                              (/run/netns/X, /proc/PID/ns/net)" },
 	{ "detach", cmd_detach, "detach NAME                 undo attach (or create); the namespace stays" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
-	{ "status", cmd_status, "status [--metrics|--jwks]   broker counters (Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
-	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)" },
+	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
+	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",
+	  .own_help = true },
 	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
+	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
+				"                              swap a running sandbox's policy; --keep-open: leave\n"
+				"                              open the connections FILE no longer allows" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };
+
+/* Options of any subcommand that take a value: the value is no word. */
+static bool takes_value(const char *arg)
+{
+	static const char *const opts[] = { "--policy", "--name", "--addr", "--user",
+					    "--bind",	"--netns", NULL };
+	size_t i;
+
+	for (i = 0; opts[i]; i++) {
+		if (!strcmp(arg, opts[i]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether `sluice CMD ARGS` asks for CMD's usage: a `--help` or `-h`
+ * among ARGS before "--" (and, for @words, before the words that are a
+ * sandboxed command's). Checked here, before any subcommand runs, so that
+ * none takes it for a file or a sandbox name (`policy check --help` once
+ * opened a file named --help).
+ */
+static bool wants_help(int argc, char **argv, int words)
+{
+	int i, seen = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+		if (takes_value(argv[i])) {
+			i++;
+			continue;
+		}
+		if (argv[i][0] != '-' && words && ++seen >= words)
+			return false;
+	}
+	return false;
+}
 
 static int cmd_help(int argc, char **argv)
 {
@@ -48,7 +104,9 @@ static int cmd_help(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	printf("usage: sluice [--socket PATH] [--broker-netns NAME|PATH] COMMAND [ARGS]\n\n"
+	printf("usage: sluice [--socket PATH] [--broker-netns NAME|PATH] COMMAND [ARGS]\n"
+	       "       sluice --version\n"
+	       "       sluice COMMAND --help\n\n"
 	       "  --broker-netns NAME|PATH  run in that network namespace, the broker's, as\n"
 	       "                            `ip netns exec NAME sluice` does, at less cost\n\n"
 	       "commands:\n");
@@ -94,6 +152,18 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
 		return cmd_help(0, NULL);
+	if (!strcmp(argv[1], "--version")) {
+		printf("sluice %s\n", sluice_version);
+		return 0;
+	}
+	/* Usage needs no broker and no namespace: before --broker-netns. */
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(argv[1], commands[i].name) && !commands[i].own_help &&
+		    wants_help(argc - 1, argv + 1, commands[i].words)) {
+			printf("usage: sluice %s\n\nsee sluice(1) for more.\n", commands[i].usage);
+			return 0;
+		}
+	}
 	if (ns && netns_enter_broker(ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
 		return 1;

@@ -78,6 +78,7 @@ int cmd_unregister(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
+int cmd_update(int argc, char **argv);
 int cmd_ca(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_delete(int argc, char **argv);

@@ -90,8 +90,8 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
 		       bool *missing);
 int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errlen);
-void netns_env_each(const struct netns_sandbox *sb,
-		    void (*fn)(const char *key, const char *value, void *arg), void *arg);
+int netns_env_each(const struct netns_sandbox *sb,
+		   void (*fn)(const char *key, const char *value, void *arg), void *arg);
 
 /* --- nsfs.c: named network namespaces, iproute2 style ----------------- */
 

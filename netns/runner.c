@@ -913,7 +913,8 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 	/* The environment before anything else: its placeholders come from
 	 * the broker's control socket. */
 	r = 0;
-	netns_env_each(sb, put_env, &r);
+	if (netns_env_each(sb, put_env, &r) < 0)
+		return -1; /* said why */
 	if (r == 0 && setenv("HOME", NETNS_WORKSPACE_INSIDE, 1) < 0)
 		r = -errno;
 	if (r < 0) {

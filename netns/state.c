@@ -439,10 +439,12 @@ int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errl
 /*
  * One variable per credential placeholder, as the broker issued them: the
  * sandbox gets the placeholder, never the secret. Asked of the broker the
- * sandbox was created with; without an answer the sandbox simply has no
- * placeholders (and says so on stderr).
+ * sandbox was created with. Without an answer there is no environment to
+ * give: a broker that is down is no egress at all, and a command started
+ * anyway would fail later, at its first connection, for a reason it cannot
+ * see; so this says what is wrong, on stderr, and fails.
  */
-static void placeholders(const struct netns_sandbox *sb,
+static int placeholders(const struct netns_sandbox *sb,
 			 void (*fn)(const char *key, const char *value, void *arg), void *arg)
 {
 	const char *saved = netns_socket_path;
@@ -454,11 +456,19 @@ static void placeholders(const struct netns_sandbox *sb,
 	snprintf(line, sizeof(line), CTL_PLACEHOLDERS " %s", sb->name);
 	r = netns_ctl(line, &resp);
 	netns_socket_path = saved;
-	if (r < 0) {
-		fprintf(stderr, "sluice: no credential placeholders for `%s`: %s\n", sb->name,
-			r == -EPROTO ? resp : strerror(-r));
+	if (r == -EPROTO) {
+		fprintf(stderr, "sluice: the broker at %s does not serve sandbox `%s`: %s\n",
+			sb->socket[0] ? sb->socket : netns_socket_path, sb->name, resp);
 		free(resp);
-		return;
+		return r;
+	}
+	if (r < 0) {
+		fprintf(stderr,
+			"sluice: the broker of sandbox `%s` is not running (control socket %s: "
+			"%s); the sandbox has no egress without it: start sluiced, then retry\n",
+			sb->name, sb->socket[0] ? sb->socket : netns_socket_path, strerror(-r));
+		free(resp);
+		return r;
 	}
 	for (l = strtok_r(resp, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char *eq = strchr(l, '=');
@@ -469,6 +479,7 @@ static void placeholders(const struct netns_sandbox *sb,
 		fn(l, eq + 1, arg);
 	}
 	free(resp);
+	return 0;
 }
 
 /**
@@ -479,9 +490,13 @@ static void placeholders(const struct netns_sandbox *sb,
  *
  * Proxy variables name the gateway's explicit proxy; NO_PROXY the gateway
  * itself; every CA variable the one bundle in the sandbox's state directory.
+ *
+ * Return: 0; a negative errno when the broker gave no placeholders (it is
+ * down, or does not know the sandbox: said on stderr), after the other
+ * variables.
  */
-void netns_env_each(const struct netns_sandbox *sb,
-		    void (*fn)(const char *key, const char *value, void *arg), void *arg)
+int netns_env_each(const struct netns_sandbox *sb,
+		   void (*fn)(const char *key, const char *value, void *arg), void *arg)
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 						  "https_proxy" };
@@ -502,5 +517,5 @@ void netns_env_each(const struct netns_sandbox *sb,
 	fn("no_proxy", gw, arg);
 	for (i = 0; i < sizeof(ca_vars) / sizeof(ca_vars[0]); i++)
 		fn(ca_vars[i], bundle, arg);
-	placeholders(sb, fn, arg);
+	return placeholders(sb, fn, arg);
 }

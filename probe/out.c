@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "probe/probe_internal.h"
 
 static const char *const verdict_names[] = {
@@ -88,44 +89,6 @@ void probe_sanitize(char *dst, size_t n, const char *src, size_t len)
 	dst[o] = '\0';
 }
 
-/**
- * probe_json_escape() - write @s as a JSON string, quotes included.
- * @f: where to
- * @s: the text; bytes of 0x80 and up are written as \u00XX (Latin-1), so
- *     that the document stays valid whatever the text holds
- */
-void probe_json_escape(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (*p < 0x20 || *p >= 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
-}
-
 static void counts(const struct probe_result *res, size_t n, int c[3])
 {
 	size_t i;
@@ -182,13 +145,13 @@ void probe_print_json(FILE *f, const size_t *idx,
 		const struct probe_check *ck = &probe_checks[idx[i]];
 
 		fputs(i ? ",\n{\"id\":" : "\n{\"id\":", f);
-		probe_json_escape(f, ck->id);
+		json_print_string(f, ck->id);
 		fputs(",\"description\":", f);
-		probe_json_escape(f, ck->desc);
+		json_print_string(f, ck->desc);
 		fputs(",\"verdict\":", f);
-		probe_json_escape(f, probe_verdict_name(res[i].v));
+		json_print_string(f, probe_verdict_name(res[i].v));
 		fputs(",\"detail\":", f);
-		probe_json_escape(f, res[i].detail);
+		json_print_string(f, res[i].detail);
 		fputc('}', f);
 	}
 	counts(res, n, c);

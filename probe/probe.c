@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "probe/probe.h"
 #include "probe/probe_internal.h"
 
@@ -335,10 +336,27 @@ int probe_main(int argc, char **argv)
 		goto out;
 	}
 	if (o->list) {
-		for (i = 0; i < probe_n_checks; i++)
-			if (o->selected[i])
-				printf("%-24s %s\n", probe_checks[i].id,
-				       probe_checks[i].desc);
+		bool first = true;
+
+		/* As the report's JSON lists them, without a verdict. */
+		if (o->json)
+			printf("{\"checks\":[");
+		for (i = 0; i < probe_n_checks; i++) {
+			if (!o->selected[i])
+				continue;
+			if (!o->json) {
+				printf("%-24s %s\n", probe_checks[i].id, probe_checks[i].desc);
+				continue;
+			}
+			printf("%s\n{\"id\":", first ? "" : ",");
+			json_print_string(stdout, probe_checks[i].id);
+			printf(",\"description\":");
+			json_print_string(stdout, probe_checks[i].desc);
+			printf("}");
+			first = false;
+		}
+		if (o->json)
+			printf("\n]}\n");
 		rc = 0;
 		goto out;
 	}

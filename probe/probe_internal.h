@@ -221,7 +221,6 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r);
 
 /* out.c */
-void probe_json_escape(FILE *f, const char *s);
 void probe_sanitize(char *dst, size_t n, const char *src, size_t len);
 void probe_print_table(FILE *f, const size_t *idx,
 		       const struct probe_result *res, size_t n);

@@ -805,6 +805,67 @@ int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired)
 	return changed ? save(sb) : 0;
 }
 
+struct dropped_arg {
+	const struct policy *p;
+	char names[CREDS_MAX][CREDS_NAME_MAX + 1];
+	size_t n;
+};
+
+/* Collects the credentials of live placeholders that @arg's policy has no
+ * more (each once; at most CREDS_MAX a pass). */
+static int find_dropped(const char *ph, const char *cred, uint64_t expires, bool revoked, void *arg)
+{
+	struct dropped_arg *d = arg;
+	size_t i, n = policy_credential_count(d->p);
+
+	(void)ph;
+	(void)expires;
+	if (revoked)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (strcmp(policy_credential_get(d->p, i)->name, cred) == 0)
+			return 0;
+	for (i = 0; i < d->n; i++)
+		if (strcmp(d->names[i], cred) == 0)
+			return 0;
+	if (d->n == CREDS_MAX)
+		return 1;
+	snprintf(d->names[d->n++], sizeof(d->names[0]), "%s", cred);
+	return 0;
+}
+
+/*
+ * After `sluice update` (never a reload, whose dropped credentials only
+ * read as revoked): the placeholders of credentials @p no longer has are
+ * revoked for good, so that a later update that brings the credential
+ * back issues a new placeholder instead of reviving the old one, and the
+ * saved state forgets them. The grants stay: a credential that comes back
+ * keeps the ttl it was first given.
+ */
+int creds_sandbox_revoke_dropped(struct sandbox *sb, const struct policy *p)
+{
+	struct dropped_arg *d;
+	size_t i, n = 0;
+	int more, r = 0;
+
+	if (!sb->creds)
+		return 0;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	do {
+		d->p = p;
+		d->n = 0;
+		more = creds_table_foreach(sb->creds, find_dropped, d);
+		for (i = 0; i < d->n; i++)
+			n += creds_table_revoke(sb->creds, d->names[i]);
+	} while (more && d->n);
+	free(d);
+	if (n)
+		r = save(sb);
+	return r;
+}
+
 int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 {
 	char path[600], line[256];

@@ -403,6 +403,9 @@ void creds_release(struct creds_secret *held);
 int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore);
 int creds_sandbox_sync(struct sandbox *sb, struct policy *p, bool issue_expired);
 void creds_sandbox_forget(struct sandbox *sb);
+/* Revokes the placeholders of credentials @p does not have (and saves the
+ * sandbox's placeholders): an update removed them. */
+int creds_sandbox_revoke_dropped(struct sandbox *sb, const struct policy *p);
 /* Removes state_dir/placeholders/@name, of a sandbox not registered. */
 void creds_sandbox_remove_state(const char *name);
 /* "VAR=placeholder" lines for the sandbox's environment. */

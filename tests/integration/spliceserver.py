@@ -112,14 +112,21 @@ def serve(s):
         while True:
             req = c.line()
             hdrs = {}
+            # The head's size as received (lines end in CRLF): what the
+            # broker counts as sent upstream before the body.
+            hlen = len(req) + 2
             while True:
                 l = c.line()
+                hlen += len(l) + 2
                 if not l:
                     break
                 k, v = l.split(b":", 1)
                 hdrs[k.strip().lower()] = v.strip()
             method, path = req.split(b" ")[:2]
             path = path.decode()
+            if HEADLOG:
+                with open(HEADLOG, "a") as f:
+                    f.write("%s %d\n" % (path, hlen))
             n, digest = body_of(c, hdrs)
             if method == b"POST" and path == "/sum":
                 b = b"%d %s" % (n, digest.encode())
@@ -155,7 +162,13 @@ def serve(s):
         s.close()
 
 
+HEADLOG = None
+
+
 def main():
+    global HEADLOG
+    if len(sys.argv) > 4:
+        HEADLOG = sys.argv[4]
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((sys.argv[1], int(sys.argv[2])))

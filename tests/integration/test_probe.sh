@@ -79,6 +79,15 @@ t_ok "--list --only" "$PROBE" --list --only dns-txt,tcp-public-literal
 t_eq "lists those two" "dns-txt tcp-public-literal" "$(awk '{print $1}' <<<"$T_OUT" | sort | paste -sd' ')"
 t_ok "--list --skip" "$PROBE" --list --skip dns-txt --skip=dns-any
 t_eq "lists all but two" "$((NIDS - 2))" "$(wc -l <<<"$T_OUT")"
+t_ok "--list --json" "$PROBE" --list --json
+t_eq "is one JSON document with the same ids, each with its description" "$IDS" \
+	"$(python3 -c 'import json, sys
+d = json.load(sys.stdin)
+assert all(c["description"] for c in d["checks"])
+print("\n".join(sorted(c["id"] for c in d["checks"])))' <<<"$T_OUT")"
+t_ok "--list --json --only" "$PROBE" --list --json --only dns-txt
+t_eq "lists that one" '[{"id": "dns-txt"}]' "$(python3 -c 'import json, sys
+print(json.dumps([{"id": c["id"]} for c in json.load(sys.stdin)["checks"]]))' <<<"$T_OUT")"
 # The containment checks: what a runtime keeps from the code besides the network.
 CONTAIN_IDS="caps-init-userns control-socket host-processes netns-etc netns-run secret-files"
 t_ok "--list has the containment checks" "$PROBE" --list --only "${CONTAIN_IDS// /,}"

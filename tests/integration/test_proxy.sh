@@ -199,6 +199,10 @@ t_ok "reload back to the default limit" sl reload
 # A key that waits for a restart is named in the log; one in force now is not.
 sed -i 's/^workers: 2$/workers: 2\ndns_cache_size: 100\nmax_connections: 10000/' "$BROKER_CONF"
 t_ok "reload with dns_cache_size and max_connections changed" sl reload
+said=$T_OUT
+t_contains "sluice reload says what is in force now" "$said" "changed, in force now: max_connections"
+t_contains "and what waits for a restart" "$said" "changed, in force after a restart only: dns_cache_size"
+t_contains "and which configuration it read" "$said" "configuration: $BROKER_CONF"
 t_ok "the log names dns_cache_size as waiting for a restart" \
 	grep -q "in force after a restart only: dns_cache_size$" "$BROKER_LOG"
 # max_connections never promises more connections than descriptors allow
@@ -210,6 +214,7 @@ t_ok "the log says it is lowered to what the descriptors hold" \
 	grep -q "max_connections 10000 lowered to 240: RLIMIT_NOFILE is 2048" "$BROKER_LOG"
 sed -i '/^dns_cache_size: 100$/d; /^max_connections: 10000$/d' "$BROKER_CONF"
 t_ok "reload back" sl reload
+t_contains "a reload that changes no key says so" "$T_OUT" "changed, in force after a restart only: nothing"
 sleep 0.3
 t_eq "connections accepted again" "200 " "$(reason http://echo.world.test/)"
 

@@ -518,6 +518,16 @@ t_contains "and says so" "$T_ERR" "did not know"
 t_eq "nothing of it is left" "" "$(our_sandboxes)"
 t_ok "create $P-xd" sl create "$P-xd" --policy "$D/pol.yaml"
 broker_stop
+# With the broker down the sandbox has no egress: exec does not start the
+# command (which would fail later, at its first connection) and env gives
+# nothing; both say why.
+rm -f "$D/ran.xd"
+t_rc "exec with the broker down fails" 1 sl exec --bind "$D:$D" "$P-xd" -- touch "$D/ran.xd"
+t_contains "saying the broker is not running" "$T_ERR" "the broker of sandbox \`$P-xd\` is not running"
+t_ok "and the command did not run" test ! -e "$D/ran.xd"
+t_rc "env with the broker down fails" 1 sl env "$P-xd"
+t_eq "and prints no partial environment" "" "$T_OUT"
+t_contains "saying the broker is not running" "$T_ERR" "is not running"
 t_rc "delete with the broker down fails" 1 sl delete "$P-xd"
 t_contains "says the broker could not be told" "$T_ERR" "cannot reach sluiced"
 t_eq "but removes the sandbox's network here" "" "$(our_sandboxes)"

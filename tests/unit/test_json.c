@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -152,6 +153,49 @@ static void test_depth(void **state)
 	}
 }
 
+/* json_print_string(): whole, escaped, and read back by the reader as the
+ * same bytes, for strings longer than its pieces, with a multi-byte
+ * character on every piece boundary. */
+static void test_print_string(void **state)
+{
+	char in[400], *out = NULL, back[400];
+	size_t outlen = 0, i, n = 0;
+	FILE *f;
+
+	(void)state;
+	for (i = 0; n + 4 < sizeof(in) - 1; i++) {
+		if (i % 7 == 0) {
+			memcpy(in + n, "\xe2\x82\xac", 3); /* U+20AC, 3 bytes */
+			n += 3;
+		} else {
+			in[n++] = "a\"\\\n"[i % 4];
+		}
+	}
+	in[n] = '\0';
+	f = open_memstream(&out, &outlen);
+	assert_non_null(f);
+	json_print_string(f, in);
+	assert_int_equal(fclose(f), 0);
+	{
+		struct json j = { .s = out, .len = outlen, .i = 0 };
+		struct obuf w = { .p = back, .cap = sizeof(back) - 1 };
+
+		assert_int_equal(json_string(&j, &w), 0);
+		assert_false(w.full);
+		assert_int_equal(j.i, outlen); /* one literal, nothing after it */
+		back[w.len] = '\0';
+		assert_string_equal(back, in);
+	}
+	free(out);
+	/* Invalid UTF-8 and control bytes come out escaped. */
+	f = open_memstream(&out, &outlen);
+	json_print_string(f, "x\xff\x01\x7f\"\\\xc3\xa9");
+	fclose(f);
+	/* Valid UTF-8 stays as it is. */
+	assert_string_equal(out, "\"x\\ufffd\\u0001\\u007f\\\"\\\\\xc3\xa9\"");
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_string_unescape),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_print_string),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -739,21 +739,6 @@ static void test_tls_classify(void **state)
  * -----------------------------------------------------------------------------
  */
 
-static void test_json_escape(void **state)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-
-	(void)state;
-	assert_non_null(f);
-	probe_json_escape(f, "a\"b\\c\nd\te\x01\x7f\xc3\xa9/");
-	fclose(f);
-	assert_string_equal(
-	    out, "\"a\\\"b\\\\c\\nd\\te\\u0001\\u007f\\u00c3\\u00a9/\"");
-	free(out);
-}
-
 static void test_sanitize(void **state)
 {
 	char b[16];
@@ -1058,7 +1043,6 @@ int main(void)
 	    cmocka_unit_test(test_proxy_parse),
 	    cmocka_unit_test(test_client_hello),
 	    cmocka_unit_test(test_tls_classify),
-	    cmocka_unit_test(test_json_escape),
 	    cmocka_unit_test(test_sanitize),
 	    cmocka_unit_test(test_res_add),
 	    cmocka_unit_test(test_name_check),

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -285,6 +287,178 @@ static void test_churn(void **state)
 	assert_int_equal(sandbox_count(), 0);
 }
 
+/* Writes @text to @dir/@file; its path in @path. */
+static void write_policy(const char *file, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The registration's second line: the policy path a restart loads. */
+static void saved_policy(const char *name, char *out, size_t len)
+{
+	char path[300], line[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/state/sandboxes/%s", dir, name);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(fgets(out, (int)len, f));
+	out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+static bool allows(const struct policy *p, const char *name)
+{
+	return policy_match_name(p, name, strlen(name), 443, NULL) == POLICY_ALLOW;
+}
+
+/* sandbox_update(): a broken policy or an unknown sandbox changes nothing;
+ * a good one is in force at the next lookup, in the registration and in
+ * the list, with the hashes of both; the synthetic map stays. */
+static void test_update(void **state)
+{
+	char good[200], broken[200], err[600], saved[300], list[4096];
+	struct sandbox_update_info info;
+	struct policy *before, *pol;
+	struct dns_synth *synth;
+	struct sandbox *sb;
+	char sha_before[65];
+
+	(void)state;
+	write_policy("b.yaml", "version: 1\negress:\n  allow:\n    - host: b.example\n", good,
+		     sizeof(good));
+	write_policy("broken.yaml", "version: 1\negress:\n  allow:\n    - hostz: b.example\n",
+		     broken, sizeof(broken));
+	assert_int_equal(reg(900, "auto"), 0);
+	sb = sandbox_lookup(&addr_of[900], &before);
+	assert_non_null(sb);
+	synth = sb->synth;
+	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
+	assert_int_equal(strlen(sha_before), 64);
+
+	assert_int_equal(sandbox_update("sb-901", good, false, &info, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "no such sandbox `sb-901`");
+	assert_int_equal(sandbox_update("sb-900", "rel.yaml", false, &info, err, sizeof(err)),
+			 -EINVAL);
+
+	assert_true(sandbox_update("sb-900", broken, false, &info, err, sizeof(err)) < 0);
+	assert_true(strncmp(err, broken, strlen(broken)) == 0);
+	assert_non_null(strstr(err, ":4:7: ")); /* FILE:LINE:COL */
+	pol = sandbox_policy(sb);
+	assert_ptr_equal(pol, before);
+	policy_unref(pol);
+	saved_policy("sb-900", saved, sizeof(saved));
+	assert_string_equal(saved, policy_path);
+
+	assert_int_equal(sandbox_update("sb-900", good, false, &info, err, sizeof(err)), 0);
+	pol = sandbox_policy(sb);
+	assert_ptr_not_equal(pol, before);
+	assert_true(allows(pol, "b.example"));
+	assert_false(allows(pol, "example.com"));
+	assert_true(allows(before, "example.com"));
+	policy_unref(pol);
+	assert_string_equal(info.old_path, policy_path);
+	assert_string_equal(info.new_path, good);
+	assert_string_equal(info.old_sha256, sha_before);
+	assert_int_equal(strlen(info.new_sha256), 64);
+	assert_string_not_equal(info.new_sha256, sha_before);
+	assert_string_equal(sb->policy_sha256, info.new_sha256);
+	assert_ptr_equal(sb->synth, synth);
+	saved_policy("sb-900", saved, sizeof(saved));
+	assert_string_equal(saved, good);
+	assert_true(sandbox_list(list, sizeof(list)) > 0);
+	assert_non_null(strstr(list, good));
+
+	policy_unref(before); /* the old policy lives until its last holder */
+	sandbox_put(sb);
+	unreg(900);
+}
+
+/* The value of VAR= in @env ("VAR=value" lines) in @out; "" when absent. */
+static void env_value(const char *env, const char *var, char *out, size_t len)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "%s=", var);
+	out[0] = '\0';
+	for (p = env; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, key, strlen(key)) == 0) {
+			snprintf(out, len, "%.*s", (int)strcspn(p + strlen(key), "\n"),
+				 p + strlen(key));
+			return;
+		}
+}
+
+/* Credentials across sandbox_update(): a credential that stays keeps its
+ * placeholder, a removed one's is revoked (also in the saved state), a new
+ * one gets one; one that comes back gets a new one, not the revoked. */
+static void test_update_credentials(void **state)
+{
+	static const char cred[] = "  - name: %s\n    source: { file: %s/secret }\n"
+				   "    scope: { hosts: [example.com] }\n    placeholder: %s\n";
+	char a[200], b[200], secret[200], text[1024], err[600], env[1024];
+	char keep[64], gone[64], keep2[64], gone2[64], fresh[64], name[CREDS_NAME_MAX + 1];
+	struct sandbox_update_info info;
+	struct policy *pol;
+	struct sandbox *sb;
+	int k;
+
+	(void)state;
+	write_policy("secret", "s3cret\n", secret, sizeof(secret));
+	chmod(secret, 0600);
+	k = snprintf(text, sizeof(text),
+		     "version: 1\negress:\n  allow:\n    - host: example.com\ncredentials:\n");
+	k += snprintf(text + k, sizeof(text) - (size_t)k, cred, "keep", dir, "KEEP");
+	snprintf(text + k, sizeof(text) - (size_t)k, cred, "gone", dir, "GONE");
+	write_policy("ca.yaml", text, a, sizeof(a));
+	k = snprintf(text, sizeof(text),
+		     "version: 1\negress:\n  allow:\n    - host: example.com\ncredentials:\n");
+	k += snprintf(text + k, sizeof(text) - (size_t)k, cred, "keep", dir, "KEEP");
+	snprintf(text + k, sizeof(text) - (size_t)k, cred, "new", dir, "NEW");
+	write_policy("cb.yaml", text, b, sizeof(b));
+
+	assert_int_equal(sandbox_register("sb-910", "auto", a, true, NULL, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "KEEP", keep, sizeof(keep));
+	env_value(env + strlen(CTL_OK), "GONE", gone, sizeof(gone));
+	assert_int_equal(strlen(keep), CREDS_PLACEHOLDER_LEN);
+	assert_int_equal(strlen(gone), CREDS_PLACEHOLDER_LEN);
+
+	assert_int_equal(sandbox_update("sb-910", b, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "KEEP", keep2, sizeof(keep2));
+	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
+	env_value(env + strlen(CTL_OK), "NEW", fresh, sizeof(fresh));
+	assert_string_equal(keep2, keep);
+	assert_string_equal(gone2, "");
+	assert_int_equal(strlen(fresh), CREDS_PLACEHOLDER_LEN);
+	sb = find_name("sb-910");
+	assert_non_null(sb);
+	assert_int_equal(creds_table_lookup(sb->creds, gone, (uint64_t)time(NULL), name),
+			 CREDS_PH_REVOKED);
+	assert_int_equal(creds_table_lookup(sb->creds, keep, (uint64_t)time(NULL), name),
+			 CREDS_PH_VALID);
+
+	/* Back to A: "gone" is given a new placeholder. */
+	assert_int_equal(sandbox_update("sb-910", a, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
+	assert_int_equal(strlen(gone2), CREDS_PLACEHOLDER_LEN);
+	assert_string_not_equal(gone2, gone);
+	pol = sandbox_policy(sb);
+	assert_true(allows(pol, "example.com"));
+	policy_unref(pol);
+	unreg(910);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +466,8 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_collisions),
 		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_update_credentials),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

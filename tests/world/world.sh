@@ -24,7 +24,8 @@
 # forwarded to 11.0.1.54, where nothing listens, so that a query for it is
 # never answered (a resolver times out); nosyn.world.test is 11.0.9.9, an
 # address nobody holds, so that a SYN to it is dropped (a connect times
-# out). world_add_routed gives a namespace plain routed
+# out). dnsmasq's answers carry TTL 0 (WORLD_DNS_TTL, set before
+# world_up, gives another). world_add_routed gives a namespace plain routed
 # access to the internet namespace, with no broker. A decoy
 # answers like a real server, so that a leak looks like success to the code
 # under test, and writes a HIT line that the test then finds.
@@ -191,7 +192,7 @@ _world_servers() {
 		--conf-file=/dev/null --no-resolv --no-hosts --user=root \
 		--bind-interfaces --listen-address="$WORLD_RESOLVER" \
 		--pid-file="$d/dnsmasq.pid" --log-queries --log-facility="$d/dnsmasq.log" \
-		--local=/#/ \
+		--local=/#/ --local-ttl="${WORLD_DNS_TTL:-0}" \
 		--host-record=echo.world.test,11.0.2.10,2600:1::10 \
 		--host-record=other.world.test,11.0.2.20 \
 		--host-record=rebind.world.test,10.0.0.5 \

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# holdtunnel.py - an open CONNECT tunnel across a policy change, for test_update.sh.
+#
+#   holdtunnel.py PROXY-ADDR PROXY-PORT HOST CA READY GO
+#
+# Opens a CONNECT tunnel to HOST:443 through the explicit proxy, speaks TLS
+# in it (verified against CA: the broker splices, so it is the origin's
+# certificate) and makes one keep-alive request; then writes "open" to the
+# file READY and waits (at most 30 s) for the file GO to exist, and makes a
+# second request on the same connection. Prints "open" then "alive" when the
+# second got its answer, "closed" when the connection was closed or reset
+# under it. Refuses to run in the root network namespace (see rawhttp.py).
+import os
+import socket
+import ssl
+import sys
+import time
+
+
+def in_test_netns():
+    me = os.stat("/proc/self/ns/net").st_ino
+    for n in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
+        try:
+            if os.stat(os.path.join("/run/netns", n)).st_ino == me:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def request(s, host, path):
+    """One GET on @s; True when a whole answer came back."""
+    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path, host)).encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = s.recv(65536)
+        if not chunk:
+            return False
+        got += chunk
+    head, body = got.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":", 1)[1])
+    while len(body) < n:
+        chunk = s.recv(65536)
+        if not chunk:
+            return False
+        body += chunk
+    return head.startswith(b"HTTP/1.1 200")
+
+
+def main():
+    if not in_test_netns():
+        sys.stderr.write("holdtunnel: refusing to run in the root network namespace\n")
+        return 2
+    paddr, pport, host, ca, ready, go = sys.argv[1:7]
+    raw = socket.create_connection((paddr, int(pport)), timeout=10)
+    raw.sendall(("CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host, host)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = raw.recv(1)
+        if not chunk:
+            print("refused")
+            return 1
+        head += chunk
+    if not head.startswith(b"HTTP/1.1 200"):
+        print("refused " + head.split(b"\r\n")[0].decode("latin-1"))
+        return 1
+    ctx = ssl.create_default_context(cafile=ca)
+    s = ctx.wrap_socket(raw, server_hostname=host)
+    if not request(s, host, "/hold/1"):
+        print("refused")
+        return 1
+    print("open", flush=True)
+    with open(ready, "w") as f:
+        f.write("open\n")
+    deadline = time.time() + 30
+    while not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        print("alive" if request(s, host, "/hold/2") else "closed")
+    except (OSError, ssl.SSLError):
+        print("closed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
