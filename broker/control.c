@@ -797,20 +797,10 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     CTL_OK "version %s
-sandboxes %zu
-sandboxes_state_lost %zu
-"
-				    "tls_leaf_hits %llu
-tls_leaf_misses %llu
-"
-				    "tls_leaf_cached %zu
-jwt_cached %zu
-"
-				    "control_timeouts %llu
-control_busy %llu
-seccomp_refused %llu
-",
+			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_state_lost %zu\n"
+				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+				    "tls_leaf_cached %zu\njwt_cached %zu\n"
+				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n",
 			     sluice_version, sandbox_count(), sandbox_state_lost_count(),
 			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
 			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -396,12 +397,14 @@ static int read_stdin(char **out)
 	return 0;
 }
 
-static int usage(void)
+/* The usage, on @f; @rc passed on. */
+static int usage(FILE *f, int rc)
 {
-	fprintf(stderr, "usage: sluice-oci-hook [--config FILE]   (the OCI state on stdin)\n"
-			"  an OCI hook for createRuntime/prestart (attach) and poststop (detach);\n"
-			"  the policy NAME is the annotation " HOOK_ANNOTATION "\n");
-	return 2;
+	fprintf(f, "usage: sluice-oci-hook [--config FILE]   (the OCI state on stdin)\n"
+		   "       sluice-oci-hook --version\n"
+		   "  an OCI hook for createRuntime/prestart (attach) and poststop (detach);\n"
+		   "  the policy NAME is the annotation " HOOK_ANNOTATION "\n");
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -422,9 +425,11 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)
 			config = argv[++i];
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return usage() & 0;
+			return usage(stdout, 0);
+		else if (!strcmp(argv[i], "--version"))
+			return printf("sluice-oci-hook %s\n", sluice_version) < 0;
 		else
-			return usage();
+			return usage(stderr, 2);
 	}
 	if (load_config(config, &c))
 		return 1;
