@@ -341,7 +341,8 @@ format:
 # What `make install` puts where; `make uninstall` removes these and no more.
 MANPAGES := docs/man/sluice.1 docs/man/sluiced.8 docs/man/sluice-policy.5
 UNITS := sluice-netns.service sluiced.service
-INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe) $(libexecdir)/sluice-uplink \
+INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe sluice-cni sluice-oci-hook) \
+	$(libexecdir)/sluice-uplink \
 	$(addprefix $(unitdir)/,$(UNITS)) $(sysconfdir)/sluice/sluiced.yaml.sample \
 	$(foreach m,$(MANPAGES),$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
 	$(bashcompdir)/sluice
@@ -359,7 +360,8 @@ install-files:
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libexecdir) $(DESTDIR)$(unitdir) \
 		$(DESTDIR)$(sysconfdir)/sluice $(DESTDIR)$(bashcompdir) \
 		$(addprefix $(DESTDIR)$(mandir)/man,1 5 8)
-	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(DESTDIR)$(bindir)/
+	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni \
+		$(BIN)/sluice-oci-hook $(DESTDIR)$(bindir)/
 	install -m 0755 deploy/sluice-uplink $(DESTDIR)$(libexecdir)/sluice-uplink
 	$(foreach u,$(UNITS),$(SUBST) deploy/systemd/$(u).in >$(DESTDIR)$(unitdir)/$(u) && \
 		chmod 0644 $(DESTDIR)$(unitdir)/$(u) &&) true

@@ -34,6 +34,8 @@ files() { (cd "$1" && find . -type f -o -type l | sed 's|^\./|/|' | sort); }
 
 want_local="/etc/sluice/sluiced.yaml.sample
 /usr/local/bin/sluice
+/usr/local/bin/sluice-cni
+/usr/local/bin/sluice-oci-hook
 /usr/local/bin/sluice-probe
 /usr/local/bin/sluiced
 /usr/local/lib/sluice/sluice-uplink
@@ -47,8 +49,8 @@ want_local="/etc/sluice/sluiced.yaml.sample
 R=$D/root
 t_ok "make install DESTDIR=... (default PREFIX)" mk install "$R"
 t_eq "the files installed" "$want_local" "$(files "$R")"
-t_eq "binaries are 0755" "755 755 755 755" \
-	"$(stat -c %a "$R"/usr/local/bin/sluice{,d,-probe} "$R/usr/local/lib/sluice/sluice-uplink" | xargs)"
+t_eq "binaries are 0755" "755 755 755 755 755 755" \
+	"$(stat -c %a "$R"/usr/local/bin/sluice{,d,-probe,-cni,-oci-hook} "$R/usr/local/lib/sluice/sluice-uplink" | xargs)"
 t_eq "the rest is 0644" "644" \
 	"$(find "$R" -type f ! -path '*/bin/*' ! -name sluice-uplink -exec stat -c %a {} + | sort -u | xargs)"
 t_rc "the installed sluice runs" 0 "$R/usr/local/bin/sluice" --version
