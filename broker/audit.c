@@ -151,7 +151,7 @@ static void put_strn(struct line *l, const char *key, const char *val,
 	room = l->len - l->pos;
 	if (room > cap + 1)
 		room = cap + 1;
-	l->pos += json_escape(l->buf + l->pos, room, val, vlen);
+	l->pos += sl_json_escape(l->buf + l->pos, room, val, vlen);
 	put_raw(l, "\"", 1);
 }
 

@@ -3,9 +3,9 @@
  * chooses, the result and error JSON it writes. Nothing here touches a
  * namespace, so that all of it is unit-tested (tests/unit/test_cni.c).
  *
- * jansson's json_string() shares its name with common/json.c's: a call to
- * it from here could be resolved from libsluice.a before libjansson, so
- * this file builds strings with json_stringn() and json_pack() only. */
+ * common/json.c's functions carry sl_json_ so that none of them shares a
+ * name with one of jansson's (a call could otherwise be resolved from
+ * libsluice.a before libjansson). */
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>

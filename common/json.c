@@ -23,7 +23,7 @@ static int hexval(char c)
 	return -1;
 }
 
-void json_ws(struct json *j)
+void sl_json_ws(struct json *j)
 {
 	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
 				 j->s[j->i] == '\n' || j->s[j->i] == '\r'))
@@ -74,7 +74,7 @@ static void wput_utf8(struct obuf *w, unsigned cp)
 	}
 }
 
-int json_string(struct json *j, struct obuf *w)
+int sl_json_string(struct json *j, struct obuf *w)
 {
 	struct obuf sink = { 0 };
 
@@ -131,7 +131,7 @@ int json_string(struct json *j, struct obuf *w)
 	return -EINVAL;
 }
 
-int json_number(struct json *j, uint64_t *u, bool *is_int)
+int sl_json_number(struct json *j, uint64_t *u, bool *is_int)
 {
 	size_t start = j->i;
 	uint64_t v = 0;
@@ -200,24 +200,24 @@ static int json_container(struct json *j, int depth, char close)
 	if (depth > JSON_DEPTH_MAX)
 		return -EINVAL;
 	j->i++;
-	json_ws(j);
+	sl_json_ws(j);
 	if (j->i < j->len && j->s[j->i] == close) {
 		j->i++;
 		return 0;
 	}
 	for (;;) {
-		json_ws(j);
+		sl_json_ws(j);
 		if (close == '}') {
-			if (json_string(j, NULL) < 0)
+			if (sl_json_string(j, NULL) < 0)
 				return -EINVAL;
-			json_ws(j);
+			sl_json_ws(j);
 			if (j->i >= j->len || j->s[j->i] != ':')
 				return -EINVAL;
 			j->i++;
 		}
-		if (json_value(j, depth) < 0)
+		if (sl_json_value(j, depth) < 0)
 			return -EINVAL;
-		json_ws(j);
+		sl_json_ws(j);
 		if (j->i >= j->len)
 			return -EINVAL;
 		if (j->s[j->i] == ',') {
@@ -232,14 +232,14 @@ static int json_container(struct json *j, int depth, char close)
 	}
 }
 
-int json_value(struct json *j, int depth)
+int sl_json_value(struct json *j, int depth)
 {
-	json_ws(j);
+	sl_json_ws(j);
 	if (j->i >= j->len)
 		return -EINVAL;
 	switch (j->s[j->i]) {
 	case '"':
-		return json_string(j, NULL);
+		return sl_json_string(j, NULL);
 	case '{':
 		return json_container(j, depth + 1, '}');
 	case '[':
@@ -251,7 +251,7 @@ int json_value(struct json *j, int depth)
 	case 'n':
 		return json_literal(j, "null");
 	default:
-		return json_number(j, NULL, NULL);
+		return sl_json_number(j, NULL, NULL);
 	}
 }
 
@@ -305,7 +305,7 @@ static size_t utf8_seq(const unsigned char *s, bool *ok)
 	return need + 1;
 }
 
-size_t json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
+size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)src;
@@ -356,7 +356,7 @@ size_t json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 	return o;
 }
 
-void json_print_string(FILE *f, const char *s)
+void sl_json_print_string(FILE *f, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -369,7 +369,7 @@ void json_print_string(FILE *f, const char *s)
 		/* Keep a UTF-8 sequence whole: cut before a continuation byte. */
 		while (take < n && take > 1 && ((unsigned char)s[take] & 0xc0) == 0x80)
 			take--;
-		w = json_escape(out, sizeof(out), s, take);
+		w = sl_json_escape(out, sizeof(out), s, take);
 		fwrite(out, 1, w, f);
 		s += take;
 		n -= take;

@@ -12,7 +12,7 @@
 
 struct obuf;
 
-/* Nesting of arrays and objects json_value() follows before refusing. */
+/* Nesting of arrays and objects sl_json_value() follows before refusing. */
 #define JSON_DEPTH_MAX 16
 
 /**
@@ -27,10 +27,10 @@ struct json {
 };
 
 /* Skips JSON whitespace (space, HTAB, LF, CR) at j->i. */
-void json_ws(struct json *j);
+void sl_json_ws(struct json *j);
 
 /**
- * json_string() - read a string at j->i (its opening quote)
+ * sl_json_string() - read a string at j->i (its opening quote)
  * @j: the position; left after the closing quote
  * @w: when not NULL, receives the unescaped bytes (\uXXXX as UTF-8,
  *     surrogate pairs joined); w->full then means "did not fit", not an
@@ -40,10 +40,10 @@ void json_ws(struct json *j);
  *
  * Return: 0 or -EINVAL.
  */
-int json_string(struct json *j, struct obuf *w);
+int sl_json_string(struct json *j, struct obuf *w);
 
 /**
- * json_number() - read a number at j->i, per the JSON grammar
+ * sl_json_number() - read a number at j->i, per the JSON grammar
  * @j:      the position; left after the number
  * @u:      when not NULL and the number is a plain non-negative integer,
  *          its value, saturating at UINT64_MAX
@@ -52,10 +52,10 @@ int json_string(struct json *j, struct obuf *w);
  *
  * Return: 0 or -EINVAL.
  */
-int json_number(struct json *j, uint64_t *u, bool *is_int);
+int sl_json_number(struct json *j, uint64_t *u, bool *is_int);
 
 /**
- * json_value() - read (validate and skip) any value at j->i
+ * sl_json_value() - read (validate and skip) any value at j->i
  * @j:     the position; leading whitespace is skipped, the position is
  *         left after the value
  * @depth: the nesting the value is at; containers deeper than
@@ -63,10 +63,10 @@ int json_number(struct json *j, uint64_t *u, bool *is_int);
  *
  * Return: 0 or -EINVAL.
  */
-int json_value(struct json *j, int depth);
+int sl_json_value(struct json *j, int depth);
 
 /**
- * json_escape() - escape a string for a JSON string literal
+ * sl_json_escape() - escape a string for a JSON string literal
  * @dst:    output (NUL-terminated when @dstlen > 0); quotes are not added
  * @dstlen: size of @dst; output stops at a character boundary so that it,
  *          plus its NUL, fits
@@ -76,12 +76,12 @@ int json_value(struct json *j, int depth);
  *
  * Return: bytes written to @dst, NUL not counted.
  */
-size_t json_escape(char *dst, size_t dstlen, const char *src, size_t srclen);
+size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen);
 
 /**
- * json_print_string() - print @s to @f as a JSON string literal, quotes
- * included, escaped as json_escape() does, however long it is
+ * sl_json_print_string() - print @s to @f as a JSON string literal, quotes
+ * included, escaped as sl_json_escape() does, however long it is
  */
-void json_print_string(FILE *f, const char *s);
+void sl_json_print_string(FILE *f, const char *s);
 
 #endif

@@ -21,7 +21,7 @@ static int read_str(struct json *j, char *buf, size_t cap, struct auditlog_rec *
 
 	if (j->i >= j->len || j->s[j->i] != '"')
 		return -EINVAL;
-	if (json_string(j, &o) < 0)
+	if (sl_json_string(j, &o) < 0)
 		return -EINVAL;
 	if (o.full)
 		r->suspect = true;
@@ -39,7 +39,7 @@ static int read_u64(struct json *j, uint64_t *v)
 {
 	bool is_int;
 
-	if (json_number(j, v, &is_int) < 0 || !is_int)
+	if (sl_json_number(j, v, &is_int) < 0 || !is_int)
 		return -EINVAL;
 	return 0;
 }
@@ -50,11 +50,11 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 	bool have_time = false;
 
 	memset(r, 0, sizeof(*r));
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i >= j.len || j.s[j.i] != '{')
 		return -EINVAL;
 	j.i++;
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i < j.len && j.s[j.i] == '}') {
 		j.i++;
 		goto end;
@@ -64,15 +64,15 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		struct obuf k = { .p = key, .cap = sizeof(key) - 1 };
 		uint64_t v;
 
-		json_ws(&j);
-		if (json_string(&j, &k) < 0)
+		sl_json_ws(&j);
+		if (sl_json_string(&j, &k) < 0)
 			return -EINVAL;
 		key[k.full ? 0 : k.len] = '\0';
-		json_ws(&j);
+		sl_json_ws(&j);
 		if (j.i >= j.len || j.s[j.i] != ':')
 			return -EINVAL;
 		j.i++;
-		json_ws(&j);
+		sl_json_ws(&j);
 #define STR(field) (read_str(&j, r->field, sizeof(r->field), r))
 		if (!strcmp(key, "time")) {
 			if (STR(time) < 0 || netns_auditlog_time(r->time, &r->t_ms) < 0)
@@ -115,11 +115,11 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		} else if (!strcmp(key, "dropped")) {
 			if (read_u64(&j, &r->dropped) < 0)
 				return -EINVAL;
-		} else if (json_value(&j, 1) < 0) {
+		} else if (sl_json_value(&j, 1) < 0) {
 			return -EINVAL;
 		}
 #undef STR
-		json_ws(&j);
+		sl_json_ws(&j);
 		if (j.i >= j.len)
 			return -EINVAL;
 		if (j.s[j.i] == ',') {
@@ -132,7 +132,7 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		break;
 	}
 end:
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i != j.len || !have_time)
 		return -EINVAL;
 	return 0;

@@ -41,7 +41,7 @@ static int secret_warnings(const char *file, const struct policy *p, bool json, 
 			 "the policy until it can)", c->name, c->source, strerror(errno));
 		if (json) {
 			printf("%s", *first ? "" : ",");
-			json_print_string(stdout, msg);
+			sl_json_print_string(stdout, msg);
 			*first = false;
 		} else {
 			fprintf(stderr, "%s: warning: %s\n", file, msg);
@@ -64,13 +64,13 @@ static int check(int argc, char **argv, bool json)
 
 		if (json) {
 			printf("%s\n{\"file\":", i ? "," : "");
-			json_print_string(stdout, argv[i]);
+			sl_json_print_string(stdout, argv[i]);
 		}
 		if (policy_load_file(argv[i], &p, &err) < 0) {
 			if (json) {
 				printf(",\"ok\":false,\"line\":%u,\"col\":%u,\"error\":", err.line,
 				       err.col);
-				json_print_string(stdout, err.msg);
+				sl_json_print_string(stdout, err.msg);
 				printf("}");
 			} else {
 				fprintf(stderr, "%s\n", err.msg);
@@ -154,17 +154,17 @@ static void row(bool json, bool *first, const char *target, const char *decision
 		return;
 	}
 	printf("%s\n{\"target\":", *first ? "" : ",");
-	json_print_string(stdout, target);
+	sl_json_print_string(stdout, target);
 	printf(",\"decision\":\"%s\",\"reason\":", decision);
-	json_print_string(stdout, reason);
+	sl_json_print_string(stdout, reason);
 	printf(",\"rule\":");
 	if (rule)
-		json_print_string(stdout, rule);
+		sl_json_print_string(stdout, rule);
 	else
 		printf("null");
 	printf(",\"note\":");
 	if (note)
-		json_print_string(stdout, note);
+		sl_json_print_string(stdout, note);
 	else
 		printf("null");
 	printf("}");

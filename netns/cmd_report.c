@@ -14,7 +14,7 @@
  * HTTP-carrying tunnel ("intercepted", "http-in-tunnel") is not a request
  * of its own, since each request inside has its line, but its bytes count.
  * Names come from clients: the tables escape them, the JSON escapes them as
- * the broker does (json_escape(), common/json.c).
+ * the broker does (sl_json_escape(), common/json.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -312,7 +312,7 @@ static void put_time(FILE *out, int64_t ms)
 
 static void put_json_str(FILE *out, const char *s)
 {
-	json_print_string(out, s);
+	sl_json_print_string(out, s);
 }
 
 /* Sorting: most first, then by name. */

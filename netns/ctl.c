@@ -246,13 +246,13 @@ int cmd_list(int argc, char **argv)
 			continue;
 		if (json) {
 			printf("%s{\"name\":", n ? "," : "");
-			json_print_string(stdout, name);
+			sl_json_print_string(stdout, name);
 			printf(",\"address\":");
-			json_print_string(stdout, addr);
+			sl_json_print_string(stdout, addr);
 			printf(",\"policy\":");
-			json_print_string(stdout, pol);
+			sl_json_print_string(stdout, pol);
 			printf(",\"connections\":%u,\"state\":", conns);
-			json_print_string(stdout, state);
+			sl_json_print_string(stdout, state);
 			printf("}");
 		} else if (strcmp(state, "ok"))
 			printf("%-24s %-16s %-8u %s  (state lost at the broker's start: %s)\n",
@@ -278,7 +278,7 @@ static void json_value_of(const char *v)
 	if (*v && !*end && !errno && strspn(v, "0123456789.eE+-") == strlen(v))
 		fputs(v, stdout);
 	else
-		json_print_string(stdout, v);
+		sl_json_print_string(stdout, v);
 }
 
 /* One Prometheus sample line, `NAME{K="V",...} VALUE`, as a JSON object;
@@ -304,7 +304,7 @@ static bool print_sample(char *l, bool first)
 		value = sp + 1;
 	}
 	printf("%s\n{\"name\":", first ? "" : ",");
-	json_print_string(stdout, name);
+	sl_json_print_string(stdout, name);
 	printf(",\"labels\":{");
 	while (labels && *labels) {
 		char *eq = strchr(labels, '='), *v, *w;
@@ -325,9 +325,9 @@ static bool print_sample(char *l, bool first)
 			break;
 		*w = '\0';
 		printf("%s", lfirst ? "" : ",");
-		json_print_string(stdout, labels);
+		sl_json_print_string(stdout, labels);
 		putchar(':');
-		json_print_string(stdout, eq + 2);
+		sl_json_print_string(stdout, eq + 2);
 		lfirst = false;
 		labels = v + 1;
 		if (*labels == ',')
@@ -365,7 +365,7 @@ static int status_json(void)
 			continue;
 		*sp = '\0';
 		printf("%s", first ? "" : ",");
-		json_print_string(stdout, l);
+		sl_json_print_string(stdout, l);
 		putchar(':');
 		json_value_of(sp + 1);
 		first = false;

@@ -145,13 +145,13 @@ void probe_print_json(FILE *f, const size_t *idx,
 		const struct probe_check *ck = &probe_checks[idx[i]];
 
 		fputs(i ? ",\n{\"id\":" : "\n{\"id\":", f);
-		json_print_string(f, ck->id);
+		sl_json_print_string(f, ck->id);
 		fputs(",\"description\":", f);
-		json_print_string(f, ck->desc);
+		sl_json_print_string(f, ck->desc);
 		fputs(",\"verdict\":", f);
-		json_print_string(f, probe_verdict_name(res[i].v));
+		sl_json_print_string(f, probe_verdict_name(res[i].v));
 		fputs(",\"detail\":", f);
-		json_print_string(f, res[i].detail);
+		sl_json_print_string(f, res[i].detail);
 		fputc('}', f);
 	}
 	counts(res, n, c);

@@ -349,9 +349,9 @@ int probe_main(int argc, char **argv)
 				continue;
 			}
 			printf("%s\n{\"id\":", first ? "" : ",");
-			json_print_string(stdout, probe_checks[i].id);
+			sl_json_print_string(stdout, probe_checks[i].id);
 			printf(",\"description\":");
-			json_print_string(stdout, probe_checks[i].desc);
+			sl_json_print_string(stdout, probe_checks[i].desc);
 			printf("}");
 			first = false;
 		}

@@ -133,11 +133,11 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 	if (!tok)
 		return -ENOMEM;
 
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i >= j.len || j.s[j.i] != '{')
 		goto out;
 	j.i++;
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i < j.len && j.s[j.i] == '}') {
 		j.i++;
 		goto end;
@@ -145,14 +145,14 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 	for (;;) {
 		struct obuf kw = { .p = key, .cap = JSON_KEY_MAX };
 
-		json_ws(&j);
-		if (json_string(&j, &kw) < 0)
+		sl_json_ws(&j);
+		if (sl_json_string(&j, &kw) < 0)
 			goto out;
-		json_ws(&j);
+		sl_json_ws(&j);
 		if (j.i >= j.len || j.s[j.i] != ':')
 			goto out;
 		j.i++;
-		json_ws(&j);
+		sl_json_ws(&j);
 		if (j.i >= j.len)
 			goto out;
 
@@ -160,7 +160,7 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 			struct obuf tw = { .p = (char *)tok, .cap = tok_cap };
 
 			if (seen_tok || j.s[j.i] != '"' ||
-			    json_string(&j, &tw) < 0 || tw.full)
+			    sl_json_string(&j, &tw) < 0 || tw.full)
 				goto out;
 			seen_tok = true;
 			tok_len = tw.len;
@@ -168,7 +168,7 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 			struct obuf tw = { .p = ttype, .cap = sizeof(ttype) };
 
 			if (seen_type || j.s[j.i] != '"' ||
-			    json_string(&j, &tw) < 0)
+			    sl_json_string(&j, &tw) < 0)
 				goto out;
 			seen_type = true;
 			type_bearer = !tw.full &&
@@ -185,7 +185,7 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 				struct obuf nw = { .p = num, .cap = sizeof(num) - 1 };
 				struct json nj;
 
-				if (json_string(&j, &nw) < 0)
+				if (sl_json_string(&j, &nw) < 0)
 					goto out;
 				if (nw.full) {
 					exp_range = true;
@@ -193,11 +193,11 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 				}
 				num[nw.len] = '\0';
 				nj = (struct json){ .s = num, .len = nw.len };
-				if (json_number(&nj, &exp, &is_int) < 0 ||
+				if (sl_json_number(&nj, &exp, &is_int) < 0 ||
 				    nj.i != nj.len || !is_int)
 					goto out;
 			} else {
-				if (json_number(&j, &exp, &is_int) < 0)
+				if (sl_json_number(&j, &exp, &is_int) < 0)
 					goto out;
 				if (!is_int) {
 					/* 3600.5, -1, 1e9: not a count of seconds. */
@@ -207,15 +207,15 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 			if (exp > CREDS_OAUTH2_EXPIRES_MAX)
 				exp_range = true;
 		} else if (key_is(&kw, "error")) {
-			if (seen_err || json_value(&j, 1) < 0)
+			if (seen_err || sl_json_value(&j, 1) < 0)
 				goto out;
 			seen_err = true;
 		} else {
-			if (json_value(&j, 1) < 0)
+			if (sl_json_value(&j, 1) < 0)
 				goto out;
 		}
 next:
-		json_ws(&j);
+		sl_json_ws(&j);
 		if (j.i < j.len && j.s[j.i] == ',') {
 			j.i++;
 			continue;
@@ -227,7 +227,7 @@ next:
 		goto out;
 	}
 end:
-	json_ws(&j);
+	sl_json_ws(&j);
 	if (j.i != j.len)
 		goto out;
 

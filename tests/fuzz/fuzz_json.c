@@ -38,11 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memcpy(s, data, len);
 
 	j = (struct json){ .s = s, .len = len };
-	r = json_value(&j, 0);
+	r = sl_json_value(&j, 0);
 	CHECK(j.i <= len);
 	if (r == 0) {
 		j2 = (struct json){ .s = s, .len = len };
-		CHECK(json_value(&j2, 0) == 0 && j2.i == j.i);
+		CHECK(sl_json_value(&j2, 0) == 0 && j2.i == j.i);
 	}
 
 	if (len && s[0] == '"') {
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		struct obuf wb = { .p = big, .cap = len + 1 };
 		struct json js = { .s = s, .len = len };
 		struct json jb = { .s = s, .len = len };
-		int rs = json_string(&js, &ws), rb = json_string(&jb, &wb);
+		int rs = sl_json_string(&js, &ws), rb = sl_json_string(&jb, &wb);
 
 		CHECK(rs == rb);
 		CHECK(js.i <= len && jb.i <= len);

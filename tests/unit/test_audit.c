@@ -282,7 +282,7 @@ static void test_escape_table(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		n = json_escape(out, sizeof(out), cases[i].in, strlen(cases[i].in));
+		n = sl_json_escape(out, sizeof(out), cases[i].in, strlen(cases[i].in));
 		if (strcmp(out, cases[i].out))
 			fail_msg("case %zu: got `%s`, want `%s`", i, out,
 				 cases[i].out);
@@ -297,26 +297,26 @@ static void test_escape_bound(void **state)
 
 	(void)state;
 	memset(out, 'X', sizeof(out));
-	assert_int_equal(json_escape(out, 5, "abc\"def", strlen("abc\"def")), 3);
+	assert_int_equal(sl_json_escape(out, 5, "abc\"def", strlen("abc\"def")), 3);
 	assert_string_equal(out, "abc");
 	assert_int_equal(out[4], 'X'); /* nothing past the bound */
-	assert_int_equal(json_escape(out, 6, "abc\"def", strlen("abc\"def")), 5);
+	assert_int_equal(sl_json_escape(out, 6, "abc\"def", strlen("abc\"def")), 5);
 	assert_string_equal(out, "abc\\\"");
-	assert_int_equal(json_escape(out, 5, "ab\xe2\x82\xac", strlen("ab\xe2\x82\xac")), 2);
+	assert_int_equal(sl_json_escape(out, 5, "ab\xe2\x82\xac", strlen("ab\xe2\x82\xac")), 2);
 	assert_string_equal(out, "ab");
-	assert_int_equal(json_escape(out, 6, "ab\xe2\x82\xac", strlen("ab\xe2\x82\xac")), 5);
+	assert_int_equal(sl_json_escape(out, 6, "ab\xe2\x82\xac", strlen("ab\xe2\x82\xac")), 5);
 	assert_string_equal(out, "ab\xe2\x82\xac");
-	assert_int_equal(json_escape(out, 6, "\x01\x02", strlen("\x01\x02")), 0);
+	assert_int_equal(sl_json_escape(out, 6, "\x01\x02", strlen("\x01\x02")), 0);
 	assert_string_equal(out, "");
-	assert_int_equal(json_escape(out, 7, "\x01\x02", strlen("\x01\x02")), 6);
+	assert_int_equal(sl_json_escape(out, 7, "\x01\x02", strlen("\x01\x02")), 6);
 	assert_string_equal(out, "\\u0001");
-	assert_int_equal(json_escape(out, 12, "\xff", strlen("\xff")), 6);
+	assert_int_equal(sl_json_escape(out, 12, "\xff", strlen("\xff")), 6);
 	assert_string_equal(out, "\\ufffd");
-	assert_int_equal(json_escape(out, 6, "\xff", strlen("\xff")), 0);
-	assert_int_equal(json_escape(out, 1, "abc", strlen("abc")), 0);
+	assert_int_equal(sl_json_escape(out, 6, "\xff", strlen("\xff")), 0);
+	assert_int_equal(sl_json_escape(out, 1, "abc", strlen("abc")), 0);
 	assert_string_equal(out, "");
 	out[0] = 'X';
-	assert_int_equal(json_escape(out, 0, "abc", strlen("abc")), 0);
+	assert_int_equal(sl_json_escape(out, 0, "abc", strlen("abc")), 0);
 	assert_int_equal(out[0], 'X');
 }
 

@@ -3,8 +3,7 @@
  * are taken and with which CNI error code the others are refused; policy
  * names that could leave policyDir; CNI_ARGS; the order of the policy
  * sources; the sandbox name; the ADD result, error and VERSION JSON, read
- * back with jansson as a runtime reads them. (No json_string() here: see
- * cli/cni_conf.c.) */
+ * back with jansson as a runtime reads them. */
 
 #include <errno.h>
 #include <jansson.h>

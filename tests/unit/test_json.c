@@ -21,9 +21,9 @@ static int parse_all(const char *s, size_t len)
 {
 	struct json j = { .s = s, .len = len };
 
-	if (json_value(&j, 0) < 0)
+	if (sl_json_value(&j, 0) < 0)
 		return -EINVAL;
-	json_ws(&j);
+	sl_json_ws(&j);
 	return j.i == j.len ? 0 : -EINVAL;
 }
 
@@ -86,7 +86,7 @@ static void test_string_unescape(void **state)
 	struct json j = { .s = doc, .len = sizeof(doc) - 1 };
 
 	(void)state;
-	assert_int_equal(json_string(&j, &w), 0);
+	assert_int_equal(sl_json_string(&j, &w), 0);
 	assert_int_equal(j.i, j.len);
 	assert_false(w.full);
 	assert_int_equal(w.len, 1 + 1 + 2 + 4 + 1);
@@ -98,13 +98,13 @@ static void test_string_unescape(void **state)
 		struct obuf sw = { .p = small, .cap = sizeof(small) };
 		struct json sj = { .s = doc, .len = sizeof(doc) - 1 };
 
-		assert_int_equal(json_string(&sj, &sw), 0);
+		assert_int_equal(sl_json_string(&sj, &sw), 0);
 		assert_int_equal(sj.i, sj.len);
 		assert_true(sw.full);
 	}
 	/* Not at a quote. */
 	j = (struct json){ .s = "abc", .len = 3 };
-	assert_int_equal(json_string(&j, NULL), -EINVAL);
+	assert_int_equal(sl_json_string(&j, NULL), -EINVAL);
 }
 
 static void test_numbers(void **state)
@@ -131,7 +131,7 @@ static void test_numbers(void **state)
 		uint64_t u = 42;
 		bool is_int = !cases[i].is_int;
 
-		assert_int_equal(json_number(&j, &u, &is_int), 0);
+		assert_int_equal(sl_json_number(&j, &u, &is_int), 0);
 		assert_int_equal(j.i, j.len);
 		assert_true(u == cases[i].u);
 		assert_int_equal(is_int, cases[i].is_int);
@@ -153,7 +153,7 @@ static void test_depth(void **state)
 	}
 }
 
-/* json_print_string(): whole, escaped, and read back by the reader as the
+/* sl_json_print_string(): whole, escaped, and read back by the reader as the
  * same bytes, for strings longer than its pieces, with a multi-byte
  * character on every piece boundary. */
 static void test_print_string(void **state)
@@ -174,13 +174,13 @@ static void test_print_string(void **state)
 	in[n] = '\0';
 	f = open_memstream(&out, &outlen);
 	assert_non_null(f);
-	json_print_string(f, in);
+	sl_json_print_string(f, in);
 	assert_int_equal(fclose(f), 0);
 	{
 		struct json j = { .s = out, .len = outlen, .i = 0 };
 		struct obuf w = { .p = back, .cap = sizeof(back) - 1 };
 
-		assert_int_equal(json_string(&j, &w), 0);
+		assert_int_equal(sl_json_string(&j, &w), 0);
 		assert_false(w.full);
 		assert_int_equal(j.i, outlen); /* one literal, nothing after it */
 		back[w.len] = '\0';
@@ -189,7 +189,7 @@ static void test_print_string(void **state)
 	free(out);
 	/* Invalid UTF-8 and control bytes come out escaped. */
 	f = open_memstream(&out, &outlen);
-	json_print_string(f, "x\xff\x01\x7f\"\\\xc3\xa9");
+	sl_json_print_string(f, "x\xff\x01\x7f\"\\\xc3\xa9");
 	fclose(f);
 	/* Valid UTF-8 stays as it is. */
 	assert_string_equal(out, "\"x\\ufffd\\u0001\\u007f\\\"\\\\\xc3\xa9\"");
