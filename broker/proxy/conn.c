@@ -184,13 +184,73 @@ const char *proxy_status_text(int status)
 	}
 }
 
+/* @host, made fit for a one-line text body: printable ASCII only (a Host
+ * is the client's to write), at most 100 characters. */
+static void body_host(char *out, size_t len, const char *host)
+{
+	size_t i, o = 0;
+
+	for (i = 0; host[i] && o + 1 < len && i < 100; i++)
+		out[o++] = host[i] > 0x20 && host[i] < 0x7f ? host[i] : '?';
+	out[o] = '\0';
+}
+
+/*
+ * The body's sentence: what was refused, named as the client asked for it
+ * (HOST:PORT), and why, in words an agent can act on; the reason as the
+ * header gives it follows in parentheses.
+ */
+static int body_text(char *out, size_t len, const struct conn *c, int status,
+		     enum sl_reason reason)
+{
+	const char *why = sl_reason_name(reason);
+	char h[101], t[120];
+
+	body_host(h, sizeof(h), c->host);
+	if (h[0])
+		snprintf(t, sizeof(t), "%s:%u", h, c->port);
+	else
+		snprintf(t, sizeof(t), "this destination");
+	switch (reason) {
+	case SL_REASON_NOT_ALLOWLISTED:
+		return snprintf(out, len, "sluice: %s is not in this sandbox's egress policy (%s)\n", t,
+				why);
+	case SL_REASON_PORT_NOT_ALLOWED:
+		return snprintf(out, len,
+				"sluice: %s: the host is in this sandbox's egress policy, not on port "
+				"%u (%s)\n",
+				t, c->port, why);
+	case SL_REASON_ADDRESS_LITERAL:
+		return snprintf(out, len,
+				"sluice: %s is an address no cidr rule of this sandbox's policy allows; "
+				"use the host name (%s)\n",
+				t, why);
+	case SL_REASON_ADDRESS_DENIED:
+		return snprintf(out, len,
+				"sluice: %s resolves into a denied range (private, loopback, metadata "
+				"or other special-purpose addresses) (%s)\n",
+				t, why);
+	case SL_REASON_PLACEHOLDER_OUT_OF_SCOPE:
+	case SL_REASON_PLACEHOLDER_EXPIRED:
+	case SL_REASON_PLACEHOLDER_LOST:
+		return snprintf(out, len,
+				"sluice: %s: a credential placeholder this request carries may not be "
+				"used here (%s)\n",
+				t, why);
+	default:
+		return snprintf(out, len, "sluice: %s: %s (%s)\n", t,
+				status == 403 ? "refused" : proxy_status_text(status), why);
+	}
+}
+
 /*
  * Builds the answer to a refused request in c->out: @status, and @reason in
- * X-Sluice-Reason and in a one-line body. Return: 0, or -ENOMEM.
+ * X-Sluice-Reason and in a one-line body that names the destination.
+ * Return: 0, or -ENOMEM.
  */
-static int reply_prepare(struct conn *c, int status, const char *reason)
+static int reply_prepare(struct conn *c, int status, enum sl_reason reason)
 {
-	char body[160];
+	char body[400];
 	int bl, n;
 
 	/* c->out may be a CONNECT's 40-byte "200" buffer: a reply gets its own. */
@@ -200,8 +260,7 @@ static int reply_prepare(struct conn *c, int status, const char *reason)
 		c->out = proxy_buf_new(REPLY_CAP);
 	if (!c->out)
 		return -ENOMEM;
-	bl = snprintf(body, sizeof(body), "sluice: %s (%s)\n",
-		      status == 403 ? "refused" : proxy_status_text(status), reason);
+	bl = body_text(body, sizeof(body), c, status, reason);
 	if (bl < 0 || (size_t)bl >= sizeof(body))
 		bl = (int)strlen(body);
 	c->out->pos = 0;
@@ -209,7 +268,7 @@ static int reply_prepare(struct conn *c, int status, const char *reason)
 		     "HTTP/1.1 %d %s\r\nX-Sluice-Reason: %s\r\n"
 		     "Content-Type: text/plain\r\nContent-Length: %d\r\n"
 		     "Connection: close\r\n\r\n%s",
-		     status, proxy_status_text(status), reason, bl, body);
+		     status, proxy_status_text(status), sl_reason_name(reason), bl, body);
 	/* Never more than the buffer holds, whatever snprintf would have made. */
 	c->out->len = n < 0 ? 0 : (size_t)n >= c->out->cap ? c->out->cap - 1 : (size_t)n;
 	return 0;
@@ -254,7 +313,7 @@ enum step proxy_end(struct conn *c, enum proxy_end_how how, const struct proxy_v
 		  v ? proxy_decision_name(v->decision) : "-", v ? sl_reason_name(v->reason) : "-");
 	if (how == PROXY_END_REFUSE && !c->raw) {
 		proxy_close_upstream(c);
-		if (reply_prepare(c, v->status, sl_reason_name(v->reason)) == 0) {
+		if (reply_prepare(c, v->status, v->reason) == 0) {
 			c->status = v->status;
 			proxy_audit(c, v->decision, v->reason);
 			loop_timer_arm(c->w->loop, &c->timer, LINGER_MS);

@@ -107,6 +107,19 @@ t_contains "tunnel carried the banner and the echo" "$T_OUT" "SSH-2.0-sluice-wor
 # --- refused -------------------------------------------------------------------
 t_eq "not allowlisted" "403 not-allowlisted" "$(reason http://other.world.test/)"
 t_eq "CONNECT not allowlisted" "403 not-allowlisted" "$(reason https://other.world.test/ --cacert "$WORLD_CA")"
+# The body says what was refused and why, in words an agent can act on.
+t_eq "the refusal names the host and port" \
+	"sluice: other.world.test:80 is not in this sandbox's egress policy (not-allowlisted)" \
+	"$(c1 curl -s -m 10 $P http://other.world.test/x)"
+t_eq "and a port outside the rule" \
+	"sluice: echo.world.test:8080: the host is in this sandbox's egress policy, not on port 8080 (port-not-allowed)" \
+	"$(c1 curl -s -m 10 $P http://echo.world.test:8080/x)"
+t_eq "and a name that resolves into a denied range" \
+	"sluice: rebind.world.test:80 resolves into a denied range (private, loopback, metadata or other special-purpose addresses) (address-denied)" \
+	"$(c1 curl -s -m 10 $P http://rebind.world.test/x)"
+t_eq "and an address literal" \
+	"sluice: 11.0.2.10:8080 is an address no cidr rule of this sandbox's policy allows; use the host name (address-literal)" \
+	"$(c1 curl -s -m 10 $P http://11.0.2.10:8080/x)"
 t_eq "port not allowed" "403 port-not-allowed" "$(reason http://echo.world.test:8080/)"
 t_eq "address literal" "403 address-literal" "$(reason http://11.0.2.10/)"
 t_eq "address literal via CONNECT" "403 address-literal" "$(reason https://11.0.2.10/ -k)"
