@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cni.h"
+#include "common/file.h"
 #include "netns/netns_internal.h"
 
 /* Far more than any system trust store, as create's. */
@@ -47,39 +48,6 @@ static void env_line(const char *key, const char *value, void *arg)
 		b->len += (size_t)n;
 }
 
-/* @data to @path, through a temporary file and a rename: a pod that starts
- * meanwhile sees the old file or the new, never half of one. */
-static int write_file(const char *path, const char *data, size_t len)
-{
-	char tmp[PATH_MAX];
-	int fd, r = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	while (len && r == 0) {
-		ssize_t k = write(fd, data, len);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			r = k < 0 ? -errno : -EIO;
-		else
-			data += k, len -= (size_t)k;
-	}
-	if (r == 0 && fchmod(fd, 0644) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
 static int mkdir_ok(const char *path)
 {
 	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
@@ -100,7 +68,7 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 		goto fail;
 	snprintf(path, sizeof(path), CNI_POD_MARKS "/%s", sb->name);
 	snprintf(dir, sizeof(dir), "%s/%s", ns, pod);
-	if ((r = write_file(path, dir, strlen(dir))) < 0)
+	if ((r = file_write_atomic(path, dir, strlen(dir), 0644)) < 0)
 		goto fail;
 	snprintf(dir, sizeof(dir), CNI_POD_DIR "/%s", ns);
 	if ((r = mkdir_ok(dir)) < 0)
@@ -111,7 +79,7 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 	/* First: from here on the directory is this sandbox's, and an old
 	 * pod's DEL leaves it alone. */
 	snprintf(path, sizeof(path), "%s/sandbox", dir);
-	if ((r = write_file(path, sb->name, strlen(sb->name))) < 0)
+	if ((r = file_write_atomic(path, sb->name, strlen(sb->name), 0644)) < 0)
 		goto fail;
 	r = netns_path(from, sizeof(from), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 	snprintf(path, sizeof(path), "%s/ca-bundle.crt", dir);
@@ -128,7 +96,7 @@ int cni_pod_publish(const char *ns, const char *pod, const struct netns_sandbox 
 	}
 	netns_env_each(sb, env_line, &b);
 	snprintf(path, sizeof(path), "%s/env", dir);
-	r = b.overflow ? -EFBIG : write_file(path, b.s, b.len);
+	r = b.overflow ? -EFBIG : file_write_atomic(path, b.s, b.len, 0644);
 	free(b.s);
 	if (r < 0)
 		goto fail;

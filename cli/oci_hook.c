@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/version.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -138,28 +139,6 @@ static bool policy_name_ok(const char *n)
 	return netns_name_ok(n) && !strstr(n, "..");
 }
 
-/* Writes @data to @path (mode 0644), through a temporary file. */
-static int write_file(const char *path, const char *data)
-{
-	char tmp[PATH_MAX + 8];
-	size_t n = strlen(data);
-	int fd, r = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, data, n) != (ssize_t)n || fchmod(fd, 0644) < 0)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
-}
-
 /* Copies the file @from to @to (mode 0644). */
 static int copy_file(const char *from, const char *to)
 {
@@ -180,7 +159,7 @@ static int copy_file(const char *from, const char *to)
 	close(fd);
 	if (r == 0) {
 		buf[n] = '\0';
-		r = write_file(to, buf);
+		r = file_write_atomic(to, buf, strlen(buf), 0644);
 	}
 	free(buf);
 	return r;
@@ -333,7 +312,7 @@ static int write_share(const struct hook_config *c, const struct netns_sandbox *
 	if (mkdir(d, 0755) < 0 && errno != EEXIST)
 		return fail("cannot make `%s`: %s", d, strerror(errno));
 	snprintf(p, sizeof(p), "%s/resolv.conf", d);
-	r = write_file(p, resolv);
+	r = file_write_atomic(p, resolv, strlen(resolv), 0644);
 	if (r == 0) {
 		netns_path(from, sizeof(from), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 		snprintf(p, sizeof(p), "%s/ca-bundle.crt", d);
@@ -343,12 +322,12 @@ static int write_share(const struct hook_config *c, const struct netns_sandbox *
 		e.bundle = p;
 		netns_env_each(sb, env_line, &e);
 		snprintf(p, sizeof(p), "%s/env", d);
-		r = e.buf ? write_file(p, e.buf) : -ENOMEM;
+		r = e.buf ? file_write_atomic(p, e.buf, strlen(e.buf), 0644) : -ENOMEM;
 		free(e.buf);
 	}
 	if (r == 0) {
 		snprintf(p, sizeof(p), "%s/netns", d);
-		r = write_file(p, ino);
+		r = file_write_atomic(p, ino, strlen(ino), 0644);
 	}
 	if (r == 0) {
 		snprintf(p, sizeof(p), "%s/%s", c->dir, ino);

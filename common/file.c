@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,6 +70,39 @@ int file_commit(FILE *f, const char *tmp, const char *path)
 	if (fflush(f) != 0 || ferror(f))
 		r = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	const char *d = data;
+	char tmp[PATH_MAX + 8];
+	int fd, r = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	while (len && r == 0) {
+		ssize_t k = write(fd, d, len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			r = k < 0 ? -errno : -EIO;
+		else
+			d += k, len -= (size_t)k;
+	}
+	/* The mode as asked, whatever the umask took from open's. */
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)
 		r = -errno;

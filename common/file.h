@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /**
  * file_read_all() - read a regular file of at most @max bytes
@@ -34,5 +35,19 @@ int file_read_all(const char *path, size_t max, char **buf, size_t *len);
  * Return: 0, or a negative errno.
  */
 int file_commit(FILE *f, const char *tmp, const char *path);
+
+/**
+ * file_write_atomic() - put @len bytes of @data at @path, whole or not at all
+ * @path: the file; written as @path.tmp (not followed if a symlink) and
+ *        renamed over @path, so a reader sees the old file or the new
+ * @data: the contents
+ * @len:  their length
+ * @mode: the file's mode, set whatever the umask
+ *
+ * Not synced (as file_commit()). On failure the temporary file is removed.
+ *
+ * Return: 0, or a negative errno.
+ */
+int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
 #endif

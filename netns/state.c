@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/file.h"
 #include "common/sumfile.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -75,41 +76,6 @@ int netns_path(char *buf, size_t len, const char *dir, const char *name, const c
 		     : snprintf(buf, len, "%s/%s", dir, name);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-/* Writes @len bytes of @data to @path through a temporary file and a rename,
- * so a reader never sees half a file. */
-static int write_atomic(const char *path, const char *data, size_t len, mode_t mode)
-{
-	char tmp[512];
-	size_t off = 0;
-	int fd, r = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t k = write(fd, data + off, len - off);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		off += (size_t)k;
-	}
-	if (r == 0 && fchmod(fd, mode) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
 }
 
 /* Writes all of @data to @fd. Return: 0, or -1 with errno set. */
@@ -275,7 +241,7 @@ int netns_state_write(const struct netns_sandbox *sb)
 	if (r == 0 && n > STATE_MAX)
 		r = -ENAMETOOLONG;
 	if (r == 0)
-		r = write_atomic(path, buf, n, 0644);
+		r = file_write_atomic(path, buf, n, 0644);
 	free(buf);
 	return r;
 }
