@@ -363,9 +363,14 @@ static void test_state_attach_fields(void **state)
 	assert_false(got.attached);
 	assert_true(got.ns_named);
 
-	f = fopen(path, "a");
+	/* A record of the old format (read once, then written again checked)
+	 * with a bad value: refused. */
+	f = fopen(path, "w");
 	assert_non_null(f);
-	fprintf(f, "attached maybe\n");
+	fprintf(f, "name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
+		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n"
+		   "attached maybe\n",
+		sb.name, sb.link);
 	fclose(f);
 	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), -EINVAL);
 
