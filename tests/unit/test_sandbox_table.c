@@ -308,10 +308,20 @@ static void saved_policy(const char *name, char *out, size_t len)
 	snprintf(path, sizeof(path), "%s/state/sandboxes/%s", dir, name);
 	f = fopen(path, "r");
 	assert_non_null(f);
-	assert_non_null(fgets(line, sizeof(line), f));
-	assert_non_null(fgets(out, (int)len, f));
-	out[strcspn(out, "\n")] = '\0';
+	/* The policy line: "policy PATH", after its checksum when the file is
+	 * checked (common/sumfile.h). */
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "policy ");
+
+		if (p && (p == line || p[-1] == ' ')) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(out, len, "%s", p + strlen("policy "));
+			break;
+		}
+	}
 	fclose(f);
+	assert_true(out[0] != '\0');
 }
 
 static bool allows(const struct policy *p, const char *name)
