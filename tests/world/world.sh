@@ -60,6 +60,12 @@ WORLD_UDP4=11.0.3.1
 WORLD_DECOYS4="10.0.0.5 172.16.0.5 192.168.1.5 100.64.0.5 169.254.169.254 169.254.170.2 192.0.2.5 198.51.100.5 203.0.113.5 100.100.100.200"
 # ::169.254.169.254 (v4-compatible: Linux's sit0 tunnels ::/96 to the v4)
 WORLD_DECOYS6="fd00::5 fd00:ec2::254 2001:db8::5 ::169.254.169.254"
+# The real hosts the recipes in policies/ allow (test_recipes.sh): dnsmasq
+# answers them with the echo origin, whose certificate names them too, so
+# that a client meets the same name, SNI and Host as on the internet.
+WORLD_RECIPE_HOSTS="pypi.org files.pythonhosted.org registry.npmjs.org github.com api.github.com codeload.github.com objects.githubusercontent.com deb.debian.org security.debian.org"
+WORLD_RECIPE_SANS=$(printf 'DNS:%s,' $WORLD_RECIPE_HOSTS)
+WORLD_RECIPE_SANS=${WORLD_RECIPE_SANS%,}
 
 _world_err() { echo "world: $*" >&2; }
 
@@ -145,7 +151,7 @@ _world_certs() {
 			"basicConstraints=critical,CA:FALSE" \
 			"keyUsage=critical,digitalSignature" \
 			"extendedKeyUsage=serverAuth" \
-			"subjectAltName=DNS:echo.world.test,DNS:other.world.test,DNS:*.world.test,IP:11.0.2.10,IP:11.0.2.20,IP:2600:1::10" \
+			"subjectAltName=DNS:echo.world.test,DNS:other.world.test,DNS:*.world.test,IP:11.0.2.10,IP:11.0.2.20,IP:2600:1::10,$WORLD_RECIPE_SANS" \
 			>"$d/server.ext" &&
 		$o x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
 			-CAcreateserial -days 3 -extfile "$d/server.ext" -out "$d/server.crt" &&
@@ -187,7 +193,10 @@ _world_net() {
 
 _world_servers() {
 	local d=$WORLD_DIR pki=$WORLD_DIR/pki a p
-	local -a echo_args=() decoy_args=()
+	local -a echo_args=() decoy_args=() recipe_args=()
+
+	# The real names policies/ recipes allow, standing in on the echo origin.
+	for a in $WORLD_RECIPE_HOSTS; do recipe_args+=(--host-record="$a,$WORLD_ECHO4"); done
 
 	world_spawn inet dnsmasq "$WORLD_DNSMASQ" --keep-in-foreground \
 		--conf-file=/dev/null --no-resolv --no-hosts --user=root \
@@ -210,7 +219,8 @@ _world_servers() {
 		--txt-record=ready.world.test,ready \
 		--dns-rr=echo.world.test,10,736c75696365 \
 		--address=/evil.world.test/11.0.2.20 \
-		--host-record=evil-echo.world.test,11.0.2.20 || return 1
+		--host-record=evil-echo.world.test,11.0.2.20 \
+		"${recipe_args[@]}" || return 1
 
 	for a in "$WORLD_ECHO4" "$WORLD_OTHER4" "[$WORLD_ECHO6]"; do
 		echo_args+=(--listen "http:$a:80" --listen "https:$a:443" --listen "http:$a:8080")
