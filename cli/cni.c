@@ -29,6 +29,7 @@
 
 #include "cli/cni.h"
 #include "common/ctlproto.h"
+#include "common/version.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -297,7 +298,7 @@ static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct
 	return address_inside(env->netns, env->ifname, sb.addr, e);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct cni_env env = { 0 };
 	struct cni_conf c;
@@ -307,6 +308,14 @@ int main(void)
 	size_t len = 0;
 	int r;
 
+	/* A person at a shell, not a runtime (which speaks through CNI_COMMAND
+	 * and stdin only). */
+	if (argc == 2 && !strcmp(argv[1], "--version"))
+		return printf("sluice-cni %s\n", sluice_version) < 0;
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return printf("usage: sluice-cni (a CNI 1.0.0 plugin: run by a runtime with "
+			      "CNI_COMMAND set and the network config on stdin; see sluice(1), "
+			      "README \"Kubernetes\")\n       sluice-cni --version\n") < 0;
 	env.command = getenv("CNI_COMMAND");
 	env.id = getenv("CNI_CONTAINERID");
 	env.netns = getenv("CNI_NETNS");
