@@ -443,8 +443,12 @@ enum step proxy_read_response_head(struct conn *c)
 		c->st = CS_RESP_BODY;
 		return STEP_NEXT;
 	}
-	if (proxy_check_redirect(c->pol, c->host, c->port, c->cssl != NULL, resp->status,
-				 resp->has_location ? &resp->location : NULL, &v) != PROXY_ALLOW)
+	proxy_check_redirect(c->pol, c->host, c->port, c->cssl != NULL, resp->status,
+			     resp->has_location ? &resp->location : NULL,
+			     sandbox_audit(c->sb, c->pol), &v);
+	if (v.decision == PROXY_WOULD_DENY && c->would_deny == SL_REASON_ALLOWED)
+		c->would_deny = v.reason; /* relayed; its audit line says so */
+	else if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return proxy_refuse(c, &v);
 	if (c->refl.n > 0 && !identity_encoded(resp))
 		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_REFLECTION_UNSCANNABLE);
