@@ -586,6 +586,7 @@ static void test_reference(void **state)
 	assert_string_equal(policy_rule_text(p, 1), "host *.cdn.example.com ports 80,443");
 	assert_string_equal(policy_rule_text(p, 2), "cidr 203.0.113.0/24 ports 5432");
 	assert_int_equal(policy_redirects(p), POLICY_REDIRECTS_WITHIN_POLICY);
+	assert_int_equal(policy_mode(p), POLICY_MODE_ENFORCE);
 	assert_int_equal(policy_limits(p)->connections, 256);
 	assert_int_equal(policy_limits(p)->idle_timeout_sec, 300);
 	assert_int_equal(policy_credential_count(p), 1);
