@@ -152,6 +152,12 @@ enum step proxy_decide_target(struct conn *c)
 	 * like an allowed name, and its audit line says what it would have
 	 * got. */
 	c->would_deny = v.decision == PROXY_WOULD_DENY ? v.reason : SL_REASON_ALLOWED;
+	/* ... but not with a credential: refused before anything is
+	 * resolved or connected (proxy_start_request() checks again, for a
+	 * head planned anew). */
+	if (v.decision == PROXY_WOULD_DENY && !c->is_connect && c->parsed &&
+	    proxy_check_audit_credentials(c->would_deny, &c->parsed->plan, &v) != PROXY_ALLOW)
+		c->would_deny = SL_REASON_ALLOWED;
 	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return proxy_refuse(c, &v);
 	if (c->literal) {

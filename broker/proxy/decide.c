@@ -226,6 +226,17 @@ enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan, bool
 	return allow(v);
 }
 
+enum proxy_decision proxy_check_audit_credentials(enum sl_reason would_deny,
+						  const struct creds_plan *plan,
+						  struct proxy_verdict *v)
+{
+	v->rule = -1;
+	v->raw_ok = false;
+	if (would_deny != SL_REASON_ALLOWED && plan->nuse > 0)
+		return deny(v, would_deny);
+	return allow(v);
+}
+
 /* Does the Location of a 3xx stay within what the policy allows? */
 static bool redirect_allowed(const struct policy *pol, const char *host, uint16_t port, bool tls,
 			     const struct http_slice *location)

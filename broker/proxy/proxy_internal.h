@@ -346,6 +346,22 @@ enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan, bool
 					     struct proxy_verdict *v);
 
 /**
+ * proxy_check_audit_credentials() - may a request audit mode let through
+ * carry a credential?
+ * @would_deny: why the policy would refuse the request (SL_REASON_ALLOWED:
+ *              it would not)
+ * @plan:       its credentials plan
+ *
+ * No: a secret goes only where enforce mode would let the request go, so a
+ * would-deny request the plan puts a credential in (injected, or a
+ * placeholder replaced) is refused, deny with @would_deny's reason.
+ * Return: v->decision.
+ */
+enum proxy_decision proxy_check_audit_credentials(enum sl_reason would_deny,
+						  const struct creds_plan *plan,
+						  struct proxy_verdict *v);
+
+/**
  * proxy_check_redirect() - does a response's Location stay in the policy?
  * @host, @port: the request's; @tls: it came over TLS (https)
  * @status:      the response's status; only a 3xx is judged

@@ -235,6 +235,16 @@ enum step proxy_start_request(struct conn *c)
 			return s;
 		}
 	}
+	/* Audit mode let it through: no credential goes with it. */
+	{
+		struct proxy_verdict v;
+
+		if (proxy_check_audit_credentials(c->would_deny, &ps->plan, &v) != PROXY_ALLOW) {
+			proxy_parsed_free(ps);
+			c->would_deny = SL_REASON_ALLOWED;
+			return proxy_refuse(c, &v);
+		}
+	}
 	req = &ps->req;
 	headlen = ps->len;
 	if (!c->out)

@@ -140,6 +140,11 @@ workload_audit() {
 	t_eq "$tag: placeholder out of scope (listed host, other path)" "403 placeholder-out-of-scope" \
 		"$(code "$s" -H "Authorization: Bearer ${PH[$s]}" "http://echo.world.test/$tag-ph2")"
 	t_eq "$tag: neither reached an origin" "" "$(origin "/$tag-ph")$(origin "/$tag-ph2")"
+	# In scope, but on a port the policy does not list: no secret goes
+	# where enforce mode would not let the request go.
+	t_eq "$tag: placeholder in scope on an unlisted port: refused as enforce would" "403 port-not-allowed" \
+		"$(code "$s" -H "Authorization: Bearer ${PH[$s]}" "http://echo.world.test:8080/keep/$tag-port")"
+	t_eq "$tag: it reached no origin" "" "$(origin "/keep/$tag-port")"
 	t_eq "$tag: placeholder in scope: reached" "200 " \
 		"$(code "$s" -H "Authorization: Bearer ${PH[$s]}" "http://echo.world.test/keep/$tag")"
 	t_contains "$tag: with the secret in place" "$(origin "/keep/$tag")" "$SECRET"

@@ -497,6 +497,35 @@ static void test_placeholders(void **state)
 	assert_int_equal(verdict_differs("CONNECT with a placeholder", &v, &out_of_scope), 0);
 }
 
+/* ---- audit mode and credentials: proxy_check_audit_credentials() ---------- */
+
+static void test_audit_credentials(void **state)
+{
+	static const struct want allowed = ALLOWED, port = DENIED(PORT_NOT_ALLOWED),
+				 unlisted = DENIED(NOT_ALLOWLISTED);
+	struct creds_plan plan;
+	struct proxy_verdict v;
+
+	(void)state;
+	memset(&plan, 0, sizeof(plan));
+	plan.cred = plan.plaintext_withheld = plan.expired_withheld = -1;
+	/* No credential in the request: audit mode lets it through. */
+	proxy_check_audit_credentials(SL_REASON_PORT_NOT_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, no credential", &v, &allowed), 0);
+	/* One injected, or a placeholder replaced: as in enforce mode. */
+	plan.use[0] = 0;
+	plan.inject[0] = true;
+	plan.nuse = 1;
+	proxy_check_audit_credentials(SL_REASON_PORT_NOT_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, injected", &v, &port), 0);
+	plan.inject[0] = false;
+	proxy_check_audit_credentials(SL_REASON_NOT_ALLOWLISTED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, placeholder", &v, &unlisted), 0);
+	/* Allowed by the policy: the credential rules alone decide. */
+	proxy_check_audit_credentials(SL_REASON_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("allowed, placeholder", &v, &allowed), 0);
+}
+
 /* ---- the names the audit line and metrics use ----------------------------- */
 
 static void test_names(void **state)
@@ -518,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_redirect),
 		cmocka_unit_test(test_placeholders),
+		cmocka_unit_test(test_audit_credentials),
 		cmocka_unit_test(test_names),
 	};
 
