@@ -134,6 +134,18 @@ workload_audit() {
 		wait_audited "$s" metadata.world.test '"decision":"deny","reason":"address-denied"'
 	t_eq "$tag: no literal reached the origin" "" "$(origin "/$tag-lit")"
 
+	# A redirect leaving the policy is an allowlist question: relayed, would-deny;
+	# where it leads is judged as any request is, the address guard first.
+	t_eq "$tag: a redirect out of the policy is relayed" "302 " \
+		"$(code "$s" "http://echo.world.test/redirect?to=http://169.254.169.254/$tag-redir")"
+	t_ok "$tag: audited would-deny redirect-outside-policy" \
+		wait_audited "$s" echo.world.test '"decision":"would-deny","reason":"redirect-outside-policy"'
+	t_eq "$tag: following it to the metadata address: refused" "403 address-literal" \
+		"$(code "$s" -L "http://echo.world.test/redirect?to=http://169.254.169.254/$tag-redir")"
+	t_eq "$tag: following one to an unlisted host: reached" "200 " \
+		"$(code "$s" -L "http://echo.world.test/redirect?to=http://other.world.test/$tag-redir2")"
+	t_contains "$tag: the origin got it" "$(origin "/$tag-redir2")" "/$tag-redir2"
+
 	# A placeholder outside its scope stays refused, on a listed host and an unlisted one.
 	t_eq "$tag: placeholder out of scope (unlisted host)" "403 placeholder-out-of-scope" \
 		"$(code "$s" -H "Authorization: Bearer ${PH[$s]}" "http://other.world.test/$tag-ph")"
@@ -186,6 +198,8 @@ for s in "$S3" "$S2"; do
 	t_eq "$tag: the port refused" "403 port-not-allowed" "$(code "$s" "http://echo.world.test:8080/$tag-port")"
 	t_eq "$tag: CONNECT refused" "403 not-allowlisted" \
 		"$(N "$s" curl -s -m 10 -o /dev/null -D - "https://other.world.test/$tag-connect" | t_status_reason)"
+	t_eq "$tag: a redirect out of the policy refused" "403 redirect-outside-policy" \
+		"$(code "$s" "http://echo.world.test/redirect?to=http://other.world.test/$tag-redir")"
 	t_eq "$tag: DNS refuses the unlisted name" "" "$(addr "$s" "$tag.evil.world.test")"
 	t_eq "$tag: transparent to it refused" "000" "$(tcode "$s" "http://other.world.test/$tag-thttp")"
 	t_eq "$tag: nothing reached an origin" "" \
