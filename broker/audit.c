@@ -61,6 +61,7 @@
 #include "common/addr.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/reason.h"
 
 /* audit_fd values besides a real descriptor. */
 #define AUDIT_FD_DEFAULT (-1) /* never opened: plain stderr */
@@ -101,9 +102,10 @@ enum {
 	/* Policy paths of an update: the broker takes at most 255 bytes. */
 	CAP_POLICY = 256,
 	CAP_SHA256 = 72,
+	CAP_MODE = 16,
 	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION + CAP_REASON + CAP_RULE +
 		     CAP_CREDENTIAL + CAP_METHOD + CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER +
-		     2 * (CAP_POLICY + CAP_SHA256),
+		     2 * (CAP_POLICY + CAP_SHA256) + CAP_MODE,
 	/* Keys, quotes, commas, the time, the address, eight numbers of at
 	 * most 20 digits, "}\n": about 540 bytes; 896 leaves room for new
 	 * keys. */
@@ -258,6 +260,7 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 		put_u64(&l, "port", ev->port);
 	put_str(&l, "decision", ev->decision ? ev->decision : "", CAP_DECISION);
 	put_str(&l, "reason", ev->reason ? ev->reason : "", CAP_REASON);
+	put_str(&l, "mode", ev->mode, CAP_MODE);
 	put_str(&l, "rule", ev->rule, CAP_RULE);
 	put_str(&l, "credential", ev->credential, CAP_CREDENTIAL);
 	put_str(&l, "method", ev->method, CAP_METHOD);
@@ -845,7 +848,10 @@ void audit_log(const struct audit_event *ev)
 {
 	int saved = errno;
 
-	if (ev->decision && !strcmp(ev->decision, "allow")) {
+	/* A would-deny went through, as an allowed one did: each has its own
+	 * line (bytes, duration), never folded. */
+	if (ev->decision &&
+	    (!strcmp(ev->decision, "allow") || !strcmp(ev->decision, SL_DECISION_WOULD_DENY))) {
 		emit(ev, 0, 0);
 	} else {
 		pthread_mutex_lock(&agg_lock);

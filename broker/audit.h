@@ -37,7 +37,7 @@ struct audit_event {
 	const char *name;
 	const struct sl_addr *addr; /* may be NULL */
 	uint16_t port;
-	const char *decision; /* "allow" | "deny" | "error" */
+	const char *decision; /* "allow" | "deny" | "error" | SL_DECISION_WOULD_DENY */
 	const char *reason;
 	const char *rule;
 	const char *credential; /* its name only */
@@ -57,6 +57,9 @@ struct audit_event {
 	 * written as "old_policy", "old_sha256", "new_policy", "new_sha256". */
 	const char *old_policy, *old_sha256;
 	const char *new_policy, *new_sha256;
+	/* "audit" for a sandbox in audit mode, written as "mode"; NULL (not
+	 * written) in enforce mode. */
+	const char *mode;
 };
 
 /**

@@ -58,6 +58,9 @@ struct sandbox {
 	bool placeholders_lost;
 	/* Likewise for its synthetic-names journal (names lost their address). */
 	bool names_lost;
+	/* Registered in audit mode (`sluice create --audit`): set before the
+	 * sandbox is served, read-only after; see sandbox_audit(). */
+	bool audit;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
 };
@@ -78,7 +81,14 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
 int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
-			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen);
+			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
+			size_t errlen);
+/* Is @sb in audit mode with policy @p (its registration says so, or the
+ * policy's `mode: audit`)? Names outside the allowlist then pass, audited
+ * would-deny. */
+bool sandbox_audit(const struct sandbox *sb, const struct policy *p);
+/* How many registered sandboxes are in audit mode now. */
+size_t sandbox_audit_count(void);
 int sandbox_unregister(const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(char *buf, size_t len);

@@ -707,7 +707,7 @@ static int words(char *line, char **w, int max)
  * here), and writes the answer to @out: the address, then the sandbox CA's
  * certificate for its trust bundle. */
 static void register_answer(const char *name, const char *addr, const char *policy, bool netns,
-			    struct tls_ca *ca, char *out, size_t outlen)
+			    bool audit, struct tls_ca *ca, char *out, size_t outlen)
 {
 	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
 	struct sl_addr a;
@@ -715,7 +715,7 @@ static void register_answer(const char *name, const char *addr, const char *poli
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(name, addr, policy, netns, ca, &a, err, sizeof(err));
+	r = sandbox_register_ca(name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
@@ -726,11 +726,30 @@ static void register_answer(const char *name, const char *addr, const char *poli
 	free(pem);
 }
 
-/* A register request's words: NAME ADDR POLICY, and CTL_REGISTER_NETNS. */
+/* Does register's optional word @word appear after NAME ADDR POLICY? */
+static bool register_has(char **w, int n, const char *word)
+{
+	int i;
+
+	for (i = 4; i < n; i++)
+		if (!strcmp(w[i], word))
+			return true;
+	return false;
+}
+
+/* A register request's words: NAME ADDR POLICY, then CTL_REGISTER_NETNS
+ * and CTL_REGISTER_AUDIT, each at most once, in either order. */
 static bool register_words(char **w, int n)
 {
-	return n >= 4 && !strcmp(w[0], CTL_REGISTER) &&
-	       (n == 4 || (n == 5 && !strcmp(w[4], CTL_REGISTER_NETNS)));
+	int i;
+
+	if (n < 4 || n > 6 || strcmp(w[0], CTL_REGISTER))
+		return false;
+	for (i = 4; i < n; i++)
+		if ((strcmp(w[i], CTL_REGISTER_NETNS) && strcmp(w[i], CTL_REGISTER_AUDIT)) ||
+		    (i == 5 && !strcmp(w[4], w[5])))
+			return false;
+	return true;
 }
 
 /* `sluice update`: one audit line whatever the outcome, with who asked, and
@@ -778,7 +797,8 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Only when no CA could be made off this thread (see
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
-		register_answer(w[1], w[2], w[3], n == 5, NULL, out, outlen);
+		register_answer(w[1], w[2], w[3], register_has(w, n, CTL_REGISTER_NETNS),
+				register_has(w, n, CTL_REGISTER_AUDIT), NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(w[1], err, sizeof(err));
@@ -797,11 +817,13 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
 		k = snprintf(out, outlen,
-			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_state_lost %zu\n"
+			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
+				    "sandboxes_state_lost %zu\n"
 				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 				    "tls_leaf_cached %zu\njwt_cached %zu\n"
 				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n",
-			     sluice_version, sandbox_count(), sandbox_state_lost_count(),
+			     sluice_version, sandbox_count(), sandbox_audit_count(),
+			     sandbox_state_lost_count(),
 			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
 			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,
 			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused());
@@ -916,7 +938,7 @@ struct ca_job {
 	struct ca_job *next;
 	struct cconn *conn; /* main thread only: NULL once the caller is gone */
 	char *line;	    /* the request; w[] point into it */
-	char *w[5];
+	char *w[6];
 	int n;		   /* words in w[] */
 	struct tls_ca *ca; /* made by the maker; NULL: it failed */
 };
@@ -980,7 +1002,9 @@ static void job_finish(struct ca_job *job)
 	char out[16384], *resp;
 	struct cconn *c = job->conn;
 
-	register_answer(job->w[1], job->w[2], job->w[3], job->n == 5, job->ca, out, sizeof(out));
+	register_answer(job->w[1], job->w[2], job->w[3],
+			register_has(job->w, job->n, CTL_REGISTER_NETNS),
+			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out, sizeof(out));
 	free(job->line);
 	free(job);
 	if (!c)
@@ -1025,7 +1049,7 @@ static int job_start(struct cconn *c)
 		free(job);
 		return -ENOMEM;
 	}
-	job->n = words(job->line, job->w, 5);
+	job->n = words(job->line, job->w, 6);
 	pthread_mutex_lock(&maker.lock);
 	if (!maker.started) {
 		r = -pthread_create(&maker.thread, NULL, maker_main, NULL);
@@ -1133,7 +1157,7 @@ static char *refusal(struct cconn *c)
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
-	char copy[CTL_REQ_MAX + 1], *w[6], *resp;
+	char copy[CTL_REQ_MAX + 1], *w[7], *resp;
 
 	c->req[c->got] = '\0';
 	if (c->check < 0) {
@@ -1142,7 +1166,9 @@ static void conn_dispatch(struct cconn *c)
 		resp = strdup(CTL_ERR "request not terminated by a newline\n");
 	} else {
 		memcpy(copy, c->req, c->got + 1);
-		if (register_words(w, words(copy, w, 6)) && job_start(c) == 0) {
+		/* One word more than a register takes, so that an extra one is
+		 * seen (and the request refused by handle()). */
+		if (register_words(w, words(copy, w, 7)) && job_start(c) == 0) {
 			c->state = C_WORK;
 			loop_timer_cancel(ctl.loop, &c->timer);
 			if (c->watched)

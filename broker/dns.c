@@ -128,8 +128,9 @@ static struct dns_server *servers;
 
 /* --- the answer ----------------------------------------------------------- */
 
-static void audit_dns(const struct sandbox *sb, const struct sl_addr *src,
-		      uint16_t sport, const struct dns_filter_result *res)
+static void audit_dns(const struct sandbox *sb, const struct policy *pol,
+		      const struct sl_addr *src, uint16_t sport,
+		      const struct dns_filter_result *res)
 {
 	struct audit_event ev = {
 	    .sandbox = sb ? sb->name : NULL,
@@ -142,6 +143,7 @@ static void audit_dns(const struct sandbox *sb, const struct sl_addr *src,
 	    .reason = res->reason,
 	    .dns_type = res->type,
 	    .dns_answer = res->answer,
+	    .mode = sb && sandbox_audit(sb, pol) ? "audit" : NULL,
 	};
 
 	audit_log(&ev);
@@ -231,7 +233,7 @@ static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
 	}
 	n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
 			     "deny", "unknown-source", out, outlen, &res);
-	audit_dns(NULL, src, sport, &res);
+	audit_dns(NULL, NULL, src, sport, &res);
 	count(&res);
 	return n;
 }
@@ -270,7 +272,7 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 			metrics_decision("dns", "deny", "rate-limited");
 		}
 		if (rep.due) {
-			audit_dns(sb, src, sport, &res);
+			audit_dns(sb, pol, src, sport, &res);
 			log_warn("dns: sandbox `%s` is over %u queries/s "
 				 "(burst %u): %llu refused, %llu dropped "
 				 "unanswered since last report",
@@ -281,12 +283,13 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 	} else if (truncated) {
 		n = dns_filter_error(msg, len, DNS_RCODE_FORMERR, 0, "deny",
 				     "formerr", out, outlen, &res);
-		audit_dns(sb, src, sport, &res);
+		audit_dns(sb, pol, src, sport, &res);
 		count(&res);
 	} else {
-		n = dns_filter_answer(pol, sb->synth, msg, len, udp, out,
-				      outlen, &res);
-		audit_dns(sb, src, sport, &res);
+		n = dns_filter_answer_mode(pol, sb->synth,
+					   sandbox_audit(sb, pol), msg, len,
+					   udp, out, outlen, &res);
+		audit_dns(sb, pol, src, sport, &res);
 		count(&res);
 	}
 	policy_unref(pol);

@@ -24,6 +24,7 @@
 
 #include "broker/audit.h"
 #include "common/log.h"
+#include "common/reason.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FAMILY_MAX_LABELS 3
@@ -529,7 +530,7 @@ int metrics_render_text(char *buf, size_t len)
 {
 	struct out o = {.buf = buf, .len = len};
 	struct latency_snap lat;
-	uint64_t allow = 0, deny = 0, error = 0, v;
+	uint64_t allow = 0, deny = 0, error = 0, would = 0, v;
 	unsigned i, n;
 
 	if (!len)
@@ -553,13 +554,19 @@ int metrics_render_text(char *buf, size_t len)
 			allow += v;
 		else if (!strcmp(s->val[1], "deny"))
 			deny += v;
+		else if (!strcmp(s->val[1], SL_DECISION_WOULD_DENY))
+			would += v;
 		else
 			error += v;
 	}
 	error += get(&decisions.other);
-	outf(&o, "decisions: %llu allowed, %llu denied, %llu errors\n",
+	outf(&o, "decisions: %llu allowed, %llu denied, %llu errors",
 	     (unsigned long long)allow, (unsigned long long)deny,
 	     (unsigned long long)error);
+	/* Audit mode's: let through, though the policy would refuse them. */
+	if (would)
+		outf(&o, ", %llu would-deny", (unsigned long long)would);
+	outf(&o, "\n");
 	/* What was refused and why is what an operator looks for. */
 	for (i = 0; i < n; i++) {
 		const struct label_slot *s = &decision_slots[i];

@@ -334,6 +334,8 @@ static int persist(const struct sandbox *sb)
 	sumfile_line(&w, "policy %s", sb->policy_path);
 	if (sb->netns)
 		sumfile_line(&w, "%s", CTL_REGISTER_NETNS);
+	if (sb->audit)
+		sumfile_line(&w, "mode %s", CTL_REGISTER_AUDIT);
 	return sumfile_commit(&w, tmp, path);
 }
 
@@ -341,6 +343,7 @@ static int persist(const struct sandbox *sb)
 struct reg_file {
 	char addr[64], pol[300];
 	bool netns;
+	bool audit; /* "mode audit": registered in audit mode */
 	unsigned seen; /* 1 address, 2 policy */
 	unsigned bad;  /* lines that verified but are not ours */
 };
@@ -361,6 +364,9 @@ static int reg_line(const char *s, size_t len, bool ok, void *arg)
 		rf->seen |= 2;
 	} else if (len == strlen(CTL_REGISTER_NETNS) && !memcmp(s, CTL_REGISTER_NETNS, len)) {
 		rf->netns = true;
+	} else if (len == 5 + strlen(CTL_REGISTER_AUDIT) && !memcmp(s, "mode ", 5) &&
+		   !memcmp(s + 5, CTL_REGISTER_AUDIT, len - 5)) {
+		rf->audit = true;
 	} else {
 		rf->bad++;
 	}
@@ -669,8 +675,8 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
-		       bool netns, struct tls_ca **ca, struct sl_addr *assigned, char *err,
-		       size_t errlen)
+		       bool netns, bool audit, struct tls_ca **ca, struct sl_addr *assigned,
+		       char *err, size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -697,6 +703,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
 	sb->netns = netns;
+	sb->audit = audit;
 	if (!automatic && addr_parse(addr, &sb->addr) < 0) {
 		snprintf(err, errlen, "bad address `%s`", addr);
 		free(sb);
@@ -842,7 +849,8 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	if (assigned)
 		*assigned = got;
 	addr_format(&got, astr, sizeof(astr));
-	log_info("sandbox: registered `%s` at %s with %s", name, astr, policy_path);
+	log_info("sandbox: registered `%s` at %s with %s%s", name, astr, policy_path,
+		 sandbox_audit(reg, reg->policy) ? " (audit mode)" : "");
 	return 0;
 }
 
@@ -851,13 +859,15 @@ int sandbox_register(const char *name, const char *addr, const char *policy_path
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(name, addr, policy_path, save, false, &ca, assigned, err, errlen);
+	return do_register(name, addr, policy_path, save, false, false, &ca, assigned, err, errlen);
 }
 
 int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
-			struct tls_ca *ca, struct sl_addr *assigned, char *err, size_t errlen)
+			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
+			size_t errlen)
 {
-	int r = do_register(name, addr, policy_path, true, netns, &ca, assigned, err, errlen);
+	int r = do_register(name, addr, policy_path, true, netns, audit, &ca, assigned, err,
+			    errlen);
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
 	return r;
@@ -926,12 +936,14 @@ int sandbox_list(char *buf, size_t len)
 		addr_format(&s->addr, a, sizeof(a));
 		/* The fifth word says what state a restart lost ("ok" when
 		 * none): a client that reads four words ignores it. */
-		k = snprintf(buf + o, len - o, "%s %s %s %u %s\n", s->name, a, s->policy_path,
+		/* The sixth, the mode: likewise new. */
+		k = snprintf(buf + o, len - o, "%s %s %s %u %s %s\n", s->name, a, s->policy_path,
 			     atomic_load(&s->conns),
 			     s->placeholders_lost && s->names_lost ? "placeholders-lost,names-lost"
 			     : s->placeholders_lost		   ? "placeholders-lost"
 			     : s->names_lost			   ? "names-lost"
-								   : "ok");
+								   : "ok",
+			     sandbox_audit(s, s->policy) ? "audit" : "enforce");
 		if (k < 0 || (size_t)k >= len - o) {
 			o = len;
 			break;
@@ -940,6 +952,23 @@ int sandbox_list(char *buf, size_t len)
 	}
 	pthread_rwlock_unlock(&tab.lock);
 	return o >= len ? -ENOSPC : (int)o;
+}
+
+bool sandbox_audit(const struct sandbox *sb, const struct policy *p)
+{
+	return sb->audit || (p && policy_mode(p) == POLICY_MODE_AUDIT);
+}
+
+size_t sandbox_audit_count(void)
+{
+	size_t i, n = 0;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	for (i = 0; i < HASH_SLOTS; i++)
+		if (tab.slot[i] && sandbox_audit(tab.slot[i], tab.slot[i]->policy))
+			n++;
+	pthread_rwlock_unlock(&tab.lock);
+	return n;
 }
 
 /* Calls @fn for every registered sandbox, under the table's read lock (so
@@ -1242,8 +1271,8 @@ int sandbox_restore(char *err, size_t errlen)
 			dropped++;
 			continue;
 		}
-		if (do_register(de->d_name, rf.addr, rf.pol, false, rf.netns, &ca, NULL, e,
-				sizeof(e)) < 0) {
+		if (do_register(de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca, NULL,
+				e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);

@@ -19,13 +19,16 @@
 
 /* The verbs, and the words each takes after it. */
 #define CTL_PING "ping"		/* -> ok */
-#define CTL_REGISTER "register" /* NAME ADDR|auto POLICY [netns] -> ok ADDR\nCA-PEM */
+#define CTL_REGISTER "register" /* NAME ADDR|auto POLICY [netns] [audit] -> ok ADDR\nCA-PEM */
 /* register's last word when `sluice create` made the sandbox's namespace,
  * /run/netns/NAME: a registration whose namespace is gone when the broker
  * starts is dropped then. */
 #define CTL_REGISTER_NETNS "netns"
+/* register's word for `sluice create --audit`: the sandbox runs in audit
+ * mode whatever its policy says (and after an update, and a restart). */
+#define CTL_REGISTER_AUDIT "audit"
 #define CTL_UNREGISTER "unregister" /* NAME -> ok */
-#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS STATE" lines */
+#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS STATE MODE" lines */
 #define CTL_STATUS "status"	    /* -> ok, "key value" lines */
 #define CTL_METRICS "metrics"	    /* -> ok, Prometheus text */
 #define CTL_JWKS "jwks"		    /* -> ok, a JWK Set */

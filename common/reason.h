@@ -129,6 +129,12 @@ enum sl_reason {
 	SL_REASON_COUNT,
 };
 
+/* The decision an audit line names besides "allow", "deny" and "error":
+ * audit mode let through what the policy would have refused (its reason
+ * is the one it would have got). Spelled here once, for the proxy, the
+ * DNS filter and the audit log. */
+#define SL_DECISION_WOULD_DENY "would-deny"
+
 /* The reason's string (static), or "unknown" for a value out of range. */
 const char *sl_reason_name(enum sl_reason r);
 

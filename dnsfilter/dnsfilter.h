@@ -407,6 +407,20 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 		      size_t outlen, struct dns_filter_result *res);
 
 /**
+ * dns_filter_answer_mode() - dns_filter_answer() for a sandbox in audit
+ * mode too
+ * @audit: a name outside the policy (not a bad name) is answered as an
+ *         allowed one is, from the synthetic map (never upstream), and
+ *         @res says SL_DECISION_WOULD_DENY with reason "not-allowlisted"
+ *
+ * Return: as dns_filter_answer().
+ */
+int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
+			   bool audit, const uint8_t *q, size_t qlen, bool udp,
+			   uint8_t *out, size_t outlen,
+			   struct dns_filter_result *res);
+
+/**
  * dns_filter_error() - answer a query with a fixed error, unread
  * @q:        the query; untrusted
  * @qlen:     its length

@@ -5,6 +5,7 @@
 #include "dnsfilter/dnsfilter.h"
 
 #include "common/addr.h"
+#include "common/reason.h"
 #include "policy/policy.h"
 
 #include <errno.h>
@@ -104,6 +105,16 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 		      const uint8_t *msg, size_t len, bool udp, uint8_t *out,
 		      size_t outlen, struct dns_filter_result *res)
 {
+	return dns_filter_answer_mode(p, s, false, msg, len, udp, out, outlen,
+				      res);
+}
+
+int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
+			   bool audit, const uint8_t *msg, size_t len, bool udp,
+			   uint8_t *out, size_t outlen,
+			   struct dns_filter_result *res)
+{
+	const char *decision = "allow", *reason = "allowed";
 	struct dns_query q;
 	struct sl_addr a;
 	size_t nlen;
@@ -132,6 +143,15 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) ==
 			   POLICY_BAD_NAME;
 
+		/* Audit mode: answered as an allowed name is, so that the
+		 * client connects and the proxy sees (and audits) what it
+		 * wanted; a synthetic address reveals nothing and asks
+		 * nobody upstream. */
+		if (audit && !bad) {
+			decision = SL_DECISION_WOULD_DENY;
+			reason = "not-allowlisted";
+			goto answer;
+		}
 		res_set(res, "deny", bad ? "bad-name" : "not-allowlisted",
 			"nxdomain", DNS_RCODE_NXDOMAIN);
 		return built(
@@ -141,13 +161,14 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 		    res);
 	}
 
+answer:
 	/* Allowed. Only A in class IN (or ANY) has data: the synthetic
 	 * address. Everything else (AAAA: sandboxes have no IPv6; TXT, MX,
 	 * HTTPS, ANY, ...) is NODATA, which clients cache and move on from;
 	 * the real records are the broker's business when it connects. */
 	if (q.qtype != DNS_TYPE_A ||
 	    (q.qclass != DNS_CLASS_IN && q.qclass != DNS_CLASS_ANY)) {
-		res_set(res, "allow", "allowed", "nodata", DNS_RCODE_NOERROR);
+		res_set(res, decision, reason, "nodata", DNS_RCODE_NOERROR);
 		snprintf(res->answer, sizeof(res->answer), "NODATA");
 		return built(dns_build_nodata(&q, DNS_FILTER_TTL, out, outlen),
 			     res);
@@ -166,7 +187,7 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
 					     out, outlen),
 			     res);
 	}
-	res_set(res, "allow", "allowed", "synthetic", DNS_RCODE_NOERROR);
+	res_set(res, decision, reason, "synthetic", DNS_RCODE_NOERROR);
 	addr_format(&a, res->answer, sizeof(res->answer));
 	return built(dns_build_a(&q, &a, 1, DNS_FILTER_TTL, udp, out, outlen),
 		     res);

@@ -59,6 +59,7 @@ struct build {
 	int lock;	       /* holds this name's byte of NETNS_CREATE_LOCK, or -1 */
 	bool keep_mark;	       /* what an interrupted create left is still there */
 	bool registered, state_dir, netns, etc_dir, link, element;
+	bool audit; /* `sluice create --audit`: register asks for audit mode */
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 	/* attach: the runtime's namespace, and what was in it before sluice
 	 * changed it (rollback() puts that back): disable_ipv6 of all,
@@ -138,13 +139,14 @@ static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen
 	return 0;
 }
 
-/* Sends register NAME auto POLICY; the answer is register_answer()'s. */
+/* Sends register NAME auto POLICY netns [audit]; the answer is
+ * register_answer()'s. */
 static int register_send(const struct build *b, const char *policy)
 {
 	char line[PATH_MAX + 200];
 
-	snprintf(line, sizeof(line), CTL_REGISTER " %s auto %s " CTL_REGISTER_NETNS, b->sb.name,
-		 policy);
+	snprintf(line, sizeof(line), CTL_REGISTER " %s auto %s " CTL_REGISTER_NETNS "%s",
+		 b->sb.name, policy, b->audit ? " " CTL_REGISTER_AUDIT : "");
 	return netns_ctl_send(line);
 }
 
@@ -711,17 +713,17 @@ static void create_end(struct build *b)
 /* See netns_sandbox_create() and netns_sandbox_attach() (@nspath not
  * NULL); @linger: the process exits next (see netns_linger()). */
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
-		  struct netns_sandbox *out, bool linger, char *err, size_t errlen);
+		  struct netns_sandbox *out, bool linger, bool audit, char *err, size_t errlen);
 
 /* create() under umask 022. */
 static int create_umask(const char *name, const char *policy, const char *nspath,
-			const char *ifname, struct netns_sandbox *out, bool linger, char *err,
-			size_t errlen)
+			const char *ifname, struct netns_sandbox *out, bool linger, bool audit,
+			char *err, size_t errlen)
 {
 	/* What sluice writes is readable by every user of the sandbox (the
 	 * resolv.conf, the CA bundle), whatever the caller's umask. */
 	mode_t old = umask(022);
-	int r = create(name, policy, nspath, ifname, out, linger, err, errlen);
+	int r = create(name, policy, nspath, ifname, out, linger, audit, err, errlen);
 
 	umask(old);
 	return r;
@@ -744,7 +746,7 @@ static int create_umask(const char *name, const char *policy, const char *nspath
 int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
 			 char *err, size_t errlen)
 {
-	return create_umask(name, policy, NULL, NULL, out, false, err, errlen);
+	return create_umask(name, policy, NULL, NULL, out, false, false, err, errlen);
 }
 
 /**
@@ -772,7 +774,7 @@ int netns_sandbox_attach(const char *name, const char *nspath, const char *ifnam
 			 const char *policy, struct netns_sandbox *out, char *err, size_t errlen)
 {
 	return create_umask(name, policy, nspath, ifname ? ifname : NETNS_SANDBOX_IF, out, false,
-			    err, errlen);
+			    false, err, errlen);
 }
 
 /* Opens the namespace @b is to attach, checked (a network namespace, not
@@ -823,13 +825,14 @@ static int attach_open(struct build *b, char *err, size_t errlen)
 }
 
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
-		  struct netns_sandbox *out, bool linger, char *err, size_t errlen)
+		  struct netns_sandbox *out, bool linger, bool audit, char *err, size_t errlen)
 {
 	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1, .lock = -1 };
 	char abs[PATH_MAX], path[512];
 	int r;
 
 	b.nspath = nspath;
+	b.audit = audit;
 	b.sb.attached = nspath != NULL;
 	b.sb.ns_named = true;
 	snprintf(b.sb.ifname, sizeof(b.sb.ifname), "%s", ifname ? ifname : NETNS_SANDBOX_IF);
@@ -1017,6 +1020,7 @@ void netns_hold_signals(sigset_t *old)
 int cmd_create(int argc, char **argv)
 {
 	const char *name = NULL, *policy = NULL;
+	bool audit = false;
 	struct netns_sandbox sb;
 	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
 	struct in_addr ia, ig;
@@ -1026,6 +1030,8 @@ int cmd_create(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
 			policy = argv[++i];
+		else if (!strcmp(argv[i], "--audit"))
+			audit = true;
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else
@@ -1034,7 +1040,7 @@ int cmd_create(int argc, char **argv)
 	if (!name || !policy)
 		goto usage;
 	netns_hold_signals(&old);
-	r = create_umask(name, policy, NULL, NULL, &sb, true, err, sizeof(err));
+	r = create_umask(name, policy, NULL, NULL, &sb, true, audit, err, sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
 		if (r == -EBADMSG)
@@ -1050,6 +1056,6 @@ int cmd_create(int argc, char **argv)
 	printf("%s %s %s\n", sb.name, a, g);
 	return 0;
 usage:
-	fprintf(stderr, "usage: sluice create NAME --policy FILE\n");
+	fprintf(stderr, "usage: sluice create NAME --policy FILE [--audit]\n");
 	return 2;
 }

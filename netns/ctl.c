@@ -234,15 +234,17 @@ int cmd_list(int argc, char **argv)
 	if (r < 0)
 		return ctl_print(CTL_LIST, true);
 	if (!json)
-		printf("%-24s %-16s %-8s %s\n", "NAME", "ADDRESS", "CONNS", "POLICY");
+		printf("%-24s %-16s %-8s %-8s %s\n", "NAME", "ADDRESS", "CONNS", "MODE", "POLICY");
 	else
 		printf("[");
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char name[64], addr[64], pol[PATH_MAX], state[64] = "ok";
+		char name[64], addr[64], pol[PATH_MAX], state[64] = "ok", mode[16] = "enforce";
 		unsigned conns;
 
-		/* The state word is new: an older broker does not send it. */
-		if (sscanf(line, "%63s %63s %4095s %u %63s", name, addr, pol, &conns, state) < 4)
+		/* The state and mode words are new: an older broker does not
+		 * send them. */
+		if (sscanf(line, "%63s %63s %4095s %u %63s %15s", name, addr, pol, &conns, state,
+			   mode) < 4)
 			continue;
 		if (json) {
 			printf("%s{\"name\":", n ? "," : "");
@@ -253,12 +255,14 @@ int cmd_list(int argc, char **argv)
 			sl_json_print_string(stdout, pol);
 			printf(",\"connections\":%u,\"state\":", conns);
 			sl_json_print_string(stdout, state);
+			printf(",\"mode\":");
+			sl_json_print_string(stdout, mode);
 			printf("}");
 		} else if (strcmp(state, "ok"))
-			printf("%-24s %-16s %-8u %s  (state lost at the broker's start: %s)\n",
-			       name, addr, conns, pol, state);
+			printf("%-24s %-16s %-8u %-8s %s  (state lost at the broker's start: %s)\n",
+			       name, addr, conns, mode, pol, state);
 		else
-			printf("%-24s %-16s %-8u %s\n", name, addr, conns, pol);
+			printf("%-24s %-16s %-8u %-8s %s\n", name, addr, conns, mode, pol);
 		n++;
 	}
 	if (json)

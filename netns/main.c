@@ -32,7 +32,9 @@ static const struct {
 	{ "register", cmd_register,
 	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
-	{ "create", cmd_create, "create NAME --policy FILE   a sandbox wired to this namespace's broker" },
+	{ "create", cmd_create, "create NAME --policy FILE [--audit]\n"
+				"                              a sandbox wired to this namespace's broker; --audit:\n"
+				"                              names outside the policy pass, audited would-deny" },
 	{ "exec", cmd_exec, "exec [OPTIONS] NAME [--] CMD [ARG...]\n"
 			    "                              run CMD in the sandbox, contained (its own user, PID and\n"
 			    "                              mount namespaces; cwd and HOME its workspace); OPTIONS:\n"

@@ -1058,10 +1058,26 @@ static int limits(struct loader *ld, const struct ynode *n)
 	return 0;
 }
 
+/* `mode: enforce | audit`; enforce when absent. */
+static int mode(struct loader *ld, const struct ynode *v)
+{
+	int r = want_scalar(ld, v, "mode");
+
+	if (r < 0)
+		return r;
+	if (strcmp(v->str, "enforce") == 0)
+		ld->p->mode = POLICY_MODE_ENFORCE;
+	else if (strcmp(v->str, "audit") == 0)
+		ld->p->mode = POLICY_MODE_AUDIT;
+	else
+		return fail(ld, v, "unknown mode `%s` (expected enforce or audit)", SHOW(v));
+	return 0;
+}
+
 static int load_tree(struct loader *ld, const struct ynode *root)
 {
 	static const char *const keys[] = { "version", "egress", "credentials", "limits",
-					    NULL };
+					    "mode", NULL };
 	const struct ynode *v;
 	uint64_t ver;
 	int r;
@@ -1079,6 +1095,9 @@ static int load_tree(struct loader *ld, const struct ynode *root)
 	if (v->type != YNODE_SCALAR || parse_uint(v, 1000, &ver) < 0 || ver != 1)
 		return fail(ld, v, "unsupported version `%s` (this sluice reads version 1)",
 			    SHOW(v));
+	v = ytree_map_get(root, "mode");
+	if (v && (r = mode(ld, v)) < 0)
+		return r;
 	v = ytree_map_get(root, "egress");
 	if (v && (r = egress(ld, v)) < 0)
 		return r;
@@ -1267,6 +1286,11 @@ const struct policy_credential *policy_credential_get(const struct policy *p, si
 enum policy_redirects policy_redirects(const struct policy *p)
 {
 	return p->redirects;
+}
+
+enum policy_mode policy_mode(const struct policy *p)
+{
+	return p->mode;
 }
 
 const struct policy_limits *policy_limits(const struct policy *p)

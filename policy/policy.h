@@ -26,6 +26,14 @@ enum policy_redirects {
 	POLICY_REDIRECTS_ANY,
 };
 
+/* `mode`: enforce refuses what the policy does not allow; audit lets a
+ * name outside the allowlist through and logs it `would-deny` (the address
+ * guard, literals and credential rules stay enforced). */
+enum policy_mode {
+	POLICY_MODE_ENFORCE = 0,
+	POLICY_MODE_AUDIT,
+};
+
 enum policy_source_kind {
 	POLICY_SOURCE_FILE,
 	POLICY_SOURCE_ENV,
@@ -190,6 +198,7 @@ void *policy_attachment(const struct policy *p);
 size_t policy_credential_count(const struct policy *p);
 const struct policy_credential *policy_credential_get(const struct policy *p, size_t i);
 enum policy_redirects policy_redirects(const struct policy *p);
+enum policy_mode policy_mode(const struct policy *p);
 const struct policy_limits *policy_limits(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
 /* Does rule @i let bytes that are neither HTTP nor TLS through (`raw_tcp`)? */

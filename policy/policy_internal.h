@@ -66,6 +66,7 @@ struct policy {
 	struct policy_credential *creds;
 	size_t n_creds;
 	enum policy_redirects redirects;
+	enum policy_mode mode;
 	struct policy_limits limits;
 	void *attachment;
 	void (*attachment_free)(void *);

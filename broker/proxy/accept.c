@@ -333,12 +333,15 @@ void proxy_close_sandbox_post(void *arg)
  */
 static bool still_allowed(const struct conn *c, const struct policy *np)
 {
-	struct proxy_target t = {
-		.host = c->host, .addr = &c->dst, .port = c->port, .literal = c->literal
-	};
+	struct proxy_target t = { .host = c->host,
+				  .addr = &c->dst,
+				  .port = c->port,
+				  .literal = c->literal,
+				  .audit = sandbox_audit(c->sb, np) };
 	struct proxy_verdict v, va;
 
-	if (proxy_check_target(np, &t, &v) != PROXY_ALLOW)
+	proxy_check_target(np, &t, &v);
+	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return false;
 	if (!c->literal && c->uev.fd >= 0 &&
 	    proxy_check_address(np, &c->dst, c->port, GUARD_FROM_NAME, false, &va) != PROXY_ALLOW)

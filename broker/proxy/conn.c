@@ -63,8 +63,18 @@ static const char *proto_of(const struct conn *c)
 
 void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 {
-	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
-	struct audit_event ev = {
+	const char *decision, *reason;
+	struct audit_event ev;
+
+	/* Audit mode: what went on though the policy would have refused it
+	 * says so, with the reason it would have got; an error stays one. */
+	if (d == PROXY_ALLOW && c->would_deny != SL_REASON_ALLOWED) {
+		d = PROXY_WOULD_DENY;
+		r = c->would_deny;
+	}
+	decision = proxy_decision_name(d);
+	reason = sl_reason_name(r);
+	ev = (struct audit_event){
 		.sandbox = c->sb ? c->sb->name : NULL,
 		.proto = proto_of(c),
 		.name = c->host[0] ? c->host : NULL,
@@ -80,6 +90,7 @@ void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 		.bytes_down = c->down,
 		.duration_ms = loop_now_ms(c->w->loop) - c->t_req,
 		.status = c->status,
+		.mode = c->sb && sandbox_audit(c->sb, c->pol) ? "audit" : NULL,
 	};
 
 	audit_log(&ev);

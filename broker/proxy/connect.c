@@ -135,6 +135,7 @@ enum step proxy_decide_target(struct conn *c)
 		.port = c->port,
 		.literal = c->literal,
 		.need_raw = c->need_raw,
+		.audit = sandbox_audit(c->sb, c->pol),
 	};
 	struct proxy_verdict v;
 
@@ -144,9 +145,20 @@ enum step proxy_decide_target(struct conn *c)
 	}
 	proxy_check_target(c->pol, &t, &v);
 	c->rule = v.rule;
-	if (v.decision == PROXY_ALLOW || v.reason == SL_REASON_RAW_TCP_NOT_ALLOWED)
+	if (v.decision == PROXY_ALLOW || v.decision == PROXY_WOULD_DENY ||
+	    v.reason == SL_REASON_RAW_TCP_NOT_ALLOWED)
 		c->raw_ok = v.raw_ok;
-	if (v.decision != PROXY_ALLOW)
+	/* Audit mode: it goes on, to the resolver and the address guard
+	 * like an allowed name, and its audit line says what it would have
+	 * got. */
+	c->would_deny = v.decision == PROXY_WOULD_DENY ? v.reason : SL_REASON_ALLOWED;
+	/* ... but not with a credential: refused before anything is
+	 * resolved or connected (proxy_start_request() checks again, for a
+	 * head planned anew). */
+	if (v.decision == PROXY_WOULD_DENY && !c->is_connect && c->parsed &&
+	    proxy_check_audit_credentials(c->would_deny, &c->parsed->plan, &v) != PROXY_ALLOW)
+		c->would_deny = SL_REASON_ALLOWED;
+	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return proxy_refuse(c, &v);
 	if (c->literal) {
 		/* A kept-alive connection's upstream goes: the new one takes

@@ -24,6 +24,7 @@ static const char *const decision_name[] = {
 	[PROXY_ALLOW] = "allow",
 	[PROXY_DENY] = "deny",
 	[PROXY_ERROR] = "error",
+	[PROXY_WOULD_DENY] = SL_DECISION_WOULD_DENY,
 };
 static_assert(sizeof(decision_name) / sizeof(decision_name[0]) == PROXY_DECISION_COUNT,
 	      "a decision without a name");
@@ -70,6 +71,12 @@ static enum proxy_decision allow(struct proxy_verdict *v)
 static enum proxy_decision deny(struct proxy_verdict *v, enum sl_reason reason)
 {
 	return verdict(v, PROXY_DENY, reason, 403);
+}
+
+/* Audit mode's answer to an allowlist question: it goes on, audited. */
+static enum proxy_decision would_deny(struct proxy_verdict *v, enum sl_reason reason)
+{
+	return verdict(v, PROXY_WOULD_DENY, reason, 0);
 }
 
 /* Same host, ignoring case and one trailing dot on either side. */
@@ -131,6 +138,14 @@ enum proxy_decision proxy_check_target(const struct policy *pol, const struct pr
 		v->rule = -1;
 		v->raw_ok = false;
 		d = policy_match_name(pol, t->host, strlen(t->host), t->port, &v->rule);
+		/* Audit mode answers only what a host rule would change: a
+		 * name that is no name is refused in any mode. No rule
+		 * allowed it, so raw TCP (below) stays refused. */
+		if (t->audit && (d == POLICY_NOT_ALLOWLISTED || d == POLICY_PORT_NOT_ALLOWED)) {
+			if (t->need_raw)
+				return deny(v, SL_REASON_RAW_TCP_NOT_ALLOWED);
+			return would_deny(v, match_reason[d]);
+		}
 		if (d != POLICY_ALLOW)
 			return deny(v, (unsigned)d < POLICY_DECISION_COUNT
 					       ? match_reason[d]
@@ -211,6 +226,17 @@ enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan, bool
 	return allow(v);
 }
 
+enum proxy_decision proxy_check_audit_credentials(enum sl_reason would_deny,
+						  const struct creds_plan *plan,
+						  struct proxy_verdict *v)
+{
+	v->rule = -1;
+	v->raw_ok = false;
+	if (would_deny != SL_REASON_ALLOWED && plan->nuse > 0)
+		return deny(v, would_deny);
+	return allow(v);
+}
+
 /* Does the Location of a 3xx stay within what the policy allows? */
 static bool redirect_allowed(const struct policy *pol, const char *host, uint16_t port, bool tls,
 			     const struct http_slice *location)
@@ -242,13 +268,14 @@ static bool redirect_allowed(const struct policy *pol, const char *host, uint16_
 
 enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host, uint16_t port,
 					 bool tls, int status, const struct http_slice *location,
-					 struct proxy_verdict *v)
+					 bool audit, struct proxy_verdict *v)
 {
 	v->rule = -1;
 	v->raw_ok = false;
 	if (status >= 300 && status < 400 && location &&
 	    !redirect_allowed(pol, host, port, tls, location))
-		return deny(v, SL_REASON_REDIRECT_OUTSIDE_POLICY);
+		return audit ? would_deny(v, SL_REASON_REDIRECT_OUTSIDE_POLICY)
+			     : deny(v, SL_REASON_REDIRECT_OUTSIDE_POLICY);
 	return allow(v);
 }
 

@@ -129,6 +129,11 @@ struct conn {
 	char method[16];
 	char path[256];
 	char cred_name[65]; /* the credential a request used or misused: its name only */
+	/* Audit mode: why the policy would have refused this request, which
+	 * went on (SL_REASON_ALLOWED: it would not). Its audit line then says
+	 * "would-deny" with this reason; set per request by
+	 * proxy_decide_target() and by a redirect's check. */
+	enum sl_reason would_deny;
 
 	/* Connect (connect.c): the checked addresses, the upstream socket. */
 	struct resolve_req rr;
@@ -203,6 +208,13 @@ enum proxy_decision {
 	PROXY_ALLOW,
 	PROXY_DENY,  /* the policy refuses it ("deny" in the audit line) */
 	PROXY_ERROR, /* it could not be done ("error") */
+	/* Audit mode: the policy would refuse it for the verdict's reason,
+	 * and it goes on ("would-deny" in the audit line); the caller acts
+	 * as on PROXY_ALLOW. Only an allowlist question gets it (a name
+	 * outside the host rules, a redirect leaving the policy): the
+	 * address guard, literals, Host/SNI, raw TCP and credentials stay
+	 * enforced. */
+	PROXY_WOULD_DENY,
 	PROXY_DECISION_COUNT,
 };
 
@@ -230,6 +242,7 @@ struct proxy_target {
 	bool literal;
 	bool local;    /* the literal is the broker's own (broker_is_local()) */
 	bool need_raw; /* the bytes are neither HTTP nor TLS */
+	bool audit;    /* the sandbox is in audit mode (sandbox_audit()) */
 };
 
 /* What a bound request's Host must name (proxy_check_host()). */
@@ -297,7 +310,9 @@ enum proxy_decision proxy_check_address(const struct policy *pol, const struct s
  * A name by the host rules (not-allowlisted, port-not-allowed), a literal
  * by proxy_check_address(); then raw-tcp-not-allowed where @t->need_raw and
  * the rule does not allow raw TCP. v->rule and v->raw_ok say which rule
- * allowed it. Return: v->decision.
+ * allowed it. With @t->audit, a name the host rules refuse is
+ * PROXY_WOULD_DENY with that reason (no rule, so no raw TCP); a bad name
+ * and everything else is judged as in enforce mode. Return: v->decision.
  */
 enum proxy_decision proxy_check_target(const struct policy *pol, const struct proxy_target *t,
 				       struct proxy_verdict *v);
@@ -331,16 +346,36 @@ enum proxy_decision proxy_check_placeholders(const struct creds_plan *plan, bool
 					     struct proxy_verdict *v);
 
 /**
+ * proxy_check_audit_credentials() - may a request audit mode let through
+ * carry a credential?
+ * @would_deny: why the policy would refuse the request (SL_REASON_ALLOWED:
+ *              it would not)
+ * @plan:       its credentials plan
+ *
+ * No: a secret goes only where enforce mode would let the request go, so a
+ * would-deny request the plan puts a credential in (injected, or a
+ * placeholder replaced) is refused, deny with @would_deny's reason.
+ * Return: v->decision.
+ */
+enum proxy_decision proxy_check_audit_credentials(enum sl_reason would_deny,
+						  const struct creds_plan *plan,
+						  struct proxy_verdict *v);
+
+/**
  * proxy_check_redirect() - does a response's Location stay in the policy?
  * @host, @port: the request's; @tls: it came over TLS (https)
  * @status:      the response's status; only a 3xx is judged
  * @location:    its Location, or NULL
  *
+ * @audit:       the sandbox is in audit mode: a Location leaving the policy
+ *               is PROXY_WOULD_DENY (the client's request for it then meets
+ *               the checks, the address guard first, as any other)
+ *
  * By the policy's `redirects` mode. Return: v->decision.
  */
 enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *host, uint16_t port,
 					 bool tls, int status, const struct http_slice *location,
-					 struct proxy_verdict *v);
+					 bool audit, struct proxy_verdict *v);
 
 /* connect.c */
 enum step proxy_decide(struct conn *c, struct parsed *ps);

@@ -235,6 +235,16 @@ enum step proxy_start_request(struct conn *c)
 			return s;
 		}
 	}
+	/* Audit mode let it through: no credential goes with it. */
+	{
+		struct proxy_verdict v;
+
+		if (proxy_check_audit_credentials(c->would_deny, &ps->plan, &v) != PROXY_ALLOW) {
+			proxy_parsed_free(ps);
+			c->would_deny = SL_REASON_ALLOWED;
+			return proxy_refuse(c, &v);
+		}
+	}
 	req = &ps->req;
 	headlen = ps->len;
 	if (!c->out)
@@ -443,8 +453,12 @@ enum step proxy_read_response_head(struct conn *c)
 		c->st = CS_RESP_BODY;
 		return STEP_NEXT;
 	}
-	if (proxy_check_redirect(c->pol, c->host, c->port, c->cssl != NULL, resp->status,
-				 resp->has_location ? &resp->location : NULL, &v) != PROXY_ALLOW)
+	proxy_check_redirect(c->pol, c->host, c->port, c->cssl != NULL, resp->status,
+			     resp->has_location ? &resp->location : NULL,
+			     sandbox_audit(c->sb, c->pol), &v);
+	if (v.decision == PROXY_WOULD_DENY && c->would_deny == SL_REASON_ALLOWED)
+		c->would_deny = v.reason; /* relayed; its audit line says so */
+	else if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return proxy_refuse(c, &v);
 	if (c->refl.n > 0 && !identity_encoded(resp))
 		return proxy_reply(c, 502, PROXY_ERROR, SL_REASON_REFLECTION_UNSCANNABLE);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/addr.h"
+#include "common/reason.h"
 #include "dnsfilter/dnsfilter.h"
 #include "policy/policy.h"
 
@@ -55,15 +56,19 @@ static void check_result(const struct dns_filter_result *res)
 	CHECK(res->decision && res->reason && res->metric);
 	CHECK(!strcmp(res->decision, "allow") ||
 	      !strcmp(res->decision, "deny") ||
-	      !strcmp(res->decision, "error"));
+	      !strcmp(res->decision, "error") ||
+	      !strcmp(res->decision, SL_DECISION_WOULD_DENY));
 	CHECK(memchr(res->name, 0, sizeof(res->name)) != NULL);
 	CHECK(memchr(res->answer, 0, sizeof(res->answer)) != NULL);
 }
 
-/* What every reply says: our ID, QR, the question echoed, nothing past it. */
-static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n,
-			size_t outlen, const struct dns_filter_result *res,
-			bool udp)
+/* What every reply says: our ID, QR, the question echoed, nothing past it.
+ * @audit: the reply of dns_filter_answer_mode() in audit mode, where a name
+ * outside the policy gets a synthetic address too (as would-deny). */
+static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r,
+			     int n, size_t outlen,
+			     const struct dns_filter_result *res, bool udp,
+			     bool audit)
 {
 	CHECK(n >= 0);
 	if (n == 0)
@@ -98,10 +103,17 @@ static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n,
 		CHECK(addr_in_prefix(&a, &net, plen));
 		CHECK(dns_synth_name(synth, &a, back, sizeof(back)) == 0);
 		CHECK(!strcmp(back, res->name));
-		CHECK(policy_name_allowed(pol, res->name, strlen(res->name)));
 	}
 	if (!strcmp(res->metric, "synthetic") || !strcmp(res->metric, "nodata"))
-		CHECK(policy_name_allowed(pol, res->name, strlen(res->name)));
+		CHECK(policy_name_allowed(pol, res->name, strlen(res->name)) ||
+		      (audit && !strcmp(res->decision, SL_DECISION_WOULD_DENY)));
+}
+
+static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n,
+			size_t outlen, const struct dns_filter_result *res,
+			bool udp)
+{
+	check_reply_mode(q, qlen, r, n, outlen, res, udp, false);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -133,6 +145,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      &res);
 	check_result(&res);
 	check_reply(q, size, out, n, sizeof(out), &res, false);
+
+	/* audit mode: an unlisted name is answered as an allowed one */
+	n = dns_filter_answer_mode(pol, synth, true, q, size, true, out,
+				   sizeof(out), &res);
+	check_result(&res);
+	check_reply_mode(q, size, out, n, sizeof(out), &res, true, true);
+	if (!strcmp(res.decision, SL_DECISION_WOULD_DENY))
+		CHECK(!policy_name_allowed(pol, res.name, strlen(res.name)));
 
 	n = dns_filter_error(q, size, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
 			     "deny", "unknown-source", out, sizeof(out), &res);

@@ -246,6 +246,20 @@ static int ask(struct fx *f, const struct qspec *qs, bool udp, struct reply *r,
 	return n;
 }
 
+/* ask(), for a sandbox in audit mode. */
+static int ask_audit(struct fx *f, const struct qspec *qs, struct reply *r,
+		     struct dns_filter_result *res)
+{
+	uint8_t q[600], out[512];
+	size_t ql = mkq(qs, q);
+	int n = dns_filter_answer_mode(f->p, f->s, true, q, ql, true, out,
+				       sizeof(out), res);
+
+	if (n > 0)
+		read_reply(out, (size_t)n, r);
+	return n;
+}
+
 static void a_text(const struct reply *r, char *buf, size_t len)
 {
 	snprintf(buf, len, "%u.%u.%u.%u", r->a[0], r->a[1], r->a[2], r->a[3]);
@@ -292,6 +306,51 @@ static void test_allowed_a(void **state)
 	assert_true(r.opt);
 	assert_int_equal(r.n_a, 1);
 	assert_string_equal(res.answer, "198.18.0.1");
+}
+
+/* Audit mode: a name outside the policy gets a synthetic address (would-deny,
+ * not-allowlisted), an allowed one is as before, a bad name stays NXDOMAIN. */
+static void test_audit_mode(void **state)
+{
+	struct fx *f = *state;
+	struct qspec qs = {.id = 7, .name = "evil.example.com", .qtype = DNS_TYPE_A};
+	struct dns_filter_result res;
+	struct reply r;
+	char txt[32];
+
+	assert_true(ask_audit(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(r.n_a, 1);
+	a_text(&r, txt, sizeof(txt));
+	assert_string_equal(txt, "198.18.0.1");
+	assert_string_equal(res.answer, "198.18.0.1");
+	assert_string_equal(res.decision, "would-deny");
+	assert_string_equal(res.reason, "not-allowlisted");
+	assert_string_equal(res.metric, "synthetic");
+	/* The same name, the same address; in enforce mode it is refused. */
+	assert_true(ask_audit(f, &qs, &r, &res) > 0);
+	a_text(&r, txt, sizeof(txt));
+	assert_string_equal(txt, "198.18.0.1");
+	assert_true(ask(f, &qs, true, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
+	assert_string_equal(res.decision, "deny");
+
+	qs.qtype = DNS_TYPE_AAAA;
+	assert_true(ask_audit(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(r.an, 0);
+	assert_string_equal(res.decision, "would-deny");
+
+	qs.qtype = DNS_TYPE_A;
+	qs.name = "api.example.com";
+	assert_true(ask_audit(f, &qs, &r, &res) > 0);
+	assert_string_equal(res.decision, "allow");
+	assert_string_equal(res.reason, "allowed");
+
+	qs.name = "a b.example.com";
+	assert_true(ask_audit(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
+	assert_string_equal(res.decision, "deny");
 }
 
 static void test_allowed_other_types_nodata(void **state)
@@ -1001,6 +1060,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_allowed_a, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_audit_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_allowed_other_types_nodata,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_other_classes, setup,

@@ -331,6 +331,11 @@ static const struct bad_row bad_rows[] = {
 	{ EG "credentials:\n  - name: \"my cred\"\n" SRC INJ SCOPE, 7, 11,
 	  "bad credential name `my cred`" },
 
+	/* mode */
+	{ V "mode: permissive\n", 2, 7, "unknown mode `permissive` (expected enforce or audit)" },
+	{ V "mode: [audit]\n", 2, 7, "`mode` must be a single value, not a list" },
+	{ V "mode: Audit\n", 2, 7, "unknown mode `Audit`" },
+
 	/* egress values */
 	{ V "egress:\n  redirects: maybe\n", 3, 14, "unknown redirects value `maybe`" },
 	{ V "egress:\n  deny_ranges: none\n", 3, 16,
@@ -581,6 +586,7 @@ static void test_reference(void **state)
 	assert_string_equal(policy_rule_text(p, 1), "host *.cdn.example.com ports 80,443");
 	assert_string_equal(policy_rule_text(p, 2), "cidr 203.0.113.0/24 ports 5432");
 	assert_int_equal(policy_redirects(p), POLICY_REDIRECTS_WITHIN_POLICY);
+	assert_int_equal(policy_mode(p), POLICY_MODE_ENFORCE);
 	assert_int_equal(policy_limits(p)->connections, 256);
 	assert_int_equal(policy_limits(p)->idle_timeout_sec, 300);
 	assert_int_equal(policy_credential_count(p), 1);
@@ -699,6 +705,29 @@ static void test_values_parsed(void **state)
 		assert_int_equal(policy_redirects(p), rows[i].redirects);
 		assert_int_equal(policy_limits(p)->connections, rows[i].connections);
 		assert_int_equal(policy_limits(p)->idle_timeout_sec, rows[i].idle);
+		policy_unref(p);
+	}
+}
+
+/* `mode`: enforce unless the policy says audit; either order of keys. */
+static void test_mode(void **state)
+{
+	static const struct {
+		const char *yaml;
+		enum policy_mode mode;
+	} rows[] = {
+		{ V, POLICY_MODE_ENFORCE },
+		{ V "mode: enforce\n", POLICY_MODE_ENFORCE },
+		{ V "mode: audit\n", POLICY_MODE_AUDIT },
+		{ "mode: audit\n" V "egress:\n  allow:\n    - host: a.example.com\n", POLICY_MODE_AUDIT },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct policy *p = load(rows[i].yaml);
+
+		assert_int_equal(policy_mode(p), rows[i].mode);
 		policy_unref(p);
 	}
 }
@@ -1285,6 +1314,7 @@ int main(void)
 		cmocka_unit_test(test_match_name_lengths),
 		cmocka_unit_test(test_match_null_policy),
 		cmocka_unit_test(test_reasons),
+		cmocka_unit_test(test_mode),
 		cmocka_unit_test(test_many_rules),
 		cmocka_unit_test(test_check_name),
 		cmocka_unit_test(test_refcount),

@@ -71,6 +71,7 @@ struct want {
 #define ALLOWED { PROXY_ALLOW, SL_REASON_ALLOWED, 0 }
 #define DENIED(r) { PROXY_DENY, SL_REASON_##r, 403 }
 #define BAD(r) { PROXY_DENY, SL_REASON_##r, 400 }
+#define WOULD(r) { PROXY_WOULD_DENY, SL_REASON_##r, 0 }
 // clang-format on
 
 /* Compares, and says which row went wrong in the contract's words. */
@@ -162,6 +163,73 @@ static void test_target(void **state)
 				print_error("%s: rule %d raw_ok %d\n", what, v.rule, v.raw_ok);
 				bad++;
 			}
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* ---- audit mode: proxy_check_target() with t->audit -----------------------
+ * Only what a host rule would change goes on (would-deny, with the reason
+ * it would have got); literals, the guard, raw TCP and bad names stay
+ * refused. */
+
+static const struct target_row audit_rows[] = {
+	{ "api.example.com", 443, false, false, false, ALLOWED, false },
+	{ "git.example.com", 22, false, false, true, ALLOWED, true },
+	{ "evil.example.net", 443, false, false, false, WOULD(NOT_ALLOWLISTED), false },
+	{ "cdn.example.com", 80, false, false, false, WOULD(NOT_ALLOWLISTED), false },
+	{ "api.example.com", 8443, false, false, false, WOULD(PORT_NOT_ALLOWED), false },
+	{ "x.cdn.example.com", 80, false, false, false, WOULD(PORT_NOT_ALLOWED), false },
+	/* No rule allowed it: raw TCP stays refused, listed name or not. */
+	{ "evil.example.net", 22, false, false, true, DENIED(RAW_TCP_NOT_ALLOWED), false },
+	{ "api.example.com", 443, false, false, true, DENIED(RAW_TCP_NOT_ALLOWED), false },
+	/* A name that is no name. */
+	{ "bad_name..example", 443, false, false, false, DENIED(BAD_NAME), false },
+	/* Literals and the guard: as in enforce mode. */
+	{ "93.184.216.34", 443, true, false, false, DENIED(ADDRESS_LITERAL), false },
+	{ "8.8.8.8", 80, true, false, false, DENIED(PORT_NOT_ALLOWED), false },
+	{ "169.254.169.254", 80, true, false, false, DENIED(ADDRESS_LITERAL), false },
+	{ "127.0.0.1", 443, true, false, false, DENIED(ADDRESS_LITERAL), false },
+	{ "10.1.2.3", 80, true, false, false, DENIED(ADDRESS_LITERAL), false },
+	{ "8.8.8.1", 443, true, true, false, DENIED(BROKER_ADDRESS), false },
+	{ "8.8.8.8", 53, true, false, false, ALLOWED, false },
+};
+
+static void test_target_audit(void **state)
+{
+	const struct policy *pol = *state;
+	size_t i, bad = 0;
+
+	for (i = 0; i < ARRAY_SIZE(audit_rows); i++) {
+		const struct target_row *r = &audit_rows[i];
+		struct sl_addr a;
+		struct proxy_target t = { .host = r->host,
+					  .addr = &a,
+					  .port = r->port,
+					  .literal = r->literal,
+					  .local = r->local,
+					  .need_raw = r->need_raw,
+					  .audit = true };
+		struct proxy_verdict v;
+		enum proxy_decision d;
+		char what[300];
+
+		memset(&a, 0, sizeof(a));
+		if (r->literal)
+			assert_int_equal(addr_parse(r->host, &a), 0);
+		memset(&v, 0x5a, sizeof(v));
+		snprintf(what, sizeof(what), "audit %s:%u%s%s", r->host, r->port,
+			 r->local ? " (local)" : "", r->need_raw ? " (raw)" : "");
+		d = proxy_check_target(pol, &t, &v);
+		assert_int_equal(d, v.decision);
+		bad += verdict_differs(what, &v, &r->want);
+		if (v.decision == PROXY_WOULD_DENY && (v.rule != -1 || v.raw_ok)) {
+			print_error("%s: rule %d raw_ok %d\n", what, v.rule, v.raw_ok);
+			bad++;
+		}
+		if (v.decision == PROXY_ALLOW && v.raw_ok != r->raw_ok) {
+			print_error("%s: raw_ok %d\n", what, v.raw_ok);
+			bad++;
 		}
 	}
 	assert_int_equal(bad, 0);
@@ -354,8 +422,21 @@ static void test_redirect(void **state)
 		snprintf(what, sizeof(what), "%s %d %s", r->redirects ? r->redirects : "default",
 			 r->status, r->location);
 		memset(&v, 0x5a, sizeof(v));
-		proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc, &v);
+		proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc, false,
+				     &v);
 		bad += verdict_differs(what, &v, &r->want);
+		/* Audit mode: what enforce refuses goes on, would-deny. */
+		{
+			struct want w = r->want;
+
+			if (w.decision == PROXY_DENY)
+				w = (struct want)WOULD(REDIRECT_OUTSIDE_POLICY);
+			strncat(what, " (audit)", sizeof(what) - strlen(what) - 1);
+			memset(&v, 0x5a, sizeof(v));
+			proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc,
+					     true, &v);
+			bad += verdict_differs(what, &v, &w);
+		}
 		policy_unref(pol);
 	}
 	assert_int_equal(bad, 0);
@@ -416,6 +497,35 @@ static void test_placeholders(void **state)
 	assert_int_equal(verdict_differs("CONNECT with a placeholder", &v, &out_of_scope), 0);
 }
 
+/* ---- audit mode and credentials: proxy_check_audit_credentials() ---------- */
+
+static void test_audit_credentials(void **state)
+{
+	static const struct want allowed = ALLOWED, port = DENIED(PORT_NOT_ALLOWED),
+				 unlisted = DENIED(NOT_ALLOWLISTED);
+	struct creds_plan plan;
+	struct proxy_verdict v;
+
+	(void)state;
+	memset(&plan, 0, sizeof(plan));
+	plan.cred = plan.plaintext_withheld = plan.expired_withheld = -1;
+	/* No credential in the request: audit mode lets it through. */
+	proxy_check_audit_credentials(SL_REASON_PORT_NOT_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, no credential", &v, &allowed), 0);
+	/* One injected, or a placeholder replaced: as in enforce mode. */
+	plan.use[0] = 0;
+	plan.inject[0] = true;
+	plan.nuse = 1;
+	proxy_check_audit_credentials(SL_REASON_PORT_NOT_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, injected", &v, &port), 0);
+	plan.inject[0] = false;
+	proxy_check_audit_credentials(SL_REASON_NOT_ALLOWLISTED, &plan, &v);
+	assert_int_equal(verdict_differs("would-deny, placeholder", &v, &unlisted), 0);
+	/* Allowed by the policy: the credential rules alone decide. */
+	proxy_check_audit_credentials(SL_REASON_ALLOWED, &plan, &v);
+	assert_int_equal(verdict_differs("allowed, placeholder", &v, &allowed), 0);
+}
+
 /* ---- the names the audit line and metrics use ----------------------------- */
 
 static void test_names(void **state)
@@ -424,6 +534,7 @@ static void test_names(void **state)
 	assert_string_equal(proxy_decision_name(PROXY_ALLOW), "allow");
 	assert_string_equal(proxy_decision_name(PROXY_DENY), "deny");
 	assert_string_equal(proxy_decision_name(PROXY_ERROR), "error");
+	assert_string_equal(proxy_decision_name(PROXY_WOULD_DENY), "would-deny");
 	assert_string_equal(proxy_decision_name((enum proxy_decision)99), "error");
 }
 
@@ -431,10 +542,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_target_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address, setup, teardown),
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_redirect),
 		cmocka_unit_test(test_placeholders),
+		cmocka_unit_test(test_audit_credentials),
 		cmocka_unit_test(test_names),
 	};
 
