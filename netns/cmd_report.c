@@ -422,8 +422,20 @@ static void print_refusals(FILE *out, struct ref_ent **v, size_t n)
 		if (!best)
 			break;
 		best->shown = true;
-		fprintf(out, "  %-62s %8llu\n", safe(a, sizeof(a), best->key, 60),
-			(unsigned long long)best->n);
+		/* Shown as label() makes it, each word escaped on its own (the
+		 * space between them is ours, not the log's). */
+		for (i = 0; i < n && strcmp(label(rs, sizeof(rs), v[i]), best->key); i++)
+			;
+		if (i < n && strcmp(v[i]->decision, "deny")) {
+			char d[40];
+
+			safe(a, sizeof(a), v[i]->reason, 40);
+			safe(d, sizeof(d), v[i]->decision, 16);
+			snprintf(a + strlen(a), sizeof(a) - strlen(a), " (%s)", d);
+		} else {
+			safe(a, sizeof(a), best->key, 60);
+		}
+		fprintf(out, "  %-62s %8llu\n", a, (unsigned long long)best->n);
 		/* v is sorted by count: the first of this reason are its busiest. */
 		for (i = 0; i < n; i++) {
 			if (strcmp(label(rs, sizeof(rs), v[i]), best->key))
