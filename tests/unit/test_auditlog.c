@@ -465,7 +465,7 @@ static void test_report_counts(void **state)
 static void test_report_print(void **state)
 {
 	struct report *r = netns_report_new();
-	struct auditlog_stats st = { .lines = 3 };
+	struct auditlog_stats st = { .lines = 4 };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m;
@@ -474,6 +474,8 @@ static void test_report_print(void **state)
 	add_line(NULL, r, BYTES("http", "a.test", 80, "allow", "allowed", 10, 2048));
 	add_line(NULL, r,
 		 BYTES("http", "evil\\u001b[2J\\\"x", 80, "deny", "not-allowlisted", 0, 0));
+	/* Audit mode: let through, and grouped apart from the refusals. */
+	add_line(NULL, r, BYTES("http", "w.test", 80, "would-deny", "not-allowlisted", 5, 5));
 	add_line(NULL, r,
 		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"credential\":\"gh\"}");
@@ -481,12 +483,13 @@ static void test_report_print(void **state)
 	assert_int_equal(netns_report_print(r, false, &st, m), 0);
 	fclose(m);
 	assert_non_null(strstr(
-		buf, "sandbox s: 2026-12-01T21:00:00Z to 2026-12-01T21:00:00Z, 3 audit lines\n"));
+		buf, "sandbox s: 2026-12-01T21:00:00Z to 2026-12-01T21:00:00Z, 4 audit lines\n"));
 	assert_non_null(strstr(buf, "  a.test:80 "));
 	assert_non_null(strstr(buf, "2.0 KiB"));
 	assert_non_null(strstr(buf, "evil\\x1b[2J\"x:80"));
 	assert_null(strchr(buf, '\x1b'));
 	assert_non_null(strstr(buf, "CREDENTIALS (NAME)"));
+	assert_non_null(strstr(buf, "  not-allowlisted (would-deny) "));
 	free(buf);
 
 	buf = NULL;
