@@ -168,12 +168,35 @@ static int ctl_print(const char *line, bool print_body)
 	return 0;
 }
 
+/* A policy file given on the command line, checked here as the broker will
+ * check it (the same FILE:LINE:COL message), and its absolute path in @abs
+ * (PATH_MAX), which the control line carries: without whitespace. Says why
+ * not on stderr. Return: 0 or -1. */
+static int policy_arg(const char *policy, char *abs)
+{
+	struct policy_error err;
+	struct policy *p;
+
+	if (policy_load_file(policy, &p, &err) < 0) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	policy_unref(p);
+	if (!realpath(policy, abs)) {
+		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
+		return -1;
+	}
+	if (strpbrk(abs, " \t\n")) {
+		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_register(int argc, char **argv)
 {
 	const char *addr = NULL, *policy = NULL, *name = NULL;
 	char abs[PATH_MAX], line[PATH_MAX + 200];
-	struct policy_error err;
-	struct policy *p;
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -188,19 +211,8 @@ int cmd_register(int argc, char **argv)
 	}
 	if (!name || !addr || !policy)
 		goto usage;
-	if (policy_load_file(policy, &p, &err) < 0) {
-		fprintf(stderr, "%s\n", err.msg);
+	if (policy_arg(policy, abs) < 0)
 		return 1;
-	}
-	policy_unref(p);
-	if (!realpath(policy, abs)) {
-		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
-		return 1;
-	}
-	if (strpbrk(abs, " \t\n")) {
-		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
-		return 1;
-	}
 	snprintf(line, sizeof(line), CTL_REGISTER " %s %s %s", name, addr, abs);
 	return ctl_print(line, false);
 usage:
@@ -430,8 +442,6 @@ int cmd_update(int argc, char **argv)
 {
 	const char *name = NULL, *policy = NULL;
 	char abs[PATH_MAX], line[PATH_MAX + 200];
-	struct policy_error err;
-	struct policy *p;
 	bool keep_open = false;
 	int i;
 
@@ -453,19 +463,8 @@ int cmd_update(int argc, char **argv)
 		fprintf(stderr, "sluice: bad sandbox name `%.100s`\n", name);
 		return 1;
 	}
-	if (policy_load_file(policy, &p, &err) < 0) {
-		fprintf(stderr, "%s\n", err.msg);
+	if (policy_arg(policy, abs) < 0)
 		return 1;
-	}
-	policy_unref(p);
-	if (!realpath(policy, abs)) {
-		fprintf(stderr, "sluice: %s: %s\n", policy, strerror(errno));
-		return 1;
-	}
-	if (strpbrk(abs, " \t\n")) {
-		fprintf(stderr, "sluice: policy path `%s` has whitespace\n", abs);
-		return 1;
-	}
 	snprintf(line, sizeof(line), CTL_UPDATE " %s %s%s", name, abs,
 		 keep_open ? " " CTL_UPDATE_KEEP_OPEN : "");
 	return ctl_print(line, false);
