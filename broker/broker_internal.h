@@ -20,6 +20,7 @@ struct conn;
 struct tls_ca;
 struct creds_table;
 struct ssl_ctx_st;
+struct hold_table;
 
 #define SANDBOX_NAME_MAX 63
 #define SANDBOX_MAX 65536
@@ -60,6 +61,9 @@ struct sandbox {
 	bool names_lost;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
+	/* Its held requests (`unlisted: hold`), made on first use
+	 * (broker/proxy/hold.c; its own lock). */
+	_Atomic(struct hold_table *) holds;
 };
 
 /* sandbox.c */
@@ -158,6 +162,13 @@ void proxy_policy_changed_post(void *worker);
  * --keep-open`): only the tunnels it still allows get it. */
 void proxy_policy_changed_keep_post(void *worker);
 void proxy_close_all(struct worker *w);
+/* proxy/hold.c: held requests. Per sandbox, at most this many connections
+ * held, and this many distinct names and ports waiting (hold-full). */
+#define HOLD_CONNS_MAX 64
+#define HOLD_NAMES_MAX 32
+void proxy_hold_table_free(struct hold_table *t);
+unsigned proxy_hold_answer(struct worker *w, struct sandbox *sb, const char *host, uint16_t port,
+			   bool approve);
 
 /* control.c */
 /* Opens the control socket at @path and serves it on @l (the main loop).

@@ -299,6 +299,7 @@ void sandbox_put(struct sandbox *sb)
 		dns_synth_free(sb->synth);
 		creds_table_free(sb->creds);
 		tls_ca_free(sb->ca);
+		proxy_hold_table_free(atomic_load(&sb->holds));
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}

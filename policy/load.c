@@ -412,7 +412,7 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 static int egress(struct loader *ld, const struct ynode *n)
 {
 	static const char *const keys[] = { "allow", "deny_ranges", "allow_ranges",
-					    "redirects", NULL };
+					    "redirects", "unlisted", "hold_timeout", NULL };
 	const struct ynode *v;
 	struct policy *p = ld->p;
 	size_t i;
@@ -463,6 +463,24 @@ static int egress(struct loader *ld, const struct ynode *n)
 				    "unknown redirects value `%s` (expected within-policy, same-host or any)",
 				    SHOW(v));
 	}
+	v = ytree_map_get(n, "unlisted");
+	if (v) {
+		r = want_scalar(ld, v, "unlisted");
+		if (r < 0)
+			return r;
+		if (strcmp(v->str, "refuse") == 0)
+			p->unlisted_hold = false;
+		else if (strcmp(v->str, "hold") == 0)
+			p->unlisted_hold = true;
+		else
+			return fail(ld, v, "unknown unlisted value `%s` (expected refuse or hold)",
+				    SHOW(v));
+	}
+	/* Bounded: a held connection keeps a client and a slot waiting, and
+	 * a person is expected to answer within minutes. */
+	v = ytree_map_get(n, "hold_timeout");
+	if (v && (r = duration_max(ld, v, "hold_timeout", 600, "10m", &p->hold_timeout_sec)) < 0)
+		return r;
 	return 0;
 }
 
@@ -1184,6 +1202,7 @@ int policy_load_buffer(const char *name, const char *buf, size_t len,
 	ld.p->limits.connections = 256;
 	ld.p->limits.idle_timeout_sec = 300;
 	ld.p->redirects = POLICY_REDIRECTS_WITHIN_POLICY;
+	ld.p->hold_timeout_sec = 30;
 	r = load_tree(&ld, root);
 	if (r < 0)
 		goto out;
@@ -1272,6 +1291,16 @@ enum policy_redirects policy_redirects(const struct policy *p)
 const struct policy_limits *policy_limits(const struct policy *p)
 {
 	return &p->limits;
+}
+
+bool policy_unlisted_hold(const struct policy *p)
+{
+	return p->unlisted_hold;
+}
+
+uint64_t policy_hold_timeout(const struct policy *p)
+{
+	return p->hold_timeout_sec;
 }
 
 size_t policy_rule_count(const struct policy *p)

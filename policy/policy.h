@@ -191,6 +191,10 @@ size_t policy_credential_count(const struct policy *p);
 const struct policy_credential *policy_credential_get(const struct policy *p, size_t i);
 enum policy_redirects policy_redirects(const struct policy *p);
 const struct policy_limits *policy_limits(const struct policy *p);
+/* `egress.unlisted: hold`? Then a name outside the list waits (broker/proxy/hold.c). */
+bool policy_unlisted_hold(const struct policy *p);
+/* `egress.hold_timeout` in seconds (default 30, 1 to 600). */
+uint64_t policy_hold_timeout(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
 /* Does rule @i let bytes that are neither HTTP nor TLS through (`raw_tcp`)? */
 bool policy_rule_raw_tcp(const struct policy *p, int i);

@@ -146,6 +146,8 @@ enum step proxy_decide_target(struct conn *c)
 	c->rule = v.rule;
 	if (v.decision == PROXY_ALLOW || v.reason == SL_REASON_RAW_TCP_NOT_ALLOWED)
 		c->raw_ok = v.raw_ok;
+	if (v.decision != PROXY_ALLOW && proxy_hold_wanted(c, &v))
+		return proxy_hold(c);
 	if (v.decision != PROXY_ALLOW)
 		return proxy_refuse(c, &v);
 	if (c->literal) {

@@ -333,6 +333,14 @@ static const struct bad_row bad_rows[] = {
 
 	/* egress values */
 	{ V "egress:\n  redirects: maybe\n", 3, 14, "unknown redirects value `maybe`" },
+	{ V "egress:\n  unlisted: ask\n", 3, 13,
+	  "unknown unlisted value `ask` (expected refuse or hold)" },
+	{ V "egress:\n  unlisted: [hold]\n", 3, 13, "`unlisted` must be a single value, not a list" },
+	{ V "egress:\n  hold_timeout: 11m\n", 3, 17,
+	  "duration `11m` for `hold_timeout` out of range (1s to 10m)" },
+	{ V "egress:\n  hold_timeout: 0s\n", 3, 17,
+	  "duration `0s` for `hold_timeout` out of range (1s to 10m)" },
+	{ V "egress:\n  hold_timeout: soon\n", 3, 17, "bad duration `soon` for `hold_timeout`" },
 	{ V "egress:\n  deny_ranges: none\n", 3, 16,
 	  "`deny_ranges` is `default` or a list of CIDRs, not `none`" },
 	{ V "egress:\n  allow_ranges: default\n", 3, 17, "`allow_ranges` must be a list, not a scalar" },
@@ -699,6 +707,31 @@ static void test_values_parsed(void **state)
 		assert_int_equal(policy_redirects(p), rows[i].redirects);
 		assert_int_equal(policy_limits(p)->connections, rows[i].connections);
 		assert_int_equal(policy_limits(p)->idle_timeout_sec, rows[i].idle);
+		policy_unref(p);
+	}
+}
+
+static void test_hold_keys(void **state)
+{
+	static const struct {
+		const char *yaml;
+		bool hold;
+		uint64_t timeout;
+	} rows[] = {
+		{ V, false, 30 },
+		{ V "egress:\n  unlisted: refuse\n", false, 30 },
+		{ V "egress:\n  unlisted: hold\n", true, 30 },
+		{ V "egress:\n  unlisted: hold\n  hold_timeout: 1s\n", true, 1 },
+		{ V "egress:\n  unlisted: hold\n  hold_timeout: 10m\n", true, 600 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct policy *p = load(rows[i].yaml);
+
+		assert_int_equal(policy_unlisted_hold(p), rows[i].hold);
+		assert_int_equal(policy_hold_timeout(p), rows[i].timeout);
 		policy_unref(p);
 	}
 }
@@ -1278,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_raw_tcp),
 		cmocka_unit_test(test_values_parsed),
+		cmocka_unit_test(test_hold_keys),
 		cmocka_unit_test(test_credential_fields),
 		cmocka_unit_test(test_token_sources),
 		cmocka_unit_test(test_good_edge_cases),

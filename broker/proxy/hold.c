@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/* Held requests (`egress.unlisted: hold`): a name outside the list waits.
+ *
+ * Theory of operation: when the decision on a name is not-allowlisted and
+ * the policy says `unlisted: hold`, the connection is not refused: it enters
+ * CS_HOLD, where nothing is read from the client, nothing is resolved and
+ * nothing is sent upstream, and its deadline is the policy's hold_timeout
+ * (then it is refused, hold-timeout). The request it carries stays in c->in
+ * (a CONNECT's head is put back), so that an answer can decide it again from
+ * the start on the policy then in force.
+ *
+ * Each sandbox has one table of what waits (struct hold_table, shared by
+ * every worker under its mutex): one entry per name and port, with the
+ * connections held for it. Both are bounded (HOLD_NAMES_MAX, HOLD_CONNS_MAX):
+ * a sandbox over either is refused at once (hold-full). A connection leaves
+ * the table when it is answered, times out, or is freed for any other
+ * reason (the client left, the sandbox was deleted): conn_free() calls
+ * proxy_hold_leave(), so no entry outlives its connections.
+ *
+ * The workers own the connections: an answer (approve, refuse) reaches them
+ * as a post (proxy_hold_answer_post()), each worker acting on its own held
+ * connections.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "broker/proxy/proxy_internal.h"
+#include "broker/broker_internal.h"
+#include "common/log.h"
+#include "policy/policy.h"
+
+struct hold_entry {
+	char host[256];
+	uint16_t port;
+	char method[16];
+	char path[256];
+	uint64_t first_ms; /* CLOCK_REALTIME, when it was first held */
+	uint32_t count;	   /* connections held for it since first held */
+	uint32_t held;	   /* connections waiting now; 0 frees the entry */
+};
+
+struct hold_table {
+	pthread_mutex_t lock;
+	struct hold_entry e[HOLD_NAMES_MAX];
+	size_t n;
+	unsigned held; /* connections waiting, all names */
+};
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The sandbox's table, made on first use; NULL when out of memory. Workers
+ * race to make it: the loser frees its own. */
+static struct hold_table *table_of(struct sandbox *sb)
+{
+	struct hold_table *t = atomic_load(&sb->holds), *expect = NULL;
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	if (!atomic_compare_exchange_strong(&sb->holds, &expect, t)) {
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+		t = expect;
+	}
+	return t;
+}
+
+void proxy_hold_table_free(struct hold_table *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static struct hold_entry *find(struct hold_table *t, const char *host, uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->e[i].port == port && proxy_host_same(t->e[i].host, host))
+			return &t->e[i];
+	return NULL;
+}
+
+/* Enters @c in its sandbox's table. Return: 0, -ENOSPC over a cap, -ENOMEM. */
+static int hold_enter(struct conn *c)
+{
+	struct hold_table *t = table_of(c->sb);
+	struct hold_entry *e;
+	int r = 0;
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_lock(&t->lock);
+	e = find(t, c->host, c->port);
+	if (t->held >= HOLD_CONNS_MAX || (!e && t->n >= HOLD_NAMES_MAX)) {
+		r = -ENOSPC;
+		goto out;
+	}
+	if (!e) {
+		e = &t->e[t->n++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->host, sizeof(e->host), "%s", c->host);
+		e->port = c->port;
+		e->first_ms = wall_ms();
+	}
+	/* The method and path of the latest request: a CONNECT shows none. */
+	snprintf(e->method, sizeof(e->method), "%s", c->method);
+	snprintf(e->path, sizeof(e->path), "%s", c->path);
+	e->count++;
+	e->held++;
+	t->held++;
+	c->held = true;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+void proxy_hold_leave(struct conn *c)
+{
+	struct hold_table *t;
+	struct hold_entry *e;
+
+	if (!c->held)
+		return;
+	c->held = false;
+	t = atomic_load(&c->sb->holds);
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	e = find(t, c->host, c->port);
+	if (e) {
+		t->held--;
+		if (--e->held == 0)
+			*e = t->e[--t->n]; /* order does not matter */
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Explicit-proxy requests only (HTTP Host, CONNECT authority): their head
+ * can be decided again. A transparent connection reaches only names the DNS
+ * filter answered, which were allowed. */
+bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v)
+{
+	return v->reason == SL_REASON_NOT_ALLOWLISTED && !c->literal && c->host[0] &&
+	       !c->transparent && !c->inner && !c->cssl && policy_unlisted_hold(c->pol);
+}
+
+enum step proxy_hold(struct conn *c)
+{
+	int r = hold_enter(c);
+
+	if (r == -ENOMEM)
+		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
+	if (r < 0)
+		return proxy_deny(c, SL_REASON_HOLD_FULL);
+	/* Put a CONNECT's head back: an answer decides the request again from
+	 * its head, on the policy in force then. Nothing read it since. */
+	if (c->is_connect)
+		c->in->pos -= (size_t)c->head_len;
+	proxy_close_upstream(c); /* a kept-alive one, to another host */
+	c->st = CS_HOLD;
+	loop_timer_arm(c->w->loop, &c->timer, policy_hold_timeout(c->pol) * 1000);
+	/* Only a hang-up is waited for: bytes the client sends meanwhile stay
+	 * in its socket until the request is answered. */
+	proxy_want(c, EPOLLRDHUP, 0);
+	log_info("proxy: %s: holding %s:%u (unlisted: hold)", c->sb->name, c->host, c->port);
+	return STEP_AGAIN;
+}
+
+/* Approved: decide the request again from its head, on the new policy. */
+static void resume(struct conn *c)
+{
+	proxy_hold_leave(c);
+	proxy_parsed_free(c->parsed);
+	c->parsed = NULL;
+	proxy_refresh_policy(c);
+	c->st = CS_HEAD;
+	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+}
+
+/*
+ * proxy_hold_answer() - acts on this worker's held connections for an answer
+ * @w:       the worker (its loop thread)
+ * @sb:      the sandbox
+ * @host:    the name approved or refused
+ * @port:    its port, 0 for any
+ * @approve: true: decide again (the sandbox's policy allows it now, or the
+ *           address guard refuses it); false: refused (hold-refused)
+ *
+ * Return: how many connections it answered.
+ */
+unsigned proxy_hold_answer(struct worker *w, struct sandbox *sb, const char *host, uint16_t port,
+			   bool approve)
+{
+	struct conn *c, *next;
+	unsigned n = 0;
+
+	for (c = w->conns; c; c = next) {
+		next = c->next;
+		if (c->st != CS_HOLD || c->sb != sb || (port && c->port != port) ||
+		    !proxy_host_same(c->host, host))
+			continue;
+		n++;
+		if (approve) {
+			resume(c);
+		} else {
+			proxy_hold_leave(c);
+			proxy_deny(c, SL_REASON_HOLD_REFUSED);
+		}
+		proxy_conn_run(c); /* frees it if it ended */
+	}
+	return n;
+}
