@@ -36,6 +36,7 @@ static const char *const reason_name[] = {
 	[SL_REASON_HOLD_TIMEOUT] = "hold-timeout",
 	[SL_REASON_HOLD_REFUSED] = "hold-refused",
 	[SL_REASON_HOLD_FULL] = "hold-full",
+	[SL_REASON_HOLD_APPROVED] = "hold-approved",
 	[SL_REASON_BAD_CLIENT_HELLO] = "bad-client-hello",
 	[SL_REASON_EARLY_CLIENT_HELLO] = "early-client-hello",
 	[SL_REASON_CONNECT_IN_TLS] = "connect-in-tls",

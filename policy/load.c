@@ -32,6 +32,9 @@ struct loader {
 	struct policy *p;
 	struct range *user_ranges;
 	size_t n_user_ranges;
+	/* Rules appended after the file's own (policy_load_buffer_extra()). */
+	const struct policy_extra_host *extra;
+	size_t n_extra;
 };
 
 static int fail(struct loader *ld, const struct ynode *at, const char *fmt, ...)
@@ -371,6 +374,58 @@ static int allow_rule(struct loader *ld, const struct ynode *n, struct policy_ru
 	rule_text(ru, what);
 	if (!ru->text || (host && !ru->pattern))
 		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Appends ld->extra (names approved while a sandbox runs) after the file's
+ * rules, each an exact `host` rule on its port (0: the default 80 and 443),
+ * so that the file's rules keep their indices and win where both match.
+ */
+static int extra_rules(struct loader *ld)
+{
+	struct policy *p = ld->p;
+	size_t i, n = p->n_rules + ld->n_extra;
+	struct policy_rule *rules;
+	int *next;
+
+	if (n > MAX_RULES + POLICY_EXTRA_MAX)
+		return ytree_fail(ld->err, ld->file, NULL, "too many rules");
+	rules = realloc(p->rules, n * sizeof(*rules));
+	if (!rules)
+		return -ENOMEM;
+	p->rules = rules;
+	next = realloc(p->rule_next, n * sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	p->rule_next = next;
+	for (i = 0; i < ld->n_extra; i++) {
+		const struct policy_extra_host *e = &ld->extra[i];
+		struct policy_rule *ru = &p->rules[p->n_rules];
+		const char *why;
+		char norm[256], what[300];
+		size_t nl;
+
+		memset(ru, 0, sizeof(*ru));
+		p->n_rules++; /* counted now, so that policy_free() frees it */
+		if (!policy_check_name(e->host, strlen(e->host), false, &why) ||
+		    policy_normalize_name(e->host, strlen(e->host), norm, &nl) < 0)
+			return ytree_fail(ld->err, ld->file, NULL, "bad approved host `%.253s`",
+					  e->host);
+		ru->kind = RULE_HOST;
+		ru->pattern = strdup(norm);
+		ru->n_ports = e->port ? 1 : 2;
+		ru->ports = calloc(ru->n_ports, sizeof(*ru->ports));
+		if (!ru->pattern || !ru->ports)
+			return -ENOMEM;
+		ru->ports[0] = e->port ? e->port : 80;
+		if (!e->port)
+			ru->ports[1] = 443;
+		snprintf(what, sizeof(what), "host %s", norm);
+		rule_text(ru, what);
+		if (!ru->text)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -1106,6 +1161,8 @@ static int load_tree(struct loader *ld, const struct ynode *root)
 		if (!ld->p->rules || !ld->p->rule_next)
 			return -ENOMEM;
 	}
+	if (ld->n_extra && (r = extra_rules(ld)) < 0)
+		return r;
 	/* Credentials come after egress: their scope hosts are checked against it. */
 	r = policy_names_build(ld->p);
 	if (r < 0)
@@ -1181,9 +1238,16 @@ void policy_free(struct policy *p)
 int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       struct policy **out, struct policy_error *perr)
 {
+	return policy_load_buffer_extra(name, buf, len, NULL, 0, out, perr);
+}
+
+int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
+			     const struct policy_extra_host *extra, size_t n_extra,
+			     struct policy **out, struct policy_error *perr)
+{
 	struct ytree_error yerr = { .msg = "" };
 	struct ynode *root = NULL;
-	struct loader ld = { .file = name, .err = &yerr };
+	struct loader ld = { .file = name, .err = &yerr, .extra = extra, .n_extra = n_extra };
 	char cerr[200] = "";
 	int r;
 

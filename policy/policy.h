@@ -104,6 +104,20 @@ int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       struct policy **out, struct policy_error *err);
 
 /* References are atomic: a compiled policy is shared between threads. */
+/* A name approved while a sandbox runs (`sluice approve`): an exact host
+ * on @port, or on 80 and 443 when @port is 0. */
+struct policy_extra_host {
+	const char *host;
+	uint16_t port;
+};
+#define POLICY_EXTRA_MAX 64
+
+/* As policy_load_buffer(), with @extra appended to `egress.allow` as exact
+ * `host` rules after the file's own (at most POLICY_EXTRA_MAX). */
+int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
+			     const struct policy_extra_host *extra, size_t n_extra,
+			     struct policy **out, struct policy_error *perr);
+
 struct policy *policy_ref(struct policy *p);
 void policy_unref(struct policy *p); /* accepts NULL */
 

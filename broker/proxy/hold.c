@@ -118,7 +118,7 @@ static int hold_enter(struct conn *c)
 		e->port = c->port;
 		e->first_ms = wall_ms();
 	}
-	/* The method and path of the latest request: a CONNECT shows none. */
+	/* The method and path of the latest request (a CONNECT has no path). */
 	snprintf(e->method, sizeof(e->method), "%s", c->method);
 	snprintf(e->path, sizeof(e->path), "%s", c->path);
 	e->count++;
@@ -194,35 +194,161 @@ static void resume(struct conn *c)
 }
 
 /*
- * proxy_hold_answer() - acts on this worker's held connections for an answer
- * @w:       the worker (its loop thread)
- * @sb:      the sandbox
- * @host:    the name approved or refused
- * @port:    its port, 0 for any
- * @approve: true: decide again (the sandbox's policy allows it now, or the
- *           address guard refuses it); false: refused (hold-refused)
- *
- * Return: how many connections it answered.
+ * The listing of `sluice pending`: one line per name and port @sb waits
+ * for, "SANDBOX HOST PORT METHOD PATH FIRST_MS COUNT HELD" ("-" for a
+ * method or path not seen: a CONNECT's), appended at *@o in @out.
+ * Return: 0, or -ENOSPC when @out is full.
  */
-unsigned proxy_hold_answer(struct worker *w, struct sandbox *sb, const char *host, uint16_t port,
-			   bool approve)
+int proxy_hold_list(const struct sandbox *sb, char *out, size_t len, size_t *o)
 {
-	struct conn *c, *next;
-	unsigned n = 0;
+	struct hold_table *t = atomic_load((_Atomic(struct hold_table *) *)&sb->holds);
+	size_t i;
+	int r = 0, k;
 
-	for (c = w->conns; c; c = next) {
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n && r == 0; i++) {
+		const struct hold_entry *e = &t->e[i];
+
+		k = snprintf(out + *o, len - *o, "%s %s %u %s %s %llu %u %u\n", sb->name, e->host,
+			     e->port, e->method[0] ? e->method : "-", e->path[0] ? e->path : "-",
+			     (unsigned long long)e->first_ms, e->count, e->held);
+		if (k < 0 || (size_t)k >= len - *o)
+			r = -ENOSPC;
+		else
+			*o += (size_t)k;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+/* Is anything of @sb waiting for @host (on @port; 0: any)? */
+bool proxy_hold_pending(struct sandbox *sb, const char *host, uint16_t port)
+{
+	struct hold_table *t = atomic_load(&sb->holds);
+	bool found = false;
+	size_t i;
+
+	if (!t)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n && !found; i++)
+		found = (!port || t->e[i].port == port) && proxy_host_same(t->e[i].host, host);
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+/* An answer for every worker: each acts on its own held connections, the
+ * last one frees it. */
+struct hold_answer {
+	atomic_uint refs;
+	struct sandbox *sb; /* a reference */
+	char host[256];
+	uint16_t port;
+	bool approve;
+	enum sl_reason reason; /* of a refusal */
+	int status;
+};
+
+static void answer_put(struct hold_answer *a)
+{
+	if (atomic_fetch_sub(&a->refs, 1) == 1) {
+		sandbox_put(a->sb);
+		free(a);
+	}
+}
+
+static void answer_post(void *arg)
+{
+	struct hold_answer *a = arg;
+	struct worker *w = proxy_cur_worker();
+	struct conn *c, *next;
+
+	for (c = w ? w->conns : NULL; c; c = next) {
 		next = c->next;
-		if (c->st != CS_HOLD || c->sb != sb || (port && c->port != port) ||
-		    !proxy_host_same(c->host, host))
+		if (c->st != CS_HOLD || c->sb != a->sb || (a->port && c->port != a->port) ||
+		    !proxy_host_same(c->host, a->host))
 			continue;
-		n++;
-		if (approve) {
+		if (a->approve) {
 			resume(c);
 		} else {
 			proxy_hold_leave(c);
-			proxy_deny(c, SL_REASON_HOLD_REFUSED);
+			proxy_reply(c, a->status, PROXY_DENY, a->reason);
 		}
 		proxy_conn_run(c); /* frees it if it ended */
 	}
-	return n;
+	answer_put(a);
+}
+
+int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, bool approve,
+			  enum sl_reason reason, int status)
+{
+	struct hold_answer *a = calloc(1, sizeof(*a));
+	unsigned i;
+
+	if (!a)
+		return -ENOMEM;
+	atomic_init(&a->refs, 1);
+	atomic_fetch_add(&sb->refs, 1);
+	a->sb = sb;
+	snprintf(a->host, sizeof(a->host), "%s", host);
+	a->port = port;
+	a->approve = approve;
+	a->reason = reason;
+	a->status = status;
+	for (i = 0; i < broker.n_workers; i++) {
+		atomic_fetch_add(&a->refs, 1);
+		if (loop_post(broker.workers[i].loop, answer_post, a) < 0)
+			answer_put(a);
+	}
+	answer_put(a);
+	return 0;
+}
+
+/*
+ * The address guard's word on an approval, before it is made: @chk->host
+ * is resolved by a worker's resolver (as a connection's would be) and each
+ * answer judged as a connection to it would be. Then @chk->done runs on
+ * @chk->back (the control loop).
+ */
+static void check_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
+			   size_t n, void *arg)
+{
+	struct hold_check *chk = arg;
+	struct proxy_verdict v;
+	size_t i;
+
+	(void)req;
+	chk->status = status;
+	chk->allowed = 0;
+	chk->denied = 0;
+	for (i = 0; status >= 0 && i < n; i++) {
+		uint16_t port = chk->port ? chk->port : 443;
+
+		if (proxy_check_address(chk->pol, &addrs[i], port, GUARD_FROM_NAME,
+					broker_is_local(&addrs[i], port), &v) == PROXY_ALLOW) {
+			chk->allowed++;
+		} else {
+			if (!chk->denied)
+				addr_format(&addrs[i], chk->first_denied, sizeof(chk->first_denied));
+			chk->denied++;
+		}
+	}
+	if (loop_post(chk->back, chk->done, chk) < 0)
+		chk->done(chk); /* the control loop is gone: nothing answers */
+}
+
+static void check_post(void *arg)
+{
+	struct hold_check *chk = arg;
+	struct worker *w = proxy_cur_worker();
+
+	if (!w || resolver_lookup(w->resolver, chk->host, &chk->rr, check_resolved, chk) < 0)
+		check_resolved(&chk->rr, -ENOMEM, NULL, 0, chk);
+}
+
+int proxy_hold_check(struct hold_check *chk)
+{
+	return loop_post(broker.workers[0].loop, check_post, chk);
 }

@@ -367,6 +367,8 @@ bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v);
 enum step proxy_hold(struct conn *c);
 /* Takes @c out of its sandbox's table (no-op unless held); conn_free() too. */
 void proxy_hold_leave(struct conn *c);
+/* accept.c: the worker whose loop runs now (NULL off the workers). */
+struct worker *proxy_cur_worker(void);
 
 /* tunnel.c */
 int proxy_make_pipe(int p[2]);

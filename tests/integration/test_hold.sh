@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Held requests (`egress.unlisted: hold`): a request through the proxy to a
 # name outside the list waits (nothing upstream, no DNS query for it) until
-# the policy's hold_timeout, then is refused with hold-timeout; bad values
+# the policy's hold_timeout, then is refused with hold-timeout; `sluice
+# pending` lists it, `sluice approve` lets it go on (and later ones pass;
+# with --for, until then), `sluice refuse` refuses it (hold-refused); an
+# approval of a name that resolves into a denied range is refused with a
+# clear error and the held request gets address-denied; bad values
 # of the keys are refused with FILE:LINE:COL; over the per-sandbox cap of
 # distinct pending names a request is refused at once (hold-full); a held
 # client that goes away, and a sandbox deleted while it holds requests, free
@@ -13,7 +17,7 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world h1 h2 h3
+broker_world h1 h2 h3 h4
 
 printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 2s\n' \
 	>"$D/hold.yaml"
@@ -39,11 +43,13 @@ t_rc "and sluice create with it" 1 S create "$S1" --policy "$D/bad-timeout.yaml"
 t_ok "sluice create with unlisted: hold" S create "$S1" --policy "$D/hold.yaml"
 t_ok "a second sandbox, hold for 5m" S create "$S2" --policy "$D/long.yaml"
 t_ok "a third, without hold" S create "$S3" --policy "$D/refuse.yaml"
+t_ok "a fourth, hold for 5m" S create "$S4" --policy "$D/long.yaml"
 
 proxy_of() { S env "$1" | sed -n 's|^HTTP_PROXY=http://||p'; }
 P1=$(proxy_of "$S1")
 P2=$(proxy_of "$S2")
 P3=$(proxy_of "$S3")
+P4=$(proxy_of "$S4")
 # code SANDBOX PROXY URL...: "STATUS REASON" of a request through the proxy.
 code() {
 	local s=$1 p=$2
@@ -83,6 +89,107 @@ t_eq "CONNECT to an unlisted name: 403 hold-timeout" "403" \
 		https://other.world.test/held-connect)"
 t_eq "two audit lines of hold-timeout now" "2" "$(audited "$S1" hold-timeout | wc -l)"
 t_eq "an allowed name still passes after" "200 " "$(code "$S1" "$P1" http://echo.world.test/after)"
+
+# --- pending, approve, refuse ---------------------------------------------------------
+# bg TAG URL [CURL ARGS...]: a request from sandbox 4 in the background; its
+# response head goes to $D/TAG.head, its pid to BG[TAG].
+declare -A BG
+bg() {
+	local tag=$1 url=$2
+	shift 2
+	rm -f "$D/$tag.head"
+	ip netns exec "$S4" curl -s -m 120 -o /dev/null -D "$D/$tag.head" -x "http://$P4" "$@" "$url" &
+	BG[$tag]=$!
+}
+# fg TAG: waits for request TAG (bounded by its curl -m), prints "STATUS REASON".
+fg() {
+	wait "${BG[$1]}" 2>/dev/null
+	t_status_reason <"$D/$1.head"
+}
+pending_of() { S pending "$S4" | grep -F " $1 "; }
+
+t_eq "nothing pending at first" "nothing pending" "$(S pending "$S4")"
+bg approve http://other.world.test/approve-me
+t_ok "pending lists the held request" wait_for 1 pending_of other.world.test
+t_contains "with its port, method and path" "$(pending_of other.world.test)" "80    GET     /approve-me"
+t_ok "pending --json" S pending "$S4" --json
+t_contains "in JSON" "$T_OUT" "\"sandbox\":\"$S4\",\"host\":\"other.world.test\",\"port\":80,\"method\":\"GET\",\"path\":\"/approve-me\""
+t_contains "with when it was first seen and how often" "$T_OUT" '"count":1,"held":1}'
+t_ok "pending of every sandbox names it too" S pending
+t_contains "(all sandboxes)" "$T_OUT" "$S4"
+t_eq "nothing reached the origin while held" "" "$(origin /approve-me)"
+t_ok "sluice approve NAME other.world.test:80" S approve "$S4" other.world.test:80
+t_contains "prints the rule to add to the policy file" "$T_OUT" "    - host: other.world.test
+      ports: [80]"
+t_eq "the held request goes on: 200" "200 " "$(fg approve)"
+t_contains "and reached the origin" "$(origin /approve-me)" "/approve-me"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S4")"
+t_contains "the approval is audited with who asked" "$(audited "$S4" hold-approved)" '"decision":"allow"'
+t_contains "(pid and uid)" "$(audited "$S4" hold-approved)" '"uid":0'
+t_eq "a later request passes at once" "200 " "$(code "$S4" "$P4" http://other.world.test/later)"
+t_eq "its audit line names the approved rule" "1" \
+	"$(audited "$S4" allowed | grep -F '/later' | grep -c '"rule":"host other.world.test ports 80"')"
+
+# CONNECT: held, approved without a port (80 and 443).
+rm -f "$D/tls.out"
+ip netns exec "$S4" curl -s -m 120 -o /dev/null -w '%{http_code}' --cacert "$WORLD_CA" \
+	-x "http://$P4" https://evil-echo.world.test/approve-tls >"$D/tls.out" &
+p=$!
+t_ok "a CONNECT is held" wait_for 1 pending_of evil-echo.world.test
+t_contains "pending shows CONNECT and no path for it" "$(pending_of evil-echo.world.test)" "443   CONNECT -"
+t_ok "sluice approve NAME evil-echo.world.test --for 2s" S approve "$S4" evil-echo.world.test --for 2s
+t_contains "prints the rule, both default ports" "$T_OUT" "ports: [80, 443]"
+wait "$p"
+t_eq "the held tunnel goes on: 200 from the origin" "200" "$(cat "$D/tls.out")"
+t_ok "the approval ends after --for (broker log)" \
+	wait_for 1 grep -F "approval of evil-echo.world.test:0 ended" "$BROKER_LOG"
+bg after-for http://evil-echo.world.test/after-for
+t_ok "after it, the name is held again" wait_for 1 pending_of evil-echo.world.test
+
+# refuse
+t_ok "sluice refuse NAME evil-echo.world.test" S refuse "$S4" evil-echo.world.test
+t_eq "the held request: 403 hold-refused" "403 hold-refused" "$(fg after-for)"
+t_contains "audited" "$(audited "$S4" hold-refused | grep -F '"proto":"http"')" '"path":"/after-for"'
+t_contains "and the refusal with who asked" "$(audited "$S4" hold-refused | grep -F '"proto":"control"')" '"uid":0'
+t_rc "refuse when nothing waits: exit 1" 1 S refuse "$S4" evil-echo.world.test
+t_contains "says so" "$T_ERR" "nothing of sandbox \`$S4\` waits for evil-echo.world.test"
+
+# approve of a name in a denied range: refused, and the held request too.
+bg rebind http://rebind.world.test/denied
+t_ok "a request for rebind.world.test (10.0.0.5) is held" wait_for 1 pending_of rebind.world.test
+t_rc "sluice approve of it: exit 1" 1 S approve "$S4" rebind.world.test
+t_contains "with a clear error" "$T_ERR" \
+	"\`rebind.world.test\` resolves only into denied ranges (10.0.0.5): not approved"
+t_eq "the held request: 403 address-denied" "403 address-denied" "$(fg rebind)"
+t_contains "audited as a denied approval" "$(audited "$S4" address-denied | grep -F '"proto":"control"')" '"decision":"deny"'
+bg rebind2 http://rebind.world.test/denied-again
+t_ok "no rule was added: the name is held again" wait_for 1 pending_of rebind.world.test
+t_ok "(refused)" S refuse "$S4" rebind.world.test:80
+t_eq "(403 hold-refused)" "403 hold-refused" "$(fg rebind2)"
+
+# bad input
+t_rc "approve in an unknown sandbox: exit 1" 1 S approve "$WORLD_PREFIX-nosuch" other.world.test
+t_contains "says so" "$T_ERR" "no such sandbox \`$WORLD_PREFIX-nosuch\`"
+t_rc "pending of an unknown sandbox: exit 1" 1 S pending "$WORLD_PREFIX-nosuch"
+t_contains "says so" "$T_ERR" "no such sandbox \`$WORLD_PREFIX-nosuch\`"
+t_rc "refuse in an unknown sandbox: exit 1" 1 S refuse "$WORLD_PREFIX-nosuch" other.world.test
+t_rc "approve of an address: exit 1" 1 S approve "$S4" 11.0.2.20
+t_contains "says it takes a name" "$T_ERR" "is an address: approve and refuse take a name"
+t_rc "approve of a wildcard: exit 1" 1 S approve "$S4" '*.world.test'
+t_contains "bad host name" "$T_ERR" "bad host name \`*.world.test\`"
+t_rc "approve with a bad port: exit 1" 1 S approve "$S4" other.world.test:99999
+t_contains "bad port" "$T_ERR" "bad port \`99999\` (1 to 65535)"
+t_rc "approve --for 0s: usage, exit 2" 2 S approve "$S4" other.world.test --for 0s
+t_contains "bad duration" "$T_ERR" "bad duration \`0s\` for --for"
+t_rc "approve without a host: usage, exit 2" 2 S approve "$S4"
+t_ok "the broker checks on its own (a client that skips the CLI's checks)" \
+	brk_exec python3 tests/integration/ctlclient.py split "$BROKER_SOCK" "approve $S4 10.0.0.5 80 0" 0
+t_contains "and refuses an address" "$T_OUT" "error: \`10.0.0.5\` is an address"
+t_ok "and a bad duration" \
+	brk_exec python3 tests/integration/ctlclient.py split "$BROKER_SOCK" "approve $S4 x.world.test 80 -1" 0
+t_contains "(refused)" "$T_OUT" "error: bad duration"
+t_eq "the other sandboxes are untouched by the approvals" "403 not-allowlisted" \
+	"$(code "$S3" "$P3" http://other.world.test/s3)"
 
 # --- caps: distinct pending names -----------------------------------------------------
 pids=()

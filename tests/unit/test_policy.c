@@ -736,6 +736,38 @@ static void test_hold_keys(void **state)
 	}
 }
 
+static void test_extra_hosts(void **state)
+{
+	static const char yaml[] = RULES "    - host: a.example\n";
+	static const struct policy_extra_host extra[] = {
+		{ "Approved.Example.", 8443 },
+		{ "both.example", 0 },
+	};
+	static const struct policy_extra_host bad[] = { { "*.wild.example", 0 } };
+	struct policy_error err;
+	struct policy *p;
+	int rule = -1;
+
+	(void)state;
+	if (policy_load_buffer_extra("t.yaml", yaml, strlen(yaml), extra, 2, &p, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(policy_rule_count(p), 3);
+	assert_int_equal(policy_match_name(p, "a.example", 9, 443, &rule), POLICY_ALLOW);
+	assert_int_equal(rule, 0); /* the file's rules keep their indices */
+	assert_int_equal(policy_match_name(p, "approved.example", 16, 8443, &rule), POLICY_ALLOW);
+	assert_string_equal(policy_rule_text(p, rule), "host approved.example ports 8443");
+	assert_int_equal(policy_match_name(p, "approved.example", 16, 443, NULL),
+			 POLICY_PORT_NOT_ALLOWED);
+	assert_int_equal(policy_match_name(p, "both.example", 12, 80, NULL), POLICY_ALLOW);
+	assert_int_equal(policy_match_name(p, "both.example", 12, 443, NULL), POLICY_ALLOW);
+	assert_int_equal(policy_match_name(p, "x.both.example", 14, 443, NULL),
+			 POLICY_NOT_ALLOWLISTED);
+	policy_unref(p);
+	assert_true(policy_load_buffer_extra("t.yaml", yaml, strlen(yaml), bad, 1, &p, &err) < 0);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "bad approved host `*.wild.example`"));
+}
+
 static void test_credential_fields(void **state)
 {
 	const struct policy_credential *c;
@@ -1312,6 +1344,7 @@ int main(void)
 		cmocka_unit_test(test_raw_tcp),
 		cmocka_unit_test(test_values_parsed),
 		cmocka_unit_test(test_hold_keys),
+		cmocka_unit_test(test_extra_hosts),
 		cmocka_unit_test(test_credential_fields),
 		cmocka_unit_test(test_token_sources),
 		cmocka_unit_test(test_good_edge_cases),
