@@ -845,6 +845,8 @@ void audit_log(const struct audit_event *ev)
 {
 	int saved = errno;
 
+	/* Every decision, before the log folds repeats: a watcher sees each. */
+	watch_audit(ev);
 	if (ev->decision && !strcmp(ev->decision, "allow")) {
 		emit(ev, 0, 0);
 	} else {

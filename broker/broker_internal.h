@@ -217,6 +217,23 @@ struct hold_check {
  * Return: 0, or a negative errno (nothing posted). */
 int proxy_hold_check(struct hold_check *chk);
 
+/* watch.c: `sluice watch`, on the control loop. At most WATCH_MAX at once. */
+#define WATCH_MAX 8
+int watch_start(struct loop *l);
+/* Closes every watcher (the broker stops). */
+void watch_stop(void);
+/* Takes @fd (a control connection that asked `watch`) as a watcher: it gets
+ * CTL_OK, then JSON lines. -EBUSY: WATCH_MAX watch already (@fd not taken). */
+int watch_add(int fd);
+bool watch_active(void);
+/* For `sluice status` (control thread): watchers now, dropped since start. */
+void watch_counts(unsigned *watchers, uint64_t *dropped);
+/* Queues a line ('\n' included) for every watcher; any thread, never waits. */
+void watch_emit(const char *line, size_t len);
+/* A request held: {"event":"pending",...}. */
+void watch_pending(const char *sandbox, const char *host, uint16_t port, const char *method,
+		   const char *path, uint32_t count);
+
 /* control.c */
 /* Opens the control socket at @path and serves it on @l (the main loop).
  * Return: 0 or a negative errno. */

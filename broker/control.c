@@ -1057,19 +1057,24 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			snprintf(out, outlen, CTL_ERR "list too long\n");
 	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
 		struct tls_leaf_stats ts;
+		uint64_t wdropped;
+		unsigned nwatch;
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
+		watch_counts(&nwatch, &wdropped);
 		k = snprintf(out, outlen,
 			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_state_lost %zu\n"
 				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n",
+				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
+				    "watchers %u\nwatchers_dropped %llu\n",
 			     sluice_version, sandbox_count(), sandbox_state_lost_count(),
 			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
 			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,
-			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused());
+			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused(),
+			     nwatch, (unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");
@@ -1324,7 +1329,8 @@ static void conn_close(struct cconn *c)
 	if (c->watched)
 		loop_del(ctl.loop, &c->ev);
 	loop_timer_cancel(ctl.loop, &c->timer);
-	close(c->ev.fd);
+	if (c->ev.fd >= 0)
+		close(c->ev.fd);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -1401,6 +1407,25 @@ static char *refusal(struct cconn *c)
 	return resp;
 }
 
+/* `sluice watch`: the connection becomes a watcher (watch.c), or is told
+ * why not. */
+static void watch_take(struct cconn *c)
+{
+	int fd = c->ev.fd, r;
+
+	if (c->watched)
+		loop_del(ctl.loop, &c->ev);
+	c->watched = false;
+	r = watch_add(fd);
+	if (r == 0) {
+		c->ev.fd = -1; /* the watcher's now */
+	} else {
+		say(fd, r == -EBUSY ? CTL_ERR "too many watchers (at most 8): try again later\n"
+				    : CTL_ERR "cannot watch now\n");
+	}
+	conn_close(c);
+}
+
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
@@ -1415,6 +1440,10 @@ static void conn_dispatch(struct cconn *c)
 	} else {
 		memcpy(copy, c->req, c->got + 1);
 		n = words(copy, w, 6);
+		if (n == 1 && !strcmp(w[0], CTL_WATCH) && c->check >= 0) {
+			watch_take(c);
+			return;
+		}
 		if (n >= 1 && !strcmp(w[0], CTL_APPROVE) && c->check >= 0) {
 			char msg[1024];
 
@@ -1628,6 +1657,11 @@ int control_start(struct loop *l, const char *path)
 		return fd;
 	}
 	ctl.loop = l;
+	if (watch_start(l) < 0) {
+		close(fd);
+		close(efd);
+		return -ENOMEM;
+	}
 	ctl.retry.cb = on_retry;
 	ctl.approvals.cb = on_approvals;
 	ctl.listen.fd = fd;
@@ -1652,8 +1686,11 @@ void control_stop(void)
 		return;
 	loop_del(ctl.loop, &ctl.listen);
 	loop_timer_cancel(ctl.loop, &ctl.retry);
+	loop_timer_cancel(ctl.loop, &ctl.approvals);
+	ctl.approvals_armed = false;
 	close(ctl.listen.fd);
 	ctl.listen.fd = -1;
+	watch_stop();
 	/* Those that have not asked yet are told so; a request under way
 	 * is finished and answered while the broker drains. */
 	for (c = ctl.oldest; c; c = next) {

@@ -47,6 +47,11 @@
 #define CTL_PENDING "pending"
 #define CTL_APPROVE "approve"
 #define CTL_REFUSE "refuse"
+/* -> ok, then JSON lines until either side closes: {"event":"decision",
+ * ...the audit line's fields}, {"event":"pending",...}, {"event":"lost",
+ * "lines":N} (the broker's queue was full), {"event":"dropped",...} (this
+ * watcher read too slowly: closed). */
+#define CTL_WATCH "watch"
 /* Error messages the CLI asks again after (bounded), as they pass: */
 /* the caller could not be checked because a sandbox being created or
  * deleted has no wire yet, or because it exited before it was checked */

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* `sluice pending`, `approve` and `refuse`: held requests (`unlisted: hold`). */
+/* `sluice pending`, `approve`, `refuse` and `watch`: held requests (`unlisted: hold`). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/addr.h"
 #include "common/ctlproto.h"
@@ -270,5 +273,117 @@ int cmd_refuse(int argc, char **argv)
 	if (!resp)
 		return 1;
 	free(resp);
+	return 0;
+}
+
+/*
+ * The value of "@key" in the JSON object @line (a string unescaped as far
+ * as a person reads it, or a number or null as written) into @out; "-"
+ * when absent. Enough for the broker's own flat lines, not a parser.
+ */
+static void field(const char *line, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	const char *p;
+	size_t o = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(line, pat);
+	if (!p || len < 2) {
+		snprintf(out, len, "-");
+		return;
+	}
+	p += strlen(pat);
+	if (*p == '"') {
+		for (p++; *p && *p != '"' && o + 1 < len; p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			out[o++] = *p;
+		}
+	} else {
+		while (*p && *p != ',' && *p != '}' && o + 1 < len)
+			out[o++] = *p++;
+	}
+	out[o] = '\0';
+}
+
+/* One line of the stream, for a person. */
+static void print_event(const char *l)
+{
+	char ev[32], time[40], sb[128], name[256], port[8], method[32], path[256], dec[16],
+		why[64];
+
+	field(l, "event", ev, sizeof(ev));
+	field(l, "time", time, sizeof(time));
+	field(l, "sandbox", sb, sizeof(sb));
+	field(l, "name", name, sizeof(name));
+	field(l, "port", port, sizeof(port));
+	field(l, "method", method, sizeof(method));
+	field(l, "path", path, sizeof(path));
+	if (!strcmp(ev, "pending")) {
+		field(l, "host", name, sizeof(name));
+		printf("%s %s PENDING %s:%s %s %s  (sluice approve %s %s:%s | sluice refuse %s "
+		       "%s:%s)\n",
+		       time, sb, name, port, strcmp(method, "null") ? method : "-",
+		       strcmp(path, "null") ? path : "", sb, name, port, sb, name, port);
+	} else if (!strcmp(ev, "decision")) {
+		field(l, "decision", dec, sizeof(dec));
+		field(l, "reason", why, sizeof(why));
+		printf("%s %s %s %s %s:%s%s%s%s%s\n", time, sb, dec, why, name, port,
+		       method[0] != '-' ? " " : "", method[0] != '-' ? method : "",
+		       path[0] != '-' ? " " : "", path[0] != '-' ? path : "");
+	} else {
+		printf("%s", l);
+	}
+	fflush(stdout);
+}
+
+int cmd_watch(int argc, char **argv)
+{
+	struct timeval none = { 0 };
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	char line[8192];
+	FILE *f;
+	int fd;
+
+	if (argc > 2 || (argc == 2 && !json)) {
+		fprintf(stderr, "usage: sluice watch [--json]\n");
+		return 2;
+	}
+	fd = netns_ctl_send(CTL_WATCH);
+	if (fd < 0) {
+		fprintf(stderr, "sluice: cannot reach sluiced at %s: %s\n", netns_socket_path,
+			strerror(-fd));
+		return 1;
+	}
+	/* A stream: it may be quiet for as long as the sandboxes are. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return 1;
+	}
+	if (!fgets(line, sizeof(line), f) || strcmp(line, CTL_OK)) {
+		const char *msg = strncmp(line, CTL_ERR, strlen(CTL_ERR)) ? "no answer"
+									  : line + strlen(CTL_ERR);
+
+		fprintf(stderr, "sluice: %s%s", msg, strchr(msg, '\n') ? "" : "\n");
+		fclose(f);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (json) {
+			fputs(line, stdout);
+			fflush(stdout);
+		} else {
+			print_event(line);
+		}
+		if (strstr(line, "{\"event\":\"dropped\"")) {
+			fprintf(stderr, "sluice: the broker dropped this watcher: it read too slowly\n");
+			fclose(f);
+			return 1;
+		}
+	}
+	fclose(f);
 	return 0;
 }

@@ -64,6 +64,7 @@ static const struct {
 				  "                              allow HOST in the sandbox's live policy; what waits\n"
 				  "                              for it goes on (prints the rule for the policy file)" },
 	{ "refuse", cmd_refuse, "refuse NAME HOST[:PORT]     refuse at once what waits for HOST (hold-refused)" },
+	{ "watch", cmd_watch, "watch [--json]              decisions and held requests as they happen (JSON lines with --json)" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };

@@ -83,6 +83,7 @@ int cmd_update(int argc, char **argv);
 int cmd_pending(int argc, char **argv);
 int cmd_approve(int argc, char **argv);
 int cmd_refuse(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 int cmd_ca(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_delete(int argc, char **argv);

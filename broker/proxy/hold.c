@@ -101,6 +101,7 @@ static int hold_enter(struct conn *c)
 {
 	struct hold_table *t = table_of(c->sb);
 	struct hold_entry *e;
+	uint32_t count = 0;
 	int r = 0;
 
 	if (!t)
@@ -121,12 +122,14 @@ static int hold_enter(struct conn *c)
 	/* The method and path of the latest request (a CONNECT has no path). */
 	snprintf(e->method, sizeof(e->method), "%s", c->method);
 	snprintf(e->path, sizeof(e->path), "%s", c->path);
-	e->count++;
+	count = ++e->count;
 	e->held++;
 	t->held++;
 	c->held = true;
 out:
 	pthread_mutex_unlock(&t->lock);
+	if (r == 0)
+		watch_pending(c->sb->name, c->host, c->port, c->method, c->path, count);
 	return r;
 }
 

@@ -6,7 +6,10 @@
 # pending` lists it, `sluice approve` lets it go on (and later ones pass;
 # with --for, until then), `sluice refuse` refuses it (hold-refused); an
 # approval of a name that resolves into a denied range is refused with a
-# clear error and the held request gets address-denied; bad values
+# clear error and the held request gets address-denied; `sluice watch`
+# streams decisions and pending requests as JSON lines (a person's form
+# without --json), at most 8 watchers, a watcher that does not read is
+# dropped while the others go on; bad values
 # of the keys are refused with FILE:LINE:COL; over the per-sandbox cap of
 # distinct pending names a request is refused at once (hold-full); a held
 # client that goes away, and a sandbox deleted while it holds requests, free
@@ -190,6 +193,94 @@ t_ok "and a bad duration" \
 t_contains "(refused)" "$T_OUT" "error: bad duration"
 t_eq "the other sandboxes are untouched by the approvals" "403 not-allowlisted" \
 	"$(code "$S3" "$P3" http://other.world.test/s3)"
+
+# --- watch --------------------------------------------------------------------------------
+# status_key KEY: the value of KEY in `sluice status`.
+status_key() { S status | awk -v k="$1" '$1 == k { print $2 }'; }
+# swatch ARGS: `sluice watch ARGS` as this process (run it in a subshell
+# with &: $! is then sluice's own pid).
+swatch() { exec ip netns exec "$WORLD_BRK" "$(_broker_bin)/sluice" --socket "$BROKER_SOCK" watch "$@"; }
+(swatch --json) >"$D/watch.json" 2>"$D/watch.err" &
+W1=$!
+(swatch) >"$D/watch.txt" 2>&1 &
+W2=$!
+watching() { [ "$(status_key watchers)" = 2 ] && echo yes; }
+t_ok "two watchers connected (sluice status: watchers 2)" wait_for 1 watching
+t_eq "a request while they watch" "200 " "$(code "$S4" "$P4" http://echo.world.test/watched)"
+t_ok "watch --json: the decision as a JSON line" \
+	wait_for 1 grep -F '"event":"decision"' "$D/watch.json"
+t_contains "the audit line's fields" "$(grep -F '/watched' "$D/watch.json")" \
+	"\"sandbox\":\"$S4\",\"proto\":\"http\",\"name\":\"echo.world.test\""
+bg watched-hold http://held.watch.test/w?x=1
+t_ok "watch --json: a pending event for a held request" \
+	wait_for 1 grep -F '"event":"pending"' "$D/watch.json"
+t_contains "with sandbox, host, port, method, path (the query left out, as in the audit log)" "$(grep -F '"event":"pending"' "$D/watch.json")" \
+	"\"sandbox\":\"$S4\",\"host\":\"held.watch.test\",\"port\":80,\"method\":\"GET\",\"path\":\"/w\",\"count\":1}"
+t_ok "refused" S refuse "$S4" held.watch.test
+t_eq "(403 hold-refused)" "403 hold-refused" "$(fg watched-hold)"
+t_ok "the refusal is streamed too" wait_for 1 grep -F '"reason":"hold-refused"' "$D/watch.json"
+t_ok "every line is JSON" python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    json.loads(l)' "$D/watch.json"
+t_ok "without --json: a line a person reads" wait_for 1 grep -F "PENDING held.watch.test:80 GET /w " "$D/watch.txt"
+t_contains "that says how to answer" "$(cat "$D/watch.txt")" "sluice approve $S4 held.watch.test:80"
+
+# A cap on watchers: 8 at once.
+wpids=()
+for ((i = 0; i < 6; i++)); do
+	(swatch --json) >/dev/null 2>&1 &
+	wpids+=($!)
+done
+eight() { [ "$(status_key watchers)" = 8 ] && echo yes; }
+t_ok "8 watchers at once" wait_for 1 eight
+t_rc "a 9th is refused: exit 1" 1 sl watch
+t_contains "says why" "$T_ERR" "too many watchers (at most 8)"
+kill "${wpids[@]}" 2>/dev/null
+for p in "${wpids[@]}"; do wait "$p" 2>/dev/null; done
+two() { [ "$(status_key watchers)" = 2 ] && echo yes; }
+t_ok "watchers that leave are let go" wait_for 1 two
+
+# A watcher that does not read is dropped; nobody waits for it.
+rm -f "$D/slow.go"
+brk_exec python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(b"watch\n")
+for _ in range(1200):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.1)
+s.settimeout(20)
+got = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            print("closed")
+            break
+        got += b
+except socket.timeout:
+    print("open")
+' "$BROKER_SOCK" "$D/slow.go" >"$D/slow.out" 2>&1 &
+slow=$!
+three() { [ "$(status_key watchers)" = 3 ] && echo yes; }
+t_ok "a watcher that reads nothing is connected" wait_for 1 three
+# Many decisions, in one client (keep-alive): far more than 256 KiB of lines.
+long=$(printf 'p%.0s' {1..200})
+ip netns exec "$S4" curl -s -m 300 -o /dev/null -x "http://$P4" "http://echo.world.test/slow/[1-1500]/$long"
+dropped() { [ "$(status_key watchers_dropped)" -ge 1 ] && echo yes; }
+t_ok "it is dropped (sluice status: watchers_dropped)" wait_for 1 dropped
+t_ok "and the broker says so" grep -F "watch: a watcher fell 256 KiB behind: dropped" "$BROKER_LOG"
+touch "$D/slow.go"
+wait "$slow"
+t_eq "its connection is closed" "closed" "$(cat "$D/slow.out")"
+t_eq "the reading watchers got every request" "1500" "$(grep -c '/slow/' "$D/watch.json")"
+t_ok "and are still there" kill -0 "$W1"
+kill "$W1" "$W2" 2>/dev/null
+wait "$W1" "$W2" 2>/dev/null
 
 # --- caps: distinct pending names -----------------------------------------------------
 pids=()
