@@ -33,7 +33,7 @@
 #include "common/json.h"
 #include "common/log.h"
 
-#define WATCH_QUEUE 1024	 /* lines waiting for the control loop */
+#define WATCH_QUEUE 1024       /* lines waiting for the control loop */
 #define WATCH_BUF (256 * 1024) /* bytes a watcher may be behind */
 
 struct qline {
@@ -316,9 +316,9 @@ void watch_pending(const char *sandbox, const char *host, uint16_t port, const c
 	n = snprintf(line, sizeof(line),
 		     "{\"event\":\"pending\",\"time\":\"%s\",\"sandbox\":\"%s\",\"host\":\"%s\","
 		     "\"port\":%u,\"method\":%s%s%s,\"path\":%s%s%s,\"count\":%u}\n",
-		     when, sandbox, e_host, port, method[0] ? "\"" : "", method[0] ? e_method : "null",
-		     method[0] ? "\"" : "", path[0] ? "\"" : "", path[0] ? e_path : "null",
-		     path[0] ? "\"" : "", count);
+		     when, sandbox, e_host, port, method[0] ? "\"" : "",
+		     method[0] ? e_method : "null", method[0] ? "\"" : "", path[0] ? "\"" : "",
+		     path[0] ? e_path : "null", path[0] ? "\"" : "", count);
 	if (n > 0 && (size_t)n < sizeof(line))
 		watch_emit(line, (size_t)n);
 }

@@ -42,8 +42,8 @@ static int parse_target(const char *arg, char *host, size_t hlen, uint16_t *port
 
 	*port = 0;
 	if (n >= hlen || (colon && strchr(arg, ':') != colon) || arg[0] == '[') {
-		fprintf(stderr, "sluice: bad target `%.300s`: write HOST or HOST:PORT with a name\n",
-			arg);
+		fprintf(stderr,
+			"sluice: bad target `%.300s`: write HOST or HOST:PORT with a name\n", arg);
 		return -EINVAL;
 	}
 	memcpy(host, arg, n);
@@ -65,7 +65,8 @@ static int parse_target(const char *arg, char *host, size_t hlen, uint16_t *port
 		return -EINVAL;
 	}
 	if (!policy_check_name(host, strlen(host), false, &why)) {
-		fprintf(stderr, "sluice: bad host name `%.253s`: %s\n", host, why ? why : "invalid");
+		fprintf(stderr, "sluice: bad host name `%.253s`: %s\n", host,
+			why ? why : "invalid");
 		return -EINVAL;
 	}
 	return 0;
@@ -186,13 +187,15 @@ int cmd_pending(int argc, char **argv)
 				sl_json_print_string(stdout, path);
 			else
 				printf("null");
-			printf(",\"first_seen\":\"%s\",\"count\":%u,\"held\":%u}", when, count, held);
+			printf(",\"first_seen\":\"%s\",\"count\":%u,\"held\":%u}", when, count,
+			       held);
 		} else {
 			if (!n)
-				printf("%-24s %-32s %-5s %-7s %-24s %-20s %5s %4s\n", "SANDBOX", "HOST",
-				       "PORT", "METHOD", "PATH", "FIRST SEEN", "COUNT", "HELD");
-			printf("%-24s %-32s %-5u %-7s %-24s %-20s %5u %4u\n", sb, host, port, method,
-			       path, when, count, held);
+				printf("%-24s %-32s %-5s %-7s %-24s %-20s %5s %4s\n", "SANDBOX",
+				       "HOST", "PORT", "METHOD", "PATH", "FIRST SEEN", "COUNT",
+				       "HELD");
+			printf("%-24s %-32s %-5u %-7s %-24s %-20s %5u %4u\n", sb, host, port,
+			       method, path, when, count, held);
 		}
 		n++;
 	}
@@ -310,8 +313,7 @@ static void field(const char *line, const char *key, char *out, size_t len)
 /* One line of the stream, for a person. */
 static void print_event(const char *l)
 {
-	char ev[32], time[40], sb[128], name[256], port[8], method[32], path[256], dec[16],
-		why[64];
+	char ev[32], time[40], sb[128], name[256], port[8], method[32], path[256], dec[16], why[64];
 
 	field(l, "event", ev, sizeof(ev));
 	field(l, "time", time, sizeof(time));
@@ -379,7 +381,8 @@ int cmd_watch(int argc, char **argv)
 			print_event(line);
 		}
 		if (strstr(line, "{\"event\":\"dropped\"")) {
-			fprintf(stderr, "sluice: the broker dropped this watcher: it read too slowly\n");
+			fprintf(stderr,
+				"sluice: the broker dropped this watcher: it read too slowly\n");
 			fclose(f);
 			return 1;
 		}

@@ -334,7 +334,8 @@ static void check_resolved(struct resolve_req *req, int status, const struct sl_
 			chk->allowed++;
 		} else {
 			if (!chk->denied)
-				addr_format(&addrs[i], chk->first_denied, sizeof(chk->first_denied));
+				addr_format(&addrs[i], chk->first_denied,
+					    sizeof(chk->first_denied));
 			chk->denied++;
 		}
 	}
