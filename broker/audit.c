@@ -848,6 +848,8 @@ void audit_log(const struct audit_event *ev)
 {
 	int saved = errno;
 
+	/* Every decision, before the log folds repeats: a watcher sees each. */
+	watch_audit(ev);
 	/* A would-deny went through, as an allowed one did: each has its own
 	 * line (bytes, duration), never folded. */
 	if (ev->decision &&

@@ -214,6 +214,9 @@ void audit_set_clock(uint64_t (*now_ms)(void));
  */
 int audit_format(const struct audit_event *ev, char *buf, size_t len);
 
+/* broker/watch.c: a decision for `sluice watch` (nothing when nobody watches). */
+void watch_audit(const struct audit_event *ev);
+
 /* Lines lost since start: failed or short writes, or no target. Atomic. */
 uint64_t audit_write_failures(void);
 

@@ -12,6 +12,7 @@
 #include "broker/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
+#include "common/reason.h"
 #include "dnsfilter/dnsfilter.h"
 
 struct policy;
@@ -20,6 +21,7 @@ struct conn;
 struct tls_ca;
 struct creds_table;
 struct ssl_ctx_st;
+struct hold_table;
 
 #define SANDBOX_NAME_MAX 63
 #define SANDBOX_MAX 65536
@@ -63,6 +65,21 @@ struct sandbox {
 	bool audit;
 	/* The sandbox's own CA, for intercepted TLS (thread-safe). */
 	struct tls_ca *ca;
+	/* Its held requests (`unlisted: hold`), made on first use
+	 * (broker/proxy/hold.c; its own lock). */
+	_Atomic(struct hold_table *) holds;
+	/* Names approved while it runs (`sluice approve`), appended to its
+	 * policy file's rules at every compile (approve, update, reload); the
+	 * control thread's alone. NULL until the first. */
+	struct sandbox_approval *approvals;
+	size_t n_approvals;
+};
+
+/* One `sluice approve NAME HOST[:PORT] [--for DURATION]`. */
+struct sandbox_approval {
+	char host[256];
+	uint16_t port;	   /* 0: 80 and 443 */
+	uint64_t until_ms; /* loop_now_ms() clock; 0: for the sandbox's life */
 };
 
 /* sandbox.c */
@@ -117,6 +134,17 @@ struct sandbox_update_info {
 int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 		   struct sandbox_update_info *info, char *err, size_t errlen);
 int sandbox_restore(char *err, size_t errlen);
+/* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
+ * its policy compiled anew with it; @until_ms as in struct sandbox_approval.
+ * -ENOENT: no such sandbox; others: @err says why, nothing changed. */
+int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t until_ms,
+		    char *err, size_t errlen);
+/* Drops the approvals whose time is up at @now_ms (their sandboxes'
+ * policies compiled anew without them); on the control thread. Return: how
+ * many timed approvals remain (0: no need to call again). */
+size_t sandbox_approvals_expire(uint64_t now_ms);
+/* A reference on sandbox @name (sandbox_put() it), or NULL. */
+struct sandbox *sandbox_get(const char *name);
 /* An audit line `state-damaged` for a state file @path of sandbox @name
  * found @what ("damaged", "missing", ...) when the broker read it. */
 void sandbox_state_audit(const char *name, const char *path, const char *what);
@@ -168,6 +196,53 @@ void proxy_policy_changed_post(void *worker);
  * --keep-open`): only the tunnels it still allows get it. */
 void proxy_policy_changed_keep_post(void *worker);
 void proxy_close_all(struct worker *w);
+/* proxy/hold.c: held requests. Per sandbox, at most this many connections
+ * held, and this many distinct names and ports waiting (hold-full). */
+#define HOLD_CONNS_MAX 64
+#define HOLD_NAMES_MAX 32
+void proxy_hold_table_free(struct hold_table *t);
+/* `sluice pending`: @sb's waiting names, as lines appended at *@o. */
+int proxy_hold_list(const struct sandbox *sb, char *out, size_t len, size_t *o);
+bool proxy_hold_pending(struct sandbox *sb, const char *host, uint16_t port);
+/* Posts an answer to every worker for @sb's connections held for @host
+ * (on @port; 0: any): @approve decides them again on the sandbox's policy
+ * now; else each is refused with @status and @reason. */
+int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, bool approve,
+			  enum sl_reason reason, int status);
+/* An approval's check by the address guard (proxy_hold_check()). */
+struct hold_check {
+	struct sandbox *sb;  /* the caller's reference */
+	struct policy *pol;  /* the caller's reference: its ranges judge */
+	char host[256];
+	uint16_t port;
+	struct resolve_req rr;
+	struct loop *back;   /* where @done runs */
+	void (*done)(void *chk);
+	void *arg;	     /* the caller's */
+	int status;	     /* the resolver's: < 0 when it failed */
+	unsigned allowed, denied;
+	char first_denied[64];
+};
+/* Resolves and judges @chk on worker 0, then runs @chk->done on @chk->back.
+ * Return: 0, or a negative errno (nothing posted). */
+int proxy_hold_check(struct hold_check *chk);
+
+/* watch.c: `sluice watch`, on the control loop. At most WATCH_MAX at once. */
+#define WATCH_MAX 8
+int watch_start(struct loop *l);
+/* Closes every watcher (the broker stops). */
+void watch_stop(void);
+/* Takes @fd (a control connection that asked `watch`) as a watcher: it gets
+ * CTL_OK, then JSON lines. -EBUSY: WATCH_MAX watch already (@fd not taken). */
+int watch_add(int fd);
+bool watch_active(void);
+/* For `sluice status` (control thread): watchers now, dropped since start. */
+void watch_counts(unsigned *watchers, uint64_t *dropped);
+/* Queues a line ('\n' included) for every watcher; any thread, never waits. */
+void watch_emit(const char *line, size_t len);
+/* A request held: {"event":"pending",...}. */
+void watch_pending(const char *sandbox, const char *host, uint16_t port, const char *method,
+		   const char *path, uint32_t count);
 
 /* control.c */
 /* Opens the control socket at @path and serves it on @l (the main loop).

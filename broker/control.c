@@ -656,6 +656,7 @@ enum conn_state {
 };
 
 struct ca_job;
+struct approve_job;
 
 struct cconn {
 	struct ev ev;
@@ -671,6 +672,7 @@ struct cconn {
 	char *resp;
 	size_t len, off;
 	struct ca_job *job; /* C_WORK */
+	struct approve_job *ajob; /* C_WORK: an approval being checked */
 };
 
 /* A log line that may come once per connection, bounded. */
@@ -689,6 +691,8 @@ static struct {
 	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
 	uint64_t timeouts, busy; /* for `sluice status` */
 	struct ratelog log_timeout, log_busy, log_refused, log_fds;
+	struct timer approvals; /* ends approvals made --for a while */
+	bool approvals_armed;
 } ctl = { .listen.fd = -1 };
 
 /* Splits @line in place into at most @max words. */
@@ -782,6 +786,267 @@ static void update_answer(const struct peer *p, const char *name, const char *po
 		snprintf(out, outlen, CTL_OK);
 }
 
+/* A host and port of approve or refuse, as the broker takes them whatever
+ * the CLI checked: an exact name (no wildcard, no address), a port 0
+ * (approve: 80 and 443; refuse: any) to 65535. Return: 0, or -EINVAL with
+ * @err saying why. */
+static int hold_target(const char *host, const char *port, uint16_t *pn, char *err, size_t errlen)
+{
+	struct sl_addr a;
+	const char *why = NULL;
+	char *end;
+	unsigned long v;
+
+	if (addr_parse(host, &a) == 0) {
+		snprintf(err, errlen,
+			 "`%.64s` is an address: approve and refuse take a name (for an address, "
+			 "a `cidr` rule in the policy file)",
+			 host);
+		return -EINVAL;
+	}
+	if (!policy_check_name(host, strlen(host), false, &why)) {
+		snprintf(err, errlen, "bad host name `%.253s`: %s", host, why ? why : "invalid");
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoul(port, &end, 10);
+	if (errno || *end || end == port || v > 65535 || port[0] == '-') {
+		snprintf(err, errlen, "bad port `%.16s` (0 to 65535)", port);
+		return -EINVAL;
+	}
+	*pn = (uint16_t)v;
+	return 0;
+}
+
+struct pending_ctx {
+	const char *only; /* a sandbox's name, or NULL for all */
+	char *out;
+	size_t len, o;
+	int r;
+};
+
+static void pending_one(const struct sandbox *sb, void *arg)
+{
+	struct pending_ctx *pc = arg;
+
+	if (pc->r == 0 && (!pc->only || !strcmp(pc->only, sb->name)))
+		pc->r = proxy_hold_list(sb, pc->out, pc->len, &pc->o);
+}
+
+/* `sluice pending [NAME]`: what waits, in every sandbox or in NAME's. */
+static void pending_answer(const char *name, char *out, size_t outlen)
+{
+	struct pending_ctx pc = { .only = name, .out = out, .len = outlen };
+	struct sandbox *sb;
+
+	if (name) {
+		sb = sandbox_get(name);
+		if (!sb) {
+			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
+			return;
+		}
+		sandbox_put(sb);
+	}
+	pc.o = (size_t)snprintf(out, outlen, CTL_OK);
+	sandbox_each(pending_one, &pc);
+	if (pc.r < 0)
+		snprintf(out, outlen, CTL_ERR "pending list too long\n");
+}
+
+/* An audit line for approve or refuse: who asked, which sandbox, host and
+ * port, and the outcome. */
+static void hold_audit(const struct peer *p, const char *sandbox, const char *host, uint16_t port,
+		       const char *decision, enum sl_reason reason, const char *rule)
+{
+	struct audit_event ev = {
+		.sandbox = sandbox,
+		.proto = "control",
+		.name = host,
+		.port = port,
+		.decision = decision,
+		.reason = sl_reason_name(reason),
+		.rule = rule,
+		.has_peer = true,
+		.peer_pid = (uint32_t)p->cred.pid,
+		.peer_uid = (uint32_t)p->cred.uid,
+	};
+
+	audit_log(&ev);
+}
+
+/* `sluice refuse NAME HOST PORT`: what waits for HOST (on PORT; 0: any)
+ * is refused at once, hold-refused. */
+static void refuse_answer(const struct peer *p, const char *name, const char *host,
+			  const char *port, char *out, size_t outlen)
+{
+	struct sandbox *sb;
+	char err[400];
+	uint16_t pn;
+
+	if (hold_target(host, port, &pn, err, sizeof(err)) < 0) {
+		snprintf(out, outlen, CTL_ERR "%s\n", err);
+		return;
+	}
+	sb = sandbox_get(name);
+	if (!sb) {
+		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
+		return;
+	}
+	if (!proxy_hold_pending(sb, host, pn)) {
+		snprintf(out, outlen, CTL_ERR "nothing of sandbox `%s` waits for %s%s%s\n", name,
+			 host, pn ? ":" : "", pn ? port : "");
+	} else if (proxy_hold_answer_all(sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) < 0) {
+		snprintf(out, outlen, CTL_ERR "out of memory\n");
+	} else {
+		hold_audit(p, name, host, pn, "deny", SL_REASON_HOLD_REFUSED, NULL);
+		snprintf(out, outlen, CTL_OK);
+	}
+	sandbox_put(sb);
+}
+
+/*
+ * `sluice approve NAME HOST PORT SECONDS`, in two steps: the name is
+ * resolved and judged by the address guard on a worker (the control thread
+ * never waits on DNS), then, back here, the approval is made (its
+ * sandbox's policy compiled anew with it) and what waits for it is decided
+ * again; or, where every answer is in a denied range, refused with a clear
+ * error, and what waits is refused address-denied.
+ */
+static void conn_answer(struct cconn *c, char *resp);
+static void conn_close(struct cconn *c);
+
+struct approve_job {
+	struct hold_check chk;
+	struct cconn *conn; /* NULL once its caller is gone */
+	struct peer peer;
+	char name[SANDBOX_NAME_MAX + 1];
+	char port_text[8];
+	uint64_t secs;
+};
+
+static void on_approvals(struct timer *t)
+{
+	(void)t;
+	ctl.approvals_armed = false;
+	if (sandbox_approvals_expire(loop_now_ms(ctl.loop)) > 0 &&
+	    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
+		ctl.approvals_armed = true;
+}
+
+static void approve_done(void *arg)
+{
+	struct approve_job *job = arg;
+	struct hold_check *chk = &job->chk;
+	char out[1200], err[700] = "", rule[300], *resp;
+	struct cconn *c = job->conn;
+	uint16_t port = chk->port;
+	int r;
+
+	snprintf(rule, sizeof(rule), "host %s ports %s", chk->host, port ? job->port_text : "80,443");
+	if (chk->status < 0) {
+		snprintf(out, sizeof(out),
+			 CTL_ERR "cannot resolve `%s` (%s): not approved; what waits for it is "
+				 "refused (dns-failure)\n",
+			 chk->host, chk->status == -ETIMEDOUT ? "timed out" : "no answer");
+		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_DNS_FAILURE, 502);
+		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_DNS_FAILURE,
+			   rule);
+	} else if (!chk->allowed) {
+		snprintf(out, sizeof(out),
+			 CTL_ERR "`%s` resolves only into denied ranges (%s%s): not approved; what "
+				 "waits for it is refused (address-denied)\n",
+			 chk->host, chk->first_denied[0] ? chk->first_denied : "no address",
+			 chk->denied > 1 ? ", ..." : "");
+		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_ADDRESS_DENIED,
+				      403);
+		hold_audit(&job->peer, job->name, chk->host, port, "deny",
+			   SL_REASON_ADDRESS_DENIED, rule);
+	} else {
+		r = sandbox_approve(job->name, chk->host, port,
+				    job->secs ? loop_now_ms(ctl.loop) + job->secs * 1000 : 0, err,
+				    sizeof(err));
+		hold_audit(&job->peer, job->name, chk->host, port, r < 0 ? "error" : "allow",
+			   SL_REASON_HOLD_APPROVED, rule);
+		if (r < 0) {
+			snprintf(out, sizeof(out), CTL_ERR "%s\n", err);
+		} else {
+			proxy_hold_answer_all(chk->sb, chk->host, port, true, SL_REASON_ALLOWED, 0);
+			if (job->secs && !ctl.approvals_armed &&
+			    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
+				ctl.approvals_armed = true;
+			snprintf(out, sizeof(out), CTL_OK "    - host: %s\n      ports: [%s]\n",
+				 chk->host, port ? job->port_text : "80, 443");
+		}
+	}
+	sandbox_put(chk->sb);
+	policy_unref(chk->pol);
+	free(job);
+	if (!c)
+		return;
+	c->ajob = NULL;
+	resp = strdup(out);
+	if (resp)
+		conn_answer(c, resp);
+	else
+		conn_close(c);
+}
+
+/* Starts the approval @c asks for (@w: its words). Return: 0 when under
+ * way (C_WORK); else a negative errno, with the answer in @out. */
+static int approve_start(struct cconn *c, char **w, int n, char *out, size_t outlen)
+{
+	struct approve_job *job;
+	char err[400], *end;
+	unsigned long long secs;
+	uint16_t port;
+
+	if (n != 5) {
+		snprintf(out, outlen, CTL_ERR "usage: approve NAME HOST PORT SECONDS\n");
+		return -EINVAL;
+	}
+	if (hold_target(w[2], w[3], &port, err, sizeof(err)) < 0) {
+		snprintf(out, outlen, CTL_ERR "%s\n", err);
+		return -EINVAL;
+	}
+	errno = 0;
+	secs = strtoull(w[4], &end, 10);
+	if (errno || *end || end == w[4] || w[4][0] == '-' || secs > 366ull * 86400) {
+		snprintf(out, outlen, CTL_ERR "bad duration `%.20s` (seconds, at most 366 days)\n",
+			 w[4]);
+		return -EINVAL;
+	}
+	job = calloc(1, sizeof(*job));
+	if (!job) {
+		snprintf(out, outlen, CTL_ERR "out of memory\n");
+		return -ENOMEM;
+	}
+	job->chk.sb = sandbox_get(w[1]);
+	if (!job->chk.sb) {
+		free(job);
+		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
+		return -ENOENT;
+	}
+	job->chk.pol = sandbox_policy(job->chk.sb);
+	snprintf(job->chk.host, sizeof(job->chk.host), "%s", w[2]);
+	job->chk.port = port;
+	job->chk.back = ctl.loop;
+	job->chk.done = approve_done;
+	job->conn = c;
+	job->peer = c->peer;
+	job->secs = secs;
+	snprintf(job->name, sizeof(job->name), "%s", w[1]);
+	snprintf(job->port_text, sizeof(job->port_text), "%u", port);
+	if (proxy_hold_check(&job->chk) < 0) {
+		sandbox_put(job->chk.sb);
+		policy_unref(job->chk.pol);
+		free(job);
+		snprintf(out, outlen, CTL_ERR "cannot check `%s` now\n", w[2]);
+		return -ENOMEM;
+	}
+	c->ajob = job;
+	return 0;
+}
+
 static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 {
 	char *w[8], err[700] = "";
@@ -812,21 +1077,26 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 			snprintf(out, outlen, CTL_ERR "list too long\n");
 	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
 		struct tls_leaf_stats ts;
+		uint64_t wdropped;
+		unsigned nwatch;
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(&ts);
+		watch_counts(&nwatch, &wdropped);
 		k = snprintf(out, outlen,
 			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
 				    "sandboxes_state_lost %zu\n"
 				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n",
+				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
+				    "watchers %u\nwatchers_dropped %llu\n",
 			     sluice_version, sandbox_count(), sandbox_audit_count(),
 			     sandbox_state_lost_count(),
 			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
 			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,
-			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused());
+			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused(),
+			     nwatch, (unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");
@@ -882,6 +1152,10 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 	} else if (!strcmp(w[0], CTL_UPDATE) &&
 		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
 		update_answer(p, w[1], w[2], n == 4, out, outlen);
+	} else if (!strcmp(w[0], CTL_PENDING) && n <= 2) {
+		pending_answer(n == 2 ? w[1] : NULL, out, outlen);
+	} else if (!strcmp(w[0], CTL_REFUSE) && n == 4) {
+		refuse_answer(p, w[1], w[2], w[3], out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		char said[1024];
 
@@ -1079,7 +1353,8 @@ static void conn_close(struct cconn *c)
 	if (c->watched)
 		loop_del(ctl.loop, &c->ev);
 	loop_timer_cancel(ctl.loop, &c->timer);
-	close(c->ev.fd);
+	if (c->ev.fd >= 0)
+		close(c->ev.fd);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -1091,6 +1366,8 @@ static void conn_close(struct cconn *c)
 	ctl.n--;
 	if (c->job)
 		c->job->conn = NULL; /* the registration goes on */
+	if (c->ajob)
+		c->ajob->conn = NULL; /* so does the approval */
 	free(c->resp);
 	free(c);
 }
@@ -1154,10 +1431,30 @@ static char *refusal(struct cconn *c)
 	return resp;
 }
 
+/* `sluice watch`: the connection becomes a watcher (watch.c), or is told
+ * why not. */
+static void watch_take(struct cconn *c)
+{
+	int fd = c->ev.fd, r;
+
+	if (c->watched)
+		loop_del(ctl.loop, &c->ev);
+	c->watched = false;
+	r = watch_add(fd);
+	if (r == 0) {
+		c->ev.fd = -1; /* the watcher's now */
+	} else {
+		say(fd, r == -EBUSY ? CTL_ERR "too many watchers (at most 8): try again later\n"
+				    : CTL_ERR "cannot watch now\n");
+	}
+	conn_close(c);
+}
+
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
 	char copy[CTL_REQ_MAX + 1], *w[7], *resp;
+	int n;
 
 	c->req[c->got] = '\0';
 	if (c->check < 0) {
@@ -1168,7 +1465,26 @@ static void conn_dispatch(struct cconn *c)
 		memcpy(copy, c->req, c->got + 1);
 		/* One word more than a register takes, so that an extra one is
 		 * seen (and the request refused by handle()). */
-		if (register_words(w, words(copy, w, 7)) && job_start(c) == 0) {
+		n = words(copy, w, 7);
+		if (n == 1 && !strcmp(w[0], CTL_WATCH) && c->check >= 0) {
+			watch_take(c);
+			return;
+		}
+		if (n >= 1 && !strcmp(w[0], CTL_APPROVE) && c->check >= 0) {
+			char msg[1024];
+
+			if (approve_start(c, w, n, msg, sizeof(msg)) < 0) {
+				resp = strdup(msg);
+				goto answer;
+			}
+			c->state = C_WORK;
+			loop_timer_cancel(ctl.loop, &c->timer);
+			if (c->watched)
+				loop_del(ctl.loop, &c->ev);
+			c->watched = false;
+			return;
+		}
+		if (register_words(w, n) && job_start(c) == 0) {
 			c->state = C_WORK;
 			loop_timer_cancel(ctl.loop, &c->timer);
 			if (c->watched)
@@ -1186,6 +1502,7 @@ static void conn_dispatch(struct cconn *c)
 			resp = strdup(ctl.out);
 		}
 	}
+answer:
 	if (!resp) {
 		conn_close(c);
 		return;
@@ -1366,7 +1683,13 @@ int control_start(struct loop *l, const char *path)
 		return fd;
 	}
 	ctl.loop = l;
+	if (watch_start(l) < 0) {
+		close(fd);
+		close(efd);
+		return -ENOMEM;
+	}
 	ctl.retry.cb = on_retry;
+	ctl.approvals.cb = on_approvals;
 	ctl.listen.fd = fd;
 	ctl.listen.cb = on_accept;
 	maker.done_ev.fd = efd;
@@ -1389,8 +1712,11 @@ void control_stop(void)
 		return;
 	loop_del(ctl.loop, &ctl.listen);
 	loop_timer_cancel(ctl.loop, &ctl.retry);
+	loop_timer_cancel(ctl.loop, &ctl.approvals);
+	ctl.approvals_armed = false;
 	close(ctl.listen.fd);
 	ctl.listen.fd = -1;
+	watch_stop();
 	/* Those that have not asked yet are told so; a request under way
 	 * is finished and answered while the broker drains. */
 	for (c = ctl.oldest; c; c = next) {

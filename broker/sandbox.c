@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +65,7 @@ static struct {
 	char ca_dir[300]; /* state_dir/ca/NAME/{ca.key,ca.crt} */
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
+	size_t timed_approvals; /* approvals with an end, all sandboxes */
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* FNV-1a over @len bytes, as a slot number. Keys come from the control
@@ -180,9 +182,21 @@ int sandbox_table_init(const struct broker_config *cfg)
  * (hex): read once, so that the hash is that of the policy in force even
  * when the file changes meanwhile. Same messages as policy_load_file().
  */
+static int load_policy_extra(const char *path, const struct sandbox *sb, struct policy **out,
+			     char sha256[65], struct policy_error *perr);
+
 static int load_policy(const char *path, struct policy **out, char sha256[65],
 		       struct policy_error *perr)
 {
+	return load_policy_extra(path, NULL, out, sha256, perr);
+}
+
+/* As load_policy(), with @sb's approvals (if any) appended to the rules. */
+static int load_policy_extra(const char *path, const struct sandbox *sb, struct policy **out,
+			     char sha256[65], struct policy_error *perr)
+{
+	struct policy_extra_host extra[POLICY_EXTRA_MAX];
+	size_t n_extra = 0;
 	unsigned char md[SHA256_DIGEST_LENGTH];
 	char *buf;
 	size_t len, i;
@@ -200,7 +214,11 @@ static int load_policy(const char *path, struct policy **out, char sha256[65],
 		snprintf(perr->msg, sizeof(perr->msg), "%s: cannot open: %s", path, strerror(-r));
 		return r;
 	}
-	r = policy_load_buffer(path, buf, len, out, perr);
+	for (i = 0; sb && i < sb->n_approvals && i < POLICY_EXTRA_MAX; i++) {
+		extra[n_extra].host = sb->approvals[i].host;
+		extra[n_extra++].port = sb->approvals[i].port;
+	}
+	r = policy_load_buffer_extra(path, buf, len, extra, n_extra, out, perr);
 	if (r == 0) {
 		SHA256((const unsigned char *)buf, len, md);
 		for (i = 0; i < sizeof(md); i++)
@@ -299,6 +317,8 @@ void sandbox_put(struct sandbox *sb)
 		dns_synth_free(sb->synth);
 		creds_table_free(sb->creds);
 		tls_ca_free(sb->ca);
+		proxy_hold_table_free(atomic_load(&sb->holds));
+		free(sb->approvals);
 		pthread_mutex_destroy(&sb->dns_lock);
 		free(sb);
 	}
@@ -891,6 +911,9 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	netns = sb->netns;
+	for (i = 0; i < sb->n_approvals; i++)
+		if (sb->approvals[i].until_ms)
+			tab.timed_approvals--; /* they go with it */
 	atomic_store(&sb->dead, true);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
@@ -1055,7 +1078,7 @@ int sandbox_reload_all(char *err, size_t errlen)
 
 		if (!s)
 			continue;
-		r = load_policy(s->policy_path, &fresh[i], sha[i], &perr);
+		r = load_policy_extra(s->policy_path, s, &fresh[i], sha[i], &perr);
 		if (r < 0)
 			snprintf(err, errlen, "%s", perr.msg);
 		else
@@ -1134,7 +1157,7 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
-	r = load_policy(policy_path, &fresh, sha, &perr);
+	r = load_policy_extra(policy_path, sb, &fresh, sha, &perr);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", perr.msg);
 		return r;
@@ -1306,4 +1329,153 @@ int sandbox_placeholders(const char *name, char *out, size_t len, char *err, siz
 	else if (r < 0)
 		snprintf(err, errlen, "too many placeholders");
 	return r < 0 ? r : 0;
+}
+
+struct sandbox *sandbox_get(const char *name)
+{
+	struct sandbox *sb;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name);
+	if (sb)
+		atomic_fetch_add(&sb->refs, 1);
+	pthread_rwlock_unlock(&tab.lock);
+	return sb;
+}
+
+/*
+ * Compiles @sb's policy file anew with its approvals and swaps it in, as
+ * sandbox_update() does with the same file: on the control thread, which
+ * alone changes the table, so @sb stays registered meanwhile. Each worker
+ * then closes what the new policy withdrew (an approval that ended).
+ */
+static int recompile(struct sandbox *sb, char *err, size_t errlen)
+{
+	struct policy_error perr;
+	struct policy *fresh = NULL, *old;
+	char sha[65];
+	unsigned i;
+	int r;
+
+	r = load_policy_extra(sb->policy_path, sb, &fresh, sha, &perr);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", perr.msg);
+		return r;
+	}
+	r = creds_load_secrets(fresh, err, errlen);
+	if (r < 0) {
+		policy_unref(fresh);
+		return r;
+	}
+	pthread_rwlock_wrlock(&tab.lock);
+	old = sb->policy;
+	sb->policy = fresh;
+	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
+	pthread_rwlock_unlock(&tab.lock);
+	if (creds_sandbox_sync(sb, fresh, false) < 0)
+		log_err("sandbox: `%s`: cannot save its placeholders", sb->name);
+	for (i = 0; i < broker.n_workers; i++)
+		loop_post(broker.workers[i].loop, proxy_policy_changed_post, &broker.workers[i]);
+	policy_unref(old);
+	return 0;
+}
+
+int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t until_ms,
+		    char *err, size_t errlen)
+{
+	struct sandbox_approval keep, *a;
+	struct sandbox *sb;
+	size_t i;
+	bool added = false;
+	int r;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name);
+	pthread_rwlock_unlock(&tab.lock);
+	if (!sb) {
+		snprintf(err, errlen, "no such sandbox `%s`", name);
+		return -ENOENT;
+	}
+	if (strlen(host) >= sizeof(keep.host)) {
+		snprintf(err, errlen, "host name too long");
+		return -EINVAL;
+	}
+	if (!sb->approvals) {
+		sb->approvals = calloc(POLICY_EXTRA_MAX, sizeof(*sb->approvals));
+		if (!sb->approvals)
+			return -ENOMEM;
+	}
+	for (i = 0; i < sb->n_approvals; i++)
+		if (sb->approvals[i].port == port && !strcasecmp(sb->approvals[i].host, host))
+			break;
+	if (i == sb->n_approvals) {
+		if (sb->n_approvals >= POLICY_EXTRA_MAX) {
+			snprintf(err, errlen,
+				 "sandbox `%s` has %d approvals already: add them to its policy file "
+				 "and `sluice update` it",
+				 name, POLICY_EXTRA_MAX);
+			return -ENOSPC;
+		}
+		added = true;
+		sb->n_approvals++;
+		memset(&sb->approvals[i], 0, sizeof(sb->approvals[i]));
+	}
+	a = &sb->approvals[i];
+	keep = *a;
+	snprintf(a->host, sizeof(a->host), "%s", host);
+	a->port = port;
+	a->until_ms = until_ms;
+	r = recompile(sb, err, errlen);
+	if (r < 0) {
+		/* Nothing changed: the approval goes as it came. */
+		if (added)
+			sb->n_approvals--;
+		else
+			*a = keep;
+		return r;
+	}
+	if (keep.until_ms && !added)
+		tab.timed_approvals--;
+	if (until_ms)
+		tab.timed_approvals++;
+	log_info("sandbox: `%s`: approved %s:%u%s", name, host, port,
+		 until_ms ? " for a while" : "");
+	return 0;
+}
+
+size_t sandbox_approvals_expire(uint64_t now_ms)
+{
+	struct sandbox *sb;
+	char err[700];
+	size_t i, j, k;
+
+	if (!tab.timed_approvals)
+		return 0;
+	/* The control thread is the table's only writer: no lock to read it,
+	 * and recompile() takes the write lock itself. */
+	for (i = 0; i < HASH_SLOTS; i++) {
+		bool gone = false;
+
+		sb = tab.by_name[i];
+		if (!sb || !sb->approvals)
+			continue;
+		for (j = k = 0; j < sb->n_approvals; j++) {
+			const struct sandbox_approval *a = &sb->approvals[j];
+
+			if (a->until_ms && a->until_ms <= now_ms) {
+				log_info("sandbox: `%s`: approval of %s:%u ended", sb->name, a->host,
+					 a->port);
+				tab.timed_approvals--;
+				gone = true;
+				continue;
+			}
+			sb->approvals[k++] = *a;
+		}
+		sb->n_approvals = k;
+		if (gone && recompile(sb, err, sizeof(err)) < 0)
+			log_err("sandbox: `%s`: an approval ended, but its policy cannot be "
+				"compiled again (%s): the old one stays until it can",
+				sb->name, err);
+	}
+	return tab.timed_approvals;
 }

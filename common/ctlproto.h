@@ -42,6 +42,19 @@
 #define CTL_UPDATE "update"
 #define CTL_UPDATE_KEEP_OPEN "keep-open"
 
+/* Held requests (`unlisted: hold`). pending [NAME] -> ok, lines
+ * "SANDBOX HOST PORT METHOD PATH FIRST_MS COUNT HELD" ("-": not seen;
+ * FIRST_MS: Unix time in ms). approve NAME HOST PORT SECONDS -> ok, the
+ * YAML rule to add to the policy file (PORT 0: 80 and 443; SECONDS 0: for
+ * the sandbox's life). refuse NAME HOST PORT -> ok. */
+#define CTL_PENDING "pending"
+#define CTL_APPROVE "approve"
+#define CTL_REFUSE "refuse"
+/* -> ok, then JSON lines until either side closes: {"event":"decision",
+ * ...the audit line's fields}, {"event":"pending",...}, {"event":"lost",
+ * "lines":N} (the broker's queue was full), {"event":"dropped",...} (this
+ * watcher read too slowly: closed). */
+#define CTL_WATCH "watch"
 /* Error messages the CLI asks again after (bounded), as they pass: */
 /* the caller could not be checked because a sandbox being created or
  * deleted has no wire yet, or because it exited before it was checked */

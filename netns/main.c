@@ -61,6 +61,12 @@ static const struct {
 	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
 				"                              swap a running sandbox's policy; --keep-open: leave\n"
 				"                              open the connections FILE no longer allows" },
+	{ "pending", cmd_pending, "pending [NAME] [--json]     requests held for approval (egress.unlisted: hold)" },
+	{ "approve", cmd_approve, "approve NAME HOST[:PORT] [--for DURATION]\n"
+				  "                              allow HOST in the sandbox's live policy; what waits\n"
+				  "                              for it goes on (prints the rule for the policy file)" },
+	{ "refuse", cmd_refuse, "refuse NAME HOST[:PORT]     refuse at once what waits for HOST (hold-refused)" },
+	{ "watch", cmd_watch, "watch [--json]              decisions and held requests as they happen (JSON lines with --json)" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };
@@ -69,7 +75,7 @@ static const struct {
 static bool takes_value(const char *arg)
 {
 	static const char *const opts[] = { "--policy", "--name", "--addr", "--user",
-					    "--bind",	"--netns", NULL };
+					    "--bind",	"--netns", "--for",  NULL };
 	size_t i;
 
 	for (i = 0; opts[i]; i++) {

@@ -79,6 +79,11 @@ int cmd_list(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_update(int argc, char **argv);
+/* netns/hold.c: held requests. */
+int cmd_pending(int argc, char **argv);
+int cmd_approve(int argc, char **argv);
+int cmd_refuse(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 int cmd_ca(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_delete(int argc, char **argv);

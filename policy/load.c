@@ -32,6 +32,9 @@ struct loader {
 	struct policy *p;
 	struct range *user_ranges;
 	size_t n_user_ranges;
+	/* Rules appended after the file's own (policy_load_buffer_extra()). */
+	const struct policy_extra_host *extra;
+	size_t n_extra;
 };
 
 static int fail(struct loader *ld, const struct ynode *at, const char *fmt, ...)
@@ -374,6 +377,58 @@ static int allow_rule(struct loader *ld, const struct ynode *n, struct policy_ru
 	return 0;
 }
 
+/*
+ * Appends ld->extra (names approved while a sandbox runs) after the file's
+ * rules, each an exact `host` rule on its port (0: the default 80 and 443),
+ * so that the file's rules keep their indices and win where both match.
+ */
+static int extra_rules(struct loader *ld)
+{
+	struct policy *p = ld->p;
+	size_t i, n = p->n_rules + ld->n_extra;
+	struct policy_rule *rules;
+	int *next;
+
+	if (n > MAX_RULES + POLICY_EXTRA_MAX)
+		return ytree_fail(ld->err, ld->file, NULL, "too many rules");
+	rules = realloc(p->rules, n * sizeof(*rules));
+	if (!rules)
+		return -ENOMEM;
+	p->rules = rules;
+	next = realloc(p->rule_next, n * sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	p->rule_next = next;
+	for (i = 0; i < ld->n_extra; i++) {
+		const struct policy_extra_host *e = &ld->extra[i];
+		struct policy_rule *ru = &p->rules[p->n_rules];
+		const char *why;
+		char norm[256], what[300];
+		size_t nl;
+
+		memset(ru, 0, sizeof(*ru));
+		p->n_rules++; /* counted now, so that policy_free() frees it */
+		if (!policy_check_name(e->host, strlen(e->host), false, &why) ||
+		    policy_normalize_name(e->host, strlen(e->host), norm, &nl) < 0)
+			return ytree_fail(ld->err, ld->file, NULL, "bad approved host `%.253s`",
+					  e->host);
+		ru->kind = RULE_HOST;
+		ru->pattern = strdup(norm);
+		ru->n_ports = e->port ? 1 : 2;
+		ru->ports = calloc(ru->n_ports, sizeof(*ru->ports));
+		if (!ru->pattern || !ru->ports)
+			return -ENOMEM;
+		ru->ports[0] = e->port ? e->port : 80;
+		if (!e->port)
+			ru->ports[1] = 443;
+		snprintf(what, sizeof(what), "host %s", norm);
+		rule_text(ru, what);
+		if (!ru->text)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int ranges(struct loader *ld, const struct ynode *n, const char *key, bool allow)
 {
 	size_t i;
@@ -412,7 +467,7 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 static int egress(struct loader *ld, const struct ynode *n)
 {
 	static const char *const keys[] = { "allow", "deny_ranges", "allow_ranges",
-					    "redirects", NULL };
+					    "redirects", "unlisted", "hold_timeout", NULL };
 	const struct ynode *v;
 	struct policy *p = ld->p;
 	size_t i;
@@ -463,6 +518,24 @@ static int egress(struct loader *ld, const struct ynode *n)
 				    "unknown redirects value `%s` (expected within-policy, same-host or any)",
 				    SHOW(v));
 	}
+	v = ytree_map_get(n, "unlisted");
+	if (v) {
+		r = want_scalar(ld, v, "unlisted");
+		if (r < 0)
+			return r;
+		if (strcmp(v->str, "refuse") == 0)
+			p->unlisted_hold = false;
+		else if (strcmp(v->str, "hold") == 0)
+			p->unlisted_hold = true;
+		else
+			return fail(ld, v, "unknown unlisted value `%s` (expected refuse or hold)",
+				    SHOW(v));
+	}
+	/* Bounded: a held connection keeps a client and a slot waiting, and
+	 * a person is expected to answer within minutes. */
+	v = ytree_map_get(n, "hold_timeout");
+	if (v && (r = duration_max(ld, v, "hold_timeout", 600, "10m", &p->hold_timeout_sec)) < 0)
+		return r;
 	return 0;
 }
 
@@ -1107,6 +1180,8 @@ static int load_tree(struct loader *ld, const struct ynode *root)
 		if (!ld->p->rules || !ld->p->rule_next)
 			return -ENOMEM;
 	}
+	if (ld->n_extra && (r = extra_rules(ld)) < 0)
+		return r;
 	/* Credentials come after egress: their scope hosts are checked against it. */
 	r = policy_names_build(ld->p);
 	if (r < 0)
@@ -1182,9 +1257,16 @@ void policy_free(struct policy *p)
 int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       struct policy **out, struct policy_error *perr)
 {
+	return policy_load_buffer_extra(name, buf, len, NULL, 0, out, perr);
+}
+
+int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
+			     const struct policy_extra_host *extra, size_t n_extra,
+			     struct policy **out, struct policy_error *perr)
+{
 	struct ytree_error yerr = { .msg = "" };
 	struct ynode *root = NULL;
-	struct loader ld = { .file = name, .err = &yerr };
+	struct loader ld = { .file = name, .err = &yerr, .extra = extra, .n_extra = n_extra };
 	char cerr[200] = "";
 	int r;
 
@@ -1203,6 +1285,7 @@ int policy_load_buffer(const char *name, const char *buf, size_t len,
 	ld.p->limits.connections = 256;
 	ld.p->limits.idle_timeout_sec = 300;
 	ld.p->redirects = POLICY_REDIRECTS_WITHIN_POLICY;
+	ld.p->hold_timeout_sec = 30;
 	r = load_tree(&ld, root);
 	if (r < 0)
 		goto out;
@@ -1296,6 +1379,16 @@ enum policy_mode policy_mode(const struct policy *p)
 const struct policy_limits *policy_limits(const struct policy *p)
 {
 	return &p->limits;
+}
+
+bool policy_unlisted_hold(const struct policy *p)
+{
+	return p->unlisted_hold;
+}
+
+uint64_t policy_hold_timeout(const struct policy *p)
+{
+	return p->hold_timeout_sec;
 }
 
 size_t policy_rule_count(const struct policy *p)

@@ -112,6 +112,20 @@ int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       struct policy **out, struct policy_error *err);
 
 /* References are atomic: a compiled policy is shared between threads. */
+/* A name approved while a sandbox runs (`sluice approve`): an exact host
+ * on @port, or on 80 and 443 when @port is 0. */
+struct policy_extra_host {
+	const char *host;
+	uint16_t port;
+};
+#define POLICY_EXTRA_MAX 64
+
+/* As policy_load_buffer(), with @extra appended to `egress.allow` as exact
+ * `host` rules after the file's own (at most POLICY_EXTRA_MAX). */
+int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
+			     const struct policy_extra_host *extra, size_t n_extra,
+			     struct policy **out, struct policy_error *perr);
+
 struct policy *policy_ref(struct policy *p);
 void policy_unref(struct policy *p); /* accepts NULL */
 
@@ -200,6 +214,10 @@ const struct policy_credential *policy_credential_get(const struct policy *p, si
 enum policy_redirects policy_redirects(const struct policy *p);
 enum policy_mode policy_mode(const struct policy *p);
 const struct policy_limits *policy_limits(const struct policy *p);
+/* `egress.unlisted: hold`? Then a name outside the list waits (broker/proxy/hold.c). */
+bool policy_unlisted_hold(const struct policy *p);
+/* `egress.hold_timeout` in seconds (default 30, 1 to 600). */
+uint64_t policy_hold_timeout(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
 /* Does rule @i let bytes that are neither HTTP nor TLS through (`raw_tcp`)? */
 bool policy_rule_raw_tcp(const struct policy *p, int i);

@@ -67,6 +67,10 @@ struct policy {
 	size_t n_creds;
 	enum policy_redirects redirects;
 	enum policy_mode mode;
+	/* `egress.unlisted: hold`: a name outside the list waits for approve
+	 * or refuse, at most hold_timeout_sec (then hold-timeout). */
+	bool unlisted_hold;
+	uint64_t hold_timeout_sec;
 	struct policy_limits limits;
 	void *attachment;
 	void (*attachment_free)(void *);

@@ -406,6 +406,11 @@ void proxy_close_all(struct worker *w)
 	proxy_parsed_spare_drop();
 }
 
+struct worker *proxy_cur_worker(void)
+{
+	return cur_worker;
+}
+
 void proxy_set_worker(struct worker *w)
 {
 	cur_worker = w;

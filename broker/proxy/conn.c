@@ -33,6 +33,7 @@
 static const char *const state_name[] = {
 	[CS_SNIFF] = "sniff",
 	[CS_HEAD] = "head",
+	[CS_HOLD] = "hold",
 	[CS_RESOLVE] = "resolve",
 	[CS_CONNECT] = "connect",
 	[CS_ESTABLISH] = "establish",
@@ -131,6 +132,7 @@ static void conn_free(struct conn *c)
 	struct worker *w = c->w;
 	int i;
 
+	proxy_hold_leave(c);
 	resolver_cancel(w->resolver, &c->rr);
 	loop_timer_cancel(w->loop, &c->timer);
 	loop_timer_cancel(w->loop, &c->resume);
@@ -433,6 +435,10 @@ void proxy_on_timer(struct timer *t)
 		}
 		proxy_reply(c, 408, PROXY_ERROR, SL_REASON_HEAD_TIMEOUT);
 		break;
+	case CS_HOLD:
+		proxy_hold_leave(c);
+		proxy_deny(c, SL_REASON_HOLD_TIMEOUT);
+		break;
 	case CS_RESOLVE:
 		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_DNS_TIMEOUT);
 		break;
@@ -506,6 +512,8 @@ static enum step step(struct conn *c)
 		return proxy_sniff(c, false);
 	case CS_HEAD:
 		return proxy_read_head(c);
+	case CS_HOLD:
+		return STEP_AGAIN; /* an answer or the timer moves it */
 	case CS_RESOLVE:
 		return proxy_begin_connect(c);
 	case CS_CONNECT:
@@ -589,7 +597,11 @@ void proxy_on_client(struct ev *ev, uint32_t events)
 	 * broker waits on something else ends the connection now. In a TLS
 	 * handshake, OpenSSL reads what the client said last (an alert: it
 	 * does not trust the sandbox CA) and the handshake fails with it. */
-	if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
+	/* A held client that hangs up (or half-closes: it has said all it
+	 * will) is not waited for. Not allowed: never decided. */
+	if ((events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) && c->st == CS_HOLD)
+		proxy_conn_end(c, PROXY_DENY, SL_REASON_CLIENT_GONE);
+	else if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
 	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
 		if (c->st == CS_HEAD)
 			proxy_close(c); /* between requests: nothing to audit */

@@ -49,6 +49,7 @@ struct tls_hello;
 enum cstate {
 	CS_SNIFF,	/* transparent: peeking at the first bytes */
 	CS_HEAD,	/* reading a request head from the client */
+	CS_HOLD,	/* unlisted: hold: waiting for approve, refuse or the timeout (hold.c) */
 	CS_RESOLVE,	/* waiting for the resolver */
 	CS_CONNECT,	/* non-blocking connect in progress */
 	CS_ESTABLISH,	/* writing "200 Connection established" */
@@ -108,6 +109,7 @@ struct conn {
 	bool counted;	     /* holds a per-sandbox and a total connection slot */
 	bool ended;	     /* proxy_end() has audited it: it answers, lingers or closes */
 	bool raw;	     /* no HTTP is spoken (yet): refusals are resets */
+	bool held;	     /* in its sandbox's table of held requests (hold.c) */
 	const char *proto;   /* "http", "connect", "tls", "tcp", "https" */
 	int status;	     /* HTTP status sent for this request */
 	uint64_t t_req;	     /* ms, request start */
@@ -392,6 +394,16 @@ void proxy_parsed_free(struct parsed *ps);
 void proxy_parsed_spare_drop(void);
 enum step proxy_peek(struct conn *c);
 enum step proxy_sniff(struct conn *c, bool timed_out);
+
+/* hold.c */
+/* Does the policy hold, rather than refuse, what @v refused? */
+bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v);
+/* Holds @c (CS_HOLD), or refuses it (hold-full) over the sandbox's caps. */
+enum step proxy_hold(struct conn *c);
+/* Takes @c out of its sandbox's table (no-op unless held); conn_free() too. */
+void proxy_hold_leave(struct conn *c);
+/* accept.c: the worker whose loop runs now (NULL off the workers). */
+struct worker *proxy_cur_worker(void);
 
 /* tunnel.c */
 int proxy_make_pipe(int p[2]);

@@ -338,6 +338,14 @@ static const struct bad_row bad_rows[] = {
 
 	/* egress values */
 	{ V "egress:\n  redirects: maybe\n", 3, 14, "unknown redirects value `maybe`" },
+	{ V "egress:\n  unlisted: ask\n", 3, 13,
+	  "unknown unlisted value `ask` (expected refuse or hold)" },
+	{ V "egress:\n  unlisted: [hold]\n", 3, 13, "`unlisted` must be a single value, not a list" },
+	{ V "egress:\n  hold_timeout: 11m\n", 3, 17,
+	  "duration `11m` for `hold_timeout` out of range (1s to 10m)" },
+	{ V "egress:\n  hold_timeout: 0s\n", 3, 17,
+	  "duration `0s` for `hold_timeout` out of range (1s to 10m)" },
+	{ V "egress:\n  hold_timeout: soon\n", 3, 17, "bad duration `soon` for `hold_timeout`" },
 	{ V "egress:\n  deny_ranges: none\n", 3, 16,
 	  "`deny_ranges` is `default` or a list of CIDRs, not `none`" },
 	{ V "egress:\n  allow_ranges: default\n", 3, 17, "`allow_ranges` must be a list, not a scalar" },
@@ -730,6 +738,63 @@ static void test_mode(void **state)
 		assert_int_equal(policy_mode(p), rows[i].mode);
 		policy_unref(p);
 	}
+}
+
+static void test_hold_keys(void **state)
+{
+	static const struct {
+		const char *yaml;
+		bool hold;
+		uint64_t timeout;
+	} rows[] = {
+		{ V, false, 30 },
+		{ V "egress:\n  unlisted: refuse\n", false, 30 },
+		{ V "egress:\n  unlisted: hold\n", true, 30 },
+		{ V "egress:\n  unlisted: hold\n  hold_timeout: 1s\n", true, 1 },
+		{ V "egress:\n  unlisted: hold\n  hold_timeout: 10m\n", true, 600 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct policy *p = load(rows[i].yaml);
+
+		assert_int_equal(policy_unlisted_hold(p), rows[i].hold);
+		assert_int_equal(policy_hold_timeout(p), rows[i].timeout);
+		policy_unref(p);
+	}
+}
+
+static void test_extra_hosts(void **state)
+{
+	static const char yaml[] = RULES "    - host: a.example\n";
+	static const struct policy_extra_host extra[] = {
+		{ "Approved.Example.", 8443 },
+		{ "both.example", 0 },
+	};
+	static const struct policy_extra_host bad[] = { { "*.wild.example", 0 } };
+	struct policy_error err;
+	struct policy *p;
+	int rule = -1;
+
+	(void)state;
+	if (policy_load_buffer_extra("t.yaml", yaml, strlen(yaml), extra, 2, &p, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(policy_rule_count(p), 3);
+	assert_int_equal(policy_match_name(p, "a.example", 9, 443, &rule), POLICY_ALLOW);
+	assert_int_equal(rule, 0); /* the file's rules keep their indices */
+	assert_int_equal(policy_match_name(p, "approved.example", 16, 8443, &rule), POLICY_ALLOW);
+	assert_string_equal(policy_rule_text(p, rule), "host approved.example ports 8443");
+	assert_int_equal(policy_match_name(p, "approved.example", 16, 443, NULL),
+			 POLICY_PORT_NOT_ALLOWED);
+	assert_int_equal(policy_match_name(p, "both.example", 12, 80, NULL), POLICY_ALLOW);
+	assert_int_equal(policy_match_name(p, "both.example", 12, 443, NULL), POLICY_ALLOW);
+	assert_int_equal(policy_match_name(p, "x.both.example", 14, 443, NULL),
+			 POLICY_NOT_ALLOWLISTED);
+	policy_unref(p);
+	assert_true(policy_load_buffer_extra("t.yaml", yaml, strlen(yaml), bad, 1, &p, &err) < 0);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "bad approved host `*.wild.example`"));
 }
 
 static void test_credential_fields(void **state)
@@ -1307,6 +1372,8 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_raw_tcp),
 		cmocka_unit_test(test_values_parsed),
+		cmocka_unit_test(test_hold_keys),
+		cmocka_unit_test(test_extra_hosts),
 		cmocka_unit_test(test_credential_fields),
 		cmocka_unit_test(test_token_sources),
 		cmocka_unit_test(test_good_edge_cases),
