@@ -1118,15 +1118,21 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		}
 	} else if (!strcmp(w[0], CTL_CONFIG) && n == 1) {
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
+		int k;
 
 		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
 		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
 				 sizeof(synth));
-		snprintf(out, outlen,
-			 CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
-			 "sandbox_pool %s\nsynthetic_pool %s\n",
-			 broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
-			 pool, synth);
+		k = snprintf(out, outlen,
+			     CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
+			     "sandbox_pool %s\nsynthetic_pool %s\n",
+			     broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
+			     pool, synth);
+		/* Where the audit lines go, when that is a file a caller can read
+		 * (`sluice report` with no AUDIT_LOG): an absolute path, not
+		 * stderr. */
+		if (k > 0 && (size_t)k < outlen && broker.cfg.audit_log[0] == '/')
+			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n", broker.cfg.audit_log);
 	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 

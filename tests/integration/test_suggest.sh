@@ -155,8 +155,9 @@ t_contains "that names the value" "$T_ERR" "--since \`yesterday\`: not an RFC 33
 t_rc "--since in the future keeps nothing" 1 "$BIN/sluice" report "$S1" --since 2999-01-01T00:00:00Z "$D/audit1.log"
 t_ok "--since 1h keeps this run" "$BIN/sluice" report "$S1" --since 1h "$D/audit1.log"
 t_rc "a missing file is an error" 1 "$BIN/sluice" policy suggest "$D/no-such.log"
-t_rc "no AUDIT_LOG and a broker that does not name its log" 2 sl report "$S1"
-t_contains "says to name the file" "$T_ERR" "name the audit log"
+# No AUDIT_LOG: the broker names its audit log (config), and report reads it.
+t_ok "no AUDIT_LOG: report reads the broker's audit log" sl report "$S1"
+t_eq "the same report as with the file named" "$("$BIN/sluice" report "$S1" "$BROKER_AUDIT")" "$T_OUT"
 
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 broker_stop
