@@ -27,7 +27,7 @@ export SLUICE_SOCKET=$D/no-broker.sock
 # --- --help on every subcommand ----------------------------------------------
 # The names come from the dispatch table itself, so that a command added
 # later is tested too.
-mapfile -t cmds < <(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' netns/main.c)
+mapfile -t cmds < <(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' cli/main.c)
 t_ok "the dispatch table lists commands (${#cmds[@]})" test "${#cmds[@]}" -ge 10
 t_run "$BIN/sluice" help
 for c in "${cmds[@]}"; do

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 
 static int parse(const char *line, struct auditlog_rec *r)
 {

@@ -18,7 +18,7 @@
 
 #include "common/addr.h"
 #include "common/json.h"
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 

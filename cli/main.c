@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/version.h"
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 
