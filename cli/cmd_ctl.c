@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "common/ctlproto.h"
 #include "common/json.h"
 #include "netns/netns.h"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "common/version.h"
 #include "cli/auditlog.h"
 #include "netns/netns.h"
