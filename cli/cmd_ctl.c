@@ -314,7 +314,7 @@ int cmd_update(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc; i++) {
-		/* --help is main()'s (netns/main.c), from the dispatch table. */
+		/* --help is main()'s (cli/main.c), from the dispatch table. */
 		if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
 			policy = argv[++i];
 		} else if (!strcmp(argv[i], "--keep-open")) {

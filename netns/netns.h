@@ -62,7 +62,7 @@ int netns_sandbox_attach(const char *name, const char *netns_path, const char *i
 int netns_sandbox_detach(const char *name, char *err, size_t errlen);
 
 /*
- * More on the two above (netns/create.c, netns/delete.c, netns/attach.c):
+ * More on the two above (netns/create.c, netns/delete.c, cli/attach.c):
  * /run/netns/NAME of an attached sandbox is sluice's own bind mount of the
  * namespace when that name was free (then `sluice exec NAME` and `ip netns
  * exec NAME` work, and detach unmounts it), and the runtime's, left alone,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The command line as a user first meets it, with no broker and no world:
-# `--help`/`-h` on every subcommand of netns/main.c's dispatch table prints
+# `--help`/`-h` on every subcommand of cli/main.c's dispatch table prints
 # that subcommand's usage on stdout, exits 0, asks no broker and opens no
 # file (`policy check --help` once opened a file named --help, `unregister
 # --help` asked the broker for a sandbox named --help); a sandboxed
