@@ -90,8 +90,12 @@ OCI_HOOK_LIBS = $(SLUICE_LIBS) $(shell pkg-config --libs jansson)
 ALL_CFLAGS = $(PROJ_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(PROJ_LDFLAGS) $(LDFLAGS)
 
-MAINS := broker/main.c netns/main.c probe/main.c
-LIB_SRC := $(filter-out $(MAINS),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c netns/*.c probe/*.c)))
+MAINS := broker/main.c cli/main.c probe/main.c
+# sluice's files in cli/ go into libsluice.a like the rest; those of
+# sluice-cni and sluice-oci-hook beside them do not: they need jansson,
+# which no other program links.
+CLI_PROGS_SRC := cli/cni.c cli/cni_conf.c cli/cni_pod.c cli/oci_hook.c
+LIB_SRC := $(filter-out $(MAINS) $(CLI_PROGS_SRC),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c netns/*.c cli/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
 # ... and the one piece of common/ it uses, the JSON string writer, which
@@ -169,7 +173,7 @@ $(BIN)/sluiced: $(BUILD)/obj/broker/main.o $(BUILD)/libsluice.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICED_LIBS)
 
-$(BIN)/sluice: $(BUILD)/obj/netns/main.o $(BUILD)/libsluice.a
+$(BIN)/sluice: $(BUILD)/obj/cli/main.o $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SLUICE_LIBS)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The sluice CLI's subcommands and the sandbox lifecycle. */
+/* The sandbox lifecycle library: the control client, create, delete,
+ * attach, detach (the CLI, sluice-cni and sluice-oci-hook use it). */
 #ifndef SLUICE_NETNS_H
 #define SLUICE_NETNS_H
 
@@ -61,7 +62,7 @@ int netns_sandbox_attach(const char *name, const char *netns_path, const char *i
 int netns_sandbox_detach(const char *name, char *err, size_t errlen);
 
 /*
- * More on the two above (netns/create.c, netns/delete.c, netns/attach.c):
+ * More on the two above (netns/create.c, netns/delete.c, cli/attach.c):
  * /run/netns/NAME of an attached sandbox is sluice's own bind mount of the
  * namespace when that name was free (then `sluice exec NAME` and `ip netns
  * exec NAME` work, and detach unmounts it), and the runtime's, left alone,
@@ -71,28 +72,10 @@ int netns_sandbox_detach(const char *name, char *err, size_t errlen);
  * `sluice delete` of an attached sandbox is a detach.
  */
 
-/* Each returns the process exit status: 0, 1 for a failure, 2 for misuse. */
-int cmd_policy(int argc, char **argv);
-int cmd_register(int argc, char **argv);
-int cmd_unregister(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_reload(int argc, char **argv);
-int cmd_update(int argc, char **argv);
-/* netns/hold.c: held requests. */
-int cmd_pending(int argc, char **argv);
-int cmd_approve(int argc, char **argv);
-int cmd_refuse(int argc, char **argv);
-int cmd_watch(int argc, char **argv);
-int cmd_ca(int argc, char **argv);
+/* `sluice create` and `sluice delete`, beside the functions above in
+ * create.c and delete.c; the other subcommands are in cli/cli.h. Each
+ * returns the process exit status: 0, 1 for a failure, 2 for misuse. */
 int cmd_create(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
-int cmd_attach(int argc, char **argv);
-int cmd_detach(int argc, char **argv);
-/* exec returns only on failure (1, or 126/127 as a shell); run returns the
- * command's status (128 + N for a signal N). */
-int cmd_exec(int argc, char **argv);
-int cmd_env(int argc, char **argv);
-int cmd_run(int argc, char **argv);
 
 #endif

@@ -36,7 +36,7 @@
 #define NETNS_LINK_RETIRED "sluice: deleted"
 #define NETNS_SANDBOX_IF "eth0"
 #define NETNS_SYSTEM_CA "/etc/ssl/certs/ca-certificates.crt"
-/* The contained runner (runner.c): bubblewrap; each sandbox's workspace,
+/* The contained runner (cli/runner.c): bubblewrap; each sandbox's workspace,
  * NETNS_WORKSPACE_DIR/NAME on the host (on disk, not in /run: workspaces
  * hold checkouts and builds), NETNS_WORKSPACE_INSIDE in the sandbox; the
  * first of the unprivileged uids sandboxes run as outside. */
@@ -44,7 +44,7 @@
 #define NETNS_WORKSPACE_PARENT "/var/lib/sluice"
 #define NETNS_WORKSPACE_DIR "/var/lib/sluice/workspaces"
 #define NETNS_WORKSPACE_INSIDE "/workspace"
-/* Where sluice builds the contained runner's template (runner.c), in a
+/* Where sluice builds the contained runner's template (cli/runner.c), in a
  * mount namespace of its own (a tmpfs there; on the host an empty
  * directory). A sandbox name never starts with '.'. */
 #define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
@@ -72,7 +72,7 @@ struct netns_sandbox {
 	char ifname[NETNS_IFNAMSIZ]; /* inside the sandbox (NETNS_SANDBOX_IF unless attached) */
 	char mac[18];		     /* of ifname, "aa:bb:cc:dd:ee:ff"; not in the record */
 	char host_mac[18];	     /* of link; not in the record */
-	/* Attached (attach.c): the namespace is a runtime's, never removed by
+	/* Attached (cli/attach.c): the namespace is a runtime's, never removed by
 	 * sluice; ns_named: /run/netns/NAME is sluice's own bind mount of it
 	 * (always, for a created sandbox), to be unmounted by detach. */
 	bool attached;
@@ -154,7 +154,7 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 		      size_t errlen);
 int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen);
 
-/* --- runner.c, seccomp.c: the contained runner ------------------------ */
+/* --- cli/runner.c, cli/seccomp.c: the contained runner -------------- */
 
 struct netns_bind {
 	const char *src;
@@ -182,7 +182,7 @@ pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runn
 int netns_workspace_remove(const char *name);
 int netns_seccomp_build(struct sock_filter *prog, size_t max);
 
-/* --- create.c, delete.c, exec.c --------------------------------------- */
+/* --- create.c, delete.c, cli/exec.c --------------------------------- */
 
 int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
 int netns_remove_state_dir(const char *name);

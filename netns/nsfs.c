@@ -464,7 +464,7 @@ static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
  * @arg: passed to @fn
  *
  * For a mount that must outlive an `ip netns exec` mount namespace (the
- * runner's template, runner.c), as the sandboxes' own do.
+ * runner's template, cli/runner.c), as the sandboxes' own do.
  *
  * Return: @fn's result, or a negative errno.
  */

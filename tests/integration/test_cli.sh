@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The command line as a user first meets it, with no broker and no world:
-# `--help`/`-h` on every subcommand of netns/main.c's dispatch table prints
+# `--help`/`-h` on every subcommand of cli/main.c's dispatch table prints
 # that subcommand's usage on stdout, exits 0, asks no broker and opens no
 # file (`policy check --help` once opened a file named --help, `unregister
 # --help` asked the broker for a sandbox named --help); a sandboxed
@@ -27,7 +27,7 @@ export SLUICE_SOCKET=$D/no-broker.sock
 # --- --help on every subcommand ----------------------------------------------
 # The names come from the dispatch table itself, so that a command added
 # later is tested too.
-mapfile -t cmds < <(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' netns/main.c)
+mapfile -t cmds < <(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*,.*/\1/p' cli/main.c)
 t_ok "the dispatch table lists commands (${#cmds[@]})" test "${#cmds[@]}" -ge 10
 t_run "$BIN/sluice" help
 for c in "${cmds[@]}"; do

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for netns/auditlog.c, cmd_suggest.c and cmd_report.c: which
+/* Unit tests for cli/auditlog.c, cmd_suggest.c and cmd_report.c: which
  * audit lines the reader takes, times and --since, what `policy suggest`
  * makes of lines (ports, DNS-only names, literals, address refusals,
  * wildcards and their limits) and what `report` counts. */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 
 static int parse(const char *line, struct auditlog_rec *r)
 {

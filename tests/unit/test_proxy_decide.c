@@ -85,6 +85,25 @@ static int verdict_differs(const char *what, const struct proxy_verdict *v, cons
 	return 1;
 }
 
+/*
+ * The loop every table below shares: @check runs one row (@rows + i * @size)
+ * on @ctx (the policy, for the checks that need one), says what went wrong
+ * (verdict_differs()) and returns how many things did. Every row runs before
+ * the test fails, so that one run lists all the rows that went wrong.
+ */
+static void check_rows(const void *ctx, const void *rows, size_t n, size_t size,
+		       int (*check)(const void *ctx, const void *row))
+{
+	size_t i, bad = 0;
+
+	for (i = 0; i < n; i++)
+		bad += (size_t)check(ctx, (const char *)rows + i * size);
+	assert_int_equal(bad, 0);
+}
+
+#define CHECK_ROWS(ctx, rows, check) \
+	check_rows(ctx, rows, ARRAY_SIZE(rows), sizeof((rows)[0]), check)
+
 /* ---- names and literals: proxy_check_target() ---------------------------- */
 
 struct target_row {
@@ -131,41 +150,54 @@ static const struct target_row target_rows[] = {
 	{ "8.8.8.8", 443, true, false, true, DENIED(RAW_TCP_NOT_ALLOWED), false },
 };
 
+/* One row of target_rows or audit_rows, in the sandbox mode @audit says.
+ * Beyond the verdict: an allowed target names its rule and whether raw TCP
+ * may follow; a would-deny names no rule and allows no raw TCP. */
+static int check_target(const struct policy *pol, const struct target_row *r, bool audit)
+{
+	struct sl_addr a;
+	struct proxy_target t = { .host = r->host,
+				  .addr = &a,
+				  .port = r->port,
+				  .literal = r->literal,
+				  .local = r->local,
+				  .need_raw = r->need_raw,
+				  .audit = audit };
+	struct proxy_verdict v;
+	enum proxy_decision d;
+	char what[300];
+	int bad;
+
+	memset(&a, 0, sizeof(a));
+	if (r->literal)
+		assert_int_equal(addr_parse(r->host, &a), 0);
+	memset(&v, 0x5a, sizeof(v));
+	snprintf(what, sizeof(what), "%s%s:%u%s%s", audit ? "audit " : "", r->host, r->port,
+		 r->local ? " (local)" : "", r->need_raw ? " (raw)" : "");
+	d = proxy_check_target(pol, &t, &v);
+	assert_int_equal(d, v.decision);
+	bad = verdict_differs(what, &v, &r->want);
+	if ((v.decision == PROXY_ALLOW && (v.rule < 0 || v.raw_ok != r->raw_ok)) ||
+	    (v.decision == PROXY_WOULD_DENY && (v.rule != -1 || v.raw_ok))) {
+		print_error("%s: rule %d raw_ok %d\n", what, v.rule, v.raw_ok);
+		bad++;
+	}
+	return bad;
+}
+
+static int check_target_enforce(const void *pol, const void *row)
+{
+	return check_target(pol, row, false);
+}
+
+static int check_target_audit(const void *pol, const void *row)
+{
+	return check_target(pol, row, true);
+}
+
 static void test_target(void **state)
 {
-	const struct policy *pol = *state;
-	size_t i, bad = 0;
-
-	for (i = 0; i < ARRAY_SIZE(target_rows); i++) {
-		const struct target_row *r = &target_rows[i];
-		struct sl_addr a;
-		struct proxy_target t = { .host = r->host,
-					  .addr = &a,
-					  .port = r->port,
-					  .literal = r->literal,
-					  .local = r->local,
-					  .need_raw = r->need_raw };
-		struct proxy_verdict v;
-		enum proxy_decision d;
-		char what[300];
-
-		memset(&a, 0, sizeof(a));
-		if (r->literal)
-			assert_int_equal(addr_parse(r->host, &a), 0);
-		memset(&v, 0x5a, sizeof(v));
-		snprintf(what, sizeof(what), "%s:%u%s%s", r->host, r->port,
-			 r->local ? " (local)" : "", r->need_raw ? " (raw)" : "");
-		d = proxy_check_target(pol, &t, &v);
-		assert_int_equal(d, v.decision);
-		bad += verdict_differs(what, &v, &r->want);
-		if (v.decision == PROXY_ALLOW) {
-			if (v.rule < 0 || v.raw_ok != r->raw_ok) {
-				print_error("%s: rule %d raw_ok %d\n", what, v.rule, v.raw_ok);
-				bad++;
-			}
-		}
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(*state, target_rows, check_target_enforce);
 }
 
 /* ---- audit mode: proxy_check_target() with t->audit -----------------------
@@ -197,42 +229,7 @@ static const struct target_row audit_rows[] = {
 
 static void test_target_audit(void **state)
 {
-	const struct policy *pol = *state;
-	size_t i, bad = 0;
-
-	for (i = 0; i < ARRAY_SIZE(audit_rows); i++) {
-		const struct target_row *r = &audit_rows[i];
-		struct sl_addr a;
-		struct proxy_target t = { .host = r->host,
-					  .addr = &a,
-					  .port = r->port,
-					  .literal = r->literal,
-					  .local = r->local,
-					  .need_raw = r->need_raw,
-					  .audit = true };
-		struct proxy_verdict v;
-		enum proxy_decision d;
-		char what[300];
-
-		memset(&a, 0, sizeof(a));
-		if (r->literal)
-			assert_int_equal(addr_parse(r->host, &a), 0);
-		memset(&v, 0x5a, sizeof(v));
-		snprintf(what, sizeof(what), "audit %s:%u%s%s", r->host, r->port,
-			 r->local ? " (local)" : "", r->need_raw ? " (raw)" : "");
-		d = proxy_check_target(pol, &t, &v);
-		assert_int_equal(d, v.decision);
-		bad += verdict_differs(what, &v, &r->want);
-		if (v.decision == PROXY_WOULD_DENY && (v.rule != -1 || v.raw_ok)) {
-			print_error("%s: rule %d raw_ok %d\n", what, v.rule, v.raw_ok);
-			bad++;
-		}
-		if (v.decision == PROXY_ALLOW && v.raw_ok != r->raw_ok) {
-			print_error("%s: raw_ok %d\n", what, v.raw_ok);
-			bad++;
-		}
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(*state, audit_rows, check_target_audit);
 }
 
 /* ---- a name's answers: proxy_check_address() -------------------------------
@@ -267,27 +264,26 @@ static const struct address_row address_rows[] = {
 	{ "93.184.216.34", 443, true, DENIED(BROKER_ADDRESS) },
 };
 
+static int check_address(const void *pol, const void *row)
+{
+	const struct address_row *r = row;
+	struct proxy_verdict v;
+	enum proxy_decision d;
+	struct sl_addr a;
+	char what[200];
+
+	assert_int_equal(addr_parse(r->addr, &a), 0);
+	memset(&v, 0x5a, sizeof(v));
+	snprintf(what, sizeof(what), "answer %s:%u%s", r->addr, r->port,
+		 r->local ? " (local)" : "");
+	d = proxy_check_address(pol, &a, r->port, GUARD_FROM_NAME, r->local, &v);
+	assert_int_equal(d, v.decision);
+	return verdict_differs(what, &v, &r->want);
+}
+
 static void test_address(void **state)
 {
-	const struct policy *pol = *state;
-	size_t i, bad = 0;
-
-	for (i = 0; i < ARRAY_SIZE(address_rows); i++) {
-		const struct address_row *r = &address_rows[i];
-		struct proxy_verdict v;
-		enum proxy_decision d;
-		struct sl_addr a;
-		char what[200];
-
-		assert_int_equal(addr_parse(r->addr, &a), 0);
-		memset(&v, 0x5a, sizeof(v));
-		snprintf(what, sizeof(what), "answer %s:%u%s", r->addr, r->port,
-			 r->local ? " (local)" : "");
-		d = proxy_check_address(pol, &a, r->port, GUARD_FROM_NAME, r->local, &v);
-		assert_int_equal(d, v.decision);
-		bad += verdict_differs(what, &v, &r->want);
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(*state, address_rows, check_address);
 }
 
 /* ---- request form and Host: proxy_check_form(), proxy_check_host() -------- */
@@ -346,33 +342,34 @@ static const struct request_row request_rows[] = {
 	  80, DENIED(HOST_MISMATCH) },
 };
 
+static int check_request(const void *unused, const void *row)
+{
+	const struct request_row *r = row;
+	struct http_request req;
+	struct sl_addr a;
+	struct proxy_bound b = { .host = r->bound_host, .port = r->bound_port };
+	struct proxy_verdict v;
+	char what[300];
+	int n = http_parse_request(r->head, strlen(r->head), HTTP_DEFAULT_MAX_HEAD, &req);
+
+	(void)unused;
+	assert_true(n > 0);
+	if (r->bound_addr) {
+		assert_int_equal(addr_parse(r->bound_addr, &a), 0);
+		b.addr = &a;
+	}
+	snprintf(what, sizeof(what), "mode %d: %.*s", r->mode, (int)strcspn(r->head, "\r"),
+		 r->head);
+	memset(&v, 0x5a, sizeof(v));
+	if (proxy_check_form(r->mode, &req, &v) == PROXY_ALLOW)
+		proxy_check_host(r->mode, &req, &b, &v);
+	return verdict_differs(what, &v, &r->want);
+}
+
 static void test_request(void **state)
 {
-	size_t i, bad = 0;
-
 	(void)state;
-	for (i = 0; i < ARRAY_SIZE(request_rows); i++) {
-		const struct request_row *r = &request_rows[i];
-		struct http_request req;
-		struct sl_addr a;
-		struct proxy_bound b = { .host = r->bound_host, .port = r->bound_port };
-		struct proxy_verdict v;
-		char what[300];
-		int n = http_parse_request(r->head, strlen(r->head), HTTP_DEFAULT_MAX_HEAD, &req);
-
-		assert_true(n > 0);
-		if (r->bound_addr) {
-			assert_int_equal(addr_parse(r->bound_addr, &a), 0);
-			b.addr = &a;
-		}
-		snprintf(what, sizeof(what), "mode %d: %.*s", r->mode, (int)strcspn(r->head, "\r"),
-			 r->head);
-		memset(&v, 0x5a, sizeof(v));
-		if (proxy_check_form(r->mode, &req, &v) == PROXY_ALLOW)
-			proxy_check_host(r->mode, &req, &b, &v);
-		bad += verdict_differs(what, &v, &r->want);
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(NULL, request_rows, check_request);
 }
 
 /* ---- redirects: proxy_check_redirect() ------------------------------------ */
@@ -402,54 +399,69 @@ static const struct redirect_row redirect_rows[] = {
 	{ "any", 302, "http://169.254.169.254/", false, ALLOWED },
 };
 
+/* Each row loads its own policy (the redirects mode is the policy's), and
+ * runs in both modes: in audit mode what enforce refuses goes on, would-deny. */
+static int check_redirect(const void *unused, const void *row)
+{
+	const struct redirect_row *r = row;
+	struct http_slice loc = { r->location, strlen(r->location) };
+	char yaml[sizeof(policy_text) + 64];
+	struct policy *pol;
+	struct proxy_verdict v;
+	struct want w = r->want;
+	char what[300];
+	int bad;
+
+	(void)unused;
+	snprintf(yaml, sizeof(yaml), "%s%s%s%s", policy_text, r->redirects ? "  redirects: " : "",
+		 r->redirects ? r->redirects : "", r->redirects ? "\n" : "");
+	pol = load(yaml);
+	snprintf(what, sizeof(what), "%s %d %s", r->redirects ? r->redirects : "default", r->status,
+		 r->location);
+	memset(&v, 0x5a, sizeof(v));
+	proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc, false, &v);
+	bad = verdict_differs(what, &v, &r->want);
+
+	if (w.decision == PROXY_DENY)
+		w = (struct want)WOULD(REDIRECT_OUTSIDE_POLICY);
+	strncat(what, " (audit)", sizeof(what) - strlen(what) - 1);
+	memset(&v, 0x5a, sizeof(v));
+	proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc, true, &v);
+	bad += verdict_differs(what, &v, &w);
+	policy_unref(pol);
+	return bad;
+}
+
 static void test_redirect(void **state)
 {
-	size_t i, bad = 0;
-
 	(void)state;
-	for (i = 0; i < ARRAY_SIZE(redirect_rows); i++) {
-		const struct redirect_row *r = &redirect_rows[i];
-		struct http_slice loc = { r->location, strlen(r->location) };
-		char yaml[sizeof(policy_text) + 64];
-		struct policy *pol;
-		struct proxy_verdict v;
-		char what[300];
-
-		snprintf(yaml, sizeof(yaml), "%s%s%s%s", policy_text,
-			 r->redirects ? "  redirects: " : "", r->redirects ? r->redirects : "",
-			 r->redirects ? "\n" : "");
-		pol = load(yaml);
-		snprintf(what, sizeof(what), "%s %d %s", r->redirects ? r->redirects : "default",
-			 r->status, r->location);
-		memset(&v, 0x5a, sizeof(v));
-		proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc, false,
-				     &v);
-		bad += verdict_differs(what, &v, &r->want);
-		/* Audit mode: what enforce refuses goes on, would-deny. */
-		{
-			struct want w = r->want;
-
-			if (w.decision == PROXY_DENY)
-				w = (struct want)WOULD(REDIRECT_OUTSIDE_POLICY);
-			strncat(what, " (audit)", sizeof(what) - strlen(what) - 1);
-			memset(&v, 0x5a, sizeof(v));
-			proxy_check_redirect(pol, "api.example.com", 80, r->tls, r->status, &loc,
-					     true, &v);
-			bad += verdict_differs(what, &v, &w);
-		}
-		policy_unref(pol);
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(NULL, redirect_rows, check_redirect);
 }
 
 /* ---- placeholders: proxy_check_placeholders(), proxy_check_connect_head() - */
 
+struct placeholder_row {
+	enum creds_verdict in;
+	struct want want;
+};
+
+static int check_placeholders(const void *unused, const void *row)
+{
+	const struct placeholder_row *r = row;
+	struct creds_plan plan;
+	struct proxy_verdict v;
+
+	(void)unused;
+	memset(&plan, 0, sizeof(plan));
+	plan.verdict = r->in;
+	memset(&v, 0x5a, sizeof(v));
+	proxy_check_placeholders(&plan, false, &v);
+	return verdict_differs(creds_verdict_reason(r->in), &v, &r->want);
+}
+
 static void test_placeholders(void **state)
 {
-	static const struct {
-		enum creds_verdict in;
-		struct want want;
-	} rows[] = {
+	static const struct placeholder_row rows[] = {
 		{ CREDS_FORWARD, ALLOWED },
 		{ CREDS_EXPIRED, DENIED(PLACEHOLDER_EXPIRED) },
 		{ CREDS_OUT_OF_SCOPE, DENIED(PLACEHOLDER_OUT_OF_SCOPE) },
@@ -464,20 +476,10 @@ static void test_placeholders(void **state)
 				       "Proxy-Authorization: Bearer "
 				       "sluice-ph-0123456789abcdef0123456789abcdef\r\n\r\n";
 	static const struct want out_of_scope = DENIED(PLACEHOLDER_OUT_OF_SCOPE);
-	size_t i, bad = 0;
 	struct proxy_verdict v;
 
 	(void)state;
-	for (i = 0; i < ARRAY_SIZE(rows); i++) {
-		struct creds_plan plan;
-
-		memset(&plan, 0, sizeof(plan));
-		plan.verdict = rows[i].in;
-		memset(&v, 0x5a, sizeof(v));
-		proxy_check_placeholders(&plan, false, &v);
-		bad += verdict_differs(creds_verdict_reason(rows[i].in), &v, &rows[i].want);
-	}
-	assert_int_equal(bad, 0);
+	CHECK_ROWS(NULL, rows, check_placeholders);
 	/* A sandbox whose placeholders were lost at the broker's start: an
 	 * unknown one is most likely one of those; the rest as before. */
 	{

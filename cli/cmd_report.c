@@ -26,9 +26,9 @@
 
 #include "common/ctlproto.h"
 #include "common/json.h"
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 #include "netns/netns.h"
-#include "netns/strtab.h"
+#include "cli/strtab.h"
 
 #define REPORT_ENTRIES 20000 /* per table; beyond, counted in ->over */
 #define NO_SANDBOX "(no sandbox)"

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/addr.h"
 #include "common/ctlproto.h"
 #include "common/json.h"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 

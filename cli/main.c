@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "common/version.h"
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 #include "netns/netns.h"
 #include "probe/probe.h"
 

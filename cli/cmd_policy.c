@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/addr.h"
 #include "common/json.h"
-#include "netns/auditlog.h"
-#include "netns/netns.h"
+#include "cli/auditlog.h"
 #include "policy/policy.h"
 
 /* The credentials of @p whose secret file cannot be read now, one warning

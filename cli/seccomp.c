@@ -31,7 +31,7 @@
 #elif defined(__aarch64__)
 #define SECCOMP_ARCH AUDIT_ARCH_AARCH64
 #else
-#error "netns/seccomp.c: add this architecture's AUDIT_ARCH_ value"
+#error "cli/seccomp.c: add this architecture's AUDIT_ARCH_ value"
 #endif
 
 #ifndef TIOCLINUX

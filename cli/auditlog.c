@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Reading audit lines back: the JSON object of broker/audit.c, the time,
  * --since, and a terminal-safe printer (see auditlog.h). */
-#include "netns/auditlog.h"
+#include "cli/auditlog.h"
 
 #include <errno.h>
 #include <limits.h>

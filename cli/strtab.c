@@ -2,7 +2,7 @@
 /* A bounded string-keyed table (strtab.h). FNV-1a is enough: the keys are
  * read from a file once by a CLI, and the bound on entries, not the hash,
  * is what stops a hostile log from costing memory. */
-#include "netns/strtab.h"
+#include "cli/strtab.h"
 
 #include <stdlib.h>
 #include <string.h>

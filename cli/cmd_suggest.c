@@ -24,8 +24,8 @@
 #include <time.h>
 
 #include "common/addr.h"
-#include "netns/auditlog.h"
-#include "netns/strtab.h"
+#include "cli/auditlog.h"
+#include "cli/strtab.h"
 #include "policy/policy.h"
 
 #define SUG_PORTS 64	      /* ports kept per name */
