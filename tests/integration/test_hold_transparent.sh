@@ -7,6 +7,9 @@
 # reaches the origin intact, the request succeeds), `sluice refuse` (plain
 # HTTP: 403 hold-refused) or the timeout (hold-timeout; TLS: a reset).
 # `sluice pending` lists them, with method and path for plain HTTP.
+# Approvals are kept across a broker restart (on top of an updated policy,
+# as `sluice update` keeps them), a `--for` approval with the time it has
+# left; one that ended while the broker was down is not restored.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -112,6 +115,51 @@ t_eq "transparent HTTP, hold_timeout 2s: 403 hold-timeout" "403 hold-timeout" \
 t_eq "nothing reached the origin" "" "$(origin /held-timeout)$(origin /held-timeout2)"
 
 t_ok "the allowed name still passes, transparent" N "$S1" curl -sf -m 10 http://echo.world.test/after
+t_ok "the broker is still up" broker_alive
+
+# --- approvals across a broker restart -------------------------------------------------
+P3=$(S env "$S3" | sed -n 's|^HTTP_PROXY=http://||p')
+code3() { ip netns exec "$S3" curl -s -m 30 -o /dev/null -D - -x "http://$P3" "$1" | t_status_reason; }
+t_ok "approve in a sandbox without hold, --for 1s" S approve "$S3" other.world.test:80 --for 1s
+t_ok "approve there, --for 40s" S approve "$S3" evil-echo.world.test:80 --for 40s
+t_ok "approve there, for its life" S approve "$S3" kept.evil.world.test:80
+t_eq "(the 40s approval is in force)" "200 " "$(code3 http://evil-echo.world.test/before-restart)"
+# `sluice update` keeps approvals on top of the new file; so does a restart.
+t_ok "sluice update sandbox 1 to a policy without hold" S update "$S1" --policy "$D/refuse.yaml"
+t_eq "the registration keeps the three approvals" "3" \
+	"$(grep -c ' approve ' "$WORLD_DIR/state/sandboxes/$S3")"
+broker_stop
+sleep 2 # the 1s approval ends while the broker is down
+broker_start
+t_ok "the broker starts again" broker_alive
+t_ok "an approval of sandbox 1 is kept across the restart (transparent HTTPS)" \
+	N "$S1" curl -sf -m 20 --cacert "$WORLD_CA" https://evil-echo.world.test/after-restart
+t_contains "(reached the origin)" "$(origin /after-restart)" "/after-restart"
+t_ok "on top of its updated policy: an unlisted name is NXDOMAIN now (no hold)" \
+	N "$S1" $DNSQ other.world.test A
+t_contains "(NXDOMAIN)" "$T_OUT" "rcode NXDOMAIN"
+t_eq "an approval for the sandbox's life is kept" "200 " \
+	"$(code3 http://kept.evil.world.test/kept)"
+t_eq "a --for approval with time left is kept" "200 " \
+	"$(code3 http://evil-echo.world.test/after-restart)"
+t_eq "a --for approval that ended while the broker was down is not restored" \
+	"403 not-allowlisted" "$(code3 http://other.world.test/expired)"
+t_ok "(the broker log says so)" grep -F \
+	"\`$S3\`: approval of other.world.test:80 ended while the broker was down: not restored" \
+	"$BROKER_LOG"
+# ended_40s: the restored --for 40s approval ended (at most 60 s).
+ended_40s() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -qF "\`$S3\`: approval of evil-echo.world.test:80 ended" "$BROKER_LOG" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+t_ok "a restored --for approval still ends on time" ended_40s
+t_eq "(then refused)" "403 not-allowlisted" "$(code3 http://evil-echo.world.test/ended)"
+t_ok "sluice delete" S delete "$S3"
+t_fails "its registration (and approvals) went with it" test -e "$WORLD_DIR/state/sandboxes/$S3"
 t_ok "the broker is still up" broker_alive
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 broker_stop
