@@ -363,8 +363,7 @@ static int persist(const struct sandbox *sb)
 	/* `sluice approve`s, so that a restart keeps them as it keeps an
 	 * update's policy path: each with its end on the wall clock. */
 	for (size_t i = 0; i < sb->n_approvals; i++)
-		sumfile_line(&w, "approve %s %u %llu", sb->approvals[i].host,
-			     sb->approvals[i].port,
+		sumfile_line(&w, "approve %s %u %llu", sb->approvals[i].host, sb->approvals[i].port,
 			     (unsigned long long)sb->approvals[i].until_wall_ms);
 	return sumfile_commit(&w, tmp, path);
 }
@@ -1351,8 +1350,8 @@ static void restore_approvals(const char *name, const struct reg_file *rf)
 		const struct sandbox_approval *a = &rf->approvals[i];
 
 		if (a->until_wall_ms && a->until_wall_ms <= wall) {
-			log_info("sandbox: `%s`: approval of %s:%u ended while the broker was down: "
-				 "not restored",
+			log_info("sandbox: `%s`: approval of %s:%u ended while the broker was "
+				 "down: not restored",
 				 name, a->host, a->port);
 			ended++;
 			continue;
@@ -1555,7 +1554,8 @@ int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t 
 	if (until_ms) {
 		uint64_t mono = clock_ms_of(CLOCK_MONOTONIC);
 
-		a->until_wall_ms = clock_ms_of(CLOCK_REALTIME) + (until_ms > mono ? until_ms - mono : 0);
+		a->until_wall_ms =
+			clock_ms_of(CLOCK_REALTIME) + (until_ms > mono ? until_ms - mono : 0);
 	}
 	/* Saved first, so that a restart keeps it (as an update's policy):
 	 * an approval that cannot be saved is not made. */
