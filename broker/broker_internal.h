@@ -80,6 +80,9 @@ struct sandbox_approval {
 	char host[256];
 	uint16_t port;	   /* 0: 80 and 443 */
 	uint64_t until_ms; /* loop_now_ms() clock; 0: for the sandbox's life */
+	/* The same end on CLOCK_REALTIME (0: none), what the registration
+	 * keeps: the monotonic clock does not outlive the broker. */
+	uint64_t until_wall_ms;
 };
 
 /* sandbox.c */

@@ -1707,6 +1707,10 @@ int control_start(struct loop *l, const char *path)
 		ctl.listen.fd = maker.done_ev.fd = -1;
 		return -ENOMEM;
 	}
+	/* Approvals made --for a while that a restart restores (after this,
+	 * before the loop runs) end on time too: the first tick looks. */
+	if (loop_timer_arm(l, &ctl.approvals, 1000) == 0)
+		ctl.approvals_armed = true;
 	return 0;
 }
 

@@ -286,9 +286,14 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 		audit_dns(sb, pol, src, sport, &res);
 		count(&res);
 	} else {
-		n = dns_filter_answer_mode(pol, sb->synth,
-					   sandbox_audit(sb, pol), msg, len,
-					   udp, out, outlen, &res);
+		/* Audit mode first: there nothing is held (it goes on). */
+		enum dns_unlisted un = sandbox_audit(sb, pol) ? DNS_UNLISTED_AUDIT
+				       : policy_unlisted_hold(pol)
+					   ? DNS_UNLISTED_HOLD
+					   : DNS_UNLISTED_REFUSE;
+
+		n = dns_filter_answer_unlisted(pol, sb->synth, un, msg, len,
+					       udp, out, outlen, &res);
 		audit_dns(sb, pol, src, sport, &res);
 		count(&res);
 	}

@@ -14,8 +14,8 @@
  * short. Both tables are open addressing with linear probing, and a
  * removal moves the entries after it back into place rather than leaving
  * a tombstone, so that they do not slow down as sandboxes come and go.
- * Registrations are written to state_dir/sandboxes/NAME (address and
- * policy path, never a secret) and restored at start-up. */
+ * Registrations are written to state_dir/sandboxes/NAME (address, policy
+ * path, approvals; never a secret) and restored at start-up. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/sha.h>
@@ -40,6 +41,9 @@
 #include "policy/policy.h"
 
 #define REG_KIND "registration"
+/* A registration: a few lines, and up to POLICY_EXTRA_MAX approvals of
+ * about 300 bytes each. */
+#define REG_MAX_BYTES (64 * 1024)
 
 /* tests/unit/test_sandbox_table.c builds this file with a small table, so
  * that its entries collide and removals move runs of them. */
@@ -356,6 +360,11 @@ static int persist(const struct sandbox *sb)
 		sumfile_line(&w, "%s", CTL_REGISTER_NETNS);
 	if (sb->audit)
 		sumfile_line(&w, "mode %s", CTL_REGISTER_AUDIT);
+	/* `sluice approve`s, so that a restart keeps them as it keeps an
+	 * update's policy path: each with its end on the wall clock. */
+	for (size_t i = 0; i < sb->n_approvals; i++)
+		sumfile_line(&w, "approve %s %u %llu", sb->approvals[i].host, sb->approvals[i].port,
+			     (unsigned long long)sb->approvals[i].until_wall_ms);
 	return sumfile_commit(&w, tmp, path);
 }
 
@@ -366,7 +375,42 @@ struct reg_file {
 	bool audit; /* "mode audit": registered in audit mode */
 	unsigned seen; /* 1 address, 2 policy */
 	unsigned bad;  /* lines that verified but are not ours */
+	/* "approve HOST PORT UNTIL_WALL_MS" lines; until_ms is not set. */
+	struct sandbox_approval approvals[POLICY_EXTRA_MAX];
+	size_t n_approvals;
 };
+
+/* An "approve HOST PORT UNTIL_WALL_MS" line (without "approve "), into
+ * @a. Return: 0, or -EINVAL when it is not one. */
+static int approval_parse(const char *s, size_t len, struct sandbox_approval *a)
+{
+	char line[sizeof(a->host) + 48], *host, *port, *until, *end, *save = NULL;
+	const char *why = NULL;
+	unsigned long long p, u;
+
+	if (len >= sizeof(line))
+		return -EINVAL;
+	memcpy(line, s, len);
+	line[len] = '\0';
+	host = strtok_r(line, " ", &save);
+	port = strtok_r(NULL, " ", &save);
+	until = strtok_r(NULL, " ", &save);
+	if (!host || !port || !until || strtok_r(NULL, " ", &save) ||
+	    strlen(host) >= sizeof(a->host) || !policy_check_name(host, strlen(host), false, &why))
+		return -EINVAL;
+	errno = 0;
+	p = strtoull(port, &end, 10);
+	if (errno || *end || p > 65535)
+		return -EINVAL;
+	u = strtoull(until, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	snprintf(a->host, sizeof(a->host), "%s", host);
+	a->port = (uint16_t)p;
+	a->until_wall_ms = u;
+	return 0;
+}
 
 static int reg_line(const char *s, size_t len, bool ok, void *arg)
 {
@@ -374,7 +418,13 @@ static int reg_line(const char *s, size_t len, bool ok, void *arg)
 
 	if (!ok)
 		return 0;
-	if (len > 8 && !memcmp(s, "address ", 8) && len - 8 < sizeof(rf->addr)) {
+	if (len > 8 && !memcmp(s, "approve ", 8)) {
+		if (rf->n_approvals < POLICY_EXTRA_MAX &&
+		    approval_parse(s + 8, len - 8, &rf->approvals[rf->n_approvals]) == 0)
+			rf->n_approvals++;
+		else
+			rf->bad++;
+	} else if (len > 8 && !memcmp(s, "address ", 8) && len - 8 < sizeof(rf->addr)) {
 		memcpy(rf->addr, s + 8, len - 8);
 		rf->addr[len - 8] = '\0';
 		rf->seen |= 1;
@@ -425,7 +475,7 @@ static int reg_read(const char *name, const char *path, struct reg_file *rf, boo
 
 	memset(rf, 0, sizeof(*rf));
 	*rewrite = false;
-	r = file_read_all(path, 4096, &buf, &len);
+	r = file_read_all(path, REG_MAX_BYTES, &buf, &len);
 	if (r < 0)
 		return r;
 	sumfile_parse(buf, len, REG_KIND, false, reg_line, rf, &res);
@@ -1259,6 +1309,79 @@ static void rewrite_registration(const char *name)
 			strerror(-r));
 }
 
+static uint64_t clock_ms_of(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int recompile(struct sandbox *sb, char *err, size_t errlen);
+
+/*
+ * The approvals a registration kept, back on its restored sandbox @name:
+ * each with what is left of its time on the wall clock; one whose end
+ * passed while the broker was down is not restored (and the registration
+ * is rewritten without it). If the policy cannot be compiled with them,
+ * the sandbox keeps its file's policy alone (fail closed) and the log says
+ * so.
+ */
+static void restore_approvals(const char *name, const struct reg_file *rf)
+{
+	uint64_t wall = clock_ms_of(CLOCK_REALTIME), mono = clock_ms_of(CLOCK_MONOTONIC);
+	size_t i, k = 0, timed = 0, ended = 0;
+	char err[700];
+	struct sandbox *sb;
+	int r;
+
+	pthread_rwlock_rdlock(&tab.lock);
+	sb = find_name(name);
+	pthread_rwlock_unlock(&tab.lock);
+	if (!sb)
+		return;
+	sb->approvals = calloc(POLICY_EXTRA_MAX, sizeof(*sb->approvals));
+	if (!sb->approvals) {
+		log_err("sandbox: `%s`: out of memory: its %zu approvals are not restored", name,
+			rf->n_approvals);
+		return;
+	}
+	for (i = 0; i < rf->n_approvals; i++) {
+		const struct sandbox_approval *a = &rf->approvals[i];
+
+		if (a->until_wall_ms && a->until_wall_ms <= wall) {
+			log_info("sandbox: `%s`: approval of %s:%u ended while the broker was "
+				 "down: not restored",
+				 name, a->host, a->port);
+			ended++;
+			continue;
+		}
+		sb->approvals[k] = *a;
+		if (a->until_wall_ms) {
+			sb->approvals[k].until_ms = mono + (a->until_wall_ms - wall);
+			timed++;
+		}
+		k++;
+	}
+	sb->n_approvals = k;
+	r = k ? recompile(sb, err, sizeof(err)) : 0;
+	if (r < 0) {
+		log_err("sandbox: `%s`: its policy cannot be compiled with its %zu approvals (%s): "
+			"they are not restored",
+			name, k, err);
+		sb->n_approvals = 0;
+		timed = 0;
+	}
+	tab.timed_approvals += timed;
+	if ((ended || r < 0) && persist(sb) < 0)
+		log_err("sandbox: `%s`: cannot rewrite its registration in %s without the "
+			"approvals not restored",
+			name, tab.dir);
+	if (sb->n_approvals)
+		log_info("sandbox: `%s`: restored %zu approvals (%zu for a while)", name,
+			 sb->n_approvals, timed);
+}
+
 int sandbox_restore(char *err, size_t errlen)
 {
 	DIR *d = opendir(tab.dir);
@@ -1304,6 +1427,8 @@ int sandbox_restore(char *err, size_t errlen)
 		}
 		if (rewrite)
 			rewrite_registration(de->d_name);
+		if (rf.n_approvals)
+			restore_approvals(de->d_name, &rf);
 		n++;
 	}
 	closedir(d);
@@ -1425,13 +1550,31 @@ int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t 
 	snprintf(a->host, sizeof(a->host), "%s", host);
 	a->port = port;
 	a->until_ms = until_ms;
-	r = recompile(sb, err, errlen);
+	a->until_wall_ms = 0;
+	if (until_ms) {
+		uint64_t mono = clock_ms_of(CLOCK_MONOTONIC);
+
+		a->until_wall_ms =
+			clock_ms_of(CLOCK_REALTIME) + (until_ms > mono ? until_ms - mono : 0);
+	}
+	/* Saved first, so that a restart keeps it (as an update's policy):
+	 * an approval that cannot be saved is not made. */
+	r = persist(sb);
+	if (r < 0)
+		snprintf(err, errlen, "cannot write registration in %s: %s: not approved", tab.dir,
+			 strerror(-r));
+	else
+		r = recompile(sb, err, errlen);
 	if (r < 0) {
 		/* Nothing changed: the approval goes as it came. */
 		if (added)
 			sb->n_approvals--;
 		else
 			*a = keep;
+		if (persist(sb) < 0)
+			log_err("sandbox: `%s`: cannot rewrite its registration in %s without the "
+				"approval of %s:%u that failed",
+				name, tab.dir, host, port);
 		return r;
 	}
 	if (keep.until_ms && !added)
@@ -1472,6 +1615,11 @@ size_t sandbox_approvals_expire(uint64_t now_ms)
 			sb->approvals[k++] = *a;
 		}
 		sb->n_approvals = k;
+		/* A restart would not restore it anyway (its end is on the
+		 * wall clock): rewritten so that the file says what holds. */
+		if (gone && persist(sb) < 0)
+			log_err("sandbox: `%s`: cannot rewrite its registration in %s", sb->name,
+				tab.dir);
 		if (gone && recompile(sb, err, sizeof(err)) < 0)
 			log_err("sandbox: `%s`: an approval ended, but its policy cannot be "
 				"compiled again (%s): the old one stays until it can",

@@ -138,6 +138,10 @@ enum sl_reason {
  * is the one it would have got). Spelled here once, for the proxy, the
  * DNS filter and the audit log. */
 #define SL_DECISION_WOULD_DENY "would-deny"
+/* `unlisted: hold`: the DNS filter answered a name outside the list (a
+ * synthetic address) so that its connection comes to the proxy and waits
+ * there for approve, refuse or its timeout. */
+#define SL_DECISION_HOLD "hold"
 
 /* The reason's string (static), or "unknown" for a value out of range. */
 const char *sl_reason_name(enum sl_reason r);

@@ -420,6 +420,30 @@ int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
 			   uint8_t *out, size_t outlen,
 			   struct dns_filter_result *res);
 
+/* What the filter does with a name outside the policy (not a bad name). */
+enum dns_unlisted {
+	DNS_UNLISTED_REFUSE, /* NXDOMAIN, EDE 15 (Blocked) */
+	DNS_UNLISTED_AUDIT,  /* audit mode: answered, SL_DECISION_WOULD_DENY */
+	DNS_UNLISTED_HOLD,   /* `unlisted: hold`: answered, SL_DECISION_HOLD */
+};
+
+/**
+ * dns_filter_answer_unlisted() - dns_filter_answer() with a say on names
+ * outside the policy
+ * @unlisted: DNS_UNLISTED_AUDIT and DNS_UNLISTED_HOLD answer such a name
+ *            as an allowed one is (an A query its synthetic address, from
+ *            the map, never upstream; any other type NODATA), so that the
+ *            client connects and the proxy decides (passes it audited, or
+ *            holds it); @res says SL_DECISION_WOULD_DENY or
+ *            SL_DECISION_HOLD with reason "not-allowlisted"
+ *
+ * Return: as dns_filter_answer().
+ */
+int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
+			       enum dns_unlisted unlisted, const uint8_t *q,
+			       size_t qlen, bool udp, uint8_t *out,
+			       size_t outlen, struct dns_filter_result *res);
+
 /**
  * dns_filter_error() - answer a query with a fixed error, unread
  * @q:        the query; untrusted

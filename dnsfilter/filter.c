@@ -114,6 +114,17 @@ int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
 			   uint8_t *out, size_t outlen,
 			   struct dns_filter_result *res)
 {
+	return dns_filter_answer_unlisted(p, s,
+					  audit ? DNS_UNLISTED_AUDIT
+						: DNS_UNLISTED_REFUSE,
+					  msg, len, udp, out, outlen, res);
+}
+
+int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
+			       enum dns_unlisted unlisted, const uint8_t *msg,
+			       size_t len, bool udp, uint8_t *out,
+			       size_t outlen, struct dns_filter_result *res)
+{
 	const char *decision = "allow", *reason = "allowed";
 	struct dns_query q;
 	struct sl_addr a;
@@ -143,12 +154,15 @@ int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
 		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) ==
 			   POLICY_BAD_NAME;
 
-		/* Audit mode: answered as an allowed name is, so that the
-		 * client connects and the proxy sees (and audits) what it
-		 * wanted; a synthetic address reveals nothing and asks
+		/* Audit mode, and `unlisted: hold`: answered as an allowed
+		 * name is, so that the client connects and the proxy sees
+		 * what it wanted (audits it, or holds it until a person
+		 * answers); a synthetic address reveals nothing and asks
 		 * nobody upstream. */
-		if (audit && !bad) {
-			decision = SL_DECISION_WOULD_DENY;
+		if (unlisted != DNS_UNLISTED_REFUSE && !bad) {
+			decision = unlisted == DNS_UNLISTED_AUDIT
+					   ? SL_DECISION_WOULD_DENY
+					   : SL_DECISION_HOLD;
 			reason = "not-allowlisted";
 			goto answer;
 		}

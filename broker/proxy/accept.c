@@ -54,6 +54,8 @@ static void reset_now(int fd)
 	close(fd);
 }
 
+static void sniff_raw_ok(struct conn *c);
+
 /*
  * A redirected connection: where was it going? A synthetic address stands
  * for the name the DNS filter gave it; anything else is a literal that only
@@ -93,20 +95,43 @@ static int transparent_setup(struct conn *c)
 		proxy_reply(c, 0, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		return -1;
 	}
-	/* How strictly the first bytes are read depends on the rule that
-	 * would allow the destination (looks_like_http()); proxy_decide_target()
-	 * makes the decision itself later. */
-	{
-		struct proxy_target t = {
-			.host = c->host, .addr = &c->dst, .port = c->port, .literal = c->literal
-		};
-		struct proxy_verdict v;
-
-		if (proxy_check_target(c->pol, &t, &v) == PROXY_ALLOW)
-			c->raw_ok = v.raw_ok;
-	}
+	sniff_raw_ok(c);
 	c->raw = false;
 	return 0;
+}
+
+/* How strictly the first bytes are read depends on the rule that would
+ * allow the destination (looks_like_http()); proxy_decide_target() makes
+ * the decision itself later. */
+static void sniff_raw_ok(struct conn *c)
+{
+	struct proxy_target t = {
+		.host = c->host, .addr = &c->dst, .port = c->port, .literal = c->literal
+	};
+	struct proxy_verdict v;
+
+	c->raw_ok = false;
+	if (proxy_check_target(c->pol, &t, &v) == PROXY_ALLOW)
+		c->raw_ok = v.raw_ok;
+}
+
+void proxy_transparent_restart(struct conn *c)
+{
+	c->st = CS_SNIFF;
+	c->proto = "tcp";
+	c->raw = false;
+	c->is_connect = false;
+	c->intercept = false;
+	c->need_raw = false;
+	c->silent = false;
+	c->head_started = false;
+	c->method[0] = c->path[0] = '\0';
+	c->port = c->orig_port;
+	c->dst = c->orig_dst;
+	c->naddrs = 0;
+	c->rule = -1;
+	sniff_raw_ok(c);
+	loop_timer_arm(c->w->loop, &c->timer, SNIFF_MS);
 }
 
 /*

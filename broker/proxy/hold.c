@@ -154,13 +154,18 @@ void proxy_hold_leave(struct conn *c)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* Explicit-proxy requests only (HTTP Host, CONNECT authority): their head
- * can be decided again. A transparent connection reaches only names the DNS
- * filter answered, which were allowed. */
+/* A request whose target can be decided again from what is kept: an
+ * explicit-proxy head (HTTP Host, CONNECT authority), or a transparent
+ * connection to a synthetic address (the DNS filter answered its name
+ * because of `unlisted: hold`), whose first bytes (an HTTP head in c->in, a
+ * ClientHello or nothing still in its socket) are read again. Never a
+ * literal destination, nor a request inside a tunnel or intercepted TLS,
+ * which are bound to a host that was allowed. */
 bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v)
 {
 	return v->reason == SL_REASON_NOT_ALLOWLISTED && !c->literal && c->host[0] &&
-	       !c->transparent && !c->inner && !c->cssl && policy_unlisted_hold(c->pol);
+	       (!c->transparent || c->orig_synthetic) && !c->inner && !c->cssl &&
+	       policy_unlisted_hold(c->pol);
 }
 
 enum step proxy_hold(struct conn *c)
@@ -172,8 +177,10 @@ enum step proxy_hold(struct conn *c)
 	if (r < 0)
 		return proxy_deny(c, SL_REASON_HOLD_FULL);
 	/* Put a CONNECT's head back: an answer decides the request again from
-	 * its head, on the policy in force then. Nothing read it since. */
-	if (c->is_connect)
+	 * its head, on the policy in force then. Nothing read it since. A
+	 * transparent connection's first bytes were only peeked at: they are
+	 * still in its socket. */
+	if (c->is_connect && !c->transparent)
 		c->in->pos -= (size_t)c->head_len;
 	proxy_close_upstream(c); /* a kept-alive one, to another host */
 	c->st = CS_HOLD;
@@ -192,6 +199,14 @@ static void resume(struct conn *c)
 	proxy_parsed_free(c->parsed);
 	c->parsed = NULL;
 	proxy_refresh_policy(c);
+	if (c->transparent && c->is_connect) {
+		/* Held as a tunnel (TLS, other bytes, silence): sniffed again
+		 * from the start, as if just accepted. The ClientHello was
+		 * peeked, never read, so the upstream or the interception
+		 * gets it whole, as without the hold. */
+		proxy_transparent_restart(c);
+		return;
+	}
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
 }

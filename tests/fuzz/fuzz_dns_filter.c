@@ -57,14 +57,16 @@ static void check_result(const struct dns_filter_result *res)
 	CHECK(!strcmp(res->decision, "allow") ||
 	      !strcmp(res->decision, "deny") ||
 	      !strcmp(res->decision, "error") ||
-	      !strcmp(res->decision, SL_DECISION_WOULD_DENY));
+	      !strcmp(res->decision, SL_DECISION_WOULD_DENY) ||
+	      !strcmp(res->decision, SL_DECISION_HOLD));
 	CHECK(memchr(res->name, 0, sizeof(res->name)) != NULL);
 	CHECK(memchr(res->answer, 0, sizeof(res->answer)) != NULL);
 }
 
 /* What every reply says: our ID, QR, the question echoed, nothing past it.
- * @audit: the reply of dns_filter_answer_mode() in audit mode, where a name
- * outside the policy gets a synthetic address too (as would-deny). */
+ * @audit: the reply of dns_filter_answer_mode() in audit mode (or of
+ * dns_filter_answer_unlisted() under hold), where a name outside the policy
+ * gets a synthetic address too (as would-deny, or hold). */
 static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r,
 			     int n, size_t outlen,
 			     const struct dns_filter_result *res, bool udp,
@@ -106,7 +108,8 @@ static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r,
 	}
 	if (!strcmp(res->metric, "synthetic") || !strcmp(res->metric, "nodata"))
 		CHECK(policy_name_allowed(pol, res->name, strlen(res->name)) ||
-		      (audit && !strcmp(res->decision, SL_DECISION_WOULD_DENY)));
+		      (audit && (!strcmp(res->decision, SL_DECISION_WOULD_DENY) ||
+				 !strcmp(res->decision, SL_DECISION_HOLD))));
 }
 
 static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n,
@@ -152,6 +155,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_result(&res);
 	check_reply_mode(q, size, out, n, sizeof(out), &res, true, true);
 	if (!strcmp(res.decision, SL_DECISION_WOULD_DENY))
+		CHECK(!policy_name_allowed(pol, res.name, strlen(res.name)));
+
+	/* `unlisted: hold`: the same, decided hold */
+	n = dns_filter_answer_unlisted(pol, synth, DNS_UNLISTED_HOLD, q, size,
+				       true, out, sizeof(out), &res);
+	check_result(&res);
+	check_reply_mode(q, size, out, n, sizeof(out), &res, true, true);
+	CHECK(strcmp(res.decision, SL_DECISION_WOULD_DENY));
+	if (!strcmp(res.decision, SL_DECISION_HOLD))
 		CHECK(!policy_name_allowed(pol, res.name, strlen(res.name)));
 
 	n = dns_filter_error(q, size, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,

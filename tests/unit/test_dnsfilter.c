@@ -353,6 +353,59 @@ static void test_audit_mode(void **state)
 	assert_string_equal(res.decision, "deny");
 }
 
+/* ask(), for a sandbox whose policy says `unlisted: hold`. */
+static int ask_hold(struct fx *f, const struct qspec *qs, struct reply *r,
+		    struct dns_filter_result *res)
+{
+	uint8_t q[600], out[512];
+	size_t ql = mkq(qs, q);
+	int n = dns_filter_answer_unlisted(f->p, f->s, DNS_UNLISTED_HOLD, q, ql,
+					   true, out, sizeof(out), res);
+
+	if (n > 0)
+		read_reply(out, (size_t)n, r);
+	return n;
+}
+
+/* `unlisted: hold`: a name outside the policy gets a synthetic address
+ * (decision hold, not-allowlisted), so that its connection comes to the
+ * proxy and waits there; a bad name stays NXDOMAIN. */
+static void test_hold_mode(void **state)
+{
+	struct fx *f = *state;
+	struct qspec qs = {.id = 9, .name = "held.example.com", .qtype = DNS_TYPE_A};
+	struct dns_filter_result res;
+	struct reply r;
+	char txt[32];
+
+	assert_true(ask_hold(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(r.n_a, 1);
+	a_text(&r, txt, sizeof(txt));
+	assert_string_equal(txt, "198.18.0.1");
+	assert_string_equal(res.decision, "hold");
+	assert_string_equal(res.reason, "not-allowlisted");
+	assert_string_equal(res.metric, "synthetic");
+	assert_int_equal(r.ede, -1); /* no Extended DNS Error */
+
+	qs.qtype = DNS_TYPE_AAAA;
+	assert_true(ask_hold(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(r.an, 0);
+	assert_string_equal(res.decision, "hold");
+
+	qs.qtype = DNS_TYPE_A;
+	qs.name = "api.example.com";
+	assert_true(ask_hold(f, &qs, &r, &res) > 0);
+	assert_string_equal(res.decision, "allow");
+
+	qs.name = "a b.example.com";
+	assert_true(ask_hold(f, &qs, &r, &res) > 0);
+	assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
+	assert_string_equal(res.decision, "deny");
+	assert_string_equal(res.reason, "bad-name");
+}
+
 static void test_allowed_other_types_nodata(void **state)
 {
 	struct fx *f = *state;
@@ -1061,6 +1114,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_allowed_a, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_audit_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hold_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_allowed_other_types_nodata,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_other_classes, setup,
