@@ -287,7 +287,7 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 	 * without its certificate is refused by tls_ca_load(). */
 	ret = write_file_in(dir, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
-		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0644);
+		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0640);
 	if (ret == 0)
 		ret = write_sums(dir, sumfile_sum(kp, (size_t)kl), sumfile_sum(cp, (size_t)cl));
 out:
