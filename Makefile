@@ -31,6 +31,7 @@ bindir ?= $(prefix)/bin
 libexecdir ?= $(prefix)/lib/sluice
 mandir ?= $(prefix)/share/man
 unitdir ?= $(prefix)/lib/systemd/system
+sysusersdir ?= $(prefix)/lib/sysusers.d
 bashcompdir ?= $(prefix)/share/bash-completion/completions
 # sluiced reads /etc/sluice/sluiced.yaml whatever the prefix: the sample goes beside it.
 sysconfdir ?= /etc
@@ -348,6 +349,7 @@ UNITS := sluice-netns.service sluiced.service
 INSTALLED = $(addprefix $(bindir)/,sluiced sluice sluice-probe sluice-cni sluice-oci-hook) \
 	$(libexecdir)/sluice-uplink \
 	$(addprefix $(unitdir)/,$(UNITS)) $(sysconfdir)/sluice/sluiced.yaml.sample \
+	$(sysusersdir)/sluice.conf \
 	$(foreach m,$(MANPAGES),$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m))) \
 	$(bashcompdir)/sluice
 SUBST = sed -e 's|@bindir@|$(bindir)|g' -e 's|@libexecdir@|$(libexecdir)|g' \
@@ -362,7 +364,7 @@ install: build
 # binaries it was given).
 install-files:
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libexecdir) $(DESTDIR)$(unitdir) \
-		$(DESTDIR)$(sysconfdir)/sluice $(DESTDIR)$(bashcompdir) \
+		$(DESTDIR)$(sysconfdir)/sluice $(DESTDIR)$(bashcompdir) $(DESTDIR)$(sysusersdir) \
 		$(addprefix $(DESTDIR)$(mandir)/man,1 5 8)
 	install -m 0755 $(BIN)/sluiced $(BIN)/sluice $(BIN)/sluice-probe $(BIN)/sluice-cni \
 		$(BIN)/sluice-oci-hook $(DESTDIR)$(bindir)/
@@ -373,6 +375,10 @@ install-files:
 	$(foreach m,$(MANPAGES),install -m 0644 $(m) \
 		$(DESTDIR)$(mandir)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)) &&) true
 	install -m 0644 deploy/bash-completion/sluice $(DESTDIR)$(bashcompdir)/sluice
+	install -m 0644 deploy/systemd/sluice.sysusers $(DESTDIR)$(sysusersdir)/sluice.conf
+	@# The broker's user (sluiced.yaml `user`), on this machine only.
+	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(sysusersdir)/sluice.conf; fi
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,12 +191,68 @@ static int group(struct cfgload *ld, const struct ynode *v, struct broker_config
 	return 0;
 }
 
+/* A whole decimal number of at most 10 digits in [s, s + n); -1 otherwise. */
+static long long id_num(const char *s, size_t n)
+{
+	long long x = 0;
+	size_t i;
+
+	if (n == 0 || n > 10)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		x = x * 10 + (s[i] - '0');
+	}
+	return x < 0xffffffffLL ? x : -1; /* (uid_t)-1 means "no change" */
+}
+
+/* user: NAME (its passwd entry's uid and group), UID or UID:GID, resolved
+ * now (see config.h). */
+static int user(struct cfgload *ld, const struct ynode *v, struct broker_config *c)
+{
+	char buf[16384];
+	struct passwd pw, *res = NULL;
+	const char *colon;
+	long long u, g;
+	int r;
+
+	r = str_into(ld, v, "user", c->user, sizeof(c->user));
+	if (r < 0)
+		return r;
+	colon = strchr(c->user, ':');
+	u = id_num(c->user, colon ? (size_t)(colon - c->user) : strlen(c->user));
+	g = colon ? id_num(colon + 1, strlen(colon + 1)) : -2;
+	if (u >= 0 && g != -1) {
+		c->user_uid = (uid_t)u;
+		if (g >= 0) {
+			c->user_gid = (gid_t)g;
+			return 0;
+		}
+		/* UID alone: its passwd entry's group where it has one, else
+		 * the same number. */
+		r = getpwuid_r((uid_t)u, &pw, buf, sizeof(buf), &res);
+		c->user_gid = !r && res ? res->pw_gid : (gid_t)u;
+		return 0;
+	}
+	if (colon || !c->user[0])
+		return ytree_fail(ld->err, ld->file, v, "`user`: `%s` is not NAME, UID or UID:GID",
+				  c->user);
+	r = getpwnam_r(c->user, &pw, buf, sizeof(buf), &res);
+	if (r || !res)
+		return ytree_fail(ld->err, ld->file, v, "`user`: unknown user `%s`%s%s", c->user,
+				  r ? ": " : "", r ? strerror(r) : "");
+	c->user_uid = res->pw_uid;
+	c->user_gid = res->pw_gid;
+	return 0;
+}
+
 static const char *const known_keys[] = {
 	"control_socket", "state_dir",	    "sandbox_pool",   "proxy_port",
 	"transparent_port", "dns_port",	    "upstream_resolvers", "upstream_ca",
 	"audit_log",	  "workers",	    "max_connections", "max_head_bytes",
 	"head_timeout",	  "connect_timeout", "drain_timeout",  "dns_cache_size",
-	"synthetic_pool", "response_timeout", "audit_fold", "control_group", NULL,
+	"synthetic_pool", "response_timeout", "audit_fold", "control_group", "user", NULL,
 };
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
@@ -216,6 +273,8 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 		return str_into(ld, v, key, c->audit_log, sizeof(c->audit_log));
 	if (IS("control_group"))
 		return group(ld, v, c);
+	if (IS("user"))
+		return user(ld, v, c);
 	if (IS("sandbox_pool"))
 		return prefix(ld, v, key, &c->pool_net, &c->pool_plen, 96 + 28);
 	if (IS("synthetic_pool"))

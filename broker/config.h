@@ -12,6 +12,13 @@
 
 #define CONFIG_MAX_RESOLVERS 8
 
+/* The broker's user when  is not set and there is no user :
+ * an id no distribution hands out (65534 is nobody, which other daemons
+ * share; the broker's files must be its own). */
+#define BROKER_DEFAULT_USER "sluice"
+#define BROKER_DEFAULT_UID 65533
+#define BROKER_DEFAULT_GID 65533
+
 struct broker_config {
 	char control_socket[108];
 	char state_dir[256];
@@ -50,6 +57,14 @@ struct broker_config {
 	 * later. The main thread alone reads both (control.c). */
 	char control_group[64];		/* "" = root only */
 	gid_t control_gid;
+	/* user: who the broker runs as after start-up (main.c), NAME, UID or
+	 * UID:GID, resolved when the file is read. "" (the default): the
+	 * system user `sluice` if there is one, else BROKER_DEFAULT_UID:GID.
+	 * 0 (root) keeps the broker uid 0, as before, with a warning. A
+	 * change takes effect on a restart. */
+	char user[64];
+	uid_t user_uid;
+	gid_t user_gid;
 };
 
 /* Fills @c with the documented defaults. */

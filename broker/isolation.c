@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The broker's seccomp allowlist: after start-up (sockets bound, state
- * read, capabilities dropped: main.c drop_privileges()) the broker, every
+ * The broker's isolation: the switch to its own user (isolation_switch_user,
+ * after isolation_take_over of its state), the opener that is all that
+ * stays root (below, "the opener"), and the seccomp allowlist.
+ *
+ * The allowlist: after start-up (sockets bound, user switched, state
+ * read: main.c drop_privileges(), confine()) the broker, every
  * thread of it, may make the system calls below and no other. The broker
  * parses what hostile sandboxes send; if a bug in that code is ever made to
  * run the attacker's code, this is what that code can ask the kernel for:
@@ -25,9 +29,16 @@
  * says why it is there.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,11 +46,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "broker/isolation.h"
+#include "common/file.h"
 
 #if defined(__x86_64__)
 #define ISO_ARCH AUDIT_ARCH_X86_64
@@ -258,6 +274,459 @@ int isolation_seccomp_install(char *err, size_t errlen)
 
 		snprintf(err, errlen, "seccomp: %s", e ? strerror(e) : "a thread could not take it");
 		return e ? -e : -EAGAIN;
+	}
+	return 0;
+}
+
+/* ---- the opener -----------------------------------------------------------
+ *
+ * Once the broker runs as its own user it may no longer read a policy or a
+ * secret file that root alone may read (secret files are 0600 root as a
+ * rule, and `sluice create --policy` names files wherever the operator
+ * keeps them). They are read at register, update and reload, long after
+ * start-up, so reading them before the switch does not do; the CLI does
+ * not send them either (a SIGHUP reload has no CLI behind it). The opener
+ * is what is left of root: a child forked at start-up, uid 0 with no
+ * capability at all, so that it reads what root owns or may read by the
+ * file's mode, and never another user's private file (that would take
+ * CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH, which it does not hold). It
+ * opens a regular file read-only and hands the descriptor back
+ * (SCM_RIGHTS). It never writes, opens no directory, device or FIFO (the
+ * path is opened O_PATH and checked before it is opened for reading, so a
+ * device's open has no effect), nothing on /proc or /sys, and its seccomp
+ * filter lets it do nothing else. What a broker taken over could still get
+ * from it: the contents of a file root may read. Before the switch the
+ * broker could also write every root-owned file; that is gone.
+ *
+ * Protocol, on a SOCK_SEQPACKET pair: the request is open's flags (an
+ * int32) and the path with its NUL; the answer an int32 (0 or a negative
+ * errno) and, with 0, the descriptor. One request at a time (opener_lock),
+ * each answered within OPENER_WAIT_S or the opener counts as gone.
+ */
+#define OPENER_FLAGS (O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)
+#define OPENER_WAIT_S 5
+
+struct opener_req {
+	int32_t flags;
+	char path[PATH_MAX];
+};
+
+static int opener_sock = -1;
+static pthread_mutex_t opener_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The opener's whole filter: anything else kills it (the broker then reads
+ * only what its own user may). */
+static const int opener_allowed[] = {
+	/* Requests in, answers and descriptors out. */
+	__NR_recvfrom, __NR_recvmsg, __NR_sendmsg,
+	/* The open (O_PATH, then through /proc/self/fd), its checks, the close. */
+	__NR_openat, __NR_fstat, __NR_newfstatat, __NR_fstatfs, __NR_close,
+#ifdef __NR_open
+	__NR_open,
+#endif
+	__NR_exit, __NR_exit_group, __NR_rt_sigreturn, __NR_restart_syscall,
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* Sanitizer builds only: their allocator and reports. */
+	__NR_mmap, __NR_munmap, __NR_madvise, __NR_mprotect, __NR_write, __NR_getpid,
+	__NR_gettid, __NR_futex, __NR_sched_yield, __NR_rt_sigprocmask, __NR_tgkill,
+#endif
+};
+
+static int opener_filter(void)
+{
+	enum { N = sizeof(opener_allowed) / sizeof(opener_allowed[0]) };
+	struct sock_filter f[4 + N + 2];
+	struct sock_fprog prog = { .filter = f };
+	unsigned i, k = 0;
+
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_ARCH, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (i = 0; i < N; i++)
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (unsigned)opener_allowed[i],
+						      (unsigned char)(N - i), 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog.len = (unsigned short)k;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+/*
+ * Empties the calling thread's bounding set. Only what is in it is
+ * dropped: under a service manager that bounded it already (systemd's
+ * CapabilityBoundingSet), a drop of what is not there would fail for want
+ * of CAP_SETPCAP. Return: -1 when empty, else the capability left.
+ */
+static int capbset_clear(void)
+{
+	int cap;
+
+	for (cap = 0; cap <= 63; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in < 0)
+			break; /* past the kernel's last capability */
+		if (in == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+			return cap;
+	}
+	return -1;
+}
+
+/* Every capability out of every set of the calling thread; the uid stays. */
+static int drop_all_caps(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+	int cap;
+
+	/* The bounding set first: dropping from it takes CAP_SETPCAP. */
+	cap = capbset_clear();
+	if (cap >= 0)
+		return -EPERM;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One answer: @r, and with 0 the descriptor @fd. */
+static void opener_reply(int sock, int32_t r, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { .iov_base = &r, .iov_len = sizeof(r) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	memset(&c, 0, sizeof(c));
+	if (r == 0) {
+		m.msg_control = c.buf;
+		m.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+/* Opens @path for reading as the request says; sets *@fd. Return: 0 or -errno. */
+static int opener_open_one(const struct opener_req *q, int *fd)
+{
+	char self[40];
+	struct statfs sfs;
+	struct stat st;
+	int p, r = 0;
+
+	*fd = -1;
+	/* O_PATH: nothing of the file is opened yet (a device's open would act). */
+	p = open(q->path, O_PATH | O_CLOEXEC | (q->flags & O_NOFOLLOW));
+	if (p < 0)
+		return -errno;
+	if (fstat(p, &st) < 0 || fstatfs(p, &sfs) < 0)
+		r = -errno;
+	else if (S_ISLNK(st.st_mode))
+		r = -ELOOP; /* O_NOFOLLOW asked, and the path is a symlink */
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
+		r = -EACCES; /* other processes' environ, kernel knobs */
+	if (r == 0) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", p);
+		*fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (*fd < 0)
+			r = -errno;
+	}
+	close(p);
+	return r;
+}
+
+static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
+{
+	struct opener_req q;
+	int fd, r, i;
+
+	/* It ends with the broker, however the broker ends. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+		_exit(1);
+	/* Signals for the broker's process group (^C, a HUP) are not for it. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	/* Of the broker's descriptors it keeps its socket and stderr. */
+	for (i = 3; i < 4096; i++)
+		if (i != sock)
+			close(i);
+	prctl(PR_SET_NAME, "sluiced-opener", 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || drop_all_caps() < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || opener_filter() < 0)
+		_exit(1);
+	for (;;) {
+		ssize_t n = recv(sock, &q, sizeof(q), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0); /* the broker closed its end, or is gone */
+		fd = -1;
+		if ((size_t)n <= offsetof(struct opener_req, path) || ((char *)&q)[n - 1] != '\0')
+			r = -EINVAL;
+		else if ((q.flags & ~OPENER_FLAGS) != O_RDONLY)
+			r = -EINVAL; /* reading only */
+		else
+			r = opener_open_one(&q, &fd);
+		opener_reply(sock, r, fd);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* The opener's side in the broker: file_set_opener()'s function. */
+static int opener_open(const char *path, int flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct opener_req q;
+	int32_t v = 0;
+	struct iovec iov = { .iov_base = &v, .iov_len = sizeof(v) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	size_t len = strlen(path);
+	ssize_t n;
+	int fd = -1, r;
+
+	if (len >= sizeof(q.path))
+		return -ENAMETOOLONG;
+	if ((flags & ~OPENER_FLAGS) != O_RDONLY)
+		return -EINVAL;
+	q.flags = flags;
+	memcpy(q.path, path, len + 1);
+	pthread_mutex_lock(&opener_lock);
+	if (opener_sock < 0) {
+		r = -EACCES; /* as the broker's own open said */
+		goto out;
+	}
+	if (send(opener_sock, &q, offsetof(struct opener_req, path) + len + 1, MSG_NOSIGNAL) < 0) {
+		r = -EIO;
+		goto gone;
+	}
+	do {
+		m.msg_control = c.buf;
+		m.msg_controllen = sizeof(c.buf);
+		n = recvmsg(opener_sock, &m, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(v)) {
+		r = -EIO;
+		goto gone;
+	}
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (v == 0 && fd >= 0) {
+		r = fd;
+		goto out;
+	}
+	if (fd >= 0)
+		close(fd);
+	r = v < 0 ? v : -EIO;
+	goto out;
+gone:
+	/* No answer in time, or none at all: a late one would answer the
+	 * next request, so the opener is given up (it exits on EOF). */
+	fprintf(stderr, "sluiced: the opener of root-only files does not answer; from now on "
+			"the broker reads only what its own user may\n");
+	close(opener_sock);
+	opener_sock = -1;
+out:
+	pthread_mutex_unlock(&opener_lock);
+	return r;
+}
+
+int isolation_opener_start(char *err, size_t errlen)
+{
+	struct timeval tv = { .tv_sec = OPENER_WAIT_S };
+	pid_t parent = getpid(), pid;
+	int sv[2], e;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		e = errno;
+		snprintf(err, errlen, "opener: socketpair: %s", strerror(e));
+		return -e;
+	}
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		snprintf(err, errlen, "opener: fork: %s", strerror(e));
+		return -e;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		opener_main(sv[1], parent);
+	}
+	close(sv[1]);
+	if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+		e = errno;
+		close(sv[0]); /* the child exits on EOF */
+		snprintf(err, errlen, "opener: setsockopt: %s", strerror(e));
+		return -e;
+	}
+	opener_sock = sv[0];
+	file_set_opener(opener_open);
+	return 0;
+}
+
+/* ---- taking over an old state_dir ----------------------------------------- */
+
+/* nftw() has no argument for its callback: these, set by the one caller
+ * (start-up, one thread). */
+static uid_t take_uid;
+static gid_t take_gid;
+static unsigned take_n, take_skipped;
+static int take_err;
+static char take_where[PATH_MAX];
+
+static int take_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (type == FTW_NS || (st->st_uid == take_uid && st->st_gid == take_gid))
+		return 0;
+	/* The control socket (the default puts it in state_dir) stays root's. */
+	if (S_ISSOCK(st->st_mode))
+		return 0;
+	/* A file with a second name may be one that someone linked in from
+	 * elsewhere (/etc/shadow, where protected_hardlinks is off): never
+	 * given away. Devices, FIFOs and sockets have no business here. */
+	if (!S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode) &&
+	    !(S_ISREG(st->st_mode) && st->st_nlink == 1)) {
+		take_skipped++;
+		return 0;
+	}
+	/* Nothing of the broker's is for everyone (an older broker wrote its
+	 * CA certificates 0644). Before the chown, while root owns it (no
+	 * CAP_FOWNER needed then); a symlink has no mode of its own. */
+	if (S_ISREG(st->st_mode) && (st->st_mode & S_IRWXO) &&
+	    fchmodat(AT_FDCWD, path, st->st_mode & 07770, 0) < 0) {
+		take_err = -errno;
+		snprintf(take_where, sizeof(take_where), "%s", path);
+		return 1;
+	}
+	if (fchownat(AT_FDCWD, path, take_uid, take_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		take_err = -errno;
+		snprintf(take_where, sizeof(take_where), "%s", path);
+		return 1;
+	}
+	take_n++;
+	return 0;
+}
+
+int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char *err,
+			size_t errlen)
+{
+	take_uid = uid;
+	take_gid = gid;
+	take_n = take_skipped = 0;
+	take_err = 0;
+	/* FTW_PHYS: no symlink is followed; FTW_MOUNT: no other file system;
+	 * FTW_DEPTH: a directory is given away after what is in it, so that
+	 * nothing in it can be swapped by its new owner while root works there. */
+	if (nftw(dir, take_one, 16, FTW_PHYS | FTW_MOUNT | FTW_DEPTH) < 0 && !take_err) {
+		take_err = errno ? -errno : -EIO;
+		snprintf(take_where, sizeof(take_where), "%s", dir);
+	}
+	*n = take_n;
+	if (take_err) {
+		snprintf(err, errlen, "chown `%s` to %u:%u: %s", take_where, (unsigned)uid,
+			 (unsigned)gid, strerror(-take_err));
+		return take_err;
+	}
+	if (take_skipped)
+		snprintf(err, errlen,
+			 "%u entries left as they were (hard-linked files, devices, FIFOs)",
+			 take_skipped);
+	else if (errlen)
+		err[0] = '\0';
+	return 0;
+}
+
+/* ---- the switch ------------------------------------------------------------ */
+
+int isolation_switch_user(uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	int cap, e;
+
+	if (uid == 0 || gid == 0) {
+		snprintf(err, errlen, "switch to %u:%u: not an unprivileged user", (unsigned)uid,
+			 (unsigned)gid);
+		return -EINVAL;
+	}
+	/* No capability is kept: the broker needs none after start-up (its
+	 * listeners are bound, the transparent path reads SO_ORIGINAL_DST
+	 * of a redirect, which needs no IP_TRANSPARENT, and it changes no
+	 * nftables or link at run time: the CLI does). KEEPCAPS stays off,
+	 * so the kernel clears permitted and effective as the uids leave 0;
+	 * the bounding and ambient sets go first, while CAP_SETPCAP is held. */
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
+		e = errno;
+		snprintf(err, errlen, "prctl(PR_SET_KEEPCAPS): %s", strerror(e));
+		return -e;
+	}
+	cap = capbset_clear();
+	if (cap >= 0) {
+		snprintf(err, errlen,
+			 "capability %d stays in the bounding set: dropping it needs CAP_SETPCAP",
+			 cap);
+		return -EPERM;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
+		e = errno;
+		snprintf(err, errlen, "prctl(PR_CAP_AMBIENT_CLEAR_ALL): %s", strerror(e));
+		return -e;
+	}
+	/* Groups before the uid (setgroups takes CAP_SETGID), and on every
+	 * thread: glibc makes each of these process-wide. */
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(uid, uid, uid) < 0) {
+		e = errno;
+		snprintf(err, errlen, "switch to %u:%u: %s", (unsigned)uid, (unsigned)gid,
+			 strerror(e));
+		return -e;
+	}
+	/* The inheritable set survives a uid change: emptied here. */
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) < 0) {
+		e = errno;
+		snprintf(err, errlen, "capset: %s", strerror(e));
+		return -e;
+	}
+	/* Checked, not assumed: a kernel or libc that did less fails the start. */
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
+	    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
+	    getgroups(0, NULL) != 0 || syscall(SYS_capget, &hdr, data) < 0 || data[0].effective ||
+	    data[0].permitted || data[0].inheritable || data[1].effective || data[1].permitted ||
+	    data[1].inheritable || prctl(PR_CAPBSET_READ, CAP_NET_ADMIN, 0, 0, 0) != 0 ||
+	    prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0) {
+		snprintf(err, errlen, "switch to %u:%u: the process still holds something of root",
+			 (unsigned)uid, (unsigned)gid);
+		return -EPERM;
 	}
 	return 0;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The broker's seccomp allowlist (isolation.c). */
+/* The broker's isolation: its own user, the opener, the seccomp allowlist. */
 #ifndef SLUICE_BROKER_ISOLATION_H
 #define SLUICE_BROKER_ISOLATION_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /**
  * isolation_seccomp_install() - confine every thread of this process to the
@@ -21,5 +22,51 @@ int isolation_seccomp_install(char *err, size_t errlen);
 
 /* System calls refused since the filter was installed (any thread). */
 uint64_t isolation_seccomp_refused(void);
+
+/**
+ * isolation_opener_start() - fork the reader of root-only files
+ * @err:    on failure, why
+ * @errlen: its size
+ *
+ * Call while the process has one thread and is still uid 0, before
+ * isolation_switch_user(). The child stays uid 0 with no capability at all
+ * and does one thing: open a regular file read-only and hand its descriptor
+ * back. From then on common/file.h's readers (policies, secret files) ask it
+ * when the broker's own open is refused (EACCES, EPERM). It writes nothing,
+ * opens no directory, device, /proc or /sys file, and has a seccomp filter
+ * of a dozen calls. It ends when the broker does.
+ *
+ * Return: 0 or a negative errno.
+ */
+int isolation_opener_start(char *err, size_t errlen);
+
+/**
+ * isolation_take_over() - make @dir's tree the broker user's
+ * @dir: the state directory; symlinks in it are not followed
+ * @uid: the broker's user
+ * @gid: its group
+ * @n:   set to the number of entries whose owner changed
+ * @err: on failure, why (@errlen its size)
+ *
+ * Return: 0 or a negative errno (the first chown that failed).
+ */
+int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char *err,
+			size_t errlen);
+
+/**
+ * isolation_switch_user() - become @uid:@gid, no supplementary group, and
+ * no capability left in any set (effective, permitted, inheritable,
+ * ambient, bounding), on every thread
+ * @uid:    not 0
+ * @gid:    not 0
+ * @err:    on failure, why (@errlen its size)
+ *
+ * Checked after the switch: the saved ids too, and that no capability
+ * remains. Must come before isolation_seccomp_install(), which refuses
+ * setresuid and the rest from then on.
+ *
+ * Return: 0 or a negative errno.
+ */
+int isolation_switch_user(uid_t uid, gid_t gid, char *err, size_t errlen);
 
 #endif

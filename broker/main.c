@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <limits.h>
+#include <pwd.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,6 +48,8 @@ static struct ev signal_ev;
 static struct timer drain_timer;
 static struct timer audit_timer;
 static uint64_t drain_deadline;
+
+static void resolve_user(struct broker_config *c);
 
 bool broker_is_local(const struct sl_addr *a, uint16_t port)
 {
@@ -118,6 +123,7 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
 		{ "workers", n->workers != o->workers },
 		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
 		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
+		{ "user", n->user_uid != o->user_uid || n->user_gid != o->user_gid },
 	};
 
 	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
@@ -212,6 +218,7 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 			log_err("reload: configuration refused, the old one stays: %s", err);
 			return r;
 		}
+		resolve_user(&c);
 	}
 	r = sandbox_reload_all(err, errlen);
 	if (r < 0) {
@@ -271,26 +278,104 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 	return 0;
 }
 
+/* Whether the broker becomes cfg.user after start-up: started as root,
+ * and the user is not root. Set once, before the opener is forked. */
+static bool switching;
+
+/* `user` not set: the system user `sluice` if there is one, else the
+ * fixed ids of config.h (so the broker never stays root by default). */
+static void resolve_user(struct broker_config *c)
+{
+	struct passwd pw, *res = NULL;
+	char buf[16384];
+
+	if (c->user[0])
+		return;
+	if (getpwnam_r(BROKER_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {
+		c->user_uid = res->pw_uid;
+		c->user_gid = res->pw_gid;
+		snprintf(c->user, sizeof(c->user), "%s", BROKER_DEFAULT_USER);
+		return;
+	}
+	c->user_uid = BROKER_DEFAULT_UID;
+	c->user_gid = BROKER_DEFAULT_GID;
+	snprintf(c->user, sizeof(c->user), "%u:%u", BROKER_DEFAULT_UID, BROKER_DEFAULT_GID);
+}
+
+/*
+ * What the broker had as root becomes its user's before it switches: the
+ * state directory's tree (an install from before this ran as root and
+ * left it root's), and the audit log file. Logged, with how many.
+ */
+static void take_over_files(void)
+{
+	const struct broker_config *c = &broker.cfg;
+	char err[PATH_MAX + 100];
+	struct stat st;
+	unsigned n = 0;
+
+	if (isolation_take_over(c->state_dir, c->user_uid, c->user_gid, &n, err, sizeof(err)) < 0)
+		die("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	if (n)
+		log_info("sluiced: state_dir `%s`: %u files and directories taken over by user %s "
+			 "(%u:%u)",
+			 c->state_dir, n, c->user, (unsigned)c->user_uid, (unsigned)c->user_gid);
+	if (err[0])
+		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	/* The audit log: the file, never its directory (often /var/log). A
+	 * file with a second name is left alone (isolation.c says why). */
+	if (strcmp(c->audit_log, "-") && lstat(c->audit_log, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid != c->user_uid) {
+		if (st.st_nlink != 1 || lchown(c->audit_log, c->user_uid, c->user_gid) < 0)
+			log_warn("sluiced: audit_log `%s` stays owned by uid %u: the broker keeps "
+				 "writing to the file it has open, but cannot open it again "
+				 "after a rotation",
+				 c->audit_log, (unsigned)st.st_uid);
+		else
+			log_info("sluiced: audit_log `%s` taken over by user %s", c->audit_log,
+				 c->user);
+	}
+}
+
 /*
  * Privilege, in stages:
- *  1. start-up (root or CAP_NET_BIND_SERVICE when proxy_port < 1024): bind
- *     the control socket and the listeners, read the state directory;
- *  2. here: keep no capability at all. The broker then only accepts on
- *     sockets it holds, connects out, and writes files it owns in
- *     state_dir (owner permission, no capability needed). It is made
- *     non-dumpable so its memory (secrets, later) never lands in a core,
- *     and no-new-privs so nothing it could exec gains any;
- *  3. then the seccomp allowlist (isolation.c), on every thread: no exec,
- *     ptrace, namespace, mount or bpf call is left to it.
+ *  1. start-up as root (or CAP_NET_BIND_SERVICE when proxy_port < 1024):
+ *     fork the opener (isolation.c: what is left of root, a child that
+ *     opens root-only policy and secret files read-only and nothing
+ *     else), bind the control socket (root's, its mode as README says) and
+ *     the listeners;
+ *  2. drop_privileges(): make the state directory and the audit log the
+ *     broker user's, then become that user (`user`, config.h) with no
+ *     supplementary group and no capability in any set: it keeps none. It only
+ *     accepts on sockets it holds, connects out (no IP_TRANSPARENT, no
+ *     SO_MARK: the transparent path is an nftables redirect read with
+ *     SO_ORIGINAL_DST), and writes files it owns in state_dir. Started
+ *     unprivileged, or with `user: root`, it keeps its uid and drops every
+ *     capability, as before. It is made non-dumpable so its memory
+ *     (secrets) never lands in a core, and no-new-privs so nothing it could
+ *     exec gains any;
+ *     Then the registrations are restored (sandbox_restore(), as that user);
+ *  3. confine(): the seccomp allowlist (isolation.c), on every thread: no
+ *     exec, ptrace, namespace, mount or bpf call is left to it, nor
+ *     setresuid, setgroups and the like: the switch must come before it.
  */
 static void drop_privileges(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
+	char err[300];
 	int cap;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+	if (switching) {
+		take_over_files();
+		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, err,
+					  sizeof(err)) < 0)
+			die("sluiced: %s", err);
+		log_info("sluiced: running as user %s (%u:%u), no capability", broker.cfg.user,
+			 (unsigned)broker.cfg.user_uid, (unsigned)broker.cfg.user_gid);
+	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 	for (cap = 0; cap <= 63; cap++) {
@@ -299,13 +384,17 @@ static void drop_privileges(void)
 	}
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		die("sluiced: capset: %s", strerror(errno));
-	/* Last: what is left of the kernel to ask for (isolation.c). */
-	{
-		char err[200];
+}
 
-		if (isolation_seccomp_install(err, sizeof(err)) < 0)
-			die("sluiced: %s", err);
-	}
+/* Stage 3, once the registrations are back (as the broker's user: the
+ * token fetchers they start must not meet the switch, which each thread
+ * would have to make, without the capabilities they dropped). */
+static void confine(void)
+{
+	char err[300];
+
+	if (isolation_seccomp_install(err, sizeof(err)) < 0)
+		die("sluiced: %s", err);
 }
 
 static int listen_tcp(uint16_t port)
@@ -549,6 +638,18 @@ int main(int argc, char **argv)
 			       SLUICED_DEFAULT_CONFIG);
 		return 0;
 	}
+	/* What the broker creates is its own: keys and registrations are
+	 * 0600 by their writers, nothing is ever world-readable. */
+	umask(027);
+	resolve_user(&broker.cfg);
+	switching = getuid() == 0 && broker.cfg.user_uid != 0;
+	if (getuid() == 0 && !switching)
+		log_warn("sluiced: user %s: the broker stays uid 0 (without capabilities) after "
+			 "start-up; give it a user of its own (`user` in sluiced.yaml)",
+			 broker.cfg.user);
+	/* Now, while this is the only thread (fork), and root. */
+	if (switching && isolation_opener_start(err, sizeof(err)) < 0)
+		die("sluiced: %s", err);
 	audit_set_fold(broker.cfg.audit_fold_ms);
 	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
 		die("sluiced: %s", err);
@@ -624,10 +725,12 @@ int main(int argc, char **argv)
 		if (r < 0)
 			die("sluiced: dns port %u: %s", broker.cfg.dns_port, strerror(-r));
 	}
-	/* Registrations come back before anything is accepted. */
-	sandbox_restore(err, sizeof(err));
-
 	drop_privileges();
+	/* Registrations come back before anything is accepted, read by the
+	 * broker's user from the state_dir just taken over. */
+	sandbox_restore(err, sizeof(err));
+	/* Last: what is left of the kernel to ask for (isolation.c). */
+	confine();
 
 	for (i = 0; i < n; i++) {
 		if (pthread_create(&broker.workers[i].thread, NULL, worker_main, &broker.workers[i]))

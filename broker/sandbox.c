@@ -346,8 +346,7 @@ static int persist(const struct sandbox *sb)
 	char a[ADDR_STRLEN];
 
 	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
+	f = file_create_tmp(path, 0600, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
 	addr_format(&sb->addr, a, sizeof(a));

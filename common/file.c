@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Reading a whole small file (policies, configuration, bundles), bounded. */
+/* Reading a whole small file (policies, configuration, bundles), bounded;
+ * the one atomic writer of whole files (state, keys, journals' snapshots). */
 #include "common/file.h"
 
 #include <errno.h>
@@ -11,6 +12,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int (*opener)(const char *path, int flags);
+
+void file_set_opener(int (*fn)(const char *path, int flags))
+{
+	opener = fn;
+}
+
+int file_open_read(const char *path, int flags)
+{
+	int fd = open(path, flags);
+
+	if (fd >= 0)
+		return fd;
+	/* Only a refusal for permission is asked again: a file that is not
+	 * there is not there for root either. */
+	if ((errno == EACCES || errno == EPERM) && opener)
+		return opener(path, flags);
+	return -errno;
+}
+
 int file_read_all(const char *path, size_t max, char **out, size_t *len)
 {
 	struct stat st;
@@ -20,9 +41,9 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = file_open_read(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		r = -errno;
 	else if (!S_ISREG(st.st_mode))
@@ -78,17 +99,60 @@ int file_commit(FILE *f, const char *tmp, const char *path)
 	return r;
 }
 
+/* The temporary beside @path, created afresh: a stale one (a crash) is
+ * removed first and O_EXCL|O_NOFOLLOW mean that neither a planted symlink
+ * nor a hard link is ever written through. The mode is set exactly,
+ * whatever the umask took from open's. */
+static int create_tmp(const char *path, mode_t mode, char *tmp, size_t tmplen)
+{
+	int fd;
+
+	if ((size_t)snprintf(tmp, tmplen, "%s.tmp", path) >= tmplen)
+		return -ENAMETOOLONG;
+	if (unlink(tmp) < 0 && errno != ENOENT)
+		return -errno;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0) {
+		int e = -errno;
+
+		close(fd);
+		unlink(tmp);
+		return e;
+	}
+	return fd;
+}
+
+FILE *file_create_tmp(const char *path, mode_t mode, char *tmp, size_t tmplen)
+{
+	FILE *f;
+	int fd = create_tmp(path, mode, tmp, tmplen);
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "we");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = e;
+	}
+	return f;
+}
+
 int file_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	const char *d = data;
 	char tmp[PATH_MAX + 8];
 	int fd, r = 0;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	fd = create_tmp(path, mode, tmp, sizeof(tmp));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (len && r == 0) {
 		ssize_t k = write(fd, d, len);
 
@@ -99,9 +163,6 @@ int file_write_atomic(const char *path, const void *data, size_t len, mode_t mod
 		else
 			d += k, len -= (size_t)k;
 	}
-	/* The mode as asked, whatever the umask took from open's. */
-	if (r == 0 && fchmod(fd, mode) < 0)
-		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r == 0 && rename(tmp, path) < 0)

@@ -8,6 +8,28 @@
 #include <sys/types.h>
 
 /**
+ * file_set_opener() - who else may open a file the caller may not read
+ * @fn: given the path and open(2)'s flags (O_RDONLY and at most O_CLOEXEC,
+ *      O_NONBLOCK, O_NOFOLLOW, O_NOCTTY), returns a descriptor or a
+ *      negative errno; NULL: nobody
+ *
+ * The broker, once it runs as its own user, sets its opener here (a child
+ * that stayed root: broker/isolation.c), so that a policy or secret file
+ * readable by root alone still works. Set once, before other threads read.
+ */
+void file_set_opener(int (*fn)(const char *path, int flags));
+
+/**
+ * file_open_read() - open(@path, @flags), and where that is refused for
+ * permission (EACCES, EPERM), through the opener of file_set_opener()
+ * @path:  the file
+ * @flags: as file_set_opener() says
+ *
+ * Return: a descriptor, or a negative errno.
+ */
+int file_open_read(const char *path, int flags);
+
+/**
  * file_read_all() - read a regular file of at most @max bytes
  * @path: the file (opened non-blocking: a FIFO never hangs the caller)
  * @max:  the largest size accepted
@@ -37,9 +59,24 @@ int file_read_all(const char *path, size_t max, char **buf, size_t *len);
 int file_commit(FILE *f, const char *tmp, const char *path);
 
 /**
+ * file_create_tmp() - start writing a whole file through a stream
+ * @path:   where it will go (file_commit() puts it there)
+ * @mode:   the file's mode, set whatever the umask
+ * @tmp:    filled with the temporary's name, @path.tmp, for file_commit()
+ * @tmplen: its size
+ *
+ * The temporary is created afresh (a stale one is removed; O_EXCL and
+ * O_NOFOLLOW: nothing planted there is written through).
+ *
+ * Return: the stream, or NULL with errno set (nothing left behind).
+ */
+FILE *file_create_tmp(const char *path, mode_t mode, char *tmp, size_t tmplen);
+
+/**
  * file_write_atomic() - put @len bytes of @data at @path, whole or not at all
- * @path: the file; written as @path.tmp (not followed if a symlink) and
- *        renamed over @path, so a reader sees the old file or the new
+ * @path: the file; written as @path.tmp (created afresh, as
+ *        file_create_tmp()) and renamed over @path, so a reader sees the
+ *        old file or the new
  * @data: the contents
  * @len:  their length
  * @mode: the file's mode, set whatever the umask

@@ -702,19 +702,12 @@ static int save(struct sandbox *sb)
 	char path[600], tmp[620];
 	struct sumfile_writer w;
 	FILE *f;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", ph_dir, sb->name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	f = file_create_tmp(path, 0600, tmp, sizeof(tmp));
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return -ENOMEM;
-	}
 	sumfile_begin(&w, f, PH_KIND);
 	creds_table_foreach_grant(sb->creds, save_grant, &w);
 	creds_table_foreach(sb->creds, save_one, &w);

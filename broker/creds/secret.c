@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 
 #include "broker/creds/creds_internal.h"
+#include "common/file.h"
 #include "policy/policy.h"
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -87,10 +88,12 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err,
 		return -EINVAL;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the broker; O_NOFOLLOW: the last
-	 * component may not be a symlink someone swapped in. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	 * component may not be a symlink someone swapped in. A file only root
+	 * may read (0600, the usual) comes through the broker's opener
+	 * (broker/isolation.c) once the broker runs as its own user. */
+	fd = file_open_read(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		seterr(err, errlen, "secret file `%s`: %s", path,
 		       ret == -ELOOP ? "is a symlink (refused)" : strerror(-ret));
 		return ret;

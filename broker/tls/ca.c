@@ -38,6 +38,7 @@
 #include <openssl/x509v3.h>
 
 #include "broker/tls/tls_internal.h"
+#include "common/file.h"
 #include "common/sumfile.h"
 
 #define CA_KEY_FILE "ca.key"
@@ -226,69 +227,22 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
 
 /* ---- files --------------------------------------------------------------- */
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
- * Writes @name in @dfd through "@name.tmp": created exclusively (a stale
- * temporary from a crash is removed first; O_NOFOLLOW|O_EXCL mean a
- * planted symlink is never written through), written, closed and renamed,
- * each step checked: a full disk fails the write or the close (ext4 and
- * tmpfs reserve the space when written), and the create with it. Not
- * synced: the CA only has to outlive the broker, not the machine (a
- * sandbox's namespace and bundle live in /run and go with a reboot), and
- * an fsync here was half of what registering a sandbox cost.
+ * The CA's files are written with common/file.h's one writer: DIR/NAME.tmp
+ * created afresh, written, closed and renamed, each step checked, so a
+ * reader sees the old file or the new one whole. Not synced: the CA only
+ * has to outlive the broker, not the machine (a sandbox's namespace and
+ * bundle live in /run and go with a reboot), and an fsync here was half of
+ * what registering a sandbox cost.
  */
-static int write_file_at(int dfd, const char *name, const char *data,
-			 size_t len, mode_t mode)
+static int write_file_in(const char *dir, const char *name, const char *data, size_t len,
+			 mode_t mode)
 {
-	char tmp[64];
-	int fd, ret;
+	char path[PATH_MAX];
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    mode);
-	if (fd < 0)
-		return -errno;
-	/* The umask may have taken bits off; set exactly what is meant. */
-	if (fchmod(fd, mode) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	ret = write_all(fd, data, len);
-	if (ret < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		ret = -errno;
-		goto fail;
-	}
-	fd = -1;
-	if (renameat(dfd, tmp, dfd, name) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlinkat(dfd, tmp, 0);
-	return ret;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return file_write_atomic(path, data, len, mode);
 }
 
 /* Writes DIR/ca.sum: the sums of the key's and the certificate's bytes. */
@@ -297,20 +251,12 @@ static int write_sums(const char *dir, uint64_t key_sum, uint64_t crt_sum)
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct sumfile_writer w;
 	FILE *f;
-	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, CA_SUM_FILE) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	f = file_create_tmp(path, 0600, tmp, sizeof(tmp));
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return -ENOMEM;
-	}
 	sumfile_begin(&w, f, CA_SUM_KIND);
 	sumfile_line(&w, "%s %016llx", CA_KEY_FILE, (unsigned long long)key_sum);
 	sumfile_line(&w, "%s %016llx", CA_CRT_FILE, (unsigned long long)crt_sum);
@@ -322,13 +268,10 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 	BIO *kb = NULL, *cb = NULL;
 	char *kp, *cp;
 	long kl, cl;
-	int dfd, ret = -ENOMEM;
+	int ret = -ENOMEM;
 
 	if (!ca || !dir)
 		return -EINVAL;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
 	/* Secure-heap memory when there is one; cleared on free either way. */
 	kb = BIO_new(BIO_s_secmem());
 	cb = BIO_new(BIO_s_mem());
@@ -342,15 +285,14 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 		goto out;
 	/* Key first: a certificate on disk without its key is useless, a key
 	 * without its certificate is refused by tls_ca_load(). */
-	ret = write_file_at(dfd, CA_KEY_FILE, kp, (size_t)kl, 0600);
+	ret = write_file_in(dir, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
-		ret = write_file_at(dfd, CA_CRT_FILE, cp, (size_t)cl, 0644);
+		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0640);
 	if (ret == 0)
 		ret = write_sums(dir, sumfile_sum(kp, (size_t)kl), sumfile_sum(cp, (size_t)cl));
 out:
 	BIO_free(kb);
 	BIO_free(cb);
-	close(dfd);
 	ERR_clear_error();
 	return ret;
 }

@@ -41,6 +41,7 @@ want_local="/etc/sluice/sluiced.yaml.sample
 /usr/local/lib/sluice/sluice-uplink
 /usr/local/lib/systemd/system/sluice-netns.service
 /usr/local/lib/systemd/system/sluiced.service
+/usr/local/lib/sysusers.d/sluice.conf
 /usr/local/share/bash-completion/completions/sluice
 /usr/local/share/man/man1/sluice.1
 /usr/local/share/man/man5/sluice-policy.5

@@ -15,12 +15,14 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "broker/isolation.h"
+#include "common/file.h"
 
 /* Bits of the child's exit status, one per expectation that failed. */
 enum {
@@ -31,6 +33,7 @@ enum {
 	BAD_MOUNT = 1 << 4,
 	BAD_ALLOWED = 1 << 5,
 	BAD_COUNT = 1 << 6,
+	BAD_SETID = 1 << 7,
 };
 
 static int child(int logfd)
@@ -68,9 +71,116 @@ static int child(int logfd)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || close(fd) < 0)
 		bad |= BAD_ALLOWED;
-	if (isolation_seccomp_refused() != 4)
+	/* The user switch is over by the time the filter is in: setresuid
+	 * and the rest are refused (no-op calls, which would succeed). */
+	errno = 0;
+	if (syscall(SYS_setresuid, -1, -1, -1) != -1 || errno != EPERM)
+		bad |= BAD_SETID;
+	errno = 0;
+	if (syscall(SYS_setresgid, -1, -1, -1) != -1 || errno != EPERM)
+		bad |= BAD_SETID;
+	errno = 0;
+	if (syscall(SYS_setgroups, 0, NULL) != -1 || errno != EPERM)
+		bad |= BAD_SETID;
+	if (isolation_seccomp_refused() != 7)
 		bad |= BAD_COUNT;
 	return bad;
+}
+
+/* Bits of the opener child's exit status. */
+enum {
+	OP_SETUP = 1 << 0,  /* a file, the opener or the switch failed */
+	OP_DIRECT = 1 << 1, /* the switched process read the root file itself */
+	OP_READ = 1 << 2,   /* file_read_all() did not get it through the opener */
+	OP_WRITE = 1 << 3,  /* the opener opened something for writing */
+	OP_DIR = 1 << 4,    /* ... or a directory */
+	OP_PROC = 1 << 5,   /* ... or a /proc file */
+	OP_UID = 1 << 6,    /* the process is not the user it switched to */
+	OP_LINK = 1 << 7,   /* ... or followed a symlink under O_NOFOLLOW */
+};
+
+static int opener_child(const char *dir)
+{
+	char path[300], link[300], err[200], *buf = NULL;
+	size_t len = 0;
+	int bad = 0, fd;
+
+	alarm(10);
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	if (file_write_atomic(path, "hush\n", 5, 0600) < 0 || symlink(path, link) < 0 ||
+	    isolation_opener_start(err, sizeof(err)) < 0 ||
+	    isolation_switch_user(65533, 65533, err, sizeof(err)) < 0)
+		return OP_SETUP;
+	if (getuid() != 65533 || geteuid() != 65533 || getgid() != 65533)
+		bad |= OP_UID;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || errno != EACCES)
+		bad |= OP_DIRECT;
+	if (fd >= 0)
+		close(fd);
+	if (file_read_all(path, 100, &buf, &len) < 0 || len != 5 || memcmp(buf, "hush\n", 5))
+		bad |= OP_READ;
+	free(buf);
+	fd = file_open_read(path, O_WRONLY | O_CLOEXEC);
+	if (fd != -EINVAL)
+		bad |= OP_WRITE;
+	if (fd >= 0)
+		close(fd);
+	fd = file_open_read(dir, O_RDONLY | O_CLOEXEC);
+	if (fd != -EINVAL)
+		bad |= OP_DIR;
+	if (fd >= 0)
+		close(fd);
+	fd = file_open_read("/proc/1/environ", O_RDONLY | O_CLOEXEC);
+	if (fd != -EACCES)
+		bad |= OP_PROC;
+	if (fd >= 0)
+		close(fd);
+	fd = file_open_read(link, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd != -ELOOP)
+		bad |= OP_LINK;
+	if (fd >= 0)
+		close(fd);
+	return bad;
+}
+
+/* As root: a process switched to 65533 reads a 0600 root file through the
+ * opener, and the opener opens nothing else. */
+static void test_opener(void **state)
+{
+	char dir[] = "/tmp/test_isolation.XXXXXX", path[300];
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (getuid() != 0) {
+		skip();
+		return;
+	}
+	assert_non_null(mkdtemp(dir)); /* 0700, root's */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(opener_child(dir));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	unlink(path);
+	rmdir(dir);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Switching to root is no switch: refused. */
+static void test_switch_refuses_root(void **state)
+{
+	char err[200];
+
+	(void)state;
+	assert_int_equal(isolation_switch_user(0, 0, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not an unprivileged user"));
 }
 
 static void test_allowlist(void **state)
@@ -111,6 +221,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allowlist),
+		cmocka_unit_test(test_opener),
+		cmocka_unit_test(test_switch_refuses_root),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

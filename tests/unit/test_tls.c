@@ -156,7 +156,7 @@ static void test_save_load(void **state)
 	assert_int_equal(st.st_mode & 0777, 0600);
 	path(p, sizeof(p), "ca.crt");
 	assert_int_equal(lstat(p, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(st.st_mode & 0777, 0640);
 	path(p, sizeof(p), "ca.key.tmp");
 	assert_int_equal(lstat(p, &st), -1);
 
