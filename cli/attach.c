@@ -54,7 +54,7 @@ int cmd_attach(int argc, char **argv)
 	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
 	struct netns_sandbox sb;
 	struct in_addr ia, ig;
-	bool json = false;
+	bool json = false, audit = false;
 	sigset_t old;
 	int i, r;
 
@@ -65,6 +65,8 @@ int cmd_attach(int argc, char **argv)
 			nspath = argv[++i];
 		else if (!strcmp(argv[i], "--ifname") && i + 1 < argc)
 			ifname = argv[++i];
+		else if (!strcmp(argv[i], "--audit"))
+			audit = true;
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (!name && argv[i][0] != '-')
@@ -75,7 +77,7 @@ int cmd_attach(int argc, char **argv)
 	if (!name || !policy || !nspath)
 		goto usage;
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, ifname, policy, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, ifname, policy, audit, &sb, err, sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
 		if (r == -EBADMSG)
@@ -95,7 +97,7 @@ int cmd_attach(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr,
-		"usage: sluice attach NAME --netns PATH [--ifname IF] --policy FILE [--json]\n");
+		"usage: sluice attach NAME --netns PATH [--ifname IF] --policy FILE [--audit] [--json]\n");
 	return 2;
 }
 

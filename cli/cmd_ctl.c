@@ -65,11 +65,14 @@ int cmd_register(int argc, char **argv)
 {
 	const char *addr = NULL, *policy = NULL, *name = NULL;
 	char abs[PATH_MAX], line[PATH_MAX + 200];
+	bool audit = false;
 	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--addr") && i + 1 < argc)
 			addr = argv[++i];
+		else if (!strcmp(argv[i], "--audit"))
+			audit = true;
 		else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
 			policy = argv[++i];
 		else if (!name && argv[i][0] != '-')
@@ -81,10 +84,11 @@ int cmd_register(int argc, char **argv)
 		goto usage;
 	if (policy_arg(policy, abs) < 0)
 		return 1;
-	snprintf(line, sizeof(line), CTL_REGISTER " %s %s %s", name, addr, abs);
+	snprintf(line, sizeof(line), CTL_REGISTER " %s %s %s%s", name, addr, abs,
+		 audit ? " " CTL_REGISTER_AUDIT : "");
 	return ctl_print(line, false);
 usage:
-	fprintf(stderr, "usage: sluice register NAME --addr ADDR --policy FILE\n");
+	fprintf(stderr, "usage: sluice register NAME --addr ADDR --policy FILE [--audit]\n");
 	return 2;
 }
 

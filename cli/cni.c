@@ -137,7 +137,8 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 	/* What an interrupted attach has done, it undoes itself: the signals
 	 * that would end the plugin mid-way wait until it has. */
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, c->audit, &sb, err,
+				 sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
 		return cni_fail(e, attach_code(r), -r, err, "cannot attach sandbox `%s`: %s",

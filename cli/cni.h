@@ -50,6 +50,7 @@ struct cni_conf {
 	char policy_dir[PATH_MAX];
 	char policy[CNI_POLICY_NAME_MAX + 1]; /* the config's default; "" if none */
 	char annotation[256];		      /* sluice.io/policy, as the pod gave it; "" if none */
+	bool audit; /* `"audit": true`: its sandboxes in audit mode (`create --audit`) */
 	bool prev_result;
 	char prev_addr[20]; /* prevResult's first address ("A.B.C.D/N"), "" if none */
 };

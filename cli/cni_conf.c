@@ -123,6 +123,23 @@ static bool broker_netns_ok(const char *s)
 	return true;
 }
 
+/* A boolean member @key of @o into @out: absent leaves @out alone (0);
+ * another type is an invalid config (a string "true" is not taken: a
+ * typo must not leave a sandbox enforcing that its author meant to audit,
+ * or the reverse). */
+static int get_bool(json_t *o, const char *key, bool *out, struct cni_error *e)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return cni_fail(e, CNI_ERR_CONFIG, EINVAL, NULL,
+				"network config: `%s` must be true or false", key);
+	*out = json_is_true(v);
+	return 0;
+}
+
 int cni_conf_parse(const char *text, size_t len, struct cni_conf *c, struct cni_error *e)
 {
 	json_error_t jerr;
@@ -147,7 +164,8 @@ int cni_conf_parse(const char *text, size_t len, struct cni_conf *c, struct cni_
 	    (r = get_str(root, "socket", c->socket, sizeof(c->socket), e)) < 0 ||
 	    (r = get_str(root, "brokerNetns", c->broker_netns, sizeof(c->broker_netns), e)) < 0 ||
 	    (r = get_str(root, "policyDir", c->policy_dir, sizeof(c->policy_dir), e)) < 0 ||
-	    (r = get_str(root, "policy", c->policy, sizeof(c->policy), e)) < 0)
+	    (r = get_str(root, "policy", c->policy, sizeof(c->policy), e)) < 0 ||
+	    (r = get_bool(root, "audit", &c->audit, e)) < 0)
 		goto out;
 	if (!c->version[0]) {
 		r = cni_fail(e, CNI_ERR_CONFIG, EINVAL, NULL, "network config: no `cniVersion`");

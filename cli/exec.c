@@ -313,6 +313,7 @@ int cmd_run(int argc, char **argv)
 	char defname[40], err[1024];
 	struct netns_sandbox sb;
 	sigset_t old;
+	bool audit = false;
 	int i, status, r;
 
 	for (i = 1; i < argc; i++) {
@@ -323,6 +324,8 @@ int cmd_run(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
 			policy = argv[++i];
+		else if (!strcmp(argv[i], "--audit"))
+			audit = true;
 		else if (!strcmp(argv[i], "--name") && i + 1 < argc)
 			name = argv[++i];
 		else if (!strcmp(argv[i], "--"))
@@ -344,7 +347,7 @@ int cmd_run(int argc, char **argv)
 	 * meanwhile waits, then reaches the command (or ends a create that has
 	 * been undone). */
 	netns_hold_signals(&old);
-	r = netns_sandbox_create(name, policy, &sb, err, sizeof(err));
+	r = netns_sandbox_create(name, policy, audit, &sb, err, sizeof(err));
 	if (r < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		if (r == -EBADMSG)
@@ -359,7 +362,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, err);
 	return exit_status(status);
 usage:
-	fprintf(stderr, "usage: sluice run --policy FILE [--name NAME] " RUNNER_USAGE
+	fprintf(stderr, "usage: sluice run --policy FILE [--audit] [--name NAME] " RUNNER_USAGE
 			" -- CMD [ARG...]\n");
 	return 2;
 }

@@ -31,7 +31,8 @@ static const struct {
 	  "  policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] AUDIT_LOG...\n"
 	  "                              the smallest policy that allows what an audit log shows" },
 	{ "register", cmd_register,
-	  "register NAME --addr ADDR --policy FILE   attach a namespace you wired yourself" },
+	  "register NAME --addr ADDR --policy FILE [--audit]\n"
+	  "                              attach a namespace you wired yourself; --audit as create" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
 	{ "create", cmd_create, "create NAME --policy FILE [--audit]\n"
 				"                              a sandbox wired to this namespace's broker; --audit:\n"
@@ -44,13 +45,14 @@ static const struct {
 			    "                              --privileged         uncontained: root with the host's files",
 	  .words = 2 },
 	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
-	{ "run", cmd_run, "run --policy FILE [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
-			  "                              create, exec, delete; exits with CMD's status" },
+	{ "run", cmd_run, "run --policy FILE [--audit] [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
+			  "                              create (--audit as create), exec, delete; exits with\n"
+			  "                              CMD's status" },
 	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it\n"
 				"                              (an attached sandbox: as detach)" },
-	{ "attach", cmd_attach, "attach NAME --netns PATH [--ifname IF] --policy FILE [--json]\n"
+	{ "attach", cmd_attach, "attach NAME --netns PATH [--ifname IF] --policy FILE [--audit] [--json]\n"
 				"                              wire a network namespace a runtime made\n"
-				"                              (/run/netns/X, /proc/PID/ns/net)" },
+				"                              (/run/netns/X, /proc/PID/ns/net); --audit as create" },
 	{ "detach", cmd_detach, "detach NAME                 undo attach (or create); the namespace stays" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
 	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },

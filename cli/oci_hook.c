@@ -465,7 +465,7 @@ int main(int argc, char **argv)
 			    strerror(errno));
 
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, NULL, policy, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, NULL, policy, false, &sb, err, sizeof(err));
 	if (r == 0 &&
 	    write_share(&c, &sb, nspath, (pid_t)pid,
 			container_root(st, bundle, root, sizeof(root)) == 0 ? root : NULL) != 0) {

@@ -53,6 +53,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -352,7 +353,17 @@ static const char *const etc_files[] = {
 	"ca-certificates.conf", "pki", "crypto-policies", "os-release",
 	"debian_version", "bash.bashrc", "profile", "profile.d", "inputrc",
 	"shells", "login.defs", "mime.types", "terminfo", "python3", "gitconfig",
+	/* apt's configuration, sources and archive keys (apt warns without
+	 * them), not its credentials: no auth.conf, no auth.conf.d. */
+	"apt/apt.conf.d", "apt/preferences.d", "apt/sources.list", "apt/sources.list.d",
+	"apt/trusted.gpg", "apt/trusted.gpg.d", "apt/keyrings",
 };
+
+/* Directories of the host's /etc named by a pattern: a JDK's configuration
+ * is /etc/java-N-openjdk for each N installed (Debian's JVM does not start
+ * without its java.security, which /usr/lib/jvm/NAME/conf links to). */
+static const char *const etc_globs[] = { "java-*-openjdk" };
+#define ETC_GLOB_MAX 16
 
 /* The top-level system directories: a link (merged /usr) or a directory. */
 static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
@@ -364,7 +375,7 @@ static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64",
 #define RUNNER_TEMPLATE NETNS_STATE_DIR "/.runner-ns"
 #define RUNNER_STAMP NETNS_STATE_DIR "/.runner-stamp"
 #define RUNNER_LOCK NETNS_STATE_DIR "/.runner-lock"
-#define RUNNER_LAYOUT 1u
+#define RUNNER_LAYOUT 2u
 #define TEMPLATE_ROOT "/.root"
 /* Mounts that a command's root is built on: bounded, as each is a loop. */
 #define UNMOUNT_MAX 8
@@ -472,16 +483,49 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
+typedef char etc_name[NAME_MAX + 1];
+
+static int etc_name_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* The names in the host's /etc that etc_globs match, at most ETC_GLOB_MAX,
+ * sorted (the fingerprint must not depend on readdir's order); their
+ * number. */
+static size_t etc_glob(etc_name *out)
+{
+	DIR *d = opendir("/etc");
+	struct dirent *e;
+	size_t n = 0, i;
+
+	if (!d)
+		return 0;
+	while (n < ETC_GLOB_MAX && (e = readdir(d)))
+		for (i = 0; i < sizeof(etc_globs) / sizeof(etc_globs[0]); i++)
+			if (fnmatch(etc_globs[i], e->d_name, FNM_PERIOD) == 0) {
+				snprintf(out[n++], sizeof(*out), "%s", e->d_name);
+				break;
+			}
+	closedir(d);
+	qsort(out, n, sizeof(*out), etc_name_cmp);
+	return n;
+}
+
 /* What the template was built from: the layout, and the identity and
  * times of each host file it copies or links (directories are bound, so
- * live). Some 40 lstat() calls, microseconds. */
+ * live), and the names etc_globs match (a JDK installed or removed).
+ * Some 40 lstat() calls and one read of /etc, microseconds. */
 static uint64_t template_fingerprint(void)
 {
 	uint64_t h = fnv(0xcbf29ce484222325ULL, &(unsigned){ RUNNER_LAYOUT }, sizeof(unsigned));
-	char path[64];
+	char path[NAME_MAX + 8];
+	etc_name globbed[ETC_GLOB_MAX];
 	struct stat st;
-	size_t i, n = sizeof(etc_files) / sizeof(etc_files[0]);
+	size_t i, n = sizeof(etc_files) / sizeof(etc_files[0]), g = etc_glob(globbed);
 
+	for (i = 0; i < g; i++)
+		h = fnv(h, globbed[i], strlen(globbed[i]) + 1);
 	for (i = 0; i < n + sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
 		uint64_t v[7] = { 0 };
 
@@ -549,39 +593,60 @@ static int template_dev(const char *dev)
 		       0;
 }
 
-/* The template's /etc at @etc: the regular files of etc_files copied (a
- * copy costs less than a mount), their directories bound, their links made
- * again (to /usr, as most are, or within /etc: they resolve inside as on
- * the host); an empty resolv.conf for each command's to be bound on. */
+/* /etc/@name of the host into the template's @etc: a regular file copied
+ * (a copy costs less than a mount), a directory bound, a link made again
+ * (to /usr, as most are, or within /etc: it resolves inside as on the
+ * host); a missing one skipped. A @name within a directory (apt/...) gets
+ * that directory made, holding only what is named. */
+static int etc_entry(const char *etc, const char *name)
+{
+	char from[NAME_MAX + 8], to[PATH_MAX];
+	const char *slash = strchr(name, '/');
+	struct stat st;
+
+	snprintf(from, sizeof(from), "/etc/%s", name);
+	if (lstat(from, &st) < 0)
+		return 0;
+	if (slash) {
+		snprintf(to, sizeof(to), "%s/%.*s", etc, (int)(slash - name), name);
+		if (mkdir(to, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	snprintf(to, sizeof(to), "%s/%s", etc, name);
+	if (S_ISLNK(st.st_mode))
+		return copy_link(from, to);
+	if (S_ISREG(st.st_mode))
+		return copy_file(from, to);
+	if (S_ISDIR(st.st_mode))
+		return bind_into(from, to);
+	return 0;
+}
+
+/* The template's /etc at @etc: etc_files and what etc_globs match, as
+ * etc_entry() brings them in; an empty resolv.conf for each command's to
+ * be bound on; all of it read-only. */
 static int template_etc(const char *etc, const char **what)
 {
-	char from[512], to[600];
-	struct stat st;
-	size_t i;
+	static etc_name globbed[ETC_GLOB_MAX];
+	char to[600];
+	size_t i, g;
 	int r;
 
 	if (mkdir(etc, 0755) < 0 ||
 	    mount("tmpfs", etc, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") < 0)
 		return -errno;
 	for (i = 0; i < sizeof(etc_files) / sizeof(etc_files[0]); i++) {
-		snprintf(from, sizeof(from), "/etc/%s", etc_files[i]);
-		snprintf(to, sizeof(to), "%s/%s", etc, etc_files[i]);
-		if (lstat(from, &st) < 0)
-			continue;
 		*what = etc_files[i];
-		if (S_ISLNK(st.st_mode)) {
-			r = copy_link(from, to);
-			if (r < 0)
-				return r;
-		} else if (S_ISREG(st.st_mode)) {
-			r = copy_file(from, to);
-			if (r < 0)
-				return r;
-		} else if (S_ISDIR(st.st_mode)) {
-			r = bind_into(from, to);
-			if (r < 0)
-				return r;
-		}
+		r = etc_entry(etc, etc_files[i]);
+		if (r < 0)
+			return r;
+	}
+	g = etc_glob(globbed);
+	for (i = 0; i < g; i++) {
+		*what = globbed[i];
+		r = etc_entry(etc, globbed[i]);
+		if (r < 0)
+			return r;
 	}
 	*what = "mtab";
 	snprintf(to, sizeof(to), "%s/mtab", etc);

@@ -733,6 +733,7 @@ static int create_umask(const char *name, const char *policy, const char *nspath
  * netns_sandbox_create() - create and wire a sandbox (see the file's top)
  * @name:   the sandbox name
  * @policy: the policy file (validated here, then by the broker)
+ * @audit:  register it in audit mode (`--audit`), whatever the policy's mode
  * @out:    on success, the sandbox; may be NULL
  * @err:    on failure, the message (a policy error carries FILE:LINE:COL)
  * @errlen: its size
@@ -743,10 +744,10 @@ static int create_umask(const char *name, const char *policy, const char *nspath
  * message, as `sluice policy check` prints it); another negative errno after
  * undoing every step taken.
  */
-int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
-			 char *err, size_t errlen)
+int netns_sandbox_create(const char *name, const char *policy, bool audit,
+			 struct netns_sandbox *out, char *err, size_t errlen)
 {
-	return create_umask(name, policy, NULL, NULL, out, false, false, err, errlen);
+	return create_umask(name, policy, NULL, NULL, out, false, audit, err, errlen);
 }
 
 /**
@@ -756,6 +757,7 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
  * @nspath: the namespace: /run/netns/X, /proc/PID/ns/net, any nsfs file
  * @ifname: the sandbox's interface in it; NULL: NETNS_SANDBOX_IF
  * @policy: the policy file
+ * @audit:  audit mode, as for netns_sandbox_create()
  * @out:    on success, the sandbox; may be NULL
  * @err:    on failure, the message
  * @errlen: its size
@@ -771,10 +773,11 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
  * undoing every step taken (what was changed in the namespace included).
  */
 int netns_sandbox_attach(const char *name, const char *nspath, const char *ifname,
-			 const char *policy, struct netns_sandbox *out, char *err, size_t errlen)
+			 const char *policy, bool audit, struct netns_sandbox *out, char *err,
+			 size_t errlen)
 {
 	return create_umask(name, policy, nspath, ifname ? ifname : NETNS_SANDBOX_IF, out, false,
-			    false, err, errlen);
+			    audit, err, errlen);
 }
 
 /* Opens the namespace @b is to attach, checked (a network namespace, not

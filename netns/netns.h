@@ -34,6 +34,7 @@ struct netns_sandbox;
  * calling thread's network namespace (netns/create.c)
  * @name:   the sandbox name: /run/netns/@name
  * @policy: its policy file
+ * @audit:  register it in audit mode (`--audit`), whatever the policy's mode
  * @out:    on success, the sandbox (struct netns_sandbox, netns_internal.h);
  *          may be NULL
  * @err:    on failure, the message
@@ -42,8 +43,8 @@ struct netns_sandbox;
  * Return: 0; -EBADMSG for an invalid policy (@err is FILE:LINE:COL: ...);
  * another negative errno, and then nothing of the sandbox is left.
  */
-int netns_sandbox_create(const char *name, const char *policy, struct netns_sandbox *out,
-			 char *err, size_t errlen);
+int netns_sandbox_create(const char *name, const char *policy, bool audit,
+			 struct netns_sandbox *out, char *err, size_t errlen);
 
 /**
  * netns_sandbox_delete() - unregister a sandbox and remove what sluice made
@@ -56,8 +57,8 @@ int netns_sandbox_create(const char *name, const char *policy, struct netns_sand
  */
 int netns_sandbox_delete(const char *name, char *err, size_t errlen);
 
-/* Wire an existing network namespace (opened from @netns_path: /run/netns/X, /proc/PID/ns/net, or any nsfs bind mount) to the broker, as netns_sandbox_create() does (address from the pool through the broker's register, the veth pair with its inner end named @ifname (NULL: "eth0") moved into that namespace, IPv6 off, lo up, the default route, the nftables set element last, the sandbox's files in /run/sluice-sandboxes/NAME, /etc/netns/NAME/resolv.conf), without making the namespace; full rollback on failure (nothing left, the namespace untouched). The sandbox record notes that it was attached, so that delete/detach never removes the namespace. */
-int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, struct netns_sandbox *out, char *err, size_t errlen);
+/* Wire an existing network namespace (opened from @netns_path: /run/netns/X, /proc/PID/ns/net, or any nsfs bind mount) to the broker, as netns_sandbox_create() does (address from the pool through the broker's register, the veth pair with its inner end named @ifname (NULL: "eth0") moved into that namespace, IPv6 off, lo up, the default route, the nftables set element last, the sandbox's files in /run/sluice-sandboxes/NAME, /etc/netns/NAME/resolv.conf), without making the namespace; full rollback on failure (nothing left, the namespace untouched). The sandbox record notes that it was attached, so that delete/detach never removes the namespace. @audit: audit mode, as for netns_sandbox_create(). */
+int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, bool audit, struct netns_sandbox *out, char *err, size_t errlen);
 /* Undo attach (or create, without deleting the namespace): unregister, set element, veth, files. Idempotent for the CNI's sake: -ENOENT when nothing of @name is left; works when the namespace is already gone. */
 int netns_sandbox_detach(const char *name, char *err, size_t errlen);
 

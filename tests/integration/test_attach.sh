@@ -178,6 +178,21 @@ t_ok "sluice delete of an attached sandbox" sl delete "$NS1"
 t_eq "delete: the namespace stays" "$INO1" "$(stat -L -c %i "/run/netns/$NS1" 2>&1)"
 t_none "delete: nothing else is left" $(left "$NS1" eth0 "${IN1[@]}" | tr ' ' _)
 
+# `attach --audit` as `create --audit`: the sandbox is in audit mode, an
+# unlisted host is reached and audited would-deny; the guard still holds.
+t_ok "attach --audit" sl attach "$NS1" --netns "/run/netns/$NS1" --policy "$D/pol.yaml" --audit
+read -r _ _ GW <<<"$T_OUT"
+t_contains "attach --audit: list says audit" "$(sl list | awk -v n="$NS1" '$1 == n')" " audit "
+t_contains "attach --audit: status counts it" "$(sl status)" "sandboxes_audit 1"
+t_ok "attach --audit: other host through the proxy" "${IN1[@]}" curl -s -m 10 -o /dev/null -D - \
+	-x "http://$GW:3128" http://other.world.test/attach-audit
+t_eq "attach --audit: reached (200)" "200 " "$(status_reason "$T_OUT")"
+t_ok "attach --audit: audited would-deny not-allowlisted" bash -c "grep -F '\"sandbox\":\"$NS1\"' '$BROKER_AUDIT' |
+	grep -F '/attach-audit' | grep -qF '\"decision\":\"would-deny\",\"reason\":\"not-allowlisted\"'"
+t_ok "attach --audit: the metadata address" "${IN1[@]}" curl -s -m 10 -o /dev/null -D - http://169.254.169.254/latest/
+t_eq "attach --audit: still 403 address-literal" "403 address-literal" "$(status_reason "$T_OUT")"
+t_ok "detach the --audit sandbox" sl detach "$NS1"
+
 # --- /proc/PID/ns/net of a process in an unshared namespace -----------------
 unshare --net sleep 600 </dev/null >/dev/null 2>&1 &
 HOLDER=$!

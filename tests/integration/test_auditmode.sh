@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world acli apol enf
+broker_world acli apol enf arun
 
 SECRET="s-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
@@ -219,6 +219,46 @@ t_eq "audit mode still lets the unlisted host through" "200 " "$(code "$S1" "htt
 t_ok "audited would-deny" wait_audited "$S1" other.world.test '"path":"/restart"'
 t_contains "as would-deny" "$(audited "$S1" other.world.test | grep -F '"/restart"')" '"decision":"would-deny"'
 t_eq "enforce still refuses it" "403 not-allowlisted" "$(code "$S3" "http://other.world.test/restart3")"
+
+# --- register --audit: the enforcing sandbox registered again, in audit mode ---------
+A3=$(S list | awk -v n="$S3" '$1 == n { print $2 }')
+t_ok "unregister the enforcing sandbox" S unregister "$S3"
+t_ok "register it again with --audit" S register "$S3" --addr "$A3" --policy "$D/enforce.yaml" --audit
+t_contains "register --audit: list says audit" "$(S list | awk -v n="$S3" '$1 == n')" " audit "
+t_contains "register --audit: status counts it" "$(S status)" "sandboxes_audit 2"
+t_eq "register --audit: the unlisted host is reached" "200 " "$(code "$S3" "http://other.world.test/reg-audit")"
+t_ok "register --audit: audited would-deny" wait_audited "$S3" other.world.test '"path":"/reg-audit"'
+t_contains "as would-deny not-allowlisted" "$(audited "$S3" other.world.test | grep -F '"/reg-audit"')" \
+	'"decision":"would-deny","reason":"not-allowlisted"'
+t_eq "register --audit: the metadata literal still refused" "403 address-literal" \
+	"$(code "$S3" "http://169.254.169.254/reg-lit")"
+
+# --- run --audit: the sandbox it makes for the command is in audit mode -------------
+# The command says it runs (a file in a bound directory) and waits (bounded)
+# for the word to go on, so that list and status are asked while it lives.
+mkdir -p "$D/runsync"
+chmod 0777 "$D/runsync"
+S run --audit --policy "$D/enforce.yaml" --name "$S4" --bind "$D/runsync:/sync" -- sh -c '
+	touch /sync/ready
+	i=0
+	while [ ! -e /sync/go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.world.test/run-audit' >"$D/run.out" 2>"$D/run.err" &
+RUNPID=$!
+for ((i = 0; i < 300; i++)); do
+	[ -e "$D/runsync/ready" ] && break
+	sleep 0.1
+done
+t_ok "run --audit: the command runs" test -e "$D/runsync/ready"
+t_contains "run --audit: list says audit" "$(S list | awk -v n="$S4" '$1 == n')" " audit "
+t_contains "run --audit: status counts it" "$(S status)" "sandboxes_audit 3"
+touch "$D/runsync/go"
+wait "$RUNPID"
+t_eq "run --audit: the command exits 0" 0 "$?"
+t_eq "run --audit: the unlisted host is reached" "200" "$(cat "$D/run.out")"
+t_ok "run --audit: audited would-deny" wait_audited "$S4" other.world.test '"path":"/run-audit"'
+t_contains "as would-deny not-allowlisted" "$(audited "$S4" other.world.test | grep -F '"/run-audit"')" \
+	'"decision":"would-deny","reason":"not-allowlisted"'
+t_not_contains "run --audit: the sandbox is gone after" "$(S list)" "$S4"
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_not_contains "no secret in the audit log" "$(cat "$BROKER_AUDIT")" "$SECRET"
 t_not_contains "no secret in the broker log" "$(cat "$BROKER_LOG")" "$SECRET"

@@ -293,6 +293,35 @@ t_ok "DEL after the namespace vanished" cni DEL "$ID2" "$NS2" "" "$D/prev2.json"
 t_eq "nothing is left" "" "$(leftovers "$ID2" "" "${ADDR2%/*}")"
 t_ok "DEL again" cni DEL "$ID2" "$NS2" "" "$D/prev2.json"
 
+# --- "audit": true, as `sluice create --audit` ------------------------------------------
+ID6=$(new_id)
+IDS+=("$ID6")
+SB6=cni-${ID6:0:24}
+t_ok "a runtime's namespace, c6" _world_ns_add "$P-c6"
+NS6=/run/netns/$P-c6
+jq '.audit = "yes"' "$D/net.json" >"$D/bad.json"
+t_rc "ADD, audit not a boolean: exit 1" 1 cni ADD "$ID6" "$NS6" "" "$D/bad.json"
+t_eq "code 7 (invalid config)" 7 "$(code)"
+t_contains "naming the key" "$(jq -r .msg <<<"$T_OUT")" '`audit` must be true or false'
+t_eq "and nothing of the sandbox" "" "$(leftovers "$ID6" "$NS6" "")"
+jq '.audit = true' "$D/net.json" >"$D/net-audit.json"
+t_ok "ADD, \"audit\": true" cni ADD "$ID6" "$NS6" "" "$D/net-audit.json"
+RES6=$T_OUT
+GW6=$(jq -r '.ips[0].gateway' <<<"$RES6")
+t_contains "list: in audit mode" "$(sl list | awk -v n="$SB6" '$1 == n')" " audit "
+t_contains "status counts it" "$(sl status)" "sandboxes_audit 1"
+t_ok "an unlisted host through the proxy" ip netns exec "$P-c6" curl -s -m 10 -o /dev/null -D - \
+	-x "http://$GW6:3128" http://other.world.test/cni-audit
+t_eq "reached (200)" "200 " "$(t_status_reason <<<"$T_OUT")"
+t_ok "audited would-deny not-allowlisted" bash -c "grep -F '\"sandbox\":\"$SB6\"' '$BROKER_AUDIT' |
+	grep -F '/cni-audit' | grep -qF '\"decision\":\"would-deny\",\"reason\":\"not-allowlisted\"'"
+t_ok "the metadata address" ip netns exec "$P-c6" curl -s -m 10 -o /dev/null -D - http://169.254.169.254/latest/
+t_eq "still 403 address-literal" "403 address-literal" "$(t_status_reason <<<"$T_OUT")"
+with_prev "$D/net-audit.json" "$RES6" "$D/prev6.json"
+t_ok "DEL" cni DEL "$ID6" "$NS6" "" "$D/prev6.json"
+t_eq "nothing is left" "" "$(leftovers "$ID6" "$NS6" "$(jq -r '.ips[0].address' <<<"$RES6" | cut -d/ -f1)")"
+ip netns del "$P-c6"
+
 # --- chained after another plugin: refused ---------------------------------------------
 # What a primary plugin leaves: an interface with the default route. sluice
 # as a second plugin would be a spare link beside it; ADD refuses.

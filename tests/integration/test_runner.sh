@@ -292,4 +292,53 @@ t_eq "200" "200" "$T_OUT"
 t_contains "the secret was injected on the way out" "$(origin /api/runner | tail -n 1)" \
 	"\"Authorization\", \"Bearer $SECRET\""
 
+# --- programs that read more of /etc: the JVM, apt -----------------------------------------
+# Debian's JVM reads its configuration in /etc/java-N-openjdk (its conf/
+# links there) and does not start without it; apt warns when
+# /etc/apt/apt.conf.d is missing. Both are there, read-only; apt's
+# credentials (auth.conf, auth.conf.d) are not.
+# ro_in PATH: the mount options of the mount at PATH inside, if one is there.
+ro_in() { X awk -v p="$1" '$5 == p { print $6 }' /proc/self/mountinfo; }
+njava=0
+for d in /etc/java-*; do
+	[ -d "$d" ] || continue
+	njava=$((njava + 1))
+	t_ok "$d is there inside" X test -d "$d"
+	t_ok "$d: its files read" X sh -c "ls -A '$d' | wc -l"
+	t_eq "$d: as many entries as on the host" "$(ls -A "$d" | wc -l)" "$T_OUT"
+	t_contains "$d: read-only" "$(ro_in "$d")," "ro,"
+done
+[ "$njava" = 0 ] && t_skip "/etc/java-* inside" "the host has none"
+if command -v java >/dev/null; then
+	t_ok "java -version inside" X java -version
+	t_contains "the JVM starts" "$T_ERR" "version"
+	# -version alone reads no java.security; this does (JDK 17 and later).
+	if java -XshowSettings:security -version >/dev/null 2>&1; then
+		t_ok "the JVM reads its security settings inside" X java -XshowSettings:security -version
+		t_not_contains "no error loading java.security" "$T_ERR" "Error loading java.security"
+	else
+		t_skip "java -XshowSettings:security inside" "this JVM has no such setting"
+	fi
+else
+	t_skip "java -version inside" "no JVM installed (command -v java)"
+fi
+if command -v apt-config >/dev/null; then
+	t_ok "apt-config dump inside" X apt-config dump
+	t_not_contains "no warning about apt.conf.d" "$T_ERR" "apt.conf.d"
+	t_eq "the configuration the host's apt sees" "$(apt-config dump)" "$T_OUT"
+	t_ok "/etc/apt/apt.conf.d: read-only" test -n "$(ro_in /etc/apt/apt.conf.d)"
+	t_contains "/etc/apt/apt.conf.d: ro" "$(ro_in /etc/apt/apt.conf.d)," "ro,"
+	# apt's writable directories in the workspace, as README's apt recipe says.
+	t_ok "apt's directories in the workspace" X mkdir -p /workspace/apt-lists/partial /workspace/apt-cache/archives/partial
+	t_ok "apt-get -s inside" X apt-get -s -o Dir::State::Lists=/workspace/apt-lists \
+		-o Dir::Cache=/workspace/apt-cache -o Debug::NoLocking=1 -o APT::Sandbox::User=root check
+	t_not_contains "no warning about apt.conf.d" "$T_ERR" "apt.conf.d"
+	t_not_contains "no warning at all" "$T_ERR" "W: "
+else
+	t_skip "apt inside" "no apt on the host"
+fi
+for f in /etc/apt/auth.conf /etc/apt/auth.conf.d /etc/shadow /etc/gshadow /etc/sluice /etc/ssh; do
+	t_fails "$f is not there inside" X test -e "$f"
+done
+
 t_done

@@ -31,7 +31,7 @@ static void test_conf_full(void **state)
 {
 	static const char text[] =
 		"{" BASE ",\"socket\":\"/run/x/ctl.sock\",\"brokerNetns\":\"/run/netns/brk\","
-		"\"policyDir\":\"/etc/p\",\"policy\":\"default\","
+		"\"policyDir\":\"/etc/p\",\"policy\":\"default\",\"audit\":true,"
 		"\"capabilities\":{\"io.kubernetes.cri.pod-annotations\":true},"
 		"\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{\"sluice.io/policy\":\"web\",\"other\":\"x\"}},"
 		"\"prevResult\":{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.200.0.2/30\",\"interface\":1}]},"
@@ -48,6 +48,7 @@ static void test_conf_full(void **state)
 	assert_string_equal(c.policy_dir, "/etc/p");
 	assert_string_equal(c.policy, "default");
 	assert_string_equal(c.annotation, "web");
+	assert_true(c.audit);
 	assert_true(c.prev_result);
 	assert_string_equal(c.prev_addr, "10.200.0.2/30");
 }
@@ -64,6 +65,7 @@ static void test_conf_defaults(void **state)
 	assert_string_equal(c.broker_netns, "");
 	assert_string_equal(c.policy, "");
 	assert_string_equal(c.annotation, "");
+	assert_false(c.audit);
 	assert_false(c.prev_result);
 	/* A name under /run/netns, as `sluice --broker-netns` takes. */
 	assert_int_equal(parse("{" BASE ",\"brokerNetns\":\"sluice-broker\"}", &c, &e), 0);
@@ -96,6 +98,10 @@ static void test_conf_refused(void **state)
 		{ "{" BASE ",\"policy\":\"../x\"}", CNI_ERR_CONFIG, "`policy`" },
 		{ "{" BASE ",\"policy\":\"a/b\"}", CNI_ERR_CONFIG, "`policy`" },
 		{ "{" BASE ",\"policy\":[]}", CNI_ERR_CONFIG, "`policy`" },
+		{ "{" BASE ",\"audit\":\"true\"}", CNI_ERR_CONFIG,
+		  "`audit` must be true or false" },
+		{ "{" BASE ",\"audit\":1}", CNI_ERR_CONFIG, "`audit`" },
+		{ "{" BASE ",\"audit\":false}", 0, NULL },
 		{ "{" BASE ",\"runtimeConfig\":[]}", CNI_ERR_CONFIG, "runtimeConfig" },
 		{ "{" BASE ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":\"x\"}}",
 		  CNI_ERR_CONFIG, "pod-annotations" },
