@@ -519,6 +519,11 @@ out:
 	return r;
 }
 
+/* The uid the broker was started as (control_start() runs before the switch
+ * to its own user): besides root and control_group, only it may call. Not
+ * the uid it runs as afterwards, which no person logs in as. */
+static uid_t control_owner;
+
 /* Whether the caller holds control_group, as primary or supplementary group. */
 static bool peer_in_group(int fd, const struct ucred *cred)
 {
@@ -567,7 +572,7 @@ static int peer_check(int fd, struct peer *p, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot read the caller's credentials: %s", strerror(-r));
 		return r;
 	}
-	if (p->cred.uid != 0 && p->cred.uid != geteuid() && !peer_in_group(fd, &p->cred)) {
+	if (p->cred.uid != 0 && p->cred.uid != control_owner && !peer_in_group(fd, &p->cred)) {
 		if (broker.cfg.control_group[0])
 			snprintf(why, whylen, "uid %u is neither root nor in control_group `%s`",
 				 (unsigned)p->cred.uid, broker.cfg.control_group);
@@ -1689,6 +1694,7 @@ int control_start(struct loop *l, const char *path)
 		return fd;
 	}
 	ctl.loop = l;
+	control_owner = geteuid();
 	if (watch_start(l) < 0) {
 		close(fd);
 		close(efd);

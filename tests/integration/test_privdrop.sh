@@ -142,6 +142,16 @@ for who in 1000 $U; do
 	t_contains "  ... for permission" "$T_ERR" "ermission denied"
 done
 t_ok "root still may" S list
+# Past the file mode too: the broker's own uid is not a caller it accepts
+# (it was started as root, and only that uid, root, may call).
+mode=$(stat -c %a "$BROKER_SOCK")
+chmod 0666 "$BROKER_SOCK"
+t_fails "with the socket opened to all, the broker still refuses its own uid $U" \
+	ip netns exec "$WORLD_BRK" setpriv --reuid "$U" --regid "$U" --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" list
+t_contains "  ... saying it is not root" "$T_ERR" "uid $U is not root"
+chmod "$mode" "$BROKER_SOCK"
+t_ok "root still may, the mode put back" S list
 
 t_eq "no seccomp refusal in the broker's log" "" "$(grep 'seccomp: system call' "$BROKER_LOG")"
 t_not_contains "no secret in the broker's log" "$(cat "$BROKER_LOG")" "$SECRET"
