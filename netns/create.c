@@ -449,7 +449,7 @@ static void attach_restore(struct build *b)
 
 	if (b->lo_set && !b->lo_was_up && b->in.nl) {
 		netns_rtnl_batch_init(&batch);
-		netns_link_down(&batch, 1);
+		netns_link_set(&batch, 1, false);
 		k = netns_rtnl_batch_send(&b->in, &batch, NULL);
 		if (k < 0)
 			fprintf(stderr, "sluice: undo: cannot set lo down again: %s\n", strerror(-k));
@@ -517,7 +517,7 @@ static int wire(struct build *b, char *err, size_t errlen)
 		step = "address and set up the broker side";
 		netns_rtnl_batch_init(&batch);
 		netns_addr4_add(&batch, b->link_index, b->sb.gw, 30);
-		netns_link_up(&batch, b->link_index);
+		netns_link_set(&batch, b->link_index, true);
 		e = netns_rtnl_batch_send(&b->out, &batch, NULL);
 	}
 	if (e < 0) {
@@ -532,9 +532,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 		return eth0;
 	}
 	netns_rtnl_batch_init(&batch);
-	netns_link_up(&batch, 1); /* lo is 1 in every namespace */
+	netns_link_set(&batch, 1, true); /* lo is 1 in every namespace */
 	netns_addr4_add(&batch, eth0, b->sb.addr, 30);
-	netns_link_up(&batch, eth0);
+	netns_link_set(&batch, eth0, true);
 	netns_route4_default(&batch, eth0, b->sb.gw);
 	b->lo_set = true;
 	e = netns_rtnl_batch_send(&b->in, &batch, &failed);
