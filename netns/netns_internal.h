@@ -27,6 +27,9 @@
  * (create.c); NETNS_CREATE_LOCK: one lock byte per name, held by a create. */
 #define NETNS_CREATING_PREFIX NETNS_STATE_DIR "/.creating-"
 #define NETNS_CREATE_LOCK NETNS_STATE_DIR "/.create-lock"
+/* Where a delete moves a sandbox's emptied directories, to be removed after
+ * it has answered (netns_trash_sweep()). */
+#define NETNS_TRASH_DIR NETNS_STATE_DIR "/.deleted"
 /* Broker-side links are "sl-" and 8 hex digits of the sandbox address: at
  * most 15 characters, unique per address, and what the nftables rules match. */
 #define NETNS_LINK_PREFIX "sl-"
@@ -145,6 +148,7 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 /* --- linger.c: what is slow to free, freed after the process exits ---- */
 
 int netns_linger(int fd);
+int netns_linger_then(int fd, void (*after)(void));
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
@@ -184,8 +188,9 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max);
 /* --- create.c, delete.c, exec.c --------------------------------------- */
 
 int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
-int netns_remove_state_dir(const char *name);
-int netns_remove_etc_dir(const char *name);
+int netns_remove_state_dir(const char *name, bool later);
+int netns_remove_etc_dir(const char *name, bool later);
+int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
 int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen);
 int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);
