@@ -40,8 +40,10 @@ static struct {
  * It makes no call that can fail in practice, and looks at no errno (which
  * it would share with the parent): every signal is blocked, and the poll
  * ends with the parent or the time limit. Only once the parent is gone,
- * and the memory this child shares with it is its own (errno, the heap),
- * does it call @after, which may do anything.
+ * and the memory this child shares with it is its own (errno, the heap;
+ * a link-deleting child of netns_link_del_begin() that may still run
+ * touches neither, but for an errno nobody reads), does it call @after,
+ * which may then use the C library as any process does.
  */
 static int linger_main(void *arg)
 {
