@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,8 @@ static void block_mark(const struct sl_addr *a, bool used)
 		tab.used[b / 64] &= ~(1ull << (b % 64));
 }
 
+static void ca_gone_sweep(void);
+
 int sandbox_table_init(const struct broker_config *cfg)
 {
 	unsigned host_bits = 128 - cfg->pool_plen;
@@ -176,6 +179,7 @@ int sandbox_table_init(const struct broker_config *cfg)
 	snprintf(tab.ca_dir, sizeof(tab.ca_dir), "%s/ca", cfg->state_dir);
 	if (mkdir(tab.ca_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	ca_gone_sweep();
 	if (creds_init(cfg->state_dir) < 0)
 		return -errno;
 	return 0;
@@ -523,12 +527,82 @@ static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen
 	}
 }
 
+/* A CA directory that remove_state() emptied and moved aside, by its name
+ * in state_dir/ca; the broker removes those left by a crash at start-up. */
+#define CA_GONE_PREFIX ".gone."
+/* At most this many are removed at start-up. */
+#define CA_GONE_SWEEP_MAX 4096
+
+static void *rmdir_main(void *arg)
+{
+	char *path = arg;
+
+	if (rmdir(path) < 0 && errno != ENOENT)
+		log_warn("sandbox: cannot remove %s: %s", path, strerror(errno));
+	free(path);
+	return NULL;
+}
+
+/*
+ * Removes the empty directory @path on a thread of its own, or here when
+ * none can be started. An rmdir can take milliseconds (a file system that
+ * frees and discards the directory's block there and then: ext4 mounted
+ * with -o discard), and unregister runs on the control thread under the
+ * table's write lock, which stalls every lookup meanwhile.
+ */
+static void rmdir_later(const char *path)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	char *copy = strdup(path);
+	int r = copy ? pthread_attr_init(&attr) : ENOMEM;
+
+	if (r == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64 << 10);
+		r = pthread_create(&t, &attr, rmdir_main, copy);
+		pthread_attr_destroy(&attr);
+	}
+	if (r == 0)
+		return;
+	free(copy);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		log_warn("sandbox: cannot remove %s: %s", path, strerror(errno));
+}
+
+/* At start-up: the CA directories a broker that died left moved aside. */
+static void ca_gone_sweep(void)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d = opendir(tab.ca_dir);
+
+	if (!d)
+		return;
+	while (n < CA_GONE_SWEEP_MAX && (de = readdir(d))) {
+		if (strncmp(de->d_name, CA_GONE_PREFIX, sizeof(CA_GONE_PREFIX) - 1))
+			continue;
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		n++;
+	}
+	closedir(d);
+}
+
 /* Removes the files of sandbox @name from state_dir: its registration, its
- * synthetic names and its CA. Return: 0, or the first error other than
+ * synthetic names and its CA. The CA's directory, emptied, is renamed out
+ * of the way (the name is free for a new registration at once) and
+ * removed by rmdir_later(). Return: 0, or the first error other than
  * ENOENT (the others are tried all the same), with its path in @what. */
 static int remove_state(const char *name, char *what, size_t whatlen)
 {
-	static const char *const files[] = { "ca.key", "ca.crt", "ca.sum" };
+	/* With the temporaries a crash mid-write leaves: the directory is
+	 * moved aside only once it is empty. */
+	static const char *const files[] = { "ca.key",	   "ca.crt",	 "ca.sum",
+					     "ca.key.tmp", "ca.crt.tmp", "ca.sum.tmp" };
+	static unsigned gone;
+	char gone_path[760];
+	bool emptied = true;
+	int rc;
 	char path[700];
 	int r = 0;
 	size_t i;
@@ -541,10 +615,17 @@ static int remove_state(const char *name, char *what, size_t whatlen)
 	note_rm(unlink(path), path, &r, what, whatlen);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
-		note_rm(unlink(path), path, &r, what, whatlen);
+		rc = unlink(path);
+		if (rc < 0 && errno != ENOENT)
+			emptied = false;
+		note_rm(rc, path, &r, what, whatlen);
 	}
 	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
-	note_rm(rmdir(path), path, &r, what, whatlen);
+	snprintf(gone_path, sizeof(gone_path), "%s/" CA_GONE_PREFIX "%u", tab.ca_dir, gone++);
+	if (emptied && rename(path, gone_path) == 0)
+		rmdir_later(gone_path);
+	else
+		note_rm(rmdir(path), path, &r, what, whatlen);
 	return r;
 }
 

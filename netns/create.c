@@ -18,6 +18,7 @@
  * Nothing here costs more with more sandboxes: no listing of links,
  * mounts or set elements, one netlink exchange per step. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +49,8 @@
 #define LINK_WAIT_MS 2000
 /* A link of a sandbox being deleted is gone within milliseconds. */
 #define LINK_GONE_MS 1000
+/* One sweep of the trash removes at most this many directories. */
+#define TRASH_SWEEP_MAX 4096
 
 struct build {
 	struct netns_sandbox sb;
@@ -197,17 +201,102 @@ static int register_answer(struct build *b, int fd, char *err, size_t errlen)
 	return 0;
 }
 
-/* Removes the regular files in @dir (no recursion), then @dir. */
-static int remove_dir(const char *dir, const char *const *files)
+/* Is @dir empty? Return: 1, 0, or a negative errno (-ENOENT: no @dir). */
+static int dir_empty(const char *dir)
+{
+	char buf[512];
+	long n;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r = 1;
+
+	if (fd < 0)
+		return -errno;
+	while (r == 1 && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+
+			if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+				r = 0;
+			off += d->d_reclen;
+		}
+	}
+	if (n < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * Moves the empty directory @dir into NETNS_TRASH_DIR, under a name of
+ * this process's. A rename is tens of microseconds where an rmdir, on a
+ * file system that frees and discards the directory's block there and
+ * then (ext4 mounted with -o discard), took milliseconds: the name is free
+ * at once, and netns_trash_sweep() removes the directory later. Return: 0,
+ * or a negative errno (-EXDEV: another file system; the caller removes
+ * @dir itself).
+ */
+static int trash_dir(const char *dir)
+{
+	static unsigned seq;
+	char to[128];
+	int r = dir_empty(dir), i;
+
+	if (r <= 0)
+		return r < 0 ? r : -ENOTEMPTY;
+	snprintf(to, sizeof(to), NETNS_TRASH_DIR "/%d.%u", (int)getpid(), seq++);
+	for (i = 0; i < 2; i++) {
+		if (renameat2(AT_FDCWD, dir, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+			return 0;
+		r = -errno;
+		/* The first delete of the machine makes the trash. */
+		if (r != -ENOENT || access(dir, F_OK) < 0 ||
+		    (mkdir(NETNS_TRASH_DIR, 0700) < 0 && errno != EEXIST))
+			break;
+	}
+	return r;
+}
+
+/**
+ * netns_trash_sweep() - remove the directories trash_dir() moved aside
+ *
+ * Each is empty; one that is not (nothing sluice made puts files there) is
+ * left. Bounded: at most TRASH_SWEEP_MAX per call.
+ *
+ * Return: 0, or a negative errno when the trash cannot be read.
+ */
+int netns_trash_sweep(void)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *d = opendir(NETNS_TRASH_DIR);
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (n < TRASH_SWEEP_MAX && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		n++;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Removes the regular files in @dir (no recursion), then @dir: at once, or
+ * (@later) into the trash (trash_dir()) where it can. */
+static int remove_dir(const char *dir, const char *const *files, bool later)
 {
 	char path[600];
 	size_t i;
+	int r;
 
 	for (i = 0; files[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		if (unlink(path) < 0 && errno != ENOENT)
 			return -errno;
 	}
+	r = later ? trash_dir(dir) : -EXDEV;
+	if (r == 0 || r == -ENOENT || r == -ENOTEMPTY)
+		return r;
 	return rmdir(dir) < 0 ? -errno : 0;
 }
 
@@ -218,32 +307,37 @@ static const char *const etc_files[] = { "resolv.conf", "resolv.conf.tmp", NULL 
 
 /**
  * netns_remove_state_dir() - remove a sandbox's NETNS_STATE_DIR entry
- * @name: a valid sandbox name
+ * @name:  a valid sandbox name
+ * @later: its directory may go into the trash (netns_trash_sweep())
+ *
+ * Either way the name is free when this returns.
  *
  * Return: 0, -ENOENT, or another negative errno.
  */
-int netns_remove_state_dir(const char *name)
+int netns_remove_state_dir(const char *name, bool later)
 {
 	char dir[512];
 	int r = netns_path(dir, sizeof(dir), NETNS_STATE_DIR, name, NULL);
 
-	return r < 0 ? r : remove_dir(dir, state_files);
+	return r < 0 ? r : remove_dir(dir, state_files, later);
 }
 
 /**
  * netns_remove_etc_dir() - remove /etc/netns/NAME and the resolv.conf in it
- * @name: a valid sandbox name
+ * @name:  a valid sandbox name
+ * @later: as netns_remove_state_dir()'s (on another file system than
+ *         NETNS_STATE_DIR, it goes at once all the same)
  *
  * Files someone else put there are left, and so is the directory then.
  *
  * Return: 0, -ENOENT, -ENOTEMPTY, or another negative errno.
  */
-int netns_remove_etc_dir(const char *name)
+int netns_remove_etc_dir(const char *name, bool later)
 {
 	char dir[512];
 	int r = netns_path(dir, sizeof(dir), NETNS_ETC_DIR, name, NULL);
 
-	return r < 0 ? r : remove_dir(dir, etc_files);
+	return r < 0 ? r : remove_dir(dir, etc_files, later);
 }
 
 static int make_state_dir(struct build *b, char *err, size_t errlen)
@@ -449,7 +543,7 @@ static void attach_restore(struct build *b)
 
 	if (b->lo_set && !b->lo_was_up && b->in.nl) {
 		netns_rtnl_batch_init(&batch);
-		netns_link_down(&batch, 1);
+		netns_link_set(&batch, 1, false);
 		k = netns_rtnl_batch_send(&b->in, &batch, NULL);
 		if (k < 0)
 			fprintf(stderr, "sluice: undo: cannot set lo down again: %s\n", strerror(-k));
@@ -517,7 +611,7 @@ static int wire(struct build *b, char *err, size_t errlen)
 		step = "address and set up the broker side";
 		netns_rtnl_batch_init(&batch);
 		netns_addr4_add(&batch, b->link_index, b->sb.gw, 30);
-		netns_link_up(&batch, b->link_index);
+		netns_link_set(&batch, b->link_index, true);
 		e = netns_rtnl_batch_send(&b->out, &batch, NULL);
 	}
 	if (e < 0) {
@@ -532,9 +626,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 		return eth0;
 	}
 	netns_rtnl_batch_init(&batch);
-	netns_link_up(&batch, 1); /* lo is 1 in every namespace */
+	netns_link_set(&batch, 1, true); /* lo is 1 in every namespace */
 	netns_addr4_add(&batch, eth0, b->sb.addr, 30);
-	netns_link_up(&batch, eth0);
+	netns_link_set(&batch, eth0, true);
 	netns_route4_default(&batch, eth0, b->sb.gw);
 	b->lo_set = true;
 	e = netns_rtnl_batch_send(&b->in, &batch, &failed);
@@ -587,13 +681,13 @@ static void rollback(struct build *b)
 		close(b->nsfd);
 		b->nsfd = -1;
 	}
-	if (b->etc_dir && (k = netns_remove_etc_dir(b->sb.name)) < 0)
+	if (b->etc_dir && (k = netns_remove_etc_dir(b->sb.name, false)) < 0)
 		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_ETC_DIR,
 			b->sb.name, strerror(-k));
 	if (b->netns && (k = netns_ns_remove(b->sb.name)) < 0)
 		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_RUN_DIR,
 			b->sb.name, strerror(-k));
-	if (b->state_dir && (k = netns_remove_state_dir(b->sb.name)) < 0)
+	if (b->state_dir && (k = netns_remove_state_dir(b->sb.name, false)) < 0)
 		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_STATE_DIR,
 			b->sb.name, strerror(-k));
 	if (b->registered) {

@@ -228,14 +228,14 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
 		     strerror(-r));
-	r = netns_remove_etc_dir(name);
+	r = netns_remove_etc_dir(name, true);
 	if (r == -ENOTEMPTY)
 		fprintf(stderr, "sluice: warning: %s/%s holds files sluice did not make; left\n",
 			NETNS_ETC_DIR, name);
 	else if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name,
 		     strerror(-r));
-	r = netns_remove_state_dir(name);
+	r = netns_remove_state_dir(name, true);
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, errlen, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
 		     strerror(-r));
@@ -427,6 +427,14 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 	return finish(name, ans, r, msg, err, errlen);
 }
 
+/* Set by cmd_delete(): the trash is swept after the process has exited. */
+static bool sweep_on_exit;
+
+static void sweep(void)
+{
+	netns_trash_sweep();
+}
+
 /**
  * netns_sandbox_remove() - netns_sandbox_delete() (@detach false), or
  * netns_sandbox_detach() (true: the namespace and its name stay)
@@ -443,6 +451,12 @@ int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen
 {
 	int r = delete_sandbox(name, detach, err, errlen);
 	char mark[600];
+
+	/* Its directories went into the trash (the names are free already):
+	 * now they go for good, unless the process's last act will see to it
+	 * (cmd_delete()). */
+	if (!sweep_on_exit)
+		netns_trash_sweep();
 
 	/* What a create that was interrupted left (create.c) is gone now. */
 	if ((r == 0 || r == -ENOENT) && netns_name_ok(name)) {
@@ -473,8 +487,14 @@ int cmd_delete(int argc, char **argv)
 		return 2;
 	}
 	netns_hold_signals(&old);
+	sweep_on_exit = true;
 	r = netns_sandbox_delete(argv[1], err, sizeof(err));
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	/* Its directories' removal (slow on some file systems) is left to a
+	 * child that does it once this process has answered. */
+	fflush(stderr);
+	if (netns_linger_then(-1, sweep) < 0)
+		sweep();
 	if (r < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
 		return 1;

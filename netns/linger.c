@@ -32,13 +32,18 @@
  * process's memory, CLONE_VM, as netns_link_del_begin()'s does). */
 static struct {
 	int pidfd;
-	char stack[16 << 10] __attribute__((aligned(16)));
+	void (*after)(void);
+	char stack[64 << 10] __attribute__((aligned(16)));
 } lg = { .pidfd = -1 };
 
 /*
  * It makes no call that can fail in practice, and looks at no errno (which
  * it would share with the parent): every signal is blocked, and the poll
- * ends with the parent or the time limit.
+ * ends with the parent or the time limit. Only once the parent is gone,
+ * and the memory this child shares with it is its own (errno, the heap;
+ * a link-deleting child of netns_link_del_begin() that may still run
+ * touches neither, but for an errno nobody reads), does it call @after,
+ * which may then use the C library as any process does.
  */
 static int linger_main(void *arg)
 {
@@ -53,7 +58,8 @@ static int linger_main(void *arg)
 	close(STDIN_FILENO);
 	close(STDOUT_FILENO);
 	close(STDERR_FILENO);
-	poll(&p, 1, LINGER_MAX_MS);
+	if (poll(&p, 1, LINGER_MAX_MS) == 1 && lg.after)
+		lg.after();
 	return 0;
 }
 
@@ -71,9 +77,24 @@ static int linger_main(void *arg)
  */
 int netns_linger(int fd)
 {
+	return netns_linger_then(fd, NULL);
+}
+
+/**
+ * netns_linger_then() - netns_linger(), and @after called by the child
+ *                       once this process has exited
+ * @fd:    as netns_linger()'s
+ * @after: what is slow and need not be waited for (NULL: nothing); not
+ *         called when this process outlives LINGER_MAX_MS
+ *
+ * Return: 0, or a negative errno (no child: @after is the caller's to call).
+ */
+int netns_linger_then(int fd, void (*after)(void))
+{
 	pid_t pid;
 	int e;
 
+	lg.after = after;
 	lg.pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	if (lg.pidfd < 0) {
 		e = -errno;

@@ -27,6 +27,9 @@
  * (create.c); NETNS_CREATE_LOCK: one lock byte per name, held by a create. */
 #define NETNS_CREATING_PREFIX NETNS_STATE_DIR "/.creating-"
 #define NETNS_CREATE_LOCK NETNS_STATE_DIR "/.create-lock"
+/* Where a delete moves a sandbox's emptied directories, to be removed after
+ * it has answered (netns_trash_sweep()). */
+#define NETNS_TRASH_DIR NETNS_STATE_DIR "/.deleted"
 /* Broker-side links are "sl-" and 8 hex digits of the sandbox address: at
  * most 15 characters, unique per address, and what the nftables rules match. */
 #define NETNS_LINK_PREFIX "sl-"
@@ -135,8 +138,7 @@ int netns_link_retired(struct netns_rtnl *r, const char *name);
 pid_t netns_link_del_begin(int index);
 void netns_link_del_reap(pid_t pid);
 void netns_rtnl_batch_init(struct netns_rtnl_batch *b);
-void netns_link_up(struct netns_rtnl_batch *b, int index);
-void netns_link_down(struct netns_rtnl_batch *b, int index);
+void netns_link_set(struct netns_rtnl_batch *b, int index, bool up);
 void netns_addr4_add(struct netns_rtnl_batch *b, int index, uint32_t addr, unsigned plen);
 void netns_route4_default(struct netns_rtnl_batch *b, int index, uint32_t gw);
 int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsigned *step);
@@ -146,6 +148,7 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 /* --- linger.c: what is slow to free, freed after the process exits ---- */
 
 int netns_linger(int fd);
+int netns_linger_then(int fd, void (*after)(void));
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
@@ -185,8 +188,9 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max);
 /* --- create.c, delete.c, cli/exec.c --------------------------------- */
 
 int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
-int netns_remove_state_dir(const char *name);
-int netns_remove_etc_dir(const char *name);
+int netns_remove_state_dir(const char *name, bool later);
+int netns_remove_etc_dir(const char *name, bool later);
+int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
 int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen);
 int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);

@@ -412,6 +412,48 @@ out:
 	return r;
 }
 
+/*
+ * What netns_nft_element() and netns_nft_element_present() share: the
+ * element's key (@link, NUL-padded, then @addr in network order) checked
+ * and built into @key, and an nf_tables socket opened in @n (closed by the
+ * caller). Return: 0, or a negative errno with @err.
+ */
+static int element_key(const char *link, uint32_t addr, uint8_t key[KEY_LEN], struct nfnl *n,
+		       char *err, size_t errlen)
+{
+	uint32_t be = htonl(addr);
+	size_t nlen = strlen(link);
+	int r;
+
+	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
+		snprintf(err, errlen, "nftables: bad link name `%s`", link);
+		return -EINVAL;
+	}
+	memset(key, 0, KEY_LEN);
+	memcpy(key, link, nlen);
+	memcpy(key + KEY_IFNAME_LEN, &be, 4);
+	r = nfnl_open(n);
+	if (r < 0)
+		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+	return r;
+}
+
+/* The element list of @nlh: the one element whose key is @key. */
+static void element_put(struct nlmsghdr *nlh, const uint8_t key[KEY_LEN])
+{
+	struct nlattr *list, *el, *k;
+
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, SET);
+	list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+	el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+	k = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
+	mnl_attr_put(nlh, NFTA_DATA_VALUE, KEY_LEN, key);
+	mnl_attr_nest_end(nlh, k);
+	mnl_attr_nest_end(nlh, el);
+	mnl_attr_nest_end(nlh, list);
+}
+
 /**
  * netns_nft_element() - add or delete a sandbox's element of @sandbox_src
  * @add:    add (idempotent) or delete
@@ -440,10 +482,9 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE], a[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
-	uint8_t key[KEY_LEN] = { 0 };
-	struct nlattr *list, *el, *k;
+	uint8_t key[KEY_LEN];
 	struct nlmsghdr *nlh;
-	size_t off = 0, nlen = strlen(link);
+	size_t off = 0;
 	uint32_t seq;
 	struct nfnl n;
 	int r;
@@ -451,18 +492,9 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 	if (held)
 		*held = -1;
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
-	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
-		snprintf(err, errlen, "nftables: bad link name `%s`", link);
-		return -EINVAL;
-	}
-	memcpy(key, link, nlen);
-	memcpy(key + KEY_IFNAME_LEN, &ia.s_addr, 4);
-
-	r = nfnl_open(&n);
-	if (r < 0) {
-		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+	r = element_key(link, addr, key, &n, err, errlen);
+	if (r < 0)
 		return r;
-	}
 	/* One sequence number for the three: an error names the message it is
 	 * about by it, and only the element asks for an acknowledgement. */
 	seq = ++n.seq;
@@ -471,15 +503,7 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 	nlh = nfnl_put(buf + off,
 		       (NFNL_SUBSYS_NFTABLES << 8) | (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
 		       NLM_F_ACK | (add ? NLM_F_CREATE : 0), NFPROTO_INET, 0, seq);
-	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
-	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, SET);
-	list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
-	el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
-	k = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
-	mnl_attr_put(nlh, NFTA_DATA_VALUE, sizeof(key), key);
-	mnl_attr_nest_end(nlh, k);
-	mnl_attr_nest_end(nlh, el);
-	mnl_attr_nest_end(nlh, list);
+	element_put(nlh, key);
 	off += NLMSG_ALIGN(nlh->nlmsg_len);
 	nlh = nfnl_put(buf + off, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
 	off += NLMSG_ALIGN(nlh->nlmsg_len);
@@ -514,38 +538,20 @@ int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct in_addr ia = { .s_addr = htonl(addr) };
-	uint8_t key[KEY_LEN] = { 0 };
-	struct nlattr *list, *el, *k;
+	uint8_t key[KEY_LEN];
 	struct nlmsghdr *nlh;
-	size_t nlen = strlen(link);
 	uint32_t seq;
 	struct nfnl n;
 	int r;
 
-	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
-		snprintf(err, errlen, "nftables: bad link name `%s`", link);
-		return -EINVAL;
-	}
-	memcpy(key, link, nlen);
-	memcpy(key + KEY_IFNAME_LEN, &ia.s_addr, 4);
-	r = nfnl_open(&n);
-	if (r < 0) {
-		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+	r = element_key(link, addr, key, &n, err, errlen);
+	if (r < 0)
 		return r;
-	}
 	seq = ++n.seq;
 	/* Not a dump: the kernel answers the one element, then the ack. */
 	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETSETELEM, NLM_F_ACK,
 		       NFPROTO_INET, 0, seq);
-	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, TABLE);
-	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, SET);
-	list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
-	el = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
-	k = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
-	mnl_attr_put(nlh, NFTA_DATA_VALUE, sizeof(key), key);
-	mnl_attr_nest_end(nlh, k);
-	mnl_attr_nest_end(nlh, el);
-	mnl_attr_nest_end(nlh, list);
+	element_put(nlh, key);
 	if (mnl_socket_sendto(n.nl, buf, nlh->nlmsg_len) < 0)
 		r = -errno;
 	else

@@ -514,11 +514,12 @@ void netns_link_del_reap(pid_t pid)
 }
 
 /**
- * netns_link_up() - set a link up, as one request of a batch
+ * netns_link_set() - set a link up or down, as one request of a batch
  * @b:     the batch
  * @index: the link, in the namespace of the socket the batch goes to
+ * @up:    up, or down
  */
-void netns_link_up(struct netns_rtnl_batch *b, int index)
+void netns_link_set(struct netns_rtnl_batch *b, int index, bool up)
 {
 	struct nlmsghdr *nlh = batch_next(b);
 	struct ifinfomsg *ifm;
@@ -529,27 +530,7 @@ void netns_link_up(struct netns_rtnl_batch *b, int index)
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = index;
-	ifm->ifi_flags = IFF_UP;
-	ifm->ifi_change = IFF_UP;
-	batch_done(b, nlh);
-}
-
-/**
- * netns_link_down() - set a link down, as one request of a batch
- * @b:     the batch
- * @index: the link, in the namespace of the socket the batch goes to
- */
-void netns_link_down(struct netns_rtnl_batch *b, int index)
-{
-	struct nlmsghdr *nlh = batch_next(b);
-	struct ifinfomsg *ifm;
-
-	if (!nlh)
-		return;
-	nlh->nlmsg_type = RTM_NEWLINK;
-	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-	ifm->ifi_family = AF_UNSPEC;
-	ifm->ifi_index = index;
+	ifm->ifi_flags = up ? IFF_UP : 0;
 	ifm->ifi_change = IFF_UP;
 	batch_done(b, nlh);
 }

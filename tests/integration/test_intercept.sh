@@ -195,5 +195,15 @@ t_ok "has a CA of its own" test -f "$STATE/ca/$S2/ca.crt"
 t_rc "the first sandbox's CA is not in its bundle" 1 grep -qF "$CA1" "/run/sluice-sandboxes/$S2/ca-bundle.crt"
 t_ok "delete the first" S delete "$S1"
 t_rc "its CA is gone from state_dir" 1 test -e "$STATE/ca/$S1"
+# Its emptied directory is renamed out of the way, then removed by a thread.
+ca_gone_left() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(find "$STATE/ca" -mindepth 1 -maxdepth 1 -name '.gone.*')" ] && return 1
+		sleep 0.05
+	done
+	return 0
+}
+t_rc "and its directory is removed, not only moved aside (within 5 s)" 1 ca_gone_left
 t_eq "the decoys saw nothing" "" "$(world_decoy_hits)"
 t_done

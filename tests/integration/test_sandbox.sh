@@ -198,6 +198,20 @@ links_settle() {
 	done
 	return 1
 }
+# A delete renames the sandbox's emptied directories into $TRASH (the names
+# are free when it returns) and a child of it removes them once it has
+# exited. trash_settles: waits up to 5 s for the trash to be empty; 0 when
+# it is. Only sluice's delete writes there, and another test world's
+# delete empties it just the same.
+TRASH=$STATE/.deleted
+trash_settles() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(ls -A "$TRASH" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
 
 # The "internet" counts every packet whose source is a sandbox address: the
 # broker's own connections come from 11.0.0.2, so any count is a leak.
@@ -384,6 +398,7 @@ t_eq "its link is marked for removal (or gone) when delete returns" "" "$(link_u
 t_eq "its netns is gone" "" "$(ip netns list | grep -w -- "$S1")"
 t_ok "its /etc/netns directory is gone" test ! -e "/etc/netns/$S1"
 t_ok "its state directory is gone" test ! -e "$STATE/$S1"
+t_ok "its directories are removed, not only moved aside, within 5 s" trash_settles
 t_ok "its link goes within 5 s" links_settle "$L1"
 t_fails "its link is gone" ip -n "$WORLD_BRK" link show dev "$L1"
 t_eq "no set element is left" "0" "$(elements)"
@@ -611,6 +626,7 @@ t_eq "no netns left" "$netns0" "$(ip netns list | grep -c "^$WORLD_PREFIX")"
 t_eq "no /etc/netns entry left" "$etc0" "$(ls /etc/netns | grep -c "^$WORLD_PREFIX")"
 t_eq "no set element left" "0" "$(elements)"
 t_eq "no state directory left" "" "$(our_sandboxes)"
+t_ok "no directory left in the trash (within 5 s)" trash_settles
 t_not_contains "the broker holds none" "$(sl list)" "$P-x"
 t_eq "the ruleset was installed once, not per sandbox" "1" \
 	"$(nft_brk list ruleset | grep -c 'comment "sluice ruleset')"

@@ -119,8 +119,12 @@ rm -f "$SD/ca/$S3/ca.sum"
 # sees it).
 rm -f "$SD/placeholders/$S4" "$SD/synthetic/$S4.names"
 echo "# a comment" >>"$SD/ca/$S4/ca.crt"
+# An unregistered sandbox's CA directory, emptied and moved aside, that a
+# broker stopped before it removed it (it does that on a thread of its own).
+mkdir "$SD/ca/.gone.999"
 mark=$(wc -l <"$BROKER_LOG")
 broker_start || { echo "0 passed, 1 failed"; t_done; }
+t_ok "a CA directory left moved aside is removed at start-up" test ! -e "$SD/ca/.gone.999"
 LOG=$(tail -n +"$((mark + 1))" "$BROKER_LOG")
 
 # --- the synthetic-names journal ---------------------------------------------------
