@@ -71,10 +71,13 @@ struct report *netns_report_new(void)
 
 	if (!r)
 		return NULL;
-	r->sbs = (struct strtab){ .esize = sizeof(struct sb_ent), .max = REPORT_ENTRIES };
-	r->hosts = (struct strtab){ .esize = sizeof(struct host_ent), .max = REPORT_ENTRIES };
-	r->refs = (struct strtab){ .esize = sizeof(struct ref_ent), .max = REPORT_ENTRIES };
-	r->creds = (struct strtab){ .esize = sizeof(struct cred_ent), .max = REPORT_ENTRIES };
+	netns_strtabs_init((const struct strtab_spec[]){
+				   { &r->sbs, sizeof(struct sb_ent), REPORT_ENTRIES },
+				   { &r->hosts, sizeof(struct host_ent), REPORT_ENTRIES },
+				   { &r->refs, sizeof(struct ref_ent), REPORT_ENTRIES },
+				   { &r->creds, sizeof(struct cred_ent), REPORT_ENTRIES },
+			   },
+			   4);
 	return r;
 }
 
@@ -82,10 +85,7 @@ void netns_report_free(struct report *r)
 {
 	if (!r)
 		return;
-	netns_strtab_free(&r->sbs);
-	netns_strtab_free(&r->hosts);
-	netns_strtab_free(&r->refs);
-	netns_strtab_free(&r->creds);
+	netns_strtabs_free((struct strtab *const[]){ &r->sbs, &r->hosts, &r->refs, &r->creds }, 4);
 	free(r);
 }
 
