@@ -115,7 +115,9 @@ static bool is_conn(const char *proto)
 void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 {
 	const char *sbname = rec->sandbox[0] ? rec->sandbox : NO_SANDBOX;
-	const char *name = rec->name[0] ? rec->name : rec->addr;
+	/* A refusal before any name (a disguised address literal, say) is
+	 * shown by what the client asked for. */
+	const char *name = rec->name[0] ? rec->name : rec->addr[0] ? rec->addr : rec->target;
 	uint64_t n = rec->repeated ? rec->repeated : 1;
 	bool allowed = !strcmp(rec->decision, "allow");
 	char key[700];
