@@ -1541,6 +1541,60 @@ static void test_fold_off(void **state)
 	audit_set_clock(NULL);
 }
 
+/* Without a name, the raw target tells refusals apart (and a count line
+ * carries it); with one, the name does, and a count line's target is null
+ * (its repeats may have asked for other paths). */
+static void test_fold_target(void **state)
+{
+	char path[256], *buf, *l2, *l3;
+	struct audit_event ev = { .sandbox = "s3",
+				  .proto = "http",
+				  .dst_port = 80,
+				  .decision = "deny",
+				  .reason = "address-literal" };
+	size_t len;
+
+	(void)state;
+	fold_open(path, sizeof(path), "fold-target");
+	fake_ms = 7000;
+	ev.target = "http://2852039166/";
+	audit_log(&ev);
+	audit_log(&ev); /* folded */
+	ev.target = "http://127.1/";
+	audit_log(&ev); /* another kind: the count, then this one */
+	buf = slurp(path, &len);
+	l2 = strchr(buf, '\n') + 1;
+	l3 = strchr(l2, '\n') + 1;
+	assert_non_null(strstr(buf, "\"target\":\"http://2852039166/\""));
+	assert_true(strstr(buf, "\"repeated\":null") < l2);
+	assert_non_null(strstr(l2, "\"target\":\"http://2852039166/\""));
+	assert_true(strstr(l2, "\"repeated\":1,") < l3);
+	assert_non_null(strstr(l3, "\"target\":\"http://127.1/\""));
+	assert_int_equal(strchr(l3, '\n') + 1 - buf, (long)len); /* three lines */
+	free(buf);
+
+	/* Named: folded across targets; the count line has no target. */
+	fold_open(path, sizeof(path), "fold-target-named");
+	fake_ms = 8000;
+	ev.name = "a.test";
+	ev.reason = "not-allowlisted";
+	ev.target = "http://a.test/1";
+	audit_log(&ev);
+	ev.target = "http://a.test/2";
+	audit_log(&ev);
+	fake_ms = 8000 + AUDIT_REPEAT_MS;
+	audit_tick();
+	buf = slurp(path, &len);
+	l2 = strchr(buf, '\n') + 1;
+	assert_non_null(strstr(buf, "\"target\":\"http://a.test/1\""));
+	assert_null(strstr(buf, "http://a.test/2"));
+	assert_non_null(strstr(l2, "\"name\":\"a.test\",\"target\":null,"));
+	assert_non_null(strstr(l2, "\"repeated\":1,"));
+	free(buf);
+	audit_close();
+	audit_set_clock(NULL);
+}
+
 /* Whatever comes, in whatever order: every refusal is a line, or in the
  * "repeated" or "dropped" of one; every allowed decision is a line; and a
  * source writes no more refusal lines than its bucket and its counts allow. */
@@ -1862,6 +1916,7 @@ int main(void)
 	    cmocka_unit_test(test_rate_bound),
 	    cmocka_unit_test(test_flood_of_one_kind),
 	    cmocka_unit_test(test_fold_off),
+	    cmocka_unit_test(test_fold_target),
 	    cmocka_unit_test(test_accounting_random),
 	};
 
