@@ -500,6 +500,7 @@ void proxy_on_timer(struct timer *t)
 			proxy_close(c); /* idle keep-alive connection */
 			break;
 		}
+		proxy_note_head_target(c, c->in->data + c->in->pos, c->in->len - c->in->pos);
 		proxy_reply(c, 408, PROXY_ERROR, SL_REASON_HEAD_TIMEOUT);
 		break;
 	case CS_HOLD:

@@ -279,13 +279,18 @@ enum step proxy_read_head(struct conn *c)
 	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 				broker.cfg.max_head_bytes, req);
-	/* Whatever the parser made of it, the audit line shows what was asked. */
-	proxy_note_head_target(c, c->in->data + c->in->pos, c->in->len - c->in->pos);
+	/* Whatever the parser made of it, the audit line shows what was asked
+	 * (once a head is whole or refused: a slow head is not rescanned). */
+	if (hl != 0)
+		proxy_note_head_target(c, c->in->data + c->in->pos, c->in->len - c->in->pos);
 	if (hl == 0) {
 		c->parsed = ps; /* reused for the next try */
 		proxy_buf_compact(c->in);
-		if (c->in->len == c->in->cap)
+		if (c->in->len == c->in->cap) {
+			proxy_note_head_target(c, c->in->data + c->in->pos,
+					       c->in->len - c->in->pos);
 			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_HEAD_TOO_LARGE);
+		}
 		got = proxy_read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			proxy_want(c, EPOLLIN, 0);
