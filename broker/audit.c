@@ -240,7 +240,8 @@ static void put_target(struct line *l, const char *t)
 	if (len > CAP_TARGET)
 		len = CAP_TARGET; /* escaping only lengthens it: cut anyway */
 	sep = strstr(t, "://");
-	if (sep && (size_t)(sep - t) < len)
+	/* Only a scheme whole within what is kept: 0 <= a <= len below. */
+	if (sep && (size_t)(sep - t) + 3 <= len)
 		a = (size_t)(sep - t) + 3;
 	e = a + strcspn(t + a, "/");
 	if (e > len)

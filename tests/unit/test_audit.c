@@ -582,6 +582,18 @@ static void test_target_redacted(void **state)
 		assert_string_equal(jstr(&o, "target"), cases[i].out);
 		assert_null(strstr(line, "SLUICE_PLACEHOLDER"));
 	}
+	/* A long target is cut at the field's bound, wherever its "://" and
+	 * "@" fall (a scheme cut in two is no scheme): the line stays whole. */
+	for (i = AUDIT_FIELD_MAX - 8; i <= AUDIT_FIELD_MAX + 4; i++) {
+		char t[AUDIT_FIELD_MAX + 64];
+
+		memset(t, 'a', i);
+		snprintf(t + i, sizeof(t) - i, "://u:p@h.test/x");
+		ev.target = t;
+		format_and_parse(&ev, line, &o);
+		assert_true(jget(&o, "target")->vlen <= AUDIT_FIELD_MAX);
+		assert_null(strstr(line, "u:p@"));
+	}
 }
 
 static void test_hostile_strings_escaped(void **state)
