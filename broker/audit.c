@@ -96,20 +96,25 @@ enum {
 	CAP_RULE = AUDIT_FIELD_MAX,
 	CAP_CREDENTIAL = 128,
 	CAP_METHOD = 32,
-	CAP_PATH = AUDIT_FIELD_MAX,
+	/* The proxy keeps at most 255 bytes of a path; the whole request
+	 * target is in "target". */
+	CAP_PATH = 256,
+	CAP_TARGET = AUDIT_FIELD_MAX,
 	CAP_DNS_TYPE = 16,
 	CAP_DNS_ANSWER = AUDIT_FIELD_MAX,
 	/* Policy paths of an update: the broker takes at most 255 bytes. */
 	CAP_POLICY = 256,
 	CAP_SHA256 = 72,
 	CAP_MODE = 16,
-	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_DECISION + CAP_REASON + CAP_RULE +
-		     CAP_CREDENTIAL + CAP_METHOD + CAP_PATH + CAP_DNS_TYPE + CAP_DNS_ANSWER +
-		     2 * (CAP_POLICY + CAP_SHA256) + CAP_MODE,
-	/* Keys, quotes, commas, the time, the address, eight numbers of at
-	 * most 20 digits, "}\n": about 540 bytes; 896 leaves room for new
-	 * keys. */
-	LINE_OVERHEAD = 896,
+	CAPS_TOTAL = CAP_SANDBOX + CAP_PROTO + CAP_NAME + CAP_TARGET + CAP_DECISION + CAP_REASON +
+		     CAP_RULE + CAP_CREDENTIAL + CAP_METHOD + CAP_PATH + CAP_DNS_TYPE +
+		     CAP_DNS_ANSWER + 2 * (CAP_POLICY + CAP_SHA256) + CAP_MODE,
+	/* The 30 keys with their quotes, colons and commas (334 bytes), the
+	 * quotes of 20 strings (40), the time (28), two addresses
+	 * (2 * ADDR_STRLEN), ten numbers of at most 20 digits (200), "{}\n":
+	 * 697 bytes. test_audit's line with every field at its bound checks
+	 * it. */
+	LINE_OVERHEAD = 712,
 };
 _Static_assert(
     CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
@@ -157,12 +162,20 @@ static void put_strn(struct line *l, const char *key, const char *val,
 	put_raw(l, "\"", 1);
 }
 
-/* Leaves the field out when @val is NULL. */
+static void put_null(struct line *l, const char *key)
+{
+	put_key(l, key);
+	put_raw(l, "null", 4);
+}
+
+/* null when @val is NULL: every line has every key. */
 static void put_str(struct line *l, const char *key, const char *val,
 		    size_t cap)
 {
 	if (val)
 		put_strn(l, key, val, strlen(val), cap);
+	else
+		put_null(l, key);
 }
 
 /* Decimal digits, without printf: a line has up to eight numbers. */
@@ -182,6 +195,68 @@ static void put_u64(struct line *l, const char *key, uint64_t v)
 {
 	put_key(l, key);
 	put_dec(l, v);
+}
+
+/* A number, or null when @known is false. */
+static void put_u64_if(struct line *l, const char *key, bool known, uint64_t v)
+{
+	if (known)
+		put_u64(l, key, v);
+	else
+		put_null(l, key);
+}
+
+static void put_addr(struct line *l, const char *key, const struct sl_addr *a)
+{
+	char tmp[64];
+
+	if (!a) {
+		put_null(l, key);
+		return;
+	}
+	addr_format(a, tmp, sizeof(tmp));
+	put_str(l, key, tmp, ADDR_STRLEN);
+}
+
+/*
+ * put_target() - the raw target, without what may carry a secret
+ *
+ * Cut at the first '?' or '#' (a query string can carry a placeholder, as
+ * for "path"), and a URL's userinfo ("user:pass@" after "scheme://", or
+ * before the host of an authority) left out. The rest is as the client
+ * wrote it, escaped and bounded like any string.
+ */
+static void put_target(struct line *l, const char *t)
+{
+	char tmp[CAP_TARGET + 8]; /* "***@" may replace a shorter userinfo */
+	size_t len, a = 0, e, at, o = 0;
+	const char *sep;
+
+	if (!t) {
+		put_null(l, "target");
+		return;
+	}
+	len = strcspn(t, "?#");
+	if (len > CAP_TARGET)
+		len = CAP_TARGET; /* escaping only lengthens it: cut anyway */
+	sep = strstr(t, "://");
+	/* Only a scheme whole within what is kept: 0 <= a <= len below. */
+	if (sep && (size_t)(sep - t) + 3 <= len)
+		a = (size_t)(sep - t) + 3;
+	e = a + strcspn(t + a, "/");
+	if (e > len)
+		e = len;
+	for (at = e; at > a && t[at - 1] != '@'; at--)
+		;
+	memcpy(tmp, t, a);
+	o = a;
+	if (at > a) /* userinfo from a to at-1: dropped with its '@' */
+		memcpy(tmp + o, "***@", 4), o += 4;
+	else
+		at = a;
+	memcpy(tmp + o, t + at, len - at);
+	o += len - at;
+	put_strn(l, "target", tmp, o, CAP_TARGET);
 }
 
 /*
@@ -244,6 +319,8 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 	bool conn;
 	int n;
 
+	/* The keys and their order are the schema (docs/audit.schema.json):
+	 * a key added here goes there and into README's table too. */
 	if (len < AUDIT_LINE_MAX)
 		return -ENOSPC;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -252,14 +329,13 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 	put_str(&l, "sandbox", ev->sandbox, CAP_SANDBOX);
 	put_str(&l, "proto", ev->proto, CAP_PROTO);
 	put_str(&l, "name", ev->name, CAP_NAME);
-	if (ev->addr) {
-		addr_format(ev->addr, tmp, sizeof(tmp));
-		put_str(&l, "addr", tmp, ADDR_STRLEN);
-	}
-	if (ev->port)
-		put_u64(&l, "port", ev->port);
-	put_str(&l, "decision", ev->decision ? ev->decision : "", CAP_DECISION);
-	put_str(&l, "reason", ev->reason ? ev->reason : "", CAP_REASON);
+	put_target(&l, ev->target);
+	put_addr(&l, "src_addr", ev->src_addr);
+	put_u64_if(&l, "src_port", ev->src_port, ev->src_port);
+	put_addr(&l, "dst_addr", ev->dst_addr);
+	put_u64_if(&l, "dst_port", ev->dst_port, ev->dst_port);
+	put_str(&l, "decision", ev->decision, CAP_DECISION);
+	put_str(&l, "reason", ev->reason, CAP_REASON);
 	put_str(&l, "mode", ev->mode, CAP_MODE);
 	put_str(&l, "rule", ev->rule, CAP_RULE);
 	put_str(&l, "credential", ev->credential, CAP_CREDENTIAL);
@@ -268,35 +344,32 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 		/* The query string can carry a placeholder: never log it. */
 		put_strn(&l, "path", ev->path, strcspn(ev->path, "?#"),
 			 CAP_PATH);
+	else
+		put_null(&l, "path");
 	if (ev->status > 0) {
 		put_u64(&l, "status", (uint64_t)ev->status);
 	} else if (ev->status) {
 		put_key(&l, "status");
 		n = snprintf(tmp, sizeof(tmp), "%d", ev->status);
 		put_raw(&l, tmp, (size_t)n);
+	} else {
+		put_null(&l, "status");
 	}
 	put_str(&l, "dns_type", ev->dns_type, CAP_DNS_TYPE);
 	put_str(&l, "dns_answer", ev->dns_answer, CAP_DNS_ANSWER);
-	if (ev->has_peer) {
-		put_u64(&l, "pid", ev->peer_pid);
-		put_u64(&l, "uid", ev->peer_uid);
-	}
+	put_u64_if(&l, "pid", ev->has_peer, ev->peer_pid);
+	put_u64_if(&l, "uid", ev->has_peer, ev->peer_uid);
 	put_str(&l, "old_policy", ev->old_policy, CAP_POLICY);
 	put_str(&l, "old_sha256", ev->old_sha256, CAP_SHA256);
 	put_str(&l, "new_policy", ev->new_policy, CAP_POLICY);
 	put_str(&l, "new_sha256", ev->new_sha256, CAP_SHA256);
 	/* A count line stands for refusals, not for one connection. */
 	conn = proto_is_connection(ev->proto) && !repeated && !dropped;
-	if (conn || ev->bytes_up)
-		put_u64(&l, "bytes_up", ev->bytes_up);
-	if (conn || ev->bytes_down)
-		put_u64(&l, "bytes_down", ev->bytes_down);
-	if (conn || ev->duration_ms)
-		put_u64(&l, "duration_ms", ev->duration_ms);
-	if (repeated)
-		put_u64(&l, "repeated", repeated);
-	if (dropped)
-		put_u64(&l, "dropped", dropped);
+	put_u64_if(&l, "bytes_up", conn || ev->bytes_up, ev->bytes_up);
+	put_u64_if(&l, "bytes_down", conn || ev->bytes_down, ev->bytes_down);
+	put_u64_if(&l, "duration_ms", conn || ev->duration_ms, ev->duration_ms);
+	put_u64_if(&l, "repeated", repeated, repeated);
+	put_u64_if(&l, "dropped", dropped, dropped);
 	put_raw(&l, "}\n", 2);
 
 	/* The caps above make this unreachable; never emit half a line. */
@@ -561,15 +634,16 @@ static void emit(const struct audit_event *ev, uint64_t repeated,
 
 /* What makes two refusals the same (see audit.h), as bounded copies. */
 struct agg_kind {
-	bool has_sandbox, has_proto, has_name, has_addr, has_answer;
+	bool has_sandbox, has_proto, has_name, has_target, has_addr, has_answer;
 	char sandbox[CAP_SANDBOX];
 	char proto[CAP_PROTO];
 	char decision[CAP_DECISION];
 	char reason[CAP_REASON];
 	char name[AGG_NAME];
+	char target[AGG_NAME];
 	char dns_answer[AGG_ANSWER]; /* a refusal's: NXDOMAIN, REFUSED ... */
-	struct sl_addr addr;	     /* events without a sandbox only */
-	uint16_t port;		     /* events with a sandbox only */
+	struct sl_addr addr;	     /* src_addr, of events without a sandbox only */
+	uint16_t port;		     /* dst_port */
 };
 
 struct agg_source {
@@ -652,6 +726,10 @@ static bool kind_make(const struct audit_event *ev, struct agg_kind *k)
 	k->has_sandbox = ev->sandbox != NULL;
 	k->has_proto = ev->proto != NULL;
 	k->has_name = ev->name != NULL;
+	/* A refusal with a name folds by it: "http://a.test/1" and "/2" are
+	 * one kind. Without one (a disguised literal, say), what the client
+	 * wrote is all there is to tell attempts apart. */
+	k->has_target = !ev->name && ev->target;
 	k->has_answer = ev->dns_answer != NULL;
 	if (!copy_fits(k->sandbox, sizeof(k->sandbox),
 		       ev->sandbox ? ev->sandbox : "") ||
@@ -662,15 +740,17 @@ static bool kind_make(const struct audit_event *ev, struct agg_kind *k)
 	    !copy_fits(k->reason, sizeof(k->reason),
 		       ev->reason ? ev->reason : "") ||
 	    !copy_fits(k->name, sizeof(k->name), ev->name ? ev->name : "") ||
+	    !copy_fits(k->target, sizeof(k->target),
+		       k->has_target ? ev->target : "") ||
 	    !copy_fits(k->dns_answer, sizeof(k->dns_answer),
 		       ev->dns_answer ? ev->dns_answer : ""))
 		return false;
-	if (ev->sandbox) {
-		k->port = ev->port;
-	} else if (ev->addr) {
-		/* Without a sandbox the port is the client's own: not kept. */
+	k->port = ev->dst_port;
+	if (!ev->sandbox && ev->src_addr) {
+		/* Without a sandbox the client's address is the source's only
+		 * name; its port changes with each connection: not kept. */
 		k->has_addr = true;
-		k->addr = *ev->addr;
+		k->addr = *ev->src_addr;
 	}
 	return true;
 }
@@ -679,6 +759,7 @@ static bool kind_eq(const struct agg_kind *a, const struct agg_kind *b)
 {
 	return a->has_sandbox == b->has_sandbox &&
 	       a->has_proto == b->has_proto && a->has_name == b->has_name &&
+	       a->has_target == b->has_target && !strcmp(a->target, b->target) &&
 	       a->has_addr == b->has_addr && a->has_answer == b->has_answer &&
 	       a->port == b->port && !strcmp(a->dns_answer, b->dns_answer) &&
 	       !strcmp(a->sandbox, b->sandbox) && !strcmp(a->proto, b->proto) &&
@@ -765,8 +846,9 @@ static void end_kind(struct agg_source *s, uint64_t now)
 			    .sandbox = k->has_sandbox ? k->sandbox : NULL,
 			    .proto = k->has_proto ? k->proto : NULL,
 			    .name = k->has_name ? k->name : NULL,
-			    .addr = k->has_addr ? &k->addr : NULL,
-			    .port = k->port,
+			    .target = k->has_target ? k->target : NULL,
+			    .src_addr = k->has_addr ? &k->addr : NULL,
+			    .dst_port = k->port,
 			    .decision = k->decision,
 			    .reason = k->reason,
 			    .dns_answer = k->has_answer ? k->dns_answer : NULL,

@@ -13,9 +13,15 @@ struct sl_addr;
 /*
  * Secrets never reach the audit log: struct audit_event has no field that
  * could hold one. A credential is named (@credential is the policy's
- * `name:`), never shown; @path is cut at the first '?' or '#' by
- * audit_log() itself, because query strings can carry placeholders.
+ * `name:`), never shown; @path and @target are cut at the first '?' or
+ * '#' by audit_log() itself, because query strings can carry
+ * placeholders, and @target loses a URL's userinfo ("user:pass@") too.
  * Callers must not put secret material into any other field.
+ *
+ * The schema is fixed (docs/audit.schema.json, README "Audit log"): every
+ * line has every key, in one order, and a field that is NULL (a string,
+ * an address) or 0 (a port, a status) is written as JSON null, so that a
+ * reader never has to guess whether a key was left out or never existed.
  *
  * Every string comes out JSON-escaped: '"' and '\' escaped, control bytes
  * and DEL as \u00XX, valid multi-byte UTF-8 kept, anything that is not valid
@@ -34,9 +40,19 @@ struct sl_addr;
 struct audit_event {
 	const char *sandbox;
 	const char *proto; /* "http", "connect", "tls", "tcp", "dns", "control" */
-	const char *name;
-	const struct sl_addr *addr; /* may be NULL */
-	uint16_t port;
+	const char *name; /* the destination's name, as the broker judged it */
+	/* The destination as the client wrote it, before any parsing: the
+	 * request-line target, CONNECT authority, Host, SNI, DNS question
+	 * name, or the address a transparent connection was made to. Every
+	 * refusal that read anything from the client carries it. */
+	const char *target;
+	/* The client (sandbox side) as the broker saw it; NULL/0: not known. */
+	const struct sl_addr *src_addr;
+	uint16_t src_port;
+	/* The destination: the address connected to (or refused); NULL/0:
+	 * none (not resolved, or not a connection). */
+	const struct sl_addr *dst_addr;
+	uint16_t dst_port;
 	const char *decision; /* "allow" | "deny" | "error" | SL_DECISION_WOULD_DENY */
 	const char *reason;
 	const char *rule;
@@ -57,8 +73,8 @@ struct audit_event {
 	 * written as "old_policy", "old_sha256", "new_policy", "new_sha256". */
 	const char *old_policy, *old_sha256;
 	const char *new_policy, *new_sha256;
-	/* "audit" for a sandbox in audit mode, written as "mode"; NULL (not
-	 * written) in enforce mode. */
+	/* "audit" for a sandbox in audit mode, written as "mode"; NULL (null)
+	 * in enforce mode. */
 	const char *mode;
 };
 
@@ -103,9 +119,12 @@ void audit_close(void);
  * the sandbox (@sandbox); events without one share one source. Allowed
  * decisions (@decision "allow") are never folded, bounded or dropped.
  *
- * Kind: same source, @proto, @decision, @reason, @name, @dns_answer, and
- * @port (for events without a sandbox, where @port is the client's, @addr
- * instead). Not @dns_type: a resolver asks A and AAAA in turn.
+ * Kind: same source, @proto, @decision, @reason, @name, @dns_answer,
+ * @dst_port, @target when there is no @name (the raw target is then all
+ * that tells attempts apart), and for events without a sandbox @src_addr
+ * (the only name such a source has). Not @dns_type: a resolver asks A and
+ * AAAA in turn. A "repeated" line carries the kind's fields; the others
+ * (a named kind's target among them) are null.
  * The first event of a kind is written whole. Each following event of the
  * same kind from that source, within AUDIT_REPEAT_MS of the first, is only
  * counted; the count is written as one more line of that kind carrying
@@ -117,8 +136,8 @@ void audit_close(void);
  * token from the source's bucket, AUDIT_REFUSAL_RATE a second, burst
  * AUDIT_REFUSAL_BURST. Without a token the event is dropped and counted;
  * one line per source and interval says how many:
- *   {"time":...,"sandbox":S,"decision":"deny","reason":"audit-rate-limited",
- *    "dropped":N}
+ *   {"time":...,"sandbox":S,...,"decision":"deny","reason":"audit-rate-limited",
+ *    ...,"dropped":N}   (every other key null)
  * (written when AUDIT_REPEAT_MS have passed since the first drop). So every
  * refusal is a line of its own, or in the "repeated" of a line, or in the
  * "dropped" of a line (once the broker has stopped, or its interval ended).
@@ -129,9 +148,10 @@ void audit_close(void);
 
 /**
  * audit_log() - write one decision as one JSON line
- * @ev: the decision; NULL and 0 fields are left out, except decision and
- *      reason (always present) and bytes_up, bytes_down, duration_ms (always
- *      present when @ev->proto names a connection: http, connect, tls, tcp)
+ * @ev: the decision; NULL and 0 fields are written as null, except
+ *      bytes_up, bytes_down, duration_ms, which are numbers (0 included)
+ *      when @ev->proto names a connection (http, connect, tls, tcp) and the
+ *      line is not a count ("repeated", "dropped")
  *
  * The line goes out in one write(2) (a regular file's in a batch of whole
  * lines, see audit_defer()), so lines from several threads never

@@ -867,7 +867,8 @@ static void hold_audit(const struct peer *p, const char *sandbox, const char *ho
 		.sandbox = sandbox,
 		.proto = "control",
 		.name = host,
-		.port = port,
+		.target = host, /* as the caller wrote it: the broker checked it is a plain name */
+		.dst_port = port,
 		.decision = decision,
 		.reason = sl_reason_name(reason),
 		.rule = rule,

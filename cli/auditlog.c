@@ -47,7 +47,9 @@ static int read_u64(struct json *j, uint64_t *v)
 int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 {
 	struct json j = { .s = s, .len = len };
-	bool have_time = false;
+	bool have_time = false, have_dst = false, have_old = false;
+	char old_addr[sizeof(r->addr)] = "";
+	uint16_t old_port = 0;
 
 	memset(r, 0, sizeof(*r));
 	sl_json_ws(&j);
@@ -73,6 +75,11 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 			return -EINVAL;
 		j.i++;
 		sl_json_ws(&j);
+		if (j.len - j.i >= 4 && !memcmp(j.s + j.i, "null", 4)) {
+			/* Not known, or not for this line: as if absent. */
+			j.i += 4;
+			goto next;
+		}
 #define STR(field) (read_str(&j, r->field, sizeof(r->field), r))
 		if (!strcmp(key, "time")) {
 			if (STR(time) < 0 || netns_auditlog_time(r->time, &r->t_ms) < 0)
@@ -87,9 +94,24 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		} else if (!strcmp(key, "name")) {
 			if (STR(name) < 0)
 				return -EINVAL;
-		} else if (!strcmp(key, "addr")) {
+		} else if (!strcmp(key, "target")) {
+			if (STR(target) < 0)
+				return -EINVAL;
+		} else if (!strcmp(key, "dst_addr")) {
 			if (STR(addr) < 0)
 				return -EINVAL;
+			have_dst = true;
+		} else if (!strcmp(key, "src_addr")) {
+			if (STR(src_addr) < 0)
+				return -EINVAL;
+		} else if (!strcmp(key, "addr")) {
+			struct obuf o = { .p = old_addr, .cap = sizeof(old_addr) - 1 };
+
+			/* The old schema's: what it means is known at the end. */
+			if (j.i >= j.len || j.s[j.i] != '"' || sl_json_string(&j, &o) < 0)
+				return -EINVAL;
+			old_addr[o.full ? 0 : o.len] = '\0';
+			have_old = true;
 		} else if (!strcmp(key, "decision")) {
 			if (STR(decision) < 0)
 				return -EINVAL;
@@ -99,10 +121,20 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		} else if (!strcmp(key, "credential")) {
 			if (STR(credential) < 0)
 				return -EINVAL;
-		} else if (!strcmp(key, "port")) {
+		} else if (!strcmp(key, "dst_port")) {
 			if (read_u64(&j, &v) < 0 || v > 65535)
 				return -EINVAL;
 			r->port = (uint16_t)v;
+			have_dst = true;
+		} else if (!strcmp(key, "src_port")) {
+			if (read_u64(&j, &v) < 0 || v > 65535)
+				return -EINVAL;
+			r->src_port = (uint16_t)v;
+		} else if (!strcmp(key, "port")) {
+			if (read_u64(&j, &v) < 0 || v > 65535)
+				return -EINVAL;
+			old_port = (uint16_t)v;
+			have_old = true;
 		} else if (!strcmp(key, "bytes_up")) {
 			if (read_u64(&j, &r->bytes_up) < 0)
 				return -EINVAL;
@@ -119,6 +151,7 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 			return -EINVAL;
 		}
 #undef STR
+next:
 		sl_json_ws(&j);
 		if (j.i >= j.len)
 			return -EINVAL;
@@ -135,6 +168,17 @@ end:
 	sl_json_ws(&j);
 	if (j.i != j.len || !have_time)
 		return -EINVAL;
+	if (have_old && !have_dst) {
+		/* An old line: without a sandbox (unknown-source) it named the
+		 * client, else the destination. */
+		bool client = !r->sandbox[0];
+
+		snprintf(client ? r->src_addr : r->addr, sizeof(r->addr), "%s", old_addr);
+		if (client)
+			r->src_port = old_port;
+		else
+			r->port = old_port;
+	}
 	return 0;
 }
 

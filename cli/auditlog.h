@@ -28,7 +28,13 @@
  *
  * Strings are unescaped, NUL-terminated and cut to their buffer; a string
  * that held a NUL or did not fit sets @suspect (its name is then never
- * taken for a host name). Absent strings are "", absent numbers 0.
+ * taken for a host name). Absent or null strings are "", absent or null
+ * numbers 0.
+ *
+ * @addr and @port are the destination's ("dst_addr", "dst_port"), @src_addr
+ * and @src_port the client's. A line of a broker before the fixed schema
+ * had "addr" and "port" instead, the client's in a line without a sandbox
+ * (unknown-source) and the destination's in any other: read so.
  */
 struct auditlog_rec {
 	int64_t t_ms; /* the line's "time", ms since the epoch */
@@ -36,7 +42,10 @@ struct auditlog_rec {
 	char sandbox[129];
 	char proto[17];
 	char name[300];
+	char target[300]; /* as the client wrote it; never taken for a host name */
 	char addr[64];
+	char src_addr[64];
+	uint16_t src_port;
 	char decision[17];
 	char reason[65];
 	char credential[129];

@@ -71,10 +71,13 @@ struct report *netns_report_new(void)
 
 	if (!r)
 		return NULL;
-	r->sbs = (struct strtab){ .esize = sizeof(struct sb_ent), .max = REPORT_ENTRIES };
-	r->hosts = (struct strtab){ .esize = sizeof(struct host_ent), .max = REPORT_ENTRIES };
-	r->refs = (struct strtab){ .esize = sizeof(struct ref_ent), .max = REPORT_ENTRIES };
-	r->creds = (struct strtab){ .esize = sizeof(struct cred_ent), .max = REPORT_ENTRIES };
+	netns_strtabs_init((const struct strtab_spec[]){
+				   { &r->sbs, sizeof(struct sb_ent), REPORT_ENTRIES },
+				   { &r->hosts, sizeof(struct host_ent), REPORT_ENTRIES },
+				   { &r->refs, sizeof(struct ref_ent), REPORT_ENTRIES },
+				   { &r->creds, sizeof(struct cred_ent), REPORT_ENTRIES },
+			   },
+			   4);
 	return r;
 }
 
@@ -82,10 +85,7 @@ void netns_report_free(struct report *r)
 {
 	if (!r)
 		return;
-	netns_strtab_free(&r->sbs);
-	netns_strtab_free(&r->hosts);
-	netns_strtab_free(&r->refs);
-	netns_strtab_free(&r->creds);
+	netns_strtabs_free((struct strtab *const[]){ &r->sbs, &r->hosts, &r->refs, &r->creds }, 4);
 	free(r);
 }
 
@@ -115,7 +115,9 @@ static bool is_conn(const char *proto)
 void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 {
 	const char *sbname = rec->sandbox[0] ? rec->sandbox : NO_SANDBOX;
-	const char *name = rec->name[0] ? rec->name : rec->addr;
+	/* A refusal before any name (a disguised address literal, say) is
+	 * shown by what the client asked for. */
+	const char *name = rec->name[0] ? rec->name : rec->addr[0] ? rec->addr : rec->target;
 	uint64_t n = rec->repeated ? rec->repeated : 1;
 	bool allowed = !strcmp(rec->decision, "allow");
 	char key[700];

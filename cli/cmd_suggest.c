@@ -70,12 +70,12 @@ struct suggest *netns_suggest_new(void)
 
 	if (!s)
 		return NULL;
-	s->names.esize = sizeof(struct sug_ent);
-	s->names.max = SUG_NAMES;
-	s->sandboxes.esize = sizeof(char *);
-	s->sandboxes.max = 64;
-	s->bad.esize = sizeof(struct bad_ent);
-	s->bad.max = 1000;
+	netns_strtabs_init((const struct strtab_spec[]){
+				   { &s->names, sizeof(struct sug_ent), SUG_NAMES },
+				   { &s->sandboxes, sizeof(char *), 64 },
+				   { &s->bad, sizeof(struct bad_ent), 1000 },
+			   },
+			   3);
 	if (policy_load_buffer("(deny ranges)", pol, sizeof(pol) - 1, &s->deny, &err) < 0) {
 		free(s);
 		return NULL;
@@ -87,9 +87,7 @@ void netns_suggest_free(struct suggest *s)
 {
 	if (!s)
 		return;
-	netns_strtab_free(&s->names);
-	netns_strtab_free(&s->sandboxes);
-	netns_strtab_free(&s->bad);
+	netns_strtabs_free((struct strtab *const[]){ &s->names, &s->sandboxes, &s->bad }, 3);
 	policy_unref(s->deny);
 	free(s);
 }

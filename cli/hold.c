@@ -309,6 +309,9 @@ static void field(const char *line, const char *key, char *out, size_t len)
 			out[o++] = *p++;
 	}
 	out[o] = '\0';
+	/* The audit schema writes every key, null when it does not apply. */
+	if (!strcmp(out, "null"))
+		snprintf(out, len, "-");
 }
 
 /* One line of the stream, for a person. */
@@ -320,15 +323,17 @@ static void print_event(const char *l)
 	field(l, "time", time, sizeof(time));
 	field(l, "sandbox", sb, sizeof(sb));
 	field(l, "name", name, sizeof(name));
-	field(l, "port", port, sizeof(port));
+	field(l, "dst_port", port, sizeof(port));
+	if (!strcmp(port, "-"))
+		field(l, "port", port, sizeof(port)); /* a pending event, or an older broker's line */
 	field(l, "method", method, sizeof(method));
 	field(l, "path", path, sizeof(path));
 	if (!strcmp(ev, "pending")) {
 		field(l, "host", name, sizeof(name));
 		printf("%s %s PENDING %s:%s %s %s  (sluice approve %s %s:%s | sluice refuse %s "
 		       "%s:%s)\n",
-		       time, sb, name, port, strcmp(method, "null") ? method : "-",
-		       strcmp(path, "null") ? path : "", sb, name, port, sb, name, port);
+		       time, sb, name, port, method, strcmp(path, "-") ? path : "", sb, name, port, sb,
+		       name, port);
 	} else if (!strcmp(ev, "decision")) {
 		field(l, "decision", dec, sizeof(dec));
 		field(l, "reason", why, sizeof(why));

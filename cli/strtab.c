@@ -107,3 +107,20 @@ void netns_strtab_free(struct strtab *t)
 	t->idx = NULL;
 	t->n = t->cap = t->icap = 0;
 }
+
+void netns_strtabs_init(const struct strtab_spec *spec, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		*spec[i].t = (struct strtab){ .esize = spec[i].esize, .max = spec[i].max };
+}
+
+void netns_strtabs_free(struct strtab *const *tabs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (tabs[i])
+			netns_strtab_free(tabs[i]);
+}

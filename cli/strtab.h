@@ -21,6 +21,23 @@ struct strtab {
 	uint64_t over;
 };
 
+/**
+ * struct strtab_spec - one table of a reader's set, for netns_strtabs_init()
+ * @t:     the table (its memory the caller's; emptied here)
+ * @esize: bytes of each entry, its char * key first
+ * @max:   the most entries it holds
+ */
+struct strtab_spec {
+	struct strtab *t;
+	size_t esize, max;
+};
+
+/* Empties each table of @spec (@n of them) and sets its entry size and bound:
+ * the readers' tables start the same way, so they start in one place. */
+void netns_strtabs_init(const struct strtab_spec *spec, size_t n);
+/* netns_strtab_free() on each of @n tables; NULL entries are skipped. */
+void netns_strtabs_free(struct strtab *const *tabs, size_t n);
+
 /* The entry for @key, made (zeroed, its key copied) if new; NULL when the
  * table is full or memory ran out. */
 void *netns_strtab_get(struct strtab *t, const char *key);

@@ -231,6 +231,26 @@ ssize_t dns_tcp_frame_len(const uint8_t *buf, size_t len);
  */
 const char *dns_type_name(uint16_t qtype);
 
+/* Longest dns_qname_text(): 255 wire bytes, each at most "\\DDD". */
+#define DNS_QNAME_RAW_MAX (4 * 255 + 1)
+
+/**
+ * dns_qname_text() - a question's name as the client sent it, for the audit
+ * log's "target"
+ * @qwire: the question section as received (struct dns_query's @qwire)
+ * @len:   its length
+ * @out:   at least DNS_QNAME_RAW_MAX bytes
+ * @outlen: size of @out
+ *
+ * Master-file presentation (RFC 1035 5.1): case kept, labels joined with
+ * '.', a '.' or '\\' inside a label escaped with '\\', any byte outside
+ * printable ASCII as \\DDD; the root is ".". Unlike struct dns_query's
+ * @name nothing is folded, so that a disguised name is logged as it came.
+ *
+ * Return: the text's length, or -EBADMSG for a malformed name (@out "").
+ */
+int dns_qname_text(const uint8_t *qwire, size_t len, char *out, size_t outlen);
+
 /* ------------------------------------------------------------------------
  * Synthetic address map (dnsfilter/synth.c)
  *
@@ -364,6 +384,8 @@ struct policy;
  * struct dns_filter_result - what the filter did, for the audit log
  * @name:     the question's name (lower case, no trailing dot); "" when
  *            the message had no readable question
+ * @qname:    the same name as the client sent it (dns_qname_text()); ""
+ *            when the message had no readable question
  * @type:     QTYPE mnemonic (dns_type_name()), or NULL without a question
  * @answer:   the synthetic address, or "NODATA", "NXDOMAIN", "FORMERR",
  *            "NOTIMP", "BADVERS", "SERVFAIL", "REFUSED"; "DROPPED" when
@@ -379,6 +401,7 @@ struct policy;
  */
 struct dns_filter_result {
 	char name[DNS_NAME_TEXT_MAX + 1];
+	char qname[DNS_QNAME_RAW_MAX];
 	const char *type;
 	char answer[DNS_ANSWER_TEXT_MAX];
 	const char *decision;

@@ -57,6 +57,7 @@ static void res_question(struct dns_filter_result *res,
 	memset(res, 0, sizeof(*res));
 	if (q->has_question) {
 		memcpy(res->name, q->name, sizeof(res->name));
+		dns_qname_text(q->qwire, q->qwire_len, res->qname, sizeof(res->qname));
 		res->type = dns_type_name(q->qtype);
 	}
 }

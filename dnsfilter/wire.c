@@ -6,6 +6,7 @@
 #include "common/addr.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -471,6 +472,52 @@ static const char *const dns_type_names[] = {
 };
 _Static_assert(ARRAY_SIZE(dns_type_names) == DNS_TYPE_CAA + 1,
 	       "dns_type_names ends at the highest type in enum dns_type");
+
+int dns_qname_text(const uint8_t *qwire, size_t len, char *out, size_t outlen)
+{
+	size_t p = 0, o = 0;
+
+	if (outlen < DNS_QNAME_RAW_MAX)
+		return -EBADMSG;
+	out[0] = '\0';
+	for (;;) {
+		uint8_t l;
+
+		if (p >= len || p >= 255)
+			goto bad;
+		l = qwire[p++];
+		if (l & 0xc0)
+			goto bad;
+		if (l == 0)
+			break;
+		if (l > len - p)
+			goto bad;
+		if (o)
+			out[o++] = '.';
+		for (size_t i = 0; i < l; i++) {
+			uint8_t c = qwire[p + i];
+
+			/* 4 bytes a wire byte at most, and the wire is at
+			 * most 255 bytes: @out cannot overflow. */
+			if (c == '.' || c == '\\') {
+				out[o++] = '\\';
+				out[o++] = (char)c;
+			} else if (c <= ' ' || c > '~') {
+				o += (size_t)snprintf(out + o, outlen - o, "\\%03u", c);
+			} else {
+				out[o++] = (char)c;
+			}
+		}
+		p += l;
+	}
+	if (!o)
+		out[o++] = '.';
+	out[o] = '\0';
+	return (int)o;
+bad:
+	out[0] = '\0';
+	return -EBADMSG;
+}
 
 const char *dns_type_name(uint16_t qtype)
 {

@@ -8,9 +8,10 @@ pkgs="gcc make pkg-config clang libclang-rt-14-dev libssl-dev openssl libyaml-de
 libc-ares-dev libmnl-dev libnftables-dev nftables
 libcmocka-dev node-llhttp dnsmasq-base curl iproute2 python3 python3-cryptography procps ca-certificates
 bubblewrap crun jq libjansson-dev podman containerd
-wget git python3-requests python3-pip gpg"
+wget git python3-requests python3-pip gpg python3-jsonschema"
 # The clients tests/integration/test_clients.sh and test_recipes.sh run (one
-# that is missing is skipped there; gpg signs test_recipes.sh's apt repository). node and npm only where there are none: a node from
+# that is missing is skipped there; gpg signs test_recipes.sh's apt repository;
+# python3-jsonschema checks every audit line against docs/audit.schema.json, tests/integration/run.sh). node and npm only where there are none: a node from
 # elsewhere carries its own npm, which Debian's npm package would fight.
 command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"

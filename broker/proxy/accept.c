@@ -55,6 +55,16 @@ static void reset_now(int fd)
 }
 
 static void sniff_raw_ok(struct conn *c);
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6), the target of a connection that
+ * has named nothing yet. Return: @buf. */
+static const char *addr_port_text(const struct sl_addr *a, uint16_t port, char *buf, size_t len)
+{
+	char t[ADDR_STRLEN];
+
+	addr_format(a, t, sizeof(t));
+	snprintf(buf, len, addr_is_v4(a) ? "%s:%u" : "[%s]:%u", t, port);
+	return buf;
+}
 
 /*
  * A redirected connection: where was it going? A synthetic address stands
@@ -76,6 +86,13 @@ static int transparent_setup(struct conn *c)
 		return -1;
 	}
 	addr_from_sockaddr((struct sockaddr *)&od, &c->orig_dst, &c->orig_port);
+	{
+		char t[64];
+
+		/* Until a ClientHello or a request head names one. */
+		addr_port_text(&c->orig_dst, c->orig_port, t, sizeof(t));
+		proxy_note_target(c, t, strlen(t));
+	}
 	c->port = c->orig_port;
 	c->dst = c->orig_dst;
 	if (addr_in_prefix(&c->orig_dst, &broker.cfg.synthetic_net, broker.cfg.synthetic_plen)) {
@@ -145,12 +162,23 @@ static void refuse_early(int fd, bool transparent, const char *sandbox, const st
 	const char *decision = proxy_decision_name(d), *reason = sl_reason_name(r);
 	struct audit_event ev = { .sandbox = sandbox,
 				  .proto = transparent ? "tcp" : "connect",
-				  .addr = src,
-				  .port = sport,
+				  .src_addr = src,
+				  .src_port = sport,
 				  .decision = decision,
 				  .reason = reason,
 				  .status = transparent ? 0 : status };
+	struct sockaddr_in od;
+	socklen_t ol = sizeof(od);
+	struct sl_addr dst;
+	char target[64];
 
+	/* Nothing is read before this refusal; on the transparent port the
+	 * destination is what the sandbox connected to. */
+	if (transparent && getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &od, &ol) == 0) {
+		addr_from_sockaddr((struct sockaddr *)&od, &dst, &ev.dst_port);
+		ev.dst_addr = &dst;
+		ev.target = addr_port_text(&dst, ev.dst_port, target, sizeof(target));
+	}
 	audit_log(&ev);
 	metrics_decision(ev.proto, decision, reason);
 	if (transparent)
@@ -230,6 +258,8 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	c->sb = sb;
 	c->pol = pol;
 	c->cev.fd = fd;
+	c->src = src;
+	c->src_port = sport;
 	c->cev.cb = proxy_on_client;
 	c->uev.fd = -1;
 	c->uev.cb = proxy_on_upstream;

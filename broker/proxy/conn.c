@@ -79,8 +79,11 @@ void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 		.sandbox = c->sb ? c->sb->name : NULL,
 		.proto = proto_of(c),
 		.name = c->host[0] ? c->host : NULL,
-		.addr = c->naddrs || c->literal ? &c->dst : NULL,
-		.port = c->port,
+		.target = c->target[0] ? c->target : NULL,
+		.src_addr = &c->src,
+		.src_port = c->src_port,
+		.dst_addr = c->naddrs || c->literal ? &c->dst : NULL,
+		.dst_port = c->port,
 		.decision = decision,
 		.reason = reason,
 		.rule = c->pol && c->rule >= 0 ? policy_rule_text(c->pol, c->rule) : NULL,
@@ -96,6 +99,70 @@ void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 
 	audit_log(&ev);
 	metrics_decision(ev.proto, decision, reason);
+}
+
+void proxy_note_target(struct conn *c, const char *s, size_t n)
+{
+	size_t i;
+
+	if (n > sizeof(c->target) - 1)
+		n = sizeof(c->target) - 1;
+	for (i = 0; i < n; i++)
+		/* A NUL would end the string and hide what follows it. */
+		c->target[i] = s[i] ? s[i] : (char)0xff;
+	c->target[n] = '\0';
+}
+
+/* The span of @len bytes at @p up to the first of @stop (or the end). */
+static size_t span_to(const char *p, size_t len, const char *stop)
+{
+	size_t i = 0;
+
+	while (i < len && !strchr(stop, p[i]))
+		i++;
+	return i;
+}
+
+void proxy_note_head_target(struct conn *c, const char *head, size_t len)
+{
+	const char *p = head, *end = head + len, *line;
+	size_t n;
+
+	/* A server ignores empty lines before the request line (RFC 9112 2.2). */
+	while (p < end && (*p == '\r' || *p == '\n'))
+		p++;
+	n = span_to(p, (size_t)(end - p), " \t\r\n"); /* the method */
+	p += n;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == end || *p == '\r' || *p == '\n')
+		return; /* no target yet: what was noted stays */
+	line = p;
+	n = span_to(p, (size_t)(end - p), " \t\r\n");
+	if (!c->transparent && !c->inner && !c->cssl) {
+		proxy_note_target(c, line, n);
+		return;
+	}
+	/* The destination is the connection's: the Host header names it. */
+	for (p = line; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			break;
+		p = nl + 1;
+		if ((size_t)(end - p) > 5 && !strncasecmp(p, "host:", 5)) {
+			p += 5;
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			n = span_to(p, (size_t)(end - p), "\r\n");
+			while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+				n--;
+			proxy_note_target(c, p, n);
+			return;
+		}
+	}
+	if (!c->target[0])
+		proxy_note_target(c, line, span_to(line, (size_t)(end - line), " \t\r\n"));
 }
 
 void proxy_close_upstream(struct conn *c)
@@ -433,6 +500,7 @@ void proxy_on_timer(struct timer *t)
 			proxy_close(c); /* idle keep-alive connection */
 			break;
 		}
+		proxy_note_head_target(c, c->in->data + c->in->pos, c->in->len - c->in->pos);
 		proxy_reply(c, 408, PROXY_ERROR, SL_REASON_HEAD_TIMEOUT);
 		break;
 	case CS_HOLD:

@@ -205,6 +205,8 @@ enum step proxy_peek(struct conn *c)
 		break;
 	}
 	c->raw = true;
+	if (h->sni_present)
+		proxy_note_target(c, h->sni_raw, h->sni_raw_len);
 	if (c->transparent) {
 		/* Connected as "tcp" after silence: now it is TLS. */
 		c->proto = "tls";
@@ -277,11 +279,18 @@ enum step proxy_read_head(struct conn *c)
 	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
 				broker.cfg.max_head_bytes, req);
+	/* Whatever the parser made of it, the audit line shows what was asked
+	 * (once a head is whole or refused: a slow head is not rescanned). */
+	if (hl != 0)
+		proxy_note_head_target(c, c->in->data + c->in->pos, c->in->len - c->in->pos);
 	if (hl == 0) {
 		c->parsed = ps; /* reused for the next try */
 		proxy_buf_compact(c->in);
-		if (c->in->len == c->in->cap)
+		if (c->in->len == c->in->cap) {
+			proxy_note_head_target(c, c->in->data + c->in->pos,
+					       c->in->len - c->in->pos);
 			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_HEAD_TOO_LARGE);
+		}
 		got = proxy_read_into(c, false, c->in);
 		if (got == -EAGAIN) {
 			proxy_want(c, EPOLLIN, 0);
@@ -298,8 +307,16 @@ enum step proxy_read_head(struct conn *c)
 
 		proxy_parsed_free(ps);
 		c->method[0] = c->path[0] = '\0';
-		if (why == SL_REASON_NUMERIC_HOST)
+		if (why == SL_REASON_NUMERIC_HOST) {
+			/* Not a kept-alive connection's last host: "target" has
+			 * what this request named. */
+			if (!c->transparent && !c->inner && !c->cssl) {
+				c->host[0] = '\0';
+				c->literal = false;
+				c->naddrs = 0;
+			}
 			return proxy_deny(c, SL_REASON_ADDRESS_LITERAL);
+		}
 		if (hl == -EMSGSIZE)
 			why = SL_REASON_HEAD_TOO_LARGE;
 		return proxy_reply(c, 400, PROXY_DENY, why < 0 ? SL_REASON_BAD_REQUEST : why);
@@ -409,6 +426,8 @@ enum step proxy_sniff(struct conn *c, bool timed_out)
 	}
 	c->proto = "tls";
 	c->raw = true;
+	if (h->sni_present)
+		proxy_note_target(c, h->sni_raw, h->sni_raw_len);
 	sni_ok = !c->orig_synthetic || !h->sni_present ||
 		 (!h->sni_invalid && proxy_host_same(h->sni, c->host));
 	ech = h->has_ech;

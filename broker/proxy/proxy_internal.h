@@ -88,6 +88,10 @@ struct framer {
 	bool in_data;	/* inside a Content-Length body or a chunk's data */
 };
 
+/* Raw bytes of a target kept for the audit line (which escapes and cuts
+ * it to AUDIT_FIELD_MAX). */
+#define PROXY_TARGET_MAX 513
+
 /*
  * A connection, its fields grouped by the phase that owns them (the file
  * named); a later phase reads what an earlier one set.
@@ -115,6 +119,12 @@ struct conn {
 	uint64_t t_req;	     /* ms, request start */
 	uint64_t up, down;   /* bytes of this request or tunnel, each way */
 	struct buf *out;     /* to the client (replies) or upstream (request head) */
+	struct sl_addr src;  /* the client, as accept() gave it */
+	uint16_t src_port;
+	/* The audit line's "target": the destination as the client wrote it
+	 * (proxy_note_target(), proxy_note_head_target()); "" before it
+	 * named one. */
+	char target[PROXY_TARGET_MAX];
 
 	/* Decision (decide.c, connect.c): what the request is for. */
 	char host[256];
@@ -270,6 +280,13 @@ int proxy_write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_
 
 /* conn.c */
 void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r);
+/* The target as the client wrote it (@n bytes of @s; a NUL byte kept as an
+ * invalid byte, which the audit line shows as \ufffd), for the audit line. */
+void proxy_note_target(struct conn *c, const char *s, size_t n);
+/* The same from a request head, parsed or not (@len bytes at @head): the
+ * request-line target on the proxy port, the Host header's value where the
+ * connection names its destination itself (transparent, in a tunnel). */
+void proxy_note_head_target(struct conn *c, const char *head, size_t len);
 void proxy_close_upstream(struct conn *c);
 void proxy_out_drop(struct conn *c);
 const char *proxy_status_text(int status);

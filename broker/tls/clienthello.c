@@ -145,6 +145,8 @@ static int parse_sni(struct cur ext, struct tls_hello *h)
 			return -EBADMSG;
 		got_host = true;
 
+		h->sni_raw_len = name.n < sizeof(h->sni_raw) ? name.n : sizeof(h->sni_raw);
+		memcpy(h->sni_raw, name.p, h->sni_raw_len);
 		n = name.n;
 		/* "example.com." is the name "example.com"; drop the dot. */
 		if (n > 1 && name.p[n - 1] == '.')

@@ -204,6 +204,10 @@ struct tls_hello {
 	bool sni_present;
 	bool sni_invalid;
 	char sni[TLS_SNI_MAX + 1];
+	/* The name as sent (its first TLS_SNI_MAX + 2 bytes, a trailing dot
+	 * kept, nothing folded), for the audit log: not NUL-terminated. */
+	char sni_raw[TLS_SNI_MAX + 2];
+	size_t sni_raw_len;
 	bool has_alpn;
 	uint8_t alpn_count;
 	bool alpn_cut;

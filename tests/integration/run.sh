@@ -11,6 +11,14 @@
 # "N passed, N failed" line; a test that has no such line, or that exits
 # non-zero while claiming no failure, counts one more failure. The last line
 # is "integration: N passed, N failed"; the exit status is 1 if any failed.
+#
+# Every broker's audit log is collected as the tests end (world_down, in
+# tests/world/world.sh) into SLUICE_AUDIT_COLLECT (a directory made here
+# unless given, then kept), and after the tests every collected line is
+# validated against docs/audit.schema.json (audit_schema.py, which first
+# checks that it refuses known-bad lines); its result counts like a test's.
+# A run of every test must validate some line; a run of named tests that
+# started no broker validates none and says so.
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +44,13 @@ else
 fi
 
 log=$(mktemp /tmp/sluice-integration.XXXXXX) || exit 1
-trap 'rm -f "$log"' EXIT
+collect_own=''
+if [ -z "${SLUICE_AUDIT_COLLECT:-}" ]; then
+	SLUICE_AUDIT_COLLECT=$(mktemp -d /tmp/sluice-audit.XXXXXX) || exit 1
+	collect_own=1
+fi
+export SLUICE_AUDIT_COLLECT
+trap 'rm -f "$log"; [ -n "$collect_own" ] && rm -rf "$SLUICE_AUDIT_COLLECT"' EXIT
 pass=0
 fail=0
 for t in "${tests[@]}"; do
@@ -76,6 +90,33 @@ done
 if [ ${#tests[@]} = 0 ]; then
 	echo "# no tests found in $here"
 	fail=1
+fi
+
+echo "# --- audit schema ($SLUICE_AUDIT_COLLECT)"
+py=''
+# Debian's python3 has python3-jsonschema (scripts/deps.sh); another on PATH may too.
+for p in /usr/bin/python3 python3; do
+	"$p" -c 'import jsonschema' 2>/dev/null && { py=$p; break; }
+done
+require=()
+[ $# = 0 ] && require=(--require-lines)
+if [ -z "$py" ]; then
+	echo "not ok - no python3 here imports jsonschema (install python3-jsonschema: scripts/deps.sh)"
+	fail=$((fail + 1))
+else
+	"$py" "$here/audit_schema.py" "$here/../../docs/audit.schema.json" --self-test 		"${require[@]}" "$SLUICE_AUDIT_COLLECT" >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "# audit schema: exited $rc without a result line: counted as 1 failed"
+		fail=$((fail + 1))
+	else
+		read -r p _ f _ <<<"$line"
+		pass=$((pass + p))
+		fail=$((fail + f))
+		[ "$rc" != 0 ] && [ "$f" = 0 ] && fail=$((fail + 1))
+	fi
 fi
 echo "integration: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -205,9 +205,9 @@ for s in "$S3" "$S2"; do
 	t_eq "$tag: nothing reached an origin" "" \
 		"$(origin "/$tag-http")$(origin "/$tag-port")$(origin "/$tag-connect")$(origin "/$tag-thttp")"
 	t_eq "$tag: nothing audited would-deny" "" \
-		"$(grep -F "\"sandbox\":\"$s\"" "$BROKER_AUDIT" | grep -F "$tag" | grep -F would-deny)"
+		"$(grep -F "\"sandbox\":\"$s\"" "$BROKER_AUDIT" | grep -F "/$tag-" | grep -F would-deny)"
 	t_eq "$tag: audit lines carry no mode" "" \
-		"$(grep -F "\"sandbox\":\"$s\"" "$BROKER_AUDIT" | grep -F "$tag" | grep -F '"mode"')"
+		"$(grep -F "\"sandbox\":\"$s\"" "$BROKER_AUDIT" | grep -F "/$tag-" | grep -F '"mode":"')"
 done
 
 # --- a restart keeps the mode -------------------------------------------------------

@@ -435,7 +435,7 @@ BL=$(grep '"name":"other.world.test"' <<<"$AUD" | head -1)
 t_contains "blocked: deny, not-allowlisted" "$BL" '"decision":"deny","reason":"not-allowlisted"'
 t_contains "blocked: NXDOMAIN" "$BL" '"dns_answer":"NXDOMAIN"'
 t_contains "unknown source: its address, REFUSED" \
-	"$(grep '"reason":"unknown-source"' <<<"$AUD" | head -1)" '"addr":"10.99.0.6"'
+	"$(grep '"reason":"unknown-source"' <<<"$AUD" | head -1)" '"src_addr":"10.99.0.6"'
 t_ok "status --metrics" sl status --metrics
 t_contains "metrics: synthetic answers" "$T_OUT" 'sluice_dns_queries_total{answer="synthetic"}'
 t_contains "metrics: NXDOMAIN" "$T_OUT" 'sluice_dns_queries_total{answer="nxdomain"}'

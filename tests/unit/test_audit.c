@@ -29,7 +29,7 @@
 
 /* --- a tiny, strict checker for the flat JSON objects audit writes ------- */
 
-#define JMAX_FIELDS 32
+#define JMAX_FIELDS 40
 
 struct jfield {
 	char key[32];
@@ -38,9 +38,22 @@ struct jfield {
 	bool is_str; /* val/vlen exclude the quotes */
 };
 
+/* The fields with a value in @f; every key, null ones too, in @keys (the
+ * schema check, schema_ok()). */
 struct jobj {
 	struct jfield f[JMAX_FIELDS];
 	unsigned n;
+	char keys[JMAX_FIELDS][32];
+	unsigned nkeys;
+};
+
+/* docs/audit.schema.json's keys, in the order every line has them. */
+static const char *const schema_keys[] = {
+    "time",	  "sandbox",	"proto",      "name",	    "target",	  "src_addr",
+    "src_port",	  "dst_addr",	"dst_port",   "decision",   "reason",	  "mode",
+    "rule",	  "credential", "method",     "path",	    "status",	  "dns_type",
+    "dns_answer", "pid",	"uid",	      "old_policy", "old_sha256", "new_policy",
+    "new_sha256", "bytes_up",	"bytes_down", "duration_ms", "repeated",   "dropped",
 };
 
 /* Length of a valid UTF-8 sequence at @s (n bytes left), or 0. Written apart
@@ -125,6 +138,7 @@ static bool parse_line(const char *s, size_t len, struct jobj *o)
 	size_t i = 0, end, j;
 
 	o->n = 0;
+	o->nkeys = 0;
 	if (len < 3 || s[0] != '{' || s[len - 1] != '\n' || s[len - 2] != '}')
 		return false;
 	len -= 1; /* drop the newline */
@@ -132,7 +146,7 @@ static bool parse_line(const char *s, size_t len, struct jobj *o)
 	for (;;) {
 		struct jfield *f;
 
-		if (o->n == JMAX_FIELDS || i >= len || s[i] != '"')
+		if (o->nkeys == JMAX_FIELDS || i >= len || s[i] != '"')
 			return false;
 		end = parse_jstring(s, len, i + 1);
 		if (!end || end - i - 1 >= sizeof(o->f[0].key))
@@ -140,13 +154,26 @@ static bool parse_line(const char *s, size_t len, struct jobj *o)
 		f = &o->f[o->n];
 		memcpy(f->key, s + i + 1, end - i - 1);
 		f->key[end - i - 1] = '\0';
-		for (j = 0; j < o->n; j++)
-			if (!strcmp(o->f[j].key, f->key))
+		for (j = 0; j < o->nkeys; j++)
+			if (!strcmp(o->keys[j], f->key))
 				return false;
+		memcpy(o->keys[o->nkeys++], f->key, sizeof(f->key));
 		i = end + 1;
 		if (i >= len || s[i] != ':')
 			return false;
 		i++;
+		if (len - i >= 4 && !memcmp(s + i, "null", 4)) {
+			/* In @keys, not in @f: jget() finds no value. */
+			i += 4;
+			if (i >= len)
+				return false;
+			if (s[i] == '}')
+				return i + 1 == len;
+			if (s[i] != ',')
+				return false;
+			i++;
+			continue;
+		}
 		if (i < len && s[i] == '"') {
 			end = parse_jstring(s, len, i + 1);
 			if (!end)
@@ -201,6 +228,19 @@ static const char *jstr(const struct jobj *o, const char *key)
 	return buf;
 }
 
+/* Does @o have every key of the schema, in its order, and no other? */
+static bool schema_ok(const struct jobj *o)
+{
+	size_t i;
+
+	if (o->nkeys != ARRAY_SIZE(schema_keys))
+		return false;
+	for (i = 0; i < ARRAY_SIZE(schema_keys); i++)
+		if (strcmp(o->keys[i], schema_keys[i]))
+			return false;
+	return true;
+}
+
 static void format_and_parse(const struct audit_event *ev, char *line,
 			     struct jobj *o)
 {
@@ -210,6 +250,8 @@ static void format_and_parse(const struct audit_event *ev, char *line,
 	assert_true(n < AUDIT_LINE_MAX);
 	assert_int_equal(strlen(line), (size_t)n);
 	assert_true(parse_line(line, (size_t)n, o));
+	if (!schema_ok(o))
+		fail_msg("not the schema's keys: %s", line);
 }
 
 /* The checker itself must refuse what a broken writer would produce. */
@@ -237,6 +279,7 @@ static void test_checker_rejects(void **state)
 		    "{\"a\":1,\"b\":\"\\u00e9\xc3\xa9\"}\n";
 
 		assert_true(parse_line(good, strlen(good), &o));
+		assert_false(schema_ok(&o));
 	}
 	assert_int_equal(o.n, 2);
 }
@@ -332,8 +375,11 @@ static void test_full_line(void **state)
 	    .sandbox = "s1",
 	    .proto = "http",
 	    .name = "api.github.com",
-	    .addr = &a,
-	    .port = 443,
+	    .target = "api.github.com:443",
+	    .src_addr = &a,
+	    .src_port = 40000,
+	    .dst_addr = &a,
+	    .dst_port = 443,
 	    .decision = "allow",
 	    .reason = "allowed",
 	    .rule = "host api.github.com",
@@ -346,10 +392,10 @@ static void test_full_line(void **state)
 	    .duration_ms = 12,
 	};
 	static const char *const order[] = {
-	    "time",   "sandbox",    "proto",	  "name",
-	    "addr",   "port",	    "decision",	  "reason",
-	    "rule",   "credential", "method",	  "path",
-	    "status", "bytes_up",   "bytes_down", "duration_ms",
+	    "time",	"sandbox",  "proto",	  "name",	 "target",
+	    "src_addr", "src_port", "dst_addr",	  "dst_port",	 "decision",
+	    "reason",	"rule",	    "credential", "method",	 "path",
+	    "status",	"bytes_up", "bytes_down", "duration_ms",
 	};
 	const char *t;
 	size_t i;
@@ -361,9 +407,12 @@ static void test_full_line(void **state)
 	for (i = 0; i < ARRAY_SIZE(order); i++)
 		assert_string_equal(o.f[i].key, order[i]);
 	assert_string_equal(jstr(&o, "sandbox"), "s1");
-	assert_string_equal(jstr(&o, "addr"), "140.82.112.5");
-	assert_string_equal(jstr(&o, "port"), "443");
-	assert_false(jget(&o, "port")->is_str);
+	assert_string_equal(jstr(&o, "dst_addr"), "140.82.112.5");
+	assert_string_equal(jstr(&o, "dst_port"), "443");
+	assert_false(jget(&o, "dst_port")->is_str);
+	assert_string_equal(jstr(&o, "src_port"), "40000");
+	assert_false(jget(&o, "src_port")->is_str);
+	assert_string_equal(jstr(&o, "target"), "api.github.com:443");
 	assert_string_equal(jstr(&o, "credential"), "github");
 	assert_string_equal(jstr(&o, "status"), "200");
 	assert_string_equal(jstr(&o, "bytes_up"), "123");
@@ -443,8 +492,9 @@ static void test_omitted_fields(void **state)
 	assert_int_equal(o.n, 7);
 	assert_string_equal(o.f[0].key, "time");
 	assert_string_equal(jstr(&o, "dns_type"), "A");
-	assert_null(jget(&o, "addr"));
-	assert_null(jget(&o, "port"));
+	assert_null(jget(&o, "dst_addr"));
+	assert_null(jget(&o, "dst_port"));
+	assert_null(jget(&o, "target"));
 	assert_null(jget(&o, "rule"));
 	assert_null(jget(&o, "credential"));
 	assert_null(jget(&o, "status"));
@@ -460,11 +510,13 @@ static void test_omitted_fields(void **state)
 	assert_string_equal(jstr(&o, "duration_ms"), "0");
 	assert_null(jget(&o, "sandbox"));
 
-	/* decision and reason are always there */
+	/* Nothing given: every key still there, null but the time (the
+	 * schema then refuses the line: a decision and a reason are required
+	 * strings, so a caller that forgot them is caught by the suite). */
 	format_and_parse(&empty, line, &o);
-	assert_int_equal(o.n, 3);
-	assert_string_equal(jstr(&o, "decision"), "");
-	assert_string_equal(jstr(&o, "reason"), "");
+	assert_int_equal(o.n, 1);
+	assert_null(jget(&o, "decision"));
+	assert_null(jget(&o, "reason"));
 }
 
 static void test_path_drops_query(void **state)
@@ -490,6 +542,58 @@ static void test_path_drops_query(void **state)
 	ev.path = "?only";
 	format_and_parse(&ev, line, &o);
 	assert_string_equal(jstr(&o, "path"), "");
+}
+
+/* "target" is the raw target, but never a query string, a fragment or a
+ * URL's userinfo: those can carry a placeholder or a password. */
+static void test_target_redacted(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "http://2852039166/", "http://2852039166/" },
+		{ "http://0x7f000001/x", "http://0x7f000001/x" },
+		{ "127.1:443", "127.1:443" },
+		{ "http://a.test/p?token=SLUICE_PLACEHOLDER_x", "http://a.test/p" },
+		{ "http://a.test/p#SLUICE_PLACEHOLDER_x", "http://a.test/p" },
+		{ "http://user:SLUICE_PLACEHOLDER_x@a.test/p", "http://***@a.test/p" },
+		{ "http://u:p@127.1@a.test", "http://***@a.test" },
+		{ "u:pw@a.test:443", "***@a.test:443" },
+		{ "/path/with@at", "/path/with@at" },
+		{ "http://a.test/x@y", "http://a.test/x@y" },
+		{ "@", "***@" },
+		{ "", "" },
+	};
+	char line[AUDIT_LINE_MAX];
+	struct jobj o;
+	struct audit_event ev = {
+		.proto = "http",
+		.decision = "deny",
+		.reason = "address-literal",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		ev.target = cases[i].in;
+		format_and_parse(&ev, line, &o);
+		assert_non_null(jget(&o, "target"));
+		assert_true(jget(&o, "target")->is_str);
+		assert_string_equal(jstr(&o, "target"), cases[i].out);
+		assert_null(strstr(line, "SLUICE_PLACEHOLDER"));
+	}
+	/* A long target is cut at the field's bound, wherever its "://" and
+	 * "@" fall (a scheme cut in two is no scheme): the line stays whole. */
+	for (i = AUDIT_FIELD_MAX - 8; i <= AUDIT_FIELD_MAX + 4; i++) {
+		char t[AUDIT_FIELD_MAX + 64];
+
+		memset(t, 'a', i);
+		snprintf(t + i, sizeof(t) - i, "://u:p@h.test/x");
+		ev.target = t;
+		format_and_parse(&ev, line, &o);
+		assert_true(jget(&o, "target")->vlen <= AUDIT_FIELD_MAX);
+		assert_null(strstr(line, "u:p@"));
+	}
 }
 
 static void test_hostile_strings_escaped(void **state)
@@ -531,7 +635,7 @@ static void test_control_peer(void **state)
 	};
 	static const char *const order[] = {
 	    "time", "sandbox", "proto", "name", "decision", "reason", "pid", "uid",
-	};
+	}; /* with a value; the rest are null */
 	size_t i;
 
 	(void)state;
@@ -543,7 +647,7 @@ static void test_control_peer(void **state)
 	assert_false(jget(&o, "pid")->is_str);
 	assert_string_equal(jstr(&o, "uid"), "0");
 	assert_false(jget(&o, "uid")->is_str);
-	/* Without a caller, neither key (uid 0 is a value, not "none"). */
+	/* Without a caller, both null (uid 0 is a value, not "none"). */
 	ev.has_peer = false;
 	format_and_parse(&ev, line, &o);
 	assert_null(jget(&o, "pid"));
@@ -568,8 +672,11 @@ static void test_truncation_bound(void **state)
 		    .sandbox = big,
 		    .proto = big,
 		    .name = big,
-		    .addr = &a,
-		    .port = 65535,
+		    .target = big,
+		    .src_addr = &a,
+		    .src_port = 65535,
+		    .dst_addr = &a,
+		    .dst_port = 65535,
 		    .decision = big,
 		    .reason = big,
 		    .rule = big,
@@ -585,16 +692,22 @@ static void test_truncation_bound(void **state)
 		    .has_peer = true,
 		    .peer_pid = UINT32_MAX,
 		    .peer_uid = UINT32_MAX,
+		    .old_policy = big,
+		    .old_sha256 = big,
+		    .new_policy = big,
+		    .new_sha256 = big,
+		    .mode = big,
 		};
 
 		memset(big, fill[k], 20000);
 		big[20000] = '\0';
 		format_and_parse(&ev, line, &o);
-		assert_int_equal(o.n, 20);
+		/* every key but the counts ("repeated", "dropped") */
+		assert_int_equal(o.n, ARRAY_SIZE(schema_keys) - 2);
 		for (i = 0; i < o.n; i++)
 			assert_true(o.f[i].vlen <= AUDIT_FIELD_MAX);
 		assert_true(jget(&o, "name")->vlen > AUDIT_FIELD_MAX - 6);
-		assert_true(jget(&o, "path")->vlen > AUDIT_FIELD_MAX - 6);
+		assert_true(jget(&o, "target")->vlen > AUDIT_FIELD_MAX - 6);
 		assert_string_equal(jstr(&o, "bytes_up"),
 				    "18446744073709551615");
 		assert_string_equal(jstr(&o, "status"), "-2147483648");
@@ -657,13 +770,13 @@ static void check_line(const char *s, size_t len, void *arg)
 {
 	struct jobj o;
 	static const char *const keys[] = {
-	    "time",	"sandbox", "proto",    "name",	     "port",
+	    "time",	"sandbox", "proto",    "name",	     "dst_port",
 	    "decision", "reason",  "bytes_up", "bytes_down", "duration_ms",
 	};
 	size_t i;
 
 	(void)arg;
-	if (!parse_line(s, len, &o))
+	if (!parse_line(s, len, &o) || !schema_ok(&o))
 		fail_msg("malformed line: %.*s", (int)len, s);
 	for (i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!jget(&o, keys[i]))
@@ -697,7 +810,7 @@ static void test_write_file_and_parse_back(void **state)
 	    .sandbox = "s1",
 	    .proto = "connect",
 	    .name = "api.github.com",
-	    .port = 443,
+	    .dst_port = 443,
 	    .decision = "allow",
 	    .reason = "allowed",
 	    .bytes_up = 10,
@@ -919,7 +1032,7 @@ static void *writer_main(void *arg)
 	    .proto = "http",
 	    .decision = "allow",
 	    .reason = "allowed",
-	    .port = 443,
+	    .dst_port = 443,
 	    .method = "POST",
 	    .path = w->path,
 	    .sandbox = "sbx",
@@ -1051,17 +1164,19 @@ static void compact(const char *line, size_t len, char *out, size_t outlen)
 {
 	char f[8][AUDIT_LINE_MAX];
 	static const char *const keys[] = {"sandbox",  "decision",  "reason",
-					   "name",     "port",	    "addr",
+					   "name",     "dst_port",  "src_addr",
 					   "dns_type", "dns_answer"};
 	struct jobj o;
 	size_t i;
 	int n;
 
-	if (!parse_line(line, len, &o))
+	if (!parse_line(line, len, &o) || !schema_ok(&o))
 		fail_msg("malformed line: %.*s", (int)len, line);
 	for (i = 0; i < ARRAY_SIZE(keys); i++)
 		snprintf(f[i], sizeof(f[i]), "%s",
 			 jget(&o, keys[i]) ? jstr(&o, keys[i]) : "");
+	if (!f[4][0] && jget(&o, "src_port"))
+		snprintf(f[4], sizeof(f[4]), "%s", jstr(&o, "src_port"));
 	n = snprintf(out, outlen, "%s %s %s %s%s%s%s%s%s%s%s%s%s",
 		     f[0][0] ? f[0] : "-", f[1], f[2], f[3][0] ? f[3] : "-",
 		     f[4][0] ? ":" : "", f[4], f[5][0] ? "@" : "", f[5],
@@ -1224,7 +1339,7 @@ static void test_fold_table(void **state)
 			    .sandbox = st->sb,
 			    .proto = st->proto,
 			    .name = st->name,
-			    .port = st->port,
+			    .dst_port = st->port,
 			    .decision = st->decision,
 			    .reason = st->reason,
 			    .dns_type = st->dns_type,
@@ -1236,7 +1351,10 @@ static void test_fold_table(void **state)
 				if (st->addr) {
 					assert_int_equal(
 					    addr_parse(st->addr, &a), 0);
-					ev.addr = &a;
+					ev.src_addr = &a;
+					/* a client without a sandbox: its own port */
+					ev.src_port = st->port;
+					ev.dst_port = 0;
 				}
 				audit_log(&ev);
 			} else if (st->op == 't') {
@@ -1360,7 +1478,7 @@ static void test_flood_of_one_kind(void **state)
 	uint64_t folded0 = audit_refusals_folded();
 	struct audit_event ev = {.sandbox = "s1",
 				 .proto = "http",
-				 .port = 80,
+				 .dst_port = 80,
 				 .decision = "deny",
 				 .reason = "not-allowlisted",
 				 .name = "exfil.example",
@@ -1399,7 +1517,7 @@ static void test_fold_off(void **state)
 	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
 	struct audit_event ev = {.sandbox = "s2",
 				 .proto = "tcp",
-				 .port = 443,
+				 .dst_port = 443,
 				 .decision = "deny",
 				 .reason = "sni-mismatch",
 				 .name = "echo.example"};
@@ -1435,6 +1553,60 @@ static void test_fold_off(void **state)
 	audit_set_clock(NULL);
 }
 
+/* Without a name, the raw target tells refusals apart (and a count line
+ * carries it); with one, the name does, and a count line's target is null
+ * (its repeats may have asked for other paths). */
+static void test_fold_target(void **state)
+{
+	char path[256], *buf, *l2, *l3;
+	struct audit_event ev = { .sandbox = "s3",
+				  .proto = "http",
+				  .dst_port = 80,
+				  .decision = "deny",
+				  .reason = "address-literal" };
+	size_t len;
+
+	(void)state;
+	fold_open(path, sizeof(path), "fold-target");
+	fake_ms = 7000;
+	ev.target = "http://2852039166/";
+	audit_log(&ev);
+	audit_log(&ev); /* folded */
+	ev.target = "http://127.1/";
+	audit_log(&ev); /* another kind: the count, then this one */
+	buf = slurp(path, &len);
+	l2 = strchr(buf, '\n') + 1;
+	l3 = strchr(l2, '\n') + 1;
+	assert_non_null(strstr(buf, "\"target\":\"http://2852039166/\""));
+	assert_true(strstr(buf, "\"repeated\":null") < l2);
+	assert_non_null(strstr(l2, "\"target\":\"http://2852039166/\""));
+	assert_true(strstr(l2, "\"repeated\":1,") < l3);
+	assert_non_null(strstr(l3, "\"target\":\"http://127.1/\""));
+	assert_int_equal(strchr(l3, '\n') + 1 - buf, (long)len); /* three lines */
+	free(buf);
+
+	/* Named: folded across targets; the count line has no target. */
+	fold_open(path, sizeof(path), "fold-target-named");
+	fake_ms = 8000;
+	ev.name = "a.test";
+	ev.reason = "not-allowlisted";
+	ev.target = "http://a.test/1";
+	audit_log(&ev);
+	ev.target = "http://a.test/2";
+	audit_log(&ev);
+	fake_ms = 8000 + AUDIT_REPEAT_MS;
+	audit_tick();
+	buf = slurp(path, &len);
+	l2 = strchr(buf, '\n') + 1;
+	assert_non_null(strstr(buf, "\"target\":\"http://a.test/1\""));
+	assert_null(strstr(buf, "http://a.test/2"));
+	assert_non_null(strstr(l2, "\"name\":\"a.test\",\"target\":null,"));
+	assert_non_null(strstr(l2, "\"repeated\":1,"));
+	free(buf);
+	audit_close();
+	audit_set_clock(NULL);
+}
+
 /* Whatever comes, in whatever order: every refusal is a line, or in the
  * "repeated" or "dropped" of one; every allowed decision is a line; and a
  * source writes no more refusal lines than its bucket and its counts allow. */
@@ -1464,7 +1636,7 @@ static void test_accounting_random(void **state)
 		seed = seed * 1103515245u + 12345u;
 		r = seed >> 8;
 		ev.sandbox = sbs[r % 4];
-		ev.addr = ev.sandbox ? NULL : &a;
+		ev.src_addr = ev.sandbox ? NULL : &a;
 		ev.name = names[(r >> 4) % 5 < 3 ? 0 : (r >> 4) % 5];
 		ev.reason = reasons[(r >> 8) % 2];
 		ev.decision = (r >> 10) % 10 < 3 ? "allow" : "deny";
@@ -1736,6 +1908,7 @@ int main(void)
 	    cmocka_unit_test(test_numbers_and_time),
 	    cmocka_unit_test(test_omitted_fields),
 	    cmocka_unit_test(test_path_drops_query),
+	    cmocka_unit_test(test_target_redacted),
 	    cmocka_unit_test(test_hostile_strings_escaped),
 	    cmocka_unit_test(test_control_peer),
 	    cmocka_unit_test(test_truncation_bound),
@@ -1755,6 +1928,7 @@ int main(void)
 	    cmocka_unit_test(test_rate_bound),
 	    cmocka_unit_test(test_flood_of_one_kind),
 	    cmocka_unit_test(test_fold_off),
+	    cmocka_unit_test(test_fold_target),
 	    cmocka_unit_test(test_accounting_random),
 	};
 

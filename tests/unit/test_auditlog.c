@@ -70,6 +70,91 @@ static void test_parse(void **state)
 	assert_false(r.suspect);
 }
 
+/* The fixed schema's line (every key, null where it does not apply), and
+ * the lines of a broker before it ("addr"/"port": the client's without a
+ * sandbox, the destination's with one) read to the same record. */
+#define NEW_LINE(sb, name, target, src, sport, dst, dport, decision, reason)                       \
+	"{" T0 ",\"sandbox\":" sb ",\"proto\":\"http\",\"name\":" name ",\"target\":" target       \
+	",\"src_addr\":" src ",\"src_port\":" sport ",\"dst_addr\":" dst ",\"dst_port\":" dport    \
+	",\"decision\":\"" decision "\",\"reason\":\"" reason "\",\"mode\":null,\"rule\":null,"    \
+	"\"credential\":null,\"method\":\"GET\",\"path\":\"/\",\"status\":403,\"dns_type\":null,"  \
+	"\"dns_answer\":null,\"pid\":null,\"uid\":null,\"old_policy\":null,\"old_sha256\":null,"   \
+	"\"new_policy\":null,\"new_sha256\":null,\"bytes_up\":0,\"bytes_down\":0,"                  \
+	"\"duration_ms\":1,\"repeated\":null,\"dropped\":null}"
+
+static void test_parse_schema_versions(void **state)
+{
+	struct auditlog_rec r;
+	struct report *rep = netns_report_new(), *old = netns_report_new();
+	struct report_totals a, b;
+
+	(void)state;
+	assert_non_null(rep);
+	assert_non_null(old);
+	/* a refused literal: no name, the raw target, both ends */
+	assert_int_equal(parse(NEW_LINE("\"s\"", "null", "\"http://2852039166/\"", "\"10.0.0.2\"",
+					"40000", "\"169.254.169.254\"", "80", "deny",
+					"address-literal"),
+			       &r),
+			 0);
+	assert_string_equal(r.sandbox, "s");
+	assert_string_equal(r.name, "");
+	assert_string_equal(r.target, "http://2852039166/");
+	assert_string_equal(r.src_addr, "10.0.0.2");
+	assert_int_equal(r.src_port, 40000);
+	assert_string_equal(r.addr, "169.254.169.254");
+	assert_int_equal(r.port, 80);
+	assert_int_equal(r.bytes_up, 0);
+	assert_int_equal(r.repeated, 0);
+	netns_report_add(rep, &r);
+
+	/* an old line of a sandbox: its addr and port are the destination */
+	assert_int_equal(parse("{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"addr\":"
+			       "\"169.254.169.254\",\"port\":80,\"decision\":\"deny\","
+			       "\"reason\":\"address-literal\",\"bytes_up\":0,\"bytes_down\":0}",
+			       &r),
+			 0);
+	assert_string_equal(r.addr, "169.254.169.254");
+	assert_int_equal(r.port, 80);
+	assert_string_equal(r.src_addr, "");
+	assert_string_equal(r.target, "");
+	netns_report_add(old, &r);
+	assert_int_equal(netns_report_totals(rep, "s", &a), 0);
+	assert_int_equal(netns_report_totals(old, "s", &b), 0);
+	assert_int_equal(a.refused, 1);
+	assert_int_equal(b.refused, 1);
+	assert_int_equal(netns_report_refused(rep, "s", "address-literal", "169.254.169.254"), 1);
+	assert_int_equal(netns_report_refused(old, "s", "address-literal", "169.254.169.254"), 1);
+
+	/* an old unknown-source line: its addr and port are the client's */
+	assert_int_equal(parse("{" T0 ",\"proto\":\"connect\",\"addr\":\"10.99.0.6\",\"port\":"
+			       "51000,\"decision\":\"deny\",\"reason\":\"unknown-source\"}",
+			       &r),
+			 0);
+	assert_string_equal(r.src_addr, "10.99.0.6");
+	assert_int_equal(r.src_port, 51000);
+	assert_string_equal(r.addr, "");
+	assert_int_equal(r.port, 0);
+	/* the same in the new schema */
+	assert_int_equal(parse(NEW_LINE("null", "null", "null", "\"10.99.0.6\"", "51000", "null",
+					"null", "deny", "unknown-source"),
+			       &r),
+			 0);
+	assert_string_equal(r.src_addr, "10.99.0.6");
+	assert_int_equal(r.src_port, 51000);
+	assert_string_equal(r.addr, "");
+	assert_int_equal(r.port, 0);
+	assert_string_equal(r.sandbox, "");
+
+	/* null is no value of a key that must have one */
+	assert_int_equal(parse("{\"time\":null}", &r), -EINVAL);
+	/* nor does "null" pass for a string or a number elsewhere */
+	assert_int_equal(parse("{" T0 ",\"dst_port\":nul}", &r), -EINVAL);
+	assert_int_equal(parse("{" T0 ",\"dst_port\":65536}", &r), -EINVAL);
+	netns_report_free(rep);
+	netns_report_free(old);
+}
+
 static void test_parse_hostile(void **state)
 {
 	struct auditlog_rec r;
@@ -509,6 +594,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),	       cmocka_unit_test(test_parse_hostile),
+		cmocka_unit_test(test_parse_schema_versions),
 		cmocka_unit_test(test_put_safe),       cmocka_unit_test(test_time),
 		cmocka_unit_test(test_since),	       cmocka_unit_test(test_suggest_rules),
 		cmocka_unit_test(test_suggest_counts), cmocka_unit_test(test_suggest_wildcards),

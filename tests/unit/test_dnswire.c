@@ -395,6 +395,55 @@ static void test_edns_fields(void **state)
 	}
 }
 
+/* The audit log's "target" of a query: the name as sent, nothing folded. */
+static void test_qname_text(void **state)
+{
+	static const struct {
+		const char *wire; /* a question's QNAME */
+		size_t len;
+		const char *text; /* NULL: malformed */
+	} cases[] = {
+		{ "\x03" "WwW" "\x07" "Example" "\x04" "TEST" "\x00", 19, "WwW.Example.TEST" },
+		{ "\x0a" "2852039166" "\x00", 12, "2852039166" },
+		{ "\x03" "a.b" "\x01" "\\" "\x00", 8, "a\\.b.\\\\" },
+		{ "\x02" "\x00\x1b" "\x01" "\xff" "\x00", 7, "\\000\\027.\\255" },
+		{ "\x00", 1, "." },
+		{ "\x05" "ab", 3, NULL },	 /* the label runs past the end */
+		{ "\x03" "abc", 4, NULL },	 /* no root label */
+		{ "\xc0\x0c", 2, NULL },	 /* a pointer: never in a question we keep */
+	};
+	char out[DNS_QNAME_RAW_MAX];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int n = dns_qname_text((const uint8_t *)cases[i].wire, cases[i].len, out,
+				       sizeof(out));
+
+		if (!cases[i].text) {
+			assert_int_equal(n, -EBADMSG);
+			assert_string_equal(out, "");
+			continue;
+		}
+		assert_string_equal(out, cases[i].text);
+		assert_int_equal(n, (int)strlen(cases[i].text));
+	}
+	/* the longest name, every byte escaped, fits */
+	{
+		uint8_t wire[256];
+		size_t p = 0;
+
+		while (p + 64 <= 255) {
+			wire[p++] = 63;
+			memset(wire + p, 0x01, 63);
+			p += 63;
+		}
+		wire[p++] = 0;
+		assert_true(dns_qname_text(wire, p, out, sizeof(out)) > 0);
+		assert_true(strlen(out) < sizeof(out));
+	}
+}
+
 static void test_name_case_and_flags(void **state)
 {
 	static const uint8_t msg[] = { HDR(0x0110, 1, 0, 0, 0),
@@ -1061,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(test_real_queries_truncated),
 		cmocka_unit_test(test_bad_queries),
 		cmocka_unit_test(test_edns_fields),
+		cmocka_unit_test(test_qname_text),
 		cmocka_unit_test(test_name_case_and_flags),
 		cmocka_unit_test(test_name_limits),
 		cmocka_unit_test(test_label_type_bits),

@@ -221,6 +221,66 @@ static void test_enum_in_readme(void **state)
 	assert_int_equal(missing, 0);
 }
 
+/*
+ * docs/audit.schema.json lists the reasons an audit line may carry (its
+ * "$defs" "reason" enum): exactly the table's, so that a new reason is
+ * not refused by the schema check of every audit line (run.sh), nor one
+ * the code dropped still promised. Read plainly: the enum is the only
+ * "enum" after "$defs", one string after another.
+ */
+static void test_schema_reasons(void **state)
+{
+	const char *path = getenv("SLUICE_AUDIT_SCHEMA") ? getenv("SLUICE_AUDIT_SCHEMA")
+							  : "docs/audit.schema.json";
+	static char buf[1 << 16];
+	bool seen[SL_REASON_COUNT] = { false };
+	FILE *f = fopen(path, "r");
+	size_t len, n = 0;
+	char *p, *end;
+	int bad = 0;
+
+	(void)state;
+	if (!f)
+		fail_msg("cannot open %s (run from the repository, or set SLUICE_AUDIT_SCHEMA)", path);
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	p = strstr(buf, "\"$defs\"");
+	assert_non_null(p);
+	p = strstr(p, "\"enum\"");
+	assert_non_null(p);
+	p = strchr(p, '[');
+	end = p ? strchr(p, ']') : NULL;
+	assert_non_null(end);
+	while ((p = strchr(p + 1, '"')) && p < end) {
+		char *q = strchr(p + 1, '"');
+		int i;
+
+		assert_non_null(q);
+		*q = '\0';
+		for (i = 0; i < SL_REASON_COUNT; i++)
+			if (!strcmp(sl_reason_name((enum sl_reason)i), p + 1))
+				break;
+		if (i == SL_REASON_COUNT) {
+			fprintf(stderr, "%s: reason `%s` is not in common/reason.h\n", path, p + 1);
+			bad++;
+		} else {
+			seen[i] = true;
+		}
+		n++;
+		p = q;
+	}
+	for (int i = 0; i < SL_REASON_COUNT; i++) {
+		if (!seen[i]) {
+			fprintf(stderr, "reason `%s` (common/reason.h) is not in %s\n",
+				sl_reason_name((enum sl_reason)i), path);
+			bad++;
+		}
+	}
+	assert_true(n > 0);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_table_whole),
 		cmocka_unit_test(test_readme_in_enum),
 		cmocka_unit_test(test_enum_in_readme),
+		cmocka_unit_test(test_schema_reasons),
 	};
 
 	return cmocka_run_group_tests(tests, load_readme, free_readme);

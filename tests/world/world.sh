@@ -406,6 +406,33 @@ _world_kill_recorded() {
 	done
 }
 
+# _world_collect_audit: with SLUICE_AUDIT_COLLECT (a directory;
+# tests/integration/run.sh sets it), a copy of each audit log a broker of
+# this world wrote (audit_log: in $WORLD_DIR/sluiced*.yaml, and its rotated
+# FILE.N; and broker_config's own $WORLD_DIR/audit*.log, which a test may
+# have pointed audit_log away from since), for the run's check against
+# docs/audit.schema.json. Called by world_down once the brokers are
+# stopped, so every line is written.
+_world_collect_audit() {
+	local conf f r n=0 base
+	local -A seen=()
+	[ -n "${SLUICE_AUDIT_COLLECT:-}" ] && [ -d "$SLUICE_AUDIT_COLLECT" ] || return 0
+	base=$(basename "${0:-test}" .sh)
+	for conf in "$WORLD_DIR"/sluiced*.yaml; do
+		[ -f "$conf" ] || continue
+		f=$(sed -n 's/^audit_log: //p' "$conf" | tail -n 1)
+		case $f in /*) ;; *) continue ;; esac
+		for r in "$f" "$f".[0-9]* "$WORLD_DIR"/audit*.log; do
+			[ -f "$r" ] && [ -s "$r" ] && [ -z "${seen[$r]:-}" ] || continue
+			seen[$r]=1
+			n=$((n + 1))
+			cp -- "$r" "$SLUICE_AUDIT_COLLECT/$base-$WORLD_PREFIX-$n.log" ||
+				_world_err "cannot collect $r for the audit schema check"
+		done
+	done
+	return 0
+}
+
 # world_down: undo world_up and world_add_client. Idempotent; safe in a trap.
 world_down() {
 	local ns pid n
@@ -432,6 +459,7 @@ world_down() {
 			rmdir "/etc/netns/$ns" 2>/dev/null
 		done <"$WORLD_DIR/netns"
 	fi
+	_world_collect_audit
 	rm -rf "$WORLD_DIR"
 	unset WORLD_PREFIX WORLD_DIR WORLD_INET WORLD_BRK WORLD_CA WORLD_RESOLVER WORLD_LAST_PID _WORLD_OWNED
 	return 0
