@@ -104,7 +104,8 @@ if [ -z "$py" ]; then
 	echo "not ok - no python3 here imports jsonschema (install python3-jsonschema: scripts/deps.sh)"
 	fail=$((fail + 1))
 else
-	"$py" "$here/audit_schema.py" "$here/../../docs/audit.schema.json" --self-test 		"${require[@]}" "$SLUICE_AUDIT_COLLECT" >"$log" 2>&1
+	"$py" "$here/audit_schema.py" "$here/../../docs/audit.schema.json" --self-test \
+		"${require[@]}" "$SLUICE_AUDIT_COLLECT" >"$log" 2>&1
 	rc=$?
 	cat "$log"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
