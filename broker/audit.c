@@ -971,6 +971,9 @@ out:
 
 static int install(const char *target, char *err, size_t errlen);
 
+/* When check_replaced() last said that it could not reopen (under audit_lock). */
+static time_t reopen_fail_said;
+
 /*
  * Reopens the audit file when its path no longer leads to the file open
  * (deleted, or moved away by a rotation that did not send SIGHUP): lines
@@ -999,11 +1002,22 @@ static void check_replaced(void)
 	if (!target)
 		goto out;
 	r = install(target, err, sizeof(err));
-	if (r < 0)
-		log_err("audit: %s was removed or replaced while open, and %s; "
-			"still writing to the old file", target, err);
-	else
+	if (r < 0) {
+		/* Tried again every second; said once a minute, so that a
+		 * directory the broker's user may not write into (see README,
+		 * log rotation) does not fill its log. */
+		time_t now = time(NULL);
+
+		if (now - reopen_fail_said >= 60) {
+			reopen_fail_said = now;
+			log_err("audit: %s was removed or replaced while open, and %s; "
+				"still writing to the old file (tried every second, "
+				"said once a minute)", target, err);
+		}
+	} else {
+		reopen_fail_said = 0;
 		log_warn("audit: %s was removed or replaced while open: reopened", target);
+	}
 	free(target);
 out:
 	pthread_mutex_unlock(&audit_lock);

@@ -470,6 +470,14 @@ sleep 0.2
 t_contains "and audited in a new file" "$(in_ns cat "$AD/audit.log" 2>&1)" '"path":"/after-delete"'
 t_contains "which the log says" "$(cat "$BROKER_LOG")" \
 	"audit: $AD/audit.log was removed or replaced while open: reopened"
+# A directory the broker's user may not write into: it keeps writing to the
+# old file, and says so once, not every second it tries again.
+t_ok "the directory given back to root (0755)" in_ns sh -c 'chown 0 "$1" && chmod 0755 "$1"' sh "$AD"
+t_ok "the audit log deleted again" in_ns rm "$AD/audit.log"
+sleep 3.5
+t_eq "it cannot reopen, and says so once in 3.5 s (tried every second)" 1 \
+	"$(grep -c "audit: $AD/audit.log was removed or replaced while open, and" "$BROKER_LOG")"
+t_eq "a client is still served" 200 "$(get c1 after-second-delete)"
 fault_stop
 
 t_done
