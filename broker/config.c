@@ -220,6 +220,8 @@ static int user(struct cfgload *ld, const struct ynode *v, struct broker_config 
 	r = str_into(ld, v, "user", c->user, sizeof(c->user));
 	if (r < 0)
 		return r;
+	if (!c->user[0])
+		return 0; /* "": the default, as if not set (main.c resolve_user()) */
 	colon = strchr(c->user, ':');
 	u = id_num(c->user, colon ? (size_t)(colon - c->user) : strlen(c->user));
 	g = colon ? id_num(colon + 1, strlen(colon + 1)) : -2;
@@ -235,7 +237,7 @@ static int user(struct cfgload *ld, const struct ynode *v, struct broker_config 
 		c->user_gid = !r && res ? res->pw_gid : (gid_t)u;
 		return 0;
 	}
-	if (colon || !c->user[0])
+	if (colon)
 		return ytree_fail(ld->err, ld->file, v, "`user`: `%s` is not NAME, UID or UID:GID",
 				  c->user);
 	r = getpwnam_r(c->user, &pw, buf, sizeof(buf), &res);
