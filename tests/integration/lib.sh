@@ -115,6 +115,17 @@ _t_run() {
 	return 0
 }
 
+# as_user_of PID CMD...: runs CMD as the user and group of process PID, no
+# other group. sluiced runs as a user of its own: changing its limits
+# (prlimit) as root needs CAP_SYS_RESOURCE, which root may not have; as that
+# user it needs nothing.
+as_user_of() {
+	local pid=$1
+	shift
+	setpriv --reuid "$(awk '/^Uid:/ { print $3 }' /proc/"$pid"/status)" \
+		--regid "$(awk '/^Gid:/ { print $3 }' /proc/"$pid"/status)" --clear-groups "$@"
+}
+
 _t_show() {
 	_t_fail "$1" "command: ${*:2}" "exit: $T_RC" \
 		${T_OUT:+"stdout:" "$T_OUT"} ${T_ERR:+"stderr:" "$T_ERR"}

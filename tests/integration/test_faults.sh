@@ -223,10 +223,7 @@ nfd=$(ls "/proc/$FPID/fd" | sort -n | awk '$1 != NR - 1 { exit } END { print NR 
 # As the broker's own user (it runs as one of its own after start-up):
 # root needs CAP_SYS_RESOURCE for another user's limits, which a test
 # machine's root may lack.
-as_broker() {
-	setpriv --reuid "$(awk '/^Uid:/ { print $3 }' /proc/"$FPID"/status)" \
-		--regid "$(awk '/^Gid:/ { print $3 }' /proc/"$FPID"/status)" --clear-groups "$@"
-}
+as_broker() { as_user_of "$FPID" "$@"; }
 t_ok "RLIMIT_NOFILE lowered under the broker to $nfd, its lowest free descriptor" \
 	as_broker prlimit --pid "$FPID" --nofile="$nfd:256"
 ip netns exec "$WORLD_PREFIX-c1" /usr/bin/python3 "$D/hold.py" 10.99.0.1 3128 50 40 >"$D/hold2.out" 2>&1 &

@@ -238,7 +238,8 @@ t_ok "the log names dns_cache_size as waiting for a restart" \
 # max_connections never promises more connections than descriptors allow
 # (6 per tunnel, 64 + 272 per worker for the rest): 2048 with 2 workers
 # holds (2048 - 608) / 6 = 240.
-t_ok "RLIMIT_NOFILE of the broker lowered to 2048" prlimit --pid "$BROKER_PID" --nofile=2048:2048
+t_ok "RLIMIT_NOFILE of the broker lowered to 2048 (as its user)" \
+	as_user_of "$BROKER_PID" prlimit --pid "$BROKER_PID" --nofile=2048:2048
 t_ok "reload with max_connections 10000" sl reload
 t_ok "the log says it is lowered to what the descriptors hold" \
 	grep -q "max_connections 10000 lowered to 240: RLIMIT_NOFILE is 2048" "$BROKER_LOG"
