@@ -224,6 +224,26 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 	errno = e;
 }
 
+/*
+ * The first 4 instructions of both filters (the broker's, the opener's): the
+ * architecture first, since a call made through another ABI (i386 int 0x80)
+ * has other numbers, and is refused outright; then the call's number. An
+ * x32 call has this arch value too, with 0x40000000 set in its number: it
+ * matches no entry, and is refused. Return: how many were written.
+ */
+static unsigned filter_head(struct sock_filter *f)
+{
+	unsigned k = 0;
+
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_ARCH, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	return k;
+}
+
 int isolation_seccomp_install(char *err, size_t errlen)
 {
 	enum { N = sizeof(allowed) / sizeof(allowed[0]), H = sizeof(hot) / sizeof(hot[0]) };
@@ -232,18 +252,9 @@ int isolation_seccomp_install(char *err, size_t errlen)
 	unsigned n = 0;
 	struct sock_fprog prog = { .filter = f };
 	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
-	unsigned i, k = 0;
+	unsigned i, k;
 
-	/* The architecture first: a call made through another ABI (x32,
-	 * i386 int 0x80) has other numbers, and is refused outright. */
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, arch));
-	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_ARCH, 1, 0);
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, nr));
-	/* An x32 call has this arch value too, with 0x40000000 set in its
-	 * number: it matches no entry, and is refused. */
+	k = filter_head(f);
 	/* The hot calls first, then the rest, each once. */
 	for (i = 0; i < H; i++)
 		if (listed(allowed, N, hot[i]) && !listed(order, n, hot[i]))
@@ -337,14 +348,9 @@ static int opener_filter(void)
 	enum { N = sizeof(opener_allowed) / sizeof(opener_allowed[0]) };
 	struct sock_filter f[4 + N + 2];
 	struct sock_fprog prog = { .filter = f };
-	unsigned i, k = 0;
+	unsigned i, k;
 
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, arch));
-	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ISO_ARCH, 1, 0);
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-					      offsetof(struct seccomp_data, nr));
+	k = filter_head(f);
 	for (i = 0; i < N; i++)
 		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 						      (unsigned)opener_allowed[i],
