@@ -219,8 +219,12 @@ check: deps
 check-unit: $(UNIT_BIN)
 	$(Q)scripts/run-unit.sh $(UNIT_BIN)
 
+# Two scripts at a time (each has its own namespaces; those that use
+# something of the whole machine run alone: run.sh). TEST_JOBS=1 runs them
+# one by one, with their output as it comes.
+TEST_JOBS ?= 2
 check-integration: build
-	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/integration/run.sh
+	$(Q)SLUICE_TEST_JOBS=$(TEST_JOBS) SLUICE_BIN=$(abspath $(BIN)) tests/integration/run.sh
 
 check-fuzz: fuzz-build
 	$(Q)scripts/run-fuzz.sh $(FUZZ_SHORT_SECONDS) $(FUZZ_BIN)

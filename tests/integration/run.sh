@@ -6,8 +6,8 @@
 #
 # SLUICE_BIN names the directory holding bin/sluiced and bin/sluice; it is
 # passed on to every test. Each test runs under `timeout 600`, its own shell
-# in an empty network namespace (unshare --net, lo up: see lib.sh), and its
-# output is shown as it comes. A test's result is its last
+# in an empty network namespace (unshare --net, lo up: see lib.sh).
+# SLUICE_TEST_JOBS=N (default 1) runs up to N at once (see below). A test's result is its last
 # "N passed, N failed" line; a test that has no such line, or that exits
 # non-zero while claiming no failure, counts one more failure. The last line
 # is "integration: N passed, N failed"; the exit status is 1 if any failed.
@@ -50,43 +50,105 @@ if [ -z "${SLUICE_AUDIT_COLLECT:-}" ]; then
 	collect_own=1
 fi
 export SLUICE_AUDIT_COLLECT
-trap 'rm -f "$log"; [ -n "$collect_own" ] && rm -rf "$SLUICE_AUDIT_COLLECT"' EXIT
 pass=0
 fail=0
-for t in "${tests[@]}"; do
-	name=$(basename "$t")
-	echo "# --- $name"
-	if [ ! -f "$t" ]; then
-		echo "# $name: no such test"
-		fail=$((fail + 1))
-		continue
-	fi
-	: >"$log"
-	# Output goes to a file and is followed with tail --pid, not piped:
-	# a stray process holding a pipe open could otherwise hang the run.
-	# Each test's own shell runs in an empty network namespace (see lib.sh):
-	# what it forgets to run inside the world goes nowhere.
-	SLUICE_TEST_ISOLATED=1 timeout -k 60 600 unshare --net -- \
-		bash -c 'ip link set lo up && exec bash "$1"' t_isolated "$t" \
-		>"$log" 2>&1 </dev/null &
-	tpid=$!
-	tail -n +1 -s 0.2 -f --pid="$tpid" "$log"
-	wait "$tpid"
-	rc=$?
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+# SLUICE_TEST_JOBS=N runs up to N scripts at once (make check: 2). Each has
+# its own namespaces and prefix; a script that uses something of the whole
+# machine (a runtime's state, /etc/sluice, a machine-wide listing, a
+# time-bound check that load could upset) says `# sluice-test: alone` in its
+# first 40 lines and runs with no other beside it. With one job a script's
+# output is shown as it comes; with more, each script's output is shown
+# whole when it ends, in the order they end.
+jobs=${SLUICE_TEST_JOBS:-1}
+case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
+logdir=$(mktemp -d /tmp/sluice-integration-logs.XXXXXX) || exit 1
+trap 'rm -f "$log"; rm -rf "$logdir"; [ -n "$collect_own" ] && rm -rf "$SLUICE_AUDIT_COLLECT"' EXIT
+declare -A name_of start_of
+running=()
+
+# tally NAME RC LOG SECONDS: adds a script's result line to the sums.
+tally() {
+	local name=$1 rc=$2 lg=$3 secs=$4 line p f
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$lg" | tail -n 1)
 	if [ -z "$line" ]; then
-		echo "# $name: exited $rc without a result line: counted as 1 failed"
+		echo "# $name: exited $rc without a result line after $secs s: counted as 1 failed"
 		fail=$((fail + 1))
-		continue
+		return
 	fi
 	read -r p _ f _ <<<"$line"
 	pass=$((pass + p))
 	fail=$((fail + f))
+	echo "# $name: $p passed, $f failed in $secs s"
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "# $name: exited $rc after reporting no failure: counted as 1 failed"
 		fail=$((fail + 1))
 	fi
+}
+
+# launch T LOG: starts script T in the background (its pid in $!).
+launch() {
+	# Each test's own shell runs in an empty network namespace (see
+	# lib.sh): what it forgets to run inside the world goes nowhere.
+	SLUICE_TEST_ISOLATED=1 timeout -k 60 600 unshare --net -- \
+		bash -c 'ip link set lo up && exec bash "$1"' t_isolated "$1" \
+		>"$2" 2>&1 </dev/null &
+}
+
+# reap_one: waits for one running script to end, shows its output, sums it.
+reap_one() {
+	local pid='' rc i keep=()
+	wait -n -p pid "${running[@]}"
+	rc=$?
+	if [ -z "$pid" ]; then
+		# Not to happen: count what was running as failed, go on.
+		for i in "${running[@]}"; do
+			echo "# ${name_of[$i]}: lost track of it (wait: $rc): counted as 1 failed"
+			fail=$((fail + 1))
+		done
+		running=()
+		return 1
+	fi
+	for i in "${running[@]}"; do
+		[ "$i" = "$pid" ] || keep+=("$i")
+	done
+	running=("${keep[@]}")
+	echo "# --- ${name_of[$pid]}"
+	cat "$logdir/${name_of[$pid]}.log"
+	tally "${name_of[$pid]}" "$rc" "$logdir/${name_of[$pid]}.log" $(($(date +%s) - ${start_of[$pid]}))
+}
+
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	if [ ! -f "$t" ]; then
+		echo "# --- $name"
+		echo "# $name: no such test"
+		fail=$((fail + 1))
+		continue
+	fi
+	alone=''
+	head -n 40 "$t" | grep -q '^# sluice-test: alone' && alone=1
+	if [ "$jobs" = 1 ] || [ -n "$alone" ]; then
+		# Alone: wait for the others, then show its output as it comes.
+		while [ ${#running[@]} -gt 0 ]; do reap_one || break; done
+		echo "# --- $name"
+		: >"$log"
+		t0=$(date +%s)
+		launch "$t" "$log"
+		tpid=$!
+		# Followed with tail --pid, not piped: a stray process holding
+		# a pipe open could otherwise hang the run.
+		tail -n +1 -s 0.2 -f --pid="$tpid" "$log"
+		wait "$tpid"
+		tally "$name" $? "$log" $(($(date +%s) - t0))
+		continue
+	fi
+	while [ ${#running[@]} -ge "$jobs" ]; do reap_one || break; done
+	launch "$t" "$logdir/$name.log"
+	name_of[$!]=$name
+	start_of[$!]=$(date +%s)
+	running+=("$!")
 done
+while [ ${#running[@]} -gt 0 ]; do reap_one || break; done
 if [ ${#tests[@]} = 0 ]; then
 	echo "# no tests found in $here"
 	fail=1

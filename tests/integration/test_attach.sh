@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): podman and containerd: machine-wide runtime state, /etc/sluice/oci-hook.json
 # `sluice attach` and `sluice detach`: a sandbox in a network namespace
 # somebody else made. One made with `ip netns add` (its own name, which
 # sluice leaves alone), one reached only as /proc/PID/ns/net of a process in

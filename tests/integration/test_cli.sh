@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): /etc/sluice/sluiced.yaml, the default configuration every other sluice reads
 # The command line as a user first meets it, with no broker and no world:
 # `--help`/`-h` on every subcommand of cli/main.c's dispatch table prints
 # that subcommand's usage on stdout, exits 0, asks no broker and opens no

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): npm, pip and JVM caches of the machine, and much CPU
 # The client matrix: common HTTPS clients trust the sandbox's CA through the
 # environment `sluice exec` and `sluice env` give, and nothing else (no -k,
 # no CA flag of their own). Against an intercepted host (a leaf from the

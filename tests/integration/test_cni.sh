@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): /var/lib/cni and a machine-wide listing of cni-* names
 # sluice-cni, as runtimes call it. (1) The CNI contract, by executing the
 # plugin directly with the CNI environment and the network config on stdin,
 # the config being deploy/kubernetes/10-sluice.conflist (what the

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): a 6 s credential ttl that a loaded machine has outrun
 # Credentials over plain HTTP: the sandbox holds placeholders only; the
 # broker injects the secret in scope (plaintext: allow), replaces the
 # client's own header, and refuses a placeholder outside its scope, expired,

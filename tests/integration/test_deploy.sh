@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): the host's default paths, as README's layouts use them
 # README's "Run your own", both layouts, inside a namespace that stands in
 # for the host ($P-host: plain routed access to the test world's internet,
 # as a server has to the real one). The root namespace is never touched:

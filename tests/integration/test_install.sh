@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): /etc/sluice and /usr/local, which other scripts' CLI would read
 # make install and make uninstall into a DESTDIR under a temporary folder:
 # the exact file list (binaries, sluice-uplink, systemd units with the
 # prefix's paths in them, the sample configuration, man pages, bash

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: alone (run.sh): podman and containerd: machine-wide runtime state
 # Other runtimes in a sluice sandbox: bubblewrap (as an unprivileged user,
 # and as root), crun with an OCI bundle whose network namespace is the
 # sandbox's path, plain `ip netns exec` / `nsenter` + `unshare`, and, where
