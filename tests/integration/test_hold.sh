@@ -276,6 +276,19 @@ t_ok "sluice approve releases it" S approve "$S5" evil-echo.world.test:80
 t_ok "(at once)" ended still
 t_eq "(200)" "200 " "$(fg still)"
 t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+
+# An approval is a policy change too: what waits for the name on a port it
+# does not approve gets what a new request would get.
+bg5 port80 http://a.evil.world.test/port80
+bg5 port443 https://a.evil.world.test/port443 --cacert "$WORLD_CA"
+t_ok "a name held on port 80" wait_for 1 pending5 a.evil.world.test
+t_ok "and on 443" wait_for 2 pending5 a.evil.world.test
+t_ok "sluice approve NAME a.evil.world.test:80" S approve "$S5" a.evil.world.test:80
+t_ok "the request on 80 ends at once" ended port80
+t_eq "(200)" "200 " "$(fg port80)"
+t_ok "the CONNECT to 443 ends at once too" ended port443
+t_eq "refused: the name is listed now, on port 80 only" "403 port-not-allowed" "$(fg port443)"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
 t_eq "no request of sandbox 5 timed out" "" "$(audited "$S5" hold-timeout)"
 
 # --- watch --------------------------------------------------------------------------------
