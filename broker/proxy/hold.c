@@ -247,8 +247,8 @@ void proxy_hold_policy_changed(struct conn *c, const struct policy *np)
 	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY &&
 	    hold_wanted_on(c, np, &v))
 		return;
-	log_info("proxy: %s: %s:%u was held: decided again on the new policy", c->sb->name,
-		 c->host, c->port);
+	log_info("proxy: %s: %s:%u was held: decided again on the new policy", c->sb->name, c->host,
+		 c->port);
 	resume(c);
 	proxy_conn_run(c); /* frees it if it ended */
 }
