@@ -420,6 +420,14 @@ static void policy_changed(struct worker *w, bool keep_open)
 		struct policy *np;
 
 		next = c->next;
+		if (c->st == CS_HOLD) {
+			/* Waits for an answer the new policy may give. */
+			np = sandbox_policy(c->sb);
+			if (np != c->pol)
+				proxy_hold_policy_changed(c, np); /* may free c */
+			policy_unref(np);
+			continue;
+		}
 		if (!tunnel && !c->cssl && !c->inner)
 			continue; /* a request re-reads the policy when it begins */
 		np = sandbox_policy(c->sb);

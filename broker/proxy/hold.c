@@ -19,7 +19,10 @@
  *
  * The workers own the connections: an answer (approve, refuse) reaches them
  * as a post (proxy_hold_answer_post()), each worker acting on its own held
- * connections.
+ * connections. A change of the sandbox's policy (update, reload, an
+ * approval) reaches them as proxy_policy_changed_post(): what the new policy
+ * allows or refuses is decided again at once, as on approve; what it still
+ * holds waits on (proxy_hold_policy_changed()).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -161,11 +164,17 @@ void proxy_hold_leave(struct conn *c)
  * ClientHello or nothing still in its socket) are read again. Never a
  * literal destination, nor a request inside a tunnel or intercepted TLS,
  * which are bound to a host that was allowed. */
-bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v)
+static bool hold_wanted_on(const struct conn *c, const struct policy *pol,
+			   const struct proxy_verdict *v)
 {
 	return v->reason == SL_REASON_NOT_ALLOWLISTED && !c->literal && c->host[0] &&
 	       (!c->transparent || c->orig_synthetic) && !c->inner && !c->cssl &&
-	       policy_unlisted_hold(c->pol);
+	       policy_unlisted_hold(pol);
+}
+
+bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v)
+{
+	return hold_wanted_on(c, c->pol, v);
 }
 
 enum step proxy_hold(struct conn *c)
@@ -209,6 +218,39 @@ static void resume(struct conn *c)
 	}
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+}
+
+/*
+ * proxy_hold_policy_changed() - held @c meets its sandbox's new policy @np
+ *
+ * A name @np still leaves unlisted under `unlisted: hold` keeps waiting,
+ * its deadline unchanged (a policy change is no answer). Anything else is
+ * decided again from the start on @np, as an approval decides it (resume()):
+ * allowed, it goes on; refused, it gets the reason @np gives (an explicit
+ * deny, or not-allowlisted where @np no longer holds), not hold-timeout
+ * later. --keep-open does not keep it waiting: nothing of it was let
+ * through, so nothing is withdrawn. May free @c.
+ */
+void proxy_hold_policy_changed(struct conn *c, const struct policy *np)
+{
+	struct proxy_target t = {
+		.host = c->host,
+		.addr = &c->dst,
+		.port = c->port,
+		.literal = c->literal,
+		.need_raw = c->need_raw,
+		.audit = sandbox_audit(c->sb, np),
+	};
+	struct proxy_verdict v;
+
+	proxy_check_target(np, &t, &v);
+	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY &&
+	    hold_wanted_on(c, np, &v))
+		return;
+	log_info("proxy: %s: %s:%u was held: decided again on the new policy", c->sb->name, c->host,
+		 c->port);
+	resume(c);
+	proxy_conn_run(c); /* frees it if it ended */
 }
 
 /*

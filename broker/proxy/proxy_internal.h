@@ -419,6 +419,8 @@ bool proxy_hold_wanted(const struct conn *c, const struct proxy_verdict *v);
 enum step proxy_hold(struct conn *c);
 /* Takes @c out of its sandbox's table (no-op unless held); conn_free() too. */
 void proxy_hold_leave(struct conn *c);
+/* Held @c meets its sandbox's new policy: decided again unless still held. */
+void proxy_hold_policy_changed(struct conn *c, const struct policy *np);
 /* accept.c: the worker whose loop runs now (NULL off the workers). */
 struct worker *proxy_cur_worker(void);
 /* accept.c: a transparent connection held as a tunnel goes back to

@@ -6,7 +6,10 @@
 # pending` lists it, `sluice approve` lets it go on (and later ones pass;
 # with --for, until then), `sluice refuse` refuses it (hold-refused); an
 # approval of a name that resolves into a denied range is refused with a
-# clear error and the held request gets address-denied; `sluice watch`
+# clear error and the held request gets address-denied; a policy change
+# (`sluice update`, `sluice reload` of an edited file) decides what waits at
+# once: a name it lists goes on, one it refuses gets its reason
+# (not-allowlisted), one it still holds waits on, unchanged; `sluice watch`
 # streams decisions and pending requests as JSON lines (a person's form
 # without --json), at most 8 watchers, a watcher that does not read is
 # dropped while the others go on; bad values
@@ -20,7 +23,7 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world h1 h2 h3 h4
+broker_world h1 h2 h3 h4 h5
 
 printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 2s\n' \
 	>"$D/hold.yaml"
@@ -193,6 +196,100 @@ t_ok "and a bad duration" \
 t_contains "(refused)" "$T_OUT" "error: bad duration"
 t_eq "the other sandboxes are untouched by the approvals" "403 not-allowlisted" \
 	"$(code "$S3" "$P3" http://other.world.test/s3)"
+
+# --- a policy change decides what waits -------------------------------------------------
+# Sandbox 5 holds for 60 s: each change below answers what waits at once, so
+# each request is waited for at most 10 s.
+printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 60s\n' \
+	>"$D/hold60.yaml"
+printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n    - host: other.world.test\n  unlisted: hold\n  hold_timeout: 60s\n' \
+	>"$D/hold60-other.yaml"
+printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n' >"$D/nohold.yaml"
+t_ok "a fifth sandbox, hold for 60s" S create "$S5" --policy "$D/hold60.yaml"
+P5=$(proxy_of "$S5")
+pending5() { S pending "$S5" | grep -F " $1 "; }
+# bg5 TAG URL [CURL ARGS...]: as bg, from sandbox 5; the body to $D/TAG.out.
+bg5() {
+	local tag=$1 url=$2
+	shift 2
+	rm -f "$D/$tag.head" "$D/$tag.out"
+	ip netns exec "$S5" curl -s -m 120 -o "$D/$tag.out" -D "$D/$tag.head" -x "http://$P5" "$@" "$url" &
+	BG[$tag]=$!
+}
+# ended TAG: request TAG has ended (polled for at most 10 s).
+ended() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "${BG[$1]}" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+head -c 100000 /dev/urandom >"$D/body5.bin"
+
+bg5 upd http://other.world.test/update-allows -H 'Expect:' --data-binary @"$D/body5.bin"
+t_ok "a request to an unlisted name is held" wait_for 1 pending5 other.world.test
+t_ok "sluice update to a policy that lists the name" S update "$S5" --policy "$D/hold60-other.yaml"
+t_ok "the held request ends at once, not at the 60s timeout" ended upd
+t_eq "it went on: 200" "200 " "$(fg upd)"
+t_contains "with its body whole" "$(cat "$D/upd.out")" '"body_len": 100000'
+t_contains "it reached the origin" "$(origin /update-allows)" "/update-allows"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+
+t_ok "sluice update back to hold60.yaml" S update "$S5" --policy "$D/hold60.yaml"
+cp "$D/hold60.yaml" "$D/edited.yaml"
+t_ok "and to a copy of it, edited below" S update "$S5" --policy "$D/edited.yaml"
+bg5 reload http://other.world.test/reload-allows
+t_ok "held again" wait_for 1 pending5 other.world.test
+cp "$D/hold60-other.yaml" "$D/edited.yaml"
+t_ok "the file now lists the name: sluice reload" S reload
+t_ok "the held request ends at once" ended reload
+t_eq "it went on: 200" "200 " "$(fg reload)"
+t_contains "it reached the origin" "$(origin /reload-allows)" "/reload-allows"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+
+t_ok "sluice update back to hold60.yaml" S update "$S5" --policy "$D/hold60.yaml"
+bg5 deny http://other.world.test/update-refuses
+t_ok "held again" wait_for 1 pending5 other.world.test
+t_ok "sluice update to a policy without hold" S update "$S5" --policy "$D/nohold.yaml"
+t_ok "the held request ends at once" ended deny
+t_eq "refused with the new policy's reason, not hold-timeout" "403 not-allowlisted" "$(fg deny)"
+t_contains "audited so" "$(audited "$S5" not-allowlisted)" '"path":"/update-refuses"'
+t_eq "nothing reached the origin" "" "$(origin /update-refuses)"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+
+t_ok "sluice update back to hold60.yaml" S update "$S5" --policy "$D/hold60.yaml"
+bg5 other http://other.world.test/listed-now
+bg5 still http://evil-echo.world.test/still-held
+t_ok "two names held" wait_for 1 pending5 evil-echo.world.test
+t_ok "(both)" wait_for 1 pending5 other.world.test
+t_ok "sluice update to a policy that lists only one of them" S update "$S5" --policy "$D/hold60-other.yaml"
+t_ok "the listed one ends at once" ended other
+t_eq "(200)" "200 " "$(fg other)"
+t_fails "it is no longer pending" pending5 other.world.test
+t_ok "the other one is still held" kill -0 "${BG[still]}"
+t_ok "and pending" S pending "$S5" --json
+t_contains "as it was: held once, not held anew" "$T_OUT" \
+	"\"host\":\"evil-echo.world.test\",\"port\":80,\"method\":\"GET\",\"path\":\"/still-held\""
+t_contains "(count 1)" "$T_OUT" '"count":1,"held":1}'
+t_ok "sluice approve releases it" S approve "$S5" evil-echo.world.test:80
+t_ok "(at once)" ended still
+t_eq "(200)" "200 " "$(fg still)"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+
+# An approval is a policy change too: what waits for the name on a port it
+# does not approve gets what a new request would get.
+bg5 port80 http://a.evil.world.test/port80
+bg5 port443 https://a.evil.world.test/port443 --cacert "$WORLD_CA"
+t_ok "a name held on port 80" wait_for 1 pending5 a.evil.world.test
+t_ok "and on 443" wait_for 2 pending5 a.evil.world.test
+t_ok "sluice approve NAME a.evil.world.test:80" S approve "$S5" a.evil.world.test:80
+t_ok "the request on 80 ends at once" ended port80
+t_eq "(200)" "200 " "$(fg port80)"
+t_ok "the CONNECT to 443 ends at once too" ended port443
+t_eq "refused: the name is listed now, on port 80 only" "403 port-not-allowed" "$(fg port443)"
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S5")"
+t_eq "no request of sandbox 5 timed out" "" "$(audited "$S5" hold-timeout)"
 
 # --- watch --------------------------------------------------------------------------------
 # status_key KEY: the value of KEY in `sluice status`.

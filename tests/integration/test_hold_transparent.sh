@@ -6,7 +6,9 @@
 # in hold until `sluice approve` (HTTPS: the ClientHello read before the hold
 # reaches the origin intact, the request succeeds), `sluice refuse` (plain
 # HTTP: 403 hold-refused) or the timeout (hold-timeout; TLS: a reset).
-# `sluice pending` lists them, with method and path for plain HTTP.
+# `sluice pending` lists them, with method and path for plain HTTP. A
+# `sluice update` that lists the held name lets the held HTTPS connection go
+# on at once, its body whole.
 # Approvals are kept across a broker restart (on top of an updated policy,
 # as `sluice update` keeps them), a `--for` approval with the time it has
 # left; one that ended while the broker was down is not restored.
@@ -16,13 +18,17 @@ cd "$(dirname "$0")/../.."
 . tests/world/broker.sh
 . tests/integration/lib.sh
 
-broker_world ht1 ht2 ht3
+broker_world ht1 ht2 ht3 ht4
 
 printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 5m\n' \
 	>"$D/long.yaml"
 printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 2s\n' \
 	>"$D/short.yaml"
 printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n' >"$D/refuse.yaml"
+printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n  unlisted: hold\n  hold_timeout: 60s\n' \
+	>"$D/hold60.yaml"
+printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n    - host: evil-echo.world.test\n  unlisted: hold\n  hold_timeout: 60s\n' \
+	>"$D/listed.yaml"
 
 broker_config "audit_fold: 0"
 broker_start || { echo "0 passed, 1 failed"; exit 1; }
@@ -30,6 +36,7 @@ broker_start || { echo "0 passed, 1 failed"; exit 1; }
 t_ok "sluice create, hold for 5m" S create "$S1" --policy "$D/long.yaml"
 t_ok "sluice create, hold for 2s" S create "$S2" --policy "$D/short.yaml"
 t_ok "sluice create, without hold" S create "$S3" --policy "$D/refuse.yaml"
+t_ok "sluice create, hold for 60s" S create "$S4" --policy "$D/hold60.yaml"
 
 # N SANDBOX CMD...: CMD in the sandbox, as code that ignores proxy variables.
 N() {
@@ -89,6 +96,32 @@ t_contains "audited allowed, by the approved rule" \
 t_ok "a later connection passes at once" \
 	N "$S1" curl -sf -m 10 --cacert "$WORLD_CA" https://evil-echo.world.test/later-tls
 t_contains "(reached the origin)" "$(origin /later-tls)" "/later-tls"
+
+# --- transparent HTTPS: held, then a policy update lists the name -------------------------
+# Sandbox 4 holds for 60 s; the update answers at once (waited for at most 10 s).
+rm -f "$D/upd.out"
+N "$S4" curl -s -m 120 --cacert "$WORLD_CA" --data-binary @"$D/body.bin" \
+	-o "$D/upd.out" -w '%{http_code}' https://evil-echo.world.test/held-update >"$D/upd.code" &
+p=$!
+t_ok "a transparent HTTPS connection to an unlisted name is held (hold_timeout 60s)" \
+	wait_for 1 pending_of "$S4" evil-echo.world.test
+t_ok "sluice update to a policy that lists the name" S update "$S4" --policy "$D/listed.yaml"
+ended() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+t_ok "the held connection ends at once, not at the timeout" ended "$p"
+wait "$p"
+t_eq "it went on: 200" "200" "$(cat "$D/upd.code")"
+t_contains "with its body whole" "$(cat "$D/upd.out")" '"body_len": 100000'
+t_contains "audited allowed, by the listed rule" \
+	"$(audited "$S4" allowed | grep -F '"name":"evil-echo.world.test"')" \
+	'"rule":"host evil-echo.world.test'
+t_eq "nothing pending after" "nothing pending" "$(S pending "$S4")"
 
 # --- transparent HTTP: held, then refused -------------------------------------------------
 rm -f "$D/http.head"
