@@ -103,13 +103,22 @@ declare -A BG
 bg() {
 	local tag=$1 url=$2
 	shift 2
-	rm -f "$D/$tag.head"
-	ip netns exec "$S4" curl -s -m 120 -o /dev/null -D "$D/$tag.head" -x "http://$P4" "$@" "$url" &
+	rm -f "$D/$tag.head" "$D/$tag.done"
+	{
+		ip netns exec "$S4" curl -s -m 120 -o /dev/null -D "$D/$tag.head" -x "http://$P4" "$@" "$url"
+		: >"$D/$tag.done"
+	} &
 	BG[$tag]=$!
 }
-# fg TAG: waits for request TAG (bounded by its curl -m), prints "STATUS REASON".
+# fg TAG: waits for request TAG to end (bounded by its curl -m; polled, since
+# fg runs in a command substitution, a subshell that cannot wait for a job
+# of this shell), prints "STATUS REASON".
 fg() {
-	wait "${BG[$1]}" 2>/dev/null
+	local i
+	for ((i = 0; i < 1300; i++)); do
+		[ -e "$D/$1.done" ] && break
+		sleep 0.1
+	done
 	t_status_reason <"$D/$1.head"
 }
 pending_of() { S pending "$S4" | grep -F " $1 "; }
@@ -212,8 +221,11 @@ pending5() { S pending "$S5" | grep -F " $1 "; }
 bg5() {
 	local tag=$1 url=$2
 	shift 2
-	rm -f "$D/$tag.head" "$D/$tag.out"
-	ip netns exec "$S5" curl -s -m 120 -o "$D/$tag.out" -D "$D/$tag.head" -x "http://$P5" "$@" "$url" &
+	rm -f "$D/$tag.head" "$D/$tag.out" "$D/$tag.done"
+	{
+		ip netns exec "$S5" curl -s -m 120 -o "$D/$tag.out" -D "$D/$tag.head" -x "http://$P5" "$@" "$url"
+		: >"$D/$tag.done"
+	} &
 	BG[$tag]=$!
 }
 # ended TAG: request TAG has ended (polled for at most 10 s).
