@@ -122,12 +122,8 @@ enum step proxy_decide(struct conn *c, struct parsed *ps)
 	return proxy_decide_target(c);
 }
 
-/*
- * The policy's verdict on c->host:c->port (a name, or a literal in c->dst),
- * acted on: a refusal, else resolution or, for a literal allowed by a cidr
- * rule, a connect.
- */
-enum step proxy_decide_target(struct conn *c)
+/* What @c asks for, as the checks take it, judged on policy @p. */
+struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p)
 {
 	struct proxy_target t = {
 		.host = c->host,
@@ -135,8 +131,20 @@ enum step proxy_decide_target(struct conn *c)
 		.port = c->port,
 		.literal = c->literal,
 		.need_raw = c->need_raw,
-		.audit = sandbox_audit(c->sb, c->pol),
+		.audit = sandbox_audit(c->sb, p),
 	};
+
+	return t;
+}
+
+/*
+ * The policy's verdict on c->host:c->port (a name, or a literal in c->dst),
+ * acted on: a refusal, else resolution or, for a literal allowed by a cidr
+ * rule, a connect.
+ */
+enum step proxy_decide_target(struct conn *c)
+{
+	struct proxy_target t = proxy_target_of(c, c->pol);
 	struct proxy_verdict v;
 
 	if (c->literal) {

@@ -233,14 +233,7 @@ static void resume(struct conn *c)
  */
 void proxy_hold_policy_changed(struct conn *c, const struct policy *np)
 {
-	struct proxy_target t = {
-		.host = c->host,
-		.addr = &c->dst,
-		.port = c->port,
-		.literal = c->literal,
-		.need_raw = c->need_raw,
-		.audit = sandbox_audit(c->sb, np),
-	};
+	struct proxy_target t = proxy_target_of(c, np);
 	struct proxy_verdict v;
 
 	proxy_check_target(np, &t, &v);

@@ -398,6 +398,8 @@ enum proxy_decision proxy_check_redirect(const struct policy *pol, const char *h
 
 /* connect.c */
 enum step proxy_decide(struct conn *c, struct parsed *ps);
+/* connect.c: what @c asks for, as proxy_check_target() takes it, on @p. */
+struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p);
 enum step proxy_decide_target(struct conn *c);
 void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
 		       void *arg);
