@@ -64,6 +64,9 @@ struct hook_config {
 	char policy_dir[256];
 	char policy[NETNS_NAME_MAX + 1];
 	char dir[256];
+	/* Audit mode for every sandbox this hook makes: the host's choice
+	 * alone (no annotation, which a container's author sets, can ask). */
+	bool audit;
 };
 
 __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
@@ -95,7 +98,8 @@ static int get_str(json_t *o, const char *key, char *out, size_t len)
 
 static int load_config(const char *path, struct hook_config *c)
 {
-	static const char *const keys[] = { "socket", "brokerNetns", "policyDir", "policy", "dir" };
+	static const char *const keys[] = { "socket", "brokerNetns", "policyDir", "policy", "dir",
+					     "audit" };
 	json_error_t je;
 	const char *k;
 	json_t *o, *v;
@@ -127,6 +131,10 @@ static int load_config(const char *path, struct hook_config *c)
 		       get_str(o, "policy", c->policy, sizeof(c->policy)) < 0 ||
 		       get_str(o, "dir", c->dir, sizeof(c->dir)) < 0))
 		r = fail("%s: every value is a string of sensible length", path);
+	v = json_object_get(o, "audit");
+	if (r == 0 && v && !json_is_boolean(v))
+		r = fail("%s: `audit` is true or false", path);
+	c->audit = v && json_is_true(v);
 	json_decref(o);
 	if (r == 0 && (c->dir[0] != '/' || c->policy_dir[0] != '/'))
 		r = fail("%s: `dir` and `policyDir` are absolute paths", path);
@@ -465,7 +473,7 @@ int main(int argc, char **argv)
 			    strerror(errno));
 
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, NULL, policy, false, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, NULL, policy, c.audit, &sb, err, sizeof(err));
 	if (r == 0 &&
 	    write_share(&c, &sb, nspath, (pid_t)pid,
 			container_root(st, bundle, root, sizeof(root)) == 0 ? root : NULL) != 0) {

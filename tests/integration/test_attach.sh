@@ -427,6 +427,29 @@ else
 		sh -c 'ip -o link show | wc -l'
 	t_eq "oci-hook: without it, lo only" "1" "$T_OUT"
 	t_eq "oci-hook: no container left" "" "$(pm ps -aq 2>&1)"
+
+	# "audit": true in the hook's configuration: its sandboxes are in
+	# audit mode (an unlisted host reached, audited would-deny; the guard
+	# holds). A value that is not a boolean: the container does not start.
+	hook_conf "$OCI/hook-audit.json" "$BROKER_SOCK"
+	sed -i 's/ }$/, "audit": true }/' "$OCI/hook-audit.json"
+	hooks_dir "$OCI/hooks-audit.d" "$OCI/hook-audit.json"
+	t_ok "oci-hook audit: the container runs" hk "$OCI/hooks-audit.d" --annotation sluice.io/policy=web \
+		--rootfs "$ROOTFS" sh -c "$INSIDE"'curl -s -m 10 -o /dev/null -w "other=%{http_code}\n" http://other.world.test/oci-audit;
+			curl -s -m 10 -o /dev/null -w "meta=%{http_code}\n" http://169.254.169.254/latest/'
+	t_contains "oci-hook audit: the unlisted host is reached" "$T_OUT" "other=200"
+	t_contains "oci-hook audit: the metadata address is still refused" "$T_OUT" "meta=403"
+	t_ok "oci-hook audit: audited would-deny not-allowlisted" bash -c "grep -F '/oci-audit' '$BROKER_AUDIT' |
+		grep -qF '\"decision\":\"would-deny\",\"reason\":\"not-allowlisted\"'"
+	hook_conf "$OCI/hook-badaudit.json" "$BROKER_SOCK"
+	sed -i 's/ }$/, "audit": "yes" }/' "$OCI/hook-badaudit.json"
+	hooks_dir "$OCI/hooks-badaudit.d" "$OCI/hook-badaudit.json"
+	t_fails "oci-hook: \"audit\": \"yes\": the container does not start" hk "$OCI/hooks-badaudit.d" \
+		--annotation sluice.io/policy=web --rootfs "$ROOTFS" touch "$OCI/share/started"
+	t_contains "oci-hook: says why" "$T_ERR" "\`audit\` is true or false"
+	t_rc "oci-hook: it did not start" 1 test -e "$OCI/share/started"
+	t_not_contains "oci-hook: no sandbox left" "$(sl list)" "oci-"
+	t_eq "oci-hook: no container left after these" "" "$(pm ps -aq 2>&1)"
 fi
 
 if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
