@@ -162,6 +162,10 @@ void proxy_note_head_target(struct conn *c, const char *head, size_t len)
 		if (!nl)
 			break;
 		p = nl + 1;
+		/* The head ends at an empty line: a body's "Host:" names
+		 * nothing (the client writes the body as it likes). */
+		if (p < end && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n')))
+			break;
 		if ((size_t)(end - p) > 5 && !strncasecmp(p, "host:", 5)) {
 			p += 5;
 			while (p < end && (*p == ' ' || *p == '\t'))

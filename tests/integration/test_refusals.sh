@@ -785,6 +785,15 @@ for _ in $(seq 30); do [ "$(new_audit | wc -l)" -ge 8 ] && break; sleep 0.1; don
 t_ok "a target carrying a placeholder or a password is audited" test "$(new_audit | wc -l)" -ge 8
 t_eq "the placeholder is nowhere in those audit lines" "" "$(new_audit | grep -F "${PH#sluice-ph-}")"
 t_eq "nor the password in a userinfo" "" "$(new_audit | grep -F "$PW")"
+# The Host header that names a transparent request's target is the head's:
+# a line of the body that looks like one does not name it in the log.
+mark
+T1 echo.world.test:80 "send:POST /forge HTTP/1.0\r\nContent-Length: 25\r\n\r\nHost: forged.world.test\r\n" \
+	read:5 >/dev/null 2>&1
+for _ in $(seq 30); do new_audit | grep -q '/forge' && break; sleep 0.1; done
+t_ok "a transparent request without Host, a Host line in its body: audited" \
+	bash -c "tail -n +$((AMARK + 1)) '$BROKER_AUDIT' | grep -q '/forge'"
+t_eq "its target is not the body's" "" "$(new_audit | grep -F '"target":"forged.world.test"')"
 PROBLEMS=()
 alive
 t_eq "and the broker is alive" "" "${PROBLEMS[*]}"
