@@ -45,6 +45,7 @@
  */
 #include "broker/audit.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -58,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker/creds/creds.h"
 #include "common/addr.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -146,11 +148,49 @@ static void put_key(struct line *l, const char *key)
 	put_raw(l, "\":", 2);
 }
 
+/*
+ * The digits of anything shaped like a placeholder ("sluice-ph-" and hex,
+ * whole or cut short by a bound) as "***": a sandbox's placeholder never
+ * reaches the log, in whatever field it wrote it (a path, a Host header, an
+ * SNI, a CONNECT authority). Writes at most 2 * @n bytes to @out. Return:
+ * the bytes written.
+ */
+static size_t mask_placeholders(const char *s, size_t n, char *out)
+{
+	const char *p = s, *end = s + n, *q;
+	size_t o = 0, k;
+
+	while ((q = memmem(p, (size_t)(end - p), CREDS_PLACEHOLDER_PREFIX,
+			   CREDS_PLACEHOLDER_PREFIX_LEN))) {
+		q += CREDS_PLACEHOLDER_PREFIX_LEN;
+		memcpy(out + o, p, (size_t)(q - p));
+		o += (size_t)(q - p);
+		for (k = 0; q + k < end && isxdigit((unsigned char)q[k]); k++)
+			;
+		if (k) {
+			memcpy(out + o, "***", 3);
+			o += 3;
+		}
+		p = q + k;
+	}
+	memcpy(out + o, p, (size_t)(end - p));
+	return o + (size_t)(end - p);
+}
+
 static void put_strn(struct line *l, const char *key, const char *val,
 		     size_t vlen, size_t cap)
 {
+	/* "sluice-ph-" and one digit (11 bytes) become 13: under twice. */
+	char masked[2 * AUDIT_FIELD_MAX];
 	size_t room;
 
+	/* Escaping only lengthens it: no byte past @cap is shown. */
+	if (vlen > cap)
+		vlen = cap;
+	if (memmem(val, vlen, CREDS_PLACEHOLDER_PREFIX, CREDS_PLACEHOLDER_PREFIX_LEN)) {
+		vlen = mask_placeholders(val, vlen, masked);
+		val = masked;
+	}
 	put_key(l, key);
 	put_raw(l, "\"", 1);
 	if (l->overflow)
@@ -218,44 +258,61 @@ static void put_addr(struct line *l, const char *key, const struct sl_addr *a)
 	put_str(l, key, tmp, ADDR_STRLEN);
 }
 
+size_t audit_target_userinfo(const char *t, size_t len, size_t *a)
+{
+	const char *sep = memmem(t, len, "://", 3), *slash = memchr(t, '/', len);
+	size_t e, at;
+
+	*a = 0;
+	/* A scheme only before the first '/' ("/x?u=http://..." has none). */
+	if (sep && slash == sep + 1)
+		*a = (size_t)(sep - t) + 3;
+	/* The authority ends at a '/' only: a '?' or '#' before the last '@'
+	 * is in the userinfo as the client wrote it, not a query. */
+	e = *a;
+	while (e < len && t[e] != '/')
+		e++;
+	for (at = e; at > *a && t[at - 1] != '@'; at--)
+		;
+	return at;
+}
+
+/* Appends @n bytes of @s to @buf (@o bytes so far), up to @cap in all. */
+static void append_cut(char *buf, size_t *o, size_t cap, const char *s, size_t n)
+{
+	if (*o >= cap)
+		return;
+	if (n > cap - *o)
+		n = cap - *o;
+	memcpy(buf + *o, s, n);
+	*o += n;
+}
+
 /*
  * put_target() - the raw target, without what may carry a secret
  *
- * Cut at the first '?' or '#' (a query string can carry a placeholder, as
- * for "path"), and a URL's userinfo ("user:pass@" after "scheme://", or
- * before the host of an authority) left out. The rest is as the client
- * wrote it, escaped and bounded like any string.
+ * A URL's userinfo ("user:pass@" after "scheme://", or before the host of an
+ * authority) left out, found on the whole target (a '?' or '#' inside a
+ * password does not end it, nor does the field's bound); then cut at the
+ * first '?' or '#' (a query string can carry a placeholder, as for "path").
+ * The rest is as the client wrote it, escaped and bounded like any string
+ * (put_strn() masks a placeholder's digits).
  */
 static void put_target(struct line *l, const char *t)
 {
-	char tmp[CAP_TARGET + 8]; /* "***@" may replace a shorter userinfo */
-	size_t len, a = 0, e, at, o = 0;
-	const char *sep;
+	char tmp[CAP_TARGET];
+	size_t len, a, at, o = 0;
 
 	if (!t) {
 		put_null(l, "target");
 		return;
 	}
-	len = strcspn(t, "?#");
-	if (len > CAP_TARGET)
-		len = CAP_TARGET; /* escaping only lengthens it: cut anyway */
-	sep = strstr(t, "://");
-	/* Only a scheme whole within what is kept: 0 <= a <= len below. */
-	if (sep && (size_t)(sep - t) + 3 <= len)
-		a = (size_t)(sep - t) + 3;
-	e = a + strcspn(t + a, "/");
-	if (e > len)
-		e = len;
-	for (at = e; at > a && t[at - 1] != '@'; at--)
-		;
-	memcpy(tmp, t, a);
-	o = a;
+	len = strlen(t);
+	at = audit_target_userinfo(t, len, &a);
+	append_cut(tmp, &o, sizeof(tmp), t, a);
 	if (at > a) /* userinfo from a to at-1: dropped with its '@' */
-		memcpy(tmp + o, "***@", 4), o += 4;
-	else
-		at = a;
-	memcpy(tmp + o, t + at, len - at);
-	o += len - at;
+		append_cut(tmp, &o, sizeof(tmp), "***@", 4);
+	append_cut(tmp, &o, sizeof(tmp), t + at, strcspn(t + at, "?#"));
 	put_strn(l, "target", tmp, o, CAP_TARGET);
 }
 

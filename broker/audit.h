@@ -234,6 +234,15 @@ void audit_set_clock(uint64_t (*now_ms)(void));
  */
 int audit_format(const struct audit_event *ev, char *buf, size_t len);
 
+/*
+ * audit_target_userinfo() - where a target's userinfo is
+ *
+ * In @len bytes at @t: *@a is where the authority begins (after
+ * "scheme://", else 0); the return value is just past the last '@' before
+ * the authority's end (its first '/'), or *@a when it has none.
+ */
+size_t audit_target_userinfo(const char *t, size_t len, size_t *a);
+
 /* broker/watch.c: a decision for `sluice watch` (nothing when nobody watches). */
 void watch_audit(const struct audit_event *ev);
 

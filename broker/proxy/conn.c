@@ -103,14 +103,26 @@ void proxy_audit(struct conn *c, enum proxy_decision d, enum sl_reason r)
 
 void proxy_note_target(struct conn *c, const char *s, size_t n)
 {
-	size_t i;
+	size_t i, o = 0, a, at;
 
-	if (n > sizeof(c->target) - 1)
-		n = sizeof(c->target) - 1;
+	/* A userinfo cut short here would lose the '@' that the audit line
+	 * finds it by: it goes first, whole, as the audit line shows it. */
+	at = audit_target_userinfo(s, n, &a);
+	if (n > sizeof(c->target) - 1 && at > a && a + 4 <= sizeof(c->target) - 1) {
+		memcpy(c->target, s, a);
+		memcpy(c->target + a, "***@", 4);
+		o = a + 4;
+		s += at;
+		n -= at;
+	} else if (n > sizeof(c->target) - 1 && at > a) {
+		n = 0; /* a scheme that long: nothing of it */
+	}
+	if (n > sizeof(c->target) - 1 - o)
+		n = sizeof(c->target) - 1 - o;
 	for (i = 0; i < n; i++)
 		/* A NUL would end the string and hide what follows it. */
-		c->target[i] = s[i] ? s[i] : (char)0xff;
-	c->target[n] = '\0';
+		c->target[o + i] = s[i] ? s[i] : (char)0xff;
+	c->target[o + n] = '\0';
 }
 
 /* The span of @len bytes at @p up to the first of @stop (or the end). */
@@ -150,6 +162,10 @@ void proxy_note_head_target(struct conn *c, const char *head, size_t len)
 		if (!nl)
 			break;
 		p = nl + 1;
+		/* The head ends at an empty line: a body's "Host:" names
+		 * nothing (the client writes the body as it likes). */
+		if (p < end && (*p == '\n' || (*p == '\r' && p + 1 < end && p[1] == '\n')))
+			break;
 		if ((size_t)(end - p) > 5 && !strncasecmp(p, "host:", 5)) {
 			p += 5;
 			while (p < end && (*p == ' ' || *p == '\t'))

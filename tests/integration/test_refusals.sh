@@ -762,6 +762,42 @@ chk "transparent TCP over the sandbox's connection limit: reset, reason connecti
 	"reset" connection-limit -- T3 echo.world.test:22 "$RAW" read:5
 wait "$holder"
 
+# --- a placeholder or a password never reaches the audit log ----------------------------
+# S2 writes its placeholder (and a password of its own) wherever a target
+# can carry it; whatever the answer, the audit line's "target", "name" and
+# "path" show neither. A '?' or '#' inside a userinfo does not end it; a
+# userinfo longer than the target the broker keeps is not cut into view.
+PW="pw-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+LONG=$(printf 'a%.0s' $(seq 600))
+leak_cases() {
+	P2 "send:GET http://u:x?$PH@echo.world.test/api/x HTTP/1.1\r\nHost: echo.world.test\r\n\r\n" read:5
+	P2 "send:GET http://u:$PW#x@echo.world.test/api/x HTTP/1.1\r\nHost: echo.world.test\r\n\r\n" read:5
+	P2 "send:GET http://u:$PW$LONG@echo.world.test/api/x HTTP/1.1\r\nHost: echo.world.test\r\n\r\n" read:5
+	P2 "send:GET http://echo.world.test/x/$PH/y HTTP/1.1\r\nHost: echo.world.test\r\n\r\n" read:5
+	P2 "send:CONNECT u:$PW?x@echo.world.test:443 HTTP/1.1\r\nHost: echo.world.test:443\r\n\r\n" read:5
+	P2 "connect:$PH.world.test:443"
+	J2 echo.world.test:80 "send:GET / HTTP/1.1\r\nHost: $PH.world.test\r\n\r\n" read:5
+	J2 echo.world.test:443 "hello:$PH.world.test" read:5
+}
+mark
+leak_cases >/dev/null 2>&1
+for _ in $(seq 30); do [ "$(new_audit | wc -l)" -ge 8 ] && break; sleep 0.1; done
+t_ok "a target carrying a placeholder or a password is audited" test "$(new_audit | wc -l)" -ge 8
+t_eq "the placeholder is nowhere in those audit lines" "" "$(new_audit | grep -F "${PH#sluice-ph-}")"
+t_eq "nor the password in a userinfo" "" "$(new_audit | grep -F "$PW")"
+# The Host header that names a transparent request's target is the head's:
+# a line of the body that looks like one does not name it in the log.
+mark
+T1 echo.world.test:80 "send:POST /forge HTTP/1.0\r\nContent-Length: 25\r\n\r\nHost: forged.world.test\r\n" \
+	read:5 >/dev/null 2>&1
+for _ in $(seq 30); do new_audit | grep -q '/forge' && break; sleep 0.1; done
+t_ok "a transparent request without Host, a Host line in its body: audited" \
+	bash -c "tail -n +$((AMARK + 1)) '$BROKER_AUDIT' | grep -q '/forge'"
+t_eq "its target is not the body's" "" "$(new_audit | grep -F '"target":"forged.world.test"')"
+PROBLEMS=()
+alive
+t_eq "and the broker is alive" "" "${PROBLEMS[*]}"
+
 # --- afterwards ----------------------------------------------------------------------------
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
 t_rc "the secret is not in the audit log" 1 grep -qF "$SECRET" "$BROKER_AUDIT"

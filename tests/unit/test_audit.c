@@ -563,6 +563,17 @@ static void test_target_redacted(void **state)
 		{ "http://a.test/x@y", "http://a.test/x@y" },
 		{ "@", "***@" },
 		{ "", "" },
+		/* A '?' or '#' inside the userinfo does not end it: the cut at
+		 * the query string comes after the userinfo is gone. */
+		{ "http://user:pa?ss@a.test/p", "http://***@a.test/p" },
+		{ "http://user:pa#ss@a.test/p", "http://***@a.test/p" },
+		{ "u:pa?ss@a.test:443", "***@a.test:443" },
+		/* A placeholder anywhere else (a Host header, an SNI, a CONNECT
+		 * authority, a path) is masked. */
+		{ "sluice-ph-0123456789abcdef0123456789abcdef.a.test:443",
+		  "sluice-ph-***.a.test:443" },
+		{ "http://a.test/sluice-ph-0123456789abcdef0123456789abcdef/x",
+		  "http://a.test/sluice-ph-***/x" },
 	};
 	char line[AUDIT_LINE_MAX];
 	struct jobj o;
@@ -581,6 +592,19 @@ static void test_target_redacted(void **state)
 		assert_true(jget(&o, "target")->is_str);
 		assert_string_equal(jstr(&o, "target"), cases[i].out);
 		assert_null(strstr(line, "SLUICE_PLACEHOLDER"));
+		assert_null(strstr(line, "ss@"));
+		assert_null(strstr(line, "0123456789abcdef"));
+	}
+	/* A userinfo longer than the field's bound: none of it is kept. */
+	{
+		char t[AUDIT_FIELD_MAX + 64];
+
+		snprintf(t, sizeof(t), "http://u:");
+		memset(t + 9, 's', AUDIT_FIELD_MAX);
+		snprintf(t + 9 + AUDIT_FIELD_MAX, sizeof(t) - 9 - AUDIT_FIELD_MAX, "@a.test/");
+		ev.target = t;
+		format_and_parse(&ev, line, &o);
+		assert_string_equal(jstr(&o, "target"), "http://***@a.test/");
 	}
 	/* A long target is cut at the field's bound, wherever its "://" and
 	 * "@" fall (a scheme cut in two is no scheme): the line stays whole. */
