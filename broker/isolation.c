@@ -37,6 +37,7 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -606,37 +607,75 @@ static unsigned take_n, take_skipped;
 static int take_err;
 static char take_where[PATH_MAX];
 
-static int take_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+int isolation_give(const char *path, const struct stat *seen, uid_t uid, gid_t gid)
 {
-	(void)ftw;
-	if (type == FTW_NS || (st->st_uid == take_uid && st->st_gid == take_gid))
-		return 0;
-	/* The control socket (the default puts it in state_dir) stays root's. */
-	if (S_ISSOCK(st->st_mode))
-		return 0;
-	/* A file with a second name may be one that someone linked in from
-	 * elsewhere (/etc/shadow, where protected_hardlinks is off): never
-	 * given away. Devices, FIFOs and sockets have no business here. */
-	if (!S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode) &&
-	    !(S_ISREG(st->st_mode) && st->st_nlink == 1)) {
-		take_skipped++;
-		return 0;
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char self[64];
+	struct stat st;
+	int fd, r = 0;
+
+	/* By descriptor, opened without following a symlink in any part of
+	 * the path: a directory its new owner swapped for a symlink (to /etc)
+	 * after the walk saw it cannot lead root elsewhere. */
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0)
+		return errno == ENOSYS ? -ENOSYS : (errno == ELOOP || errno == EXDEV) ? 1 : -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
 	}
+	/* What the walk saw, still (else: left alone). A file with a second
+	 * name may be one someone linked in from elsewhere (/etc/shadow, where
+	 * protected_hardlinks is off): never given away. Devices, FIFOs,
+	 * sockets (the control socket, which stays root's) and symlinks have
+	 * no business here. */
+	if (st.st_dev != seen->st_dev || st.st_ino != seen->st_ino ||
+	    !(S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink == 1))) {
+		r = 1;
+		goto out;
+	}
+	if (st.st_uid == uid && st.st_gid == gid)
+		goto out;
 	/* Nothing of the broker's is for everyone (an older broker wrote its
 	 * CA certificates 0644). Before the chown, while root owns it (no
-	 * CAP_FOWNER needed then); a symlink has no mode of its own. */
-	if (S_ISREG(st->st_mode) && (st->st_mode & S_IRWXO) &&
-	    fchmodat(AT_FDCWD, path, st->st_mode & 07770, 0) < 0) {
-		take_err = -errno;
+	 * CAP_FOWNER needed then); through the descriptor's own inode. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (S_ISREG(st.st_mode) && (st.st_mode & S_IRWXO) &&
+	    chmod(self, st.st_mode & 07770) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = 2;
+out:
+	close(fd);
+	return r;
+}
+
+static int take_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	int r;
+
+	(void)ftw;
+	if (type == FTW_NS || (st->st_uid == take_uid && st->st_gid == take_gid) ||
+	    S_ISSOCK(st->st_mode))
+		return 0;
+	r = isolation_give(path, st, take_uid, take_gid);
+	if (r < 0) {
+		take_err = r;
 		snprintf(take_where, sizeof(take_where), "%s", path);
 		return 1;
 	}
-	if (fchownat(AT_FDCWD, path, take_uid, take_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		take_err = -errno;
-		snprintf(take_where, sizeof(take_where), "%s", path);
-		return 1;
-	}
-	take_n++;
+	if (r == 1)
+		take_skipped++;
+	else if (r == 2)
+		take_n++;
 	return 0;
 }
 
@@ -662,7 +701,7 @@ int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char
 	}
 	if (take_skipped)
 		snprintf(err, errlen,
-			 "%u entries left as they were (hard-linked files, devices, FIFOs)",
+			 "%u entries left as they were (hard-linked files, devices, FIFOs, symlinks)",
 			 take_skipped);
 	else if (errlen)
 		err[0] = '\0';

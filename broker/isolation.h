@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 
 /**
  * isolation_seccomp_install() - confine every thread of this process to the
@@ -39,6 +40,24 @@ uint64_t isolation_seccomp_refused(void);
  * Return: 0 or a negative errno.
  */
 int isolation_opener_start(char *err, size_t errlen);
+
+/**
+ * isolation_give() - make one file or directory the broker user's
+ * @path: what to give; no part of it may be a symlink (openat2
+ *        RESOLVE_NO_SYMLINKS), so that nothing swapped in by its owner
+ *        since @seen leads root elsewhere
+ * @seen: its lstat() when it was found: it must still be that inode
+ * @uid:  the broker's user
+ * @gid:  its group
+ *
+ * Only a directory or a regular file with one name is given (a second
+ * name may be a link to a file from elsewhere); a regular file loses its
+ * permissions for others first.
+ *
+ * Return: 2 given, 0 already the user's, 1 left alone (not what @seen
+ * was, a symlink on the way, another kind of file), or a negative errno.
+ */
+int isolation_give(const char *path, const struct stat *seen, uid_t uid, gid_t gid);
 
 /**
  * isolation_take_over() - make @dir's tree the broker user's

@@ -323,10 +323,11 @@ static void take_over_files(void)
 	if (err[0])
 		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, err);
 	/* The audit log: the file, never its directory (often /var/log). A
-	 * file with a second name is left alone (isolation.c says why). */
+	 * file with a second name, or reached through a symlink, is left
+	 * alone (isolation_give() says why). */
 	if (strcmp(c->audit_log, "-") && lstat(c->audit_log, &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_uid != c->user_uid) {
-		if (st.st_nlink != 1 || lchown(c->audit_log, c->user_uid, c->user_gid) < 0)
+		if (isolation_give(c->audit_log, &st, c->user_uid, c->user_gid) != 2)
 			log_warn("sluiced: audit_log `%s` stays owned by uid %u: the broker keeps "
 				 "writing to the file it has open, but cannot open it again "
 				 "after a rotation",

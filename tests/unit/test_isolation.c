@@ -145,6 +145,68 @@ static int opener_child(const char *dir)
 	return bad;
 }
 
+/*
+ * As root: isolation_give() gives a file only by a path with no symlink in
+ * it, only the inode that was seen, never a file with a second name. The
+ * state directory's new owner could otherwise swap a directory of it for a
+ * symlink to /etc between the walk's look and root's chown.
+ */
+static void test_give(void **state)
+{
+	char dir[] = "/tmp/sluice-give-XXXXXX", p[256], q[256];
+	struct stat seen, st;
+	int fd;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/d", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/d/f", dir);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(lstat(p, &seen), 0);
+
+	/* Through a symlink in the path (the swapped directory): left alone. */
+	snprintf(q, sizeof(q), "%s/l", dir);
+	assert_int_equal(symlink("d", q), 0);
+	snprintf(q, sizeof(q), "%s/l/f", dir);
+	assert_int_equal(isolation_give(q, &seen, 65533, 65533), 1);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	/* A second name: left alone. */
+	snprintf(q, sizeof(q), "%s/d/g", dir);
+	assert_int_equal(link(p, q), 0);
+	assert_int_equal(isolation_give(p, &seen, 65533, 65533), 1);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(unlink(q), 0);
+	/* Another inode than the one seen: left alone. */
+	snprintf(q, sizeof(q), "%s/d", dir);
+	{
+		struct stat other;
+
+		assert_int_equal(lstat(q, &other), 0);
+		assert_int_equal(isolation_give(p, &other, 65533, 65533), 1);
+	}
+	/* The file itself, by its own path: given, and no longer for others. */
+	assert_int_equal(isolation_give(p, &seen, 65533, 65533), 2);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 65533);
+	assert_int_equal(st.st_gid, 65533);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(isolation_give(p, &seen, 65533, 65533), 0);
+
+	unlink(p);
+	snprintf(q, sizeof(q), "%s/l", dir);
+	unlink(q);
+	snprintf(q, sizeof(q), "%s/d", dir);
+	rmdir(q);
+	rmdir(dir);
+}
+
 /* As root: a process switched to 65533 reads a 0600 root file through the
  * opener, and the opener opens nothing else. */
 static void test_opener(void **state)
@@ -223,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_allowlist),
 		cmocka_unit_test(test_opener),
 		cmocka_unit_test(test_switch_refuses_root),
+		cmocka_unit_test(test_give),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
