@@ -126,6 +126,17 @@ as_user_of() {
 		--regid "$(awk '/^Gid:/ { print $3 }' /proc/"$pid"/status)" --clear-groups "$@"
 }
 
+# wait_for N CMD...: until CMD prints at least N lines (polled, at most 10 s).
+wait_for() {
+	local n=$1 i
+	shift
+	for ((i = 0; i < 100; i++)); do
+		[ "$("$@" | wc -l)" -ge "$n" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 _t_show() {
 	_t_fail "$1" "command: ${*:2}" "exit: $T_RC" \
 		${T_OUT:+"stdout:" "$T_OUT"} ${T_ERR:+"stderr:" "$T_ERR"}

@@ -64,16 +64,6 @@ code() {
 }
 # audited SANDBOX REASON: the audit lines of SANDBOX with that reason.
 audited() { grep -F "\"sandbox\":\"$1\"" "$BROKER_AUDIT" | grep -F "\"reason\":\"$2\""; }
-# wait_for N CMD...: until CMD prints at least N lines (at most 10 s).
-wait_for() {
-	local n=$1 i
-	shift
-	for ((i = 0; i < 100; i++)); do
-		[ "$("$@" | wc -l)" -ge "$n" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 holding() { grep -F "proxy: $1: holding " "$BROKER_LOG"; }
 
 # --- allowed names are not held; without hold, refused as before ---------------

@@ -46,15 +46,6 @@ N() {
 }
 DNSQ="python3 $PWD/tests/world/dnsq.py"
 audited() { grep -F "\"sandbox\":\"$1\"" "$BROKER_AUDIT" | grep -F "\"reason\":\"$2\""; }
-wait_for() {
-	local n=$1 i
-	shift
-	for ((i = 0; i < 100; i++)); do
-		[ "$("$@" | wc -l)" -ge "$n" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 pending_of() { S pending "$1" | grep -F " $2 "; }
 
 # --- DNS: an unlisted name under hold ----------------------------------------------
