@@ -105,17 +105,18 @@ void proxy_note_target(struct conn *c, const char *s, size_t n)
 {
 	size_t i, o = 0, a, at;
 
-	/* A userinfo cut short here would lose the '@' that the audit line
-	 * finds it by: it goes first, whole, as the audit line shows it. */
+	/* A userinfo never stays, whatever its length: kept, a cut here could
+	 * take the '@' that the audit line finds it by. It goes as the audit
+	 * line shows it, "***@". */
 	at = audit_target_userinfo(s, n, &a);
-	if (n > sizeof(c->target) - 1 && at > a && a + 4 <= sizeof(c->target) - 1) {
+	if (at > a && a + 4 > sizeof(c->target) - 1) {
+		n = 0; /* a scheme that long: nothing of it */
+	} else if (at > a) {
 		memcpy(c->target, s, a);
 		memcpy(c->target + a, "***@", 4);
 		o = a + 4;
 		s += at;
 		n -= at;
-	} else if (n > sizeof(c->target) - 1 && at > a) {
-		n = 0; /* a scheme that long: nothing of it */
 	}
 	if (n > sizeof(c->target) - 1 - o)
 		n = sizeof(c->target) - 1 - o;
