@@ -34,6 +34,7 @@
 #include "broker/isolation.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -310,18 +311,18 @@ static void resolve_user(struct broker_config *c)
 static void take_over_files(void)
 {
 	const struct broker_config *c = &broker.cfg;
-	char err[PATH_MAX + 100];
+	struct sl_err err = { 0 };
 	struct stat st;
 	unsigned n = 0;
 
-	if (isolation_take_over(c->state_dir, c->user_uid, c->user_gid, &n, err, sizeof(err)) < 0)
-		die("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	if (isolation_take_over(c->state_dir, c->user_uid, c->user_gid, &n, &err) < 0)
+		die("sluiced: state_dir `%s`: %s", c->state_dir, sl_err_msg(&err));
 	if (n)
 		log_info("sluiced: state_dir `%s`: %u files and directories taken over by user %s "
 			 "(%u:%u)",
 			 c->state_dir, n, c->user, (unsigned)c->user_uid, (unsigned)c->user_gid);
-	if (err[0])
-		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	if (sl_err_msg(&err)[0])
+		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, sl_err_msg(&err));
 	/* The audit log: the file, never its directory (often /var/log). A
 	 * file with a second name, or reached through a symlink, is left
 	 * alone (isolation_give() says why). */
@@ -364,16 +365,15 @@ static void drop_privileges(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
-	char err[300];
+	struct sl_err err = { 0 };
 	int cap;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 	if (switching) {
 		take_over_files();
-		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, err,
-					  sizeof(err)) < 0)
-			die("sluiced: %s", err);
+		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, &err) < 0)
+			die("sluiced: %s", sl_err_msg(&err));
 		log_info("sluiced: running as user %s (%u:%u), no capability", broker.cfg.user,
 			 (unsigned)broker.cfg.user_uid, (unsigned)broker.cfg.user_gid);
 	}
@@ -392,10 +392,10 @@ static void drop_privileges(void)
  * would have to make, without the capabilities they dropped). */
 static void confine(void)
 {
-	char err[300];
+	struct sl_err err = { 0 };
 
-	if (isolation_seccomp_install(err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (isolation_seccomp_install(&err) < 0)
+		die("sluiced: %s", sl_err_msg(&err));
 }
 
 static int listen_tcp(uint16_t port)
@@ -591,6 +591,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	struct sl_err e = { 0 };
 	struct rlimit rl;
 	sigset_t mask;
 	char err[700];
@@ -649,8 +650,8 @@ int main(int argc, char **argv)
 			 "start-up; give it a user of its own (`user` in sluiced.yaml)",
 			 broker.cfg.user);
 	/* Now, while this is the only thread (fork), and root. */
-	if (switching && isolation_opener_start(err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (switching && isolation_opener_start(&e) < 0)
+		die("sluiced: %s", sl_err_msg(&e));
 	audit_set_fold(broker.cfg.audit_fold_ms);
 	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
 		die("sluiced: %s", err);
