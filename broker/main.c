@@ -256,12 +256,12 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 	memcpy(broker.cfg.control_group, c.control_group, sizeof(c.control_group));
 	broker.cfg.control_gid = c.control_gid;
 	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
-		char e[300];
+		struct sl_err e = { 0 };
 
 		audit_close();
-		if (audit_open(c.audit_log, e, sizeof(e)) < 0) {
-			log_err("reload: %s; audit goes to stderr", e);
-			audit_open("-", e, sizeof(e));
+		if (audit_open(c.audit_log, &e) < 0) {
+			log_err("reload: %s; audit goes to stderr", sl_err_msg(&e));
+			audit_open("-", NULL);
 		}
 		snprintf(broker.cfg.audit_log, sizeof(broker.cfg.audit_log), "%s", c.audit_log);
 	} else {
@@ -653,8 +653,8 @@ int main(int argc, char **argv)
 	if (switching && isolation_opener_start(&e) < 0)
 		die("sluiced: %s", sl_err_msg(&e));
 	audit_set_fold(broker.cfg.audit_fold_ms);
-	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (audit_open(broker.cfg.audit_log, &e) < 0)
+		die("sluiced: %s", sl_err_msg(&e));
 	r = sandbox_table_init(&broker.cfg);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
