@@ -213,9 +213,12 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 	int r;
 
 	if (config_path) {
+		struct sl_err e = { 0 };
+
 		broker_config_defaults(&c);
-		r = broker_config_load(config_path, &c, err, errlen);
+		r = broker_config_load(config_path, &c, &e);
 		if (r < 0) {
+			snprintf(err, errlen, "%s", sl_err_msg(&e));
 			log_err("reload: configuration refused, the old one stays: %s", err);
 			return r;
 		}
@@ -627,9 +630,8 @@ int main(int argc, char **argv)
 	 * defaults. */
 	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
 		config_path = SLUICED_DEFAULT_CONFIG;
-	if (config_path &&
-	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	if (config_path && broker_config_load(config_path, &broker.cfg, &e) < 0) {
+		fprintf(stderr, "%s\n", sl_err_msg(&e));
 		return 1;
 	}
 	if (check_only) {
