@@ -709,9 +709,9 @@ int main(int argc, char **argv)
 		if (!w->loop)
 			die("sluiced: loop: %s", strerror(errno));
 		w->resolver = resolver_new(w->loop, broker.cfg.upstream_resolvers,
-					   broker.cfg.dns_cache_size, err, sizeof(err));
+					   broker.cfg.dns_cache_size, &e);
 		if (!w->resolver)
-			die("sluiced: resolver: %s", err);
+			die("sluiced: resolver: %s", sl_err_msg(&e));
 		fd = listen_tcp(broker.cfg.proxy_port);
 		if (fd < 0)
 			die("sluiced: proxy port %u: %s", broker.cfg.proxy_port, strerror(-fd));
