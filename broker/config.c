@@ -347,10 +347,11 @@ int broker_config_load(const char *path, struct broker_config *out, struct sl_er
 	int r;
 
 	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &got);
-	/* file_read_all()'s -EINVAL is "not a regular file", not a system
-	 * call's failure. */
+	/* file_read_all()'s -EINVAL is "not a regular file" and -EFBIG "more
+	 * than the bound": refusals of the file, not a system call's failure
+	 * (errno 0 in @err). */
 	if (r == -EINVAL || r == -EFBIG) {
-		sl_err_set(err, r, "%s: not a regular file of at most %u bytes", path,
+		sl_err_set(err, 0, "%s: not a regular file of at most %u bytes", path,
 			   YTREE_MAX_BYTES);
 		return -EINVAL;
 	}

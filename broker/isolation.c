@@ -748,9 +748,11 @@ int isolation_switch_user(uid_t uid, gid_t gid, struct sl_err *err)
 	    getgroups(0, NULL) != 0 || syscall(SYS_capget, &hdr, data) < 0 || data[0].effective ||
 	    data[0].permitted || data[0].inheritable || data[1].effective || data[1].permitted ||
 	    data[1].inheritable || prctl(PR_CAPBSET_READ, CAP_NET_ADMIN, 0, 0, 0) != 0 ||
-	    prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0)
-		return sl_err_set(err, EPERM,
-				  "switch to %u:%u: the process still holds something of root",
-				  (unsigned)uid, (unsigned)gid);
+	    prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0) {
+		/* A check that failed, not a call: errno 0 in @err. */
+		sl_err_set(err, 0, "switch to %u:%u: the process still holds something of root",
+			   (unsigned)uid, (unsigned)gid);
+		return -EPERM;
+	}
 	return 0;
 }

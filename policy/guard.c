@@ -76,7 +76,7 @@ int policy_ranges_build(struct policy *p, const struct range *user, size_t n_use
 		struct range rg = { .allow = false };
 
 		if (addr_parse_cidr(policy_default_deny[i], &rg.net, &rg.plen) < 0)
-			return sl_err_set(err, EINVAL, "internal: bad default range `%s`",
+			return sl_err_set(err, 0, "internal: bad default range `%s`",
 					  policy_default_deny[i]);
 		snprintf(rg.text, sizeof(rg.text), "%s", policy_default_deny[i]);
 		r = add_range(p, &rg, err);

@@ -73,6 +73,7 @@ static void test_not_a_file(void **state)
 	snprintf(want, sizeof(want), "%s: not a regular file of at most %u bytes", dir,
 		 YTREE_MAX_BYTES);
 	assert_string_equal(sl_err_msg(&err), want);
+	assert_int_equal(sl_err_errno(&err), 0);
 }
 
 static void test_yaml_error_has_position(void **state)
