@@ -89,8 +89,14 @@ static int set_at(struct sl_err *err, const char *file, unsigned line, const cha
 		err->line = line;
 		err->func = func;
 		off = put(err->msg, 0, fmt, ap);
-		if (sys)
-			putf(err->msg, off, ": %s", strerror(errnum));
+		if (sys) {
+			/* strerror_r (GNU): the same words as strerror(),
+			 * without its shared buffer (errors are set on any
+			 * thread). */
+			char buf[128];
+
+			putf(err->msg, off, ": %s", strerror_r(errnum, buf, sizeof(buf)));
+		}
 	}
 	return errnum ? -errnum : -EINVAL;
 }
