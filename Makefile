@@ -99,9 +99,9 @@ CLI_PROGS_SRC := cli/cni.c cli/cni_conf.c cli/cni_pod.c cli/oci_hook.c
 LIB_SRC := $(filter-out $(MAINS) $(CLI_PROGS_SRC),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c netns/*.c cli/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
-# ... and the one piece of common/ it uses, the JSON string writer, which
-# needs nothing but libc either.
-PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/common/json.o
+# ... and the pieces of common/ it uses, the JSON string writer and the
+# error type, which need nothing but libc either.
+PROBE_OBJ := $(PROBE_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/common/json.o $(BUILD)/obj/common/err.o
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_SRC := $(wildcard $(LLHTTP_DIR)/*.c)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/llhttp/%.o,$(LLHTTP_SRC))

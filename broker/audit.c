@@ -61,6 +61,7 @@
 
 #include "broker/creds/creds.h"
 #include "common/addr.h"
+#include "common/err.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/reason.h"
@@ -1026,7 +1027,7 @@ out:
 	pthread_mutex_unlock(&agg_lock);
 }
 
-static int install(const char *target, char *err, size_t errlen);
+static int install(const char *target, struct sl_err *err);
 
 /* When check_replaced() last said that it could not reopen (under audit_lock). */
 static time_t reopen_fail_said;
@@ -1040,7 +1041,8 @@ static time_t reopen_fail_said;
 static void check_replaced(void)
 {
 	struct stat open_st, path_st;
-	char err[256], *target;
+	struct sl_err err = { 0 };
+	char *target;
 	int fd, r;
 
 	pthread_mutex_lock(&audit_lock);
@@ -1058,7 +1060,7 @@ static void check_replaced(void)
 	target = strdup(audit_target);
 	if (!target)
 		goto out;
-	r = install(target, err, sizeof(err));
+	r = install(target, &err);
 	if (r < 0) {
 		/* Tried again every second; said once a minute, so that a
 		 * directory the broker's user may not write into (see README,
@@ -1069,7 +1071,8 @@ static void check_replaced(void)
 			reopen_fail_said = now;
 			log_err("audit: %s was removed or replaced while open, and %s; "
 				"still writing to the old file (tried every second, "
-				"said once a minute)", target, err);
+				"said once a minute)",
+				target, sl_err_msg(&err));
 		}
 	} else {
 		reopen_fail_said = 0;
@@ -1109,13 +1112,8 @@ uint64_t audit_write_failures(void)
 	return atomic_load_explicit(&audit_failures, memory_order_relaxed);
 }
 
-static void set_err(char *err, size_t errlen, const char *what,
-		    const char *target, int e)
-{
-	if (err && errlen)
-		snprintf(err, errlen, "audit_log `%s`: %s: %s", target, what,
-			 strerror(e));
-}
+/* "audit_log `TARGET`: WHAT: strerror(E)"; returns -E. */
+#define set_err(err, what, target, e) sl_err_sys((err), (e), "audit_log `%s`: %s", (target), (what))
 
 /*
  * open_stderr() - a descriptor for stderr that never blocks us
@@ -1148,7 +1146,7 @@ static int open_stderr(int *kind)
 }
 
 /* Opens @target and makes it the audit target; called under audit_lock. */
-static int install(const char *target, char *err, size_t errlen)
+static int install(const char *target, struct sl_err *err)
 {
 	int kind = AUDIT_SINK_WRITE, fd, cur, e;
 	bool is_stderr = !strcmp(target, "-"), reg;
@@ -1157,38 +1155,30 @@ static int install(const char *target, char *err, size_t errlen)
 
 	if (is_stderr) {
 		fd = open_stderr(&kind);
-		if (fd < 0) {
-			set_err(err, errlen, "cannot use stderr", target, -fd);
-			return fd;
-		}
+		if (fd < 0)
+			return set_err(err, "cannot use stderr", target, fd);
 	} else {
 		fd = open(target,
 			  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
 			      O_NONBLOCK | O_NOCTTY,
 			  0640);
-		if (fd < 0) {
-			e = errno;
-			set_err(err, errlen, "cannot open", target, e);
-			return -e;
-		}
+		if (fd < 0)
+			return set_err(err, "cannot open", target, errno);
 		if (fd <= STDERR_FILENO) {
 			/* 0..2 were closed; keep our number off them. */
 			int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 			e = errno;
 			close(fd);
-			if (hi < 0) {
-				set_err(err, errlen, "cannot dup", target, e);
-				return -e;
-			}
+			if (hi < 0)
+				return set_err(err, "cannot dup", target, e);
 			fd = hi;
 		}
 	}
 	copy = strdup(target);
 	if (!copy) {
 		close(fd);
-		set_err(err, errlen, "cannot open", target, ENOMEM);
-		return -ENOMEM;
+		return set_err(err, "cannot open", target, ENOMEM);
 	}
 	/* Batches for a regular file only (see the theory of operation), and
 	 * not for stderr, where they would fall out of step with the log. */
@@ -1205,8 +1195,7 @@ static int install(const char *target, char *err, size_t errlen)
 			pthread_mutex_unlock(&flush_lock);
 			close(fd);
 			free(copy);
-			set_err(err, errlen, "cannot switch to", target, e);
-			return -e;
+			return set_err(err, "cannot switch to", target, e);
 		}
 		close(fd);
 		atomic_store_explicit(&audit_kind, kind, memory_order_relaxed);
@@ -1224,23 +1213,21 @@ static int install(const char *target, char *err, size_t errlen)
 	return 0;
 }
 
-int audit_open(const char *target, char *err, size_t errlen)
+int audit_open(const char *target, struct sl_err *err)
 {
 	int ret;
 
-	if (!target || !*target) {
-		set_err(err, errlen, "empty target", "", EINVAL);
-		return -EINVAL;
-	}
+	if (!target || !*target)
+		return set_err(err, "empty target", "", EINVAL);
 	pthread_mutex_lock(&audit_lock);
-	ret = install(target, err, errlen);
+	ret = install(target, err);
 	pthread_mutex_unlock(&audit_lock);
 	return ret;
 }
 
 int audit_reopen(void)
 {
-	char err[256];
+	struct sl_err err = { 0 };
 	char *target;
 	int ret = 0;
 
@@ -1254,9 +1241,9 @@ int audit_reopen(void)
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = install(target, err, sizeof(err));
+	ret = install(target, &err);
 	if (ret < 0)
-		log_err("%s; still writing to the old file", err);
+		log_err("%s; still writing to the old file", sl_err_msg(&err));
 	free(target);
 out:
 	pthread_mutex_unlock(&audit_lock);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct sl_addr;
+struct sl_err;
 
 /*
  * Secrets never reach the audit log: struct audit_event has no field that
@@ -83,7 +84,6 @@ struct audit_event {
  * @target: "-" for stderr, else a file path, opened
  *          O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NONBLOCK, mode 0640
  * @err:    filled with a message naming @target on failure (may be NULL)
- * @errlen: size of @err
  *
  * May be called again to switch targets; lines already in flight in other
  * threads finish on the old target. Until the first audit_open(), lines go
@@ -91,7 +91,7 @@ struct audit_event {
  *
  * Return: 0, or a negative errno (the previous target stays in use).
  */
-int audit_open(const char *target, char *err, size_t errlen);
+int audit_open(const char *target, struct sl_err *err);
 
 /**
  * audit_reopen() - reopen the current target, for log rotation (SIGHUP)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
+#include "common/err.h"
 #include "common/file.h"
 #include "common/ytree.h"
 
@@ -335,7 +336,7 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 	return ytree_fail(ld->err, ld->file, k, "unknown key `%s`", key);
 }
 
-int broker_config_load(const char *path, struct broker_config *out, char *err, size_t errlen)
+int broker_config_load(const char *path, struct broker_config *out, struct sl_err *err)
 {
 	struct ytree_error yerr = { .msg = "" };
 	struct broker_config c = *out;
@@ -346,15 +347,16 @@ int broker_config_load(const char *path, struct broker_config *out, char *err, s
 	int r;
 
 	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &got);
+	/* file_read_all()'s -EINVAL is "not a regular file" and -EFBIG "more
+	 * than the bound": refusals of the file, not a system call's failure
+	 * (errno 0 in @err). */
 	if (r == -EINVAL || r == -EFBIG) {
-		snprintf(err, errlen, "%s: not a regular file of at most %u bytes", path,
-			 YTREE_MAX_BYTES);
+		sl_err_set(err, 0, "%s: not a regular file of at most %u bytes", path,
+			   YTREE_MAX_BYTES);
 		return -EINVAL;
 	}
-	if (r < 0) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return sl_err_sys(err, r, "%s: cannot open", path);
 	r = ytree_load(path, buf, got, &root, &yerr);
 	free(buf);
 	if (r < 0)
@@ -423,7 +425,10 @@ int broker_config_load(const char *path, struct broker_config *out, char *err, s
 out:
 	ytree_free(root);
 	if (r < 0) {
-		snprintf(err, errlen, "%s", yerr.msg[0] ? yerr.msg : strerror(-r));
+		if (yerr.msg[0])
+			sl_err_set(err, 0, "%s", yerr.msg);
+		else
+			sl_err_set(err, r, "%s", strerror(-r));
 		return r;
 	}
 	*out = c;

@@ -10,6 +10,8 @@
 
 #include "common/addr.h"
 
+struct sl_err;
+
 #define CONFIG_MAX_RESOLVERS 8
 
 /* The broker's user when  is not set and there is no user :
@@ -74,11 +76,10 @@ void broker_config_defaults(struct broker_config *c);
  * broker_config_load() - read a configuration file over the defaults
  * @path: the file
  * @c:    filled on success (untouched on failure)
- * @err:  "FILE:LINE:COL: message" on failure
- * @errlen: its size
+ * @err:  "FILE:LINE:COL: message" on failure (NULL: not wanted)
  *
  * Return: 0, or a negative errno.
  */
-int broker_config_load(const char *path, struct broker_config *c, char *err, size_t errlen);
+int broker_config_load(const char *path, struct broker_config *c, struct sl_err *err);
 
 #endif

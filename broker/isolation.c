@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "broker/isolation.h"
+#include "common/err.h"
 #include "common/file.h"
 
 #if defined(__x86_64__)
@@ -245,7 +246,7 @@ static unsigned filter_head(struct sock_filter *f)
 	return k;
 }
 
-int isolation_seccomp_install(char *err, size_t errlen)
+int isolation_seccomp_install(struct sl_err *err)
 {
 	enum { N = sizeof(allowed) / sizeof(allowed[0]), H = sizeof(hot) / sizeof(hot[0]) };
 	struct sock_filter f[4 + N + 2];
@@ -271,21 +272,20 @@ int isolation_seccomp_install(char *err, size_t errlen)
 	prog.len = (unsigned short)k;
 
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) < 0) {
-		snprintf(err, errlen, "sigaction(SIGSYS): %s", strerror(errno));
-		return -errno;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		snprintf(err, errlen, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
-		return -errno;
-	}
+	if (sigaction(SIGSYS, &sa, NULL) < 0)
+		return sl_err_sys(err, errno, "sigaction(SIGSYS)");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return sl_err_sys(err, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
 	/* Every thread at once (TSYNC): the control thread and the token
 	 * fetchers run already; threads started later inherit it. */
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "seccomp: %s", e ? strerror(e) : "a thread could not take it");
-		return e ? -e : -EAGAIN;
+		if (e)
+			return sl_err_sys(err, e, "seccomp");
+		/* TSYNC failed without an errno: the id of the thread that
+		 * could not take the filter came back instead. */
+		return sl_err_set(err, EAGAIN, "seccomp: a thread could not take it");
 	}
 	return 0;
 }
@@ -561,24 +561,20 @@ out:
 	return r;
 }
 
-int isolation_opener_start(char *err, size_t errlen)
+int isolation_opener_start(struct sl_err *err)
 {
 	struct timeval tv = { .tv_sec = OPENER_WAIT_S };
 	pid_t parent = getpid(), pid;
 	int sv[2], e;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		e = errno;
-		snprintf(err, errlen, "opener: socketpair: %s", strerror(e));
-		return -e;
-	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sl_err_sys(err, errno, "opener: socketpair");
 	pid = fork();
 	if (pid < 0) {
 		e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		snprintf(err, errlen, "opener: fork: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "opener: fork");
 	}
 	if (pid == 0) {
 		close(sv[0]);
@@ -589,8 +585,7 @@ int isolation_opener_start(char *err, size_t errlen)
 	    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
 		e = errno;
 		close(sv[0]); /* the child exits on EOF */
-		snprintf(err, errlen, "opener: setsockopt: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "opener: setsockopt");
 	}
 	opener_sock = sv[0];
 	file_set_opener(opener_open);
@@ -679,8 +674,7 @@ static int take_one(const char *path, const struct stat *st, int type, struct FT
 	return 0;
 }
 
-int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char *err,
-			size_t errlen)
+int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, struct sl_err *err)
 {
 	take_uid = uid;
 	take_gid = gid;
@@ -694,74 +688,60 @@ int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char
 		snprintf(take_where, sizeof(take_where), "%s", dir);
 	}
 	*n = take_n;
-	if (take_err) {
-		snprintf(err, errlen, "chown `%s` to %u:%u: %s", take_where, (unsigned)uid,
-			 (unsigned)gid, strerror(-take_err));
-		return take_err;
-	}
+	if (take_err)
+		return sl_err_sys(err, take_err, "chown `%s` to %u:%u", take_where, (unsigned)uid,
+				  (unsigned)gid);
+	/* Not an error: a notice for the log, in the one place the caller
+	 * looks (isolation.h). */
 	if (take_skipped)
-		snprintf(err, errlen,
-			 "%u entries left as they were (hard-linked files, devices, FIFOs, symlinks)",
-			 take_skipped);
-	else if (errlen)
-		err[0] = '\0';
+		sl_err_set(
+			err, 0,
+			"%u entries left as they were (hard-linked files, devices, FIFOs, symlinks)",
+			take_skipped);
+	else
+		sl_err_clear(err);
 	return 0;
 }
 
 /* ---- the switch ------------------------------------------------------------ */
 
-int isolation_switch_user(uid_t uid, gid_t gid, char *err, size_t errlen)
+int isolation_switch_user(uid_t uid, gid_t gid, struct sl_err *err)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
 	uid_t ru, eu, su;
 	gid_t rg, eg, sg;
-	int cap, e;
+	int cap;
 
-	if (uid == 0 || gid == 0) {
-		snprintf(err, errlen, "switch to %u:%u: not an unprivileged user", (unsigned)uid,
-			 (unsigned)gid);
-		return -EINVAL;
-	}
+	if (uid == 0 || gid == 0)
+		return sl_err_set(err, 0, "switch to %u:%u: not an unprivileged user",
+				  (unsigned)uid, (unsigned)gid);
 	/* No capability is kept: the broker needs none after start-up (its
 	 * listeners are bound, the transparent path reads SO_ORIGINAL_DST
 	 * of a redirect, which needs no IP_TRANSPARENT, and it changes no
 	 * nftables or link at run time: the CLI does). KEEPCAPS stays off,
 	 * so the kernel clears permitted and effective as the uids leave 0;
 	 * the bounding and ambient sets go first, while CAP_SETPCAP is held. */
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
-		e = errno;
-		snprintf(err, errlen, "prctl(PR_SET_KEEPCAPS): %s", strerror(e));
-		return -e;
-	}
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+		return sl_err_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
 	cap = capbset_clear();
-	if (cap >= 0) {
-		snprintf(err, errlen,
-			 "capability %d stays in the bounding set: dropping it needs CAP_SETPCAP",
-			 cap);
-		return -EPERM;
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) {
-		e = errno;
-		snprintf(err, errlen, "prctl(PR_CAP_AMBIENT_CLEAR_ALL): %s", strerror(e));
-		return -e;
-	}
+	if (cap >= 0)
+		return sl_err_set(err, EPERM,
+				  "capability %d stays in the bounding set: dropping it needs "
+				  "CAP_SETPCAP",
+				  cap);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return sl_err_sys(err, errno, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
 	/* Groups before the uid (setgroups takes CAP_SETGID), and on every
 	 * thread: glibc makes each of these process-wide. */
 	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(uid, uid, uid) < 0) {
-		e = errno;
-		snprintf(err, errlen, "switch to %u:%u: %s", (unsigned)uid, (unsigned)gid,
-			 strerror(e));
-		return -e;
+		return sl_err_sys(err, errno, "switch to %u:%u", (unsigned)uid, (unsigned)gid);
 	}
 	/* The inheritable set survives a uid change: emptied here. */
 	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capset, &hdr, data) < 0) {
-		e = errno;
-		snprintf(err, errlen, "capset: %s", strerror(e));
-		return -e;
-	}
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return sl_err_sys(err, errno, "capset");
 	/* Checked, not assumed: a kernel or libc that did less fails the start. */
 	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
 	    eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
@@ -769,8 +749,9 @@ int isolation_switch_user(uid_t uid, gid_t gid, char *err, size_t errlen)
 	    data[0].permitted || data[0].inheritable || data[1].effective || data[1].permitted ||
 	    data[1].inheritable || prctl(PR_CAPBSET_READ, CAP_NET_ADMIN, 0, 0, 0) != 0 ||
 	    prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0) {
-		snprintf(err, errlen, "switch to %u:%u: the process still holds something of root",
-			 (unsigned)uid, (unsigned)gid);
+		/* A check that failed, not a call: errno 0 in @err. */
+		sl_err_set(err, 0, "switch to %u:%u: the process still holds something of root",
+			   (unsigned)uid, (unsigned)gid);
 		return -EPERM;
 	}
 	return 0;

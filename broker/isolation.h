@@ -8,26 +8,26 @@
 #include <sys/types.h>
 #include <sys/stat.h>
 
+struct sl_err;
+
 /**
  * isolation_seccomp_install() - confine every thread of this process to the
  * broker's system calls, from now on
- * @err:    on failure, why
- * @errlen: its size
+ * @err:    on failure, why (NULL: not wanted)
  *
  * Sets no_new_privs (needed without CAP_SYS_ADMIN) and a SIGSYS handler:
  * a call outside the list returns -EPERM, is counted and logged.
  *
  * Return: 0 or a negative errno.
  */
-int isolation_seccomp_install(char *err, size_t errlen);
+int isolation_seccomp_install(struct sl_err *err);
 
 /* System calls refused since the filter was installed (any thread). */
 uint64_t isolation_seccomp_refused(void);
 
 /**
  * isolation_opener_start() - fork the reader of root-only files
- * @err:    on failure, why
- * @errlen: its size
+ * @err:    on failure, why (NULL: not wanted)
  *
  * Call while the process has one thread and is still uid 0, before
  * isolation_switch_user(). The child stays uid 0 with no capability at all
@@ -39,7 +39,7 @@ uint64_t isolation_seccomp_refused(void);
  *
  * Return: 0 or a negative errno.
  */
-int isolation_opener_start(char *err, size_t errlen);
+int isolation_opener_start(struct sl_err *err);
 
 /**
  * isolation_give() - make one file or directory the broker user's
@@ -65,12 +65,12 @@ int isolation_give(const char *path, const struct stat *seen, uid_t uid, gid_t g
  * @uid: the broker's user
  * @gid: its group
  * @n:   set to the number of entries whose owner changed
- * @err: on failure, why (@errlen its size)
+ * @err: on failure, why; on success, a notice for the log when entries were
+ *       left alone (hard links, devices, FIFOs, symlinks), else cleared
  *
  * Return: 0 or a negative errno (the first chown that failed).
  */
-int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char *err,
-			size_t errlen);
+int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, struct sl_err *err);
 
 /**
  * isolation_switch_user() - become @uid:@gid, no supplementary group, and
@@ -78,7 +78,7 @@ int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char
  * ambient, bounding), on every thread
  * @uid:    not 0
  * @gid:    not 0
- * @err:    on failure, why (@errlen its size)
+ * @err:    on failure, why (NULL: not wanted)
  *
  * Checked after the switch: the saved ids too, and that no capability
  * remains. Must come before isolation_seccomp_install(), which refuses
@@ -86,6 +86,6 @@ int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, char
  *
  * Return: 0 or a negative errno.
  */
-int isolation_switch_user(uid_t uid, gid_t gid, char *err, size_t errlen);
+int isolation_switch_user(uid_t uid, gid_t gid, struct sl_err *err);
 
 #endif

@@ -34,6 +34,7 @@
 #include "broker/isolation.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -212,9 +213,12 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 	int r;
 
 	if (config_path) {
+		struct sl_err e = { 0 };
+
 		broker_config_defaults(&c);
-		r = broker_config_load(config_path, &c, err, errlen);
+		r = broker_config_load(config_path, &c, &e);
 		if (r < 0) {
+			snprintf(err, errlen, "%s", sl_err_msg(&e));
 			log_err("reload: configuration refused, the old one stays: %s", err);
 			return r;
 		}
@@ -255,12 +259,12 @@ int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
 	memcpy(broker.cfg.control_group, c.control_group, sizeof(c.control_group));
 	broker.cfg.control_gid = c.control_gid;
 	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
-		char e[300];
+		struct sl_err e = { 0 };
 
 		audit_close();
-		if (audit_open(c.audit_log, e, sizeof(e)) < 0) {
-			log_err("reload: %s; audit goes to stderr", e);
-			audit_open("-", e, sizeof(e));
+		if (audit_open(c.audit_log, &e) < 0) {
+			log_err("reload: %s; audit goes to stderr", sl_err_msg(&e));
+			audit_open("-", NULL);
 		}
 		snprintf(broker.cfg.audit_log, sizeof(broker.cfg.audit_log), "%s", c.audit_log);
 	} else {
@@ -310,18 +314,18 @@ static void resolve_user(struct broker_config *c)
 static void take_over_files(void)
 {
 	const struct broker_config *c = &broker.cfg;
-	char err[PATH_MAX + 100];
+	struct sl_err err = { 0 };
 	struct stat st;
 	unsigned n = 0;
 
-	if (isolation_take_over(c->state_dir, c->user_uid, c->user_gid, &n, err, sizeof(err)) < 0)
-		die("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	if (isolation_take_over(c->state_dir, c->user_uid, c->user_gid, &n, &err) < 0)
+		die("sluiced: state_dir `%s`: %s", c->state_dir, sl_err_msg(&err));
 	if (n)
 		log_info("sluiced: state_dir `%s`: %u files and directories taken over by user %s "
 			 "(%u:%u)",
 			 c->state_dir, n, c->user, (unsigned)c->user_uid, (unsigned)c->user_gid);
-	if (err[0])
-		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, err);
+	if (sl_err_msg(&err)[0])
+		log_warn("sluiced: state_dir `%s`: %s", c->state_dir, sl_err_msg(&err));
 	/* The audit log: the file, never its directory (often /var/log). A
 	 * file with a second name, or reached through a symlink, is left
 	 * alone (isolation_give() says why). */
@@ -364,16 +368,15 @@ static void drop_privileges(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
-	char err[300];
+	struct sl_err err = { 0 };
 	int cap;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 	if (switching) {
 		take_over_files();
-		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, err,
-					  sizeof(err)) < 0)
-			die("sluiced: %s", err);
+		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, &err) < 0)
+			die("sluiced: %s", sl_err_msg(&err));
 		log_info("sluiced: running as user %s (%u:%u), no capability", broker.cfg.user,
 			 (unsigned)broker.cfg.user_uid, (unsigned)broker.cfg.user_gid);
 	}
@@ -392,10 +395,10 @@ static void drop_privileges(void)
  * would have to make, without the capabilities they dropped). */
 static void confine(void)
 {
-	char err[300];
+	struct sl_err err = { 0 };
 
-	if (isolation_seccomp_install(err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (isolation_seccomp_install(&err) < 0)
+		die("sluiced: %s", sl_err_msg(&err));
 }
 
 static int listen_tcp(uint16_t port)
@@ -591,6 +594,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	struct sl_err e = { 0 };
 	struct rlimit rl;
 	sigset_t mask;
 	char err[700];
@@ -626,9 +630,8 @@ int main(int argc, char **argv)
 	 * defaults. */
 	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
 		config_path = SLUICED_DEFAULT_CONFIG;
-	if (config_path &&
-	    broker_config_load(config_path, &broker.cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+	if (config_path && broker_config_load(config_path, &broker.cfg, &e) < 0) {
+		fprintf(stderr, "%s\n", sl_err_msg(&e));
 		return 1;
 	}
 	if (check_only) {
@@ -649,11 +652,11 @@ int main(int argc, char **argv)
 			 "start-up; give it a user of its own (`user` in sluiced.yaml)",
 			 broker.cfg.user);
 	/* Now, while this is the only thread (fork), and root. */
-	if (switching && isolation_opener_start(err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (switching && isolation_opener_start(&e) < 0)
+		die("sluiced: %s", sl_err_msg(&e));
 	audit_set_fold(broker.cfg.audit_fold_ms);
-	if (audit_open(broker.cfg.audit_log, err, sizeof(err)) < 0)
-		die("sluiced: %s", err);
+	if (audit_open(broker.cfg.audit_log, &e) < 0)
+		die("sluiced: %s", sl_err_msg(&e));
 	r = sandbox_table_init(&broker.cfg);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
@@ -706,9 +709,9 @@ int main(int argc, char **argv)
 		if (!w->loop)
 			die("sluiced: loop: %s", strerror(errno));
 		w->resolver = resolver_new(w->loop, broker.cfg.upstream_resolvers,
-					   broker.cfg.dns_cache_size, err, sizeof(err));
+					   broker.cfg.dns_cache_size, &e);
 		if (!w->resolver)
-			die("sluiced: resolver: %s", err);
+			die("sluiced: resolver: %s", sl_err_msg(&e));
 		fd = listen_tcp(broker.cfg.proxy_port);
 		if (fd < 0)
 			die("sluiced: proxy port %u: %s", broker.cfg.proxy_port, strerror(-fd));

@@ -48,6 +48,7 @@
 #include "broker/metrics.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/siphash.h"
 
@@ -654,9 +655,8 @@ static void fill_key(uint64_t key[2])
 	key[1] ^= (uint64_t)ts.tv_sec ^ ((uint64_t)(uintptr_t)key << 17);
 }
 
-struct resolver *resolver_new(struct loop *l, const char *servers_csv,
-			      size_t cache_max_entries, char *err,
-			      size_t errlen)
+struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t cache_max_entries,
+			      struct sl_err *err)
 {
 	char lookups[] = "b"; /* DNS only: /etc/hosts is a blocking read */
 	struct ares_options o = {
@@ -676,9 +676,9 @@ struct resolver *resolver_new(struct loop *l, const char *servers_csv,
 	int rc;
 
 	pthread_once(&ares_once, ares_lib_init);
+	/* c-ares' codes are not errnos: errno 0 in @err. */
 	if (ares_lib_status != ARES_SUCCESS) {
-		snprintf(err, errlen, "resolver: c-ares init: %s",
-			 ares_strerror(ares_lib_status));
+		sl_err_set(err, 0, "resolver: c-ares init: %s", ares_strerror(ares_lib_status));
 		return NULL;
 	}
 
@@ -707,23 +707,21 @@ struct resolver *resolver_new(struct loop *l, const char *servers_csv,
 	o.sock_state_cb_data = r;
 	rc = ares_init_options(&r->ch, &o, optmask);
 	if (rc != ARES_SUCCESS) {
-		snprintf(err, errlen, "resolver: c-ares init: %s",
-			 ares_strerror(rc));
+		sl_err_set(err, 0, "resolver: c-ares init: %s", ares_strerror(rc));
 		goto fail;
 	}
 	r->have_ch = true;
 	if (servers_csv && *servers_csv) {
 		rc = ares_set_servers_ports_csv(r->ch, servers_csv);
 		if (rc != ARES_SUCCESS) {
-			snprintf(err, errlen,
-				 "upstream_resolvers: bad server list `%s`: %s",
-				 servers_csv, ares_strerror(rc));
+			sl_err_set(err, 0, "upstream_resolvers: bad server list `%s`: %s",
+				   servers_csv, ares_strerror(rc));
 			goto fail;
 		}
 	}
 	return r;
 nomem:
-	snprintf(err, errlen, "resolver: out of memory");
+	sl_err_set(err, ENOMEM, "resolver: out of memory");
 fail:
 	resolver_free(r);
 	return NULL;

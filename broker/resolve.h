@@ -10,6 +10,7 @@ struct loop;
 struct resolver;
 struct resolve_entry;
 struct sl_addr;
+struct sl_err;
 
 /* Most addresses one lookup returns: IPv4 first, then IPv6. */
 #define RESOLVE_MAX_ADDRS 16
@@ -94,8 +95,8 @@ static inline void resolve_req_init(struct resolve_req *req)
  * @servers_csv:       upstream servers as "ADDR[:PORT],[V6ADDR]:PORT,...";
  *                     NULL or "" means the servers of /etc/resolv.conf
  * @cache_max_entries: most answers kept (0: no cache, in-flight sharing only)
- * @err:               on failure, a message naming the bad value
- * @errlen:            size of @err
+ * @err:               on failure, a message naming the bad value (NULL: not
+ *                     wanted)
  *
  * Reads /etc/resolv.conf (start-up only: that read blocks). Search domains
  * are not used and /etc/hosts is not consulted: names are looked up as
@@ -105,7 +106,7 @@ static inline void resolve_req_init(struct resolve_req *req)
  * Return: the resolver, or NULL with @err filled.
  */
 struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t cache_max_entries,
-			      char *err, size_t errlen);
+			      struct sl_err *err);
 
 /**
  * resolver_free() - cancel everything and free the resolver

@@ -20,14 +20,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
 /**
  * netns_sandbox_enter() - move this process into a sandbox for good
  * @sb:     the sandbox
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Joins the sandbox's network namespace and a new mount namespace of its
  * own, private so that nothing mounted here leaks out, with the sandbox's
@@ -37,28 +37,23 @@
  *
  * Return: 0 or a negative errno.
  */
-int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen)
+int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err)
 {
 	char resolv[512];
 	int fd, r;
 
 	fd = netns_ns_open(sb->name);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open %s/%s: %s", NETNS_RUN_DIR, sb->name,
-			 fd == -EINVAL ? "not a network namespace" : strerror(-fd));
-		return fd;
-	}
+	if (fd == -EINVAL) /* netns_ns_open(): not a namespace's file */
+		return sl_err_set(err, fd, "cannot open %s/%s: not a network namespace",
+				  NETNS_RUN_DIR, sb->name);
+	if (fd < 0)
+		return sl_err_sys(err, fd, "cannot open %s/%s", NETNS_RUN_DIR, sb->name);
 	r = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
 	close(fd);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot enter the sandbox's namespace: %s", strerror(-r));
-		return r;
-	}
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot make a private mount namespace: %s", strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return sl_err_sys(err, r, "cannot enter the sandbox's namespace");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return sl_err_sys(err, errno, "cannot make a private mount namespace");
 	netns_path(resolv, sizeof(resolv), NETNS_ETC_DIR, sb->name, "resolv.conf");
 	/* Names still resolve without it (DNS to any server is the broker's),
 	 * if less conveniently: say so and go on, as `ip netns exec` does. */
@@ -110,6 +105,7 @@ static int load(const char *name, struct netns_sandbox *sb)
  * give. */
 static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 {
+	struct sl_err e = { 0 };
 	char err[700];
 	int r;
 
@@ -134,9 +130,9 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
 		return 1;
 	}
-	r = netns_sandbox_enter(sb, err, sizeof(err));
+	r = netns_sandbox_enter(sb, &e);
 	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&e));
 		return 1;
 	}
 	execvp(argv[0], argv);

@@ -79,6 +79,7 @@
 #include <linux/nsfs.h>
 #include <linux/seccomp.h>
 
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -302,7 +303,7 @@ int netns_workspace_remove(const char *name)
 
 /* The workspace of @sb, made if missing, owned by @uid: an open
  * descriptor (close-on-exec), or a negative errno. */
-static int workspace_open(const struct netns_sandbox *sb, uid_t uid, char *err, size_t errlen)
+static int workspace_open(const struct netns_sandbox *sb, uid_t uid, struct sl_err *err)
 {
 	char path[512];
 	struct stat st;
@@ -315,31 +316,24 @@ static int workspace_open(const struct netns_sandbox *sb, uid_t uid, char *err, 
 	if (mkdir(NETNS_WORKSPACE_DIR, 0700) < 0 && errno != EEXIST)
 		goto fail_parent;
 	netns_path(path, sizeof(path), NETNS_WORKSPACE_DIR, sb->name, NULL);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, errlen, "cannot make the workspace `%s`: %s", path, strerror(-r));
-		return r;
-	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return sl_err_sys(err, errno, "cannot make the workspace `%s`", path);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open the workspace `%s`: %s", path, strerror(-r));
+		r = sl_err_sys(err, errno, "cannot open the workspace `%s`", path);
 		if (fd >= 0)
 			close(fd);
 		return r;
 	}
 	if ((st.st_uid != uid || st.st_gid != uid) && fchown(fd, uid, uid) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot give the workspace `%s` to uid %u: %s", path,
-			 (unsigned)uid, strerror(-r));
+		r = sl_err_sys(err, errno, "cannot give the workspace `%s` to uid %u", path,
+			       (unsigned)uid);
 		close(fd);
 		return r;
 	}
 	return fd;
 fail_parent:
-	r = -errno;
-	snprintf(err, errlen, "cannot make `%s`: %s", NETNS_WORKSPACE_DIR, strerror(-r));
-	return r;
+	return sl_err_sys(err, errno, "cannot make `%s`", NETNS_WORKSPACE_DIR);
 }
 
 
@@ -799,18 +793,18 @@ static int template_open(uint64_t fp)
 
 /**
  * netns_runner_template() - the template's mount namespace (see the top)
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Builds it when there is none, or when a host file it holds a copy of
  * has changed since. Return: an fd (close-on-exec), or a negative errno.
  */
-static int netns_runner_template(char *err, size_t errlen)
+static int netns_runner_template(struct sl_err *err)
 {
 	uint64_t fp = template_fingerprint();
 	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 };
 	char msg[300], path[64], stamp[64];
 	int fd, lock, r, status;
+	bool said = false;
 	ssize_t n;
 	pid_t pid;
 
@@ -820,8 +814,7 @@ static int netns_runner_template(char *err, size_t errlen)
 	/* One builder at a time; the others take what it built. */
 	lock = open(RUNNER_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot lock `%s`: %s", RUNNER_LOCK, strerror(-r));
+		r = sl_err_sys(err, errno, "cannot lock `%s`", RUNNER_LOCK);
 		if (lock >= 0)
 			close(lock);
 		return r;
@@ -830,8 +823,7 @@ static int netns_runner_template(char *err, size_t errlen)
 	if (fd >= 0)
 		goto out;
 	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
-		fd = -errno;
-		snprintf(err, errlen, "cannot build the runner's template: %s", strerror(-fd));
+		fd = sl_err_sys(err, errno, "cannot build the runner's template");
 		goto out;
 	}
 	fflush(NULL);
@@ -845,8 +837,7 @@ static int netns_runner_template(char *err, size_t errlen)
 	close(hold[0]);
 	ready[1] = hold[0] = -1;
 	if (pid < 0) {
-		fd = -errno;
-		snprintf(err, errlen, "cannot fork: %s", strerror(-fd));
+		fd = sl_err_sys(err, errno, "cannot fork");
 		goto out;
 	}
 	n = read(ready[0], msg, sizeof(msg) - 1);
@@ -858,17 +849,17 @@ static int netns_runner_template(char *err, size_t errlen)
 	} else {
 		msg[n > 0 ? n : 0] = '\0';
 		fd = n > 0 ? -(int)(unsigned char)msg[0] : -EIO;
-		snprintf(err, errlen, "cannot build the runner's template (`%s`): %s",
-			 n > 1 ? msg + 1 : "?", strerror(-fd));
+		sl_err_sys(err, fd, "cannot build the runner's template (`%s`)",
+			   n > 1 ? msg + 1 : "?");
+		said = true;
 	}
 	close(hold[1]);
 	hold[1] = -1;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (fd < 0) {
-		if (!err[0])
-			snprintf(err, errlen, "cannot open the runner's template: %s",
-				 strerror(-fd));
+		if (!said)
+			sl_err_sys(err, fd, "cannot open the runner's template");
 		goto out;
 	}
 	/* Kept for the next command; if that fails, this one still runs. */
@@ -946,12 +937,12 @@ static void put_env(const char *key, const char *value, void *arg)
  */
 int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o)
 {
-	char err[700], path[512];
+	struct sl_err err = { 0 };
+	char path[512];
 	struct stat st;
 	unsigned k;
 	int r = 0;
 
-	err[0] = '\0';
 	prep.uid = netns_sandbox_uid(sb);
 	prep.ws = prep.resolv = prep.bundle = prep.netfd = prep.tmplfd = -1;
 	for (k = 0; k < o->nbinds; k++) {
@@ -963,9 +954,9 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 		}
 		prep.bind_dir[k] = S_ISDIR(st.st_mode);
 	}
-	r = workspace_open(sb, prep.uid, err, sizeof(err));
+	r = workspace_open(sb, prep.uid, &err);
 	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return -1;
 	}
 	close(r);
@@ -1016,9 +1007,9 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 			path, strerror(-prep.resolv));
 	netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 	prep.bundle = tree_of(path, true);
-	prep.tmplfd = netns_runner_template(err, sizeof(err));
+	prep.tmplfd = netns_runner_template(&err);
 	if (prep.tmplfd < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return -1;
 	}
 	return 0;

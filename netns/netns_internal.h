@@ -192,7 +192,8 @@ int netns_remove_state_dir(const char *name, bool later);
 int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
-int netns_sandbox_enter(const struct netns_sandbox *sb, char *err, size_t errlen);
+struct sl_err;
+int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err);
 int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "policy/policy_internal.h"
 
 /* IANA special-purpose ranges that are not globally reachable (v4 and v6
@@ -32,17 +33,15 @@ const char *const policy_default_deny[] = {
 const size_t policy_default_deny_count =
 	sizeof(policy_default_deny) / sizeof(policy_default_deny[0]);
 
-static int add_range(struct policy *p, const struct range *rg, char *err, size_t errlen)
+static int add_range(struct policy *p, const struct range *rg, struct sl_err *err)
 {
 	int32_t old;
 	int r;
 
 	p->ranges[p->n_ranges] = *rg;
 	r = policy_ptrie_insert(&p->range_trie, &rg->net, rg->plen, (int32_t)p->n_ranges, &old);
-	if (r < 0) {
-		snprintf(err, errlen, "out of memory");
-		return r;
-	}
+	if (r < 0)
+		return sl_err_set(err, r, "out of memory");
 	if (old >= 0) {
 		struct range *o = &p->ranges[old];
 
@@ -65,7 +64,7 @@ static int add_range(struct policy *p, const struct range *rg, char *err, size_t
  * entries and allow_ranges carve-outs), and the cidr-rule trie.
  */
 int policy_ranges_build(struct policy *p, const struct range *user, size_t n_user,
-			char *err, size_t errlen)
+			struct sl_err *err)
 {
 	size_t i;
 	int r;
@@ -76,18 +75,16 @@ int policy_ranges_build(struct policy *p, const struct range *user, size_t n_use
 	for (i = 0; i < policy_default_deny_count; i++) {
 		struct range rg = { .allow = false };
 
-		if (addr_parse_cidr(policy_default_deny[i], &rg.net, &rg.plen) < 0) {
-			snprintf(err, errlen, "internal: bad default range `%s`",
-				 policy_default_deny[i]);
-			return -EINVAL;
-		}
+		if (addr_parse_cidr(policy_default_deny[i], &rg.net, &rg.plen) < 0)
+			return sl_err_set(err, 0, "internal: bad default range `%s`",
+					  policy_default_deny[i]);
 		snprintf(rg.text, sizeof(rg.text), "%s", policy_default_deny[i]);
-		r = add_range(p, &rg, err, errlen);
+		r = add_range(p, &rg, err);
 		if (r < 0)
 			return r;
 	}
 	for (i = 0; i < n_user; i++) {
-		r = add_range(p, &user[i], err, errlen);
+		r = add_range(p, &user[i], err);
 		if (r < 0)
 			return r;
 	}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/file.h"
 #include "common/ytree.h"
 #include "policy/policy_internal.h"
@@ -1267,7 +1268,7 @@ int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
 	struct ytree_error yerr = { .msg = "" };
 	struct ynode *root = NULL;
 	struct loader ld = { .file = name, .err = &yerr, .extra = extra, .n_extra = n_extra };
-	char cerr[200] = "";
+	struct sl_err cerr = { 0 };
 	int r;
 
 	*out = NULL;
@@ -1289,9 +1290,10 @@ int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
 	r = load_tree(&ld, root);
 	if (r < 0)
 		goto out;
-	r = policy_ranges_build(ld.p, ld.user_ranges, ld.n_user_ranges, cerr, sizeof(cerr));
+	r = policy_ranges_build(ld.p, ld.user_ranges, ld.n_user_ranges, &cerr);
 	if (r < 0) {
-		ytree_fail(&yerr, name, NULL, "%s", cerr[0] ? cerr : "out of memory");
+		ytree_fail(&yerr, name, NULL, "%s",
+			   sl_err_msg(&cerr)[0] ? sl_err_msg(&cerr) : "out of memory");
 		goto out;
 	}
 	*out = ld.p;

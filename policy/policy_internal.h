@@ -8,6 +8,8 @@
 #include "common/addr.h"
 #include "policy/policy.h"
 
+struct sl_err;
+
 enum rule_kind { RULE_HOST, RULE_WILDCARD, RULE_CIDR };
 
 struct policy_rule {
@@ -84,7 +86,7 @@ int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned ple
 
 /* guard.c */
 int policy_ranges_build(struct policy *p, const struct range *user, size_t n_user,
-			char *err, size_t errlen);
+			struct sl_err *err);
 extern const char *const policy_default_deny[];
 extern const size_t policy_default_deny_count;
 

@@ -3,11 +3,11 @@
  * spellings of addresses. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "probe/probe_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 3000
@@ -175,19 +175,6 @@ void probe_usage(FILE *f)
 "The proxy comes from HTTPS_PROXY / https_proxy / HTTP_PROXY / http_proxy;\n"
 "names are resolved over the wire by the probe itself, never by NSS.\n", f);
 	/* clang-format on */
-}
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
 }
 
 /**
@@ -455,73 +442,64 @@ static void opts_default(struct probe_opts *o)
 }
 
 /* --only / --skip: a comma list of known ids into @mark. */
-static int id_list(const char *opt, const char *v, bool *mark, char *err,
-		   size_t errlen)
+static int id_list(const char *opt, const char *v, bool *mark, struct sl_err *err)
 {
 	const char *p = v;
 
 	if (!*v)
-		return errf(err, errlen, "--%s: empty list of check ids", opt);
+		return sl_err_set(err, 0, "--%s: empty list of check ids", opt);
 	while (*p) {
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		int i = probe_check_index(p, len);
 
 		if (i < 0)
-			return errf(err, errlen,
-				    "--%s: unknown check id `%.*s` (sluice "
-				    "probe --list shows them)",
-				    opt, (int)(len > 64 ? 64 : len), p);
+			return sl_err_set(err, 0,
+					  "--%s: unknown check id `%.*s` (sluice "
+					  "probe --list shows them)",
+					  opt, (int)(len > 64 ? 64 : len), p);
 		mark[i] = true;
 		if (!comma)
 			break;
 		p = comma + 1;
 		if (!*p)
-			return errf(err, errlen,
-				    "--%s: empty check id after `,`", opt);
+			return sl_err_set(err, 0, "--%s: empty check id after `,`", opt);
 	}
 	return 0;
 }
 
-static int name_opt(const char *opt, const char *v, char *dst, size_t n,
-		    char *err, size_t errlen)
+static int name_opt(const char *opt, const char *v, char *dst, size_t n, struct sl_err *err)
 {
 	if (probe_name_check(v) < 0 || strlen(v) >= n)
-		return errf(err, errlen, "--%s: `%s` is not a host name", opt,
-			    v);
+		return sl_err_set(err, 0, "--%s: `%s` is not a host name", opt, v);
 	snprintf(dst, n, "%s", v);
 	return 0;
 }
 
-static int ip_opt(const char *opt, const char *v, int af, struct probe_ip *ip,
-		  char *err, size_t errlen)
+static int ip_opt(const char *opt, const char *v, int af, struct probe_ip *ip, struct sl_err *err)
 {
 	if (probe_ip_parse(v, ip) < 0 || (af && ip->af != af))
-		return errf(err, errlen, "--%s: `%s` is not an %s address", opt,
-			    v,
-			    af == AF_INET    ? "IPv4"
-			    : af == AF_INET6 ? "IPv6"
-					     : "IP");
+		return sl_err_set(err, 0, "--%s: `%s` is not an %s address", opt, v,
+				  af == AF_INET	   ? "IPv4"
+				  : af == AF_INET6 ? "IPv6"
+						   : "IP");
 	return 0;
 }
 
 /* A repeatable option that replaces its defaults when first given. */
-static int list_slot(const char *opt, int *n, bool *given, char *err,
-		     size_t errlen)
+static int list_slot(const char *opt, int *n, bool *given, struct sl_err *err)
 {
 	if (!*given) {
 		*n = 0;
 		*given = true;
 	}
 	if (*n >= PROBE_LIST_MAX)
-		return errf(err, errlen, "--%s: at most %d", opt,
-			    PROBE_LIST_MAX);
+		return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
 	return (*n)++;
 }
 
-static int one(struct probe_opts *o, enum opt_id id, const char *opt,
-	       const char *v, bool *only, bool *skip, bool *any_only,
-	       bool given[], char *err, size_t errlen)
+static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char *v, bool *only,
+	       bool *skip, bool *any_only, bool given[], struct sl_err *err)
 {
 	struct probe_hostport hp;
 	int k;
@@ -533,39 +511,33 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 		int *n = allow ? &o->n_allow : &o->n_deny;
 
 		if (probe_hostport_parse(v, 443, &hp) < 0)
-			return errf(err, errlen,
-				    "--%s: `%s` is not HOST[:PORT]", opt, v);
+			return sl_err_set(err, 0, "--%s: `%s` is not HOST[:PORT]", opt, v);
 		if (*n >= PROBE_LIST_MAX)
-			return errf(err, errlen, "--%s: at most %d", opt,
-				    PROBE_LIST_MAX);
+			return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
 		(allow ? o->allow : o->deny)[(*n)++] = hp;
 		return 0;
 	}
 	case OPT_CANARY:
-		return name_opt(opt, v, o->canary, sizeof(o->canary), err,
-				errlen);
+		return name_opt(opt, v, o->canary, sizeof(o->canary), err);
 	case OPT_RESOLVER:
-		if ((k = list_slot(opt, &o->n_resolvers, &given[id], err,
-				   errlen)) < 0)
+		if ((k = list_slot(opt, &o->n_resolvers, &given[id], err)) < 0)
 			return k;
-		return ip_opt(opt, v, 0, &o->resolvers[k], err, errlen);
+		return ip_opt(opt, v, 0, &o->resolvers[k], err);
 	case OPT_RESOLVER_SANDBOX:
-		return ip_opt(opt, v, 0, &o->sandbox_resolver, err, errlen);
+		return ip_opt(opt, v, 0, &o->sandbox_resolver, err);
 	case OPT_TIMEOUT:
 		if (probe_timeout_parse(v, &o->timeout_ms) < 0)
-			return errf(err, errlen,
-				    "--timeout: `%s` is not a duration from "
-				    "100ms to 60s (3, 2.5s, 500ms)",
-				    v);
+			return sl_err_set(err, 0,
+					  "--timeout: `%s` is not a duration from "
+					  "100ms to 60s (3, 2.5s, 500ms)",
+					  v);
 		return 0;
 	case OPT_JOBS: {
 		char *end;
 		long j = strtol(v, &end, 10);
 
 		if (*v < '0' || *v > '9' || *end || j < 1 || j > 32)
-			return errf(err, errlen,
-				    "--jobs: `%s` is not a number from 1 to 32",
-				    v);
+			return sl_err_set(err, 0, "--jobs: `%s` is not a number from 1 to 32", v);
 		o->jobs = (int)j;
 		return 0;
 	}
@@ -580,76 +552,65 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 		return 0;
 	case OPT_ONLY:
 		*any_only = true;
-		return id_list(opt, v, only, err, errlen);
+		return id_list(opt, v, only, err);
 	case OPT_SKIP:
-		return id_list(opt, v, skip, err, errlen);
+		return id_list(opt, v, skip, err);
 	case OPT_PUBLIC_ADDR:
-		return ip_opt(opt, v, AF_INET, &o->public4, err, errlen);
+		return ip_opt(opt, v, AF_INET, &o->public4, err);
 	case OPT_PUBLIC_ADDR6:
-		return ip_opt(opt, v, AF_INET6, &o->public6, err, errlen);
+		return ip_opt(opt, v, AF_INET6, &o->public6, err);
 	case OPT_PRIVATE_ADDR:
-		if ((k = list_slot(opt, &o->n_private4, &given[id], err,
-				   errlen)) < 0)
+		if ((k = list_slot(opt, &o->n_private4, &given[id], err)) < 0)
 			return k;
-		return ip_opt(opt, v, AF_INET, &o->private4[k], err, errlen);
+		return ip_opt(opt, v, AF_INET, &o->private4[k], err);
 	case OPT_PRIVATE_ADDR6:
-		return ip_opt(opt, v, AF_INET6, &o->private6, err, errlen);
+		return ip_opt(opt, v, AF_INET6, &o->private6, err);
 	case OPT_METADATA_ADDR:
-		return ip_opt(opt, v, AF_INET, &o->meta4, err, errlen);
+		return ip_opt(opt, v, AF_INET, &o->meta4, err);
 	case OPT_METADATA_ADDR6:
-		return ip_opt(opt, v, AF_INET6, &o->meta6, err, errlen);
+		return ip_opt(opt, v, AF_INET6, &o->meta6, err);
 	case OPT_ECS_ADDR:
-		return ip_opt(opt, v, AF_INET, &o->ecs4, err, errlen);
+		return ip_opt(opt, v, AF_INET, &o->ecs4, err);
 	case OPT_ALIBABA_ADDR:
-		return ip_opt(opt, v, AF_INET, &o->alibaba4, err, errlen);
+		return ip_opt(opt, v, AF_INET, &o->alibaba4, err);
 	case OPT_METADATA_NAME:
-		return name_opt(opt, v, o->metadata_name,
-				sizeof(o->metadata_name), err, errlen);
+		return name_opt(opt, v, o->metadata_name, sizeof(o->metadata_name), err);
 	case OPT_UDP_ADDR:
-		return ip_opt(opt, v, 0, &o->udp_addr, err, errlen);
+		return ip_opt(opt, v, 0, &o->udp_addr, err);
 	case OPT_UDP_PORT:
 	case OPT_BLOCKED_PORT:
 		if (port_parse(v, id == OPT_UDP_PORT ? &o->udp_port
 						     : &o->blocked_port) < 0)
-			return errf(err, errlen,
-				    "--%s: `%s` is not a port (1-65535)", opt,
-				    v);
+			return sl_err_set(err, 0, "--%s: `%s` is not a port (1-65535)", opt, v);
 		return 0;
 	case OPT_DNS_NAME:
-		return name_opt(opt, v, o->dns_name, sizeof(o->dns_name), err,
-				errlen);
+		return name_opt(opt, v, o->dns_name, sizeof(o->dns_name), err);
 	case OPT_DOH_HOST:
-		return name_opt(opt, v, o->doh_host, sizeof(o->doh_host), err,
-				errlen);
+		return name_opt(opt, v, o->doh_host, sizeof(o->doh_host), err);
 	case OPT_DOH_ADDR:
-		return ip_opt(opt, v, 0, &o->doh_addr, err, errlen);
+		return ip_opt(opt, v, 0, &o->doh_addr, err);
 	case OPT_DOT_ADDR:
-		if ((k = list_slot(opt, &o->n_dot, &given[id], err, errlen)) <
-		    0)
+		if ((k = list_slot(opt, &o->n_dot, &given[id], err)) < 0)
 			return k;
 		if (probe_hostport_parse(v, 853, &hp) < 0 ||
 		    probe_ip_parse(hp.host, &o->dot[k].ip) < 0)
-			return errf(err, errlen,
-				    "--%s: `%s` is not ADDR[:PORT]", opt, v);
+			return sl_err_set(err, 0, "--%s: `%s` is not ADDR[:PORT]", opt, v);
 		o->dot[k].port = hp.port;
 		return 0;
 	case OPT_ALLOWED_ADDR:
-		return ip_opt(opt, v, 0, &o->allowed_addr, err, errlen);
+		return ip_opt(opt, v, 0, &o->allowed_addr, err);
 	case OPT_REDIRECT_URL: {
 		struct probe_url u;
 
 		if (strlen(v) >= sizeof(o->redirect_url) ||
 		    probe_url_parse(v, &u) < 0)
-			return errf(
-			    err, errlen,
-			    "--%s: `%s` is not an http:// or https:// URL", opt,
-			    v);
+			return sl_err_set(err, 0, "--%s: `%s` is not an http:// or https:// URL",
+					  opt, v);
 		snprintf(o->redirect_url, sizeof(o->redirect_url), "%s", v);
 		return 0;
 	}
 	case OPT_EDGE_SUFFIX:
-		return name_opt(opt, v, o->edge_suffix, sizeof(o->edge_suffix),
-				err, errlen);
+		return name_opt(opt, v, o->edge_suffix, sizeof(o->edge_suffix), err);
 	case OPT_EDGE_PREFIX: {
 		size_t i, n = strlen(v);
 
@@ -659,13 +620,12 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 			      (v[i] >= '0' && v[i] <= '9') || v[i] == '-'))
 				break;
 		if (n == 0 || i < n || n >= sizeof(o->edge_prefix))
-			return errf(err, errlen,
-				    "--%s: `%s` is not a label prefix", opt, v);
+			return sl_err_set(err, 0, "--%s: `%s` is not a label prefix", opt, v);
 		snprintf(o->edge_prefix, sizeof(o->edge_prefix), "%s", v);
 		return 0;
 	}
 	case OPT_GATEWAY:
-		return ip_opt(opt, v, 0, &o->gateway, err, errlen);
+		return ip_opt(opt, v, 0, &o->gateway, err);
 	case OPT_GATEWAY_PORTS: {
 		const char *p = v;
 		char num[8];
@@ -677,16 +637,13 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 
 			if (len == 0 || len >= sizeof(num) ||
 			    o->n_gw_ports >= PROBE_LIST_MAX)
-				return errf(err, errlen,
-					    "--%s: `%s` is not a list of ports",
-					    opt, v);
+				return sl_err_set(err, 0, "--%s: `%s` is not a list of ports", opt,
+						  v);
 			memcpy(num, p, len);
 			num[len] = '\0';
 			if (port_parse(num, &o->gw_ports[o->n_gw_ports++]) < 0)
-				return errf(
-				    err, errlen,
-				    "--%s: `%s` is not a port (1-65535)", opt,
-				    num);
+				return sl_err_set(err, 0, "--%s: `%s` is not a port (1-65535)", opt,
+						  num);
 			if (!comma)
 				return 0;
 			p = comma + 1;
@@ -694,24 +651,21 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 	}
 	case OPT_CONTROL_SOCKET:
 		if (!*v || strlen(v) >= sizeof(o->control_sockets[0]))
-			return errf(err, errlen,
-				    "--%s: `%s` is not a socket path (1 to %zu "
-				    "bytes)",
-				    opt, v, sizeof(o->control_sockets[0]) - 1);
+			return sl_err_set(err, 0,
+					  "--%s: `%s` is not a socket path (1 to %zu "
+					  "bytes)",
+					  opt, v, sizeof(o->control_sockets[0]) - 1);
 		if (o->n_control_sockets >= PROBE_LIST_MAX)
-			return errf(err, errlen, "--%s: at most %d", opt,
-				    PROBE_LIST_MAX);
+			return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
 		snprintf(o->control_sockets[o->n_control_sockets++],
 			 sizeof(o->control_sockets[0]), "%s", v);
 		return 0;
 	case OPT_SECRET_FILE:
 		if (!*v || strlen(v) >= sizeof(o->secret_files[0]))
-			return errf(err, errlen,
-				    "--%s: `%s` is not a path (1 to %zu bytes)",
-				    opt, v, sizeof(o->secret_files[0]) - 1);
+			return sl_err_set(err, 0, "--%s: `%s` is not a path (1 to %zu bytes)", opt,
+					  v, sizeof(o->secret_files[0]) - 1);
 		if (o->n_secret_files >= PROBE_LIST_MAX)
-			return errf(err, errlen, "--%s: at most %d", opt,
-				    PROBE_LIST_MAX);
+			return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
 		snprintf(o->secret_files[o->n_secret_files++],
 			 sizeof(o->secret_files[0]), "%s", v);
 		return 0;
@@ -724,16 +678,14 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
 		/* PID_MAX_LIMIT: 4194304 on 64-bit kernels */
 		if (*v < '0' || *v > '9' || *end || errno || p < 1 ||
 		    p > 4194304)
-			return errf(err, errlen,
-				    "--%s: `%s` is not a PID (1 to 4194304)",
-				    opt, v);
+			return sl_err_set(err, 0, "--%s: `%s` is not a PID (1 to 4194304)", opt, v);
 		o->broker_pid = (int)p;
 		return 0;
 	}
 	case OPT_N:
 		break;
 	}
-	return errf(err, errlen, "--%s: not handled", opt);
+	return sl_err_set(err, 0, "--%s: not handled", opt);
 }
 
 /**
@@ -741,13 +693,11 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt,
  * @argc: argument count
  * @argv: arguments; --opt VALUE and --opt=VALUE
  * @o: filled with the defaults, then the options
- * @err: a one-line message on misuse
- * @errlen: its size
+ * @err: a one-line message on misuse (NULL: not wanted)
  *
  * Return: 0, or -EINVAL with @err set (the caller exits 2).
  */
-int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
-		     size_t errlen)
+int probe_opts_parse(int argc, char **argv, struct probe_opts *o, struct sl_err *err)
 {
 	bool only[PROBE_MAX_CHECKS] = {0}, skip[PROBE_MAX_CHECKS] = {0};
 	bool given[OPT_N] = {0};
@@ -756,7 +706,7 @@ int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
 	int a, r;
 
 	opts_default(o);
-	err[0] = '\0';
+	sl_err_clear(err);
 	for (a = 1; a < argc; a++) {
 		const char *arg = argv[a], *eq, *v = NULL;
 		size_t nlen, k;
@@ -765,8 +715,7 @@ int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
 			if (!strcmp(arg, "-h"))
 				arg = "--help";
 			else
-				return errf(err, errlen,
-					    "unexpected argument `%s`", arg);
+				return sl_err_set(err, 0, "unexpected argument `%s`", arg);
 		}
 		eq = strchr(arg + 2, '=');
 		nlen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
@@ -775,22 +724,19 @@ int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
 			    !strncmp(opts_table[k].name, arg + 2, nlen))
 				break;
 		if (k == sizeof(opts_table) / sizeof(opts_table[0]))
-			return errf(err, errlen, "unknown option `%.*s`",
-				    (int)(nlen + 2), arg);
+			return sl_err_set(err, 0, "unknown option `%.*s`", (int)(nlen + 2), arg);
 		if (opts_table[k].arg) {
 			if (eq)
 				v = eq + 1;
 			else if (a + 1 < argc)
 				v = argv[++a];
 			else
-				return errf(err, errlen, "--%s needs a value",
-					    opts_table[k].name);
+				return sl_err_set(err, 0, "--%s needs a value", opts_table[k].name);
 		} else if (eq) {
-			return errf(err, errlen, "--%s takes no value",
-				    opts_table[k].name);
+			return sl_err_set(err, 0, "--%s takes no value", opts_table[k].name);
 		}
-		r = one(o, opts_table[k].id, opts_table[k].name, v, only, skip,
-			&any_only, given, err, errlen);
+		r = one(o, opts_table[k].id, opts_table[k].name, v, only, skip, &any_only, given,
+			err);
 		if (r < 0)
 			return r;
 	}

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/json.h"
 #include "probe/probe.h"
 #include "probe/probe_internal.h"
@@ -316,18 +317,18 @@ int probe_main(int argc, char **argv)
 	struct probe_result *res = NULL;
 	size_t *order = NULL, n = 0, i;
 	struct probe_ctx ctx;
-	char err[300];
+	struct sl_err err = { 0 };
 	int rc = 2;
 
 	if (!o) {
 		fprintf(stderr, "sluice probe: out of memory\n");
 		return 2;
 	}
-	if (probe_opts_parse(argc, argv, o, err, sizeof(err)) < 0) {
+	if (probe_opts_parse(argc, argv, o, &err) < 0) {
 		fprintf(stderr,
 			"sluice probe: %s\n(sluice probe --help shows the "
 			"options)\n",
-			err);
+			sl_err_msg(&err));
 		goto out;
 	}
 	if (o->help) {

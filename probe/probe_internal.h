@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <netinet/in.h>
 
+struct sl_err;
+
 /*
  * The probe links nothing but libc (bin/sluice-probe is static, so that it
  * can be copied into any container or jail): no libsluice helper, no NSS,
@@ -158,8 +160,7 @@ void probe_res_add(struct probe_result *r, enum probe_verdict v,
 const char *probe_verdict_name(enum probe_verdict v);
 
 /* opts.c */
-int probe_opts_parse(int argc, char **argv, struct probe_opts *o, char *err,
-		     size_t errlen);
+int probe_opts_parse(int argc, char **argv, struct probe_opts *o, struct sl_err *err);
 void probe_usage(FILE *f);
 int probe_ip_parse(const char *s, struct probe_ip *ip);
 void probe_ip_str(const struct probe_ip *ip, char *buf, size_t n);

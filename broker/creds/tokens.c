@@ -59,6 +59,7 @@
 #include "broker/resolve.h"
 #include "broker/tls/tls.h"
 #include "common/addr.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "policy/policy.h"
 
@@ -893,6 +894,7 @@ static struct creds_tokens_entry *next_due(void)
 static void *fetcher(void *arg)
 {
 	struct fetcher *f = arg;
+	struct sl_err rerr = { 0 };
 	char err[300];
 	bool https;
 
@@ -901,10 +903,11 @@ static void *fetcher(void *arg)
 	https = T.fetch == fetch_https;
 	pthread_mutex_unlock(&T.lock);
 	if (https) {
-		f->res = resolver_new(f->loop, T.resolvers, 16, err, sizeof(err));
+		f->res = resolver_new(f->loop, T.resolvers, 16, &rerr);
 		/* The same configuration for every thread: said once. */
 		if (!f->res && f->id == 0)
-			log_err("tokens: no resolver (%s): token_url names cannot be resolved", err);
+			log_err("tokens: no resolver (%s): token_url names cannot be resolved",
+				sl_err_msg(&rerr));
 	}
 	pthread_mutex_lock(&T.lock);
 	while (!T.stopping) {

@@ -23,6 +23,7 @@
 
 #include "broker/audit.h"
 #include "common/addr.h"
+#include "common/err.h"
 #include "common/json.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -827,7 +828,7 @@ static int teardown_dir(void **state)
 
 static void test_write_file_and_parse_back(void **state)
 {
-	char path[256], err[256], *buf;
+	char path[256], *buf;
 	struct stat st;
 	size_t len;
 	struct audit_event ev = {
@@ -844,7 +845,7 @@ static void test_write_file_and_parse_back(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/audit.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	audit_log(&ev);
@@ -861,7 +862,7 @@ static void test_write_file_and_parse_back(void **state)
 
 	/* O_APPEND: a second open adds, never truncates (another refusal:
 	 * the same one again would be folded into a count) */
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	ev.name = "uploads.github.com";
 	audit_log(&ev);
 	buf = slurp(path, &len);
@@ -871,20 +872,24 @@ static void test_write_file_and_parse_back(void **state)
 
 static void test_open_error(void **state)
 {
-	char path[256], err[512];
+	struct sl_err err = { 0 };
+	char path[256], want[400];
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/no/such/dir/audit.log", tmpdir);
-	err[0] = '\0';
-	assert_int_equal(audit_open(path, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, path));
-	assert_non_null(strchr(err, '`'));
-	assert_int_equal(audit_open("", err, sizeof(err)), -EINVAL);
+	assert_int_equal(audit_open(path, &err), -ENOENT);
+	snprintf(want, sizeof(want), "audit_log `%s`: cannot open: %s", path, strerror(ENOENT));
+	assert_string_equal(sl_err_msg(&err), want);
+	assert_int_equal(sl_err_errno(&err), ENOENT);
+	assert_int_equal(audit_open("", &err), -EINVAL);
+	assert_string_equal(sl_err_msg(&err), "audit_log ``: empty target: Invalid argument");
+	/* The caller that does not want the message */
+	assert_int_equal(audit_open(path, NULL), -ENOENT);
 }
 
 static void test_reopen_after_rotation(void **state)
 {
-	char path[256], rotated[256], err[256], *buf;
+	char path[256], rotated[256], *buf;
 	size_t len;
 	struct audit_event ev = {.proto = "dns",
 				 .decision = "allow",
@@ -894,7 +899,7 @@ static void test_reopen_after_rotation(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "%s/rot.log", tmpdir);
 	snprintf(rotated, sizeof(rotated), "%s/rot.log.1", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	audit_log(&ev);
 	assert_int_equal(rename(path, rotated), 0);
 	assert_int_equal(audit_reopen(), 0);
@@ -914,13 +919,12 @@ static void test_reopen_after_rotation(void **state)
 /* A full disk: counted, and audit_log() comes back. */
 static void test_write_failure_counted(void **state)
 {
-	char err[256];
 	uint64_t before;
 	struct audit_event ev = {
 	    .proto = "tcp", .decision = "allow", .reason = "allowed"};
 
 	(void)state;
-	assert_int_equal(audit_open("/dev/full", err, sizeof(err)), 0);
+	assert_int_equal(audit_open("/dev/full", NULL), 0);
 	before = audit_write_failures();
 	audit_log(&ev);
 	assert_int_equal(audit_write_failures(), before + 1);
@@ -936,7 +940,7 @@ static void test_write_failure_counted(void **state)
  */
 static void test_stderr_pipe_full_never_blocks(void **state)
 {
-	char err[256], buf[AUDIT_LINE_MAX + 1], junk[4096];
+	char buf[AUDIT_LINE_MAX + 1], junk[4096];
 	int p[2], saved, wfd;
 	uint64_t before;
 	ssize_t n;
@@ -953,7 +957,7 @@ static void test_stderr_pipe_full_never_blocks(void **state)
 	assert_int_equal(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
 
 	/* A line goes through while there is room. */
-	assert_int_equal(audit_open("-", err, sizeof(err)), 0);
+	assert_int_equal(audit_open("-", NULL), 0);
 	audit_log(&ev);
 	n = read(p[0], buf, sizeof(buf) - 1);
 
@@ -990,7 +994,7 @@ static void test_stderr_pipe_full_never_blocks(void **state)
 /* The same with stderr a stream socket, as under systemd (journald). */
 static void test_stderr_socket_full_never_blocks(void **state)
 {
-	char err[256], buf[AUDIT_LINE_MAX + 1], junk[4096];
+	char buf[AUDIT_LINE_MAX + 1], junk[4096];
 	int sv[2], saved;
 	uint64_t before;
 	ssize_t n;
@@ -1007,7 +1011,7 @@ static void test_stderr_socket_full_never_blocks(void **state)
 	assert_true(saved >= 0);
 	assert_int_equal(dup2(sv[1], STDERR_FILENO), STDERR_FILENO);
 
-	assert_int_equal(audit_open("-", err, sizeof(err)), 0);
+	assert_int_equal(audit_open("-", NULL), 0);
 	audit_log(&ev);
 	n = recv(sv[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
 
@@ -1100,7 +1104,7 @@ static void tally_line(const char *s, size_t len, void *arg)
 
 static void test_threads_lines_whole(void **state)
 {
-	char path[256], err[256], *buf, *reqpath;
+	char path[256], *buf, *reqpath;
 	pthread_t th[NTHREADS];
 	struct writer w[NTHREADS];
 	struct tally *t;
@@ -1116,7 +1120,7 @@ static void test_threads_lines_whole(void **state)
 	reqpath[1023] = '\0';
 
 	snprintf(path, sizeof(path), "%s/threads.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	before = audit_write_failures();
 	for (i = 0; i < NTHREADS; i++) {
 		w[i].id = (unsigned)i;
@@ -1173,10 +1177,9 @@ static uint64_t fake_now(void)
 static void fold_open(char *path, size_t len, const char *what)
 {
 	static unsigned n;
-	char err[256];
 
 	snprintf(path, len, "%s/fold-%u.log", tmpdir, n++);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	fake_ms = 0;
 	audit_set_clock(fake_now);
 	(void)what;
@@ -1751,12 +1754,12 @@ static void *log_other(void *arg)
  * line goes out at once, after them, in the order logged. */
 static void test_defer_order(void **state)
 {
-	char path[256], err[256], got[256];
+	char path[256], got[256];
 	pthread_t th;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/defer.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	audit_defer(true);
 	log_name("d1");
 	log_name("d2");
@@ -1784,14 +1787,14 @@ static void test_defer_order(void **state)
  * is lost, none goes to the other file. */
 static void test_defer_reopen_and_close(void **state)
 {
-	char path[256], rotated[256], other[256], err[256], got[256];
+	char path[256], rotated[256], other[256], got[256];
 	uint64_t before = audit_write_failures();
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/drot.log", tmpdir);
 	snprintf(rotated, sizeof(rotated), "%s/drot.log.1", tmpdir);
 	snprintf(other, sizeof(other), "%s/dother.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	audit_defer(true);
 	log_name("before");
 	assert_int_equal(rename(path, rotated), 0);
@@ -1804,7 +1807,7 @@ static void test_defer_reopen_and_close(void **state)
 	assert_string_equal(got, "after");
 
 	log_name("switched");
-	assert_int_equal(audit_open(other, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(other, NULL), 0);
 	log_name("new");
 	audit_flush();
 	names_in(path, got, sizeof(got));
@@ -1833,7 +1836,7 @@ static size_t count_char(const char *s, char c)
 
 static void test_defer_write_failure_counted(void **state)
 {
-	char path[256], err[256], name[32], *buf;
+	char path[256], name[32], *buf;
 	struct rlimit old, lim;
 	uint64_t before;
 	size_t len, whole = 0, i;
@@ -1841,7 +1844,7 @@ static void test_defer_write_failure_counted(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/dfull.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	before = audit_write_failures();
 	audit_defer(true);
 	for (k = 0; k < 10; k++) {
@@ -1886,12 +1889,12 @@ static void test_defer_write_failure_counted(void **state)
  * leads nowhere (or elsewhere) and opens it anew. */
 static void test_deleted_file_reopened(void **state)
 {
-	char path[256], err[256], *buf;
+	char path[256], *buf;
 	size_t len;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/deleted.log", tmpdir);
-	assert_int_equal(audit_open(path, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(path, NULL), 0);
 	log_name("before");
 	assert_int_equal(unlink(path), 0);
 	audit_tick();

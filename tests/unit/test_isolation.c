@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "broker/isolation.h"
+#include "common/err.h"
 #include "common/file.h"
 
 /* Bits of the child's exit status, one per expectation that failed. */
@@ -38,7 +39,7 @@ enum {
 
 static int child(int logfd)
 {
-	char err[200];
+	struct sl_err err = { 0 };
 	char *const argv[] = { "true", NULL }, *const envp[] = { NULL };
 	int bad = 0, sv[2], fd;
 
@@ -48,7 +49,7 @@ static int child(int logfd)
 	/* Its SIGSYS lines go to the pipe the parent reads. */
 	if (dup2(logfd, STDERR_FILENO) < 0)
 		return 0x7f;
-	if (isolation_seccomp_install(err, sizeof(err)) < 0)
+	if (isolation_seccomp_install(&err) < 0)
 		return BAD_INSTALL;
 	errno = 0;
 	if (syscall(SYS_execve, "/bin/true", argv, envp) != -1 || errno != EPERM)
@@ -101,7 +102,8 @@ enum {
 
 static int opener_child(const char *dir)
 {
-	char path[300], link[300], err[200], *buf = NULL;
+	char path[300], link[300], *buf = NULL;
+	struct sl_err err = { 0 };
 	size_t len = 0;
 	int bad = 0, fd;
 
@@ -109,8 +111,7 @@ static int opener_child(const char *dir)
 	snprintf(path, sizeof(path), "%s/secret", dir);
 	snprintf(link, sizeof(link), "%s/link", dir);
 	if (file_write_atomic(path, "hush\n", 5, 0600) < 0 || symlink(path, link) < 0 ||
-	    isolation_opener_start(err, sizeof(err)) < 0 ||
-	    isolation_switch_user(65533, 65533, err, sizeof(err)) < 0)
+	    isolation_opener_start(&err) < 0 || isolation_switch_user(65533, 65533, &err) < 0)
 		return OP_SETUP;
 	if (getuid() != 65533 || geteuid() != 65533 || getgid() != 65533)
 		bad |= OP_UID;
@@ -238,11 +239,13 @@ static void test_opener(void **state)
 /* Switching to root is no switch: refused. */
 static void test_switch_refuses_root(void **state)
 {
-	char err[200];
+	struct sl_err err = { 0 };
 
 	(void)state;
-	assert_int_equal(isolation_switch_user(0, 0, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "not an unprivileged user"));
+	assert_int_equal(isolation_switch_user(0, 0, &err), -EINVAL);
+	assert_string_equal(sl_err_msg(&err), "switch to 0:0: not an unprivileged user");
+	/* A refusal, not a system call's failure. */
+	assert_int_equal(sl_err_errno(&err), 0);
 }
 
 static void test_allowlist(void **state)

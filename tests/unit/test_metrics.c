@@ -435,10 +435,9 @@ static void test_render_text(void **state)
 static void test_audit_failures_shown(void **state)
 {
 	struct audit_event ev = {.decision = "allow", .reason = "allowed"};
-	char err[256];
 
 	(void)state;
-	assert_int_equal(audit_open("/dev/full", err, sizeof(err)), 0);
+	assert_int_equal(audit_open("/dev/full", NULL), 0);
 	audit_log(&ev);
 	audit_log(&ev);
 	audit_close();
@@ -460,12 +459,12 @@ static void test_audit_refusals_shown(void **state)
 				 .proto = "dns",
 				 .decision = "deny",
 				 .reason = "not-allowlisted"};
-	char err[256], name[32];
+	char name[32];
 	unsigned i;
 
 	(void)state;
 	audit_set_clock(fixed_ms);
-	assert_int_equal(audit_open("/dev/null", err, sizeof(err)), 0);
+	assert_int_equal(audit_open("/dev/null", NULL), 0);
 	ev.name = "same.example";
 	for (i = 0; i < 3; i++)
 		audit_log(&ev); /* one line, two folded */

@@ -19,6 +19,7 @@
 
 #include "broker/tls/tls.h"
 #include "common/addr.h"
+#include "common/err.h"
 #include "dnsfilter/dnsfilter.h"
 #include "probe/probe_internal.h"
 
@@ -178,7 +179,8 @@ static void test_spellings(void **state)
 static int parse(struct probe_opts *o, char *err, size_t n, ...)
 {
 	char *argv[32] = {"probe"};
-	int argc = 1;
+	struct sl_err e = { 0 };
+	int argc = 1, r;
 	va_list ap;
 	char *a;
 
@@ -186,7 +188,9 @@ static int parse(struct probe_opts *o, char *err, size_t n, ...)
 	while ((a = va_arg(ap, char *)) && argc < 31)
 		argv[argc++] = a;
 	va_end(ap);
-	return probe_opts_parse(argc, argv, o, err, n);
+	r = probe_opts_parse(argc, argv, o, &e);
+	snprintf(err, n, "%s", sl_err_msg(&e));
+	return r;
 }
 
 static void test_opts_defaults(void **state)
@@ -875,9 +879,10 @@ static void test_opts_containment_errors(void **state)
 			argv[argc++] = "--secret-file";
 			argv[argc++] = "/x";
 		}
-		assert_int_equal(
-		    probe_opts_parse(argc, argv, o, err, sizeof(err)), -EINVAL);
-		assert_non_null(strstr(err, "at most"));
+		struct sl_err e = { 0 };
+
+		assert_int_equal(probe_opts_parse(argc, argv, o, &e), -EINVAL);
+		assert_non_null(strstr(sl_err_msg(&e), "at most"));
 	}
 	free(o);
 }

@@ -24,6 +24,7 @@
 #include "broker/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
+#include "common/err.h"
 
 static uint64_t mono_ms(void)
 {
@@ -447,16 +448,17 @@ static void run_for(uint64_t ms)
 
 static int world_up(size_t cache_max)
 {
-	char servers[64], err[256];
+	struct sl_err err = { 0 };
+	char servers[64];
 
 	memset(&W, 0, sizeof(W));
 	fake_start(&W.dns);
 	W.l = loop_new();
 	assert_non_null(W.l);
 	snprintf(servers, sizeof(servers), "127.0.0.1:%u", W.dns.port);
-	W.r = resolver_new(W.l, servers, cache_max, err, sizeof(err));
+	W.r = resolver_new(W.l, servers, cache_max, &err);
 	if (!W.r)
-		fail_msg("resolver_new: %s", err);
+		fail_msg("resolver_new: %s", sl_err_msg(&err));
 	return 0;
 }
 
@@ -737,7 +739,7 @@ static void test_deadline_with_two_servers(void **state)
 {
 	static const uint32_t kept4[] = {0xc0000207};
 	struct fake_dns *second = &W.second;
-	char servers[64], err[256];
+	char servers[64];
 	struct res x = {0}, k1 = {0}, k2 = {0};
 	uint64_t t0, dt;
 
@@ -749,7 +751,7 @@ static void test_deadline_with_two_servers(void **state)
 	resolver_free(W.r);
 	snprintf(servers, sizeof(servers), "127.0.0.1:%u,127.0.0.1:%u",
 		 W.dns.port, second->port);
-	W.r = resolver_new(W.l, servers, 64, err, sizeof(err));
+	W.r = resolver_new(W.l, servers, 64, NULL);
 	assert_non_null(W.r);
 
 	/* An answer cached just before: it must outlive its query's deadline.
@@ -1038,15 +1040,17 @@ static void test_inflight_bound_and_free(void **state)
 
 static void test_new_errors(void **state)
 {
-	char err[256] = "";
+	struct sl_err err = { 0 };
 	struct resolver *r;
 
 	(void)state;
-	r = resolver_new(W.l, "not an address", 16, err, sizeof(err));
+	r = resolver_new(W.l, "not an address", 16, &err);
 	assert_null(r);
-	assert_non_null(strstr(err, "`not an address`"));
+	assert_non_null(
+		strstr(sl_err_msg(&err), "upstream_resolvers: bad server list `not an address`: "));
+	assert_int_equal(sl_err_errno(&err), 0); /* c-ares' code, not an errno */
 	/* The system configuration: created and freed, nothing sent. */
-	r = resolver_new(W.l, NULL, 16, err, sizeof(err));
+	r = resolver_new(W.l, NULL, 16, &err);
 	assert_non_null(r);
 	resolver_free(r);
 }
