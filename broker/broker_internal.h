@@ -87,6 +87,10 @@ struct sandbox_approval {
 
 /* sandbox.c */
 int sandbox_table_init(const struct broker_config *cfg);
+struct worker;
+/* The workers told of policies swapped and sandboxes gone; set once,
+ * before any runs. */
+void sandbox_table_set_workers(struct worker *workers, unsigned n);
 /* Looks up the sandbox of a source address: takes a reference on it and on
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
 struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol);
@@ -152,8 +156,11 @@ struct sandbox *sandbox_get(const char *name);
  * found @what ("damaged", "missing", ...) when the broker read it. */
 void sandbox_state_audit(const char *name, const char *path, const char *what);
 
+struct dns_server;
+
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {
+	struct broker *b; /* the broker it works for */
 	unsigned id;
 	pthread_t thread;
 	struct loop *loop;
@@ -162,18 +169,28 @@ struct worker {
 	struct ev transparent_ev;
 	/* Out of descriptors, the listeners rest; this wakes them (proxy/accept.c). */
 	struct timer accept_retry;
+	/* Its DNS filter sockets (dns.c); this worker's alone. */
+	struct dns_server *dns;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
 	bool draining;
 };
 
+/*
+ * The broker: made by main() and passed to what needs it (a worker points
+ * at it, a connection reaches it through its worker, the control socket
+ * holds it as its context). There is no global instance.
+ */
 struct broker {
 	struct broker_config cfg;
+	/* The configuration file read (NULL: the built-in defaults), read
+	 * again by broker_reload(). */
+	const char *config_path;
 	struct worker *workers;
 	unsigned n_workers;
 	atomic_uint total_conns;
 	/* The most connections one sandbox may hold, whatever its policy
-	 * says: derived from RLIMIT_NOFILE at start-up and on reload (main.c). */
+	 * says: derived from RLIMIT_NOFILE at start-up and on reload (broker.c). */
 	atomic_uint sandbox_conn_cap;
 	atomic_bool draining;
 	struct sl_addr local[64]; /* the broker namespace's own addresses */
@@ -181,9 +198,18 @@ struct broker {
 	 * (upstream_ca, else the system store). */
 	struct ssl_ctx_st *upstream_ctx;
 	size_t n_local;
+	/* Whether the broker becomes cfg.user after start-up: started as
+	 * root, and the user is not root. Set once, before the opener is
+	 * forked (main.c). */
+	bool switching;
+	/* The main thread's loop and what it serves besides the control
+	 * socket (main.c): signals, the drain and the audit log's tick. */
+	struct loop *main_loop;
+	struct ev signal_ev;
+	struct timer drain_timer;
+	struct timer audit_timer;
+	uint64_t drain_deadline;
 };
-
-extern struct broker broker;
 
 /* proxy/ (accept.c) */
 void proxy_accept(struct ev *ev, uint32_t events);
@@ -210,10 +236,11 @@ bool proxy_hold_pending(struct sandbox *sb, const char *host, uint16_t port);
 /* Posts an answer to every worker for @sb's connections held for @host
  * (on @port; 0: any): @approve decides them again on the sandbox's policy
  * now; else each is refused with @status and @reason. */
-int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, bool approve,
+int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port, bool approve,
 			  enum sl_reason reason, int status);
 /* An approval's check by the address guard (proxy_hold_check()). */
 struct hold_check {
+	struct broker *b;    /* whose worker 0 resolves; set by proxy_hold_check() */
 	struct sandbox *sb;  /* the caller's reference */
 	struct policy *pol;  /* the caller's reference: its ranges judge */
 	char host[256];
@@ -228,7 +255,7 @@ struct hold_check {
 };
 /* Resolves and judges @chk on worker 0, then runs @chk->done on @chk->back.
  * Return: 0, or a negative errno (nothing posted). */
-int proxy_hold_check(struct hold_check *chk);
+int proxy_hold_check(struct broker *b, struct hold_check *chk);
 
 /* watch.c: `sluice watch`, on the control loop. At most WATCH_MAX at once. */
 #define WATCH_MAX 8
@@ -248,9 +275,9 @@ void watch_pending(const char *sandbox, const char *host, uint16_t port, const c
 		   const char *path, uint32_t count);
 
 /* control.c */
-/* Opens the control socket at @path and serves it on @l (the main loop).
- * Return: 0 or a negative errno. */
-int control_start(struct loop *l, const char *path);
+/* Opens @b's control socket (cfg.control_socket) and serves it on
+ * b->main_loop, with @b as its context. Return: 0 or a negative errno. */
+int control_start(struct broker *b);
 /* Draining: no new connection; requests under way are finished. */
 void control_stop(void);
 /* After the main loop stopped: finishes what was asked, closes the rest
@@ -267,9 +294,18 @@ int dns_server_start(struct worker *w);
  * thread (e.g. posted by stop_listening) or after its loop has stopped. */
 void dns_server_stop(struct worker *w);
 
-/* main.c */
-bool broker_is_local(const struct sl_addr *a, uint16_t port);
+/* broker.c */
+/* Whether @a is one of the broker's own addresses (or a sandbox gateway). */
+bool broker_is_local(const struct broker *b, const struct sl_addr *a, uint16_t port);
+/* Notes the addresses of the broker's namespace (broker_is_local()). */
+void broker_collect_local_addresses(struct broker *b);
+/* `user` not set: the system user `sluice` if there is one, else the
+ * fixed ids of config.h (so the broker never stays root by default). */
+void broker_resolve_user(struct broker_config *c);
+/* max_connections @want, or fewer: what RLIMIT_NOFILE holds; sets
+ * b->sandbox_conn_cap. Logs what it derived when @say. */
+uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say);
 /* Reloads configuration and every policy; all or nothing. */
-int broker_reload(char *err, size_t errlen, char *said, size_t saidlen);
+int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen);
 
 #endif

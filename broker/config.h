@@ -31,7 +31,7 @@ struct broker_config {
 	char upstream_ca[256];
 	char audit_log[256];
 	unsigned workers;		/* 0: one per core */
-	/* The keys a reload changes in the running broker.cfg (main.c,
+	/* The keys a reload changes in the running broker's cfg (broker.c,
 	 * broker_reload()) while workers read them: _Atomic, so that every
 	 * read and write is one whole access and not a data race. A plain
 	 * read compiles to an atomic load (a plain mov on x86); never take

@@ -72,7 +72,7 @@
 #define SYS_pidfd_open 434 /* Linux 5.3 */
 #endif
 
-static int control_open(const char *path)
+static int control_open(const struct broker *b, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	size_t plen = strlen(path);
@@ -99,9 +99,9 @@ static int control_open(const char *path)
 	 * group the broker is not in needs CAP_CHOWN). The peer checks below
 	 * still decide; the mode only keeps everyone else off. */
 	if (e == 0) {
-		bool group = broker.cfg.control_group[0] != '\0';
+		bool group = b->cfg.control_group[0] != '\0';
 
-		if ((group && chown(path, (uid_t)-1, broker.cfg.control_gid) < 0) ||
+		if ((group && chown(path, (uid_t)-1, b->cfg.control_gid) < 0) ||
 		    chmod(path, group ? 0660 : 0600) < 0)
 			e = -1;
 	}
@@ -522,7 +522,30 @@ out:
 /* The uid the broker was started as (control_start() runs before the switch
  * to its own user): besides root and control_group, only it may call. Not
  * the uid it runs as afterwards, which no person logs in as. */
-static uid_t control_owner;
+
+struct cconn;
+
+/* A log line that may come once per connection, bounded. */
+struct ratelog {
+	uint64_t window; /* start, loop_now_ms() */
+	unsigned n;	 /* lines written in it */
+	uint64_t quiet;	 /* not written since */
+};
+
+static struct {
+	struct loop *loop;
+	struct ev listen;
+	struct timer retry; /* accept again after running out of descriptors */
+	struct cconn *oldest, *newest;
+	unsigned n;
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
+	uint64_t timeouts, busy; /* for `sluice status` */
+	struct ratelog log_timeout, log_busy, log_refused, log_fds;
+	struct timer approvals; /* ends approvals made --for a while */
+	bool approvals_armed;
+	struct broker *b; /* whose control socket this is */
+	uid_t owner;	  /* the broker's own uid, allowed besides root */
+} ctl = { .listen.fd = -1 };
 
 /* Whether the caller holds control_group, as primary or supplementary group. */
 static bool peer_in_group(int fd, const struct ucred *cred)
@@ -532,9 +555,9 @@ static bool peer_in_group(int fd, const struct ucred *cred)
 	bool in = false;
 	size_t i;
 
-	if (!broker.cfg.control_group[0])
+	if (!ctl.b->cfg.control_group[0])
 		return false;
-	if (cred->gid == broker.cfg.control_gid)
+	if (cred->gid == ctl.b->cfg.control_gid)
 		return true;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
 		if (errno != ERANGE || !(g = malloc(len)))
@@ -545,7 +568,7 @@ static bool peer_in_group(int fd, const struct ucred *cred)
 		}
 	}
 	for (i = 0; i < len / sizeof(gid_t); i++)
-		in |= g[i] == broker.cfg.control_gid;
+		in |= g[i] == ctl.b->cfg.control_gid;
 	if (g != small)
 		free(g);
 	return in;
@@ -572,10 +595,10 @@ static int peer_check(int fd, struct peer *p, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot read the caller's credentials: %s", strerror(-r));
 		return r;
 	}
-	if (p->cred.uid != 0 && p->cred.uid != control_owner && !peer_in_group(fd, &p->cred)) {
-		if (broker.cfg.control_group[0])
+	if (p->cred.uid != 0 && p->cred.uid != ctl.owner && !peer_in_group(fd, &p->cred)) {
+		if (ctl.b->cfg.control_group[0])
 			snprintf(why, whylen, "uid %u is neither root nor in control_group `%s`",
-				 (unsigned)p->cred.uid, broker.cfg.control_group);
+				 (unsigned)p->cred.uid, ctl.b->cfg.control_group);
 		else
 			snprintf(why, whylen, "uid %u is not root (and no control_group is set)",
 				 (unsigned)p->cred.uid);
@@ -680,25 +703,6 @@ struct cconn {
 	struct approve_job *ajob; /* C_WORK: an approval being checked */
 };
 
-/* A log line that may come once per connection, bounded. */
-struct ratelog {
-	uint64_t window; /* start, loop_now_ms() */
-	unsigned n;	 /* lines written in it */
-	uint64_t quiet;	 /* not written since */
-};
-
-static struct {
-	struct loop *loop;
-	struct ev listen;
-	struct timer retry; /* accept again after running out of descriptors */
-	struct cconn *oldest, *newest;
-	unsigned n;
-	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
-	uint64_t timeouts, busy; /* for `sluice status` */
-	struct ratelog log_timeout, log_busy, log_refused, log_fds;
-	struct timer approvals; /* ends approvals made --for a while */
-	bool approvals_armed;
-} ctl = { .listen.fd = -1 };
 
 /* Splits @line in place into at most @max words. */
 static int words(char *line, char **w, int max)
@@ -901,7 +905,7 @@ static void refuse_answer(const struct peer *p, const char *name, const char *ho
 	if (!proxy_hold_pending(sb, host, pn)) {
 		snprintf(out, outlen, CTL_ERR "nothing of sandbox `%s` waits for %s%s%s\n", name,
 			 host, pn ? ":" : "", pn ? port : "");
-	} else if (proxy_hold_answer_all(sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) < 0) {
+	} else if (proxy_hold_answer_all(ctl.b, sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) < 0) {
 		snprintf(out, outlen, CTL_ERR "out of memory\n");
 	} else {
 		hold_audit(p, name, host, pn, "deny", SL_REASON_HOLD_REFUSED, NULL);
@@ -954,7 +958,7 @@ static void approve_done(void *arg)
 			 CTL_ERR "cannot resolve `%s` (%s): not approved; what waits for it is "
 				 "refused (dns-failure)\n",
 			 chk->host, chk->status == -ETIMEDOUT ? "timed out" : "no answer");
-		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_DNS_FAILURE, 502);
+		proxy_hold_answer_all(ctl.b, chk->sb, chk->host, port, false, SL_REASON_DNS_FAILURE, 502);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_DNS_FAILURE,
 			   rule);
 	} else if (!chk->allowed) {
@@ -963,7 +967,7 @@ static void approve_done(void *arg)
 				 "waits for it is refused (address-denied)\n",
 			 chk->host, chk->first_denied[0] ? chk->first_denied : "no address",
 			 chk->denied > 1 ? ", ..." : "");
-		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_ADDRESS_DENIED,
+		proxy_hold_answer_all(ctl.b, chk->sb, chk->host, port, false, SL_REASON_ADDRESS_DENIED,
 				      403);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny",
 			   SL_REASON_ADDRESS_DENIED, rule);
@@ -976,7 +980,7 @@ static void approve_done(void *arg)
 		if (r < 0) {
 			snprintf(out, sizeof(out), CTL_ERR "%s\n", err);
 		} else {
-			proxy_hold_answer_all(chk->sb, chk->host, port, true, SL_REASON_ALLOWED, 0);
+			proxy_hold_answer_all(ctl.b, chk->sb, chk->host, port, true, SL_REASON_ALLOWED, 0);
 			if (job->secs && !ctl.approvals_armed &&
 			    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
 				ctl.approvals_armed = true;
@@ -1042,7 +1046,7 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 	job->secs = secs;
 	snprintf(job->name, sizeof(job->name), "%s", w[1]);
 	snprintf(job->port_text, sizeof(job->port_text), "%u", port);
-	if (proxy_hold_check(&job->chk) < 0) {
+	if (proxy_hold_check(ctl.b, &job->chk) < 0) {
 		sandbox_put(job->chk.sb);
 		policy_unref(job->chk.pol);
 		free(job);
@@ -1126,19 +1130,19 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
 		int k;
 
-		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
-		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
+		addr_format_cidr(&ctl.b->cfg.pool_net, ctl.b->cfg.pool_plen, pool, sizeof(pool));
+		addr_format_cidr(&ctl.b->cfg.synthetic_net, ctl.b->cfg.synthetic_plen, synth,
 				 sizeof(synth));
 		k = snprintf(out, outlen,
 			     CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
 			     "sandbox_pool %s\nsynthetic_pool %s\n",
-			     broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
+			     ctl.b->cfg.proxy_port, ctl.b->cfg.transparent_port, ctl.b->cfg.dns_port,
 			     pool, synth);
 		/* Where the audit lines go, when that is a file a caller can read
 		 * (`sluice report` with no AUDIT_LOG): an absolute path, not
 		 * stderr. */
-		if (k > 0 && (size_t)k < outlen && broker.cfg.audit_log[0] == '/')
-			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n", broker.cfg.audit_log);
+		if (k > 0 && (size_t)k < outlen && ctl.b->cfg.audit_log[0] == '/')
+			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n", ctl.b->cfg.audit_log);
 	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
@@ -1173,7 +1177,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
-		r = broker_reload(err, sizeof(err), said, sizeof(said));
+		r = broker_reload(ctl.b, err, sizeof(err), said, sizeof(said));
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "%s\n", err);
 		else
@@ -1682,20 +1686,22 @@ static void on_accept(struct ev *ev, uint32_t events)
 	}
 }
 
-int control_start(struct loop *l, const char *path)
+int control_start(struct broker *b)
 {
+	struct loop *l = b->main_loop;
 	int fd, efd;
 
 	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (efd < 0)
 		return -errno;
-	fd = control_open(path);
+	ctl.b = b;
+	fd = control_open(b, b->cfg.control_socket);
 	if (fd < 0) {
 		close(efd);
 		return fd;
 	}
 	ctl.loop = l;
-	control_owner = geteuid();
+	ctl.owner = geteuid();
 	if (watch_start(l) < 0) {
 		close(fd);
 		close(efd);

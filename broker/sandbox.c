@@ -71,6 +71,10 @@ static struct {
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
 	size_t timed_approvals; /* approvals with an end, all sandboxes */
+	/* The broker's workers, told of policies swapped and sandboxes gone
+	 * (none in unit tests). */
+	struct worker *workers;
+	unsigned n_workers;
 } tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* FNV-1a over @len bytes, as a slot number. Keys come from the control
@@ -150,6 +154,12 @@ static void block_mark(const struct sl_addr *a, bool used)
 
 static void ca_gone_sweep(void);
 
+void sandbox_table_set_workers(struct worker *workers, unsigned n)
+{
+	tab.workers = workers;
+	tab.n_workers = n;
+}
+
 int sandbox_table_init(const struct broker_config *cfg)
 {
 	unsigned host_bits = 128 - cfg->pool_plen;
@@ -180,7 +190,7 @@ int sandbox_table_init(const struct broker_config *cfg)
 	if (mkdir(tab.ca_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	ca_gone_sweep();
-	if (creds_init(cfg->state_dir) < 0)
+	if (creds_init(cfg) < 0)
 		return -errno;
 	return 0;
 }
@@ -1050,8 +1060,8 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 	 * until it has. A put in the loop drops only the reference just taken,
 	 * and ours, dropped last, keeps @sb alive until then: the analyzer
 	 * does not count references, hence the NOLINTs. */
-	for (i = 0; i < broker.n_workers; i++) {
-		struct worker *w = &broker.workers[i];
+	for (i = 0; i < tab.n_workers; i++) {
+		struct worker *w = &tab.workers[i];
 
 		atomic_fetch_add(&sb->refs, 1);
 		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
@@ -1238,9 +1248,9 @@ int sandbox_reload_all(char *err, size_t errlen)
 		}
 		/* Open connections meet the new policies too: each worker closes
 		 * the tunnels they withdrew (requests re-read it one by one). */
-		for (i = 0; i < broker.n_workers; i++)
-			loop_post(broker.workers[i].loop, proxy_policy_changed_post,
-				  &broker.workers[i]);
+		for (i = 0; i < tab.n_workers; i++)
+			loop_post(tab.workers[i].loop, proxy_policy_changed_post,
+				  &tab.workers[i]);
 	}
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);
@@ -1328,10 +1338,10 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 	if (r < 0)
 		log_err("sandbox: `%s`: updated, but cannot save its placeholders: %s", name,
 			strerror(-r));
-	for (i = 0; i < broker.n_workers; i++)
-		loop_post(broker.workers[i].loop,
+	for (i = 0; i < tab.n_workers; i++)
+		loop_post(tab.workers[i].loop,
 			  keep_open ? proxy_policy_changed_keep_post : proxy_policy_changed_post,
-			  &broker.workers[i]);
+			  &tab.workers[i]);
 	policy_unref(old);
 	log_info("sandbox: `%s`: policy %s (sha256 %.12s) replaced by %s (sha256 %.12s)%s", name,
 		 info->old_path, info->old_sha256, info->new_path, info->new_sha256,
@@ -1579,8 +1589,8 @@ static int recompile(struct sandbox *sb, char *err, size_t errlen)
 	pthread_rwlock_unlock(&tab.lock);
 	if (creds_sandbox_sync(sb, fresh, false) < 0)
 		log_err("sandbox: `%s`: cannot save its placeholders", sb->name);
-	for (i = 0; i < broker.n_workers; i++)
-		loop_post(broker.workers[i].loop, proxy_policy_changed_post, &broker.workers[i]);
+	for (i = 0; i < tab.n_workers; i++)
+		loop_post(tab.workers[i].loop, proxy_policy_changed_post, &tab.workers[i]);
 	policy_unref(old);
 	return 0;
 }

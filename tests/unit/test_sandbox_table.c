@@ -22,19 +22,6 @@
 #define SANDBOX_HASH_SLOTS 64
 #include "broker/sandbox.c"
 
-/* What broker/main.c defines for the rest of the broker; no worker and no
- * connection runs here, so the proxy (linked for its close hook) never
- * asks. */
-struct broker broker;
-
-bool broker_is_local(const struct sl_addr *a, uint16_t port)
-{
-	(void)a;
-	(void)port;
-	fail_msg("broker_is_local called in a table test");
-	return true;
-}
-
 #define SLOTS SANDBOX_HASH_SLOTS
 
 static char dir[64], policy_path[128];

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/* The broker's own state, as the rest of sluiced sees it: its addresses,
+ * the connection limit RLIMIT_NOFILE allows, and a reload of the
+ * configuration (main.c starts the broker; this is what runs later, on
+ * the main thread, and what unit tests link without main()). */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "broker/audit.h"
+#include "broker/broker_internal.h"
+#include "common/log.h"
+
+bool broker_is_local(const struct broker *b, const struct sl_addr *a, uint16_t port)
+{
+	size_t i;
+
+	(void)port;
+	/* Sandbox gateways live in the pool and come and go with sandboxes. */
+	if (addr_in_prefix(a, &b->cfg.pool_net, b->cfg.pool_plen))
+		return true;
+	for (i = 0; i < b->n_local; i++) {
+		if (memcmp(&b->local[i], a, sizeof(*a)) == 0)
+			return true;
+	}
+	return false;
+}
+
+void broker_collect_local_addresses(struct broker *b)
+{
+	struct ifaddrs *ifa, *i;
+
+	b->n_local = 0;
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i && b->n_local < sizeof(b->local) / sizeof(b->local[0]);
+	     i = i->ifa_next) {
+		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
+				    i->ifa_addr->sa_family == AF_INET6))
+			addr_from_sockaddr(i->ifa_addr, &b->local[b->n_local++], NULL);
+	}
+	freeifaddrs(ifa);
+}
+
+/*
+ * Names, comma-separated in @out, the keys of @n that differ from the
+ * running configuration and take effect only on a restart: sockets bound,
+ * threads and buffers sized, pools handed out, trust loaded at start-up.
+ */
+struct changed_key {
+	const char *key;
+	bool changed;
+};
+
+/* The keys of @k that changed, comma-separated in @out ("" when none). */
+static void key_list(const struct changed_key *k, size_t n, char *out, size_t len)
+{
+	size_t i, w = 0;
+
+	out[0] = '\0';
+	for (i = 0; i < n && w < len; i++) {
+		if (k[i].changed)
+			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
+	}
+}
+
+static void restart_only_changes(const struct broker *b, const struct broker_config *n,
+				 char *out, size_t len)
+{
+	const struct broker_config *o = &b->cfg;
+	const struct changed_key k[] = {
+		{ "control_socket", strcmp(n->control_socket, o->control_socket) != 0 },
+		{ "state_dir", strcmp(n->state_dir, o->state_dir) != 0 },
+		{ "sandbox_pool", n->pool_plen != o->pool_plen ||
+					  memcmp(&n->pool_net, &o->pool_net, sizeof(n->pool_net)) },
+		{ "proxy_port", n->proxy_port != o->proxy_port },
+		{ "transparent_port", n->transparent_port != o->transparent_port },
+		{ "dns_port", n->dns_port != o->dns_port },
+		{ "synthetic_pool", n->synthetic_plen != o->synthetic_plen ||
+					    memcmp(&n->synthetic_net, &o->synthetic_net,
+						   sizeof(n->synthetic_net)) },
+		{ "upstream_resolvers", strcmp(n->upstream_resolvers, o->upstream_resolvers) != 0 },
+		{ "upstream_ca", strcmp(n->upstream_ca, o->upstream_ca) != 0 },
+		{ "workers", n->workers != o->workers },
+		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
+		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
+		{ "user", n->user_uid != o->user_uid || n->user_gid != o->user_gid },
+	};
+
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
+}
+
+/* The keys of @n that differ from the running configuration and take
+ * effect at a reload (broker_reload() applies them). */
+static void reload_changes(const struct broker *b, const struct broker_config *n, char *out,
+			   size_t len)
+{
+	const struct broker_config *o = &b->cfg;
+	const struct changed_key k[] = {
+		{ "max_connections", n->max_connections != o->max_connections },
+		{ "head_timeout", n->head_timeout_ms != o->head_timeout_ms },
+		{ "connect_timeout", n->connect_timeout_ms != o->connect_timeout_ms },
+		{ "response_timeout", n->response_timeout_ms != o->response_timeout_ms },
+		{ "drain_timeout", n->drain_timeout_ms != o->drain_timeout_ms },
+		{ "audit_fold", n->audit_fold_ms != o->audit_fold_ms },
+		{ "audit_log", strcmp(n->audit_log, o->audit_log) != 0 },
+		{ "control_group", strcmp(n->control_group, o->control_group) != 0 },
+	};
+
+	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
+}
+
+/* Descriptors one proxied connection can hold: the client, the upstream
+ * and a tunnel's two pipes (two each). */
+#define FDS_PER_CONN 6
+/* Held besides connections: listeners, epoll and wake fds, the control
+ * socket, the audit log, resolver sockets (a few per worker). */
+#define FDS_BASE(workers) (64u + (workers) * 16u)
+/* Each worker's TCP connections to the DNS filter (256 at most, dns.c). */
+#define FDS_DNS_TCP(workers) ((workers) * 256u)
+
+/*
+ * @want, or fewer: as many connections as RLIMIT_NOFILE can hold with the
+ * broker's other descriptors, so that the connection limit is met before
+ * the descriptors run out (running out of descriptors stalls accept(),
+ * the sandbox waits; the limit answers at once). Under a small limit the
+ * DNS filter's TCP connections get at most half of what the base leaves
+ * (beyond that, its accept waits for a descriptor as the proxy's does),
+ * so that a broker under 256 descriptors still serves a few connections
+ * rather than one. Also sets b->sandbox_conn_cap, the most
+ * connections one sandbox may hold whatever its policy says: half of what
+ * the descriptors hold, so that one sandbox cannot take every descriptor
+ * from the others. Logs what it derived (@say), and always when it lowers.
+ */
+uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say)
+{
+	struct rlimit rl;
+	unsigned workers = b->n_workers ? b->n_workers : 1;
+	uint64_t fit, base = FDS_BASE(workers), dns = FDS_DNS_TCP(workers), reserved;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY) {
+		atomic_store_explicit(&b->sandbox_conn_cap, UINT32_MAX, memory_order_relaxed);
+		return want;
+	}
+	if (rl.rlim_cur > base && dns > (rl.rlim_cur - base) / 2)
+		dns = (rl.rlim_cur - base) / 2;
+	reserved = base + dns;
+	fit = rl.rlim_cur > reserved ? (rl.rlim_cur - reserved) / FDS_PER_CONN : 1;
+	if (fit == 0)
+		fit = 1;
+	if (fit > UINT32_MAX)
+		fit = UINT32_MAX;
+	atomic_store_explicit(&b->sandbox_conn_cap, fit > 1 ? (uint32_t)(fit / 2) : 1,
+			      memory_order_relaxed);
+	if (want > fit) {
+		log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a "
+			 "tunnel holds %d descriptors and %llu are kept for the rest",
+			 want, (unsigned long long)fit, (unsigned long long)rl.rlim_cur,
+			 FDS_PER_CONN, (unsigned long long)reserved);
+		want = (uint32_t)fit;
+	}
+	if (say)
+		log_info("sluiced: RLIMIT_NOFILE %llu: at most %u connections, %u per sandbox "
+			 "(limits.connections above that is lowered)",
+			 (unsigned long long)rl.rlim_cur, want,
+			 atomic_load_explicit(&b->sandbox_conn_cap, memory_order_relaxed));
+	return want;
+}
+
+int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen)
+{
+	struct broker_config c = b->cfg;
+	char now[300], later[300];
+	int r;
+
+	if (b->config_path) {
+		broker_config_defaults(&c);
+		r = broker_config_load(b->config_path, &c, err, errlen);
+		if (r < 0) {
+			log_err("reload: configuration refused, the old one stays: %s", err);
+			return r;
+		}
+		broker_resolve_user(&c);
+	}
+	r = sandbox_reload_all(err, errlen);
+	if (r < 0) {
+		log_err("reload: policy refused, every old policy stays: %s", err);
+		return r;
+	}
+	/* The timeouts, max_connections and audit_log take effect now; the
+	 * rest on a restart, and the log (and the caller) hear what waits for
+	 * one. */
+	reload_changes(b, &c, now, sizeof(now));
+	restart_only_changes(b, &c, later, sizeof(later));
+	if (later[0])
+		log_warn("reload: changed, in force after a restart only: %s", later);
+	/* Workers read these as they go (config.h): atomic stores, each on
+	 * its own; relaxed, as nothing else is published through them. */
+	atomic_store_explicit(&b->cfg.max_connections, broker_conn_limit_for_fds(b, c.max_connections, false),
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->cfg.head_timeout_ms, c.head_timeout_ms,
+			      memory_order_relaxed);
+	b->cfg.audit_fold_ms = c.audit_fold_ms;
+	audit_set_fold(c.audit_fold_ms);
+	atomic_store_explicit(&b->cfg.connect_timeout_ms, c.connect_timeout_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->cfg.response_timeout_ms, c.response_timeout_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->cfg.drain_timeout_ms, c.drain_timeout_ms,
+			      memory_order_relaxed);
+	/* control_group: the callers' check follows now (control.c, on this
+	 * thread); the socket's group and mode were set at start-up, when the
+	 * broker could still chown it, and follow on a restart. */
+	if (strcmp(c.control_group, b->cfg.control_group))
+		log_warn("reload: control_group `%s` checked from now on; the control socket's "
+			 "group and mode change on a restart", c.control_group);
+	memcpy(b->cfg.control_group, c.control_group, sizeof(c.control_group));
+	b->cfg.control_gid = c.control_gid;
+	if (strcmp(c.audit_log, b->cfg.audit_log)) {
+		char e[300];
+
+		audit_close();
+		if (audit_open(c.audit_log, e, sizeof(e)) < 0) {
+			log_err("reload: %s; audit goes to stderr", e);
+			audit_open("-", e, sizeof(e));
+		}
+		snprintf(b->cfg.audit_log, sizeof(b->cfg.audit_log), "%s", c.audit_log);
+	} else {
+		audit_reopen();
+	}
+	log_info("reload: configuration and %zu policies in force", sandbox_count());
+	if (said)
+		snprintf(said, saidlen,
+			 "configuration: %s\n"
+			 "policies: %zu read again, in force\n"
+			 "changed, in force now: %s\n"
+			 "changed, in force after a restart only: %s\n",
+			 b->config_path ? b->config_path : "(defaults, no file)", sandbox_count(),
+			 now[0] ? now : "nothing", later[0] ? later : "nothing");
+	return 0;
+}
+
+/* `user` not set: the system user `sluice` if there is one, else the
+ * fixed ids of config.h (so the broker never stays root by default). */
+void broker_resolve_user(struct broker_config *c)
+{
+	struct passwd pw, *res = NULL;
+	char buf[16384];
+
+	if (c->user[0])
+		return;
+	if (getpwnam_r(BROKER_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {
+		c->user_uid = res->pw_uid;
+		c->user_gid = res->pw_gid;
+		snprintf(c->user, sizeof(c->user), "%s", BROKER_DEFAULT_USER);
+		return;
+	}
+	c->user_uid = BROKER_DEFAULT_UID;
+	c->user_gid = BROKER_DEFAULT_GID;
+	snprintf(c->user, sizeof(c->user), "%u:%u", BROKER_DEFAULT_UID, BROKER_DEFAULT_GID);
+}
+
