@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
@@ -187,7 +190,7 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 		}
 		broker_resolve_user(&c);
 	}
-	r = sandbox_reload_all(err, errlen);
+	r = sandbox_reload_all(b->sandboxes, err, errlen);
 	if (r < 0) {
 		log_err("reload: policy refused, every old policy stays: %s", err);
 		return r;
@@ -233,14 +236,14 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 	} else {
 		audit_reopen();
 	}
-	log_info("reload: configuration and %zu policies in force", sandbox_count());
+	log_info("reload: configuration and %zu policies in force", sandbox_count(b->sandboxes));
 	if (said)
 		snprintf(said, saidlen,
 			 "configuration: %s\n"
 			 "policies: %zu read again, in force\n"
 			 "changed, in force now: %s\n"
 			 "changed, in force after a restart only: %s\n",
-			 b->config_path ? b->config_path : "(defaults, no file)", sandbox_count(),
+			 b->config_path ? b->config_path : "(defaults, no file)", sandbox_count(b->sandboxes),
 			 now[0] ? now : "nothing", later[0] ? later : "nothing");
 	return 0;
 }
@@ -263,5 +266,30 @@ void broker_resolve_user(struct broker_config *c)
 	c->user_uid = BROKER_DEFAULT_UID;
 	c->user_gid = BROKER_DEFAULT_GID;
 	snprintf(c->user, sizeof(c->user), "%u:%u", BROKER_DEFAULT_UID, BROKER_DEFAULT_GID);
+}
+
+void broker_free(struct broker *b)
+{
+	unsigned i;
+
+	if (!b)
+		return;
+	for (i = 0; b->workers && i < b->n_workers; i++) {
+		struct worker *w = &b->workers[i];
+
+		if (!w->loop)
+			continue;
+		/* Its loop has stopped: what the drain did not close yet. */
+		dns_server_stop(w);
+		resolver_free(w->resolver);
+		loop_free(w->loop);
+	}
+	free(b->workers);
+	sandbox_table_free(b->sandboxes);
+	SSL_CTX_free(b->upstream_ctx);
+	if (b->signal_ev.fd >= 0)
+		close(b->signal_ev.fd);
+	loop_free(b->main_loop);
+	free(b);
 }
 

@@ -33,6 +33,7 @@ struct hold_table;
  */
 struct sandbox {
 	atomic_int refs;
+	struct sandbox_table *table; /* whose it is, for its life */
 	char name[SANDBOX_NAME_MAX + 1];
 	struct sl_addr addr;
 	char policy_path[256];
@@ -86,25 +87,34 @@ struct sandbox_approval {
 };
 
 /* sandbox.c */
-int sandbox_table_init(const struct broker_config *cfg);
+/*
+ * The table of registered sandboxes, an object of its own (its own lock):
+ * made by sandbox_table_new() from the configuration's state_dir and
+ * pools (creating the directories), freed by sandbox_table_free() with
+ * the table's references on its sandboxes. Every function below but
+ * sandbox_put(), sandbox_policy() and sandbox_audit() takes it first.
+ */
+struct sandbox_table;
+int sandbox_table_new(const struct broker_config *cfg, struct sandbox_table **out);
+void sandbox_table_free(struct sandbox_table *tab);
 struct worker;
 /* The workers told of policies swapped and sandboxes gone; set once,
  * before any runs. */
-void sandbox_table_set_workers(struct worker *workers, unsigned n);
+void sandbox_table_set_workers(struct sandbox_table *tab, struct worker *workers, unsigned n);
 /* Looks up the sandbox of a source address: takes a reference on it and on
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
-struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol);
+struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src, struct policy **pol);
 void sandbox_put(struct sandbox *sb);
 /* The policy in force for @sb now, with a reference for the caller. */
 struct policy *sandbox_policy(struct sandbox *sb);
 /* @addr "auto" allocates the next free /30 of sandbox_pool; the address
  * registered is written to *@assigned when not NULL. */
-int sandbox_register(const char *name, const char *addr, const char *policy_path,
+int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path,
 		     bool persist, struct sl_addr *assigned, char *err, size_t errlen);
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
+int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path, bool netns,
 			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
 			size_t errlen);
 /* Is @sb in audit mode with policy @p (its registration says so, or the
@@ -112,23 +122,23 @@ int sandbox_register_ca(const char *name, const char *addr, const char *policy_p
  * would-deny. */
 bool sandbox_audit(const struct sandbox *sb, const struct policy *p);
 /* How many registered sandboxes are in audit mode now. */
-size_t sandbox_audit_count(void);
-int sandbox_unregister(const char *name, char *err, size_t errlen);
+size_t sandbox_audit_count(struct sandbox_table *tab);
+int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
-int sandbox_list(char *buf, size_t len);
+int sandbox_list(struct sandbox_table *tab, char *buf, size_t len);
 /* Sandboxes whose placeholders or synthetic names were lost at start-up. */
-size_t sandbox_state_lost_count(void);
-size_t sandbox_count(void);
-void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
+size_t sandbox_state_lost_count(struct sandbox_table *tab);
+size_t sandbox_count(struct sandbox_table *tab);
+void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg), void *arg);
 struct tls_leaf_stats;
 /* The leaf-certificate caches of every registered sandbox, summed. */
-void sandbox_tls_stats(struct tls_leaf_stats *sum);
+void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum);
 /* The PEM of the sandbox's CA certificate (free() it); -ENOENT. */
-int sandbox_ca_pem(const char *name, char **pem);
+int sandbox_ca_pem(struct sandbox_table *tab, const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */
-int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
+int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len, char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
-int sandbox_reload_all(char *err, size_t errlen);
+int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen);
 /* What sandbox_update() swapped, for its audit line. */
 struct sandbox_update_info {
 	char old_path[256], old_sha256[65];
@@ -138,20 +148,20 @@ struct sandbox_update_info {
  * keeps it across a restart; closes the open connections it withdraws
  * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
  * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
-int sandbox_update(const char *name, const char *policy_path, bool keep_open,
+int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path, bool keep_open,
 		   struct sandbox_update_info *info, char *err, size_t errlen);
-int sandbox_restore(char *err, size_t errlen);
+int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen);
 /* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
  * its policy compiled anew with it; @until_ms as in struct sandbox_approval.
  * -ENOENT: no such sandbox; others: @err says why, nothing changed. */
-int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t until_ms,
+int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port, uint64_t until_ms,
 		    char *err, size_t errlen);
 /* Drops the approvals whose time is up at @now_ms (their sandboxes'
  * policies compiled anew without them); on the control thread. Return: how
  * many timed approvals remain (0: no need to call again). */
-size_t sandbox_approvals_expire(uint64_t now_ms);
+size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms);
 /* A reference on sandbox @name (sandbox_put() it), or NULL. */
-struct sandbox *sandbox_get(const char *name);
+struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name);
 /* An audit line `state-damaged` for a state file @path of sandbox @name
  * found @what ("damaged", "missing", ...) when the broker read it. */
 void sandbox_state_audit(const char *name, const char *path, const char *what);
@@ -198,6 +208,7 @@ struct broker {
 	 * (upstream_ca, else the system store). */
 	struct ssl_ctx_st *upstream_ctx;
 	size_t n_local;
+	struct sandbox_table *sandboxes; /* the registered sandboxes */
 	/* Whether the broker becomes cfg.user after start-up: started as
 	 * root, and the user is not root. Set once, before the opener is
 	 * forked (main.c). */
@@ -307,5 +318,8 @@ void broker_resolve_user(struct broker_config *c);
 uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say);
 /* Reloads configuration and every policy; all or nothing. */
 int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen);
+/* Frees @b and what it owns (workers' loops and resolvers, the sandbox
+ * table, the main loop); its threads must have stopped. NULL is fine. */
+void broker_free(struct broker *b);
 
 #endif

@@ -221,6 +221,28 @@ static int pid_nsid(struct mnl_socket *nl, pid_t pid, uint32_t seq, int32_t *nsi
 	return 0;
 }
 
+/* A log line that may come once per connection, bounded. */
+struct ratelog {
+	uint64_t window; /* start, loop_now_ms() */
+	unsigned n;	 /* lines written in it */
+	uint64_t quiet;	 /* not written since */
+};
+
+static struct {
+	struct loop *loop;
+	struct ev listen;
+	struct timer retry; /* accept again after running out of descriptors */
+	struct cconn *oldest, *newest;
+	unsigned n;
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
+	uint64_t timeouts, busy; /* for `sluice status` */
+	struct ratelog log_timeout, log_busy, log_refused, log_fds;
+	struct timer approvals; /* ends approvals made --for a while */
+	bool approvals_armed;
+	struct broker *b; /* whose control socket this is */
+	uid_t owner;	  /* the broker's own uid, allowed besides root */
+} ctl = { .listen.fd = -1 };
+
 /*
  * What is known of the sandboxes' namespaces: the id the broker's namespace
  * gives each one (its wire's IFLA_LINK_NETNSID), by sandbox name, sorted.
@@ -431,9 +453,9 @@ static long learn_unknown(struct mnl_socket *nl, uint32_t *seq)
 	size_t i;
 	int r = 0;
 
-	if (seen.n >= sandbox_count())
+	if (seen.n >= sandbox_count(ctl.b->sandboxes))
 		return 0;
-	sandbox_each(collect_unknown, &u);
+	sandbox_each(ctl.b->sandboxes, collect_unknown, &u);
 	if (u.nomem) {
 		free(u.v);
 		return -ENOMEM;
@@ -511,7 +533,7 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	if (left > 0) {
 		r = -ENOENT;
 		snprintf(why, whylen, "%ld of %zu sandboxes have no wire in the broker's "
-			 "namespace to tell their namespace by", left, sandbox_count());
+			 "namespace to tell their namespace by", left, sandbox_count(ctl.b->sandboxes));
 	}
 out:
 	if (nl)
@@ -525,27 +547,6 @@ out:
 
 struct cconn;
 
-/* A log line that may come once per connection, bounded. */
-struct ratelog {
-	uint64_t window; /* start, loop_now_ms() */
-	unsigned n;	 /* lines written in it */
-	uint64_t quiet;	 /* not written since */
-};
-
-static struct {
-	struct loop *loop;
-	struct ev listen;
-	struct timer retry; /* accept again after running out of descriptors */
-	struct cconn *oldest, *newest;
-	unsigned n;
-	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
-	uint64_t timeouts, busy; /* for `sluice status` */
-	struct ratelog log_timeout, log_busy, log_refused, log_fds;
-	struct timer approvals; /* ends approvals made --for a while */
-	bool approvals_armed;
-	struct broker *b; /* whose control socket this is */
-	uid_t owner;	  /* the broker's own uid, allowed besides root */
-} ctl = { .listen.fd = -1 };
 
 /* Whether the caller holds control_group, as primary or supplementary group. */
 static bool peer_in_group(int fd, const struct ucred *cred)
@@ -728,13 +729,13 @@ static void register_answer(const char *name, const char *addr, const char *poli
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
+	r = sandbox_register_ca(ctl.b->sandboxes, name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
 	}
 	addr_format(&a, as, sizeof(as));
-	sandbox_ca_pem(name, &pem);
+	sandbox_ca_pem(ctl.b->sandboxes, name, &pem);
 	snprintf(out, outlen, CTL_OK "%s\n%s", as, pem ? pem : "");
 	free(pem);
 }
@@ -772,7 +773,7 @@ static void update_answer(const struct peer *p, const char *name, const char *po
 {
 	struct sandbox_update_info info;
 	char err[700] = "";
-	int r = sandbox_update(name, policy, keep_open, &info, err, sizeof(err));
+	int r = sandbox_update(ctl.b->sandboxes, name, policy, keep_open, &info, err, sizeof(err));
 	struct audit_event ev = {
 		.sandbox = name,
 		.proto = "control",
@@ -849,7 +850,7 @@ static void pending_answer(const char *name, char *out, size_t outlen)
 	struct sandbox *sb;
 
 	if (name) {
-		sb = sandbox_get(name);
+		sb = sandbox_get(ctl.b->sandboxes, name);
 		if (!sb) {
 			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
 			return;
@@ -857,7 +858,7 @@ static void pending_answer(const char *name, char *out, size_t outlen)
 		sandbox_put(sb);
 	}
 	pc.o = (size_t)snprintf(out, outlen, CTL_OK);
-	sandbox_each(pending_one, &pc);
+	sandbox_each(ctl.b->sandboxes, pending_one, &pc);
 	if (pc.r < 0)
 		snprintf(out, outlen, CTL_ERR "pending list too long\n");
 }
@@ -897,7 +898,7 @@ static void refuse_answer(const struct peer *p, const char *name, const char *ho
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
 	}
-	sb = sandbox_get(name);
+	sb = sandbox_get(ctl.b->sandboxes, name);
 	if (!sb) {
 		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
 		return;
@@ -938,7 +939,7 @@ static void on_approvals(struct timer *t)
 {
 	(void)t;
 	ctl.approvals_armed = false;
-	if (sandbox_approvals_expire(loop_now_ms(ctl.loop)) > 0 &&
+	if (sandbox_approvals_expire(ctl.b->sandboxes, loop_now_ms(ctl.loop)) > 0 &&
 	    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
 		ctl.approvals_armed = true;
 }
@@ -972,7 +973,7 @@ static void approve_done(void *arg)
 		hold_audit(&job->peer, job->name, chk->host, port, "deny",
 			   SL_REASON_ADDRESS_DENIED, rule);
 	} else {
-		r = sandbox_approve(job->name, chk->host, port,
+		r = sandbox_approve(ctl.b->sandboxes, job->name, chk->host, port,
 				    job->secs ? loop_now_ms(ctl.loop) + job->secs * 1000 : 0, err,
 				    sizeof(err));
 		hold_audit(&job->peer, job->name, chk->host, port, r < 0 ? "error" : "allow",
@@ -1030,7 +1031,7 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 		snprintf(out, outlen, CTL_ERR "out of memory\n");
 		return -ENOMEM;
 	}
-	job->chk.sb = sandbox_get(w[1]);
+	job->chk.sb = sandbox_get(ctl.b->sandboxes, w[1]);
 	if (!job->chk.sb) {
 		free(job);
 		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
@@ -1076,13 +1077,13 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 				register_has(w, n, CTL_REGISTER_AUDIT), NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
-		r = sandbox_unregister(w[1], err, sizeof(err));
+		r = sandbox_unregister(ctl.b->sandboxes, w[1], err, sizeof(err));
 		seen_forget(w[1]);
 		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
 		int k = snprintf(out, outlen, CTL_OK);
 
-		r = sandbox_list(out + k, outlen - (size_t)k);
+		r = sandbox_list(ctl.b->sandboxes, out + k, outlen - (size_t)k);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "list too long\n");
 	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
@@ -1092,7 +1093,7 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
-		sandbox_tls_stats(&ts);
+		sandbox_tls_stats(ctl.b->sandboxes, &ts);
 		watch_counts(&nwatch, &wdropped);
 		k = snprintf(out, outlen,
 			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
@@ -1101,8 +1102,8 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 				    "tls_leaf_cached %zu\njwt_cached %zu\n"
 				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
 				    "watchers %u\nwatchers_dropped %llu\n",
-			     sluice_version, sandbox_count(), sandbox_audit_count(),
-			     sandbox_state_lost_count(),
+			     sluice_version, sandbox_count(ctl.b->sandboxes), sandbox_audit_count(ctl.b->sandboxes),
+			     sandbox_state_lost_count(ctl.b->sandboxes),
 			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
 			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,
 			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused(),
@@ -1146,14 +1147,14 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
-		r = sandbox_ca_pem(w[1], &pem);
+		r = sandbox_ca_pem(ctl.b->sandboxes, w[1], &pem);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
 		else
 			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
 	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
-		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
+		r = sandbox_placeholders(ctl.b->sandboxes, w[1], out, outlen, err, sizeof(err));
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "%s\n", err);
 	} else if (!strcmp(w[0], CTL_PRIVILEGED) && n == 2) {

@@ -249,7 +249,7 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 	struct sandbox *sb;
 	int n = 0;
 
-	sb = sandbox_lookup(src, &pol);
+	sb = sandbox_lookup(srv->w->b->sandboxes, src, &pol);
 	if (!sb)
 		return answer_unknown(srv, src, sport, msg, len, out, outlen);
 
@@ -582,7 +582,7 @@ static void on_tcp(struct ev *ev, uint32_t events)
 static int tcp_take_slot(struct dns_server *srv, struct dns_tcp *c)
 {
 	struct policy *pol = NULL;
-	struct sandbox *sb = sandbox_lookup(&c->peer, &pol);
+	struct sandbox *sb = sandbox_lookup(srv->w->b->sandboxes, &c->peer, &pol);
 	uint64_t now;
 
 	policy_unref(pol);

@@ -93,7 +93,7 @@ static void take_over_files(const struct broker *b)
  *     capability, as before. It is made non-dumpable so its memory
  *     (secrets) never lands in a core, and no-new-privs so nothing it could
  *     exec gains any;
- *     Then the registrations are restored (sandbox_restore(), as that user);
+ *     Then the registrations are restored (sandbox_restore(b->sandboxes), as that user);
  *  3. confine(): the seccomp allowlist (isolation.c), on every thread: no
  *     exec, ptrace, namespace, mount or bpf call is left to it, nor
  *     setresuid, setgroups and the like: the switch must come before it.
@@ -352,6 +352,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sluiced: out of memory\n");
 		return 1;
 	}
+	b->signal_ev.fd = -1;
 	broker_config_defaults(&b->cfg);
 	for (i = 1; i < (unsigned)argc; i++) {
 		if (!strcmp(argv[i], "--config") && i + 1 < (unsigned)argc) {
@@ -362,12 +363,15 @@ int main(int argc, char **argv)
 			log_threshold = LOG_LVL_DEBUG;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			broker_free(b);
 			return 0;
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("sluiced %s\n", sluice_version);
+			broker_free(b);
 			return 0;
 		} else {
 			usage(stderr);
+			broker_free(b);
 			return 2;
 		}
 	}
@@ -379,6 +383,7 @@ int main(int argc, char **argv)
 	if (b->config_path &&
 	    broker_config_load(b->config_path, &b->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
+		broker_free(b);
 		return 1;
 	}
 	if (check_only) {
@@ -387,6 +392,7 @@ int main(int argc, char **argv)
 		else
 			printf("no %s and no --config: the built-in defaults are used: ok\n",
 			       SLUICED_DEFAULT_CONFIG);
+		broker_free(b);
 		return 0;
 	}
 	/* What the broker creates is its own: keys and registrations are
@@ -404,7 +410,7 @@ int main(int argc, char **argv)
 	audit_set_fold(b->cfg.audit_fold_ms);
 	if (audit_open(b->cfg.audit_log, err, sizeof(err)) < 0)
 		die("sluiced: %s", err);
-	r = sandbox_table_init(&b->cfg);
+	r = sandbox_table_new(&b->cfg, &b->sandboxes);
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", b->cfg.state_dir, strerror(-r));
 	lock_state_dir(b->cfg.state_dir);
@@ -447,7 +453,7 @@ int main(int argc, char **argv)
 	if (!b->workers)
 		die("sluiced: out of memory");
 	b->n_workers = n;
-	sandbox_table_set_workers(b->workers, n);
+	sandbox_table_set_workers(b->sandboxes, b->workers, n);
 	b->cfg.max_connections = broker_conn_limit_for_fds(b, b->cfg.max_connections, true);
 	for (i = 0; i < n; i++) {
 		struct worker *w = &b->workers[i];
@@ -481,7 +487,7 @@ int main(int argc, char **argv)
 	drop_privileges(b);
 	/* Registrations come back before anything is accepted, read by the
 	 * broker's user from the state_dir just taken over. */
-	sandbox_restore(err, sizeof(err));
+	sandbox_restore(b->sandboxes, err, sizeof(err));
 	/* Last: what is left of the kernel to ask for (isolation.c). */
 	confine();
 
@@ -500,7 +506,7 @@ int main(int argc, char **argv)
 	log_info("sluiced %s: ready: config %s, %u workers, proxy port %u, control %s, "
 		 "%zu sandboxes",
 		 sluice_version, b->config_path ? b->config_path : "(built-in defaults)", n,
-		 b->cfg.proxy_port, b->cfg.control_socket, sandbox_count());
+		 b->cfg.proxy_port, b->cfg.control_socket, sandbox_count(b->sandboxes));
 
 	loop_run(b->main_loop);
 
@@ -512,5 +518,6 @@ int main(int argc, char **argv)
 	creds_shutdown(); /* the token fetcher stops; its tokens are wiped */
 	log_info("sluiced: stopped");
 	audit_close();
+	broker_free(b);
 	return 0;
 }

@@ -213,7 +213,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	int one = 1;
 
 	addr_from_sockaddr((const struct sockaddr *)peer, &src, &sport);
-	sb = sandbox_lookup(&src, &pol);
+	sb = sandbox_lookup(w->b->sandboxes, &src, &pol);
 	if (!sb) {
 		refuse_early(fd, transparent, NULL, &src, sport, 403, PROXY_DENY,
 			     SL_REASON_UNKNOWN_SOURCE);
