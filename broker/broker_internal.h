@@ -167,6 +167,7 @@ struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name);
 void sandbox_state_audit(const char *name, const char *path, const char *what);
 
 struct dns_server;
+struct control;
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {
@@ -209,6 +210,7 @@ struct broker {
 	struct ssl_ctx_st *upstream_ctx;
 	size_t n_local;
 	struct sandbox_table *sandboxes; /* the registered sandboxes */
+	struct control *control;	 /* the control socket (control.c) */
 	/* Whether the broker becomes cfg.user after start-up: started as
 	 * root, and the user is not root. Set once, before the opener is
 	 * forked (main.c). */
@@ -290,10 +292,17 @@ void watch_pending(const char *sandbox, const char *host, uint16_t port, const c
  * b->main_loop, with @b as its context. Return: 0 or a negative errno. */
 int control_start(struct broker *b);
 /* Draining: no new connection; requests under way are finished. */
-void control_stop(void);
+void control_stop(struct control *ctl);
 /* After the main loop stopped: finishes what was asked, closes the rest
- * and stops the CA maker thread. */
-void control_shutdown(void);
+ * and stops the CA maker thread; frees @ctl. */
+void control_shutdown(struct control *ctl);
+/* The control handler without a socket (unit tests): control_new() a
+ * context for @b (its sandbox table, its configuration), control_handle()
+ * one request line as the calling process would send it (its answer in
+ * @out, as the socket would send it), control_free() it. */
+struct control *control_new(struct broker *b);
+void control_free(struct control *ctl);
+void control_handle(struct control *ctl, char *line, char *out, size_t outlen);
 
 void proxy_set_worker(struct worker *w);
 

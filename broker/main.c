@@ -314,7 +314,7 @@ static void on_signal(struct ev *ev, uint32_t events)
 		log_info("sluiced: draining (at most %u ms)", b->cfg.drain_timeout_ms);
 		for (i = 0; i < b->n_workers; i++)
 			loop_post(b->workers[i].loop, stop_listening, &b->workers[i]);
-		control_stop();
+		control_stop(b->control);
 		unlink(b->cfg.control_socket);
 		b->drain_deadline = loop_now_ms(b->main_loop) + b->cfg.drain_timeout_ms;
 		b->drain_timer.cb = on_drain_timer;
@@ -514,7 +514,8 @@ int main(int argc, char **argv)
 		loop_stop(b->workers[i].loop);
 	for (i = 0; i < n; i++)
 		pthread_join(b->workers[i].thread, NULL);
-	control_shutdown();
+	control_shutdown(b->control);
+	b->control = NULL;
 	creds_shutdown(); /* the token fetcher stops; its tokens are wiped */
 	log_info("sluiced: stopped");
 	audit_close();
