@@ -262,7 +262,7 @@ struct control {
 	struct timer retry; /* accept again after running out of descriptors */
 	struct cconn *oldest, *newest;
 	unsigned n;
-	char *out;		 /* handle(ctl)'s answer, CTL_RESP_MAX */
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
 	uint64_t timeouts, busy; /* for `sluice status` */
 	struct ratelog log_timeout, log_busy, log_refused, log_fds;
 	struct timer approvals; /* ends approvals made --for a while */
@@ -599,7 +599,7 @@ static bool peer_in_group(struct control *ctl, int fd, const struct ucred *cred)
 }
 
 /*
- * peer_check(ctl) - may the caller on @fd use the control socket
+ * peer_check() - may the caller on @fd use the control socket
  * @fd:  the accepted connection
  * @p:   filled with who it is (as far as known)
  * @why: the reason of a refusal, for the caller and the log
@@ -715,7 +715,7 @@ struct cconn {
 	struct cconn *prev, *next; /* accept order: the oldest first */
 	enum conn_state state;
 	bool watched; /* in the loop */
-	int check;    /* peer_check(ctl)'s result */
+	int check;    /* peer_check()'s result */
 	struct peer peer;
 	char why[600]; /* its refusal, when check < 0 */
 	size_t got;
@@ -750,7 +750,7 @@ static void register_answer(struct control *ctl, const char *name, const char *a
 	int r;
 
 	/* Until a caller's check learns its namespace, the new sandbox is
-	 * unknown (see learn_unknown(ctl)): nothing to do here. */
+	 * unknown (see learn_unknown()): nothing to do here. */
 	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
@@ -1348,7 +1348,7 @@ static void on_jobs_done(struct ev *ev, uint32_t events)
 
 /*
  * Hands the `register` request of @c to the maker (audited now, as
- * handle(ctl) does). Return: 0; a negative errno when it cannot (then the
+ * handle() does). Return: 0; a negative errno when it cannot (then the
  * request is served here, as any other).
  */
 static int job_start(struct cconn *c)
@@ -1376,7 +1376,7 @@ static int job_start(struct cconn *c)
 			return r;
 		}
 	}
-	/* As handle(ctl) does, before the registration. */
+	/* As handle() does, before the registration. */
 	peer_audit(&c->peer, job->w[1], job->w[0], "allow", "control-register");
 	job->conn = c;
 	c->job = job;
@@ -1512,7 +1512,7 @@ static void conn_dispatch(struct cconn *c)
 	} else {
 		memcpy(copy, c->req, c->got + 1);
 		/* One word more than a register takes, so that an extra one is
-		 * seen (and the request refused by handle(ctl)). */
+		 * seen (and the request refused by handle()). */
 		n = words(copy, w, 7);
 		if (n == 1 && !strcmp(w[0], CTL_WATCH) && c->check >= 0) {
 			watch_take(c);
