@@ -135,19 +135,20 @@ static void reload_changes(const struct broker *b, const struct broker_config *n
  * DNS filter's TCP connections get at most half of what the base leaves
  * (beyond that, its accept waits for a descriptor as the proxy's does),
  * so that a broker under 256 descriptors still serves a few connections
- * rather than one. Also sets b->sandbox_conn_cap, the most
- * connections one sandbox may hold whatever its policy says: half of what
- * the descriptors hold, so that one sandbox cannot take every descriptor
- * from the others. Logs what it derived (@say), and always when it lowers.
+ * rather than one. Also sets *@sandbox_cap, the most connections one
+ * sandbox may hold whatever its policy says: half of what the descriptors
+ * hold, so that one sandbox cannot take every descriptor from the others.
+ * Logs what it derived (@say), and always when it lowers.
  */
-uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say)
+uint32_t broker_conn_limit_for_fds(const struct broker *b, uint32_t want, bool say,
+				   uint32_t *sandbox_cap)
 {
 	struct rlimit rl;
 	unsigned workers = b->n_workers ? b->n_workers : 1;
 	uint64_t fit, base = FDS_BASE(workers), dns = FDS_DNS_TCP(workers), reserved;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY) {
-		atomic_store_explicit(&b->sandbox_conn_cap, UINT32_MAX, memory_order_relaxed);
+		*sandbox_cap = UINT32_MAX;
 		return want;
 	}
 	if (rl.rlim_cur > base && dns > (rl.rlim_cur - base) / 2)
@@ -158,8 +159,7 @@ uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say)
 		fit = 1;
 	if (fit > UINT32_MAX)
 		fit = UINT32_MAX;
-	atomic_store_explicit(&b->sandbox_conn_cap, fit > 1 ? (uint32_t)(fit / 2) : 1,
-			      memory_order_relaxed);
+	*sandbox_cap = fit > 1 ? (uint32_t)(fit / 2) : 1;
 	if (want > fit) {
 		log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a "
 			 "tunnel holds %d descriptors and %llu are kept for the rest",
@@ -170,15 +170,75 @@ uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say)
 	if (say)
 		log_info("sluiced: RLIMIT_NOFILE %llu: at most %u connections, %u per sandbox "
 			 "(limits.connections above that is lowered)",
-			 (unsigned long long)rl.rlim_cur, want,
-			 atomic_load_explicit(&b->sandbox_conn_cap, memory_order_relaxed));
+			 (unsigned long long)rl.rlim_cur, want, *sandbox_cap);
 	return want;
+}
+
+struct broker_limits *broker_limits_new(const struct broker_config *cfg, uint32_t sandbox_conn_cap)
+{
+	struct broker_limits *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	atomic_init(&l->refs, 1);
+	l->max_connections = cfg->max_connections;
+	l->sandbox_conn_cap = sandbox_conn_cap;
+	l->head_timeout_ms = cfg->head_timeout_ms;
+	l->connect_timeout_ms = cfg->connect_timeout_ms;
+	l->response_timeout_ms = cfg->response_timeout_ms;
+	return l;
+}
+
+const struct broker_limits *broker_limits_get(const struct broker_limits *l)
+{
+	atomic_fetch_add(&((struct broker_limits *)l)->refs, 1);
+	return l;
+}
+
+void broker_limits_put(const struct broker_limits *l)
+{
+	if (l && atomic_fetch_sub(&((struct broker_limits *)l)->refs, 1) == 1)
+		free((struct broker_limits *)l);
+}
+
+/* On a worker: its limits become @arg (a reference the poster took for
+ * it); it drops its reference on the old ones. */
+static void limits_swap_post(void *arg)
+{
+	struct worker *w = proxy_cur_worker();
+	const struct broker_limits *old;
+
+	if (!w) {
+		broker_limits_put(arg);
+		return;
+	}
+	old = w->limits;
+	w->limits = arg;
+	broker_limits_put(old);
+}
+
+void broker_limits_publish(struct broker *b, struct broker_limits *l)
+{
+	unsigned i;
+
+	broker_limits_put(b->limits);
+	b->limits = l;
+	for (i = 0; i < b->n_workers; i++) {
+		if (loop_post(b->workers[i].loop, limits_swap_post, (void *)broker_limits_get(l)) < 0) {
+			broker_limits_put(l);
+			log_warn("reload: worker %u keeps its old limits and timeouts: out of memory",
+				 i);
+		}
+	}
 }
 
 int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen)
 {
 	struct broker_config c = b->cfg;
+	struct broker_config lc;
+	struct broker_limits *limits;
 	char now[300], later[300];
+	uint32_t cap, max;
 	int r;
 
 	if (b->config_path) {
@@ -190,9 +250,21 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 		}
 		broker_resolve_user(&c);
 	}
+	/* The workers' limits and timeouts, made before anything changes
+	 * (out of memory, nothing does). */
+	max = broker_conn_limit_for_fds(b, c.max_connections, false, &cap);
+	lc = c;
+	lc.max_connections = max;
+	limits = broker_limits_new(&lc, cap);
+	if (!limits) {
+		snprintf(err, errlen, "out of memory");
+		log_err("reload: %s; the old configuration and policies stay", err);
+		return -ENOMEM;
+	}
 	r = sandbox_reload_all(b->sandboxes, err, errlen);
 	if (r < 0) {
 		log_err("reload: policy refused, every old policy stays: %s", err);
+		broker_limits_put(limits);
 		return r;
 	}
 	/* The timeouts, max_connections and audit_log take effect now; the
@@ -202,20 +274,16 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 	restart_only_changes(b, &c, later, sizeof(later));
 	if (later[0])
 		log_warn("reload: changed, in force after a restart only: %s", later);
-	/* Workers read these as they go (config.h): atomic stores, each on
-	 * its own; relaxed, as nothing else is published through them. */
-	atomic_store_explicit(&b->cfg.max_connections, broker_conn_limit_for_fds(b, c.max_connections, false),
-			      memory_order_relaxed);
-	atomic_store_explicit(&b->cfg.head_timeout_ms, c.head_timeout_ms,
-			      memory_order_relaxed);
+	/* b->cfg is the main thread's own; the workers get the limits and
+	 * timeouts as one immutable struct (broker_limits_publish()). */
+	b->cfg.max_connections = max;
+	b->cfg.head_timeout_ms = c.head_timeout_ms;
 	b->cfg.audit_fold_ms = c.audit_fold_ms;
 	audit_set_fold(c.audit_fold_ms);
-	atomic_store_explicit(&b->cfg.connect_timeout_ms, c.connect_timeout_ms,
-			      memory_order_relaxed);
-	atomic_store_explicit(&b->cfg.response_timeout_ms, c.response_timeout_ms,
-			      memory_order_relaxed);
-	atomic_store_explicit(&b->cfg.drain_timeout_ms, c.drain_timeout_ms,
-			      memory_order_relaxed);
+	b->cfg.connect_timeout_ms = c.connect_timeout_ms;
+	b->cfg.response_timeout_ms = c.response_timeout_ms;
+	b->cfg.drain_timeout_ms = c.drain_timeout_ms;
+	broker_limits_publish(b, limits);
 	/* control_group: the callers' check follows now (control.c, on this
 	 * thread); the socket's group and mode were set at start-up, when the
 	 * broker could still chown it, and follow on a restart. */
@@ -284,7 +352,10 @@ void broker_free(struct broker *b)
 		resolver_free(w->resolver);
 		loop_free(w->loop);
 	}
+	for (i = 0; b->workers && i < b->n_workers; i++)
+		broker_limits_put(b->workers[i].limits);
 	free(b->workers);
+	broker_limits_put(b->limits);
 	sandbox_table_free(b->sandboxes);
 	SSL_CTX_free(b->upstream_ctx);
 	if (b->signal_ev.fd >= 0)

@@ -169,6 +169,25 @@ void sandbox_state_audit(const char *name, const char *path, const char *what);
 struct dns_server;
 struct control;
 
+/*
+ * The limits and timeouts a reload changes, as the workers read them: one
+ * immutable struct, never written once published. The main thread makes
+ * a new one at start-up and at each reload (broker_reload()) and publishes
+ * it (broker_limits_publish()): b->limits is the main thread's reference,
+ * and each worker holds a reference of its own in w->limits, swapped on
+ * its own thread by a message the main thread posts with that reference
+ * (so a worker reads w->limits with no lock and no atomic, and sees every
+ * key of one reload at once, or none). The last reference dropped frees it.
+ */
+struct broker_limits {
+	atomic_uint refs;
+	uint32_t max_connections;  /* all sandboxes together, after RLIMIT_NOFILE */
+	uint32_t sandbox_conn_cap; /* one sandbox at most, whatever its policy says */
+	uint32_t head_timeout_ms;
+	uint32_t connect_timeout_ms;
+	uint32_t response_timeout_ms; /* request sent -> response head */
+};
+
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {
 	struct broker *b; /* the broker it works for */
@@ -180,6 +199,9 @@ struct worker {
 	struct ev transparent_ev;
 	/* Out of descriptors, the listeners rest; this wakes them (proxy/accept.c). */
 	struct timer accept_retry;
+	/* This worker's reference on the limits in force: read and swapped on
+	 * its own thread only (struct broker_limits). */
+	const struct broker_limits *limits;
 	/* Its DNS filter sockets (dns.c); this worker's alone. */
 	struct dns_server *dns;
 	struct conn *conns; /* doubly linked through conn->next/prev */
@@ -200,9 +222,9 @@ struct broker {
 	struct worker *workers;
 	unsigned n_workers;
 	atomic_uint total_conns;
-	/* The most connections one sandbox may hold, whatever its policy
-	 * says: derived from RLIMIT_NOFILE at start-up and on reload (broker.c). */
-	atomic_uint sandbox_conn_cap;
+	/* The limits in force (struct broker_limits): the main thread's
+	 * reference, read on the main thread only. */
+	struct broker_limits *limits;
 	atomic_bool draining;
 	struct sl_addr local[64]; /* the broker namespace's own addresses */
 	/* Client context for intercepted connections' upstream side
@@ -305,6 +327,8 @@ void control_free(struct control *ctl);
 void control_handle(struct control *ctl, char *line, char *out, size_t outlen);
 
 void proxy_set_worker(struct worker *w);
+/* proxy/accept.c: the worker whose loop runs now (NULL off the workers). */
+struct worker *proxy_cur_worker(void);
 
 /* dns.c */
 /* Opens this worker's DNS filter sockets (UDP and TCP, SO_REUSEPORT on
@@ -323,8 +347,17 @@ void broker_collect_local_addresses(struct broker *b);
  * fixed ids of config.h (so the broker never stays root by default). */
 void broker_resolve_user(struct broker_config *c);
 /* max_connections @want, or fewer: what RLIMIT_NOFILE holds; sets
- * b->sandbox_conn_cap. Logs what it derived when @say. */
-uint32_t broker_conn_limit_for_fds(struct broker *b, uint32_t want, bool say);
+ * *@sandbox_cap. Logs what it derived when @say. */
+uint32_t broker_conn_limit_for_fds(const struct broker *b, uint32_t want, bool say,
+				   uint32_t *sandbox_cap);
+/* New limits from @cfg's (max_connections as it is) and @sandbox_conn_cap,
+ * with one reference for the caller; NULL when out of memory. */
+struct broker_limits *broker_limits_new(const struct broker_config *cfg, uint32_t sandbox_conn_cap);
+const struct broker_limits *broker_limits_get(const struct broker_limits *l);
+void broker_limits_put(const struct broker_limits *l);
+/* Main thread: @l (the caller's reference, taken) is in force: b->limits
+ * now, and posted to every worker with a reference each. */
+void broker_limits_publish(struct broker *b, struct broker_limits *l);
 /* Reloads configuration and every policy; all or nothing. */
 int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen);
 /* Frees @b and what it owns (workers' loops and resolvers, the sandbox

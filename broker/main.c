@@ -340,6 +340,7 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	char err[700];
 	unsigned i, n;
+	uint32_t cap;
 	bool check_only = false;
 	int r, fd;
 
@@ -454,12 +455,16 @@ int main(int argc, char **argv)
 		die("sluiced: out of memory");
 	b->n_workers = n;
 	sandbox_table_set_workers(b->sandboxes, b->workers, n);
-	b->cfg.max_connections = broker_conn_limit_for_fds(b, b->cfg.max_connections, true);
+	b->cfg.max_connections = broker_conn_limit_for_fds(b, b->cfg.max_connections, true, &cap);
+	b->limits = broker_limits_new(&b->cfg, cap);
+	if (!b->limits)
+		die("sluiced: out of memory");
 	for (i = 0; i < n; i++) {
 		struct worker *w = &b->workers[i];
 
 		w->b = b;
 		w->id = i;
+		w->limits = broker_limits_get(b->limits);
 		w->loop = loop_new();
 		if (!w->loop)
 			die("sluiced: loop: %s", strerror(errno));

@@ -193,11 +193,11 @@ static void refuse_early(int fd, bool transparent, const char *sandbox, const st
 #define ACCEPT_RETRY_MS 100
 
 /* The connections one sandbox may hold: its policy's limit, or fewer when
- * the descriptors would not hold that many (b->sandbox_conn_cap). */
-static unsigned sandbox_conn_limit(const struct broker *b, const struct policy *pol)
+ * the descriptors would not hold that many (@lim's sandbox_conn_cap). */
+static unsigned sandbox_conn_limit(const struct broker_limits *lim, const struct policy *pol)
 {
 	unsigned want = policy_limits(pol)->connections;
-	unsigned cap = atomic_load_explicit(&b->sandbox_conn_cap, memory_order_relaxed);
+	unsigned cap = lim->sandbox_conn_cap;
 
 	return cap && cap < want ? cap : want;
 }
@@ -224,7 +224,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 			     SL_REASON_BROKER_DRAINING);
 		goto drop;
 	}
-	if (atomic_fetch_add(&w->b->total_conns, 1) >= w->b->cfg.max_connections) {
+	if (atomic_fetch_add(&w->b->total_conns, 1) >= w->limits->max_connections) {
 		static struct log_every limit_log;
 		uint64_t held;
 
@@ -235,10 +235,10 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		if (log_every_ok(&limit_log, loop_now_ms(w->loop), ACCEPT_LOG_MS, &held))
 			log_warn("proxy: total connection limit %u reached (%llu more times since "
 				 "the last line)",
-				 w->b->cfg.max_connections, (unsigned long long)held);
+				 w->limits->max_connections, (unsigned long long)held);
 		goto drop;
 	}
-	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(w->b, pol)) {
+	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(w->limits, pol)) {
 		atomic_fetch_sub(&sb->conns, 1);
 		atomic_fetch_sub(&w->b->total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 429, PROXY_DENY,
@@ -286,7 +286,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		proxy_conn_run(c);
 		return;
 	}
-	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : w->b->cfg.head_timeout_ms);
+	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : w->limits->head_timeout_ms);
 	return;
 drop:
 	policy_unref(pol);

@@ -282,7 +282,7 @@ enum step proxy_begin_connect(struct conn *c)
 			c->uev.fd = -1;
 			continue;
 		}
-		loop_timer_arm(c->w->loop, &c->timer, c->w->b->cfg.connect_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->connect_timeout_ms);
 		c->st = CS_CONNECT;
 		proxy_want(c, 0, EPOLLOUT);
 		return STEP_AGAIN;

@@ -217,7 +217,7 @@ static void resume(struct conn *c)
 		return;
 	}
 	c->st = CS_HEAD;
-	loop_timer_arm(c->w->loop, &c->timer, c->w->b->cfg.head_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 }
 
 /*

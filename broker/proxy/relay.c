@@ -289,7 +289,7 @@ enum step proxy_start_request(struct conn *c)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	c->uin->pos = c->uin->len = 0;
 	c->interim = c->resp_partial = false;
-	loop_timer_arm(c->w->loop, &c->timer, c->w->b->cfg.response_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
 	c->st = CS_REQ;
 	return STEP_NEXT;
 }
@@ -558,7 +558,7 @@ enum step proxy_relay_response(struct conn *c)
 		c->interim = false;
 		if (proxy_framer_start(&c->respf, true, c->head_req) < 0)
 			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
-		loop_timer_arm(c->w->loop, &c->timer, c->w->b->cfg.response_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
 		c->st = CS_RESP_HEAD;
 		return STEP_NEXT;
 	}

@@ -208,7 +208,7 @@ enum step proxy_establish(struct conn *c)
 	 * is allowed, an idle tunnel may wait as long as any tunnel. */
 	loop_timer_arm(c->w->loop, &c->timer,
 		       c->raw_ok ? policy_limits(c->pol)->idle_timeout_sec * 1000
-				 : c->w->b->cfg.head_timeout_ms);
+				 : c->w->limits->head_timeout_ms);
 	c->st = CS_PEEK;
 	return STEP_NEXT;
 }
