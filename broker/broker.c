@@ -41,10 +41,9 @@ void broker_collect_local_addresses(struct broker *b)
 	b->n_local = 0;
 	if (getifaddrs(&ifa) < 0)
 		return;
-	for (i = ifa; i && b->n_local < sizeof(b->local) / sizeof(b->local[0]);
-	     i = i->ifa_next) {
-		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
-				    i->ifa_addr->sa_family == AF_INET6))
+	for (i = ifa; i && b->n_local < sizeof(b->local) / sizeof(b->local[0]); i = i->ifa_next) {
+		if (i->ifa_addr &&
+		    (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6))
 			addr_from_sockaddr(i->ifa_addr, &b->local[b->n_local++], NULL);
 	}
 	freeifaddrs(ifa);
@@ -72,8 +71,8 @@ static void key_list(const struct changed_key *k, size_t n, char *out, size_t le
 	}
 }
 
-static void restart_only_changes(const struct broker *b, const struct broker_config *n,
-				 char *out, size_t len)
+static void restart_only_changes(const struct broker *b, const struct broker_config *n, char *out,
+				 size_t len)
 {
 	const struct broker_config *o = &b->cfg;
 	const struct changed_key k[] = {
@@ -84,9 +83,9 @@ static void restart_only_changes(const struct broker *b, const struct broker_con
 		{ "proxy_port", n->proxy_port != o->proxy_port },
 		{ "transparent_port", n->transparent_port != o->transparent_port },
 		{ "dns_port", n->dns_port != o->dns_port },
-		{ "synthetic_pool", n->synthetic_plen != o->synthetic_plen ||
-					    memcmp(&n->synthetic_net, &o->synthetic_net,
-						   sizeof(n->synthetic_net)) },
+		{ "synthetic_pool",
+		  n->synthetic_plen != o->synthetic_plen ||
+			  memcmp(&n->synthetic_net, &o->synthetic_net, sizeof(n->synthetic_net)) },
 		{ "upstream_resolvers", strcmp(n->upstream_resolvers, o->upstream_resolvers) != 0 },
 		{ "upstream_ca", strcmp(n->upstream_ca, o->upstream_ca) != 0 },
 		{ "workers", n->workers != o->workers },
@@ -224,10 +223,12 @@ void broker_limits_publish(struct broker *b, struct broker_limits *l)
 	broker_limits_put(b->limits);
 	b->limits = l;
 	for (i = 0; i < b->n_workers; i++) {
-		if (loop_post(b->workers[i].loop, limits_swap_post, (void *)broker_limits_get(l)) < 0) {
-			broker_limits_put(l);
-			log_warn("reload: worker %u keeps its old limits and timeouts: out of memory",
-				 i);
+		void *ref = (void *)broker_limits_get(l);
+
+		if (loop_post(b->workers[i].loop, limits_swap_post, ref) < 0) {
+			broker_limits_put(ref);
+			log_warn("reload: worker %u keeps its old limits and timeouts: %s", i,
+				 strerror(ENOMEM));
 		}
 	}
 }
@@ -289,7 +290,8 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 	 * broker could still chown it, and follow on a restart. */
 	if (strcmp(c.control_group, b->cfg.control_group))
 		log_warn("reload: control_group `%s` checked from now on; the control socket's "
-			 "group and mode change on a restart", c.control_group);
+			 "group and mode change on a restart",
+			 c.control_group);
 	memcpy(b->cfg.control_group, c.control_group, sizeof(c.control_group));
 	b->cfg.control_gid = c.control_gid;
 	if (strcmp(c.audit_log, b->cfg.audit_log)) {
@@ -311,8 +313,9 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 			 "policies: %zu read again, in force\n"
 			 "changed, in force now: %s\n"
 			 "changed, in force after a restart only: %s\n",
-			 b->config_path ? b->config_path : "(defaults, no file)", sandbox_count(b->sandboxes),
-			 now[0] ? now : "nothing", later[0] ? later : "nothing");
+			 b->config_path ? b->config_path : "(defaults, no file)",
+			 sandbox_count(b->sandboxes), now[0] ? now : "nothing",
+			 later[0] ? later : "nothing");
 	return 0;
 }
 
@@ -363,4 +366,3 @@ void broker_free(struct broker *b)
 	loop_free(b->main_loop);
 	free(b);
 }
-

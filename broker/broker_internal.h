@@ -103,20 +103,22 @@ struct worker;
 void sandbox_table_set_workers(struct sandbox_table *tab, struct worker *workers, unsigned n);
 /* Looks up the sandbox of a source address: takes a reference on it and on
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
-struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src, struct policy **pol);
+struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src,
+			       struct policy **pol);
 void sandbox_put(struct sandbox *sb);
 /* The policy in force for @sb now, with a reference for the caller. */
 struct policy *sandbox_policy(struct sandbox *sb);
 /* @addr "auto" allocates the next free /30 of sandbox_pool; the address
  * registered is written to *@assigned when not NULL. */
-int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path,
-		     bool persist, struct sl_addr *assigned, char *err, size_t errlen);
+int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
+		     const char *policy_path, bool persist, struct sl_addr *assigned, char *err,
+		     size_t errlen);
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
-int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path, bool netns,
-			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
-			size_t errlen);
+int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
+			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
+			struct sl_addr *assigned, char *err, size_t errlen);
 /* Is @sb in audit mode with policy @p (its registration says so, or the
  * policy's `mode: audit`)? Names outside the allowlist then pass, audited
  * would-deny. */
@@ -129,14 +131,16 @@ int sandbox_list(struct sandbox_table *tab, char *buf, size_t len);
 /* Sandboxes whose placeholders or synthetic names were lost at start-up. */
 size_t sandbox_state_lost_count(struct sandbox_table *tab);
 size_t sandbox_count(struct sandbox_table *tab);
-void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg), void *arg);
+void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg),
+		  void *arg);
 struct tls_leaf_stats;
 /* The leaf-certificate caches of every registered sandbox, summed. */
 void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum);
 /* The PEM of the sandbox's CA certificate (free() it); -ENOENT. */
 int sandbox_ca_pem(struct sandbox_table *tab, const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */
-int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len, char *err, size_t errlen);
+int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
+			 char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
 int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen);
 /* What sandbox_update() swapped, for its audit line. */
@@ -148,14 +152,14 @@ struct sandbox_update_info {
  * keeps it across a restart; closes the open connections it withdraws
  * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
  * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
-int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path, bool keep_open,
-		   struct sandbox_update_info *info, char *err, size_t errlen);
+int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
+		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen);
 int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen);
 /* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
  * its policy compiled anew with it; @until_ms as in struct sandbox_approval.
  * -ENOENT: no such sandbox; others: @err says why, nothing changed. */
-int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port, uint64_t until_ms,
-		    char *err, size_t errlen);
+int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
+		    uint64_t until_ms, char *err, size_t errlen);
 /* Drops the approvals whose time is up at @now_ms (their sandboxes'
  * policies compiled anew without them); on the control thread. Return: how
  * many timed approvals remain (0: no need to call again). */
@@ -271,8 +275,8 @@ bool proxy_hold_pending(struct sandbox *sb, const char *host, uint16_t port);
 /* Posts an answer to every worker for @sb's connections held for @host
  * (on @port; 0: any): @approve decides them again on the sandbox's policy
  * now; else each is refused with @status and @reason. */
-int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port, bool approve,
-			  enum sl_reason reason, int status);
+int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port,
+			  bool approve, enum sl_reason reason, int status);
 /* An approval's check by the address guard (proxy_hold_check()). */
 struct hold_check {
 	struct broker *b;    /* whose worker 0 resolves; set by proxy_hold_check() */

@@ -228,7 +228,6 @@ struct ratelog {
 	uint64_t quiet;	 /* not written since */
 };
 
-
 /*
  * What is known of the sandboxes' namespaces: the id the broker's namespace
  * gives each one (its wire's IFLA_LINK_NETNSID), by sandbox name, sorted.
@@ -286,7 +285,6 @@ struct control {
 	} maker;
 };
 
-
 static int known_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct known *)a)->name, ((const struct known *)b)->name);
@@ -321,8 +319,9 @@ static int seen_add(struct control *ctl, const char *name, int32_t nsid)
 		return 0;
 	if (ctl->seen.n == ctl->seen.cap) {
 		size_t cap = ctl->seen.cap ? 2 * ctl->seen.cap : 64;
-		struct known *k = cap <= 2 * (size_t)SANDBOX_MAX ? realloc(ctl->seen.v, cap * sizeof(*k))
-								  : NULL;
+		struct known *k = cap <= 2 * (size_t)SANDBOX_MAX
+					  ? realloc(ctl->seen.v, cap * sizeof(*k))
+					  : NULL;
 
 		if (!k)
 			return -ENOMEM;
@@ -555,8 +554,10 @@ static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why,
 	/* Some sandbox's wire was not found: its namespace may be this one. */
 	if (left > 0) {
 		r = -ENOENT;
-		snprintf(why, whylen, "%ld of %zu sandboxes have no wire in the broker's "
-			 "namespace to tell their namespace by", left, sandbox_count(ctl->b->sandboxes));
+		snprintf(why, whylen,
+			 "%ld of %zu sandboxes have no wire in the broker's "
+			 "namespace to tell their namespace by",
+			 left, sandbox_count(ctl->b->sandboxes));
 	}
 out:
 	if (nl)
@@ -569,7 +570,6 @@ out:
  * the uid it runs as afterwards, which no person logs in as. */
 
 struct cconn;
-
 
 /* Whether the caller holds control_group, as primary or supplementary group. */
 static bool peer_in_group(struct control *ctl, int fd, const struct ucred *cred)
@@ -707,7 +707,6 @@ enum conn_state {
 	C_WRITE, /* writing the answer */
 };
 
-
 struct cconn {
 	struct control *ctl; /* whose connection it is */
 	struct ev ev;
@@ -726,7 +725,6 @@ struct cconn {
 	struct approve_job *ajob; /* C_WORK: an approval being checked */
 };
 
-
 /* Splits @line in place into at most @max words. */
 static int words(char *line, char **w, int max)
 {
@@ -742,8 +740,9 @@ static int words(char *line, char **w, int max)
 /* Registers sandbox @name, with @ca made for it already (taken; NULL: made
  * here), and writes the answer to @out: the address, then the sandbox CA's
  * certificate for its trust bundle. */
-static void register_answer(struct control *ctl, const char *name, const char *addr, const char *policy, bool netns,
-			    bool audit, struct tls_ca *ca, char *out, size_t outlen)
+static void register_answer(struct control *ctl, const char *name, const char *addr,
+			    const char *policy, bool netns, bool audit, struct tls_ca *ca,
+			    char *out, size_t outlen)
 {
 	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
 	struct sl_addr a;
@@ -751,7 +750,8 @@ static void register_answer(struct control *ctl, const char *name, const char *a
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
+	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, err,
+				sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
@@ -790,8 +790,8 @@ static bool register_words(char **w, int n)
 
 /* `sluice update`: one audit line whatever the outcome, with who asked, and
  * on success the policy before and after (path and content hash). */
-static void update_answer(struct control *ctl, const struct peer *p, const char *name, const char *policy,
-			  bool keep_open, char *out, size_t outlen)
+static void update_answer(struct control *ctl, const struct peer *p, const char *name,
+			  const char *policy, bool keep_open, char *out, size_t outlen)
 {
 	struct sandbox_update_info info;
 	char err[700] = "";
@@ -909,8 +909,8 @@ static void hold_audit(const struct peer *p, const char *sandbox, const char *ho
 
 /* `sluice refuse NAME HOST PORT`: what waits for HOST (on PORT; 0: any)
  * is refused at once, hold-refused. */
-static void refuse_answer(struct control *ctl, const struct peer *p, const char *name, const char *host,
-			  const char *port, char *out, size_t outlen)
+static void refuse_answer(struct control *ctl, const struct peer *p, const char *name,
+			  const char *host, const char *port, char *out, size_t outlen)
 {
 	struct sandbox *sb;
 	char err[400];
@@ -928,7 +928,8 @@ static void refuse_answer(struct control *ctl, const struct peer *p, const char 
 	if (!proxy_hold_pending(sb, host, pn)) {
 		snprintf(out, outlen, CTL_ERR "nothing of sandbox `%s` waits for %s%s%s\n", name,
 			 host, pn ? ":" : "", pn ? port : "");
-	} else if (proxy_hold_answer_all(ctl->b, sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) < 0) {
+	} else if (proxy_hold_answer_all(ctl->b, sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) <
+		   0) {
 		snprintf(out, outlen, CTL_ERR "out of memory\n");
 	} else {
 		hold_audit(p, name, host, pn, "deny", SL_REASON_HOLD_REFUSED, NULL);
@@ -985,7 +986,8 @@ static void approve_done(void *arg)
 			 CTL_ERR "cannot resolve `%s` (%s): not approved; what waits for it is "
 				 "refused (dns-failure)\n",
 			 chk->host, chk->status == -ETIMEDOUT ? "timed out" : "no answer");
-		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false, SL_REASON_DNS_FAILURE, 502);
+		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false,
+				      SL_REASON_DNS_FAILURE, 502);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_DNS_FAILURE,
 			   rule);
 	} else if (!chk->allowed) {
@@ -994,8 +996,8 @@ static void approve_done(void *arg)
 				 "waits for it is refused (address-denied)\n",
 			 chk->host, chk->first_denied[0] ? chk->first_denied : "no address",
 			 chk->denied > 1 ? ", ..." : "");
-		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false, SL_REASON_ADDRESS_DENIED,
-				      403);
+		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false,
+				      SL_REASON_ADDRESS_DENIED, 403);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny",
 			   SL_REASON_ADDRESS_DENIED, rule);
 	} else {
@@ -1007,7 +1009,8 @@ static void approve_done(void *arg)
 		if (r < 0) {
 			snprintf(out, sizeof(out), CTL_ERR "%s\n", err);
 		} else {
-			proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, true, SL_REASON_ALLOWED, 0);
+			proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, true,
+					      SL_REASON_ALLOWED, 0);
 			if (job->secs && !ctl->approvals_armed &&
 			    loop_timer_arm(ctl->loop, &ctl->approvals, 1000) == 0)
 				ctl->approvals_armed = true;
@@ -1123,19 +1126,21 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
 		sandbox_tls_stats(ctl->b->sandboxes, &ts);
 		watch_counts(&nwatch, &wdropped);
-		k = snprintf(out, outlen,
-			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
-				    "sandboxes_state_lost %zu\n"
-				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
-				    "watchers %u\nwatchers_dropped %llu\n",
-			     sluice_version, sandbox_count(ctl->b->sandboxes), sandbox_audit_count(ctl->b->sandboxes),
-			     sandbox_state_lost_count(ctl->b->sandboxes),
-			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
-			     creds_jwt_cached(), (unsigned long long)ctl->timeouts,
-			     (unsigned long long)ctl->busy, (unsigned long long)isolation_seccomp_refused(),
-			     nwatch, (unsigned long long)wdropped);
+		k = snprintf(
+			out, outlen,
+			CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
+			       "sandboxes_state_lost %zu\n"
+			       "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			       "tls_leaf_cached %zu\njwt_cached %zu\n"
+			       "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
+			       "watchers %u\nwatchers_dropped %llu\n",
+			sluice_version, sandbox_count(ctl->b->sandboxes),
+			sandbox_audit_count(ctl->b->sandboxes),
+			sandbox_state_lost_count(ctl->b->sandboxes), (unsigned long long)ts.hits,
+			(unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
+			(unsigned long long)ctl->timeouts, (unsigned long long)ctl->busy,
+			(unsigned long long)isolation_seccomp_refused(), nwatch,
+			(unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");
@@ -1164,14 +1169,15 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 				 sizeof(synth));
 		k = snprintf(out, outlen,
 			     CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
-			     "sandbox_pool %s\nsynthetic_pool %s\n",
-			     ctl->b->cfg.proxy_port, ctl->b->cfg.transparent_port, ctl->b->cfg.dns_port,
-			     pool, synth);
+				    "sandbox_pool %s\nsynthetic_pool %s\n",
+			     ctl->b->cfg.proxy_port, ctl->b->cfg.transparent_port,
+			     ctl->b->cfg.dns_port, pool, synth);
 		/* Where the audit lines go, when that is a file a caller can read
 		 * (`sluice report` with no AUDIT_LOG): an absolute path, not
 		 * stderr. */
 		if (k > 0 && (size_t)k < outlen && ctl->b->cfg.audit_log[0] == '/')
-			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n", ctl->b->cfg.audit_log);
+			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n",
+				 ctl->b->cfg.audit_log);
 	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
@@ -1314,7 +1320,8 @@ static void job_finish(struct ca_job *job)
 
 	register_answer(ctl, job->w[1], job->w[2], job->w[3],
 			register_has(job->w, job->n, CTL_REGISTER_NETNS),
-			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out, sizeof(out));
+			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out,
+			sizeof(out));
 	free(job->line);
 	free(job);
 	if (!c)
@@ -1615,7 +1622,8 @@ static void on_deadline(struct timer *t)
 	if (ratelog_ok(ctl, &ctl->log_timeout, "lines about deadlines"))
 		log_warn("control: pid %d %s within %u s; closed (%llu so far)",
 			 (int)c->peer.cred.pid,
-			 c->state == C_READ ? "sent no complete request" : "did not take its answer",
+			 c->state == C_READ ? "sent no complete request"
+					    : "did not take its answer",
 			 (c->state == C_READ ? REQUEST_MS : ANSWER_MS) / 1000,
 			 (unsigned long long)ctl->timeouts);
 	if (c->state == C_READ)
@@ -1640,8 +1648,8 @@ static bool make_room(struct control *ctl)
 	ctl->busy++;
 	if (ratelog_ok(ctl, &ctl->log_busy, "lines about the bound"))
 		log_warn("control: %u connections open: closed pid %d's, which had not asked "
-			 "yet (%llu so far)", CONNS_MAX, (int)c->peer.cred.pid,
-			 (unsigned long long)ctl->busy);
+			 "yet (%llu so far)",
+			 CONNS_MAX, (int)c->peer.cred.pid, (unsigned long long)ctl->busy);
 	if (c->check < 0)
 		free(refusal(c)); /* audited all the same */
 	say(c->ev.fd, busy_msg);
@@ -1657,7 +1665,8 @@ static void conn_new(struct control *ctl, int fd)
 		ctl->busy++;
 		if (ratelog_ok(ctl, &ctl->log_busy, "lines about the bound"))
 			log_warn("control: %u connections open, all at work: a new one is refused "
-				 "(%llu so far)", CONNS_MAX, (unsigned long long)ctl->busy);
+				 "(%llu so far)",
+				 CONNS_MAX, (unsigned long long)ctl->busy);
 		say(fd, busy_msg);
 		close(fd);
 		return;
@@ -1799,7 +1808,8 @@ int control_start(struct broker *b)
 	ctl->listen.cb = on_accept;
 	ctl->maker.done_ev.fd = efd;
 	ctl->maker.done_ev.cb = on_jobs_done;
-	if (loop_add(l, &ctl->listen, EPOLLIN) < 0 || loop_add(l, &ctl->maker.done_ev, EPOLLIN) < 0) {
+	if (loop_add(l, &ctl->listen, EPOLLIN) < 0 ||
+	    loop_add(l, &ctl->maker.done_ev, EPOLLIN) < 0) {
 		loop_del(l, &ctl->listen);
 		close(fd);
 		close(efd);

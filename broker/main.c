@@ -109,8 +109,7 @@ static void drop_privileges(const struct broker *b)
 		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 	if (b->switching) {
 		take_over_files(b);
-		if (isolation_switch_user(b->cfg.user_uid, b->cfg.user_gid, err,
-					  sizeof(err)) < 0)
+		if (isolation_switch_user(b->cfg.user_uid, b->cfg.user_gid, err, sizeof(err)) < 0)
 			die("sluiced: %s", err);
 		log_info("sluiced: running as user %s (%u:%u), no capability", b->cfg.user,
 			 (unsigned)b->cfg.user_uid, (unsigned)b->cfg.user_gid);
@@ -381,8 +380,7 @@ int main(int argc, char **argv)
 	 * defaults. */
 	if (!b->config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
 		b->config_path = SLUICED_DEFAULT_CONFIG;
-	if (b->config_path &&
-	    broker_config_load(b->config_path, &b->cfg, err, sizeof(err)) < 0) {
+	if (b->config_path && broker_config_load(b->config_path, &b->cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
 		broker_free(b);
 		return 1;

@@ -207,9 +207,9 @@ static int table_init(struct sandbox_table *tab, const struct broker_config *cfg
 	tab->by_name = calloc(HASH_SLOTS, sizeof(*tab->by_name));
 	/* A /30 per sandbox: 2^(host bits - 2) blocks, at most POOL_BITS_MAX
 	 * tracked (2^16 < POOL_BITS_MAX < 2^17). */
-	tab->nblocks = host_bits < 2	    ? 0
-		      : host_bits - 2 >= 17 ? POOL_BITS_MAX
-					    : (uint32_t)1 << (host_bits - 2);
+	tab->nblocks = host_bits < 2	     ? 0
+		       : host_bits - 2 >= 17 ? POOL_BITS_MAX
+					     : (uint32_t)1 << (host_bits - 2);
 	tab->used = calloc((tab->nblocks + 63) / 64 + 1, sizeof(*tab->used));
 	if (!tab->slot || !tab->by_name || !tab->used)
 		return -ENOMEM;
@@ -341,7 +341,8 @@ static struct sandbox *find_name(struct sandbox_table *tab, const char *name)
 	return i < 0 ? NULL : tab->by_name[i];
 }
 
-struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src, struct policy **pol)
+struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src,
+			       struct policy **pol)
 {
 	struct sandbox *sb = NULL;
 	ssize_t i;
@@ -750,7 +751,8 @@ static void ca_sums_report(const char *name, const char *dir, int k, const char 
 
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
-static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, char *err, size_t errlen)
+static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, char *err,
+		      size_t errlen)
 {
 	char dir[600], e[256];
 
@@ -873,9 +875,9 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
 
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
-static int do_register(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path, bool save,
-		       bool netns, bool audit, struct tls_ca **ca, struct sl_addr *assigned,
-		       char *err, size_t errlen)
+static int do_register(struct sandbox_table *tab, const char *name, const char *addr,
+		       const char *policy_path, bool save, bool netns, bool audit,
+		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -1054,17 +1056,19 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	return 0;
 }
 
-int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path, bool save,
-		     struct sl_addr *assigned, char *err, size_t errlen)
+int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
+		     const char *policy_path, bool save, struct sl_addr *assigned, char *err,
+		     size_t errlen)
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err, errlen);
+	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err,
+			   errlen);
 }
 
-int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr, const char *policy_path, bool netns,
-			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
-			size_t errlen)
+int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
+			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
+			struct sl_addr *assigned, char *err, size_t errlen)
 {
 	int r = do_register(tab, name, addr, policy_path, true, netns, audit, &ca, assigned, err,
 			    errlen);
@@ -1176,7 +1180,8 @@ size_t sandbox_audit_count(struct sandbox_table *tab)
 
 /* Calls @fn for every registered sandbox, under the table's read lock (so
  * @fn must not call into the table, nor block). */
-void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg), void *arg)
+void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg),
+		  void *arg)
 {
 	size_t i;
 
@@ -1312,8 +1317,8 @@ int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen)
  * removed ones revoked, new ones issued; then each worker closes the open
  * connections the new policy withdrew, unless @keep_open.
  */
-int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path, bool keep_open,
-		   struct sandbox_update_info *info, char *err, size_t errlen)
+int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
+		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen)
 {
 	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
@@ -1457,7 +1462,8 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, s
  * the sandbox keeps its file's policy alone (fail closed) and the log says
  * so.
  */
-static void restore_approvals(struct sandbox_table *tab, const char *name, const struct reg_file *rf)
+static void restore_approvals(struct sandbox_table *tab, const char *name,
+			      const struct reg_file *rf)
 {
 	uint64_t wall = clock_ms_of(CLOCK_REALTIME), mono = clock_ms_of(CLOCK_MONOTONIC);
 	size_t i, k = 0, timed = 0, ended = 0;
@@ -1547,8 +1553,8 @@ int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 			dropped++;
 			continue;
 		}
-		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca, NULL,
-				e, sizeof(e)) < 0) {
+		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca,
+				NULL, e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
@@ -1567,7 +1573,8 @@ int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 	return n;
 }
 
-int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len, char *err, size_t errlen)
+int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
+			 char *err, size_t errlen)
 {
 	struct sandbox *sb;
 	int k, r = -ENOENT;
@@ -1635,8 +1642,8 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, s
 	return 0;
 }
 
-int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port, uint64_t until_ms,
-		    char *err, size_t errlen)
+int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
+		    uint64_t until_ms, char *err, size_t errlen)
 {
 	struct sandbox_approval keep, *a;
 	struct sandbox *sb;

@@ -95,7 +95,8 @@ static int transparent_setup(struct conn *c)
 	}
 	c->port = c->orig_port;
 	c->dst = c->orig_dst;
-	if (addr_in_prefix(&c->orig_dst, &c->w->b->cfg.synthetic_net, c->w->b->cfg.synthetic_plen)) {
+	if (addr_in_prefix(&c->orig_dst, &c->w->b->cfg.synthetic_net,
+			   c->w->b->cfg.synthetic_plen)) {
 		c->orig_synthetic = true;
 		if (!c->sb->synth ||
 		    dns_synth_name(c->sb->synth, &c->orig_dst, c->host, sizeof(c->host)) < 0) {

@@ -227,7 +227,8 @@ void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr
 	 * audit line names if none is left. */
 	for (i = 0; i < n; i++) {
 		if (proxy_check_address(c->pol, &addrs[i], c->port, GUARD_FROM_NAME,
-					broker_is_local(c->w->b, &addrs[i], c->port), &v) != PROXY_ALLOW) {
+					broker_is_local(c->w->b, &addrs[i], c->port),
+					&v) != PROXY_ALLOW) {
 			if (!refused) {
 				refused = true;
 				first = v;

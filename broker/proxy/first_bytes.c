@@ -322,7 +322,8 @@ enum step proxy_read_head(struct conn *c)
 		return proxy_reply(c, 400, PROXY_DENY, why < 0 ? SL_REASON_BAD_REQUEST : why);
 	}
 	/* From here the resolver and connect deadlines bound the wait. */
-	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	c->head_len = hl;
 	ps->pos = c->in->pos;
 	ps->len = hl;
@@ -381,7 +382,8 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 	c->raw = true;
 	c->is_connect = true;
 	c->method[0] = c->path[0] = '\0';
-	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	return proxy_decide_target(c);
 }
 

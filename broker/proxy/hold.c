@@ -334,8 +334,8 @@ static void answer_post(void *arg)
 	answer_put(a);
 }
 
-int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port, bool approve,
-			  enum sl_reason reason, int status)
+int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port,
+			  bool approve, enum sl_reason reason, int status)
 {
 	struct hold_answer *a = calloc(1, sizeof(*a));
 	unsigned i;
@@ -380,7 +380,8 @@ static void check_resolved(struct resolve_req *req, int status, const struct sl_
 		uint16_t port = chk->port ? chk->port : 443;
 
 		if (proxy_check_address(chk->pol, &addrs[i], port, GUARD_FROM_NAME,
-					broker_is_local(chk->b, &addrs[i], port), &v) == PROXY_ALLOW) {
+					broker_is_local(chk->b, &addrs[i], port),
+					&v) == PROXY_ALLOW) {
 			chk->allowed++;
 		} else {
 			if (!chk->denied)

@@ -152,10 +152,8 @@ static void test_register_list_unregister(void **state)
 
 	/* Each request that changes something is audited, with who asked. */
 	assert_int_equal(audited("\"sandbox\":\"sb-a\"", "\"reason\":\"control-register\""), 2);
-	assert_int_equal(audited("\"sandbox\":\"sb-a\"", "\"reason\":\"control-unregister\""),
-			 2);
-	assert_int_equal(audited("\"sandbox\":\"sb-b\"", "\"reason\":\"control-unregister\""),
-			 1);
+	assert_int_equal(audited("\"sandbox\":\"sb-a\"", "\"reason\":\"control-unregister\""), 2);
+	assert_int_equal(audited("\"sandbox\":\"sb-b\"", "\"reason\":\"control-unregister\""), 1);
 }
 
 /* Requests that are refused change nothing. */

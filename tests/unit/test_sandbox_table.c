@@ -218,8 +218,8 @@ static void test_collisions(void **state)
 			char a[ADDR_STRLEN];
 
 			addr_format(&addrs[i], a, sizeof(a));
-			assert_int_equal(sandbox_register(T, names[i], a, policy_path, true, NULL, err,
-							  sizeof(err)),
+			assert_int_equal(sandbox_register(T, names[i], a, policy_path, true, NULL,
+							  err, sizeof(err)),
 					 0);
 		}
 		assert_int_equal(sandbox_count(T), 40);
@@ -245,7 +245,8 @@ static void test_collisions(void **state)
 				} else {
 					assert_null(sb);
 				}
-				assert_int_equal(sandbox_ca_pem(T, names[j], &pem), want ? 0 : -ENOENT);
+				assert_int_equal(sandbox_ca_pem(T, names[j], &pem),
+						 want ? 0 : -ENOENT);
 				free(pem);
 			}
 			assert_int_equal(sandbox_count(T), 39 - i);
@@ -344,7 +345,8 @@ static void test_update(void **state)
 	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
 	assert_int_equal(strlen(sha_before), 64);
 
-	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, err, sizeof(err)), -ENOENT);
+	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, err, sizeof(err)),
+			 -ENOENT);
 	assert_string_equal(err, "no such sandbox `sb-901`");
 	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, err, sizeof(err)),
 			 -EINVAL);
