@@ -75,6 +75,16 @@ enum audit_sink {
 	AUDIT_SINK_SEND,  /* socket shared with stderr: send(MSG_DONTWAIT) */
 };
 
+/*
+ * The sink is process-wide on purpose, not a member of struct broker: the
+ * broker has one audit log (audit_log, or stderr), every thread writes to
+ * it (each worker, the main thread, from deep in the proxy, the DNS
+ * filter, the sandbox table and the control handler), and its lines are
+ * batched and folded across all of them, which is what one log needs. An
+ * object passed around would be this one instance reached through more
+ * pointers; its state here is atomics and locks of its own, set up by
+ * audit_open() before the workers start.
+ */
 static atomic_int audit_fd = AUDIT_FD_DEFAULT;
 static atomic_int audit_kind = AUDIT_SINK_WRITE;
 static atomic_uint_fast64_t audit_failures;

@@ -33,6 +33,7 @@ struct hold_table;
  */
 struct sandbox {
 	atomic_int refs;
+	struct sandbox_table *table; /* whose it is, for its life */
 	char name[SANDBOX_NAME_MAX + 1];
 	struct sl_addr addr;
 	char policy_path[256];
@@ -86,45 +87,62 @@ struct sandbox_approval {
 };
 
 /* sandbox.c */
-int sandbox_table_init(const struct broker_config *cfg);
+/*
+ * The table of registered sandboxes, an object of its own (its own lock):
+ * made by sandbox_table_new() from the configuration's state_dir and
+ * pools (creating the directories), freed by sandbox_table_free() with
+ * the table's references on its sandboxes. Every function below but
+ * sandbox_put(), sandbox_policy() and sandbox_audit() takes it first.
+ */
+struct sandbox_table;
+int sandbox_table_new(const struct broker_config *cfg, struct sandbox_table **out);
+void sandbox_table_free(struct sandbox_table *tab);
+struct worker;
+/* The workers told of policies swapped and sandboxes gone; set once,
+ * before any runs. */
+void sandbox_table_set_workers(struct sandbox_table *tab, struct worker *workers, unsigned n);
 /* Looks up the sandbox of a source address: takes a reference on it and on
  * its policy (*pol); both dropped by the caller. NULL when unknown. */
-struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol);
+struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src,
+			       struct policy **pol);
 void sandbox_put(struct sandbox *sb);
 /* The policy in force for @sb now, with a reference for the caller. */
 struct policy *sandbox_policy(struct sandbox *sb);
 /* @addr "auto" allocates the next free /30 of sandbox_pool; the address
  * registered is written to *@assigned when not NULL. */
-int sandbox_register(const char *name, const char *addr, const char *policy_path,
-		     bool persist, struct sl_addr *assigned, char *err, size_t errlen);
+int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
+		     const char *policy_path, bool persist, struct sl_addr *assigned, char *err,
+		     size_t errlen);
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
-			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
-			size_t errlen);
+int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
+			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
+			struct sl_addr *assigned, char *err, size_t errlen);
 /* Is @sb in audit mode with policy @p (its registration says so, or the
  * policy's `mode: audit`)? Names outside the allowlist then pass, audited
  * would-deny. */
 bool sandbox_audit(const struct sandbox *sb, const struct policy *p);
 /* How many registered sandboxes are in audit mode now. */
-size_t sandbox_audit_count(void);
-int sandbox_unregister(const char *name, char *err, size_t errlen);
+size_t sandbox_audit_count(struct sandbox_table *tab);
+int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, size_t errlen);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
-int sandbox_list(char *buf, size_t len);
+int sandbox_list(struct sandbox_table *tab, char *buf, size_t len);
 /* Sandboxes whose placeholders or synthetic names were lost at start-up. */
-size_t sandbox_state_lost_count(void);
-size_t sandbox_count(void);
-void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg);
+size_t sandbox_state_lost_count(struct sandbox_table *tab);
+size_t sandbox_count(struct sandbox_table *tab);
+void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg),
+		  void *arg);
 struct tls_leaf_stats;
 /* The leaf-certificate caches of every registered sandbox, summed. */
-void sandbox_tls_stats(struct tls_leaf_stats *sum);
+void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum);
 /* The PEM of the sandbox's CA certificate (free() it); -ENOENT. */
-int sandbox_ca_pem(const char *name, char **pem);
+int sandbox_ca_pem(struct sandbox_table *tab, const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */
-int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen);
+int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
+			 char *err, size_t errlen);
 /* Reloads every policy; all or nothing. */
-int sandbox_reload_all(char *err, size_t errlen);
+int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen);
 /* What sandbox_update() swapped, for its audit line. */
 struct sandbox_update_info {
 	char old_path[256], old_sha256[65];
@@ -134,26 +152,49 @@ struct sandbox_update_info {
  * keeps it across a restart; closes the open connections it withdraws
  * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
  * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
-int sandbox_update(const char *name, const char *policy_path, bool keep_open,
-		   struct sandbox_update_info *info, char *err, size_t errlen);
-int sandbox_restore(char *err, size_t errlen);
+int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
+		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen);
+int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen);
 /* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
  * its policy compiled anew with it; @until_ms as in struct sandbox_approval.
  * -ENOENT: no such sandbox; others: @err says why, nothing changed. */
-int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t until_ms,
-		    char *err, size_t errlen);
+int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
+		    uint64_t until_ms, char *err, size_t errlen);
 /* Drops the approvals whose time is up at @now_ms (their sandboxes'
  * policies compiled anew without them); on the control thread. Return: how
  * many timed approvals remain (0: no need to call again). */
-size_t sandbox_approvals_expire(uint64_t now_ms);
+size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms);
 /* A reference on sandbox @name (sandbox_put() it), or NULL. */
-struct sandbox *sandbox_get(const char *name);
+struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name);
 /* An audit line `state-damaged` for a state file @path of sandbox @name
  * found @what ("damaged", "missing", ...) when the broker read it. */
 void sandbox_state_audit(const char *name, const char *path, const char *what);
 
+struct dns_server;
+struct control;
+
+/*
+ * The limits and timeouts a reload changes, as the workers read them: one
+ * immutable struct, never written once published. The main thread makes
+ * a new one at start-up and at each reload (broker_reload()) and publishes
+ * it (broker_limits_publish()): b->limits is the main thread's reference,
+ * and each worker holds a reference of its own in w->limits, swapped on
+ * its own thread by a message the main thread posts with that reference
+ * (so a worker reads w->limits with no lock and no atomic, and sees every
+ * key of one reload at once, or none). The last reference dropped frees it.
+ */
+struct broker_limits {
+	atomic_uint refs;
+	uint32_t max_connections;  /* all sandboxes together, after RLIMIT_NOFILE */
+	uint32_t sandbox_conn_cap; /* one sandbox at most, whatever its policy says */
+	uint32_t head_timeout_ms;
+	uint32_t connect_timeout_ms;
+	uint32_t response_timeout_ms; /* request sent -> response head */
+};
+
 /* A worker: one thread, one loop, one resolver, its listeners. */
 struct worker {
+	struct broker *b; /* the broker it works for */
 	unsigned id;
 	pthread_t thread;
 	struct loop *loop;
@@ -162,28 +203,52 @@ struct worker {
 	struct ev transparent_ev;
 	/* Out of descriptors, the listeners rest; this wakes them (proxy/accept.c). */
 	struct timer accept_retry;
+	/* This worker's reference on the limits in force: read and swapped on
+	 * its own thread only (struct broker_limits). */
+	const struct broker_limits *limits;
+	/* Its DNS filter sockets (dns.c); this worker's alone. */
+	struct dns_server *dns;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
 	bool draining;
 };
 
+/*
+ * The broker: made by main() and passed to what needs it (a worker points
+ * at it, a connection reaches it through its worker, the control socket
+ * holds it as its context). There is no global instance.
+ */
 struct broker {
 	struct broker_config cfg;
+	/* The configuration file read (NULL: the built-in defaults), read
+	 * again by broker_reload(). */
+	const char *config_path;
 	struct worker *workers;
 	unsigned n_workers;
 	atomic_uint total_conns;
-	/* The most connections one sandbox may hold, whatever its policy
-	 * says: derived from RLIMIT_NOFILE at start-up and on reload (main.c). */
-	atomic_uint sandbox_conn_cap;
+	/* The limits in force (struct broker_limits): the main thread's
+	 * reference, read on the main thread only. */
+	struct broker_limits *limits;
 	atomic_bool draining;
 	struct sl_addr local[64]; /* the broker namespace's own addresses */
 	/* Client context for intercepted connections' upstream side
 	 * (upstream_ca, else the system store). */
 	struct ssl_ctx_st *upstream_ctx;
 	size_t n_local;
+	struct sandbox_table *sandboxes; /* the registered sandboxes */
+	struct control *control;	 /* the control socket (control.c) */
+	/* Whether the broker becomes cfg.user after start-up: started as
+	 * root, and the user is not root. Set once, before the opener is
+	 * forked (main.c). */
+	bool switching;
+	/* The main thread's loop and what it serves besides the control
+	 * socket (main.c): signals, the drain and the audit log's tick. */
+	struct loop *main_loop;
+	struct ev signal_ev;
+	struct timer drain_timer;
+	struct timer audit_timer;
+	uint64_t drain_deadline;
 };
-
-extern struct broker broker;
 
 /* proxy/ (accept.c) */
 void proxy_accept(struct ev *ev, uint32_t events);
@@ -210,10 +275,11 @@ bool proxy_hold_pending(struct sandbox *sb, const char *host, uint16_t port);
 /* Posts an answer to every worker for @sb's connections held for @host
  * (on @port; 0: any): @approve decides them again on the sandbox's policy
  * now; else each is refused with @status and @reason. */
-int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, bool approve,
-			  enum sl_reason reason, int status);
+int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port,
+			  bool approve, enum sl_reason reason, int status);
 /* An approval's check by the address guard (proxy_hold_check()). */
 struct hold_check {
+	struct broker *b;    /* whose worker 0 resolves; set by proxy_hold_check() */
 	struct sandbox *sb;  /* the caller's reference */
 	struct policy *pol;  /* the caller's reference: its ranges judge */
 	char host[256];
@@ -228,7 +294,7 @@ struct hold_check {
 };
 /* Resolves and judges @chk on worker 0, then runs @chk->done on @chk->back.
  * Return: 0, or a negative errno (nothing posted). */
-int proxy_hold_check(struct hold_check *chk);
+int proxy_hold_check(struct broker *b, struct hold_check *chk);
 
 /* watch.c: `sluice watch`, on the control loop. At most WATCH_MAX at once. */
 #define WATCH_MAX 8
@@ -248,16 +314,25 @@ void watch_pending(const char *sandbox, const char *host, uint16_t port, const c
 		   const char *path, uint32_t count);
 
 /* control.c */
-/* Opens the control socket at @path and serves it on @l (the main loop).
- * Return: 0 or a negative errno. */
-int control_start(struct loop *l, const char *path);
+/* Opens @b's control socket (cfg.control_socket) and serves it on
+ * b->main_loop, with @b as its context. Return: 0 or a negative errno. */
+int control_start(struct broker *b);
 /* Draining: no new connection; requests under way are finished. */
-void control_stop(void);
+void control_stop(struct control *ctl);
 /* After the main loop stopped: finishes what was asked, closes the rest
- * and stops the CA maker thread. */
-void control_shutdown(void);
+ * and stops the CA maker thread; frees @ctl. */
+void control_shutdown(struct control *ctl);
+/* The control handler without a socket (unit tests): control_new() a
+ * context for @b (its sandbox table, its configuration), control_handle()
+ * one request line as the calling process would send it (its answer in
+ * @out, as the socket would send it), control_free() it. */
+struct control *control_new(struct broker *b);
+void control_free(struct control *ctl);
+void control_handle(struct control *ctl, char *line, char *out, size_t outlen);
 
 void proxy_set_worker(struct worker *w);
+/* proxy/accept.c: the worker whose loop runs now (NULL off the workers). */
+struct worker *proxy_cur_worker(void);
 
 /* dns.c */
 /* Opens this worker's DNS filter sockets (UDP and TCP, SO_REUSEPORT on
@@ -267,9 +342,30 @@ int dns_server_start(struct worker *w);
  * thread (e.g. posted by stop_listening) or after its loop has stopped. */
 void dns_server_stop(struct worker *w);
 
-/* main.c */
-bool broker_is_local(const struct sl_addr *a, uint16_t port);
+/* broker.c */
+/* Whether @a is one of the broker's own addresses (or a sandbox gateway). */
+bool broker_is_local(const struct broker *b, const struct sl_addr *a, uint16_t port);
+/* Notes the addresses of the broker's namespace (broker_is_local()). */
+void broker_collect_local_addresses(struct broker *b);
+/* `user` not set: the system user `sluice` if there is one, else the
+ * fixed ids of config.h (so the broker never stays root by default). */
+void broker_resolve_user(struct broker_config *c);
+/* max_connections @want, or fewer: what RLIMIT_NOFILE holds; sets
+ * *@sandbox_cap. Logs what it derived when @say. */
+uint32_t broker_conn_limit_for_fds(const struct broker *b, uint32_t want, bool say,
+				   uint32_t *sandbox_cap);
+/* New limits from @cfg's (max_connections as it is) and @sandbox_conn_cap,
+ * with one reference for the caller; NULL when out of memory. */
+struct broker_limits *broker_limits_new(const struct broker_config *cfg, uint32_t sandbox_conn_cap);
+const struct broker_limits *broker_limits_get(const struct broker_limits *l);
+void broker_limits_put(const struct broker_limits *l);
+/* Main thread: @l (the caller's reference, taken) is in force: b->limits
+ * now, and posted to every worker with a reference each. */
+void broker_limits_publish(struct broker *b, struct broker_limits *l);
 /* Reloads configuration and every policy; all or nothing. */
-int broker_reload(char *err, size_t errlen, char *said, size_t saidlen);
+int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen);
+/* Frees @b and what it owns (workers' loops and resolvers, the sandbox
+ * table, the main loop); its threads must have stopped. NULL is fine. */
+void broker_free(struct broker *b);
 
 #endif

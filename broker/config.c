@@ -72,9 +72,8 @@ static int num(struct cfgload *ld, const struct ynode *v, const char *key, uint6
 	return 0;
 }
 
-/* Durations as in policies ("10s", "2m", "500ms"), into milliseconds.
- * (Every duration key is one a reload changes, hence _Atomic.) */
-static int ms(struct cfgload *ld, const struct ynode *v, const char *key, _Atomic uint32_t *out)
+/* Durations as in policies ("10s", "2m", "500ms"), into milliseconds. */
+static int ms(struct cfgload *ld, const struct ynode *v, const char *key, uint32_t *out)
 {
 	char *end;
 	unsigned long long x;

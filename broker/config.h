@@ -33,19 +33,17 @@ struct broker_config {
 	char upstream_ca[256];
 	char audit_log[256];
 	unsigned workers;		/* 0: one per core */
-	/* The keys a reload changes in the running broker.cfg (main.c,
-	 * broker_reload()) while workers read them: _Atomic, so that every
-	 * read and write is one whole access and not a data race. A plain
-	 * read compiles to an atomic load (a plain mov on x86); never take
-	 * their address as a uint32_t *. Each stands alone: a worker may see
-	 * one key of a reload before another, which is harmless. */
-	_Atomic uint32_t max_connections; /* all sandboxes together */
+	/* The keys a reload changes (broker.c, broker_reload()). The
+	 * running broker's cfg is the main thread's own: workers read these
+	 * in struct broker_limits (broker_internal.h), an immutable copy
+	 * published at each reload. */
+	uint32_t max_connections; /* all sandboxes together */
 	/* repeats of a refusal within this are folded into one line (0: never) */
-	_Atomic uint32_t audit_fold_ms;
-	_Atomic uint32_t head_timeout_ms;
-	_Atomic uint32_t connect_timeout_ms;
-	_Atomic uint32_t response_timeout_ms; /* request sent -> response head */
-	_Atomic uint32_t drain_timeout_ms;
+	uint32_t audit_fold_ms;
+	uint32_t head_timeout_ms;
+	uint32_t connect_timeout_ms;
+	uint32_t response_timeout_ms; /* request sent -> response head */
+	uint32_t drain_timeout_ms;
 	/* The rest is fixed once the workers run (a reload logs a change to
 	 * it as waiting for a restart). */
 	uint32_t max_head_bytes;

@@ -72,7 +72,7 @@
 #define SYS_pidfd_open 434 /* Linux 5.3 */
 #endif
 
-static int control_open(const char *path)
+static int control_open(const struct broker *b, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	size_t plen = strlen(path);
@@ -99,9 +99,9 @@ static int control_open(const char *path)
 	 * group the broker is not in needs CAP_CHOWN). The peer checks below
 	 * still decide; the mode only keeps everyone else off. */
 	if (e == 0) {
-		bool group = broker.cfg.control_group[0] != '\0';
+		bool group = b->cfg.control_group[0] != '\0';
 
-		if ((group && chown(path, (uid_t)-1, broker.cfg.control_gid) < 0) ||
+		if ((group && chown(path, (uid_t)-1, b->cfg.control_gid) < 0) ||
 		    chmod(path, group ? 0660 : 0600) < 0)
 			e = -1;
 	}
@@ -221,6 +221,13 @@ static int pid_nsid(struct mnl_socket *nl, pid_t pid, uint32_t seq, int32_t *nsi
 	return 0;
 }
 
+/* A log line that may come once per connection, bounded. */
+struct ratelog {
+	uint64_t window; /* start, loop_now_ms() */
+	unsigned n;	 /* lines written in it */
+	uint64_t quiet;	 /* not written since */
+};
+
 /*
  * What is known of the sandboxes' namespaces: the id the broker's namespace
  * gives each one (its wire's IFLA_LINK_NETNSID), by sandbox name, sorted.
@@ -234,63 +241,98 @@ static int pid_nsid(struct mnl_socket *nl, pid_t pid, uint32_t seq, int32_t *nsi
  * but not wired yet, or its wire gone) stays unknown, and is looked for
  * again at the next caller. Main thread only.
  */
+struct ca_job;
+struct approve_job;
+struct cconn;
+
 struct known {
 	int32_t nsid;
 	char name[SANDBOX_NAME_MAX + 1];
 };
 
-static struct {
-	struct known *v;
-	size_t n, cap;
-} seen;
+/*
+ * The control socket's state, one object: made by control_start(), the
+ * context of every request (main thread only, but for the maker's part,
+ * under ctl->maker.lock).
+ */
+struct control {
+	struct loop *loop;
+	struct ev listen;
+	struct timer retry; /* accept again after running out of descriptors */
+	struct cconn *oldest, *newest;
+	unsigned n;
+	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
+	uint64_t timeouts, busy; /* for `sluice status` */
+	struct ratelog log_timeout, log_busy, log_refused, log_fds;
+	struct timer approvals; /* ends approvals made --for a while */
+	bool approvals_armed;
+	struct broker *b; /* whose control socket this is */
+	uid_t owner;	  /* the broker's own uid, allowed besides root */
+	/* What is known of the sandboxes' namespaces (see struct known). */
+	struct {
+		struct known *v;
+		size_t n, cap;
+	} seen;
+	/* The CA maker (see struct ca_job). */
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t cond;
+		struct ca_job *todo, *todo_tail; /* for the maker */
+		struct ca_job *done, *done_tail; /* for the main thread */
+		bool started, stop;
+		pthread_t thread;
+		struct ev done_ev; /* an eventfd: something is done */
+	} maker;
+};
 
 static int known_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct known *)a)->name, ((const struct known *)b)->name);
 }
 
-static struct known *known_find(const char *name)
+static struct known *known_find(struct control *ctl, const char *name)
 {
 	struct known key;
 
-	if (!seen.n)
+	if (!ctl->seen.n)
 		return NULL;
 	snprintf(key.name, sizeof(key.name), "%s", name);
-	return bsearch(&key, seen.v, seen.n, sizeof(*seen.v), known_cmp);
+	return bsearch(&key, ctl->seen.v, ctl->seen.n, sizeof(*ctl->seen.v), known_cmp);
 }
 
 /* Sandbox @name (registered, or unregistered by now) is no longer known. */
-static void seen_forget(const char *name)
+static void seen_forget(struct control *ctl, const char *name)
 {
-	struct known *k = known_find(name);
+	struct known *k = known_find(ctl, name);
 
 	if (!k)
 		return;
-	memmove(k, k + 1, (size_t)(seen.v + seen.n - (k + 1)) * sizeof(*k));
-	seen.n--;
+	memmove(k, k + 1, (size_t)(ctl->seen.v + ctl->seen.n - (k + 1)) * sizeof(*k));
+	ctl->seen.n--;
 }
 
-static int seen_add(const char *name, int32_t nsid)
+static int seen_add(struct control *ctl, const char *name, int32_t nsid)
 {
 	size_t i;
 
-	if (known_find(name))
+	if (known_find(ctl, name))
 		return 0;
-	if (seen.n == seen.cap) {
-		size_t cap = seen.cap ? 2 * seen.cap : 64;
-		struct known *k = cap <= 2 * (size_t)SANDBOX_MAX ? realloc(seen.v, cap * sizeof(*k))
-								  : NULL;
+	if (ctl->seen.n == ctl->seen.cap) {
+		size_t cap = ctl->seen.cap ? 2 * ctl->seen.cap : 64;
+		struct known *k = cap <= 2 * (size_t)SANDBOX_MAX
+					  ? realloc(ctl->seen.v, cap * sizeof(*k))
+					  : NULL;
 
 		if (!k)
 			return -ENOMEM;
-		seen.v = k;
-		seen.cap = cap;
+		ctl->seen.v = k;
+		ctl->seen.cap = cap;
 	}
-	for (i = seen.n; i > 0 && strcmp(seen.v[i - 1].name, name) > 0; i--)
-		seen.v[i] = seen.v[i - 1];
-	seen.v[i].nsid = nsid;
-	snprintf(seen.v[i].name, sizeof(seen.v[i].name), "%s", name);
-	seen.n++;
+	for (i = ctl->seen.n; i > 0 && strcmp(ctl->seen.v[i - 1].name, name) > 0; i--)
+		ctl->seen.v[i] = ctl->seen.v[i - 1];
+	ctl->seen.v[i].nsid = nsid;
+	snprintf(ctl->seen.v[i].name, sizeof(ctl->seen.v[i].name), "%s", name);
+	ctl->seen.n++;
 	return 0;
 }
 
@@ -393,6 +435,7 @@ struct unknown {
 };
 
 struct unknowns {
+	struct control *ctl;
 	struct unknown *v;
 	size_t n, cap;
 	bool nomem;
@@ -401,8 +444,9 @@ struct unknowns {
 static void collect_unknown(const struct sandbox *sb, void *arg)
 {
 	struct unknowns *u = arg;
+	struct control *ctl = u->ctl;
 
-	if (known_find(sb->name))
+	if (known_find(ctl, sb->name))
 		return;
 	if (u->n == u->cap) {
 		size_t cap = u->cap ? 2 * u->cap : 16;
@@ -424,16 +468,16 @@ static void collect_unknown(const struct sandbox *sb, void *arg)
  * Return: how many stay unknown (no wire found); a negative errno when
  * it cannot be told.
  */
-static long learn_unknown(struct mnl_socket *nl, uint32_t *seq)
+static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *seq)
 {
-	struct unknowns u = { 0 };
+	struct unknowns u = { .ctl = ctl };
 	long left = 0;
 	size_t i;
 	int r = 0;
 
-	if (seen.n >= sandbox_count())
+	if (ctl->seen.n >= sandbox_count(ctl->b->sandboxes))
 		return 0;
-	sandbox_each(collect_unknown, &u);
+	sandbox_each(ctl->b->sandboxes, collect_unknown, &u);
 	if (u.nomem) {
 		free(u.v);
 		return -ENOMEM;
@@ -446,7 +490,7 @@ static long learn_unknown(struct mnl_socket *nl, uint32_t *seq)
 			left++;
 			r = 0;
 		} else if (r == 0) {
-			r = seen_add(u.v[i].name, nsid);
+			r = seen_add(ctl, u.v[i].name, nsid);
 		}
 	}
 	free(u.v);
@@ -458,7 +502,7 @@ static long learn_unknown(struct mnl_socket *nl, uint32_t *seq)
  * @p->cred.pid is in ("" for none), @pidfd pinning that process.
  * Return: 0; a negative errno, @why filled, when it cannot be told.
  */
-static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
+static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why, size_t whylen)
 {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 	struct timeval tmo = { .tv_sec = 1 };
@@ -482,7 +526,7 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	}
 	r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	if (r == 0) {
-		left = learn_unknown(nl, &seq);
+		left = learn_unknown(ctl, nl, &seq);
 		r = left < 0 ? (int)left : 0;
 		/* Getting a wire may have given the caller's namespace its id. */
 		if (r == 0 && nsid == NETNSA_NSID_NOT_ASSIGNED)
@@ -501,17 +545,19 @@ static int peer_netns(struct peer *p, int pidfd, char *why, size_t whylen)
 	}
 	if (nsid == NETNSA_NSID_NOT_ASSIGNED)
 		goto out; /* no link of ours leads there: no sandbox's */
-	for (i = 0; i < seen.n; i++) {
-		if (seen.v[i].nsid == nsid) {
-			snprintf(p->sandbox, sizeof(p->sandbox), "%s", seen.v[i].name);
+	for (i = 0; i < ctl->seen.n; i++) {
+		if (ctl->seen.v[i].nsid == nsid) {
+			snprintf(p->sandbox, sizeof(p->sandbox), "%s", ctl->seen.v[i].name);
 			goto out;
 		}
 	}
 	/* Some sandbox's wire was not found: its namespace may be this one. */
 	if (left > 0) {
 		r = -ENOENT;
-		snprintf(why, whylen, "%ld of %zu sandboxes have no wire in the broker's "
-			 "namespace to tell their namespace by", left, sandbox_count());
+		snprintf(why, whylen,
+			 "%ld of %zu sandboxes have no wire in the broker's "
+			 "namespace to tell their namespace by",
+			 left, sandbox_count(ctl->b->sandboxes));
 	}
 out:
 	if (nl)
@@ -522,19 +568,20 @@ out:
 /* The uid the broker was started as (control_start() runs before the switch
  * to its own user): besides root and control_group, only it may call. Not
  * the uid it runs as afterwards, which no person logs in as. */
-static uid_t control_owner;
+
+struct cconn;
 
 /* Whether the caller holds control_group, as primary or supplementary group. */
-static bool peer_in_group(int fd, const struct ucred *cred)
+static bool peer_in_group(struct control *ctl, int fd, const struct ucred *cred)
 {
 	gid_t small[64], *g = small;
 	socklen_t len = sizeof(small);
 	bool in = false;
 	size_t i;
 
-	if (!broker.cfg.control_group[0])
+	if (!ctl->b->cfg.control_group[0])
 		return false;
-	if (cred->gid == broker.cfg.control_gid)
+	if (cred->gid == ctl->b->cfg.control_gid)
 		return true;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
 		if (errno != ERANGE || !(g = malloc(len)))
@@ -545,7 +592,7 @@ static bool peer_in_group(int fd, const struct ucred *cred)
 		}
 	}
 	for (i = 0; i < len / sizeof(gid_t); i++)
-		in |= g[i] == broker.cfg.control_gid;
+		in |= g[i] == ctl->b->cfg.control_gid;
 	if (g != small)
 		free(g);
 	return in;
@@ -560,7 +607,7 @@ static bool peer_in_group(int fd, const struct ucred *cred)
  * Return: 0 when it may; -EACCES when it may not; another negative errno
  * when it cannot be told (refused as well).
  */
-static int peer_check(int fd, struct peer *p, char *why, size_t whylen)
+static int peer_check(struct control *ctl, int fd, struct peer *p, char *why, size_t whylen)
 {
 	socklen_t cl = sizeof(p->cred);
 	char inner[200];
@@ -572,10 +619,10 @@ static int peer_check(int fd, struct peer *p, char *why, size_t whylen)
 		snprintf(why, whylen, "cannot read the caller's credentials: %s", strerror(-r));
 		return r;
 	}
-	if (p->cred.uid != 0 && p->cred.uid != control_owner && !peer_in_group(fd, &p->cred)) {
-		if (broker.cfg.control_group[0])
+	if (p->cred.uid != 0 && p->cred.uid != ctl->owner && !peer_in_group(ctl, fd, &p->cred)) {
+		if (ctl->b->cfg.control_group[0])
 			snprintf(why, whylen, "uid %u is neither root nor in control_group `%s`",
-				 (unsigned)p->cred.uid, broker.cfg.control_group);
+				 (unsigned)p->cred.uid, ctl->b->cfg.control_group);
 		else
 			snprintf(why, whylen, "uid %u is not root (and no control_group is set)",
 				 (unsigned)p->cred.uid);
@@ -600,7 +647,7 @@ static int peer_check(int fd, struct peer *p, char *why, size_t whylen)
 			 (int)p->cred.pid, strerror(-r));
 		return r;
 	}
-	r = peer_netns(p, pidfd, inner, sizeof(inner));
+	r = peer_netns(ctl, p, pidfd, inner, sizeof(inner));
 	close(pidfd);
 	if (r < 0) {
 		snprintf(why, whylen, "cannot determine the caller's network namespace: %s", inner);
@@ -660,10 +707,8 @@ enum conn_state {
 	C_WRITE, /* writing the answer */
 };
 
-struct ca_job;
-struct approve_job;
-
 struct cconn {
+	struct control *ctl; /* whose connection it is */
 	struct ev ev;
 	struct timer timer;
 	struct cconn *prev, *next; /* accept order: the oldest first */
@@ -680,26 +725,6 @@ struct cconn {
 	struct approve_job *ajob; /* C_WORK: an approval being checked */
 };
 
-/* A log line that may come once per connection, bounded. */
-struct ratelog {
-	uint64_t window; /* start, loop_now_ms() */
-	unsigned n;	 /* lines written in it */
-	uint64_t quiet;	 /* not written since */
-};
-
-static struct {
-	struct loop *loop;
-	struct ev listen;
-	struct timer retry; /* accept again after running out of descriptors */
-	struct cconn *oldest, *newest;
-	unsigned n;
-	char *out;		 /* handle()'s answer, CTL_RESP_MAX */
-	uint64_t timeouts, busy; /* for `sluice status` */
-	struct ratelog log_timeout, log_busy, log_refused, log_fds;
-	struct timer approvals; /* ends approvals made --for a while */
-	bool approvals_armed;
-} ctl = { .listen.fd = -1 };
-
 /* Splits @line in place into at most @max words. */
 static int words(char *line, char **w, int max)
 {
@@ -715,8 +740,9 @@ static int words(char *line, char **w, int max)
 /* Registers sandbox @name, with @ca made for it already (taken; NULL: made
  * here), and writes the answer to @out: the address, then the sandbox CA's
  * certificate for its trust bundle. */
-static void register_answer(const char *name, const char *addr, const char *policy, bool netns,
-			    bool audit, struct tls_ca *ca, char *out, size_t outlen)
+static void register_answer(struct control *ctl, const char *name, const char *addr,
+			    const char *policy, bool netns, bool audit, struct tls_ca *ca,
+			    char *out, size_t outlen)
 {
 	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
 	struct sl_addr a;
@@ -724,13 +750,14 @@ static void register_answer(const char *name, const char *addr, const char *poli
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(name, addr, policy, netns, audit, ca, &a, err, sizeof(err));
+	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, err,
+				sizeof(err));
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
 	}
 	addr_format(&a, as, sizeof(as));
-	sandbox_ca_pem(name, &pem);
+	sandbox_ca_pem(ctl->b->sandboxes, name, &pem);
 	snprintf(out, outlen, CTL_OK "%s\n%s", as, pem ? pem : "");
 	free(pem);
 }
@@ -763,12 +790,12 @@ static bool register_words(char **w, int n)
 
 /* `sluice update`: one audit line whatever the outcome, with who asked, and
  * on success the policy before and after (path and content hash). */
-static void update_answer(const struct peer *p, const char *name, const char *policy,
-			  bool keep_open, char *out, size_t outlen)
+static void update_answer(struct control *ctl, const struct peer *p, const char *name,
+			  const char *policy, bool keep_open, char *out, size_t outlen)
 {
 	struct sandbox_update_info info;
 	char err[700] = "";
-	int r = sandbox_update(name, policy, keep_open, &info, err, sizeof(err));
+	int r = sandbox_update(ctl->b->sandboxes, name, policy, keep_open, &info, err, sizeof(err));
 	struct audit_event ev = {
 		.sandbox = name,
 		.proto = "control",
@@ -839,13 +866,13 @@ static void pending_one(const struct sandbox *sb, void *arg)
 }
 
 /* `sluice pending [NAME]`: what waits, in every sandbox or in NAME's. */
-static void pending_answer(const char *name, char *out, size_t outlen)
+static void pending_answer(struct control *ctl, const char *name, char *out, size_t outlen)
 {
 	struct pending_ctx pc = { .only = name, .out = out, .len = outlen };
 	struct sandbox *sb;
 
 	if (name) {
-		sb = sandbox_get(name);
+		sb = sandbox_get(ctl->b->sandboxes, name);
 		if (!sb) {
 			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
 			return;
@@ -853,7 +880,7 @@ static void pending_answer(const char *name, char *out, size_t outlen)
 		sandbox_put(sb);
 	}
 	pc.o = (size_t)snprintf(out, outlen, CTL_OK);
-	sandbox_each(pending_one, &pc);
+	sandbox_each(ctl->b->sandboxes, pending_one, &pc);
 	if (pc.r < 0)
 		snprintf(out, outlen, CTL_ERR "pending list too long\n");
 }
@@ -882,8 +909,8 @@ static void hold_audit(const struct peer *p, const char *sandbox, const char *ho
 
 /* `sluice refuse NAME HOST PORT`: what waits for HOST (on PORT; 0: any)
  * is refused at once, hold-refused. */
-static void refuse_answer(const struct peer *p, const char *name, const char *host,
-			  const char *port, char *out, size_t outlen)
+static void refuse_answer(struct control *ctl, const struct peer *p, const char *name,
+			  const char *host, const char *port, char *out, size_t outlen)
 {
 	struct sandbox *sb;
 	char err[400];
@@ -893,7 +920,7 @@ static void refuse_answer(const struct peer *p, const char *name, const char *ho
 		snprintf(out, outlen, CTL_ERR "%s\n", err);
 		return;
 	}
-	sb = sandbox_get(name);
+	sb = sandbox_get(ctl->b->sandboxes, name);
 	if (!sb) {
 		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", name);
 		return;
@@ -901,7 +928,8 @@ static void refuse_answer(const struct peer *p, const char *name, const char *ho
 	if (!proxy_hold_pending(sb, host, pn)) {
 		snprintf(out, outlen, CTL_ERR "nothing of sandbox `%s` waits for %s%s%s\n", name,
 			 host, pn ? ":" : "", pn ? port : "");
-	} else if (proxy_hold_answer_all(sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) < 0) {
+	} else if (proxy_hold_answer_all(ctl->b, sb, host, pn, false, SL_REASON_HOLD_REFUSED, 403) <
+		   0) {
 		snprintf(out, outlen, CTL_ERR "out of memory\n");
 	} else {
 		hold_audit(p, name, host, pn, "deny", SL_REASON_HOLD_REFUSED, NULL);
@@ -923,6 +951,7 @@ static void conn_close(struct cconn *c);
 
 struct approve_job {
 	struct hold_check chk;
+	struct control *ctl;
 	struct cconn *conn; /* NULL once its caller is gone */
 	struct peer peer;
 	char name[SANDBOX_NAME_MAX + 1];
@@ -932,16 +961,19 @@ struct approve_job {
 
 static void on_approvals(struct timer *t)
 {
+	struct control *ctl = container_of(t, struct control, approvals);
+
 	(void)t;
-	ctl.approvals_armed = false;
-	if (sandbox_approvals_expire(loop_now_ms(ctl.loop)) > 0 &&
-	    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
-		ctl.approvals_armed = true;
+	ctl->approvals_armed = false;
+	if (sandbox_approvals_expire(ctl->b->sandboxes, loop_now_ms(ctl->loop)) > 0 &&
+	    loop_timer_arm(ctl->loop, &ctl->approvals, 1000) == 0)
+		ctl->approvals_armed = true;
 }
 
 static void approve_done(void *arg)
 {
 	struct approve_job *job = arg;
+	struct control *ctl = job->ctl;
 	struct hold_check *chk = &job->chk;
 	char out[1200], err[700] = "", rule[300], *resp;
 	struct cconn *c = job->conn;
@@ -954,7 +986,8 @@ static void approve_done(void *arg)
 			 CTL_ERR "cannot resolve `%s` (%s): not approved; what waits for it is "
 				 "refused (dns-failure)\n",
 			 chk->host, chk->status == -ETIMEDOUT ? "timed out" : "no answer");
-		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_DNS_FAILURE, 502);
+		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false,
+				      SL_REASON_DNS_FAILURE, 502);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_DNS_FAILURE,
 			   rule);
 	} else if (!chk->allowed) {
@@ -963,23 +996,24 @@ static void approve_done(void *arg)
 				 "waits for it is refused (address-denied)\n",
 			 chk->host, chk->first_denied[0] ? chk->first_denied : "no address",
 			 chk->denied > 1 ? ", ..." : "");
-		proxy_hold_answer_all(chk->sb, chk->host, port, false, SL_REASON_ADDRESS_DENIED,
-				      403);
+		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false,
+				      SL_REASON_ADDRESS_DENIED, 403);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny",
 			   SL_REASON_ADDRESS_DENIED, rule);
 	} else {
-		r = sandbox_approve(job->name, chk->host, port,
-				    job->secs ? loop_now_ms(ctl.loop) + job->secs * 1000 : 0, err,
+		r = sandbox_approve(ctl->b->sandboxes, job->name, chk->host, port,
+				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0, err,
 				    sizeof(err));
 		hold_audit(&job->peer, job->name, chk->host, port, r < 0 ? "error" : "allow",
 			   SL_REASON_HOLD_APPROVED, rule);
 		if (r < 0) {
 			snprintf(out, sizeof(out), CTL_ERR "%s\n", err);
 		} else {
-			proxy_hold_answer_all(chk->sb, chk->host, port, true, SL_REASON_ALLOWED, 0);
-			if (job->secs && !ctl.approvals_armed &&
-			    loop_timer_arm(ctl.loop, &ctl.approvals, 1000) == 0)
-				ctl.approvals_armed = true;
+			proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, true,
+					      SL_REASON_ALLOWED, 0);
+			if (job->secs && !ctl->approvals_armed &&
+			    loop_timer_arm(ctl->loop, &ctl->approvals, 1000) == 0)
+				ctl->approvals_armed = true;
 			snprintf(out, sizeof(out), CTL_OK "    - host: %s\n      ports: [%s]\n",
 				 chk->host, port ? job->port_text : "80, 443");
 		}
@@ -1001,6 +1035,7 @@ static void approve_done(void *arg)
  * way (C_WORK); else a negative errno, with the answer in @out. */
 static int approve_start(struct cconn *c, char **w, int n, char *out, size_t outlen)
 {
+	struct control *ctl = c->ctl;
 	struct approve_job *job;
 	char err[400], *end;
 	unsigned long long secs;
@@ -1026,7 +1061,8 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 		snprintf(out, outlen, CTL_ERR "out of memory\n");
 		return -ENOMEM;
 	}
-	job->chk.sb = sandbox_get(w[1]);
+	job->ctl = ctl;
+	job->chk.sb = sandbox_get(ctl->b->sandboxes, w[1]);
 	if (!job->chk.sb) {
 		free(job);
 		snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
@@ -1035,14 +1071,14 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 	job->chk.pol = sandbox_policy(job->chk.sb);
 	snprintf(job->chk.host, sizeof(job->chk.host), "%s", w[2]);
 	job->chk.port = port;
-	job->chk.back = ctl.loop;
+	job->chk.back = ctl->loop;
 	job->chk.done = approve_done;
 	job->conn = c;
 	job->peer = c->peer;
 	job->secs = secs;
 	snprintf(job->name, sizeof(job->name), "%s", w[1]);
 	snprintf(job->port_text, sizeof(job->port_text), "%u", port);
-	if (proxy_hold_check(&job->chk) < 0) {
+	if (proxy_hold_check(ctl->b, &job->chk) < 0) {
 		sandbox_put(job->chk.sb);
 		policy_unref(job->chk.pol);
 		free(job);
@@ -1053,7 +1089,7 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 	return 0;
 }
 
-static void handle(char *line, char *out, size_t outlen, const struct peer *p)
+static void handle(struct control *ctl, char *line, char *out, size_t outlen, const struct peer *p)
 {
 	char *w[8], err[700] = "";
 	int n = words(line, w, 8), r;
@@ -1068,17 +1104,17 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		/* Only when no CA could be made off this thread (see
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
-		register_answer(w[1], w[2], w[3], register_has(w, n, CTL_REGISTER_NETNS),
+		register_answer(ctl, w[1], w[2], w[3], register_has(w, n, CTL_REGISTER_NETNS),
 				register_has(w, n, CTL_REGISTER_AUDIT), NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
-		r = sandbox_unregister(w[1], err, sizeof(err));
-		seen_forget(w[1]);
+		r = sandbox_unregister(ctl->b->sandboxes, w[1], err, sizeof(err));
+		seen_forget(ctl, w[1]);
 		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
 	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
 		int k = snprintf(out, outlen, CTL_OK);
 
-		r = sandbox_list(out + k, outlen - (size_t)k);
+		r = sandbox_list(ctl->b->sandboxes, out + k, outlen - (size_t)k);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "list too long\n");
 	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
@@ -1088,21 +1124,23 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		int k;
 
 		/* Leaf certificates of intercepted hosts, over live sandboxes. */
-		sandbox_tls_stats(&ts);
+		sandbox_tls_stats(ctl->b->sandboxes, &ts);
 		watch_counts(&nwatch, &wdropped);
-		k = snprintf(out, outlen,
-			     CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
-				    "sandboxes_state_lost %zu\n"
-				    "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
-				    "tls_leaf_cached %zu\njwt_cached %zu\n"
-				    "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
-				    "watchers %u\nwatchers_dropped %llu\n",
-			     sluice_version, sandbox_count(), sandbox_audit_count(),
-			     sandbox_state_lost_count(),
-			     (unsigned long long)ts.hits, (unsigned long long)ts.misses, ts.entries,
-			     creds_jwt_cached(), (unsigned long long)ctl.timeouts,
-			     (unsigned long long)ctl.busy, (unsigned long long)isolation_seccomp_refused(),
-			     nwatch, (unsigned long long)wdropped);
+		k = snprintf(
+			out, outlen,
+			CTL_OK "version %s\nsandboxes %zu\nsandboxes_audit %zu\n"
+			       "sandboxes_state_lost %zu\n"
+			       "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
+			       "tls_leaf_cached %zu\njwt_cached %zu\n"
+			       "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
+			       "watchers %u\nwatchers_dropped %llu\n",
+			sluice_version, sandbox_count(ctl->b->sandboxes),
+			sandbox_audit_count(ctl->b->sandboxes),
+			sandbox_state_lost_count(ctl->b->sandboxes), (unsigned long long)ts.hits,
+			(unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
+			(unsigned long long)ctl->timeouts, (unsigned long long)ctl->busy,
+			(unsigned long long)isolation_seccomp_refused(), nwatch,
+			(unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");
@@ -1126,30 +1164,31 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		char pool[ADDR_STRLEN + 8], synth[ADDR_STRLEN + 8];
 		int k;
 
-		addr_format_cidr(&broker.cfg.pool_net, broker.cfg.pool_plen, pool, sizeof(pool));
-		addr_format_cidr(&broker.cfg.synthetic_net, broker.cfg.synthetic_plen, synth,
+		addr_format_cidr(&ctl->b->cfg.pool_net, ctl->b->cfg.pool_plen, pool, sizeof(pool));
+		addr_format_cidr(&ctl->b->cfg.synthetic_net, ctl->b->cfg.synthetic_plen, synth,
 				 sizeof(synth));
 		k = snprintf(out, outlen,
 			     CTL_OK "proxy_port %u\ntransparent_port %u\ndns_port %u\n"
-			     "sandbox_pool %s\nsynthetic_pool %s\n",
-			     broker.cfg.proxy_port, broker.cfg.transparent_port, broker.cfg.dns_port,
-			     pool, synth);
+				    "sandbox_pool %s\nsynthetic_pool %s\n",
+			     ctl->b->cfg.proxy_port, ctl->b->cfg.transparent_port,
+			     ctl->b->cfg.dns_port, pool, synth);
 		/* Where the audit lines go, when that is a file a caller can read
 		 * (`sluice report` with no AUDIT_LOG): an absolute path, not
 		 * stderr. */
-		if (k > 0 && (size_t)k < outlen && broker.cfg.audit_log[0] == '/')
-			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n", broker.cfg.audit_log);
+		if (k > 0 && (size_t)k < outlen && ctl->b->cfg.audit_log[0] == '/')
+			snprintf(out + k, outlen - (size_t)k, "audit_log %s\n",
+				 ctl->b->cfg.audit_log);
 	} else if (!strcmp(w[0], CTL_CA) && n == 2) {
 		char *pem = NULL;
 
-		r = sandbox_ca_pem(w[1], &pem);
+		r = sandbox_ca_pem(ctl->b->sandboxes, w[1], &pem);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "no such sandbox `%s`\n", w[1]);
 		else
 			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
 	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
-		r = sandbox_placeholders(w[1], out, outlen, err, sizeof(err));
+		r = sandbox_placeholders(ctl->b->sandboxes, w[1], out, outlen, err, sizeof(err));
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "%s\n", err);
 	} else if (!strcmp(w[0], CTL_PRIVILEGED) && n == 2) {
@@ -1163,17 +1202,17 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 		snprintf(out, outlen, CTL_OK);
 	} else if (!strcmp(w[0], CTL_UPDATE) &&
 		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
-		update_answer(p, w[1], w[2], n == 4, out, outlen);
+		update_answer(ctl, p, w[1], w[2], n == 4, out, outlen);
 	} else if (!strcmp(w[0], CTL_PENDING) && n <= 2) {
-		pending_answer(n == 2 ? w[1] : NULL, out, outlen);
+		pending_answer(ctl, n == 2 ? w[1] : NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_REFUSE) && n == 4) {
-		refuse_answer(p, w[1], w[2], w[3], out, outlen);
+		refuse_answer(ctl, p, w[1], w[2], w[3], out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		char said[1024];
 
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
-		seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
-		r = broker_reload(err, sizeof(err), said, sizeof(said));
+		ctl->seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
+		r = broker_reload(ctl->b, err, sizeof(err), said, sizeof(said));
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "%s\n", err);
 		else
@@ -1185,9 +1224,9 @@ static void handle(char *line, char *out, size_t outlen, const struct peer *p)
 
 /* Whether a line of @rl may be written now. A window that opens after
  * lines were held back first says how many. */
-static bool ratelog_ok(struct ratelog *rl, const char *what)
+static bool ratelog_ok(struct control *ctl, struct ratelog *rl, const char *what)
 {
-	uint64_t now = loop_now_ms(ctl.loop);
+	uint64_t now = loop_now_ms(ctl->loop);
 
 	if (now - rl->window >= LOG_WINDOW_MS) {
 		if (rl->quiet)
@@ -1222,24 +1261,13 @@ static void say(int fd, const char *msg)
  */
 struct ca_job {
 	struct ca_job *next;
+	struct control *ctl;
 	struct cconn *conn; /* main thread only: NULL once the caller is gone */
 	char *line;	    /* the request; w[] point into it */
 	char *w[6];
 	int n;		   /* words in w[] */
 	struct tls_ca *ca; /* made by the maker; NULL: it failed */
 };
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct ca_job *todo, *todo_tail; /* for the maker */
-	struct ca_job *done, *done_tail; /* for the main thread */
-	bool started, stop;
-	pthread_t thread;
-	struct ev done_ev; /* an eventfd: something is done */
-} maker = { .lock = PTHREAD_MUTEX_INITIALIZER,
-	    .cond = PTHREAD_COND_INITIALIZER,
-	    .done_ev.fd = -1 };
 
 static void job_push(struct ca_job **head, struct ca_job **tail, struct ca_job *job)
 {
@@ -1253,29 +1281,30 @@ static void job_push(struct ca_job **head, struct ca_job **tail, struct ca_job *
 
 static void *maker_main(void *arg)
 {
+	struct control *ctl = arg;
 	struct ca_job *job;
 	uint64_t one = 1;
 	char e[256];
 
 	(void)arg;
-	pthread_mutex_lock(&maker.lock);
+	pthread_mutex_lock(&ctl->maker.lock);
 	for (;;) {
-		while (!maker.todo && !maker.stop)
-			pthread_cond_wait(&maker.cond, &maker.lock);
-		if (maker.stop)
+		while (!ctl->maker.todo && !ctl->maker.stop)
+			pthread_cond_wait(&ctl->maker.cond, &ctl->maker.lock);
+		if (ctl->maker.stop)
 			break;
-		job = maker.todo;
-		maker.todo = job->next;
-		if (!maker.todo)
-			maker.todo_tail = NULL;
-		pthread_mutex_unlock(&maker.lock);
+		job = ctl->maker.todo;
+		ctl->maker.todo = job->next;
+		if (!ctl->maker.todo)
+			ctl->maker.todo_tail = NULL;
+		pthread_mutex_unlock(&ctl->maker.lock);
 		/* On failure the main thread tries again and reports it. */
 		job->ca = tls_ca_create(job->w[1], e, sizeof(e));
-		pthread_mutex_lock(&maker.lock);
-		job_push(&maker.done, &maker.done_tail, job);
-		(void)!write(maker.done_ev.fd, &one, sizeof(one));
+		pthread_mutex_lock(&ctl->maker.lock);
+		job_push(&ctl->maker.done, &ctl->maker.done_tail, job);
+		(void)!write(ctl->maker.done_ev.fd, &one, sizeof(one));
 	}
-	pthread_mutex_unlock(&maker.lock);
+	pthread_mutex_unlock(&ctl->maker.lock);
 	return NULL;
 }
 
@@ -1287,10 +1316,12 @@ static void job_finish(struct ca_job *job)
 {
 	char out[16384], *resp;
 	struct cconn *c = job->conn;
+	struct control *ctl = job->ctl;
 
-	register_answer(job->w[1], job->w[2], job->w[3],
+	register_answer(ctl, job->w[1], job->w[2], job->w[3],
 			register_has(job->w, job->n, CTL_REGISTER_NETNS),
-			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out, sizeof(out));
+			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out,
+			sizeof(out));
 	free(job->line);
 	free(job);
 	if (!c)
@@ -1306,15 +1337,16 @@ static void job_finish(struct ca_job *job)
 
 static void on_jobs_done(struct ev *ev, uint32_t events)
 {
+	struct control *ctl = container_of(ev, struct control, maker.done_ev);
 	struct ca_job *list, *job;
 	uint64_t v;
 
 	(void)events;
 	(void)!read(ev->fd, &v, sizeof(v));
-	pthread_mutex_lock(&maker.lock);
-	list = maker.done;
-	maker.done = maker.done_tail = NULL;
-	pthread_mutex_unlock(&maker.lock);
+	pthread_mutex_lock(&ctl->maker.lock);
+	list = ctl->maker.done;
+	ctl->maker.done = ctl->maker.done_tail = NULL;
+	pthread_mutex_unlock(&ctl->maker.lock);
 	while ((job = list)) {
 		list = job->next;
 		job_finish(job);
@@ -1328,6 +1360,7 @@ static void on_jobs_done(struct ev *ev, uint32_t events)
  */
 static int job_start(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
 	struct ca_job *job = calloc(1, sizeof(*job));
 	int r;
 
@@ -1335,13 +1368,14 @@ static int job_start(struct cconn *c)
 		free(job);
 		return -ENOMEM;
 	}
+	job->ctl = ctl;
 	job->n = words(job->line, job->w, 6);
-	pthread_mutex_lock(&maker.lock);
-	if (!maker.started) {
-		r = -pthread_create(&maker.thread, NULL, maker_main, NULL);
-		maker.started = r == 0;
+	pthread_mutex_lock(&ctl->maker.lock);
+	if (!ctl->maker.started) {
+		r = -pthread_create(&ctl->maker.thread, NULL, maker_main, ctl);
+		ctl->maker.started = r == 0;
 		if (r < 0) {
-			pthread_mutex_unlock(&maker.lock);
+			pthread_mutex_unlock(&ctl->maker.lock);
 			log_warn("control: cannot start the CA maker thread: %s; CAs are made "
 				 "on the main thread", strerror(-r));
 			free(job->line);
@@ -1353,29 +1387,31 @@ static int job_start(struct cconn *c)
 	peer_audit(&c->peer, job->w[1], job->w[0], "allow", "control-register");
 	job->conn = c;
 	c->job = job;
-	job_push(&maker.todo, &maker.todo_tail, job);
-	pthread_cond_signal(&maker.cond);
-	pthread_mutex_unlock(&maker.lock);
+	job_push(&ctl->maker.todo, &ctl->maker.todo_tail, job);
+	pthread_cond_signal(&ctl->maker.cond);
+	pthread_mutex_unlock(&ctl->maker.lock);
 	return 0;
 }
 
 /* Unlinks @c from the connections, closes and frees it. */
 static void conn_close(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
+
 	if (c->watched)
-		loop_del(ctl.loop, &c->ev);
-	loop_timer_cancel(ctl.loop, &c->timer);
+		loop_del(ctl->loop, &c->ev);
+	loop_timer_cancel(ctl->loop, &c->timer);
 	if (c->ev.fd >= 0)
 		close(c->ev.fd);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		ctl.oldest = c->next;
+		ctl->oldest = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	else
-		ctl.newest = c->prev;
-	ctl.n--;
+		ctl->newest = c->prev;
+	ctl->n--;
 	if (c->job)
 		c->job->conn = NULL; /* the registration goes on */
 	if (c->ajob)
@@ -1386,14 +1422,16 @@ static void conn_close(struct cconn *c)
 
 static void conn_write(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
+
 	while (c->off < c->len) {
 		ssize_t k = send(c->ev.fd, c->resp + c->off, c->len - c->off, MSG_NOSIGNAL);
 
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int r = c->watched ? loop_mod(ctl.loop, &c->ev, EPOLLOUT)
-					   : loop_add(ctl.loop, &c->ev, EPOLLOUT);
+			int r = c->watched ? loop_mod(ctl->loop, &c->ev, EPOLLOUT)
+					   : loop_add(ctl->loop, &c->ev, EPOLLOUT);
 
 			c->watched = true;
 			if (r < 0)
@@ -1403,7 +1441,7 @@ static void conn_write(struct cconn *c)
 		if (k < 0) {
 			int e = errno;
 
-			if (ratelog_ok(&ctl.log_refused, "lines about callers"))
+			if (ratelog_ok(ctl, &ctl->log_refused, "lines about callers"))
 				log_warn("control: could not answer pid %d: %s",
 					 (int)c->peer.cred.pid, strerror(e));
 			break;
@@ -1416,11 +1454,13 @@ static void conn_write(struct cconn *c)
 /* Answers @resp (malloc'd, taken) on @c, and closes it once written. */
 static void conn_answer(struct cconn *c, char *resp)
 {
+	struct control *ctl = c->ctl;
+
 	c->state = C_WRITE;
 	c->resp = resp;
 	c->len = strlen(resp);
 	c->off = 0;
-	if (loop_timer_arm(ctl.loop, &c->timer, ANSWER_MS) < 0) {
+	if (loop_timer_arm(ctl->loop, &c->timer, ANSWER_MS) < 0) {
 		conn_close(c);
 		return;
 	}
@@ -1431,10 +1471,11 @@ static void conn_answer(struct cconn *c, char *resp)
  * verb only (what was asked, never the arguments of someone refused). */
 static char *refusal(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
 	char verb[32], *resp = malloc(sizeof(c->why) + 64);
 
 	snprintf(verb, sizeof(verb), "%.*s", (int)strcspn(c->req, " \t\r\n"), c->req);
-	if (ratelog_ok(&ctl.log_refused, "lines about callers"))
+	if (ratelog_ok(ctl, &ctl->log_refused, "lines about callers"))
 		log_warn("control: refused pid %d uid %u: %s", (int)c->peer.cred.pid,
 			 (unsigned)c->peer.cred.uid, c->why);
 	peer_audit(&c->peer, c->peer.sandbox, verb, "deny", "control-refused");
@@ -1447,10 +1488,11 @@ static char *refusal(struct cconn *c)
  * why not. */
 static void watch_take(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
 	int fd = c->ev.fd, r;
 
 	if (c->watched)
-		loop_del(ctl.loop, &c->ev);
+		loop_del(ctl->loop, &c->ev);
 	c->watched = false;
 	r = watch_add(fd);
 	if (r == 0) {
@@ -1465,6 +1507,7 @@ static void watch_take(struct cconn *c)
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
 	char copy[CTL_REQ_MAX + 1], *w[7], *resp;
 	int n;
 
@@ -1490,28 +1533,28 @@ static void conn_dispatch(struct cconn *c)
 				goto answer;
 			}
 			c->state = C_WORK;
-			loop_timer_cancel(ctl.loop, &c->timer);
+			loop_timer_cancel(ctl->loop, &c->timer);
 			if (c->watched)
-				loop_del(ctl.loop, &c->ev);
+				loop_del(ctl->loop, &c->ev);
 			c->watched = false;
 			return;
 		}
 		if (register_words(w, n) && job_start(c) == 0) {
 			c->state = C_WORK;
-			loop_timer_cancel(ctl.loop, &c->timer);
+			loop_timer_cancel(ctl->loop, &c->timer);
 			if (c->watched)
-				loop_del(ctl.loop, &c->ev);
+				loop_del(ctl->loop, &c->ev);
 			c->watched = false;
 			return;
 		}
 		/* One buffer for the largest answer, kept: the answer is
 		 * copied out at its length. */
-		if (!ctl.out)
-			ctl.out = malloc(CTL_RESP_MAX);
+		if (!ctl->out)
+			ctl->out = malloc(CTL_RESP_MAX);
 		resp = NULL;
-		if (ctl.out) {
-			handle(c->req, ctl.out, CTL_RESP_MAX, &c->peer);
-			resp = strdup(ctl.out);
+		if (ctl->out) {
+			handle(ctl, c->req, ctl->out, CTL_RESP_MAX, &c->peer);
+			resp = strdup(ctl->out);
 		}
 	}
 answer:
@@ -1524,6 +1567,8 @@ answer:
 
 static void conn_read(struct cconn *c)
 {
+	struct control *ctl = c->ctl;
+
 	while (c->got < CTL_REQ_MAX) {
 		ssize_t k = recv(c->ev.fd, c->req + c->got, CTL_REQ_MAX - c->got, 0);
 
@@ -1532,7 +1577,7 @@ static void conn_read(struct cconn *c)
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			/* Watched only from now: a request that came with
 			 * the connection costs no epoll_ctl. */
-			if (!c->watched && loop_add(ctl.loop, &c->ev, EPOLLIN) < 0) {
+			if (!c->watched && loop_add(ctl->loop, &c->ev, EPOLLIN) < 0) {
 				conn_close(c);
 				return;
 			}
@@ -1566,19 +1611,21 @@ static void on_conn(struct ev *ev, uint32_t events)
 static void on_deadline(struct timer *t)
 {
 	struct cconn *c = container_of(t, struct cconn, timer);
+	struct control *ctl = c->ctl;
 
-	ctl.timeouts++;
+	ctl->timeouts++;
 	if (c->state == C_READ && c->check < 0) {
 		/* Refused all the same, and audited as such. */
 		conn_dispatch(c);
 		return;
 	}
-	if (ratelog_ok(&ctl.log_timeout, "lines about deadlines"))
+	if (ratelog_ok(ctl, &ctl->log_timeout, "lines about deadlines"))
 		log_warn("control: pid %d %s within %u s; closed (%llu so far)",
 			 (int)c->peer.cred.pid,
-			 c->state == C_READ ? "sent no complete request" : "did not take its answer",
+			 c->state == C_READ ? "sent no complete request"
+					    : "did not take its answer",
 			 (c->state == C_READ ? REQUEST_MS : ANSWER_MS) / 1000,
-			 (unsigned long long)ctl.timeouts);
+			 (unsigned long long)ctl->timeouts);
 	if (c->state == C_READ)
 		say(c->ev.fd, CTL_ERR "no complete request within 2 s\n");
 	conn_close(c);
@@ -1590,19 +1637,19 @@ _Static_assert(CONNS_MAX == 64 && REQUEST_MS == 2000, "the messages say 64 and 2
 
 /* Over the bound: the oldest connection still waiting for its request
  * makes room, told why. Return: whether one did. */
-static bool make_room(void)
+static bool make_room(struct control *ctl)
 {
 	struct cconn *c;
 
-	for (c = ctl.oldest; c && c->state != C_READ; c = c->next)
+	for (c = ctl->oldest; c && c->state != C_READ; c = c->next)
 		;
 	if (!c)
 		return false;
-	ctl.busy++;
-	if (ratelog_ok(&ctl.log_busy, "lines about the bound"))
+	ctl->busy++;
+	if (ratelog_ok(ctl, &ctl->log_busy, "lines about the bound"))
 		log_warn("control: %u connections open: closed pid %d's, which had not asked "
-			 "yet (%llu so far)", CONNS_MAX, (int)c->peer.cred.pid,
-			 (unsigned long long)ctl.busy);
+			 "yet (%llu so far)",
+			 CONNS_MAX, (int)c->peer.cred.pid, (unsigned long long)ctl->busy);
 	if (c->check < 0)
 		free(refusal(c)); /* audited all the same */
 	say(c->ev.fd, busy_msg);
@@ -1610,15 +1657,16 @@ static bool make_room(void)
 	return true;
 }
 
-static void conn_new(int fd)
+static void conn_new(struct control *ctl, int fd)
 {
 	struct cconn *c;
 
-	if (ctl.n >= CONNS_MAX && !make_room()) {
-		ctl.busy++;
-		if (ratelog_ok(&ctl.log_busy, "lines about the bound"))
+	if (ctl->n >= CONNS_MAX && !make_room(ctl)) {
+		ctl->busy++;
+		if (ratelog_ok(ctl, &ctl->log_busy, "lines about the bound"))
 			log_warn("control: %u connections open, all at work: a new one is refused "
-				 "(%llu so far)", CONNS_MAX, (unsigned long long)ctl.busy);
+				 "(%llu so far)",
+				 CONNS_MAX, (unsigned long long)ctl->busy);
 		say(fd, busy_msg);
 		close(fd);
 		return;
@@ -1628,21 +1676,22 @@ static void conn_new(int fd)
 		close(fd);
 		return;
 	}
+	c->ctl = ctl;
 	c->ev.fd = fd;
 	c->ev.cb = on_conn;
 	c->timer.cb = on_deadline;
 	c->state = C_READ;
-	c->prev = ctl.newest;
-	if (ctl.newest)
-		ctl.newest->next = c;
+	c->prev = ctl->newest;
+	if (ctl->newest)
+		ctl->newest->next = c;
 	else
-		ctl.oldest = c;
-	ctl.newest = c;
-	ctl.n++;
+		ctl->oldest = c;
+	ctl->newest = c;
+	ctl->n++;
 	/* Checked first, while the caller waits for its answer (so that it
 	 * cannot have exited yet, and its pid is its own). */
-	c->check = peer_check(fd, &c->peer, c->why, sizeof(c->why));
-	if (loop_timer_arm(ctl.loop, &c->timer, REQUEST_MS) < 0) {
+	c->check = peer_check(ctl, fd, &c->peer, c->why, sizeof(c->why));
+	if (loop_timer_arm(ctl->loop, &c->timer, REQUEST_MS) < 0) {
 		conn_close(c);
 		return;
 	}
@@ -1653,90 +1702,144 @@ static void conn_new(int fd)
 
 static void on_retry(struct timer *t)
 {
+	struct control *ctl = container_of(t, struct control, retry);
+
 	(void)t;
-	if (ctl.listen.fd >= 0)
-		loop_mod(ctl.loop, &ctl.listen, EPOLLIN);
+	if (ctl->listen.fd >= 0)
+		loop_mod(ctl->loop, &ctl->listen, EPOLLIN);
 }
 
 static void on_accept(struct ev *ev, uint32_t events)
 {
+	struct control *ctl = container_of(ev, struct control, listen);
 	int i, fd, e;
 
 	(void)events;
 	for (i = 0; i < ACCEPT_BATCH; i++) {
 		fd = accept4(ev->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd >= 0) {
-			conn_new(fd);
+			conn_new(ctl, fd);
 			continue;
 		}
 		e = errno;
 		if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
 			/* The listener would wake the loop again at once: rest. */
-			if (ratelog_ok(&ctl.log_fds, "lines about accept"))
+			if (ratelog_ok(ctl, &ctl->log_fds, "lines about accept"))
 				log_warn("control: cannot accept: %s; trying again in 100 ms",
 					 strerror(e));
-			loop_mod(ctl.loop, ev, 0);
-			loop_timer_arm(ctl.loop, &ctl.retry, 100);
+			loop_mod(ctl->loop, ev, 0);
+			loop_timer_arm(ctl->loop, &ctl->retry, 100);
 		}
 		return;
 	}
 }
 
-int control_start(struct loop *l, const char *path)
+struct control *control_new(struct broker *b)
 {
+	struct control *ctl = calloc(1, sizeof(*ctl));
+
+	if (!ctl)
+		return NULL;
+	if (pthread_mutex_init(&ctl->maker.lock, NULL)) {
+		free(ctl);
+		return NULL;
+	}
+	if (pthread_cond_init(&ctl->maker.cond, NULL)) {
+		pthread_mutex_destroy(&ctl->maker.lock);
+		free(ctl);
+		return NULL;
+	}
+	ctl->b = b;
+	ctl->loop = b->main_loop;
+	ctl->owner = geteuid();
+	ctl->listen.fd = -1;
+	ctl->maker.done_ev.fd = -1;
+	return ctl;
+}
+
+void control_free(struct control *ctl)
+{
+	if (!ctl)
+		return;
+	free(ctl->out);
+	free(ctl->seen.v);
+	pthread_cond_destroy(&ctl->maker.cond);
+	pthread_mutex_destroy(&ctl->maker.lock);
+	free(ctl);
+}
+
+void control_handle(struct control *ctl, char *line, char *out, size_t outlen)
+{
+	struct peer p = { .cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() } };
+
+	handle(ctl, line, out, outlen, &p);
+}
+
+int control_start(struct broker *b)
+{
+	struct loop *l = b->main_loop;
+	struct control *ctl;
 	int fd, efd;
 
+	ctl = control_new(b);
+	if (!ctl)
+		return -ENOMEM;
 	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (efd < 0)
-		return -errno;
-	fd = control_open(path);
+	if (efd < 0) {
+		efd = -errno;
+		control_free(ctl);
+		return efd;
+	}
+	fd = control_open(b, b->cfg.control_socket);
 	if (fd < 0) {
 		close(efd);
+		control_free(ctl);
 		return fd;
 	}
-	ctl.loop = l;
-	control_owner = geteuid();
 	if (watch_start(l) < 0) {
 		close(fd);
 		close(efd);
+		control_free(ctl);
 		return -ENOMEM;
 	}
-	ctl.retry.cb = on_retry;
-	ctl.approvals.cb = on_approvals;
-	ctl.listen.fd = fd;
-	ctl.listen.cb = on_accept;
-	maker.done_ev.fd = efd;
-	maker.done_ev.cb = on_jobs_done;
-	if (loop_add(l, &ctl.listen, EPOLLIN) < 0 || loop_add(l, &maker.done_ev, EPOLLIN) < 0) {
-		loop_del(l, &ctl.listen);
+	ctl->retry.cb = on_retry;
+	ctl->approvals.cb = on_approvals;
+	ctl->listen.fd = fd;
+	ctl->listen.cb = on_accept;
+	ctl->maker.done_ev.fd = efd;
+	ctl->maker.done_ev.cb = on_jobs_done;
+	if (loop_add(l, &ctl->listen, EPOLLIN) < 0 ||
+	    loop_add(l, &ctl->maker.done_ev, EPOLLIN) < 0) {
+		loop_del(l, &ctl->listen);
 		close(fd);
 		close(efd);
-		ctl.listen.fd = maker.done_ev.fd = -1;
+		control_free(ctl);
 		return -ENOMEM;
 	}
 	/* Approvals made --for a while that a restart restores (after this,
 	 * before the loop runs) end on time too: the first tick looks. */
-	if (loop_timer_arm(l, &ctl.approvals, 1000) == 0)
-		ctl.approvals_armed = true;
+	if (loop_timer_arm(l, &ctl->approvals, 1000) == 0)
+		ctl->approvals_armed = true;
+	b->control = ctl;
 	return 0;
 }
 
-void control_stop(void)
+void control_stop(struct control *ctl)
 {
 	struct cconn *c, *next;
 
-	if (ctl.listen.fd < 0)
+	if (ctl->listen.fd < 0)
 		return;
-	loop_del(ctl.loop, &ctl.listen);
-	loop_timer_cancel(ctl.loop, &ctl.retry);
-	loop_timer_cancel(ctl.loop, &ctl.approvals);
-	ctl.approvals_armed = false;
-	close(ctl.listen.fd);
-	ctl.listen.fd = -1;
+	loop_del(ctl->loop, &ctl->listen);
+	loop_timer_cancel(ctl->loop, &ctl->retry);
+	loop_timer_cancel(ctl->loop, &ctl->approvals);
+	ctl->approvals_armed = false;
+	close(ctl->listen.fd);
+	ctl->listen.fd = -1;
 	watch_stop();
 	/* Those that have not asked yet are told so; a request under way
 	 * is finished and answered while the broker drains. */
-	for (c = ctl.oldest; c; c = next) {
+	for (c = ctl->oldest; c; c = next) {
 		next = c->next;
 		if (c->state != C_READ)
 			continue;
@@ -1745,37 +1848,38 @@ void control_stop(void)
 	}
 }
 
-void control_shutdown(void)
+void control_shutdown(struct control *ctl)
 {
+	if (!ctl)
+		return;
 	struct ca_job *job;
 
-	control_stop();
-	pthread_mutex_lock(&maker.lock);
-	maker.stop = true;
-	pthread_cond_signal(&maker.cond);
-	pthread_mutex_unlock(&maker.lock);
-	if (maker.started)
-		pthread_join(maker.thread, NULL);
-	maker.started = false;
+	control_stop(ctl);
+	pthread_mutex_lock(&ctl->maker.lock);
+	ctl->maker.stop = true;
+	pthread_cond_signal(&ctl->maker.cond);
+	pthread_mutex_unlock(&ctl->maker.lock);
+	if (ctl->maker.started)
+		pthread_join(ctl->maker.thread, NULL);
+	ctl->maker.started = false;
 	/* What was asked before the broker stopped is done, CA made here if
 	 * the maker had not: as when requests were served one by one. */
-	if (maker.done_tail)
-		maker.done_tail->next = maker.todo;
+	if (ctl->maker.done_tail)
+		ctl->maker.done_tail->next = ctl->maker.todo;
 	else
-		maker.done = maker.todo;
-	maker.todo = maker.todo_tail = NULL;
-	while ((job = maker.done)) {
-		maker.done = job->next;
+		ctl->maker.done = ctl->maker.todo;
+	ctl->maker.todo = ctl->maker.todo_tail = NULL;
+	while ((job = ctl->maker.done)) {
+		ctl->maker.done = job->next;
 		job_finish(job);
 	}
-	maker.done_tail = NULL;
-	while (ctl.oldest)
-		conn_close(ctl.oldest);
-	if (maker.done_ev.fd >= 0) {
-		loop_del(ctl.loop, &maker.done_ev);
-		close(maker.done_ev.fd);
-		maker.done_ev.fd = -1;
+	ctl->maker.done_tail = NULL;
+	while (ctl->oldest)
+		conn_close(ctl->oldest);
+	if (ctl->maker.done_ev.fd >= 0) {
+		loop_del(ctl->loop, &ctl->maker.done_ev);
+		close(ctl->maker.done_ev.fd);
+		ctl->maker.done_ev.fd = -1;
 	}
-	free(ctl.out);
-	ctl.out = NULL;
+	control_free(ctl);
 }

@@ -103,7 +103,6 @@ union pktinfo_ctl {
 
 struct dns_server {
 	struct worker *w;
-	struct dns_server *next; /* in the list of all servers */
 	struct ev udp_ev, tcp_ev;
 	struct timer tcp_retry; /* out of descriptors, TCP accept rests */
 	struct log_every tcp_fd_log;
@@ -122,9 +121,6 @@ struct dns_server {
 	uint8_t rbuf[UDP_BATCH][UDP_BUF];
 	uint8_t sbuf[UDP_BATCH][REPLY_MAX];
 };
-
-static pthread_mutex_t servers_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dns_server *servers;
 
 /* --- the answer ----------------------------------------------------------- */
 
@@ -253,7 +249,7 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 	struct sandbox *sb;
 	int n = 0;
 
-	sb = sandbox_lookup(src, &pol);
+	sb = sandbox_lookup(srv->w->b->sandboxes, src, &pol);
 	if (!sb)
 		return answer_unknown(srv, src, sport, msg, len, out, outlen);
 
@@ -586,7 +582,7 @@ static void on_tcp(struct ev *ev, uint32_t events)
 static int tcp_take_slot(struct dns_server *srv, struct dns_tcp *c)
 {
 	struct policy *pol = NULL;
-	struct sandbox *sb = sandbox_lookup(&c->peer, &pol);
+	struct sandbox *sb = sandbox_lookup(srv->w->b->sandboxes, &c->peer, &pol);
 	uint64_t now;
 
 	policy_unref(pol);
@@ -745,12 +741,12 @@ int dns_server_start(struct worker *w)
 		return -ENOMEM;
 	srv->w = w;
 	srv->udp_ev.fd = srv->tcp_ev.fd = -1;
-	r = open_socket(SOCK_DGRAM, broker.cfg.dns_port);
+	r = open_socket(SOCK_DGRAM, w->b->cfg.dns_port);
 	if (r < 0)
 		goto fail;
 	srv->udp_ev.fd = r;
 	srv->udp_ev.cb = on_udp;
-	r = open_socket(SOCK_STREAM, broker.cfg.dns_port);
+	r = open_socket(SOCK_STREAM, w->b->cfg.dns_port);
 	if (r < 0)
 		goto fail;
 	srv->tcp_ev.fd = r;
@@ -764,10 +760,7 @@ int dns_server_start(struct worker *w)
 		loop_del(w->loop, &srv->udp_ev);
 		goto fail;
 	}
-	pthread_mutex_lock(&servers_lock);
-	srv->next = servers;
-	servers = srv;
-	pthread_mutex_unlock(&servers_lock);
+	w->dns = srv;
 	return 0;
 fail:
 	if (srv->udp_ev.fd >= 0)
@@ -780,20 +773,12 @@ fail:
 
 void dns_server_stop(struct worker *w)
 {
-	struct dns_server **pp, *srv = NULL;
+	struct dns_server *srv = w->dns;
 	struct dns_tcp *c, *next;
 
-	pthread_mutex_lock(&servers_lock);
-	for (pp = &servers; *pp; pp = &(*pp)->next) {
-		if ((*pp)->w == w) {
-			srv = *pp;
-			*pp = srv->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&servers_lock);
 	if (!srv)
 		return;
+	w->dns = NULL;
 	for (c = srv->conns; c; c = next) {
 		next = c->next;
 		tcp_free(c);

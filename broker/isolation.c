@@ -180,6 +180,8 @@ static const int hot[] = {
 #endif
 };
 
+/* Calls the filter refused, counted in the SIGSYS handler (no context but
+ * the signal's): one seccomp filter per process, so one count. */
 static atomic_uint_fast64_t refused;
 
 static bool listed(const int *list, size_t n, int nr)
@@ -323,6 +325,11 @@ struct opener_req {
 	char path[PATH_MAX];
 };
 
+/* Process-wide on purpose, not a member of struct broker: there is one
+ * opener child per process (forked while the broker is the only thread),
+ * and what reaches it is common/file.c's file_set_opener() hook, a plain
+ * function with no context, called from any thread that reads a policy or
+ * a secret. */
 static int opener_sock = -1;
 static pthread_mutex_t opener_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -41,279 +41,14 @@
 /* Read when no --config is given and the file exists (README, "Run your own"). */
 #define SLUICED_DEFAULT_CONFIG "/etc/sluice/sluiced.yaml"
 
-struct broker broker;
-
-static const char *config_path;
-static struct loop *main_loop;
-static struct ev signal_ev;
-static struct timer drain_timer;
-static struct timer audit_timer;
-static uint64_t drain_deadline;
-
-static void resolve_user(struct broker_config *c);
-
-bool broker_is_local(const struct sl_addr *a, uint16_t port)
-{
-	size_t i;
-
-	(void)port;
-	/* Sandbox gateways live in the pool and come and go with sandboxes. */
-	if (addr_in_prefix(a, &broker.cfg.pool_net, broker.cfg.pool_plen))
-		return true;
-	for (i = 0; i < broker.n_local; i++) {
-		if (memcmp(&broker.local[i], a, sizeof(*a)) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void collect_local_addresses(void)
-{
-	struct ifaddrs *ifa, *i;
-
-	broker.n_local = 0;
-	if (getifaddrs(&ifa) < 0)
-		return;
-	for (i = ifa; i && broker.n_local < sizeof(broker.local) / sizeof(broker.local[0]);
-	     i = i->ifa_next) {
-		if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET ||
-				    i->ifa_addr->sa_family == AF_INET6))
-			addr_from_sockaddr(i->ifa_addr, &broker.local[broker.n_local++], NULL);
-	}
-	freeifaddrs(ifa);
-}
-
-/*
- * Names, comma-separated in @out, the keys of @n that differ from the
- * running configuration and take effect only on a restart: sockets bound,
- * threads and buffers sized, pools handed out, trust loaded at start-up.
- */
-struct changed_key {
-	const char *key;
-	bool changed;
-};
-
-/* The keys of @k that changed, comma-separated in @out ("" when none). */
-static void key_list(const struct changed_key *k, size_t n, char *out, size_t len)
-{
-	size_t i, w = 0;
-
-	out[0] = '\0';
-	for (i = 0; i < n && w < len; i++) {
-		if (k[i].changed)
-			w += (size_t)snprintf(out + w, len - w, "%s%s", w ? ", " : "", k[i].key);
-	}
-}
-
-static void restart_only_changes(const struct broker_config *n, char *out, size_t len)
-{
-	const struct broker_config *o = &broker.cfg;
-	const struct changed_key k[] = {
-		{ "control_socket", strcmp(n->control_socket, o->control_socket) != 0 },
-		{ "state_dir", strcmp(n->state_dir, o->state_dir) != 0 },
-		{ "sandbox_pool", n->pool_plen != o->pool_plen ||
-					  memcmp(&n->pool_net, &o->pool_net, sizeof(n->pool_net)) },
-		{ "proxy_port", n->proxy_port != o->proxy_port },
-		{ "transparent_port", n->transparent_port != o->transparent_port },
-		{ "dns_port", n->dns_port != o->dns_port },
-		{ "synthetic_pool", n->synthetic_plen != o->synthetic_plen ||
-					    memcmp(&n->synthetic_net, &o->synthetic_net,
-						   sizeof(n->synthetic_net)) },
-		{ "upstream_resolvers", strcmp(n->upstream_resolvers, o->upstream_resolvers) != 0 },
-		{ "upstream_ca", strcmp(n->upstream_ca, o->upstream_ca) != 0 },
-		{ "workers", n->workers != o->workers },
-		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
-		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
-		{ "user", n->user_uid != o->user_uid || n->user_gid != o->user_gid },
-	};
-
-	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
-}
-
-/* The keys of @n that differ from the running configuration and take
- * effect at a reload (broker_reload() applies them). */
-static void reload_changes(const struct broker_config *n, char *out, size_t len)
-{
-	const struct broker_config *o = &broker.cfg;
-	const struct changed_key k[] = {
-		{ "max_connections", n->max_connections != o->max_connections },
-		{ "head_timeout", n->head_timeout_ms != o->head_timeout_ms },
-		{ "connect_timeout", n->connect_timeout_ms != o->connect_timeout_ms },
-		{ "response_timeout", n->response_timeout_ms != o->response_timeout_ms },
-		{ "drain_timeout", n->drain_timeout_ms != o->drain_timeout_ms },
-		{ "audit_fold", n->audit_fold_ms != o->audit_fold_ms },
-		{ "audit_log", strcmp(n->audit_log, o->audit_log) != 0 },
-		{ "control_group", strcmp(n->control_group, o->control_group) != 0 },
-	};
-
-	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
-}
-
-/* Descriptors one proxied connection can hold: the client, the upstream
- * and a tunnel's two pipes (two each). */
-#define FDS_PER_CONN 6
-/* Held besides connections: listeners, epoll and wake fds, the control
- * socket, the audit log, resolver sockets (a few per worker). */
-#define FDS_BASE(workers) (64u + (workers) * 16u)
-/* Each worker's TCP connections to the DNS filter (256 at most, dns.c). */
-#define FDS_DNS_TCP(workers) ((workers) * 256u)
-
-/*
- * @want, or fewer: as many connections as RLIMIT_NOFILE can hold with the
- * broker's other descriptors, so that the connection limit is met before
- * the descriptors run out (running out of descriptors stalls accept(),
- * the sandbox waits; the limit answers at once). Under a small limit the
- * DNS filter's TCP connections get at most half of what the base leaves
- * (beyond that, its accept waits for a descriptor as the proxy's does),
- * so that a broker under 256 descriptors still serves a few connections
- * rather than one. Also sets broker.sandbox_conn_cap, the most
- * connections one sandbox may hold whatever its policy says: half of what
- * the descriptors hold, so that one sandbox cannot take every descriptor
- * from the others. Logs what it derived (@say), and always when it lowers.
- */
-static uint32_t conn_limit_for_fds(uint32_t want, bool say)
-{
-	struct rlimit rl;
-	unsigned workers = broker.n_workers ? broker.n_workers : 1;
-	uint64_t fit, base = FDS_BASE(workers), dns = FDS_DNS_TCP(workers), reserved;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY) {
-		atomic_store_explicit(&broker.sandbox_conn_cap, UINT32_MAX, memory_order_relaxed);
-		return want;
-	}
-	if (rl.rlim_cur > base && dns > (rl.rlim_cur - base) / 2)
-		dns = (rl.rlim_cur - base) / 2;
-	reserved = base + dns;
-	fit = rl.rlim_cur > reserved ? (rl.rlim_cur - reserved) / FDS_PER_CONN : 1;
-	if (fit == 0)
-		fit = 1;
-	if (fit > UINT32_MAX)
-		fit = UINT32_MAX;
-	atomic_store_explicit(&broker.sandbox_conn_cap, fit > 1 ? (uint32_t)(fit / 2) : 1,
-			      memory_order_relaxed);
-	if (want > fit) {
-		log_warn("sluiced: max_connections %u lowered to %llu: RLIMIT_NOFILE is %llu, a "
-			 "tunnel holds %d descriptors and %llu are kept for the rest",
-			 want, (unsigned long long)fit, (unsigned long long)rl.rlim_cur,
-			 FDS_PER_CONN, (unsigned long long)reserved);
-		want = (uint32_t)fit;
-	}
-	if (say)
-		log_info("sluiced: RLIMIT_NOFILE %llu: at most %u connections, %u per sandbox "
-			 "(limits.connections above that is lowered)",
-			 (unsigned long long)rl.rlim_cur, want,
-			 atomic_load_explicit(&broker.sandbox_conn_cap, memory_order_relaxed));
-	return want;
-}
-
-int broker_reload(char *err, size_t errlen, char *said, size_t saidlen)
-{
-	struct broker_config c = broker.cfg;
-	char now[300], later[300];
-	int r;
-
-	if (config_path) {
-		struct sl_err e = { 0 };
-
-		broker_config_defaults(&c);
-		r = broker_config_load(config_path, &c, &e);
-		if (r < 0) {
-			snprintf(err, errlen, "%s", sl_err_msg(&e));
-			log_err("reload: configuration refused, the old one stays: %s", err);
-			return r;
-		}
-		resolve_user(&c);
-	}
-	r = sandbox_reload_all(err, errlen);
-	if (r < 0) {
-		log_err("reload: policy refused, every old policy stays: %s", err);
-		return r;
-	}
-	/* The timeouts, max_connections and audit_log take effect now; the
-	 * rest on a restart, and the log (and the caller) hear what waits for
-	 * one. */
-	reload_changes(&c, now, sizeof(now));
-	restart_only_changes(&c, later, sizeof(later));
-	if (later[0])
-		log_warn("reload: changed, in force after a restart only: %s", later);
-	/* Workers read these as they go (config.h): atomic stores, each on
-	 * its own; relaxed, as nothing else is published through them. */
-	atomic_store_explicit(&broker.cfg.max_connections, conn_limit_for_fds(c.max_connections, false),
-			      memory_order_relaxed);
-	atomic_store_explicit(&broker.cfg.head_timeout_ms, c.head_timeout_ms,
-			      memory_order_relaxed);
-	broker.cfg.audit_fold_ms = c.audit_fold_ms;
-	audit_set_fold(c.audit_fold_ms);
-	atomic_store_explicit(&broker.cfg.connect_timeout_ms, c.connect_timeout_ms,
-			      memory_order_relaxed);
-	atomic_store_explicit(&broker.cfg.response_timeout_ms, c.response_timeout_ms,
-			      memory_order_relaxed);
-	atomic_store_explicit(&broker.cfg.drain_timeout_ms, c.drain_timeout_ms,
-			      memory_order_relaxed);
-	/* control_group: the callers' check follows now (control.c, on this
-	 * thread); the socket's group and mode were set at start-up, when the
-	 * broker could still chown it, and follow on a restart. */
-	if (strcmp(c.control_group, broker.cfg.control_group))
-		log_warn("reload: control_group `%s` checked from now on; the control socket's "
-			 "group and mode change on a restart", c.control_group);
-	memcpy(broker.cfg.control_group, c.control_group, sizeof(c.control_group));
-	broker.cfg.control_gid = c.control_gid;
-	if (strcmp(c.audit_log, broker.cfg.audit_log)) {
-		struct sl_err e = { 0 };
-
-		audit_close();
-		if (audit_open(c.audit_log, &e) < 0) {
-			log_err("reload: %s; audit goes to stderr", sl_err_msg(&e));
-			audit_open("-", NULL);
-		}
-		snprintf(broker.cfg.audit_log, sizeof(broker.cfg.audit_log), "%s", c.audit_log);
-	} else {
-		audit_reopen();
-	}
-	log_info("reload: configuration and %zu policies in force", sandbox_count());
-	if (said)
-		snprintf(said, saidlen,
-			 "configuration: %s\n"
-			 "policies: %zu read again, in force\n"
-			 "changed, in force now: %s\n"
-			 "changed, in force after a restart only: %s\n",
-			 config_path ? config_path : "(defaults, no file)", sandbox_count(),
-			 now[0] ? now : "nothing", later[0] ? later : "nothing");
-	return 0;
-}
-
-/* Whether the broker becomes cfg.user after start-up: started as root,
- * and the user is not root. Set once, before the opener is forked. */
-static bool switching;
-
-/* `user` not set: the system user `sluice` if there is one, else the
- * fixed ids of config.h (so the broker never stays root by default). */
-static void resolve_user(struct broker_config *c)
-{
-	struct passwd pw, *res = NULL;
-	char buf[16384];
-
-	if (c->user[0])
-		return;
-	if (getpwnam_r(BROKER_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {
-		c->user_uid = res->pw_uid;
-		c->user_gid = res->pw_gid;
-		snprintf(c->user, sizeof(c->user), "%s", BROKER_DEFAULT_USER);
-		return;
-	}
-	c->user_uid = BROKER_DEFAULT_UID;
-	c->user_gid = BROKER_DEFAULT_GID;
-	snprintf(c->user, sizeof(c->user), "%u:%u", BROKER_DEFAULT_UID, BROKER_DEFAULT_GID);
-}
-
 /*
  * What the broker had as root becomes its user's before it switches: the
  * state directory's tree (an install from before this ran as root and
  * left it root's), and the audit log file. Logged, with how many.
  */
-static void take_over_files(void)
+static void take_over_files(const struct broker *b)
 {
-	const struct broker_config *c = &broker.cfg;
+	const struct broker_config *c = &b->cfg;
 	struct sl_err err = { 0 };
 	struct stat st;
 	unsigned n = 0;
@@ -359,12 +94,12 @@ static void take_over_files(void)
  *     capability, as before. It is made non-dumpable so its memory
  *     (secrets) never lands in a core, and no-new-privs so nothing it could
  *     exec gains any;
- *     Then the registrations are restored (sandbox_restore(), as that user);
+ *     Then the registrations are restored (sandbox_restore(b->sandboxes), as that user);
  *  3. confine(): the seccomp allowlist (isolation.c), on every thread: no
  *     exec, ptrace, namespace, mount or bpf call is left to it, nor
  *     setresuid, setgroups and the like: the switch must come before it.
  */
-static void drop_privileges(void)
+static void drop_privileges(const struct broker *b)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
@@ -373,12 +108,12 @@ static void drop_privileges(void)
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_DUMPABLE): %s", strerror(errno));
-	if (switching) {
-		take_over_files();
-		if (isolation_switch_user(broker.cfg.user_uid, broker.cfg.user_gid, &err) < 0)
+	if (b->switching) {
+		take_over_files(b);
+		if (isolation_switch_user(b->cfg.user_uid, b->cfg.user_gid, &err) < 0)
 			die("sluiced: %s", sl_err_msg(&err));
-		log_info("sluiced: running as user %s (%u:%u), no capability", broker.cfg.user,
-			 (unsigned)broker.cfg.user_uid, (unsigned)broker.cfg.user_gid);
+		log_info("sluiced: running as user %s (%u:%u), no capability", b->cfg.user,
+			 (unsigned)b->cfg.user_uid, (unsigned)b->cfg.user_gid);
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die("sluiced: prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
@@ -448,17 +183,17 @@ static int port_taken(int type, uint16_t port)
 }
 
 /* Refuses to start (die()) when another process holds one of the ports. */
-static void check_ports_free(void)
+static void check_ports_free(const struct broker *b)
 {
 	const struct {
 		const char *key;
 		int type;
 		uint16_t port;
 	} p[] = {
-		{ "proxy_port", SOCK_STREAM, broker.cfg.proxy_port },
-		{ "transparent_port", SOCK_STREAM, broker.cfg.transparent_port },
-		{ "dns_port", SOCK_STREAM, broker.cfg.dns_port },
-		{ "dns_port", SOCK_DGRAM, broker.cfg.dns_port },
+		{ "proxy_port", SOCK_STREAM, b->cfg.proxy_port },
+		{ "transparent_port", SOCK_STREAM, b->cfg.transparent_port },
+		{ "dns_port", SOCK_STREAM, b->cfg.dns_port },
+		{ "dns_port", SOCK_DGRAM, b->cfg.dns_port },
 	};
 	size_t i;
 	int r;
@@ -540,26 +275,30 @@ static void stop_listening(void *arg)
 
 static void on_drain_timer(struct timer *t)
 {
-	unsigned open = atomic_load(&broker.total_conns);
+	struct broker *b = container_of(t, struct broker, drain_timer);
+	unsigned open = atomic_load(&b->total_conns);
 
-	if (open == 0 || loop_now_ms(main_loop) >= drain_deadline) {
+	if (open == 0 || loop_now_ms(b->main_loop) >= b->drain_deadline) {
 		if (open)
 			log_warn("drain: closing %u connections still open", open);
-		loop_stop(main_loop);
+		loop_stop(b->main_loop);
 		return;
 	}
-	loop_timer_arm(main_loop, t, 100);
+	loop_timer_arm(b->main_loop, t, 100);
 }
 
 /* Writes the audit log's folded and dropped counts whose interval ended. */
 static void on_audit_timer(struct timer *t)
 {
+	struct broker *b = container_of(t, struct broker, audit_timer);
+
 	audit_tick();
-	loop_timer_arm(main_loop, t, 1000);
+	loop_timer_arm(b->main_loop, t, 1000);
 }
 
 static void on_signal(struct ev *ev, uint32_t events)
 {
+	struct broker *b = container_of(ev, struct broker, signal_ev);
 	struct signalfd_siginfo si;
 	char err[700];
 	unsigned i;
@@ -567,19 +306,19 @@ static void on_signal(struct ev *ev, uint32_t events)
 	(void)events;
 	while (read(ev->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			broker_reload(err, sizeof(err), NULL, 0);
+			broker_reload(b, err, sizeof(err), NULL, 0);
 			continue;
 		}
-		if (atomic_exchange(&broker.draining, true))
+		if (atomic_exchange(&b->draining, true))
 			continue;
-		log_info("sluiced: draining (at most %u ms)", broker.cfg.drain_timeout_ms);
-		for (i = 0; i < broker.n_workers; i++)
-			loop_post(broker.workers[i].loop, stop_listening, &broker.workers[i]);
-		control_stop();
-		unlink(broker.cfg.control_socket);
-		drain_deadline = loop_now_ms(main_loop) + broker.cfg.drain_timeout_ms;
-		drain_timer.cb = on_drain_timer;
-		loop_timer_arm(main_loop, &drain_timer, 0);
+		log_info("sluiced: draining (at most %u ms)", b->cfg.drain_timeout_ms);
+		for (i = 0; i < b->n_workers; i++)
+			loop_post(b->workers[i].loop, stop_listening, &b->workers[i]);
+		control_stop(b->control);
+		unlink(b->cfg.control_socket);
+		b->drain_deadline = loop_now_ms(b->main_loop) + b->cfg.drain_timeout_ms;
+		b->drain_timer.cb = on_drain_timer;
+		loop_timer_arm(b->main_loop, &b->drain_timer, 0);
 	}
 }
 
@@ -594,11 +333,15 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	struct sl_err e = { 0 };
+	/* The broker's state, passed to what needs it; never freed: the
+	 * process ends with it. */
+	struct broker *b;
 	struct rlimit rl;
 	sigset_t mask;
+	struct sl_err e = { 0 };
 	char err[700];
 	unsigned i, n;
+	uint32_t cap;
 	bool check_only = false;
 	int r, fd;
 
@@ -606,68 +349,79 @@ int main(int argc, char **argv)
 	 * must not stop the broker (common/log.c), and sockets and pipes
 	 * report EPIPE where they are written. */
 	signal(SIGPIPE, SIG_IGN);
-	broker_config_defaults(&broker.cfg);
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		return 1;
+	}
+	b->signal_ev.fd = -1;
+	broker_config_defaults(&b->cfg);
 	for (i = 1; i < (unsigned)argc; i++) {
 		if (!strcmp(argv[i], "--config") && i + 1 < (unsigned)argc) {
-			config_path = argv[++i];
+			b->config_path = argv[++i];
 		} else if (!strcmp(argv[i], "--check-config")) {
 			check_only = true;
 		} else if (!strcmp(argv[i], "--verbose")) {
 			log_threshold = LOG_LVL_DEBUG;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			broker_free(b);
 			return 0;
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("sluiced %s\n", sluice_version);
+			broker_free(b);
 			return 0;
 		} else {
 			usage(stderr);
+			broker_free(b);
 			return 2;
 		}
 	}
 	/* The default file is taken when it exists at all: one that is there
 	 * but unreadable is an error below, not a silent fall-back to the
 	 * defaults. */
-	if (!config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
-		config_path = SLUICED_DEFAULT_CONFIG;
-	if (config_path && broker_config_load(config_path, &broker.cfg, &e) < 0) {
+	if (!b->config_path && access(SLUICED_DEFAULT_CONFIG, F_OK) == 0)
+		b->config_path = SLUICED_DEFAULT_CONFIG;
+	if (b->config_path && broker_config_load(b->config_path, &b->cfg, &e) < 0) {
 		fprintf(stderr, "%s\n", sl_err_msg(&e));
+		broker_free(b);
 		return 1;
 	}
 	if (check_only) {
-		if (config_path)
-			printf("%s: ok\n", config_path);
+		if (b->config_path)
+			printf("%s: ok\n", b->config_path);
 		else
 			printf("no %s and no --config: the built-in defaults are used: ok\n",
 			       SLUICED_DEFAULT_CONFIG);
+		broker_free(b);
 		return 0;
 	}
 	/* What the broker creates is its own: keys and registrations are
 	 * 0600 by their writers, nothing is ever world-readable. */
 	umask(027);
-	resolve_user(&broker.cfg);
-	switching = getuid() == 0 && broker.cfg.user_uid != 0;
-	if (getuid() == 0 && !switching)
+	broker_resolve_user(&b->cfg);
+	b->switching = getuid() == 0 && b->cfg.user_uid != 0;
+	if (getuid() == 0 && !b->switching)
 		log_warn("sluiced: user %s: the broker stays uid 0 (without capabilities) after "
 			 "start-up; give it a user of its own (`user` in sluiced.yaml)",
-			 broker.cfg.user);
+			 b->cfg.user);
 	/* Now, while this is the only thread (fork), and root. */
-	if (switching && isolation_opener_start(&e) < 0)
+	if (b->switching && isolation_opener_start(&e) < 0)
 		die("sluiced: %s", sl_err_msg(&e));
-	audit_set_fold(broker.cfg.audit_fold_ms);
-	if (audit_open(broker.cfg.audit_log, &e) < 0)
+	audit_set_fold(b->cfg.audit_fold_ms);
+	if (audit_open(b->cfg.audit_log, &e) < 0)
 		die("sluiced: %s", sl_err_msg(&e));
-	r = sandbox_table_init(&broker.cfg);
+	r = sandbox_table_new(&b->cfg, &b->sandboxes);
 	if (r < 0)
-		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
-	lock_state_dir(broker.cfg.state_dir);
+		die("sluiced: state_dir `%s`: %s", b->cfg.state_dir, strerror(-r));
+	lock_state_dir(b->cfg.state_dir);
 	/* Before the control socket, which a refused broker must not touch. */
-	check_ports_free();
+	check_ports_free(b);
 	/* Intercepted connections' upstream side; read before privileges go. */
-	broker.upstream_ctx = tls_upstream_ctx(broker.cfg.upstream_ca, err, sizeof(err));
-	if (!broker.upstream_ctx)
+	b->upstream_ctx = tls_upstream_ctx(b->cfg.upstream_ca, err, sizeof(err));
+	if (!b->upstream_ctx)
 		die("sluiced: upstream_ca: %s", err);
-	collect_local_addresses();
+	broker_collect_local_addresses(b);
 
 	/* Signals are taken by the main loop's signalfd; workers never see them. */
 	sigemptyset(&mask);
@@ -682,86 +436,94 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 
-	main_loop = loop_new();
-	if (!main_loop)
+	b->main_loop = loop_new();
+	if (!b->main_loop)
 		die("sluiced: loop: %s", strerror(errno));
-	r = control_start(main_loop, broker.cfg.control_socket);
+	r = control_start(b);
 	if (r == -EADDRINUSE)
 		die("sluiced: control socket `%s`: another sluiced answers on it: stop it, or give "
 		    "this one a control_socket of its own",
-		    broker.cfg.control_socket);
+		    b->cfg.control_socket);
 	if (r < 0)
-		die("sluiced: control socket `%s`: %s", broker.cfg.control_socket, strerror(-r));
+		die("sluiced: control socket `%s`: %s", b->cfg.control_socket, strerror(-r));
 
-	n = broker.cfg.workers ? broker.cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	n = b->cfg.workers ? b->cfg.workers : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	if (n == 0)
 		n = 1;
-	broker.workers = calloc(n, sizeof(*broker.workers));
-	if (!broker.workers)
+	b->workers = calloc(n, sizeof(*b->workers));
+	if (!b->workers)
 		die("sluiced: out of memory");
-	broker.n_workers = n;
-	broker.cfg.max_connections = conn_limit_for_fds(broker.cfg.max_connections, true);
+	b->n_workers = n;
+	sandbox_table_set_workers(b->sandboxes, b->workers, n);
+	b->cfg.max_connections = broker_conn_limit_for_fds(b, b->cfg.max_connections, true, &cap);
+	b->limits = broker_limits_new(&b->cfg, cap);
+	if (!b->limits)
+		die("sluiced: out of memory");
 	for (i = 0; i < n; i++) {
-		struct worker *w = &broker.workers[i];
+		struct worker *w = &b->workers[i];
 
+		w->b = b;
 		w->id = i;
+		w->limits = broker_limits_get(b->limits);
 		w->loop = loop_new();
 		if (!w->loop)
 			die("sluiced: loop: %s", strerror(errno));
-		w->resolver = resolver_new(w->loop, broker.cfg.upstream_resolvers,
-					   broker.cfg.dns_cache_size, &e);
+		w->resolver = resolver_new(w->loop, b->cfg.upstream_resolvers,
+					   b->cfg.dns_cache_size, &e);
 		if (!w->resolver)
 			die("sluiced: resolver: %s", sl_err_msg(&e));
-		fd = listen_tcp(broker.cfg.proxy_port);
+		fd = listen_tcp(b->cfg.proxy_port);
 		if (fd < 0)
-			die("sluiced: proxy port %u: %s", broker.cfg.proxy_port, strerror(-fd));
+			die("sluiced: proxy port %u: %s", b->cfg.proxy_port, strerror(-fd));
 		w->proxy_ev.fd = fd;
 		w->proxy_ev.cb = proxy_accept;
 		loop_add(w->loop, &w->proxy_ev, EPOLLIN);
-		fd = listen_tcp(broker.cfg.transparent_port);
+		fd = listen_tcp(b->cfg.transparent_port);
 		if (fd < 0)
-			die("sluiced: transparent port %u: %s", broker.cfg.transparent_port,
+			die("sluiced: transparent port %u: %s", b->cfg.transparent_port,
 			    strerror(-fd));
 		w->transparent_ev.fd = fd;
 		w->transparent_ev.cb = proxy_accept_transparent;
 		loop_add(w->loop, &w->transparent_ev, EPOLLIN);
 		r = dns_server_start(w);
 		if (r < 0)
-			die("sluiced: dns port %u: %s", broker.cfg.dns_port, strerror(-r));
+			die("sluiced: dns port %u: %s", b->cfg.dns_port, strerror(-r));
 	}
-	drop_privileges();
+	drop_privileges(b);
 	/* Registrations come back before anything is accepted, read by the
 	 * broker's user from the state_dir just taken over. */
-	sandbox_restore(err, sizeof(err));
+	sandbox_restore(b->sandboxes, err, sizeof(err));
 	/* Last: what is left of the kernel to ask for (isolation.c). */
 	confine();
 
 	for (i = 0; i < n; i++) {
-		if (pthread_create(&broker.workers[i].thread, NULL, worker_main, &broker.workers[i]))
+		if (pthread_create(&b->workers[i].thread, NULL, worker_main, &b->workers[i]))
 			die("sluiced: cannot start worker %u", i);
 	}
 	fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (fd < 0)
 		die("sluiced: signalfd: %s", strerror(errno));
-	signal_ev.fd = fd;
-	signal_ev.cb = on_signal;
-	loop_add(main_loop, &signal_ev, EPOLLIN);
-	audit_timer.cb = on_audit_timer;
-	loop_timer_arm(main_loop, &audit_timer, 1000);
+	b->signal_ev.fd = fd;
+	b->signal_ev.cb = on_signal;
+	loop_add(b->main_loop, &b->signal_ev, EPOLLIN);
+	b->audit_timer.cb = on_audit_timer;
+	loop_timer_arm(b->main_loop, &b->audit_timer, 1000);
 	log_info("sluiced %s: ready: config %s, %u workers, proxy port %u, control %s, "
 		 "%zu sandboxes",
-		 sluice_version, config_path ? config_path : "(built-in defaults)", n,
-		 broker.cfg.proxy_port, broker.cfg.control_socket, sandbox_count());
+		 sluice_version, b->config_path ? b->config_path : "(built-in defaults)", n,
+		 b->cfg.proxy_port, b->cfg.control_socket, sandbox_count(b->sandboxes));
 
-	loop_run(main_loop);
+	loop_run(b->main_loop);
 
 	for (i = 0; i < n; i++)
-		loop_stop(broker.workers[i].loop);
+		loop_stop(b->workers[i].loop);
 	for (i = 0; i < n; i++)
-		pthread_join(broker.workers[i].thread, NULL);
-	control_shutdown();
+		pthread_join(b->workers[i].thread, NULL);
+	control_shutdown(b->control);
+	b->control = NULL;
 	creds_shutdown(); /* the token fetcher stops; its tokens are wiped */
 	log_info("sluiced: stopped");
 	audit_close();
+	broker_free(b);
 	return 0;
 }

@@ -56,7 +56,7 @@
  * once, so the first free one is always among the first SANDBOX_MAX + 1. */
 #define POOL_BITS_MAX ((uint32_t)SANDBOX_MAX + 1)
 
-static struct {
+struct sandbox_table {
 	pthread_rwlock_t lock;
 	struct sandbox **slot;	  /* by address; NULL empty */
 	struct sandbox **by_name; /* the same sandboxes, by name */
@@ -71,7 +71,11 @@ static struct {
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
 	size_t timed_approvals; /* approvals with an end, all sandboxes */
-} tab = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+	/* The broker's workers, told of policies swapped and sandboxes gone
+	 * (none in unit tests). */
+	struct worker *workers;
+	unsigned n_workers;
+};
 
 /* FNV-1a over @len bytes, as a slot number. Keys come from the control
  * socket (root only), so a keyed hash buys nothing here. */
@@ -124,63 +128,108 @@ static void slot_remove(struct sandbox **t, size_t i, size_t (*home)(const struc
 
 /* The pool block of @a when it is a sandbox address (.2 of a /30 of the
  * pool) that the bitmap tracks; -1 otherwise. */
-static int64_t pool_block(const struct sl_addr *a)
+static int64_t pool_block(const struct sandbox_table *tab, const struct sl_addr *a)
 {
 	uint32_t off;
 
-	if (!addr_is_v4(a) || !addr_in_prefix(a, &tab.pool, tab.pool_plen))
+	if (!addr_is_v4(a) || !addr_in_prefix(a, &tab->pool, tab->pool_plen))
 		return -1;
-	off = addr_v4(a) - addr_v4(&tab.pool);
-	if (off % 4 != 2 || off / 4 >= tab.nblocks)
+	off = addr_v4(a) - addr_v4(&tab->pool);
+	if (off % 4 != 2 || off / 4 >= tab->nblocks)
 		return -1;
 	return off / 4;
 }
 
-static void block_mark(const struct sl_addr *a, bool used)
+static void block_mark(struct sandbox_table *tab, const struct sl_addr *a, bool used)
 {
-	int64_t b = pool_block(a);
+	int64_t b = pool_block(tab, a);
 
 	if (b < 0)
 		return;
 	if (used)
-		tab.used[b / 64] |= 1ull << (b % 64);
+		tab->used[b / 64] |= 1ull << (b % 64);
 	else
-		tab.used[b / 64] &= ~(1ull << (b % 64));
+		tab->used[b / 64] &= ~(1ull << (b % 64));
 }
 
-static void ca_gone_sweep(void);
+static void ca_gone_sweep(struct sandbox_table *tab);
 
-int sandbox_table_init(const struct broker_config *cfg)
+void sandbox_table_set_workers(struct sandbox_table *tab, struct worker *workers, unsigned n)
+{
+	tab->workers = workers;
+	tab->n_workers = n;
+}
+
+void sandbox_table_free(struct sandbox_table *tab)
+{
+	size_t i;
+
+	if (!tab)
+		return;
+	for (i = 0; tab->slot && i < HASH_SLOTS; i++)
+		sandbox_put(tab->slot[i]);
+	free(tab->slot);
+	free(tab->by_name);
+	free(tab->used);
+	pthread_rwlock_destroy(&tab->lock);
+	free(tab);
+}
+
+static int table_init(struct sandbox_table *tab, const struct broker_config *cfg);
+
+int sandbox_table_new(const struct broker_config *cfg, struct sandbox_table **out)
+{
+	struct sandbox_table *tab = calloc(1, sizeof(*tab));
+	int r;
+
+	*out = NULL;
+	if (!tab)
+		return -ENOMEM;
+	r = -pthread_rwlock_init(&tab->lock, NULL);
+	if (r < 0) {
+		free(tab);
+		return r;
+	}
+	r = table_init(tab, cfg);
+	if (r < 0) {
+		sandbox_table_free(tab);
+		return r;
+	}
+	*out = tab;
+	return 0;
+}
+
+static int table_init(struct sandbox_table *tab, const struct broker_config *cfg)
 {
 	unsigned host_bits = 128 - cfg->pool_plen;
 
-	tab.slot = calloc(HASH_SLOTS, sizeof(*tab.slot));
-	tab.by_name = calloc(HASH_SLOTS, sizeof(*tab.by_name));
+	tab->slot = calloc(HASH_SLOTS, sizeof(*tab->slot));
+	tab->by_name = calloc(HASH_SLOTS, sizeof(*tab->by_name));
 	/* A /30 per sandbox: 2^(host bits - 2) blocks, at most POOL_BITS_MAX
 	 * tracked (2^16 < POOL_BITS_MAX < 2^17). */
-	tab.nblocks = host_bits < 2	    ? 0
-		      : host_bits - 2 >= 17 ? POOL_BITS_MAX
-					    : (uint32_t)1 << (host_bits - 2);
-	tab.used = calloc((tab.nblocks + 63) / 64 + 1, sizeof(*tab.used));
-	if (!tab.slot || !tab.by_name || !tab.used)
+	tab->nblocks = host_bits < 2	     ? 0
+		       : host_bits - 2 >= 17 ? POOL_BITS_MAX
+					     : (uint32_t)1 << (host_bits - 2);
+	tab->used = calloc((tab->nblocks + 63) / 64 + 1, sizeof(*tab->used));
+	if (!tab->slot || !tab->by_name || !tab->used)
 		return -ENOMEM;
-	snprintf(tab.dir, sizeof(tab.dir), "%s/sandboxes", cfg->state_dir);
-	tab.pool = cfg->pool_net;
-	tab.pool_plen = cfg->pool_plen;
-	tab.synth_net = cfg->synthetic_net;
-	tab.synth_plen = cfg->synthetic_plen;
+	snprintf(tab->dir, sizeof(tab->dir), "%s/sandboxes", cfg->state_dir);
+	tab->pool = cfg->pool_net;
+	tab->pool_plen = cfg->pool_plen;
+	tab->synth_net = cfg->synthetic_net;
+	tab->synth_plen = cfg->synthetic_plen;
 	if (mkdir(cfg->state_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdir(tab.dir, 0700) < 0 && errno != EEXIST)
+	if (mkdir(tab->dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(tab.synth_dir, sizeof(tab.synth_dir), "%s/synthetic", cfg->state_dir);
-	if (mkdir(tab.synth_dir, 0700) < 0 && errno != EEXIST)
+	snprintf(tab->synth_dir, sizeof(tab->synth_dir), "%s/synthetic", cfg->state_dir);
+	if (mkdir(tab->synth_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	snprintf(tab.ca_dir, sizeof(tab.ca_dir), "%s/ca", cfg->state_dir);
-	if (mkdir(tab.ca_dir, 0700) < 0 && errno != EEXIST)
+	snprintf(tab->ca_dir, sizeof(tab->ca_dir), "%s/ca", cfg->state_dir);
+	if (mkdir(tab->ca_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	ca_gone_sweep();
-	if (creds_init(cfg->state_dir) < 0)
+	ca_gone_sweep(tab);
+	if (creds_init(cfg) < 0)
 		return -errno;
 	return 0;
 }
@@ -254,12 +303,12 @@ static bool name_ok(const char *s)
 
 /* Slot of @a, or of the free place for it when @for_insert (then
  * -EEXIST when it is there already). -1 when there is none. */
-static ssize_t find_slot(const struct sl_addr *a, bool for_insert)
+static ssize_t find_slot(struct sandbox_table *tab, const struct sl_addr *a, bool for_insert)
 {
 	size_t i = fnv_slot(a, sizeof(*a)), k;
 
 	for (k = 0; k < HASH_SLOTS; k++, i = (i + 1) % HASH_SLOTS) {
-		struct sandbox *s = tab.slot[i];
+		struct sandbox *s = tab->slot[i];
 
 		if (!s)
 			return for_insert ? (ssize_t)i : -1;
@@ -270,12 +319,12 @@ static ssize_t find_slot(const struct sl_addr *a, bool for_insert)
 }
 
 /* The same in the table by name. */
-static ssize_t name_slot(const char *name, bool for_insert)
+static ssize_t name_slot(struct sandbox_table *tab, const char *name, bool for_insert)
 {
 	size_t i = fnv_slot(name, strlen(name)), k;
 
 	for (k = 0; k < HASH_SLOTS; k++, i = (i + 1) % HASH_SLOTS) {
-		struct sandbox *s = tab.by_name[i];
+		struct sandbox *s = tab->by_name[i];
 
 		if (!s)
 			return for_insert ? (ssize_t)i : -1;
@@ -285,26 +334,27 @@ static ssize_t name_slot(const char *name, bool for_insert)
 	return -1;
 }
 
-static struct sandbox *find_name(const char *name)
+static struct sandbox *find_name(struct sandbox_table *tab, const char *name)
 {
-	ssize_t i = name_slot(name, false);
+	ssize_t i = name_slot(tab, name, false);
 
-	return i < 0 ? NULL : tab.by_name[i];
+	return i < 0 ? NULL : tab->by_name[i];
 }
 
-struct sandbox *sandbox_lookup(const struct sl_addr *src, struct policy **pol)
+struct sandbox *sandbox_lookup(struct sandbox_table *tab, const struct sl_addr *src,
+			       struct policy **pol)
 {
 	struct sandbox *sb = NULL;
 	ssize_t i;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	i = find_slot(src, false);
+	pthread_rwlock_rdlock(&tab->lock);
+	i = find_slot(tab, src, false);
 	if (i >= 0) {
-		sb = tab.slot[i];
+		sb = tab->slot[i];
 		atomic_fetch_add(&sb->refs, 1);
 		*pol = policy_ref(sb->policy);
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return sb;
 }
 
@@ -312,9 +362,9 @@ struct policy *sandbox_policy(struct sandbox *sb)
 {
 	struct policy *p;
 
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&sb->table->lock);
 	p = policy_ref(sb->policy);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&sb->table->lock);
 	return p;
 }
 
@@ -342,14 +392,14 @@ void sandbox_put(struct sandbox *sb)
  * would hold the table's write lock, and so every new connection's
  * lookup, for a disk flush.
  */
-static int persist(const struct sandbox *sb)
+static int persist(struct sandbox_table *tab, const struct sandbox *sb)
 {
 	char path[600], tmp[620];
 	struct sumfile_writer w;
 	FILE *f;
 	char a[ADDR_STRLEN];
 
-	snprintf(path, sizeof(path), "%s/%s", tab.dir, sb->name);
+	snprintf(path, sizeof(path), "%s/%s", tab->dir, sb->name);
 	f = file_create_tmp(path, 0600, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
@@ -571,11 +621,11 @@ static void rmdir_later(const char *path)
 }
 
 /* At start-up: the CA directories a broker that died left moved aside. */
-static void ca_gone_sweep(void)
+static void ca_gone_sweep(struct sandbox_table *tab)
 {
 	struct dirent *de;
 	unsigned n = 0;
-	DIR *d = opendir(tab.ca_dir);
+	DIR *d = opendir(tab->ca_dir);
 
 	if (!d)
 		return;
@@ -593,7 +643,7 @@ static void ca_gone_sweep(void)
  * of the way (the name is free for a new registration at once) and
  * removed by rmdir_later(). Return: 0, or the first error other than
  * ENOENT (the others are tried all the same), with its path in @what. */
-static int remove_state(const char *name, char *what, size_t whatlen)
+static int remove_state(struct sandbox_table *tab, const char *name, char *what, size_t whatlen)
 {
 	/* With the temporaries a crash mid-write leaves: the directory is
 	 * moved aside only once it is empty. */
@@ -607,21 +657,21 @@ static int remove_state(const char *name, char *what, size_t whatlen)
 	int r = 0;
 	size_t i;
 
-	snprintf(path, sizeof(path), "%s/%s", tab.dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tab->dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
-	snprintf(path, sizeof(path), "%s/%s.names", tab.synth_dir, name);
+	snprintf(path, sizeof(path), "%s/%s.names", tab->synth_dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
-	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab.synth_dir, name);
+	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab->synth_dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", tab.ca_dir, name, files[i]);
+		snprintf(path, sizeof(path), "%s/%s/%s", tab->ca_dir, name, files[i]);
 		rc = unlink(path);
 		if (rc < 0 && errno != ENOENT)
 			emptied = false;
 		note_rm(rc, path, &r, what, whatlen);
 	}
-	snprintf(path, sizeof(path), "%s/%s", tab.ca_dir, name);
-	snprintf(gone_path, sizeof(gone_path), "%s/" CA_GONE_PREFIX "%u", tab.ca_dir, gone++);
+	snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
+	snprintf(gone_path, sizeof(gone_path), "%s/" CA_GONE_PREFIX "%u", tab->ca_dir, gone++);
 	if (emptied && rename(path, gone_path) == 0)
 		rmdir_later(gone_path);
 	else
@@ -631,21 +681,21 @@ static int remove_state(const char *name, char *what, size_t whatlen)
 
 /* Takes sandbox @name out of the table and returns it (the table's
  * reference passes to the caller), or NULL. Caller holds the write lock. */
-static struct sandbox *table_take(const char *name)
+static struct sandbox *table_take(struct sandbox_table *tab, const char *name)
 {
 	struct sandbox *sb;
 	ssize_t ni, ai;
 
-	ni = name_slot(name, false);
+	ni = name_slot(tab, name, false);
 	if (ni < 0)
 		return NULL;
-	sb = tab.by_name[ni];
-	ai = find_slot(&sb->addr, false);
-	slot_remove(tab.by_name, (size_t)ni, name_home);
+	sb = tab->by_name[ni];
+	ai = find_slot(tab, &sb->addr, false);
+	slot_remove(tab->by_name, (size_t)ni, name_home);
 	if (ai >= 0)
-		slot_remove(tab.slot, (size_t)ai, addr_home);
-	block_mark(&sb->addr, false);
-	tab.n--;
+		slot_remove(tab->slot, (size_t)ai, addr_home);
+	block_mark(tab, &sb->addr, false);
+	tab->n--;
 	return sb;
 }
 
@@ -654,18 +704,18 @@ static struct sandbox *table_take(const char *name)
  * .2 the sandbox. Under the write lock, so concurrent creates never collide.
  * The bitmap is 64 blocks a word: with a thousand sandboxes, 16 words.
  */
-static int allocate(struct sl_addr *out)
+static int allocate(struct sandbox_table *tab, struct sl_addr *out)
 {
 	uint32_t w, blk;
 
-	for (w = 0; (uint64_t)w * 64 < tab.nblocks; w++) {
-		if (tab.used[w] == ~0ull)
+	for (w = 0; (uint64_t)w * 64 < tab->nblocks; w++) {
+		if (tab->used[w] == ~0ull)
 			continue;
-		blk = w * 64 + (uint32_t)__builtin_ctzll(~tab.used[w]);
-		if (blk >= tab.nblocks)
+		blk = w * 64 + (uint32_t)__builtin_ctzll(~tab->used[w]);
+		if (blk >= tab->nblocks)
 			break;
-		*out = tab.pool;
-		addr_from_v4(out, addr_v4(&tab.pool) + blk * 4 + 2);
+		*out = tab->pool;
+		addr_from_v4(out, addr_v4(&tab->pool) + blk * 4 + 2);
 		return 0;
 	}
 	return -ENOSPC;
@@ -701,7 +751,8 @@ static void ca_sums_report(const char *name, const char *dir, int k, const char 
 
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
-static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
+static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, char *err,
+		      size_t errlen)
 {
 	char dir[600], e[256];
 
@@ -709,7 +760,7 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 		char what[64];
 		int k;
 
-		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, sb->name);
+		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, sb->name);
 		k = tls_ca_check_sums(dir, what, sizeof(what));
 		sb->ca = tls_ca_load(dir, e, sizeof(e));
 		if (sb->ca) {
@@ -737,31 +788,31 @@ static int sandbox_ca(struct sandbox *sb, bool fresh, char *err, size_t errlen)
 	return 0;
 }
 
-int sandbox_ca_pem(const char *name, char **pem)
+int sandbox_ca_pem(struct sandbox_table *tab, const char *name, char **pem)
 {
 	struct sandbox *sb;
 	int r = -ENOENT;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
 	if (sb)
 		r = tls_ca_cert_pem(sb->ca, pem);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return r;
 }
 
 /* Takes @reg, registered a moment ago and not wired yet, out of the
  * table again and removes what it wrote to state_dir. */
-static void undo_register(struct sandbox *reg)
+static void undo_register(struct sandbox_table *tab, struct sandbox *reg)
 {
 	char what[700];
 	struct sandbox *sb;
 	int r;
 
-	pthread_rwlock_wrlock(&tab.lock);
-	sb = table_take(reg->name);
-	r = remove_state(reg->name, what, sizeof(what));
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_wrlock(&tab->lock);
+	sb = table_take(tab, reg->name);
+	r = remove_state(tab, reg->name, what, sizeof(what));
+	pthread_rwlock_unlock(&tab->lock);
 	if (r < 0)
 		log_err("sandbox: `%s`: cannot remove %s: %s", reg->name, what, strerror(-r));
 	if (!sb)
@@ -824,9 +875,9 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
 
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
-static int do_register(const char *name, const char *addr, const char *policy_path, bool save,
-		       bool netns, bool audit, struct tls_ca **ca, struct sl_addr *assigned,
-		       char *err, size_t errlen)
+static int do_register(struct sandbox_table *tab, const char *name, const char *addr,
+		       const char *policy_path, bool save, bool netns, bool audit,
+		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -850,6 +901,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	if (!sb)
 		return -ENOMEM;
 	atomic_init(&sb->refs, 1);
+	sb->table = tab;
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
 	sb->netns = netns;
@@ -876,7 +928,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		*ca = NULL;
 		r = 0;
 	} else {
-		r = sandbox_ca(sb, save, err, errlen);
+		r = sandbox_ca(tab, sb, save, err, errlen);
 	}
 	if (r < 0) {
 		policy_unref(sb->policy);
@@ -884,7 +936,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		return r;
 	}
 	/* Empty until the sandbox's first DNS query: costs a few bytes. */
-	sb->synth = dns_synth_new(&tab.synth_net, tab.synth_plen, DNS_SYNTH_MAX_NAMES);
+	sb->synth = dns_synth_new(&tab->synth_net, tab->synth_plen, DNS_SYNTH_MAX_NAMES);
 	if (!sb->synth) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create the synthetic address map: %s", strerror(-r));
@@ -895,36 +947,36 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	}
 	pthread_mutex_init(&sb->dns_lock, NULL);
 	synth = sb->synth;
-	pthread_rwlock_wrlock(&tab.lock);
-	r = automatic ? allocate(&sb->addr) : 0;
+	pthread_rwlock_wrlock(&tab->lock);
+	r = automatic ? allocate(tab, &sb->addr) : 0;
 	if (r < 0) {
 		snprintf(err, errlen, "sandbox_pool is full");
-	} else if ((nslot = name_slot(name, true)) == -EEXIST) {
+	} else if ((nslot = name_slot(tab, name, true)) == -EEXIST) {
 		r = -EEXIST;
 		snprintf(err, errlen, "sandbox `%s` exists", name);
-	} else if (nslot < 0 || (slot = find_slot(&sb->addr, true)) < 0 ||
-		   tab.n >= SANDBOX_MAX) {
+	} else if (nslot < 0 || (slot = find_slot(tab, &sb->addr, true)) < 0 ||
+		   tab->n >= SANDBOX_MAX) {
 		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
 		if (r == -EEXIST)
 			snprintf(err, errlen, "address `%s` is registered already", addr);
 		else
 			snprintf(err, errlen, "too many sandboxes (at most %d)", SANDBOX_MAX);
 	} else {
-		r = save ? persist(sb) : 0;
+		r = save ? persist(tab, sb) : 0;
 		if (r < 0) {
-			snprintf(err, errlen, "cannot write registration in %s: %s", tab.dir,
+			snprintf(err, errlen, "cannot write registration in %s: %s", tab->dir,
 				 strerror(-r));
 		} else {
-			tab.slot[slot] = sb;
-			tab.by_name[nslot] = sb;
-			block_mark(&sb->addr, true);
-			tab.n++;
+			tab->slot[slot] = sb;
+			tab->by_name[nslot] = sb;
+			block_mark(tab, &sb->addr, true);
+			tab->n++;
 			got = sb->addr;
 			reg = sb;
 			sb = NULL;
 		}
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	if (sb) {
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
@@ -940,7 +992,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		 * trust): a create whose CA is not saved fails, below. */
 		char dir[600];
 
-		snprintf(dir, sizeof(dir), "%s/%s", tab.ca_dir, name);
+		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, name);
 		r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : tls_ca_save(reg->ca, dir);
 		if (r < 0)
 			snprintf(err, errlen, "cannot save the sandbox's CA in %s: %s", dir,
@@ -954,7 +1006,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		struct dns_synth_replay rep;
 		char jpath[600];
 
-		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab.synth_dir, name);
+		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab->synth_dir, name);
 		r = dns_synth_journal(synth, jpath, !save, &rep);
 		if (r < 0 && save)
 			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
@@ -992,7 +1044,7 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 		 * a restart with a new CA and new placeholders, which its
 		 * clients do not know: it is refused, and nothing of it stays.
 		 * It is not wired yet, so no connection holds it. */
-		undo_register(reg);
+		undo_register(tab, reg);
 		log_err("sandbox: `%s`: not registered: %s", name, err);
 		return r;
 	}
@@ -1004,26 +1056,28 @@ static int do_register(const char *name, const char *addr, const char *policy_pa
 	return 0;
 }
 
-int sandbox_register(const char *name, const char *addr, const char *policy_path, bool save,
-		     struct sl_addr *assigned, char *err, size_t errlen)
+int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
+		     const char *policy_path, bool save, struct sl_addr *assigned, char *err,
+		     size_t errlen)
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(name, addr, policy_path, save, false, false, &ca, assigned, err, errlen);
+	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err,
+			   errlen);
 }
 
-int sandbox_register_ca(const char *name, const char *addr, const char *policy_path, bool netns,
-			bool audit, struct tls_ca *ca, struct sl_addr *assigned, char *err,
-			size_t errlen)
+int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
+			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
+			struct sl_addr *assigned, char *err, size_t errlen)
 {
-	int r = do_register(name, addr, policy_path, true, netns, audit, &ca, assigned, err,
+	int r = do_register(tab, name, addr, policy_path, true, netns, audit, &ca, assigned, err,
 			    errlen);
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
 	return r;
 }
 
-int sandbox_unregister(const char *name, char *err, size_t errlen)
+int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, size_t errlen)
 {
 	struct sandbox *sb = NULL;
 	char what[700];
@@ -1031,11 +1085,11 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 	unsigned i;
 	int r = 0;
 
-	pthread_rwlock_wrlock(&tab.lock);
-	sb = table_take(name);
+	pthread_rwlock_wrlock(&tab->lock);
+	sb = table_take(tab, name);
 	if (sb)
-		r = remove_state(name, what, sizeof(what));
-	pthread_rwlock_unlock(&tab.lock);
+		r = remove_state(tab, name, what, sizeof(what));
+	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
@@ -1043,15 +1097,15 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 	netns = sb->netns;
 	for (i = 0; i < sb->n_approvals; i++)
 		if (sb->approvals[i].until_ms)
-			tab.timed_approvals--; /* they go with it */
+			tab->timed_approvals--; /* they go with it */
 	atomic_store(&sb->dead, true);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
 	 * until it has. A put in the loop drops only the reference just taken,
 	 * and ours, dropped last, keeps @sb alive until then: the analyzer
 	 * does not count references, hence the NOLINTs. */
-	for (i = 0; i < broker.n_workers; i++) {
-		struct worker *w = &broker.workers[i];
+	for (i = 0; i < tab->n_workers; i++) {
+		struct worker *w = &tab->workers[i];
 
 		atomic_fetch_add(&sb->refs, 1);
 		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
@@ -1074,14 +1128,14 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 	return 0;
 }
 
-int sandbox_list(char *buf, size_t len)
+int sandbox_list(struct sandbox_table *tab, char *buf, size_t len)
 {
 	size_t i, o = 0;
 	int k;
 
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS && o < len; i++) {
-		struct sandbox *s = tab.slot[i];
+		struct sandbox *s = tab->slot[i];
 		char a[ADDR_STRLEN];
 
 		if (!s)
@@ -1103,7 +1157,7 @@ int sandbox_list(char *buf, size_t len)
 		}
 		o += (size_t)k;
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return o >= len ? -ENOSPC : (int)o;
 }
 
@@ -1112,61 +1166,62 @@ bool sandbox_audit(const struct sandbox *sb, const struct policy *p)
 	return sb->audit || (p && policy_mode(p) == POLICY_MODE_AUDIT);
 }
 
-size_t sandbox_audit_count(void)
+size_t sandbox_audit_count(struct sandbox_table *tab)
 {
 	size_t i, n = 0;
 
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab.slot[i] && sandbox_audit(tab.slot[i], tab.slot[i]->policy))
+		if (tab->slot[i] && sandbox_audit(tab->slot[i], tab->slot[i]->policy))
 			n++;
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return n;
 }
 
 /* Calls @fn for every registered sandbox, under the table's read lock (so
  * @fn must not call into the table, nor block). */
-void sandbox_each(void (*fn)(const struct sandbox *sb, void *arg), void *arg)
+void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb, void *arg),
+		  void *arg)
 {
 	size_t i;
 
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab.slot[i])
-			fn(tab.slot[i], arg);
-	pthread_rwlock_unlock(&tab.lock);
+		if (tab->slot[i])
+			fn(tab->slot[i], arg);
+	pthread_rwlock_unlock(&tab->lock);
 }
 
-size_t sandbox_state_lost_count(void)
+size_t sandbox_state_lost_count(struct sandbox_table *tab)
 {
 	size_t i, n = 0;
 
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab.slot[i] && (tab.slot[i]->placeholders_lost || tab.slot[i]->names_lost))
+		if (tab->slot[i] && (tab->slot[i]->placeholders_lost || tab->slot[i]->names_lost))
 			n++;
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return n;
 }
 
-size_t sandbox_count(void)
+size_t sandbox_count(struct sandbox_table *tab)
 {
 	size_t n;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	n = tab.n;
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
+	n = tab->n;
+	pthread_rwlock_unlock(&tab->lock);
 	return n;
 }
 
-void sandbox_tls_stats(struct tls_leaf_stats *sum)
+void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum)
 {
 	size_t i;
 
 	memset(sum, 0, sizeof(*sum));
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS; i++) {
-		struct sandbox *sb = tab.slot[i];
+		struct sandbox *sb = tab->slot[i];
 		struct tls_leaf_stats st;
 
 		if (!sb || !sb->ca)
@@ -1177,14 +1232,14 @@ void sandbox_tls_stats(struct tls_leaf_stats *sum)
 		sum->evictions += st.evictions;
 		sum->entries += st.entries;
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 }
 
 /*
  * Loads every sandbox's policy anew; swaps them in only if all load, so a
  * broken file leaves every old policy in place.
  */
-int sandbox_reload_all(char *err, size_t errlen)
+int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen)
 {
 	struct policy **fresh;
 	char(*sha)[65];
@@ -1201,9 +1256,9 @@ int sandbox_reload_all(char *err, size_t errlen)
 	}
 	/* The control thread is the only writer, so the set of sandboxes cannot
 	 * change between the two passes; the read lock keeps workers going. */
-	pthread_rwlock_rdlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < HASH_SLOTS && r == 0; i++) {
-		struct sandbox *s = tab.slot[i];
+		struct sandbox *s = tab->slot[i];
 		struct policy_error perr;
 
 		if (!s)
@@ -1214,11 +1269,11 @@ int sandbox_reload_all(char *err, size_t errlen)
 		else
 			r = creds_load_secrets(fresh[i], err, errlen);
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
-		pthread_rwlock_wrlock(&tab.lock);
+		pthread_rwlock_wrlock(&tab->lock);
 		for (i = 0; i < HASH_SLOTS; i++) {
-			struct sandbox *s = tab.slot[i];
+			struct sandbox *s = tab->slot[i];
 			struct policy *old;
 
 			if (!s || !fresh[i])
@@ -1228,19 +1283,19 @@ int sandbox_reload_all(char *err, size_t errlen)
 			memcpy(s->policy_sha256, sha[i], sizeof(s->policy_sha256));
 			fresh[i] = old; /* unref'd below, outside the lock */
 		}
-		pthread_rwlock_unlock(&tab.lock);
+		pthread_rwlock_unlock(&tab->lock);
 		/* New credentials get placeholders; dropped ones read as revoked. */
 		for (i = 0; i < HASH_SLOTS; i++) {
-			struct sandbox *s = tab.slot[i];
+			struct sandbox *s = tab->slot[i];
 
 			if (s && s->creds)
 				creds_sandbox_sync(s, s->policy, false);
 		}
 		/* Open connections meet the new policies too: each worker closes
 		 * the tunnels they withdrew (requests re-read it one by one). */
-		for (i = 0; i < broker.n_workers; i++)
-			loop_post(broker.workers[i].loop, proxy_policy_changed_post,
-				  &broker.workers[i]);
+		for (i = 0; i < tab->n_workers; i++)
+			loop_post(tab->workers[i].loop, proxy_policy_changed_post,
+				  &tab->workers[i]);
 	}
 	for (i = 0; i < HASH_SLOTS; i++)
 		policy_unref(fresh[i]);
@@ -1262,8 +1317,8 @@ int sandbox_reload_all(char *err, size_t errlen)
  * removed ones revoked, new ones issued; then each worker closes the open
  * connections the new policy withdrew, unless @keep_open.
  */
-int sandbox_update(const char *name, const char *policy_path, bool keep_open,
-		   struct sandbox_update_info *info, char *err, size_t errlen)
+int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
+		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen)
 {
 	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
@@ -1280,9 +1335,9 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 	}
 	/* The control thread is the only writer of the table: a sandbox found
 	 * here stays registered until this function returns. */
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
+	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
@@ -1297,15 +1352,15 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 		policy_unref(fresh);
 		return r;
 	}
-	pthread_rwlock_wrlock(&tab.lock);
+	pthread_rwlock_wrlock(&tab->lock);
 	snprintf(old_path, sizeof(old_path), "%s", sb->policy_path);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
-	r = persist(sb);
+	r = persist(tab, sb);
 	if (r < 0) {
 		snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", old_path);
-		pthread_rwlock_unlock(&tab.lock);
+		pthread_rwlock_unlock(&tab->lock);
 		snprintf(err, errlen, "cannot write registration in %s: %s; the old policy stays",
-			 tab.dir, strerror(-r));
+			 tab->dir, strerror(-r));
 		policy_unref(fresh);
 		return r;
 	}
@@ -1314,7 +1369,7 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 	old = sb->policy;
 	sb->policy = fresh;
 	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	snprintf(info->new_path, sizeof(info->new_path), "%s", policy_path);
 	snprintf(info->new_sha256, sizeof(info->new_sha256), "%s", sha);
 
@@ -1328,10 +1383,10 @@ int sandbox_update(const char *name, const char *policy_path, bool keep_open,
 	if (r < 0)
 		log_err("sandbox: `%s`: updated, but cannot save its placeholders: %s", name,
 			strerror(-r));
-	for (i = 0; i < broker.n_workers; i++)
-		loop_post(broker.workers[i].loop,
+	for (i = 0; i < tab->n_workers; i++)
+		loop_post(tab->workers[i].loop,
 			  keep_open ? proxy_policy_changed_keep_post : proxy_policy_changed_post,
-			  &broker.workers[i]);
+			  &tab->workers[i]);
 	policy_unref(old);
 	log_info("sandbox: `%s`: policy %s (sha256 %.12s) replaced by %s (sha256 %.12s)%s", name,
 		 info->old_path, info->old_sha256, info->new_path, info->new_sha256,
@@ -1357,10 +1412,10 @@ static bool netns_gone(const char *name)
 /* A registration left by a delete that could not remove it (a read-only
  * state_dir, say), whose sandbox is gone: its state goes, and the log says
  * what went. */
-static void drop_stale(const char *name, const char *addr)
+static void drop_stale(struct sandbox_table *tab, const char *name, const char *addr)
 {
 	char what[700];
-	int r = remove_state(name, what, sizeof(what));
+	int r = remove_state(tab, name, what, sizeof(what));
 
 	creds_sandbox_remove_state(name);
 	if (r < 0)
@@ -1370,22 +1425,22 @@ static void drop_stale(const char *name, const char *addr)
 	else
 		log_warn("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone): dropped "
 			 "its registration %s/%s, its CA, synthetic names and placeholders",
-			 name, addr, name, tab.dir, name);
+			 name, addr, name, tab->dir, name);
 }
 
 /* Writes the registration of @name again (in the current format). */
-static void rewrite_registration(const char *name)
+static void rewrite_registration(struct sandbox_table *tab, const char *name)
 {
 	struct sandbox *sb;
 	int r = -ENOENT;
 
-	pthread_rwlock_wrlock(&tab.lock);
-	sb = find_name(name);
+	pthread_rwlock_wrlock(&tab->lock);
+	sb = find_name(tab, name);
 	if (sb)
-		r = persist(sb);
-	pthread_rwlock_unlock(&tab.lock);
+		r = persist(tab, sb);
+	pthread_rwlock_unlock(&tab->lock);
 	if (r < 0)
-		log_err("sandbox: `%s`: cannot rewrite its registration in %s: %s", name, tab.dir,
+		log_err("sandbox: `%s`: cannot rewrite its registration in %s: %s", name, tab->dir,
 			strerror(-r));
 }
 
@@ -1397,7 +1452,7 @@ static uint64_t clock_ms_of(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int recompile(struct sandbox *sb, char *err, size_t errlen);
+static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, size_t errlen);
 
 /*
  * The approvals a registration kept, back on its restored sandbox @name:
@@ -1407,7 +1462,8 @@ static int recompile(struct sandbox *sb, char *err, size_t errlen);
  * the sandbox keeps its file's policy alone (fail closed) and the log says
  * so.
  */
-static void restore_approvals(const char *name, const struct reg_file *rf)
+static void restore_approvals(struct sandbox_table *tab, const char *name,
+			      const struct reg_file *rf)
 {
 	uint64_t wall = clock_ms_of(CLOCK_REALTIME), mono = clock_ms_of(CLOCK_MONOTONIC);
 	size_t i, k = 0, timed = 0, ended = 0;
@@ -1415,9 +1471,9 @@ static void restore_approvals(const char *name, const struct reg_file *rf)
 	struct sandbox *sb;
 	int r;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
+	pthread_rwlock_unlock(&tab->lock);
 	if (!sb)
 		return;
 	sb->approvals = calloc(POLICY_EXTRA_MAX, sizeof(*sb->approvals));
@@ -1444,7 +1500,7 @@ static void restore_approvals(const char *name, const struct reg_file *rf)
 		k++;
 	}
 	sb->n_approvals = k;
-	r = k ? recompile(sb, err, sizeof(err)) : 0;
+	r = k ? recompile(tab, sb, err, sizeof(err)) : 0;
 	if (r < 0) {
 		log_err("sandbox: `%s`: its policy cannot be compiled with its %zu approvals (%s): "
 			"they are not restored",
@@ -1452,25 +1508,25 @@ static void restore_approvals(const char *name, const struct reg_file *rf)
 		sb->n_approvals = 0;
 		timed = 0;
 	}
-	tab.timed_approvals += timed;
-	if ((ended || r < 0) && persist(sb) < 0)
+	tab->timed_approvals += timed;
+	if ((ended || r < 0) && persist(tab, sb) < 0)
 		log_err("sandbox: `%s`: cannot rewrite its registration in %s without the "
 			"approvals not restored",
-			name, tab.dir);
+			name, tab->dir);
 	if (sb->n_approvals)
 		log_info("sandbox: `%s`: restored %zu approvals (%zu for a while)", name,
 			 sb->n_approvals, timed);
 }
 
-int sandbox_restore(char *err, size_t errlen)
+int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 {
-	DIR *d = opendir(tab.dir);
+	DIR *d = opendir(tab->dir);
 	struct dirent *de;
 	struct tls_ca *ca = NULL;
 	int n = 0, bad = 0, dropped = 0;
 
 	if (!d) {
-		snprintf(err, errlen, "cannot read %s: %s", tab.dir, strerror(errno));
+		snprintf(err, errlen, "cannot read %s: %s", tab->dir, strerror(errno));
 		return -errno;
 	}
 	while ((de = readdir(d))) {
@@ -1481,7 +1537,7 @@ int sandbox_restore(char *err, size_t errlen)
 
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", tab.dir, de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", tab->dir, de->d_name);
 		r = reg_read(de->d_name, path, &rf, &rewrite);
 		if (r < 0) {
 			if (r != -EBADMSG) {
@@ -1493,12 +1549,12 @@ int sandbox_restore(char *err, size_t errlen)
 			continue;
 		}
 		if (rf.netns && netns_gone(de->d_name)) {
-			drop_stale(de->d_name, rf.addr);
+			drop_stale(tab, de->d_name, rf.addr);
 			dropped++;
 			continue;
 		}
-		if (do_register(de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca, NULL,
-				e, sizeof(e)) < 0) {
+		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca,
+				NULL, e, sizeof(e)) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
@@ -1506,9 +1562,9 @@ int sandbox_restore(char *err, size_t errlen)
 			continue;
 		}
 		if (rewrite)
-			rewrite_registration(de->d_name);
+			rewrite_registration(tab, de->d_name);
 		if (rf.n_approvals)
-			restore_approvals(de->d_name, &rf);
+			restore_approvals(tab, de->d_name, &rf);
 		n++;
 	}
 	closedir(d);
@@ -1517,18 +1573,19 @@ int sandbox_restore(char *err, size_t errlen)
 	return n;
 }
 
-int sandbox_placeholders(const char *name, char *out, size_t len, char *err, size_t errlen)
+int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
+			 char *err, size_t errlen)
 {
 	struct sandbox *sb;
 	int k, r = -ENOENT;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
 	if (sb) {
 		k = snprintf(out, len, CTL_OK);
 		r = creds_env(sb, sb->policy, out + k, len - (size_t)k);
 	}
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	if (r == -ENOENT)
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 	else if (r < 0)
@@ -1536,15 +1593,15 @@ int sandbox_placeholders(const char *name, char *out, size_t len, char *err, siz
 	return r < 0 ? r : 0;
 }
 
-struct sandbox *sandbox_get(const char *name)
+struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name)
 {
 	struct sandbox *sb;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
 	if (sb)
 		atomic_fetch_add(&sb->refs, 1);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	return sb;
 }
 
@@ -1554,7 +1611,7 @@ struct sandbox *sandbox_get(const char *name)
  * alone changes the table, so @sb stays registered meanwhile. Each worker
  * then closes what the new policy withdrew (an approval that ended).
  */
-static int recompile(struct sandbox *sb, char *err, size_t errlen)
+static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, size_t errlen)
 {
 	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
@@ -1572,21 +1629,21 @@ static int recompile(struct sandbox *sb, char *err, size_t errlen)
 		policy_unref(fresh);
 		return r;
 	}
-	pthread_rwlock_wrlock(&tab.lock);
+	pthread_rwlock_wrlock(&tab->lock);
 	old = sb->policy;
 	sb->policy = fresh;
 	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_unlock(&tab->lock);
 	if (creds_sandbox_sync(sb, fresh, false) < 0)
 		log_err("sandbox: `%s`: cannot save its placeholders", sb->name);
-	for (i = 0; i < broker.n_workers; i++)
-		loop_post(broker.workers[i].loop, proxy_policy_changed_post, &broker.workers[i]);
+	for (i = 0; i < tab->n_workers; i++)
+		loop_post(tab->workers[i].loop, proxy_policy_changed_post, &tab->workers[i]);
 	policy_unref(old);
 	return 0;
 }
 
-int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t until_ms,
-		    char *err, size_t errlen)
+int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
+		    uint64_t until_ms, char *err, size_t errlen)
 {
 	struct sandbox_approval keep, *a;
 	struct sandbox *sb;
@@ -1594,9 +1651,9 @@ int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t 
 	bool added = false;
 	int r;
 
-	pthread_rwlock_rdlock(&tab.lock);
-	sb = find_name(name);
-	pthread_rwlock_unlock(&tab.lock);
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
+	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
 		snprintf(err, errlen, "no such sandbox `%s`", name);
 		return -ENOENT;
@@ -1639,47 +1696,47 @@ int sandbox_approve(const char *name, const char *host, uint16_t port, uint64_t 
 	}
 	/* Saved first, so that a restart keeps it (as an update's policy):
 	 * an approval that cannot be saved is not made. */
-	r = persist(sb);
+	r = persist(tab, sb);
 	if (r < 0)
-		snprintf(err, errlen, "cannot write registration in %s: %s: not approved", tab.dir,
+		snprintf(err, errlen, "cannot write registration in %s: %s: not approved", tab->dir,
 			 strerror(-r));
 	else
-		r = recompile(sb, err, errlen);
+		r = recompile(tab, sb, err, errlen);
 	if (r < 0) {
 		/* Nothing changed: the approval goes as it came. */
 		if (added)
 			sb->n_approvals--;
 		else
 			*a = keep;
-		if (persist(sb) < 0)
+		if (persist(tab, sb) < 0)
 			log_err("sandbox: `%s`: cannot rewrite its registration in %s without the "
 				"approval of %s:%u that failed",
-				name, tab.dir, host, port);
+				name, tab->dir, host, port);
 		return r;
 	}
 	if (keep.until_ms && !added)
-		tab.timed_approvals--;
+		tab->timed_approvals--;
 	if (until_ms)
-		tab.timed_approvals++;
+		tab->timed_approvals++;
 	log_info("sandbox: `%s`: approved %s:%u%s", name, host, port,
 		 until_ms ? " for a while" : "");
 	return 0;
 }
 
-size_t sandbox_approvals_expire(uint64_t now_ms)
+size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms)
 {
 	struct sandbox *sb;
 	char err[700];
 	size_t i, j, k;
 
-	if (!tab.timed_approvals)
+	if (!tab->timed_approvals)
 		return 0;
 	/* The control thread is the table's only writer: no lock to read it,
 	 * and recompile() takes the write lock itself. */
 	for (i = 0; i < HASH_SLOTS; i++) {
 		bool gone = false;
 
-		sb = tab.by_name[i];
+		sb = tab->by_name[i];
 		if (!sb || !sb->approvals)
 			continue;
 		for (j = k = 0; j < sb->n_approvals; j++) {
@@ -1688,7 +1745,7 @@ size_t sandbox_approvals_expire(uint64_t now_ms)
 			if (a->until_ms && a->until_ms <= now_ms) {
 				log_info("sandbox: `%s`: approval of %s:%u ended", sb->name, a->host,
 					 a->port);
-				tab.timed_approvals--;
+				tab->timed_approvals--;
 				gone = true;
 				continue;
 			}
@@ -1697,13 +1754,13 @@ size_t sandbox_approvals_expire(uint64_t now_ms)
 		sb->n_approvals = k;
 		/* A restart would not restore it anyway (its end is on the
 		 * wall clock): rewritten so that the file says what holds. */
-		if (gone && persist(sb) < 0)
+		if (gone && persist(tab, sb) < 0)
 			log_err("sandbox: `%s`: cannot rewrite its registration in %s", sb->name,
-				tab.dir);
-		if (gone && recompile(sb, err, sizeof(err)) < 0)
+				tab->dir);
+		if (gone && recompile(tab, sb, err, sizeof(err)) < 0)
 			log_err("sandbox: `%s`: an approval ended, but its policy cannot be "
 				"compiled again (%s): the old one stays until it can",
 				sb->name, err);
 	}
-	return tab.timed_approvals;
+	return tab->timed_approvals;
 }

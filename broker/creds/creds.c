@@ -65,6 +65,9 @@ struct secrets {
 };
 
 static char ph_dir[300];
+/* The broker's configuration (creds_init()), which outlives this module:
+ * what the token fetcher is started with. */
+static const struct broker_config *fetch_cfg;
 #define PH_KIND "placeholders"
 /* A placeholders file is a few lines per credential. */
 #define PH_FILE_MAX (1 << 20)
@@ -298,8 +301,11 @@ static void secrets_free(void *arg)
 	free(sec);
 }
 
-int creds_init(const char *state_dir)
+int creds_init(const struct broker_config *cfg)
 {
+	const char *state_dir = cfg->state_dir;
+
+	fetch_cfg = cfg;
 	/* The JWT cache's hash key: the hosts hashed come from sandboxes. */
 	if (RAND_bytes((unsigned char *)&jwt_cache.k0, sizeof(jwt_cache.k0)) != 1 ||
 	    RAND_bytes((unsigned char *)&jwt_cache.k1, sizeof(jwt_cache.k1)) != 1)
@@ -316,14 +322,14 @@ void creds_shutdown(void)
 }
 
 /* The fetcher starts with the first oauth2 credential, on the broker's
- * upstream trust, resolvers and timeouts. */
+ * upstream trust, resolvers and timeouts (as they are then). */
 static int start_fetcher(char *err, size_t errlen)
 {
 	struct creds_tokens_config tc = {
-		.upstream_ca = broker.cfg.upstream_ca,
-		.resolvers = broker.cfg.upstream_resolvers,
-		.connect_timeout_ms = broker.cfg.connect_timeout_ms,
-		.fetch_timeout_ms = broker.cfg.response_timeout_ms,
+		.upstream_ca = fetch_cfg->upstream_ca,
+		.resolvers = fetch_cfg->upstream_resolvers,
+		.connect_timeout_ms = fetch_cfg->connect_timeout_ms,
+		.fetch_timeout_ms = fetch_cfg->response_timeout_ms,
 	};
 
 	return creds_tokens_start(&tc, err, errlen);

@@ -372,7 +372,10 @@ void creds_rewrite_wipe(struct creds_rewrite *rw);
 
 /* ---- the broker's credentials (creds.c) ---------------------------------- */
 
-int creds_init(const char *state_dir);
+struct broker_config;
+/* @cfg: the broker's, kept (it outlives the module): its state_dir, and
+ * the fetcher's upstream trust, resolvers and timeouts. */
+int creds_init(const struct broker_config *cfg);
 /* Reads the secrets of @p's credentials and attaches them to @p. */
 int creds_load_secrets(struct policy *p, char *err, size_t errlen);
 /* The secrets attached to @p, by credential index (NULL: none). */

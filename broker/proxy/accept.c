@@ -95,7 +95,8 @@ static int transparent_setup(struct conn *c)
 	}
 	c->port = c->orig_port;
 	c->dst = c->orig_dst;
-	if (addr_in_prefix(&c->orig_dst, &broker.cfg.synthetic_net, broker.cfg.synthetic_plen)) {
+	if (addr_in_prefix(&c->orig_dst, &c->w->b->cfg.synthetic_net,
+			   c->w->b->cfg.synthetic_plen)) {
 		c->orig_synthetic = true;
 		if (!c->sb->synth ||
 		    dns_synth_name(c->sb->synth, &c->orig_dst, c->host, sizeof(c->host)) < 0) {
@@ -107,7 +108,7 @@ static int transparent_setup(struct conn *c)
 		c->literal = true;
 		addr_format(&c->orig_dst, c->host, sizeof(c->host));
 	}
-	c->in = proxy_buf_new(broker.cfg.max_head_bytes);
+	c->in = proxy_buf_new(c->w->b->cfg.max_head_bytes);
 	if (!c->in) {
 		proxy_reply(c, 0, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		return -1;
@@ -193,11 +194,11 @@ static void refuse_early(int fd, bool transparent, const char *sandbox, const st
 #define ACCEPT_RETRY_MS 100
 
 /* The connections one sandbox may hold: its policy's limit, or fewer when
- * the descriptors would not hold that many (broker.sandbox_conn_cap). */
-static unsigned sandbox_conn_limit(const struct policy *pol)
+ * the descriptors would not hold that many (@lim's sandbox_conn_cap). */
+static unsigned sandbox_conn_limit(const struct broker_limits *lim, const struct policy *pol)
 {
 	unsigned want = policy_limits(pol)->connections;
-	unsigned cap = atomic_load_explicit(&broker.sandbox_conn_cap, memory_order_relaxed);
+	unsigned cap = lim->sandbox_conn_cap;
 
 	return cap && cap < want ? cap : want;
 }
@@ -213,34 +214,34 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	int one = 1;
 
 	addr_from_sockaddr((const struct sockaddr *)peer, &src, &sport);
-	sb = sandbox_lookup(&src, &pol);
+	sb = sandbox_lookup(w->b->sandboxes, &src, &pol);
 	if (!sb) {
 		refuse_early(fd, transparent, NULL, &src, sport, 403, PROXY_DENY,
 			     SL_REASON_UNKNOWN_SOURCE);
 		return;
 	}
-	if (atomic_load(&broker.draining)) {
+	if (atomic_load(&w->b->draining)) {
 		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
 			     SL_REASON_BROKER_DRAINING);
 		goto drop;
 	}
-	if (atomic_fetch_add(&broker.total_conns, 1) >= broker.cfg.max_connections) {
+	if (atomic_fetch_add(&w->b->total_conns, 1) >= w->limits->max_connections) {
 		static struct log_every limit_log;
 		uint64_t held;
 
-		atomic_fetch_sub(&broker.total_conns, 1);
+		atomic_fetch_sub(&w->b->total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
 			     SL_REASON_BROKER_CONNECTION_LIMIT);
 		/* Each refusal is audited; the log only needs to know it goes on. */
 		if (log_every_ok(&limit_log, loop_now_ms(w->loop), ACCEPT_LOG_MS, &held))
 			log_warn("proxy: total connection limit %u reached (%llu more times since "
 				 "the last line)",
-				 broker.cfg.max_connections, (unsigned long long)held);
+				 w->limits->max_connections, (unsigned long long)held);
 		goto drop;
 	}
-	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(pol)) {
+	if (atomic_fetch_add(&sb->conns, 1) >= sandbox_conn_limit(w->limits, pol)) {
 		atomic_fetch_sub(&sb->conns, 1);
-		atomic_fetch_sub(&broker.total_conns, 1);
+		atomic_fetch_sub(&w->b->total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 429, PROXY_DENY,
 			     SL_REASON_CONNECTION_LIMIT);
 		goto drop;
@@ -248,7 +249,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		atomic_fetch_sub(&sb->conns, 1);
-		atomic_fetch_sub(&broker.total_conns, 1);
+		atomic_fetch_sub(&w->b->total_conns, 1);
 		refuse_early(fd, transparent, sb->name, &src, sport, 503, PROXY_ERROR,
 			     SL_REASON_OUT_OF_MEMORY);
 		goto drop;
@@ -286,7 +287,7 @@ static void accept_one(struct worker *w, int fd, const struct sockaddr_storage *
 		proxy_conn_run(c);
 		return;
 	}
-	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : broker.cfg.head_timeout_ms);
+	loop_timer_arm(w->loop, &c->timer, transparent ? SNIFF_MS : w->limits->head_timeout_ms);
 	return;
 drop:
 	policy_unref(pol);

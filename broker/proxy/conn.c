@@ -248,7 +248,7 @@ static void conn_free(struct conn *c)
 		c->next->prev = c->prev;
 	if (c->counted) {
 		atomic_fetch_sub(&c->sb->conns, 1);
-		atomic_fetch_sub(&broker.total_conns, 1);
+		atomic_fetch_sub(&c->w->b->total_conns, 1);
 	}
 	atomic_fetch_sub(&w->n_conns, 1);
 	metrics_connection_close();

@@ -149,7 +149,7 @@ enum step proxy_decide_target(struct conn *c)
 
 	if (c->literal) {
 		c->naddrs = 0;
-		t.local = broker_is_local(&c->dst, c->port);
+		t.local = broker_is_local(c->w->b, &c->dst, c->port);
 	}
 	proxy_check_target(c->pol, &t, &v);
 	c->rule = v.rule;
@@ -227,7 +227,8 @@ void proxy_on_resolved(struct resolve_req *req, int status, const struct sl_addr
 	 * audit line names if none is left. */
 	for (i = 0; i < n; i++) {
 		if (proxy_check_address(c->pol, &addrs[i], c->port, GUARD_FROM_NAME,
-					broker_is_local(&addrs[i], c->port), &v) != PROXY_ALLOW) {
+					broker_is_local(c->w->b, &addrs[i], c->port),
+					&v) != PROXY_ALLOW) {
 			if (!refused) {
 				refused = true;
 				first = v;
@@ -282,7 +283,7 @@ enum step proxy_begin_connect(struct conn *c)
 			c->uev.fd = -1;
 			continue;
 		}
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->connect_timeout_ms);
 		c->st = CS_CONNECT;
 		proxy_want(c, 0, EPOLLOUT);
 		return STEP_AGAIN;

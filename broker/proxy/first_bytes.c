@@ -96,7 +96,7 @@ static enum first_bytes peek_first(struct conn *c, struct tls_hello **hp)
 	}
 	if (!c->head_started) {
 		c->head_started = true;
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 	}
 	if ((uint8_t)c->in->data[0] != 0x16) {
 		r = looks_like_http(c->in->data, n, c->raw_ok);
@@ -147,7 +147,7 @@ static enum step start_inner_http(struct conn *c)
 	c->in->pos = 0;
 	c->st = CS_HEAD;
 	proxy_want(c, EPOLLIN, 0);
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 	return STEP_NEXT;
 }
 
@@ -250,7 +250,7 @@ enum step proxy_read_head(struct conn *c)
 	enum step s;
 
 	if (!c->in) {
-		c->in = proxy_buf_new(broker.cfg.max_head_bytes);
+		c->in = proxy_buf_new(c->w->b->cfg.max_head_bytes);
 		if (!c->in)
 			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
@@ -267,7 +267,7 @@ enum step proxy_read_head(struct conn *c)
 	if (!c->head_started) {
 		c->head_started = true;
 		c->t_req = loop_now_ms(c->w->loop);
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 		/* Each request meets the policy in force when it begins: a
 		 * reload reaches kept-alive connections too. */
 		proxy_refresh_policy(c);
@@ -278,7 +278,7 @@ enum step proxy_read_head(struct conn *c)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	req = &ps->req;
 	hl = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
-				broker.cfg.max_head_bytes, req);
+				c->w->b->cfg.max_head_bytes, req);
 	/* Whatever the parser made of it, the audit line shows what was asked
 	 * (once a head is whole or refused: a slow head is not rescanned). */
 	if (hl != 0)
@@ -322,7 +322,8 @@ enum step proxy_read_head(struct conn *c)
 		return proxy_reply(c, 400, PROXY_DENY, why < 0 ? SL_REASON_BAD_REQUEST : why);
 	}
 	/* From here the resolver and connect deadlines bound the wait. */
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	c->head_len = hl;
 	ps->pos = c->in->pos;
 	ps->len = hl;
@@ -381,7 +382,8 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 	c->raw = true;
 	c->is_connect = true;
 	c->method[0] = c->path[0] = '\0';
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms + RESOLVE_DEADLINE_MS);
+	loop_timer_arm(c->w->loop, &c->timer,
+		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
 	return proxy_decide_target(c);
 }
 

@@ -217,7 +217,7 @@ static void resume(struct conn *c)
 		return;
 	}
 	c->st = CS_HEAD;
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 }
 
 /*
@@ -334,8 +334,8 @@ static void answer_post(void *arg)
 	answer_put(a);
 }
 
-int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, bool approve,
-			  enum sl_reason reason, int status)
+int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host, uint16_t port,
+			  bool approve, enum sl_reason reason, int status)
 {
 	struct hold_answer *a = calloc(1, sizeof(*a));
 	unsigned i;
@@ -350,9 +350,9 @@ int proxy_hold_answer_all(struct sandbox *sb, const char *host, uint16_t port, b
 	a->approve = approve;
 	a->reason = reason;
 	a->status = status;
-	for (i = 0; i < broker.n_workers; i++) {
+	for (i = 0; i < b->n_workers; i++) {
 		atomic_fetch_add(&a->refs, 1);
-		if (loop_post(broker.workers[i].loop, answer_post, a) < 0)
+		if (loop_post(b->workers[i].loop, answer_post, a) < 0)
 			answer_put(a);
 	}
 	answer_put(a);
@@ -380,7 +380,8 @@ static void check_resolved(struct resolve_req *req, int status, const struct sl_
 		uint16_t port = chk->port ? chk->port : 443;
 
 		if (proxy_check_address(chk->pol, &addrs[i], port, GUARD_FROM_NAME,
-					broker_is_local(&addrs[i], port), &v) == PROXY_ALLOW) {
+					broker_is_local(chk->b, &addrs[i], port),
+					&v) == PROXY_ALLOW) {
 			chk->allowed++;
 		} else {
 			if (!chk->denied)
@@ -402,7 +403,8 @@ static void check_post(void *arg)
 		check_resolved(&chk->rr, -ENOMEM, NULL, 0, chk);
 }
 
-int proxy_hold_check(struct hold_check *chk)
+int proxy_hold_check(struct broker *b, struct hold_check *chk)
 {
-	return loop_post(broker.workers[0].loop, check_post, chk);
+	chk->b = b;
+	return loop_post(b->workers[0].loop, check_post, chk);
 }

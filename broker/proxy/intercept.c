@@ -49,7 +49,7 @@ enum step proxy_start_tls(struct conn *c)
 	free(c->in);
 	c->in = NULL;
 	c->head_started = false;
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.head_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->head_timeout_ms);
 	c->st = CS_TLS_ACCEPT;
 	proxy_want(c, EPOLLIN, 0);
 	return STEP_NEXT;
@@ -87,7 +87,7 @@ enum step proxy_tls_connect(struct conn *c)
 	int k;
 
 	if (!c->ussl) {
-		c->ussl = SSL_new(broker.upstream_ctx);
+		c->ussl = SSL_new(c->w->b->upstream_ctx);
 		if (!c->ussl || SSL_set_fd(c->ussl, c->uev.fd) != 1 ||
 		    tls_upstream_prepare(c->ussl, c->host) < 0) {
 			ERR_clear_error();
@@ -95,7 +95,7 @@ enum step proxy_tls_connect(struct conn *c)
 		}
 		SSL_set_mode(c->ussl,
 			     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.connect_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->connect_timeout_ms);
 	}
 	ERR_clear_error();
 	k = SSL_connect(c->ussl);

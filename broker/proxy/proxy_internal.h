@@ -423,8 +423,6 @@ enum step proxy_hold(struct conn *c);
 void proxy_hold_leave(struct conn *c);
 /* Held @c meets its sandbox's new policy: decided again unless still held. */
 void proxy_hold_policy_changed(struct conn *c, const struct policy *np);
-/* accept.c: the worker whose loop runs now (NULL off the workers). */
-struct worker *proxy_cur_worker(void);
 /* accept.c: a transparent connection held as a tunnel goes back to
  * CS_SNIFF, its first bytes (peeked, still in its socket) read anew. */
 void proxy_transparent_restart(struct conn *c);

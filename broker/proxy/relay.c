@@ -159,7 +159,7 @@ static int inject(struct conn *c, const struct http_request *req, const struct c
 	struct creds_secret held[CREDS_MAX_USES] = { 0 };
 	const struct creds_secret *secrets[CREDS_MAX] = { 0 };
 	struct creds_rewrite *rw;
-	size_t cap = broker.cfg.max_head_bytes * 2 + 1024, i;
+	size_t cap = c->w->b->cfg.max_head_bytes * 2 + 1024, i;
 	char *scratch;
 	int r;
 
@@ -223,7 +223,7 @@ enum step proxy_start_request(struct conn *c)
 		if (!ps)
 			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 		ps->len = http_parse_request(c->in->data + c->in->pos, c->in->len - c->in->pos,
-					     broker.cfg.max_head_bytes, &ps->req);
+					     c->w->b->cfg.max_head_bytes, &ps->req);
 		if (ps->len <= 0) {
 			proxy_parsed_free(ps);
 			return proxy_reply(c, 400, PROXY_DENY, SL_REASON_BAD_REQUEST);
@@ -249,7 +249,7 @@ enum step proxy_start_request(struct conn *c)
 	headlen = ps->len;
 	if (!c->out)
 		/* Room for injected headers and replaced placeholders. */
-		c->out = proxy_buf_new(broker.cfg.max_head_bytes * 2 + 1024);
+		c->out = proxy_buf_new(c->w->b->cfg.max_head_bytes * 2 + 1024);
 	if (!c->out) {
 		proxy_parsed_free(ps);
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
@@ -289,7 +289,7 @@ enum step proxy_start_request(struct conn *c)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	c->uin->pos = c->uin->len = 0;
 	c->interim = c->resp_partial = false;
-	loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
 	c->st = CS_REQ;
 	return STEP_NEXT;
 }
@@ -558,7 +558,7 @@ enum step proxy_relay_response(struct conn *c)
 		c->interim = false;
 		if (proxy_framer_start(&c->respf, true, c->head_req) < 0)
 			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
-		loop_timer_arm(c->w->loop, &c->timer, broker.cfg.response_timeout_ms);
+		loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
 		c->st = CS_RESP_HEAD;
 		return STEP_NEXT;
 	}

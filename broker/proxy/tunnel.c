@@ -198,7 +198,7 @@ enum step proxy_establish(struct conn *c)
 		return start_tunnel(c);
 	}
 	if (!c->in) {
-		c->in = proxy_buf_new(broker.cfg.max_head_bytes);
+		c->in = proxy_buf_new(c->w->b->cfg.max_head_bytes);
 		if (!c->in)
 			return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_MEMORY);
 	}
@@ -208,7 +208,7 @@ enum step proxy_establish(struct conn *c)
 	 * is allowed, an idle tunnel may wait as long as any tunnel. */
 	loop_timer_arm(c->w->loop, &c->timer,
 		       c->raw_ok ? policy_limits(c->pol)->idle_timeout_sec * 1000
-				 : broker.cfg.head_timeout_ms);
+				 : c->w->limits->head_timeout_ms);
 	c->st = CS_PEEK;
 	return STEP_NEXT;
 }

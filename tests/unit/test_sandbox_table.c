@@ -22,21 +22,10 @@
 #define SANDBOX_HASH_SLOTS 64
 #include "broker/sandbox.c"
 
-/* What broker/main.c defines for the rest of the broker; no worker and no
- * connection runs here, so the proxy (linked for its close hook) never
- * asks. */
-struct broker broker;
-
-bool broker_is_local(const struct sl_addr *a, uint16_t port)
-{
-	(void)a;
-	(void)port;
-	fail_msg("broker_is_local called in a table test");
-	return true;
-}
-
 #define SLOTS SANDBOX_HASH_SLOTS
 
+/* The table under test: an object of its own, no broker around it. */
+static struct sandbox_table *T;
 static char dir[64], policy_path[128];
 static bool present[4096];
 static struct sl_addr addr_of[4096];
@@ -64,7 +53,7 @@ static int setup(void **state)
 	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", dir);
 	/* A /26: 16 blocks of /30, so that the pool can be filled. */
 	assert_int_equal(addr_parse_cidr("10.77.0.0/26", &cfg.pool_net, &cfg.pool_plen), 0);
-	assert_int_equal(sandbox_table_init(&cfg), 0);
+	assert_int_equal(sandbox_table_new(&cfg, &T), 0);
 	return 0;
 }
 
@@ -73,6 +62,8 @@ static int teardown(void **state)
 	char cmd[128];
 
 	(void)state;
+	sandbox_table_free(T);
+	T = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -84,7 +75,7 @@ static int reg(unsigned i, const char *addr)
 	int r;
 
 	name_of(i, name, sizeof(name));
-	r = sandbox_register(name, addr, policy_path, true, &got, err, sizeof(err));
+	r = sandbox_register(T, name, addr, policy_path, true, &got, err, sizeof(err));
 	if (r == 0) {
 		present[i] = true;
 		addr_of[i] = got;
@@ -97,7 +88,7 @@ static void unreg(unsigned i)
 	char name[32], err[256];
 
 	name_of(i, name, sizeof(name));
-	assert_int_equal(sandbox_unregister(name, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_unregister(T, name, err, sizeof(err)), 0);
 	present[i] = false;
 }
 
@@ -114,7 +105,7 @@ static void check_all(unsigned upto)
 		char *pem = NULL;
 
 		name_of(i, name, sizeof(name));
-		sb = present[i] ? sandbox_lookup(&addr_of[i], &pol) : NULL;
+		sb = present[i] ? sandbox_lookup(T, &addr_of[i], &pol) : NULL;
 		if (present[i]) {
 			assert_non_null(sb);
 			assert_string_equal(sb->name, name);
@@ -122,10 +113,10 @@ static void check_all(unsigned upto)
 			sandbox_put(sb);
 			n++;
 		}
-		assert_int_equal(sandbox_ca_pem(name, &pem), present[i] ? 0 : -ENOENT);
+		assert_int_equal(sandbox_ca_pem(T, name, &pem), present[i] ? 0 : -ENOENT);
 		free(pem);
 	}
-	assert_int_equal(sandbox_count(), n);
+	assert_int_equal(sandbox_count(T), n);
 }
 
 static void unreg_all(unsigned upto)
@@ -178,16 +169,16 @@ static void test_duplicates(void **state)
 
 	(void)state;
 	assert_int_equal(reg(0, "10.77.0.6"), 0);
-	assert_int_equal(sandbox_register("sb-0", "10.77.0.10", policy_path, true, NULL, err,
+	assert_int_equal(sandbox_register(T, "sb-0", "10.77.0.10", policy_path, true, NULL, err,
 					  sizeof(err)),
 			 -EEXIST);
-	assert_int_equal(sandbox_register("sb-other", "10.77.0.6", policy_path, true, NULL, err,
+	assert_int_equal(sandbox_register(T, "sb-other", "10.77.0.6", policy_path, true, NULL, err,
 					  sizeof(err)),
 			 -EEXIST);
-	assert_int_equal(sandbox_unregister("sb-other", err, sizeof(err)), -ENOENT);
+	assert_int_equal(sandbox_unregister(T, "sb-other", err, sizeof(err)), -ENOENT);
 	check_all(2);
 	unreg_all(2);
-	assert_int_equal(sandbox_unregister("sb-0", err, sizeof(err)), -ENOENT);
+	assert_int_equal(sandbox_unregister(T, "sb-0", err, sizeof(err)), -ENOENT);
 }
 
 /* Is slot @h among the eight around the table's wrap-around (60-63, 0-3)? */
@@ -227,19 +218,19 @@ static void test_collisions(void **state)
 			char a[ADDR_STRLEN];
 
 			addr_format(&addrs[i], a, sizeof(a));
-			assert_int_equal(sandbox_register(names[i], a, policy_path, true, NULL, err,
-							  sizeof(err)),
+			assert_int_equal(sandbox_register(T, names[i], a, policy_path, true, NULL,
+							  err, sizeof(err)),
 					 0);
 		}
-		assert_int_equal(sandbox_count(), 40);
+		assert_int_equal(sandbox_count(T), 40);
 		for (i = 0; i < 40; i++) {
 			unsigned k = (i * 7 + round * 3) % 40, j; /* 7 is prime to 40 */
 
-			assert_int_equal(sandbox_unregister(names[k], err, sizeof(err)), 0);
+			assert_int_equal(sandbox_unregister(T, names[k], err, sizeof(err)), 0);
 			/* Every one still there is found, by address and by name. */
 			for (j = 0; j < 40; j++) {
 				struct policy *pol = NULL;
-				struct sandbox *sb = sandbox_lookup(&addrs[j], &pol);
+				struct sandbox *sb = sandbox_lookup(T, &addrs[j], &pol);
 				bool want = true;
 				unsigned m;
 				char *pem = NULL;
@@ -254,10 +245,11 @@ static void test_collisions(void **state)
 				} else {
 					assert_null(sb);
 				}
-				assert_int_equal(sandbox_ca_pem(names[j], &pem), want ? 0 : -ENOENT);
+				assert_int_equal(sandbox_ca_pem(T, names[j], &pem),
+						 want ? 0 : -ENOENT);
 				free(pem);
 			}
-			assert_int_equal(sandbox_count(), 39 - i);
+			assert_int_equal(sandbox_count(T), 39 - i);
 		}
 	}
 }
@@ -284,7 +276,7 @@ static void test_churn(void **state)
 	}
 	check_all(1100);
 	unreg_all(1100);
-	assert_int_equal(sandbox_count(), 0);
+	assert_int_equal(sandbox_count(T), 0);
 }
 
 /* Writes @text to @dir/@file; its path in @path. */
@@ -347,18 +339,19 @@ static void test_update(void **state)
 	write_policy("broken.yaml", "version: 1\negress:\n  allow:\n    - hostz: b.example\n",
 		     broken, sizeof(broken));
 	assert_int_equal(reg(900, "auto"), 0);
-	sb = sandbox_lookup(&addr_of[900], &before);
+	sb = sandbox_lookup(T, &addr_of[900], &before);
 	assert_non_null(sb);
 	synth = sb->synth;
 	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
 	assert_int_equal(strlen(sha_before), 64);
 
-	assert_int_equal(sandbox_update("sb-901", good, false, &info, err, sizeof(err)), -ENOENT);
+	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, err, sizeof(err)),
+			 -ENOENT);
 	assert_string_equal(err, "no such sandbox `sb-901`");
-	assert_int_equal(sandbox_update("sb-900", "rel.yaml", false, &info, err, sizeof(err)),
+	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, err, sizeof(err)),
 			 -EINVAL);
 
-	assert_true(sandbox_update("sb-900", broken, false, &info, err, sizeof(err)) < 0);
+	assert_true(sandbox_update(T, "sb-900", broken, false, &info, err, sizeof(err)) < 0);
 	assert_true(strncmp(err, broken, strlen(broken)) == 0);
 	assert_non_null(strstr(err, ":4:7: ")); /* FILE:LINE:COL */
 	pol = sandbox_policy(sb);
@@ -367,7 +360,7 @@ static void test_update(void **state)
 	saved_policy("sb-900", saved, sizeof(saved));
 	assert_string_equal(saved, policy_path);
 
-	assert_int_equal(sandbox_update("sb-900", good, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-900", good, false, &info, err, sizeof(err)), 0);
 	pol = sandbox_policy(sb);
 	assert_ptr_not_equal(pol, before);
 	assert_true(allows(pol, "b.example"));
@@ -383,7 +376,7 @@ static void test_update(void **state)
 	assert_ptr_equal(sb->synth, synth);
 	saved_policy("sb-900", saved, sizeof(saved));
 	assert_string_equal(saved, good);
-	assert_true(sandbox_list(list, sizeof(list)) > 0);
+	assert_true(sandbox_list(T, list, sizeof(list)) > 0);
 	assert_non_null(strstr(list, good));
 
 	policy_unref(before); /* the old policy lives until its last holder */
@@ -435,22 +428,22 @@ static void test_update_credentials(void **state)
 	snprintf(text + k, sizeof(text) - (size_t)k, cred, "new", dir, "NEW");
 	write_policy("cb.yaml", text, b, sizeof(b));
 
-	assert_int_equal(sandbox_register("sb-910", "auto", a, true, NULL, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_register(T, "sb-910", "auto", a, true, NULL, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
 	env_value(env + strlen(CTL_OK), "KEEP", keep, sizeof(keep));
 	env_value(env + strlen(CTL_OK), "GONE", gone, sizeof(gone));
 	assert_int_equal(strlen(keep), CREDS_PLACEHOLDER_LEN);
 	assert_int_equal(strlen(gone), CREDS_PLACEHOLDER_LEN);
 
-	assert_int_equal(sandbox_update("sb-910", b, false, &info, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", b, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
 	env_value(env + strlen(CTL_OK), "KEEP", keep2, sizeof(keep2));
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
 	env_value(env + strlen(CTL_OK), "NEW", fresh, sizeof(fresh));
 	assert_string_equal(keep2, keep);
 	assert_string_equal(gone2, "");
 	assert_int_equal(strlen(fresh), CREDS_PLACEHOLDER_LEN);
-	sb = find_name("sb-910");
+	sb = find_name(T, "sb-910");
 	assert_non_null(sb);
 	assert_int_equal(creds_table_lookup(sb->creds, gone, (uint64_t)time(NULL), name),
 			 CREDS_PH_REVOKED);
@@ -458,8 +451,8 @@ static void test_update_credentials(void **state)
 			 CREDS_PH_VALID);
 
 	/* Back to A: "gone" is given a new placeholder. */
-	assert_int_equal(sandbox_update("sb-910", a, false, &info, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders("sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", a, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
 	assert_int_equal(strlen(gone2), CREDS_PLACEHOLDER_LEN);
 	assert_string_not_equal(gone2, gone);
