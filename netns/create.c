@@ -5,11 +5,14 @@
  * Theory of operation: the broker hands out the address (register NAME
  * auto POLICY); while it does, the sandbox's network namespace is made,
  * still nameless (IPv6 off, an rtnetlink socket left inside it), and the
- * firewall's table is checked. Then, in order, sluice's record of the
- * sandbox (NETNS_STATE_DIR/NAME, which also marks everything else as
- * sluice's to delete), /run/netns/NAME, /etc/netns/NAME/resolv.conf, the
- * veth pair and its addresses and route, and last the sandbox's element in
- * the nftables set that lets its traffic in. Each step that succeeds is
+ * firewall's table is checked, sluice's directory of the sandbox
+ * (NETNS_STATE_DIR/NAME, which also marks everything else as sluice's to
+ * delete) is made with the system's part of its trust bundle, and the
+ * namespace is named /run/netns/NAME. Then, with the broker's answer, in
+ * order: the sandbox's record and its bundle finished with its CA,
+ * /etc/netns/NAME/resolv.conf, the veth pair and its addresses and route,
+ * and last the sandbox's element in the nftables set that lets its traffic
+ * in. Each step that succeeds is
  * noted; on any failure the noted steps are undone in reverse and the
  * registration is withdrawn, so a failed create leaves nothing behind.
  * Signals that would end sluice are held meanwhile (netns_sandbox_create()
@@ -59,6 +62,8 @@ struct build {
 	struct netns_rtnl out; /* and in the broker's */
 	int link_index;	       /* of sb.link, in the broker's namespace */
 	int cfg_fd, reg_fd;    /* requests to the broker not answered yet */
+	int bundle_fd;	       /* the trust bundle being written, or -1 */
+	bool no_store;	       /* there is no system trust store */
 	int proc;	       /* a procfs of our own (netns_procfs_private()), or -1 */
 	int lock;	       /* holds this name's byte of NETNS_CREATE_LOCK, or -1 */
 	bool keep_mark;	       /* what an interrupted create left is still there */
@@ -340,10 +345,15 @@ int netns_remove_etc_dir(const char *name, bool later)
 	return r < 0 ? r : remove_dir(dir, etc_files, later);
 }
 
-static int make_state_dir(struct build *b, char *err, size_t errlen)
+/*
+ * Sluice's directory of the sandbox (which marks the rest as sluice's to
+ * delete), and the system's part of its trust bundle: done while the
+ * broker makes the sandbox's CA. state_dir_end() writes the record and
+ * finishes the bundle once the broker has answered.
+ */
+static int state_dir_begin(struct build *b, char *err, size_t errlen)
 {
 	char dir[512], bundle[600];
-	bool missing;
 	int r;
 
 	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
@@ -370,21 +380,40 @@ static int make_state_dir(struct build *b, char *err, size_t errlen)
 			 NETNS_WORKSPACE_DIR, b->sb.name, strerror(-r));
 		return r;
 	}
+	/* The trust bundle: the system's CAs and the sandbox's own CA (for the
+	 * hosts the broker intercepts). A system without a store gets a word. */
+	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
+	b->bundle_fd = netns_bundle_begin(NETNS_SYSTEM_CA, bundle, CA_BUNDLE_MAX, &b->no_store);
+	if (b->bundle_fd < 0) {
+		r = b->bundle_fd;
+		snprintf(err, errlen, "cannot write `%s` from %s: %s", bundle, NETNS_SYSTEM_CA,
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* The record, and the bundle with the sandbox's CA (@b->ca_pem). */
+static int state_dir_end(struct build *b, char *err, size_t errlen)
+{
+	char dir[512], bundle[600];
+	int r;
+
+	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, b->sb.name, NULL);
 	r = netns_state_write(&b->sb);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write `%s/sandbox`: %s", dir, strerror(-r));
 		return r;
 	}
-	/* The trust bundle: the system's CAs and the sandbox's own CA (for the
-	 * hosts the broker intercepts). A system without a store gets a word. */
 	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
-	r = netns_write_bundle(NETNS_SYSTEM_CA, b->ca_pem, bundle, CA_BUNDLE_MAX, &missing);
+	r = netns_bundle_end(b->bundle_fd, b->ca_pem, bundle);
+	b->bundle_fd = -1;
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write `%s` from %s: %s", bundle, NETNS_SYSTEM_CA,
 			 strerror(-r));
 		return r;
 	}
-	if (missing)
+	if (b->no_store)
 		fprintf(stderr, "sluice: warning: no system trust store at %s; %s holds only "
 			"the sandbox's CA\n", NETNS_SYSTEM_CA, bundle);
 	return 0;
@@ -652,6 +681,11 @@ static void rollback(struct build *b)
 
 	if (b->cfg_fd >= 0)
 		close(b->cfg_fd);
+	/* Its temporary file goes with the state directory, below. */
+	if (b->bundle_fd >= 0) {
+		close(b->bundle_fd);
+		b->bundle_fd = -1;
+	}
 	/* Was it registered? Only its answer says. */
 	if (b->reg_fd >= 0) {
 		k = netns_ctl_recv(b->reg_fd, &resp);
@@ -924,7 +958,9 @@ static int attach_open(struct build *b, char *err, size_t errlen)
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
 		  struct netns_sandbox *out, bool linger, bool audit, char *err, size_t errlen)
 {
-	struct build b = { .nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .proc = -1, .lock = -1 };
+	struct build b = {
+		.nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .bundle_fd = -1, .proc = -1, .lock = -1
+	};
 	char abs[PATH_MAX], path[512];
 	int r;
 
@@ -1051,11 +1087,9 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	r = netns_nft_install(&b.sb.ports, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = register_answer(&b, b.reg_fd, err, errlen);
-	b.reg_fd = -1;
-	if (r < 0)
-		goto fail;
-	r = make_state_dir(&b, err, errlen);
+	/* What needs neither the address nor the CA is done before their
+	 * answer: the broker is most likely still making the CA. */
+	r = state_dir_begin(&b, err, errlen);
 	if (r < 0)
 		goto fail;
 	r = b.sb.ns_named ? netns_ns_name(name, b.nsfd) : 0;
@@ -1065,6 +1099,13 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		goto fail;
 	}
 	b.netns = b.sb.ns_named;
+	r = register_answer(&b, b.reg_fd, err, errlen);
+	b.reg_fd = -1;
+	if (r < 0)
+		goto fail;
+	r = state_dir_end(&b, err, errlen);
+	if (r < 0)
+		goto fail;
 	r = make_etc_dir(&b, err, errlen);
 	if (r < 0)
 		goto fail;

@@ -90,6 +90,8 @@ int netns_self_ns_id(uint64_t *dev, uint64_t *ino);
 int netns_path(char *buf, size_t len, const char *dir, const char *name, const char *file);
 int netns_state_write(const struct netns_sandbox *sb);
 int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen);
+int netns_bundle_begin(const char *from, const char *to, size_t max, bool *missing);
+int netns_bundle_end(int out, const char *extra, const char *to);
 int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
 		       bool *missing);
 int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errlen);

@@ -132,23 +132,25 @@ static int copy_fd(int in, int out, size_t len)
 }
 
 /**
- * netns_write_bundle() - a trust bundle: a file's certificates, then more
- * @from:   the system's bundle; a missing one counts as empty
- * @extra:  PEM text to append (the sandbox's CA)
- * @to:     destination, written atomically, mode 0644
- * @max:    the largest @from accepted
+ * netns_bundle_begin() - the first part of a trust bundle: a file's
+ *                        certificates, copied into @to's temporary file
+ * @from:    the system's bundle; a missing one counts as empty
+ * @to:      destination (netns_bundle_end() puts it there)
+ * @max:     the largest @from accepted
  * @missing: set when @from does not exist
  *
  * The system's part is copied by the kernel (copy_file_range()), not read
  * into and written out of this process: for a bundle of a few hundred
  * kilobytes that is about 50 us instead of 2 ms, a large part of a create.
+ * A create copies it while the broker makes the sandbox's CA, whose
+ * certificate netns_bundle_end() appends.
  *
- * Return: 0, -EFBIG, or another negative errno.
+ * Return: the temporary file's descriptor, for netns_bundle_end(); -EFBIG;
+ * another negative errno (no temporary file is left).
  */
-int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
-		       bool *missing)
+int netns_bundle_begin(const char *from, const char *to, size_t max, bool *missing)
 {
-	size_t xl = strlen(extra), len = 0;
+	size_t len = 0;
 	char tmp[512], last = '\n';
 	struct stat st;
 	int in, out, r = 0;
@@ -187,19 +189,64 @@ int netns_write_bundle(const char *from, const char *extra, const char *to, size
 		r = copy_fd(in, out, len);
 	if (r == 0 && last != '\n' && write_all(out, "\n", 1) < 0)
 		r = -errno;
-	if (r == 0 && write_all(out, extra, xl) < 0)
+	if (in >= 0)
+		close(in);
+	if (r < 0) {
+		close(out);
+		unlink(tmp);
+		return r;
+	}
+	return out;
+}
+
+/**
+ * netns_bundle_end() - the rest of a trust bundle, and the bundle in place
+ * @out:   from netns_bundle_begin() for @to; closed here
+ * @extra: PEM text to append (the sandbox's CA)
+ * @to:    destination, written atomically, mode 0644
+ *
+ * Return: 0, or a negative errno (no temporary file is left).
+ */
+int netns_bundle_end(int out, const char *extra, const char *to)
+{
+	char tmp[512];
+	int r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", to) >= (int)sizeof(tmp)) {
+		close(out);
+		return -ENAMETOOLONG;
+	}
+	if (write_all(out, extra, strlen(extra)) < 0)
 		r = -errno;
 	if (r == 0 && fchmod(out, 0644) < 0)
 		r = -errno;
 	if (close(out) < 0 && r == 0)
 		r = -errno;
-	if (in >= 0)
-		close(in);
 	if (r == 0 && rename(tmp, to) < 0)
 		r = -errno;
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+/**
+ * netns_write_bundle() - a trust bundle: a file's certificates, then more
+ * @from:   the system's bundle; a missing one counts as empty
+ * @extra:  PEM text to append (the sandbox's CA)
+ * @to:     destination, written atomically, mode 0644
+ * @max:    the largest @from accepted
+ * @missing: set when @from does not exist
+ *
+ * netns_bundle_begin(), then netns_bundle_end().
+ *
+ * Return: 0, -EFBIG, or another negative errno.
+ */
+int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
+		       bool *missing)
+{
+	int out = netns_bundle_begin(from, to, max, missing);
+
+	return out < 0 ? out : netns_bundle_end(out, extra, to);
 }
 
 int netns_state_write(const struct netns_sandbox *sb)
