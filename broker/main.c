@@ -32,6 +32,7 @@
 #include "broker/broker_internal.h"
 #include "broker/creds/creds.h"
 #include "broker/isolation.h"
+#include "broker/keys/keys.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/log.h"
@@ -124,6 +125,7 @@ static void restart_only_changes(const struct broker_config *n, char *out, size_
 		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
 		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
 		{ "user", n->user_uid != o->user_uid || n->user_gid != o->user_gid },
+		{ "key_user", n->key_uid != o->key_uid || n->key_gid != o->key_gid },
 	};
 
 	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
@@ -289,6 +291,21 @@ static void resolve_user(struct broker_config *c)
 	struct passwd pw, *res = NULL;
 	char buf[16384];
 
+	/* The key process's likewise: `sluice-keys`, else fixed ids. */
+	if (!c->key_user[0]) {
+		if (getpwnam_r(BROKER_KEYS_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res) {
+			c->key_uid = res->pw_uid;
+			c->key_gid = res->pw_gid;
+			snprintf(c->key_user, sizeof(c->key_user), "%s", BROKER_KEYS_DEFAULT_USER);
+		} else {
+			c->key_uid = BROKER_KEYS_DEFAULT_UID;
+			c->key_gid = BROKER_KEYS_DEFAULT_GID;
+			snprintf(c->key_user, sizeof(c->key_user), "%u:%u",
+				 BROKER_KEYS_DEFAULT_UID, BROKER_KEYS_DEFAULT_GID);
+		}
+		res = NULL;
+	}
 	if (c->user[0])
 		return;
 	if (getpwnam_r(BROKER_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {
@@ -658,6 +675,20 @@ int main(int argc, char **argv)
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", broker.cfg.state_dir, strerror(-r));
 	lock_state_dir(broker.cfg.state_dir);
+	/* The CA keys' process (broker/keys/): still one thread and root, and
+	 * the state_dir is ours (it takes over the keys an older broker left
+	 * there). Without a switch the keys stay here, as before. */
+	if (switching) {
+		if (broker.cfg.key_uid == broker.cfg.user_uid || broker.cfg.key_uid == 0)
+			die("sluiced: key_user %s: must be neither root nor the broker's user %s",
+			    broker.cfg.key_user, broker.cfg.user);
+		if (keys_start(broker.cfg.state_dir, broker.cfg.key_uid, broker.cfg.key_gid, err,
+			       sizeof(err)) < 0)
+			die("sluiced: %s", err);
+		log_info("sluiced: CA keys held by sluiced-keys (pid %d) as user %s (%u:%u)",
+			 (int)keys_pid(), broker.cfg.key_user, (unsigned)broker.cfg.key_uid,
+			 (unsigned)broker.cfg.key_gid);
+	}
 	/* Before the control socket, which a refused broker must not touch. */
 	check_ports_free();
 	/* Intercepted connections' upstream side; read before privileges go. */

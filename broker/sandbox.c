@@ -767,6 +767,7 @@ static void undo_register(struct sandbox *reg)
 	if (!sb)
 		return;
 	atomic_store(&sb->dead, true);
+	(void)tls_ca_delete(sb->ca); /* a key the key process saved for it */
 	if (sb->creds)
 		creds_sandbox_forget(sb);
 	sandbox_put(sb);
@@ -1045,6 +1046,10 @@ int sandbox_unregister(const char *name, char *err, size_t errlen)
 		if (sb->approvals[i].until_ms)
 			tab.timed_approvals--; /* they go with it */
 	atomic_store(&sb->dead, true);
+	/* Its CA key, where the key process keeps it; kept while the rest of
+	 * its state is (a restart restores the sandbox then). */
+	if (r == 0 && tls_ca_delete(sb->ca) < 0)
+		log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
 	 * until it has. A put in the loop drops only the reference just taken,
