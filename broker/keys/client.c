@@ -93,7 +93,7 @@ static int call(const struct keys_req *q, unsigned char **der, size_t *len)
 		goto out;
 	}
 	if (send(K.sock, msg, (size_t)m, MSG_NOSIGNAL) != m) {
-		gone("does not take requests");
+		gone(errno == EPIPE || errno == ECONNRESET ? "is gone" : "does not take requests");
 		r = -EPIPE;
 		goto out;
 	}
