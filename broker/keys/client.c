@@ -25,8 +25,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "broker/keys/keys_internal.h"
 #include "common/log.h"
+
 
 static struct {
 	pthread_mutex_t lock;
@@ -71,11 +74,20 @@ static void gone(const char *why)
 	atomic_store(&K.alive, false);
 }
 
-/* Sends @q; with 0 back and @der, the answer's certificate in *@der. */
-static int call(const struct keys_req *q, unsigned char **der, size_t *len)
+/* Sends @q (with the descriptor @fd, when not -1); with 0 back and @der,
+ * what follows the status in *@der (malloc()ed). */
+static int call(const struct keys_req *q, int fd, unsigned char **der, size_t *len)
 {
-	static unsigned char out[KEYS_MSG_MAX];
-	unsigned char msg[KEYS_MSG_MAX];
+	/* Under K.lock: a signing input is up to KEYS_TBS_MAX, too much for
+	 * a worker's stack. */
+	static unsigned char out[KEYS_MSG_MAX], msg[KEYS_MSG_MAX];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { .iov_base = msg };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
 	int32_t status;
 	ssize_t n;
 	int m, r;
@@ -84,15 +96,28 @@ static int call(const struct keys_req *q, unsigned char **der, size_t *len)
 		*der = NULL;
 		*len = 0;
 	}
-	m = keys_req_build(q, msg, sizeof(msg));
-	if (m < 0)
-		return m;
 	pthread_mutex_lock(&K.lock);
+	m = keys_req_build(q, msg, sizeof(msg));
+	if (m < 0) {
+		r = m;
+		goto out;
+	}
 	if (K.sock < 0) {
 		r = -EPIPE;
 		goto out;
 	}
-	if (send(K.sock, msg, (size_t)m, MSG_NOSIGNAL) != m) {
+	iov.iov_len = (size_t)m;
+	if (fd >= 0) {
+		memset(&c, 0, sizeof(c));
+		mh.msg_control = c.buf;
+		mh.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(K.sock, &mh, MSG_NOSIGNAL) != m) {
 		gone(errno == EPIPE || errno == ECONNRESET ? "is gone" : "does not take requests");
 		r = -EPIPE;
 		goto out;
@@ -115,6 +140,8 @@ static int call(const struct keys_req *q, unsigned char **der, size_t *len)
 		else
 			memcpy(*der, out + sizeof(status), *len);
 	}
+	/* A JWS signature is half of a bearer token. */
+	OPENSSL_cleanse(out, (size_t)n);
 out:
 	pthread_mutex_unlock(&K.lock);
 	return r;
@@ -127,14 +154,14 @@ int keys_ca_create(const char *name, unsigned char **der, size_t *len)
 	if (strlen(name) > KEYS_NAME_MAX)
 		return -EINVAL;
 	memcpy(q.name, name, strlen(name) + 1);
-	return call(&q, der, len);
+	return call(&q, -1, der, len);
 }
 
 int keys_ca_load(const unsigned char *der, size_t len)
 {
 	struct keys_req q = { .op = KEYS_CA_LOAD, .data = der, .len = len };
 
-	return call(&q, NULL, NULL);
+	return call(&q, -1, NULL, NULL);
 }
 
 static int by_id(enum keys_op op, const unsigned char id[KEYS_ID_LEN])
@@ -142,7 +169,7 @@ static int by_id(enum keys_op op, const unsigned char id[KEYS_ID_LEN])
 	struct keys_req q = { .op = op };
 
 	memcpy(q.id, id, KEYS_ID_LEN);
-	return call(&q, NULL, NULL);
+	return call(&q, -1, NULL, NULL);
 }
 
 int keys_ca_save(const unsigned char id[KEYS_ID_LEN])
@@ -170,5 +197,61 @@ int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host,
 		return -EINVAL;
 	memcpy(q.id, id, KEYS_ID_LEN);
 	memcpy(q.host, host, hl + 1);
-	return call(&q, der, len);
+	return call(&q, -1, der, len);
+}
+
+int keys_jwt_load(const char *path, int fd, uint32_t *handle, unsigned char **spki, size_t *len)
+{
+	/* On the heap: struct keys_req holds a path buffer (4 KiB). */
+	struct keys_req *q = calloc(1, sizeof(*q));
+	unsigned char *ans = NULL;
+	size_t n = 0, pl = strlen(path);
+	int r;
+
+	*spki = NULL;
+	*len = 0;
+	if (!q)
+		return -ENOMEM;
+	if (pl > KEYS_PATH_MAX) {
+		free(q);
+		return -ENAMETOOLONG;
+	}
+	q->op = KEYS_JWT_LOAD;
+	memcpy(q->path, path, pl + 1);
+	r = call(q, fd, &ans, &n);
+	free(q);
+	if (r < 0)
+		return r;
+	if (n <= sizeof(*handle)) {
+		free(ans);
+		return -EIO;
+	}
+	memcpy(handle, ans, sizeof(*handle));
+	memmove(ans, ans + sizeof(*handle), n - sizeof(*handle));
+	*spki = ans;
+	*len = n - sizeof(*handle);
+	return 0;
+}
+
+int keys_jwt_sign(uint32_t handle, const unsigned char *tbs, size_t len, unsigned char sig[64])
+{
+	struct keys_req q = { .op = KEYS_JWT_SIGN, .handle = handle, .data = tbs, .len = len };
+	unsigned char *ans = NULL;
+	size_t n = 0;
+	int r = call(&q, -1, &ans, &n);
+
+	if (r == 0 && n != 64)
+		r = -EIO;
+	if (r == 0)
+		memcpy(sig, ans, 64);
+	if (ans)
+		OPENSSL_clear_free(ans, n);
+	return r;
+}
+
+int keys_jwt_drop(uint32_t handle)
+{
+	struct keys_req q = { .op = KEYS_JWT_DROP, .handle = handle };
+
+	return call(&q, -1, NULL, NULL);
 }

@@ -74,6 +74,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "broker/creds/creds_internal.h"
 #include "broker/isolation.h"
 #include "broker/keys/keys_internal.h"
 #include "broker/tls/tls_internal.h"
@@ -101,13 +102,27 @@ struct held {
 	time_t not_after;
 };
 
+/* A JWT signing key (creds/jwt.c), named by a handle of the key process's
+ * choosing: a key file's path names no key (it may change on disk). */
+struct jwt_held {
+	struct jwt_held *next;
+	uint32_t handle;
+	EVP_PKEY *key;
+};
+
+/* Each sandbox loads its own copy of its policy's keys. */
+#define KEYS_JWT_MAX (4 * 65536)
+
 static struct {
 	struct held *bucket[KEYS_BUCKETS];
 	size_t n;
 	int dirfd;
 	EVP_PKEY *pool[KEYS_POOL];
 	unsigned npool;
-} S = { .dirfd = -1 };
+	struct jwt_held *jwt[KEYS_BUCKETS];
+	size_t njwt;
+	uint32_t next_handle;
+} S = { .dirfd = -1, .next_handle = 1 };
 
 static size_t bucket_of(const unsigned char id[KEYS_ID_LEN])
 {
@@ -420,7 +435,154 @@ static int op_leaf_sign(const struct keys_req *q, unsigned char *out, size_t cap
 	return n;
 }
 
-size_t keys_serve_one(const unsigned char *buf, size_t len, unsigned char *out, size_t cap)
+/* ---- JWT signing keys ------------------------------------------------------ */
+
+static struct jwt_held **jwt_find(uint32_t handle)
+{
+	struct jwt_held **pp = &S.jwt[handle % KEYS_BUCKETS];
+
+	while (*pp && (*pp)->handle != handle)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Reads the key file on @fd (regular, at most KEY_FILE_MAX) into *@key:
+ * an EC P-256 or Ed25519 private key, as creds/jwt.c takes. */
+static int jwt_read_key(int fd, EVP_PKEY **key)
+{
+	unsigned char *b;
+	struct stat st;
+	size_t got = 0;
+	BIO *bio;
+	int r = 0;
+
+	*key = NULL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL; /* a FIFO or a device never blocks it */
+	if (st.st_size <= 0 || st.st_size > KEY_FILE_MAX)
+		return -EFBIG;
+	b = OPENSSL_secure_malloc((size_t)st.st_size);
+	if (!b)
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		got += (size_t)n;
+	}
+	if (r == 0) {
+		bio = BIO_new_mem_buf(b, (int)got);
+		*key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_password, NULL) : NULL;
+		BIO_free(bio);
+		if (!*key || !creds_jwt_key_ok(*key)) {
+			EVP_PKEY_free(*key);
+			*key = NULL;
+			r = -EINVAL;
+		}
+	}
+	OPENSSL_secure_clear_free(b, (size_t)st.st_size);
+	ERR_clear_error();
+	return r;
+}
+
+/*
+ * @fd: the file as the broker opened it (its own right to read it, or its
+ * opener's), or -1: then opened here by path, as the key user, which is
+ * how a key file that only the key user may read works (neither the broker
+ * nor its opener can read it then).
+ */
+static int op_jwt_load(const struct keys_req *q, int fd, unsigned char *out, size_t cap)
+{
+	struct jwt_held *h;
+	unsigned char *p;
+	EVP_PKEY *key;
+	int own = -1, n, r;
+
+	if (fd < 0) {
+		char self[40];
+		struct stat st;
+		int pfd;
+
+		/* O_PATH first: a path of the broker's choosing is opened for
+		 * reading only once it is seen to be a regular file (a
+		 * device's open could act). */
+		pfd = open(q->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0)
+			return -errno;
+		if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(pfd);
+			return -EINVAL;
+		}
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = own = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		r = -errno;
+		close(pfd);
+		if (fd < 0)
+			return r;
+	}
+	r = jwt_read_key(fd, &key);
+	if (own >= 0)
+		close(own);
+	if (r < 0)
+		return r;
+	n = i2d_PUBKEY(key, NULL);
+	if (S.njwt >= KEYS_JWT_MAX || n <= 0 || (size_t)n + 4 > cap) {
+		EVP_PKEY_free(key);
+		ERR_clear_error();
+		return S.njwt >= KEYS_JWT_MAX ? -ENOSPC : -EIO;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		EVP_PKEY_free(key);
+		return -ENOMEM;
+	}
+	do
+		h->handle = S.next_handle++;
+	while (h->handle == 0 || *jwt_find(h->handle));
+	h->key = key;
+	h->next = S.jwt[h->handle % KEYS_BUCKETS];
+	S.jwt[h->handle % KEYS_BUCKETS] = h;
+	S.njwt++;
+	memcpy(out, &h->handle, 4);
+	p = out + 4;
+	return 4 + i2d_PUBKEY(key, &p);
+}
+
+static int op_jwt_sign(const struct keys_req *q, unsigned char *out, size_t cap)
+{
+	struct jwt_held *h = *jwt_find(q->handle);
+	int r;
+
+	if (!h)
+		return -ENOENT;
+	if (cap < 64)
+		return -EMSGSIZE;
+	r = creds_jwt_sign_raw(h->key, q->data, q->len, out);
+	return r < 0 ? r : 64;
+}
+
+static int op_jwt_drop(const struct keys_req *q)
+{
+	struct jwt_held **pp = jwt_find(q->handle), *h = *pp;
+
+	if (!h)
+		return -ENOENT;
+	*pp = h->next;
+	S.njwt--;
+	EVP_PKEY_free(h->key);
+	free(h);
+	return 0;
+}
+
+size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out,
+		      size_t cap)
 {
 	struct keys_req q;
 	int32_t r;
@@ -452,6 +614,15 @@ size_t keys_serve_one(const unsigned char *buf, size_t len, unsigned char *out, 
 		case KEYS_PING:
 			n = 0;
 			break;
+		case KEYS_JWT_LOAD:
+			n = op_jwt_load(&q, fd, out + sizeof(r), cap - sizeof(r));
+			break;
+		case KEYS_JWT_SIGN:
+			n = op_jwt_sign(&q, out + sizeof(r), cap - sizeof(r));
+			break;
+		case KEYS_JWT_DROP:
+			n = op_jwt_drop(&q);
+			break;
 		default:
 			n = -EOPNOTSUPP;
 			break;
@@ -482,6 +653,16 @@ void keys_server_reset(void)
 	S.n = 0;
 	while (S.npool)
 		EVP_PKEY_free(S.pool[--S.npool]);
+	for (b = 0; b < KEYS_BUCKETS; b++) {
+		while (S.jwt[b]) {
+			struct jwt_held *h = S.jwt[b];
+
+			S.jwt[b] = h->next;
+			EVP_PKEY_free(h->key);
+			free(h);
+		}
+	}
+	S.njwt = 0;
 }
 
 /* ---- start-up: taking over an older broker's keys ------------------------ */
@@ -719,14 +900,38 @@ keyproc_main(int sock, pid_t parent, const char *state_dir, uid_t uid, gid_t gid
 		_exit(1);
 	refill_pool(sock);
 	for (;;) {
-		ssize_t n = recv(sock, in, sizeof(in), 0);
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} c;
+		struct iovec iov = { .iov_base = in, .iov_len = sizeof(in) };
+		struct msghdr m = { .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = c.buf,
+				    .msg_controllen = sizeof(c.buf) };
+		struct cmsghdr *cm;
+		ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+		int fd = -1;
 		size_t a;
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			_exit(0); /* the broker closed its end, or is gone */
-		a = keys_serve_one(in, (size_t)n, out, sizeof(out));
+		/* One descriptor at most, with JWT_LOAD; any other is closed
+		 * unread (MSG_CTRUNC: the kernel closed what did not fit). */
+		cm = CMSG_FIRSTHDR(&m);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (fd >= 0 && (m.msg_flags & MSG_CTRUNC || (size_t)n < sizeof(uint32_t) ||
+				*(const uint32_t *)in != KEYS_JWT_LOAD)) {
+			close(fd);
+			fd = -1;
+		}
+		a = keys_serve_one(in, (size_t)n, fd, out, sizeof(out));
+		if (fd >= 0)
+			close(fd);
 		while (send(sock, out, a, MSG_NOSIGNAL) < 0 && errno == EINTR)
 			;
 		OPENSSL_cleanse(in, sizeof(in));

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* A CA's id: the SHA-256 of its certificate's DER. */
@@ -51,5 +52,16 @@ int keys_ca_forget(const unsigned char id[KEYS_ID_LEN]);
 int keys_ca_drop(const unsigned char id[KEYS_ID_LEN]);
 int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host,
 		   const unsigned char *pub, size_t publen, unsigned char **der, size_t *len);
+
+/*
+ * JWT signing keys (creds/jwt.c). keys_jwt_load(): @fd is the key file as
+ * the broker opened it (handed over, never read here; the caller still
+ * closes it), or -1 for the key process to open @path itself; sets the
+ * key's *@handle and its public half (DER SubjectPublicKeyInfo) in *@spki,
+ * which the caller free()s. keys_jwt_sign(): the 64-byte JWS signature.
+ */
+int keys_jwt_load(const char *path, int fd, uint32_t *handle, unsigned char **spki, size_t *len);
+int keys_jwt_sign(uint32_t handle, const unsigned char *tbs, size_t len, unsigned char sig[64]);
+int keys_jwt_drop(uint32_t handle);
 
 #endif

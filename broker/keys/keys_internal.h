@@ -23,15 +23,26 @@
  *              bytes, no NUL), then the leaf's public key, DER
  *              SubjectPublicKeyInfo, 1..KEYS_PUB_MAX bytes
  *   PING       nothing
+ *   JWT_LOAD   the key file's absolute path, 1..KEYS_PATH_MAX bytes, no
+ *              NUL; with or without a descriptor of it (SCM_RIGHTS), opened
+ *              by the broker (or its opener) and never read there
+ *   JWT_SIGN   a uint32 handle, then the JWS signing input,
+ *              1..KEYS_TBS_MAX bytes
+ *   JWT_DROP   a uint32 handle
  *
- * An answer is an int32 (0 or a negative errno), then for CA_CREATE and
- * LEAF_SIGN with 0 a certificate in DER.
+ * An answer is an int32 (0 or a negative errno), then with 0: for
+ * CA_CREATE and LEAF_SIGN a certificate in DER; for JWT_LOAD the handle
+ * (uint32) and the key's public half (DER SubjectPublicKeyInfo); for
+ * JWT_SIGN the 64-byte JWS signature (ES256 R||S, or Ed25519).
  */
-#define KEYS_MSG_MAX 8192
 #define KEYS_NAME_MAX 63 /* SANDBOX_NAME_MAX */
 #define KEYS_HOST_MAX 255 /* 253, or an IPv6 literal in brackets */
 #define KEYS_PUB_MAX 512
 #define KEYS_DER_MAX 4096
+#define KEYS_PATH_MAX 4095
+/* creds.c's JWT_MAX_LEN: a token is never longer. */
+#define KEYS_TBS_MAX 16384
+#define KEYS_MSG_MAX (KEYS_TBS_MAX + 64)
 
 enum keys_op {
 	KEYS_CA_CREATE = 1,
@@ -41,6 +52,9 @@ enum keys_op {
 	KEYS_CA_DROP,
 	KEYS_LEAF_SIGN,
 	KEYS_PING,
+	KEYS_JWT_LOAD,
+	KEYS_JWT_SIGN,
+	KEYS_JWT_DROP,
 	KEYS_OP_END,
 };
 
@@ -52,7 +66,10 @@ enum keys_op {
  *        broker checks sandbox names
  * @host: LEAF_SIGN: the host as sent, NUL-terminated (the key process
  *        checks it is a DNS name or an address literal before signing)
- * @data: CA_LOAD: the certificate; LEAF_SIGN: the public key. Points into
+ * @path: JWT_LOAD: the key file, absolute, NUL-terminated
+ * @handle: JWT_SIGN, JWT_DROP: the key, as JWT_LOAD answered
+ * @data: CA_LOAD: the certificate; LEAF_SIGN: the public key; JWT_SIGN:
+ *        the signing input. Points into
  *        the buffer parsed, which must outlive the request
  * @len:  @data's length
  */
@@ -61,6 +78,8 @@ struct keys_req {
 	unsigned char id[KEYS_ID_LEN];
 	char name[KEYS_NAME_MAX + 1];
 	char host[KEYS_HOST_MAX + 1];
+	char path[KEYS_PATH_MAX + 1];
+	uint32_t handle;
 	const unsigned char *data;
 	size_t len;
 };
@@ -95,7 +114,9 @@ bool keys_name_ok(const char *s, size_t len);
  * keys_serve_one() - the key process's answer to one request (keyproc.c)
  * @buf: the request as received; hostile
  * @len: its length
- * @out: the answer: an int32 status, then any certificate
+ * @fd:  JWT_LOAD: the key file, opened by the broker (not closed here), or
+ *       -1 for the key process to open the path itself
+ * @out: the answer: an int32 status, then what keys_internal.h says
  * @cap: its size (KEYS_MSG_MAX)
  *
  * Its main loop calls it for each message; so do the fuzz target and the
@@ -103,7 +124,8 @@ bool keys_name_ok(const char *s, size_t len);
  *
  * Return: the answer's length (0 only when @cap cannot hold a status).
  */
-size_t keys_serve_one(const unsigned char *buf, size_t len, unsigned char *out, size_t cap);
+size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out,
+		      size_t cap);
 
 /* keyproc.c: the directory keys are saved in and loaded from (-1: none,
  * file operations answer -EBADF), and dropping every key held (tests). */

@@ -89,6 +89,30 @@ int keys_req_parse(const unsigned char *buf, size_t len, struct keys_req *req)
 		return 0;
 	case KEYS_PING:
 		return len ? -EINVAL : 0;
+	case KEYS_JWT_LOAD:
+		if (len > KEYS_PATH_MAX)
+			return -EMSGSIZE;
+		if (len < 2 || buf[0] != '/' || memchr(buf, '\0', len))
+			return -EINVAL;
+		memcpy(req->path, buf, len);
+		req->path[len] = '\0';
+		return 0;
+	case KEYS_JWT_SIGN:
+	case KEYS_JWT_DROP:
+		if (len < sizeof(req->handle))
+			return -EINVAL;
+		memcpy(&req->handle, buf, sizeof(req->handle));
+		buf += sizeof(req->handle);
+		len -= sizeof(req->handle);
+		if (req->op == KEYS_JWT_DROP)
+			return len ? -EINVAL : 0;
+		if (len > KEYS_TBS_MAX)
+			return -EMSGSIZE;
+		if (len == 0)
+			return -EINVAL;
+		req->data = buf;
+		req->len = len;
+		return 0;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -150,6 +174,25 @@ int keys_req_build(const struct keys_req *req, unsigned char *buf, size_t cap)
 			r = put(buf, cap, &at, req->data, req->len);
 		break;
 	case KEYS_PING:
+		break;
+	case KEYS_JWT_LOAD:
+		n = strnlen(req->path, sizeof(req->path));
+		if (n > KEYS_PATH_MAX)
+			return -EMSGSIZE;
+		if (n < 2 || req->path[0] != '/')
+			return -EINVAL;
+		r = put(buf, cap, &at, req->path, n);
+		break;
+	case KEYS_JWT_SIGN:
+	case KEYS_JWT_DROP:
+		r = put(buf, cap, &at, &req->handle, sizeof(req->handle));
+		if (r < 0 || req->op == KEYS_JWT_DROP)
+			break;
+		if (!req->data || !req->len)
+			return -EINVAL;
+		if (req->len > KEYS_TBS_MAX)
+			return -EMSGSIZE;
+		r = put(buf, cap, &at, req->data, req->len);
 		break;
 	default:
 		return -EINVAL;

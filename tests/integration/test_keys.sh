@@ -24,7 +24,7 @@ T_TIMEOUT=30
 U=65533
 KU=65532
 
-broker_world k1 k2 k3
+broker_world k1 k2 k3 k4 k5
 
 SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
@@ -118,6 +118,55 @@ t_eq "  ... its key is in state_dir/keys, 0600" "600 $KU" \
 t_ok "  ... it intercepts" X "$S2" echo.world.test/api/new
 t_contains "  ... and injects" "$(origin /api/new)" "Bearer $SECRET"
 
+# --- a JWT signing key only the key user may read ----------------------------------
+# Neither the broker nor its opener (root without capabilities) may read a
+# 0600 file of uid 65532: the key process opens it itself and signs.
+mkdir -m 0711 "$D/kdir"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$D/kdir/jwt.pem" 2>/dev/null
+openssl pkey -in "$D/kdir/jwt.pem" -pubout -out "$D/jwt-pub.pem"
+chown $KU:$KU "$D/kdir/jwt.pem"
+chmod 600 "$D/kdir/jwt.pem"
+cat >"$D/pol-jwt.yaml" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+credentials:
+  - name: svc-jwt
+    source: { jwt: { key_file: $D/kdir/jwt.pem, issuer: "https://sluice.test", ttl: 1h } }
+    inject: { header: Authorization, value: "Bearer {secret}" }
+    scope: { hosts: [echo.world.test], paths: ["/jwt/*"] }
+    plaintext: allow
+EOF
+t_fails "the broker's uid cannot read the JWT key file" as_user_of "$PID" cat "$D/kdir/jwt.pem"
+t_ok "a sandbox with a jwt credential on that key" S create "$S3" --policy "$D/pol-jwt.yaml"
+t_ok "  ... and another (its tokens not minted yet)" S create "$S4" --policy "$D/pol-jwt.yaml"
+t_ok "a request in the credential's scope" \
+	S exec "$S3" -- curl -sf -m 10 -o /dev/null http://echo.world.test/jwt/a
+TOKEN=$(origin /jwt/a | grep -o '"Bearer [^"]*"' | tail -n 1 | tr -d '"' | cut -d' ' -f2)
+t_ok "  ... carries a JWT" test -n "$TOKEN"
+# ES256: the signature is R||S (RFC 7518 3.4); openssl verifies DER.
+jwt_verify() {
+	python3 - "$1" "$D/jwt-tbs" "$D/jwt-sig.der" <<'PY'
+import base64, sys
+tok, tbs_path, sig_path = sys.argv[1:4]
+h, c, s = tok.split(".")
+sig = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+def der_int(b):
+    b = b.lstrip(b"\0") or b"\0"
+    if b[0] & 0x80:
+        b = b"\0" + b
+    return b"\x02" + bytes([len(b)]) + b
+body = der_int(sig[:32]) + der_int(sig[32:])
+open(sig_path, "wb").write(b"\x30" + bytes([len(body)]) + body)
+open(tbs_path, "wb").write((h + "." + c).encode())
+PY
+	openssl dgst -sha256 -verify "$D/jwt-pub.pem" -signature "$D/jwt-sig.der" "$D/jwt-tbs"
+}
+t_ok "  ... signed by that key (the key process signed it)" jwt_verify "$TOKEN"
+t_ok "sluice status --jwks lists its public half" S status --jwks
+t_contains "  ... an EC P-256 key" "$T_OUT" '"crv":"P-256"'
+
 # --- the key process dies --------------------------------------------------------
 kill -KILL "$KP"
 for ((i = 0; i < 100; i++)); do
@@ -132,12 +181,19 @@ t_ok "  ... with an audit line, reason tls-leaf-failed" \
 	"$BROKER_AUDIT"
 t_rc "  ... and again (another sandbox)" 35 \
 	S exec --bind "$D:$D:ro" "$S2" -- curl -s -m 10 -o /dev/null https://other.world.test/
+t_ok "a token minted before is still used (kept for reuse)" \
+	S exec "$S3" -- curl -sf -m 10 -o /dev/null http://echo.world.test/jwt/b
+t_run S exec "$S4" -- curl -s -m 10 -o /dev/null -w '%{http_code}' http://echo.world.test/jwt/c
+t_eq "a token to mint is refused (fail closed): 502" "502" "$T_OUT"
+t_ok "  ... with an audit line, reason credential-unavailable" \
+	grep -q "\"sandbox\":\"$S4\".*\"reason\":\"credential-unavailable\"" "$BROKER_AUDIT"
+t_eq "  ... and nothing reached the origin without it" "" "$(origin /jwt/c)"
 t_eq "the broker said it once" "1" "$(grep -c 'the key process (pid .*) is gone' "$BROKER_LOG")"
 t_ok "the broker is still up" kill -0 "$PID"
 t_ok "  ... and answers" S status
-t_fails "a sandbox cannot be created without it" S create "$S3" --policy "$D/pol.yaml"
+t_fails "a sandbox cannot be created without it" S create "$S5" --policy "$D/pol.yaml"
 t_contains "  ... said so" "$T_ERR$T_OUT" "key process"
-t_rc "  ... nothing of it is left" 1 test -e "$STATE/ca/$S3"
+t_rc "  ... nothing of it is left" 1 test -e "$STATE/ca/$S5"
 t_ok "a plain HTTP request still works" \
 	S exec "$S1" -- curl -sf -m 10 -o /dev/null http://echo.world.test/plain
 

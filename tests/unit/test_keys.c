@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,10 @@
 
 #include <cmocka.h>
 
+#include <openssl/bn.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -62,7 +66,7 @@ static size_t msg(unsigned char *out, uint32_t op, const void *body, size_t n)
 static void test_parse_refusals(void **state)
 {
 	static unsigned char big[KEYS_MSG_MAX + 2];
-	static const unsigned char zeros[KEYS_DER_MAX + 1];
+	static const unsigned char zeros[KEYS_TBS_MAX + 8];
 	unsigned char m[600] = { 0 }, id[KEYS_ID_LEN + 1] = { 1 };
 	struct keys_req q;
 	char name[KEYS_NAME_MAX + 2];
@@ -129,6 +133,28 @@ static void test_parse_refusals(void **state)
 	hl = 0xffff;
 	memcpy(m + n, &hl, 2);
 	assert_int_equal(keys_req_parse(m, n + 10, &q), -EMSGSIZE);
+
+	/* JWT_LOAD: an absolute path, no NUL in it, bounded. */
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_LOAD, "/k.pem", 6), &q), 0);
+	assert_string_equal(q.path, "/k.pem");
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_LOAD, "k.pem", 5), &q), -EINVAL);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_LOAD, "/", 1), &q), -EINVAL);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_LOAD, "/a\0b", 4), &q), -EINVAL);
+	memset(big + 4, '/', KEYS_PATH_MAX + 1);
+	memcpy(big, &(uint32_t){ KEYS_JWT_LOAD }, 4);
+	assert_int_equal(keys_req_parse(big, 4 + KEYS_PATH_MAX + 1, &q), -EMSGSIZE);
+	assert_int_equal(keys_req_parse(big, 4 + KEYS_PATH_MAX, &q), 0);
+	/* JWT_SIGN: a handle and some input; JWT_DROP: a handle alone. */
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_SIGN, "\1\0\0\0a.b", 7), &q), 0);
+	assert_int_equal(q.handle, 1);
+	assert_int_equal(q.len, 3);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_SIGN, "\1\0\0\0", 4), &q), -EINVAL);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_SIGN, "\1\0\0", 3), &q), -EINVAL);
+	assert_int_equal(keys_req_parse(big, msg(big, KEYS_JWT_SIGN, zeros, 4 + KEYS_TBS_MAX + 1),
+					&q),
+			 -EMSGSIZE);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_DROP, "\1\0\0\0", 4), &q), 0);
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_DROP, "\1\0\0\0x", 5), &q), -EINVAL);
 }
 
 static void test_build_roundtrip(void **state)
@@ -162,7 +188,7 @@ static int32_t ask(const unsigned char *req, size_t len, X509 **x)
 {
 	static unsigned char out[KEYS_MSG_MAX];
 	const unsigned char *p = out + 4;
-	size_t n = keys_serve_one(req, len, out, sizeof(out));
+	size_t n = keys_serve_one(req, len, -1, out, sizeof(out));
 	int32_t st;
 
 	assert_true(n >= 4);
@@ -322,12 +348,150 @@ static void test_ca_and_leaves(void **state)
 	EVP_PKEY_free(rsa);
 }
 
+/* Writes @key as PEM (private) at DIR/@name; returns the path. */
+static const char *write_pem(const char *name, EVP_PKEY *key)
+{
+	static char path[200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), 1);
+	fclose(f);
+	return path;
+}
+
+/* JWT_LOAD of @path (by path, or with @fd); returns the status, sets
+ * *@handle and checks the public half is @key's. */
+static int32_t jwt_load(const char *path, int fd, EVP_PKEY *key, uint32_t *handle)
+{
+	static unsigned char m[KEYS_MSG_MAX], out[KEYS_MSG_MAX];
+	struct keys_req q = { .op = KEYS_JWT_LOAD };
+	const unsigned char *p = out + 8;
+	EVP_PKEY *pub;
+	size_t n;
+	int32_t st;
+	int len;
+
+	snprintf(q.path, sizeof(q.path), "%s", path);
+	len = keys_req_build(&q, m, sizeof(m));
+	assert_true(len > 0);
+	n = keys_serve_one(m, (size_t)len, fd, out, sizeof(out));
+	memcpy(&st, out, 4);
+	if (st < 0) {
+		assert_int_equal(n, 4);
+		return st;
+	}
+	assert_true(n > 8);
+	memcpy(handle, out + 4, 4);
+	pub = d2i_PUBKEY(NULL, &p, (long)(n - 8));
+	assert_non_null(pub);
+	assert_ptr_equal(p, out + n);
+	assert_int_equal(EVP_PKEY_eq(pub, key), 1);
+	EVP_PKEY_free(pub);
+	return 0;
+}
+
+static int32_t jwt_sign(uint32_t handle, const char *tbs, unsigned char sig[64])
+{
+	static unsigned char m[KEYS_MSG_MAX], out[KEYS_MSG_MAX];
+	struct keys_req q = { .op = KEYS_JWT_SIGN, .handle = handle,
+			      .data = (const unsigned char *)tbs, .len = strlen(tbs) };
+	int len = keys_req_build(&q, m, sizeof(m));
+	size_t n;
+	int32_t st;
+
+	assert_true(len > 0);
+	n = keys_serve_one(m, (size_t)len, -1, out, sizeof(out));
+	memcpy(&st, out, 4);
+	if (st == 0) {
+		assert_int_equal(n, 4 + 64);
+		memcpy(sig, out + 4, 64);
+	}
+	return st;
+}
+
+/* Does @sig (JWS: R||S for EC) verify @tbs with @key? */
+static bool jws_ok(EVP_PKEY *key, const char *tbs, const unsigned char sig[64])
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	unsigned char der[80], *dp = der;
+	ECDSA_SIG *es = NULL;
+	size_t dl = 64;
+	bool ok;
+
+	if (EVP_PKEY_is_a(key, "ED25519")) {
+		ok = EVP_DigestVerifyInit(c, NULL, NULL, NULL, key) == 1 &&
+		     EVP_DigestVerify(c, sig, 64, (const unsigned char *)tbs, strlen(tbs)) == 1;
+	} else {
+		es = ECDSA_SIG_new();
+		ECDSA_SIG_set0(es, BN_bin2bn(sig, 32, NULL), BN_bin2bn(sig + 32, 32, NULL));
+		dl = (size_t)i2d_ECDSA_SIG(es, &dp);
+		ok = EVP_DigestVerifyInit(c, NULL, EVP_sha256(), NULL, key) == 1 &&
+		     EVP_DigestVerify(c, der, dl, (const unsigned char *)tbs, strlen(tbs)) == 1;
+	}
+	ECDSA_SIG_free(es);
+	EVP_MD_CTX_free(c);
+	return ok;
+}
+
+static void test_jwt(void **state)
+{
+	EVP_PKEY *es = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	EVP_PKEY *p384 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	unsigned char sig[64], m[64];
+	uint32_t hes = 0, hed = 0, h = 0;
+	char es_path[200], fifo[200];
+	int fd;
+
+	(void)state;
+	snprintf(es_path, sizeof(es_path), "%s", write_pem("es.pem", es));
+	/* By path (a file of the key user's), and by a descriptor the broker
+	 * opened. */
+	assert_int_equal(jwt_load(es_path, -1, es, &hes), 0);
+	fd = open(write_pem("ed.pem", ed), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(jwt_load("/the/path/is/not/used/then", fd, ed, &hed), 0);
+	close(fd);
+	assert_true(hes != 0 && hed != 0 && hes != hed);
+
+	assert_int_equal(jwt_sign(hes, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0", sig), 0);
+	assert_true(jws_ok(es, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0", sig));
+	assert_false(jws_ok(es, "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ5In0", sig));
+	assert_int_equal(jwt_sign(hed, "header.claims", sig), 0);
+	assert_true(jws_ok(ed, "header.claims", sig));
+
+	/* Keys jwt.c refuses, here too; and files that are not keys. */
+	assert_int_equal(jwt_load(write_pem("p384.pem", p384), -1, p384, &h), -EINVAL);
+	assert_int_equal(jwt_load("/nonexistent-sluice-key", -1, es, &h), -ENOENT);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(jwt_load(fifo, -1, es, &h), -EINVAL); /* never opened for reading */
+	assert_int_equal(jwt_load(tmpdir, -1, es, &h), -EINVAL);
+	/* A relative path is not even a request. */
+	assert_int_equal(ask(m, msg(m, KEYS_JWT_LOAD, "es.pem", 6), NULL), -EINVAL);
+
+	/* Unknown and dropped handles sign nothing. */
+	assert_int_equal(jwt_sign(hes + hed + 1, "x", sig), -ENOENT);
+	assert_int_equal(ask(m, msg(m, KEYS_JWT_DROP, &hes, 4), NULL), 0);
+	assert_int_equal(jwt_sign(hes, "x", sig), -ENOENT);
+	assert_int_equal(ask(m, msg(m, KEYS_JWT_DROP, &hes, 4), NULL), -ENOENT);
+	assert_int_equal(jwt_sign(hed, "x", sig), 0);
+
+	EVP_PKEY_free(es);
+	EVP_PKEY_free(ed);
+	EVP_PKEY_free(p384);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_build_roundtrip),
 		cmocka_unit_test_setup_teardown(test_ca_and_leaves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jwt, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
