@@ -30,7 +30,6 @@
 #include "broker/keys/keys_internal.h"
 #include "common/log.h"
 
-
 static struct {
 	pthread_mutex_t lock;
 	int sock;
@@ -187,8 +186,8 @@ int keys_ca_drop(const unsigned char id[KEYS_ID_LEN])
 	return by_id(KEYS_CA_DROP, id);
 }
 
-int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host,
-		   const unsigned char *pub, size_t publen, unsigned char **der, size_t *len)
+int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host, const unsigned char *pub,
+		   size_t publen, unsigned char **der, size_t *len)
 {
 	struct keys_req q = { .op = KEYS_LEAF_SIGN, .data = pub, .len = publen };
 	size_t hl = strlen(host);

@@ -581,8 +581,7 @@ static int op_jwt_drop(const struct keys_req *q)
 	return 0;
 }
 
-size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out,
-		      size_t cap)
+size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out, size_t cap)
 {
 	struct keys_req q;
 	int32_t r;
@@ -750,29 +749,67 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 /* The key process's whole filter; anything else ends it (keyproc_sigsys). */
 static const int keyproc_allowed[] = {
 	/* Requests in, answers out; the poll before refilling the pool. */
-	__NR_recvfrom, __NR_recvmsg, __NR_sendto, __NR_sendmsg, __NR_ppoll,
+	__NR_recvfrom,
+	__NR_recvmsg,
+	__NR_sendto,
+	__NR_sendmsg,
+	__NR_ppoll,
 #ifdef __NR_poll
 	__NR_poll,
 #endif
 	/* Key files in state_dir/keys: read at CA_LOAD, written (temporary,
 	 * renamed) at CA_SAVE, removed at CA_DROP; log lines to stderr. */
-	__NR_openat, __NR_read, __NR_write, __NR_close, __NR_fstat, __NR_newfstatat,
-	__NR_lseek, __NR_renameat, __NR_unlinkat,
+	__NR_openat,
+	__NR_read,
+	__NR_write,
+	__NR_close,
+	__NR_fstat,
+	__NR_newfstatat,
+	__NR_lseek,
+	__NR_renameat,
+	__NR_unlinkat,
 #ifdef __NR_renameat2
 	__NR_renameat2,
 #endif
 	/* OpenSSL: keys and serials (getrandom), its heap and locks, the
 	 * certificates' dates. */
-	__NR_getrandom, __NR_mmap, __NR_munmap, __NR_mremap, __NR_mprotect, __NR_madvise,
-	__NR_brk, __NR_futex, __NR_clock_gettime, __NR_gettimeofday, __NR_getpid,
+	__NR_getrandom,
+	__NR_mmap,
+	__NR_munmap,
+	__NR_mremap,
+	__NR_mprotect,
+	__NR_madvise,
+	__NR_brk,
+	__NR_futex,
+	__NR_clock_gettime,
+	__NR_gettimeofday,
+	__NR_getpid,
 	/* Ending, and signal returns (SIGSYS's handler). */
-	__NR_exit, __NR_exit_group, __NR_rt_sigreturn, __NR_restart_syscall,
+	__NR_exit,
+	__NR_exit_group,
+	__NR_rt_sigreturn,
+	__NR_restart_syscall,
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	/* Sanitizer builds only: their allocator, reports and leak check. */
-	__NR_gettid, __NR_sched_yield, __NR_rt_sigprocmask, __NR_tgkill, __NR_sigaltstack,
-	__NR_rt_sigaction, __NR_prctl, __NR_ptrace, __NR_wait4, __NR_getppid, __NR_kill,
-	__NR_clone, __NR_clone3, __NR_readlinkat, __NR_getdents64, __NR_sched_getaffinity,
-	__NR_set_robust_list, __NR_rseq, __NR_uname,
+	__NR_gettid,
+	__NR_sched_yield,
+	__NR_rt_sigprocmask,
+	__NR_tgkill,
+	__NR_sigaltstack,
+	__NR_rt_sigaction,
+	__NR_prctl,
+	__NR_ptrace,
+	__NR_wait4,
+	__NR_getppid,
+	__NR_kill,
+	__NR_clone,
+	__NR_clone3,
+	__NR_readlinkat,
+	__NR_getdents64,
+	__NR_sched_getaffinity,
+	__NR_set_robust_list,
+	__NR_rseq,
+	__NR_uname,
 #ifdef __NR_getrlimit
 	__NR_getrlimit,
 #endif

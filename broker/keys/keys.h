@@ -50,8 +50,8 @@ int keys_ca_load(const unsigned char *der, size_t len);
 int keys_ca_save(const unsigned char id[KEYS_ID_LEN]);
 int keys_ca_forget(const unsigned char id[KEYS_ID_LEN]);
 int keys_ca_drop(const unsigned char id[KEYS_ID_LEN]);
-int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host,
-		   const unsigned char *pub, size_t publen, unsigned char **der, size_t *len);
+int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host, const unsigned char *pub,
+		   size_t publen, unsigned char **der, size_t *len);
 
 /*
  * JWT signing keys (creds/jwt.c). keys_jwt_load(): @fd is the key file as

@@ -35,7 +35,7 @@
  * (uint32) and the key's public half (DER SubjectPublicKeyInfo); for
  * JWT_SIGN the 64-byte JWS signature (ES256 R||S, or Ed25519).
  */
-#define KEYS_NAME_MAX 63 /* SANDBOX_NAME_MAX */
+#define KEYS_NAME_MAX 63  /* SANDBOX_NAME_MAX */
 #define KEYS_HOST_MAX 255 /* 253, or an IPv6 literal in brackets */
 #define KEYS_PUB_MAX 512
 #define KEYS_DER_MAX 4096
@@ -124,8 +124,7 @@ bool keys_name_ok(const char *s, size_t len);
  *
  * Return: the answer's length (0 only when @cap cannot hold a status).
  */
-size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out,
-		      size_t cap);
+size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned char *out, size_t cap);
 
 /* keyproc.c: the directory keys are saved in and loaded from (-1: none,
  * file operations answer -EBADF), and dropping every key held (tests). */

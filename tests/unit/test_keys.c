@@ -119,11 +119,11 @@ static void test_parse_refusals(void **state)
 	assert_string_equal(q.host, "a.com");
 	assert_int_equal(q.len, 3);
 	assert_memory_equal(q.data, "PUB", 3);
-	assert_int_equal(keys_req_parse(m, n + 7, &q), -EINVAL);   /* no key */
-	assert_int_equal(keys_req_parse(m, n + 5, &q), -EINVAL);   /* host cut */
-	assert_int_equal(keys_req_parse(m, n + 1, &q), -EINVAL);   /* length cut */
+	assert_int_equal(keys_req_parse(m, n + 7, &q), -EINVAL); /* no key */
+	assert_int_equal(keys_req_parse(m, n + 5, &q), -EINVAL); /* host cut */
+	assert_int_equal(keys_req_parse(m, n + 1, &q), -EINVAL); /* length cut */
 	m[n + 3] = '\0';
-	assert_int_equal(keys_req_parse(m, n + 10, &q), -EINVAL);  /* a NUL in the host */
+	assert_int_equal(keys_req_parse(m, n + 10, &q), -EINVAL); /* a NUL in the host */
 	hl = 0;
 	memcpy(m + n, &hl, 2);
 	assert_int_equal(keys_req_parse(m, n + 10, &q), -EINVAL);
@@ -150,9 +150,9 @@ static void test_parse_refusals(void **state)
 	assert_int_equal(q.len, 3);
 	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_SIGN, "\1\0\0\0", 4), &q), -EINVAL);
 	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_SIGN, "\1\0\0", 3), &q), -EINVAL);
-	assert_int_equal(keys_req_parse(big, msg(big, KEYS_JWT_SIGN, zeros, 4 + KEYS_TBS_MAX + 1),
-					&q),
-			 -EMSGSIZE);
+	assert_int_equal(
+		keys_req_parse(big, msg(big, KEYS_JWT_SIGN, zeros, 4 + KEYS_TBS_MAX + 1), &q),
+		-EMSGSIZE);
 	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_DROP, "\1\0\0\0", 4), &q), 0);
 	assert_int_equal(keys_req_parse(m, msg(m, KEYS_JWT_DROP, "\1\0\0\0x", 5), &q), -EINVAL);
 }
@@ -396,8 +396,10 @@ static int32_t jwt_load(const char *path, int fd, EVP_PKEY *key, uint32_t *handl
 static int32_t jwt_sign(uint32_t handle, const char *tbs, unsigned char sig[64])
 {
 	static unsigned char m[KEYS_MSG_MAX], out[KEYS_MSG_MAX];
-	struct keys_req q = { .op = KEYS_JWT_SIGN, .handle = handle,
-			      .data = (const unsigned char *)tbs, .len = strlen(tbs) };
+	struct keys_req q = { .op = KEYS_JWT_SIGN,
+			      .handle = handle,
+			      .data = (const unsigned char *)tbs,
+			      .len = strlen(tbs) };
 	int len = keys_req_build(&q, m, sizeof(m));
 	size_t n;
 	int32_t st;
