@@ -167,6 +167,8 @@ t_ok "  ... signed by that key (the key process signed it)" jwt_verify "$TOKEN"
 t_ok "sluice status --jwks lists its public half" S status --jwks
 t_contains "  ... an EC P-256 key" "$T_OUT" '"crv":"P-256"'
 
+t_eq "no seccomp refusal in the log (broker or key process)" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
+
 # --- the key process dies --------------------------------------------------------
 kill -KILL "$KP"
 for ((i = 0; i < 100; i++)); do
@@ -205,5 +207,6 @@ t_ok "  ... its certificate unchanged" cmp "$D/ca1.crt" "$STATE/ca/$S1/ca.crt"
 t_ok "delete the second sandbox" S delete "$S2"
 t_rc "  ... its key is gone from state_dir/keys" 1 test -e "$STATE/keys/$ID2.key"
 t_ok "  ... the first's is still there" test -e "$STATE/keys/$ID1.key"
+t_eq "no seccomp refusal in the log after the restart" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
 broker_stop
 t_done
