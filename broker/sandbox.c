@@ -1365,8 +1365,12 @@ static bool netns_gone(const char *name)
 static void drop_stale(const char *name, const char *addr)
 {
 	char what[700];
-	int r = remove_state(name, what, sizeof(what));
+	int r;
 
+	/* Its CA key first, named by the certificate about to go. */
+	snprintf(what, sizeof(what), "%s/%s", tab.ca_dir, name);
+	(void)tls_ca_delete_saved(what);
+	r = remove_state(name, what, sizeof(what));
 	creds_sandbox_remove_state(name);
 	if (r < 0)
 		log_err("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone), but "

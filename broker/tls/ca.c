@@ -729,6 +729,34 @@ int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)
 	return 0;
 }
 
+int tls_ca_delete_saved(const char *dir)
+{
+	unsigned char *cbuf = NULL, id[32];
+	size_t clen = 0;
+	X509 *cert = NULL;
+	BIO *b;
+	int dfd, r;
+
+	if (!keys_active())
+		return 0;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL, 0);
+	close(dfd);
+	if (r < 0)
+		return r;
+	b = BIO_new_mem_buf(cbuf, (int)clen);
+	if (b)
+		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+	BIO_free(b);
+	OPENSSL_secure_clear_free(cbuf, clen);
+	r = cert ? tls_cert_id(cert, id) : -EINVAL;
+	X509_free(cert);
+	ERR_clear_error();
+	return r < 0 ? r : keys_ca_drop(id);
+}
+
 int tls_ca_delete(const struct tls_ca *ca)
 {
 	/* A local key goes with DIR (sandbox.c removes it). */

@@ -170,6 +170,10 @@ void tls_ca_free(struct tls_ca *ca);
  */
 int tls_ca_delete(const struct tls_ca *ca);
 
+/* The same for a CA not loaded, by the certificate tls_ca_save() left in
+ * @dir (a registration dropped at start-up). 0 or a negative errno. */
+int tls_ca_delete_saved(const char *dir);
+
 /* ---- ClientHello (clienthello.c) ---------------------------------------- */
 
 /* Largest ClientHello handshake message (header included) we reassemble. */

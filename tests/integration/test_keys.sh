@@ -141,6 +141,7 @@ EOF
 t_fails "the broker's uid cannot read the JWT key file" as_user_of "$PID" cat "$D/kdir/jwt.pem"
 t_ok "a sandbox with a jwt credential on that key" S create "$S3" --policy "$D/pol-jwt.yaml"
 t_ok "  ... and another (its tokens not minted yet)" S create "$S4" --policy "$D/pol-jwt.yaml"
+ID4=$(openssl x509 -in "$STATE/ca/$S4/ca.crt" -outform DER | sha256sum | cut -d" " -f1)
 t_ok "a request in the credential's scope" \
 	S exec "$S3" -- curl -sf -m 10 -o /dev/null http://echo.world.test/jwt/a
 TOKEN=$(origin /jwt/a | grep -o '"Bearer [^"]*"' | tail -n 1 | tr -d '"' | cut -d' ' -f2)
@@ -208,5 +209,15 @@ t_ok "delete the second sandbox" S delete "$S2"
 t_rc "  ... its key is gone from state_dir/keys" 1 test -e "$STATE/keys/$ID2.key"
 t_ok "  ... the first's is still there" test -e "$STATE/keys/$ID1.key"
 t_eq "no seccomp refusal in the log after the restart" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
+# A sandbox deleted while the broker is down: the broker drops its
+# registration at the next start (its namespace is gone), and its key.
+broker_stop
+t_ok "  (a sandbox's key, before)" test -e "$STATE/keys/$ID4.key"
+t_rc "a delete with the broker down" 1 S delete "$S4"
+started "the broker starts again"
+t_contains "  ... drops the registration whose namespace is gone" "$(cat "$BROKER_LOG")" \
+	"has no namespace (/run/netns/$S4 is gone): dropped its registration"
+t_rc "  ... and its CA key" 1 test -e "$STATE/keys/$ID4.key"
+t_ok "  ... not the others'" test -e "$STATE/keys/$ID1.key"
 broker_stop
 t_done
