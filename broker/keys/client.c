@@ -16,6 +16,7 @@
  */
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -51,8 +52,20 @@ bool keys_active(void)
 	return K.active;
 }
 
+/* Caller holds K.lock. */
+static void gone(const char *why);
+
 bool keys_alive(void)
 {
+	struct pollfd p = { .events = POLLIN };
+
+	/* A death is seen at the next request; `sluice status` should not
+	 * wait for one: a hang-up on the socket says it now. */
+	pthread_mutex_lock(&K.lock);
+	p.fd = K.sock;
+	if (K.sock >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+		gone("is gone");
+	pthread_mutex_unlock(&K.lock);
 	return atomic_load(&K.alive);
 }
 

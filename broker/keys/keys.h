@@ -34,7 +34,8 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 
 /* The key process was started: the CAs are its. */
 bool keys_active(void);
-/* ... and has not been given up (it died, or stopped answering). */
+/* ... and has not been given up (it died, or stopped answering; a hang-up
+ * on its socket is noticed here too, not only at the next request). */
 bool keys_alive(void);
 /* Its pid, or 0. */
 pid_t keys_pid(void);

@@ -58,6 +58,8 @@ t_ok "a sandbox on it" S create "$S1" --policy "$D/pol.yaml"
 t_ok "  ... its CA key is beside the certificate, as before" test -f "$STATE/ca/$S1/ca.key"
 cp "$STATE/ca/$S1/ca.crt" "$D/ca1.crt"
 t_ok "  ... it intercepts" X "$S1" echo.world.test/api/before
+t_ok "sluice status" S status
+t_contains "  ... says there is no key process" "$T_OUT" "key_process none"
 broker_stop
 
 # --- the next start: the key process takes the key over -------------------------
@@ -168,6 +170,8 @@ t_ok "  ... signed by that key (the key process signed it)" jwt_verify "$TOKEN"
 t_ok "sluice status --jwks lists its public half" S status --jwks
 t_contains "  ... an EC P-256 key" "$T_OUT" '"crv":"P-256"'
 
+t_ok "sluice status" S status
+t_contains "  ... says the key process is up" "$T_OUT" "key_process ok"
 t_eq "no seccomp refusal in the log (broker or key process)" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
 
 # --- the key process dies --------------------------------------------------------
@@ -176,6 +180,8 @@ for ((i = 0; i < 100; i++)); do
 	[ "$(cat /proc/"$KP"/comm 2>/dev/null)" = sluiced-keys ] || break
 	sleep 0.1
 done
+t_ok "sluice status" S status
+t_contains "  ... says the key process is gone (before any request needed it)" "$T_OUT" "key_process gone"
 t_ok "a host whose leaf is cached still intercepts (no key needed)" X "$S1" echo.world.test/api/cached
 t_rc "a host whose leaf is not cached is refused (fail closed)" 35 \
 	S exec --bind "$D:$D:ro" "$S1" -- curl -s -m 10 -o /dev/null https://other.world.test/
