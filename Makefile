@@ -96,7 +96,7 @@ MAINS := broker/main.c cli/main.c probe/main.c
 # sluice-cni and sluice-oci-hook beside them do not: they need jansson,
 # which no other program links.
 CLI_PROGS_SRC := cli/cni.c cli/cni_conf.c cli/cni_pod.c cli/oci_hook.c
-LIB_SRC := $(filter-out $(MAINS) $(CLI_PROGS_SRC),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c netns/*.c cli/*.c probe/*.c)))
+LIB_SRC := $(filter-out $(MAINS) $(CLI_PROGS_SRC),$(sort $(wildcard common/*.c policy/*.c dnsfilter/*.c broker/*.c broker/proxy/*.c broker/creds/*.c broker/tls/*.c broker/keys/*.c netns/*.c cli/*.c probe/*.c)))
 # The probe links nothing but libc, so that bin/sluice-probe can be static.
 PROBE_SRC := $(filter-out probe/main.c,$(sort $(wildcard probe/*.c)))
 # ... and the pieces of common/ it uses, the JSON string writer and the

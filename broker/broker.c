@@ -93,6 +93,7 @@ static void restart_only_changes(const struct broker *b, const struct broker_con
 		{ "max_head_bytes", n->max_head_bytes != o->max_head_bytes },
 		{ "dns_cache_size", n->dns_cache_size != o->dns_cache_size },
 		{ "user", n->user_uid != o->user_uid || n->user_gid != o->user_gid },
+		{ "key_user", n->key_uid != o->key_uid || n->key_gid != o->key_gid },
 	};
 
 	key_list(k, sizeof(k) / sizeof(k[0]), out, len);
@@ -330,6 +331,21 @@ void broker_resolve_user(struct broker_config *c)
 	struct passwd pw, *res = NULL;
 	char buf[16384];
 
+	/* The key process's likewise: `sluice-keys`, else fixed ids. */
+	if (!c->key_user[0]) {
+		if (getpwnam_r(BROKER_KEYS_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 &&
+		    res) {
+			c->key_uid = res->pw_uid;
+			c->key_gid = res->pw_gid;
+			snprintf(c->key_user, sizeof(c->key_user), "%s", BROKER_KEYS_DEFAULT_USER);
+		} else {
+			c->key_uid = BROKER_KEYS_DEFAULT_UID;
+			c->key_gid = BROKER_KEYS_DEFAULT_GID;
+			snprintf(c->key_user, sizeof(c->key_user), "%u:%u",
+				 BROKER_KEYS_DEFAULT_UID, BROKER_KEYS_DEFAULT_GID);
+		}
+		res = NULL;
+	}
 	if (c->user[0])
 		return;
 	if (getpwnam_r(BROKER_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {

@@ -207,9 +207,10 @@ static long long id_num(const char *s, size_t n)
 	return x < 0xffffffffLL ? x : -1; /* (uid_t)-1 means "no change" */
 }
 
-/* user: NAME (its passwd entry's uid and group), UID or UID:GID, resolved
- * now (see config.h). */
-static int user(struct cfgload *ld, const struct ynode *v, struct broker_config *c)
+/* user, key_user: NAME (its passwd entry's uid and group), UID or UID:GID,
+ * resolved now (see config.h) into @name, @uid, @gid. */
+static int user(struct cfgload *ld, const struct ynode *v, const char *key, char *name,
+		size_t namelen, uid_t *uid, gid_t *gid)
 {
 	char buf[16384];
 	struct passwd pw, *res = NULL;
@@ -217,35 +218,35 @@ static int user(struct cfgload *ld, const struct ynode *v, struct broker_config 
 	long long u, g;
 	int r;
 
-	r = str_into(ld, v, "user", c->user, sizeof(c->user));
+	r = str_into(ld, v, key, name, namelen);
 	if (r < 0)
 		return r;
-	if (!c->user[0])
+	if (!name[0])
 		return 0; /* "": the default, as if not set (main.c resolve_user()) */
-	colon = strchr(c->user, ':');
-	u = id_num(c->user, colon ? (size_t)(colon - c->user) : strlen(c->user));
+	colon = strchr(name, ':');
+	u = id_num(name, colon ? (size_t)(colon - name) : strlen(name));
 	g = colon ? id_num(colon + 1, strlen(colon + 1)) : -2;
 	if (u >= 0 && g != -1) {
-		c->user_uid = (uid_t)u;
+		*uid = (uid_t)u;
 		if (g >= 0) {
-			c->user_gid = (gid_t)g;
+			*gid = (gid_t)g;
 			return 0;
 		}
 		/* UID alone: its passwd entry's group where it has one, else
 		 * the same number. */
 		r = getpwuid_r((uid_t)u, &pw, buf, sizeof(buf), &res);
-		c->user_gid = !r && res ? res->pw_gid : (gid_t)u;
+		*gid = !r && res ? res->pw_gid : (gid_t)u;
 		return 0;
 	}
 	if (colon)
-		return ytree_fail(ld->err, ld->file, v, "`user`: `%s` is not NAME, UID or UID:GID",
-				  c->user);
-	r = getpwnam_r(c->user, &pw, buf, sizeof(buf), &res);
+		return ytree_fail(ld->err, ld->file, v, "`%s`: `%s` is not NAME, UID or UID:GID",
+				  key, name);
+	r = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
 	if (r || !res)
-		return ytree_fail(ld->err, ld->file, v, "`user`: unknown user `%s`%s%s", c->user,
+		return ytree_fail(ld->err, ld->file, v, "`%s`: unknown user `%s`%s%s", key, name,
 				  r ? ": " : "", r ? strerror(r) : "");
-	c->user_uid = res->pw_uid;
-	c->user_gid = res->pw_gid;
+	*uid = res->pw_uid;
+	*gid = res->pw_gid;
 	return 0;
 }
 
@@ -254,7 +255,8 @@ static const char *const known_keys[] = {
 	"transparent_port", "dns_port",	    "upstream_resolvers", "upstream_ca",
 	"audit_log",	  "workers",	    "max_connections", "max_head_bytes",
 	"head_timeout",	  "connect_timeout", "drain_timeout",  "dns_cache_size",
-	"synthetic_pool", "response_timeout", "audit_fold", "control_group", "user", NULL,
+	"synthetic_pool", "response_timeout", "audit_fold", "control_group", "user",
+	"key_user",	  NULL,
 };
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
@@ -276,7 +278,10 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 	if (IS("control_group"))
 		return group(ld, v, c);
 	if (IS("user"))
-		return user(ld, v, c);
+		return user(ld, v, key, c->user, sizeof(c->user), &c->user_uid, &c->user_gid);
+	if (IS("key_user"))
+		return user(ld, v, key, c->key_user, sizeof(c->key_user), &c->key_uid,
+			    &c->key_gid);
 	if (IS("sandbox_pool"))
 		return prefix(ld, v, key, &c->pool_net, &c->pool_plen, 96 + 28);
 	if (IS("synthetic_pool"))

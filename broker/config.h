@@ -20,6 +20,10 @@ struct sl_err;
 #define BROKER_DEFAULT_USER "sluice"
 #define BROKER_DEFAULT_UID 65533
 #define BROKER_DEFAULT_GID 65533
+/* The key process's, likewise (`key_user`). */
+#define BROKER_KEYS_DEFAULT_USER "sluice-keys"
+#define BROKER_KEYS_DEFAULT_UID 65532
+#define BROKER_KEYS_DEFAULT_GID 65532
 
 struct broker_config {
 	char control_socket[108];
@@ -65,6 +69,14 @@ struct broker_config {
 	char user[64];
 	uid_t user_uid;
 	gid_t user_gid;
+	/* key_user: who the key process runs as (broker/keys/), as `user`.
+	 * "" (the default): the system user `sluice-keys` if there is one,
+	 * else BROKER_KEYS_DEFAULT_UID:GID. Must not be `user` nor root. Only
+	 * when the broker switches user (started as root, `user` not 0);
+	 * else the keys stay in the broker, as before. Restart to change. */
+	char key_user[64];
+	uid_t key_uid;
+	gid_t key_gid;
 };
 
 /* Fills @c with the documented defaults. */

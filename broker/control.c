@@ -55,6 +55,7 @@
 #include "broker/broker_internal.h"
 #include "broker/creds/creds.h"
 #include "broker/isolation.h"
+#include "broker/keys/keys.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
@@ -1133,13 +1134,15 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 			       "tls_leaf_hits %llu\ntls_leaf_misses %llu\n"
 			       "tls_leaf_cached %zu\njwt_cached %zu\n"
 			       "control_timeouts %llu\ncontrol_busy %llu\nseccomp_refused %llu\n"
+			       "key_process %s\n"
 			       "watchers %u\nwatchers_dropped %llu\n",
 			sluice_version, sandbox_count(ctl->b->sandboxes),
 			sandbox_audit_count(ctl->b->sandboxes),
 			sandbox_state_lost_count(ctl->b->sandboxes), (unsigned long long)ts.hits,
 			(unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
 			(unsigned long long)ctl->timeouts, (unsigned long long)ctl->busy,
-			(unsigned long long)isolation_seccomp_refused(), nwatch,
+			(unsigned long long)isolation_seccomp_refused(),
+			!keys_active() ? "none" : keys_alive() ? "ok" : "gone", nwatch,
 			(unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)

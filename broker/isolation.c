@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "broker/isolation.h"
+#include "broker/keys/keys.h"
 #include "common/err.h"
 #include "common/file.h"
 
@@ -608,6 +609,8 @@ static gid_t take_gid;
 static unsigned take_n, take_skipped;
 static int take_err;
 static char take_where[PATH_MAX];
+static char take_keys[PATH_MAX + 8];
+static size_t take_keys_len;
 
 int isolation_give(const char *path, const struct stat *seen, uid_t uid, gid_t gid)
 {
@@ -668,6 +671,10 @@ static int take_one(const char *path, const struct stat *st, int type, struct FT
 	if (type == FTW_NS || (st->st_uid == take_uid && st->st_gid == take_gid) ||
 	    S_ISSOCK(st->st_mode))
 		return 0;
+	/* state_dir/keys and what is in it are the key process's. */
+	if (!strncmp(path, take_keys, take_keys_len) &&
+	    (path[take_keys_len] == '\0' || path[take_keys_len] == '/'))
+		return 0;
 	r = isolation_give(path, st, take_uid, take_gid);
 	if (r < 0) {
 		take_err = r;
@@ -685,6 +692,11 @@ int isolation_take_over(const char *dir, uid_t uid, gid_t gid, unsigned *n, stru
 {
 	take_uid = uid;
 	take_gid = gid;
+	take_keys_len = strlen(dir);
+	while (take_keys_len > 1 && dir[take_keys_len - 1] == '/')
+		take_keys_len--; /* as nftw() names what is in it */
+	snprintf(take_keys, sizeof(take_keys), "%.*s/%s", (int)take_keys_len, dir, KEYS_DIR);
+	take_keys_len = strlen(take_keys);
 	take_n = take_skipped = 0;
 	take_err = 0;
 	/* FTW_PHYS: no symlink is followed; FTW_MOUNT: no other file system;

@@ -32,6 +32,7 @@
 #include "broker/broker_internal.h"
 #include "broker/creds/creds.h"
 #include "broker/isolation.h"
+#include "broker/keys/keys.h"
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/err.h"
@@ -415,6 +416,20 @@ int main(int argc, char **argv)
 	if (r < 0)
 		die("sluiced: state_dir `%s`: %s", b->cfg.state_dir, strerror(-r));
 	lock_state_dir(b->cfg.state_dir);
+	/* The CA keys' process (broker/keys/): still one thread and root, and
+	 * the state_dir is ours (it takes over the keys an older broker left
+	 * there). Without a switch the keys stay here, as before. */
+	if (b->switching) {
+		if (b->cfg.key_uid == b->cfg.user_uid || b->cfg.key_uid == 0)
+			die("sluiced: key_user %s: must be neither root nor the broker's user %s",
+			    b->cfg.key_user, b->cfg.user);
+		if (keys_start(b->cfg.state_dir, b->cfg.key_uid, b->cfg.key_gid, err,
+			       sizeof(err)) < 0)
+			die("sluiced: %s", err);
+		log_info("sluiced: CA keys held by sluiced-keys (pid %d) as user %s (%u:%u)",
+			 (int)keys_pid(), b->cfg.key_user, (unsigned)b->cfg.key_uid,
+			 (unsigned)b->cfg.key_gid);
+	}
 	/* Before the control socket, which a refused broker must not touch. */
 	check_ports_free(b);
 	/* Intercepted connections' upstream side; read before privileges go. */

@@ -818,6 +818,7 @@ static void undo_register(struct sandbox_table *tab, struct sandbox *reg)
 	if (!sb)
 		return;
 	atomic_store(&sb->dead, true);
+	(void)tls_ca_delete(sb->ca); /* a key the key process saved for it */
 	if (sb->creds)
 		creds_sandbox_forget(sb);
 	sandbox_put(sb);
@@ -1099,6 +1100,10 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, s
 		if (sb->approvals[i].until_ms)
 			tab->timed_approvals--; /* they go with it */
 	atomic_store(&sb->dead, true);
+	/* Its CA key, where the key process keeps it; kept while the rest of
+	 * its state is (a restart restores the sandbox then). */
+	if (r == 0 && tls_ca_delete(sb->ca) < 0)
+		log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
 	 * until it has. A put in the loop drops only the reference just taken,
@@ -1415,8 +1420,12 @@ static bool netns_gone(const char *name)
 static void drop_stale(struct sandbox_table *tab, const char *name, const char *addr)
 {
 	char what[700];
-	int r = remove_state(tab, name, what, sizeof(what));
+	int r;
 
+	/* Its CA key first, named by the certificate about to go. */
+	snprintf(what, sizeof(what), "%s/%s", tab->ca_dir, name);
+	(void)tls_ca_delete_saved(what);
+	r = remove_state(tab, name, what, sizeof(what));
 	creds_sandbox_remove_state(name);
 	if (r < 0)
 		log_err("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone), but "

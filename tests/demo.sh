@@ -154,7 +154,7 @@ PROBE=(probe --timeout 3
 	--redirect-url "http://echo.world.test/redirect?to=http://10.0.0.5/"
 	--edge-suffix evil.world.test --edge-prefix evil- --gateway-ports 22,80,443,8080,9090
 	--control-socket "$BROKER_SOCK" --broker-pid "$BROKER_PID"
-	--secret-file "$D/state/ca/$SB/ca.key")
+	--secret-file "$D/state/keys/$(openssl x509 -in "$D/state/ca/$SB/ca.crt" -outform DER | sha256sum | cut -d" " -f1).key")
 show X "$BIN/sluice" "${PROBE[@]}"
 X "$BIN/sluice" "${PROBE[@]}" | sed 's/^/  /'
 echo "  (exit status ${PIPESTATUS[0]}: 0 means every check passed or was skipped with its reason)"

@@ -293,7 +293,7 @@ static void secrets_free(void *arg)
 
 		creds_secret_free(&src->secret);
 		creds_tokens_put(src->token);
-		EVP_PKEY_free(src->key);
+		creds_jwt_key_free(src->key);
 		free(src->kid);
 	}
 	free(sec->src);

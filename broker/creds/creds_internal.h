@@ -198,6 +198,18 @@ int creds_base64_decode(const char *in, size_t len, unsigned char *out,
 int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key,
 		       char *err, size_t errlen);
 
+/* Frees a key of creds_jwt_key_load(): one the key process holds is
+ * dropped there too. NULL is fine. */
+void creds_jwt_key_free(struct evp_pkey_st *key);
+
+/* Is @key one creds_jwt_mint() signs with (EC P-256, Ed25519)? */
+bool creds_jwt_key_ok(struct evp_pkey_st *key);
+
+/* The JWS signature of @len bytes of @tbs: ES256 R||S or Ed25519, 64
+ * bytes (the key process's JWT_SIGN). 0, -EINVAL, -ENOMEM or -EIO. */
+int creds_jwt_sign_raw(struct evp_pkey_st *key, const unsigned char *tbs, size_t len,
+		       unsigned char sig[64]);
+
 /**
  * creds_jwt_mint() - sign a short-lived JWT
  * @key:   from creds_jwt_key_load() (or any EC P-256 / Ed25519 key)

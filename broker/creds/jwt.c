@@ -10,10 +10,14 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -25,6 +29,8 @@
 #include <openssl/rand.h>
 
 #include "broker/creds/creds_internal.h"
+#include "broker/keys/keys.h"
+#include "common/file.h"
 
 /* Longest claim or kid accepted (a host name is 253). */
 #define JWT_FIELD_MAX 1024
@@ -64,6 +70,97 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
+/*
+ * With the key process (broker/keys/), a key is held there: the broker
+ * keeps its public half, marked with the key process's handle, and asks
+ * for each signature (JWT_SIGN). Minted tokens are cached per (sandbox,
+ * host) as before (creds.c), so a round trip is paid per token, not per
+ * request.
+ */
+static int ex_index = -1;
+static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
+
+static void ex_init(void)
+{
+	ex_index = EVP_PKEY_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* The key process's handle of @key, or 0 for a key held here. */
+static uint32_t remote_handle(EVP_PKEY *key)
+{
+	if (!keys_active() || !key)
+		return 0;
+	pthread_once(&ex_once, ex_init);
+	return ex_index < 0 ? 0 : (uint32_t)(uintptr_t)EVP_PKEY_get_ex_data(key, ex_index);
+}
+
+/*
+ * The broker opens the file (itself, or through its opener for a root-only
+ * one) and hands the descriptor over unread. One that neither may read is
+ * opened by the key process as its own user: a key file given to the key
+ * user (0600) is out of the broker's reach altogether.
+ */
+static int remote_load(const char *pem_file, EVP_PKEY **key, char *err, size_t errlen)
+{
+	unsigned char *spki = NULL;
+	const unsigned char *p;
+	uint32_t handle = 0;
+	EVP_PKEY *k = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	if (!pem_file || pem_file[0] != '/') {
+		if (err && errlen)
+			snprintf(err, errlen, "JWT key `%s` is not an absolute path",
+				 pem_file ? pem_file : "");
+		return -EINVAL;
+	}
+	fd = file_open_read(pem_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && fd != -EACCES && fd != -EPERM) {
+		if (err && errlen)
+			snprintf(err, errlen, "JWT key `%s`: %s", pem_file,
+				 fd == -ELOOP ? "is a symlink (refused)" : strerror(-fd));
+		return fd;
+	}
+	r = keys_jwt_load(pem_file, fd, &handle, &spki, &len);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0) {
+		p = spki;
+		k = d2i_PUBKEY(NULL, &p, (long)len);
+		pthread_once(&ex_once, ex_init);
+		if (!k || p != spki + len || key_alg(k) == JWT_NONE || ex_index < 0 ||
+		    EVP_PKEY_set_ex_data(k, ex_index, (void *)(uintptr_t)handle) != 1) {
+			(void)keys_jwt_drop(handle);
+			EVP_PKEY_free(k);
+			k = NULL;
+			r = -EIO;
+		}
+	}
+	free(spki);
+	ERR_clear_error();
+	if (r < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "JWT key `%s`: %s", pem_file,
+				 r == -EINVAL ? "not a PEM private key, EC P-256 (ES256) or Ed25519 "
+						"(EdDSA)"
+				 : r == -EPIPE ? "the key process is gone"
+					       : strerror(-r));
+		return r;
+	}
+	*key = k;
+	return 0;
+}
+
+void creds_jwt_key_free(EVP_PKEY *key)
+{
+	uint32_t h = remote_handle(key);
+
+	if (h)
+		(void)keys_jwt_drop(h);
+	EVP_PKEY_free(key);
+}
+
 int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
 		       size_t errlen)
 {
@@ -73,6 +170,8 @@ int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
 	int ret;
 
 	*key = NULL;
+	if (keys_active())
+		return remote_load(pem_file, key, err, errlen);
 	ret = creds_file_read(pem_file, &pem, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -211,6 +310,20 @@ out:
 	return ret;
 }
 
+bool creds_jwt_key_ok(EVP_PKEY *key)
+{
+	return key_alg(key) != JWT_NONE;
+}
+
+int creds_jwt_sign_raw(EVP_PKEY *key, const unsigned char *tbs, size_t len, unsigned char sig[64])
+{
+	enum jwt_alg alg = key_alg(key);
+
+	if (alg == JWT_NONE)
+		return -EINVAL;
+	return sign(key, alg, (const char *)tbs, len, sig);
+}
+
 static bool field_ok(const char *s, bool optional)
 {
 	if (!s)
@@ -288,7 +401,10 @@ int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
 		goto out;
 	}
 
-	ret = sign(key, alg, o.p, o.len, sig);
+	if (remote_handle(key))
+		ret = keys_jwt_sign(remote_handle(key), (const unsigned char *)o.p, o.len, sig);
+	else
+		ret = sign(key, alg, o.p, o.len, sig);
 	if (ret < 0)
 		goto out;
 	jput(&o, ".", 1);

@@ -37,6 +37,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "broker/keys/keys.h"
 #include "broker/tls/tls_internal.h"
 #include "common/file.h"
 #include "common/sumfile.h"
@@ -119,7 +120,7 @@ int tls_set_validity(X509 *x, time_t from, time_t to)
 	return 0;
 }
 
-static time_t asn1_time_to_time(const ASN1_TIME *t)
+time_t tls_asn1_time(const ASN1_TIME *t)
 {
 	struct tm tm;
 
@@ -128,7 +129,7 @@ static time_t asn1_time_to_time(const ASN1_TIME *t)
 	return timegm(&tm);
 }
 
-static X509 *make_ca_cert(EVP_PKEY *key, const char *sandbox_name)
+X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name)
 {
 	char cn[65];
 	X509_NAME *name;
@@ -177,7 +178,7 @@ static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen
 	}
 	ca->key = key;
 	ca->cert = cert;
-	ca->not_after = asn1_time_to_time(X509_get0_notAfter(cert));
+	ca->not_after = tls_asn1_time(X509_get0_notAfter(cert));
 	ca->leaf_key = new_p256_key();
 	if (!ca->leaf_key || pthread_mutex_init(&ca->lock, NULL) != 0) {
 		tls_seterr(err, errlen, "cannot make the leaf key");
@@ -196,6 +197,75 @@ static bool name_ok(const char *s)
 	return true;
 }
 
+int tls_cert_id(X509 *cert, unsigned char id[32])
+{
+	unsigned int n = 0;
+
+	if (X509_digest(cert, EVP_sha256(), id, &n) != 1 || n != 32) {
+		ERR_clear_error();
+		return -EIO;
+	}
+	return 0;
+}
+
+/* A CA whose key the key process holds: @cert (taken) and its id. */
+static struct tls_ca *remote_ca(X509 *cert, char *err, size_t errlen)
+{
+	unsigned char id[32];
+	struct tls_ca *ca;
+
+	if (tls_cert_id(cert, id) < 0) {
+		tls_seterr(err, errlen, "cannot hash the CA certificate");
+		X509_free(cert);
+		return NULL;
+	}
+	ca = ca_new(NULL, cert, err, errlen);
+	if (!ca) {
+		X509_free(cert);
+		return NULL;
+	}
+	ca->remote = true;
+	memcpy(ca->id, id, sizeof(id));
+	return ca;
+}
+
+/* X509 from @len bytes of DER, all of them, or NULL. */
+static X509 *cert_from_der(const unsigned char *der, size_t len)
+{
+	const unsigned char *p = der;
+	X509 *x = len <= LONG_MAX ? d2i_X509(NULL, &p, (long)len) : NULL;
+
+	if (x && p != der + len) {
+		X509_free(x);
+		x = NULL;
+	}
+	ERR_clear_error();
+	return x;
+}
+
+static struct tls_ca *remote_create(const char *sandbox_name, char *err, size_t errlen)
+{
+	unsigned char *der = NULL;
+	size_t len = 0;
+	X509 *cert;
+	int r;
+
+	r = keys_ca_create(sandbox_name, &der, &len);
+	if (r < 0) {
+		tls_seterr(err, errlen, "the key process made no CA: %s", strerror(-r));
+		return NULL;
+	}
+	cert = cert_from_der(der, len);
+	free(der);
+	/* What came back is checked as a loaded one is: a CA, in date. */
+	if (!cert || X509_check_ca(cert) < 1) {
+		tls_seterr(err, errlen, "the key process answered with no CA certificate");
+		X509_free(cert);
+		return NULL;
+	}
+	return remote_ca(cert, err, errlen);
+}
+
 struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
 {
 	struct tls_ca *ca;
@@ -206,12 +276,14 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
 		tls_seterr(err, errlen, "bad sandbox name for a CA");
 		return NULL;
 	}
+	if (keys_active())
+		return remote_create(sandbox_name, err, errlen);
 	key = new_p256_key();
 	if (!key) {
 		tls_seterr(err, errlen, "cannot make the CA key");
 		return NULL;
 	}
-	cert = make_ca_cert(key, sandbox_name);
+	cert = tls_ca_make_cert(key, sandbox_name);
 	if (!cert) {
 		tls_seterr(err, errlen, "cannot make the CA certificate");
 		EVP_PKEY_free(key);
@@ -245,8 +317,9 @@ static int write_file_in(const char *dir, const char *name, const char *data, si
 	return file_write_atomic(path, data, len, mode);
 }
 
-/* Writes DIR/ca.sum: the sums of the key's and the certificate's bytes. */
-static int write_sums(const char *dir, uint64_t key_sum, uint64_t crt_sum)
+/* Writes DIR/ca.sum: the sums of the key's (@key_sum; NULL when the key
+ * process holds the key, not DIR) and the certificate's bytes. */
+static int write_sums(const char *dir, const uint64_t *key_sum, uint64_t crt_sum)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct sumfile_writer w;
@@ -258,9 +331,36 @@ static int write_sums(const char *dir, uint64_t key_sum, uint64_t crt_sum)
 	if (!f)
 		return -errno;
 	sumfile_begin(&w, f, CA_SUM_KIND);
-	sumfile_line(&w, "%s %016llx", CA_KEY_FILE, (unsigned long long)key_sum);
+	if (key_sum)
+		sumfile_line(&w, "%s %016llx", CA_KEY_FILE, (unsigned long long)*key_sum);
 	sumfile_line(&w, "%s %016llx", CA_CRT_FILE, (unsigned long long)crt_sum);
 	return sumfile_commit(&w, tmp, path);
+}
+
+/* The key process writes the key in its own directory (asked first: a
+ * certificate without its key is useless); DIR gets the certificate and
+ * its sum. */
+static int remote_save(const struct tls_ca *ca, const char *dir)
+{
+	BIO *cb = BIO_new(BIO_s_mem());
+	char *cp;
+	long cl;
+	int ret = -ENOMEM;
+
+	if (!cb || !PEM_write_bio_X509(cb, ca->cert))
+		goto out;
+	cl = BIO_get_mem_data(cb, &cp);
+	if (cl <= 0)
+		goto out;
+	ret = keys_ca_save(ca->id);
+	if (ret == 0)
+		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0640);
+	if (ret == 0)
+		ret = write_sums(dir, NULL, sumfile_sum(cp, (size_t)cl));
+out:
+	BIO_free(cb);
+	ERR_clear_error();
+	return ret;
 }
 
 int tls_ca_save(const struct tls_ca *ca, const char *dir)
@@ -272,6 +372,8 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 
 	if (!ca || !dir)
 		return -EINVAL;
+	if (ca->remote)
+		return remote_save(ca, dir);
 	/* Secure-heap memory when there is one; cleared on free either way. */
 	kb = BIO_new(BIO_s_secmem());
 	cb = BIO_new(BIO_s_mem());
@@ -288,8 +390,11 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 	ret = write_file_in(dir, CA_KEY_FILE, kp, (size_t)kl, 0600);
 	if (ret == 0)
 		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0640);
-	if (ret == 0)
-		ret = write_sums(dir, sumfile_sum(kp, (size_t)kl), sumfile_sum(cp, (size_t)cl));
+	if (ret == 0) {
+		uint64_t ks = sumfile_sum(kp, (size_t)kl);
+
+		ret = write_sums(dir, &ks, sumfile_sum(cp, (size_t)cl));
+	}
 out:
 	BIO_free(kb);
 	BIO_free(cb);
@@ -302,9 +407,8 @@ out:
  * secure heap (when there is one).  @private refuses a file that group or
  * others may access.  The caller frees *buf with OPENSSL_secure_clear_free.
  */
-static int read_small_at(int dfd, const char *name, bool private,
-			 unsigned char **buf, size_t *len, char *err,
-			 size_t errlen)
+int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **buf, size_t *len,
+		      char *err, size_t errlen)
 {
 	struct stat st;
 	unsigned char *b;
@@ -380,6 +484,46 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
+/* The certificate from DIR, its key in the key process (which checks
+ * that the two match, and that it is a CA in date). */
+static struct tls_ca *remote_load(int dfd, const char *dir, char *err, size_t errlen)
+{
+	unsigned char *cbuf = NULL, *der = NULL;
+	size_t clen = 0;
+	X509 *cert = NULL;
+	BIO *b;
+	int n, r;
+
+	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err, errlen) < 0)
+		return NULL;
+	b = BIO_new_mem_buf(cbuf, (int)clen);
+	if (b)
+		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+	BIO_free(b);
+	OPENSSL_secure_clear_free(cbuf, clen);
+	if (!cert) {
+		tls_seterr(err, errlen, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
+		return NULL;
+	}
+	n = i2d_X509(cert, &der);
+	if (n <= 0) {
+		tls_seterr(err, errlen, "`%s/%s`: cannot encode", dir, CA_CRT_FILE);
+		X509_free(cert);
+		return NULL;
+	}
+	r = keys_ca_load(der, (size_t)n);
+	OPENSSL_free(der);
+	if (r < 0) {
+		tls_seterr(err, errlen, "`%s/%s`: the key process %s", dir, CA_CRT_FILE,
+			   r == -ENOENT   ? "holds no key for it"
+			   : r == -EINVAL ? "refuses it (not a CA in date, or not its key's)"
+					  : strerror(-r));
+		X509_free(cert);
+		return NULL;
+	}
+	return remote_ca(cert, err, errlen);
+}
+
 struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 {
 	unsigned char *kbuf = NULL, *cbuf = NULL;
@@ -399,8 +543,13 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 		tls_seterr(err, errlen, "`%s`: %s", dir, strerror(errno));
 		return NULL;
 	}
-	if (read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, err, errlen) < 0 ||
-	    read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err, errlen) < 0)
+	if (keys_active()) {
+		ca = remote_load(dfd, dir, err, errlen);
+		close(dfd);
+		return ca;
+	}
+	if (tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, err, errlen) < 0 ||
+	    tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err, errlen) < 0)
 		goto out;
 
 	b = BIO_new_mem_buf(kbuf, (int)klen);
@@ -487,6 +636,7 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
 	size_t klen = 0, clen = 0, slen = 0;
 	struct sumfile_result res;
 	struct sums x = { 0 };
+	bool remote = keys_active();
 	char e[200];
 	int dfd, r;
 
@@ -494,24 +644,26 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = read_small_at(dfd, CA_SUM_FILE, false, &sbuf, &slen, e, sizeof(e));
+	r = tls_read_small_at(dfd, CA_SUM_FILE, false, &sbuf, &slen, e, sizeof(e));
 	if (r < 0) {
 		close(dfd);
 		return r == -ENOENT ? -ENOENT : -EBADMSG;
 	}
 	sumfile_parse((const char *)sbuf, slen, CA_SUM_KIND, false, sum_line, &x, &res);
 	OPENSSL_secure_clear_free(sbuf, slen);
-	if (res.status != SUMFILE_OK || x.seen != 3) {
+	/* With the key process, the key is not here (an older broker's sum
+	 * of it is left unchecked: the key process took the key over). */
+	if (res.status != SUMFILE_OK || !(x.seen & 2) || (!remote && x.seen != 3)) {
 		close(dfd);
 		return -EBADMSG;
 	}
 	r = 0;
-	if (read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
-	    sumfile_sum((const char *)kbuf, klen) != x.key) {
+	if (!remote && (tls_read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
+			sumfile_sum((const char *)kbuf, klen) != x.key)) {
 		snprintf(what, whatlen, "%s", CA_KEY_FILE);
 		r = -EILSEQ;
 	}
-	if (read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e)) < 0 ||
+	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e)) < 0 ||
 	    sumfile_sum((const char *)cbuf, clen) != x.crt) {
 		size_t n = strlen(what);
 
@@ -537,12 +689,14 @@ int tls_ca_write_sums(const char *dir)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
+	r = keys_active() ? 0 : tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
 	if (r == 0)
-		r = read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e));
-	if (r == 0)
-		r = write_sums(dir, sumfile_sum((const char *)kbuf, klen),
-			       sumfile_sum((const char *)cbuf, clen));
+		r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e));
+	if (r == 0) {
+		uint64_t ks = kbuf ? sumfile_sum((const char *)kbuf, klen) : 0;
+
+		r = write_sums(dir, kbuf ? &ks : NULL, sumfile_sum((const char *)cbuf, clen));
+	}
 	if (kbuf)
 		OPENSSL_secure_clear_free(kbuf, klen);
 	if (cbuf)
@@ -575,10 +729,47 @@ int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)
 	return 0;
 }
 
+int tls_ca_delete_saved(const char *dir)
+{
+	unsigned char *cbuf = NULL, id[32];
+	size_t clen = 0;
+	X509 *cert = NULL;
+	BIO *b;
+	int dfd, r;
+
+	if (!keys_active())
+		return 0;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL, 0);
+	close(dfd);
+	if (r < 0)
+		return r;
+	b = BIO_new_mem_buf(cbuf, (int)clen);
+	if (b)
+		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+	BIO_free(b);
+	OPENSSL_secure_clear_free(cbuf, clen);
+	r = cert ? tls_cert_id(cert, id) : -EINVAL;
+	X509_free(cert);
+	ERR_clear_error();
+	return r < 0 ? r : keys_ca_drop(id);
+}
+
+int tls_ca_delete(const struct tls_ca *ca)
+{
+	/* A local key goes with DIR (sandbox.c removes it). */
+	return ca && ca->remote ? keys_ca_drop(ca->id) : 0;
+}
+
 void tls_ca_free(struct tls_ca *ca)
 {
 	if (!ca)
 		return;
+	/* Out of the key process's memory (a saved key stays on its disk). */
+	if (ca->remote)
+		(void)keys_ca_forget(ca->id);
 	tls_leaf_cache_free(ca);
 	pthread_mutex_destroy(&ca->lock);
 	EVP_PKEY_free(ca->leaf_key);

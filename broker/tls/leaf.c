@@ -34,6 +34,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "broker/keys/keys.h"
 #include "broker/tls/tls_internal.h"
 #include "policy/policy.h"
 
@@ -128,8 +129,8 @@ out:
 	return ret;
 }
 
-static X509 *make_leaf(const struct tls_ca *ca, const struct tls_host *h,
-		       time_t now, time_t *not_after)
+X509 *tls_leaf_make(EVP_PKEY *ca_key, X509 *ca_cert, time_t ca_not_after, EVP_PKEY *pub,
+		    const struct tls_host *h, time_t now, time_t *not_after)
 {
 	X509 *x = X509_new();
 	X509_NAME *name;
@@ -137,8 +138,8 @@ static X509 *make_leaf(const struct tls_ca *ca, const struct tls_host *h,
 
 	if (!x)
 		return NULL;
-	if (ca->not_after && end > ca->not_after)
-		end = ca->not_after;
+	if (ca_not_after && end > ca_not_after)
+		end = ca_not_after;
 	name = X509_get_subject_name(x);
 	/* The SAN is what clients check; the CN is for people, and holds
 	 * 64 characters at most. */
@@ -148,17 +149,17 @@ static X509 *make_leaf(const struct tls_ca *ca, const struct tls_host *h,
 					(const unsigned char *)(strlen(h->name) <= 64
 						? h->name : "sluice intercepted host"),
 					-1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||
-	    !X509_set_pubkey(x, ca->leaf_key))
+	    !X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) ||
+	    !X509_set_pubkey(x, pub))
 		goto fail;
-	if (tls_add_ext(x, ca->cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
-	    tls_add_ext(x, ca->cert, NID_key_usage, "critical,digitalSignature") < 0 ||
-	    tls_add_ext(x, ca->cert, NID_ext_key_usage, "serverAuth") < 0 ||
-	    tls_add_ext(x, ca->cert, NID_subject_key_identifier, "hash") < 0 ||
-	    tls_add_ext(x, ca->cert, NID_authority_key_identifier, "keyid:always") < 0 ||
+	if (tls_add_ext(x, ca_cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
+	    tls_add_ext(x, ca_cert, NID_key_usage, "critical,digitalSignature") < 0 ||
+	    tls_add_ext(x, ca_cert, NID_ext_key_usage, "serverAuth") < 0 ||
+	    tls_add_ext(x, ca_cert, NID_subject_key_identifier, "hash") < 0 ||
+	    tls_add_ext(x, ca_cert, NID_authority_key_identifier, "keyid:always") < 0 ||
 	    add_san(x, h) < 0)
 		goto fail;
-	if (!X509_sign(x, ca->key, EVP_sha256()))
+	if (!X509_sign(x, ca_key, EVP_sha256()))
 		goto fail;
 	*not_after = end;
 	return x;
@@ -191,12 +192,45 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_NOACK;
 }
 
+/*
+ * A leaf signed by the key process (broker/keys/): the leaf's public key
+ * goes there, the certificate comes back. Its end is the certificate's
+ * own, whatever the key process chose (never past the CA's).
+ */
+static X509 *remote_leaf(const struct tls_ca *ca, const struct tls_host *h, time_t *end)
+{
+	unsigned char *pub = NULL, *der = NULL;
+	const unsigned char *p;
+	size_t len = 0;
+	X509 *x = NULL;
+	int n;
+
+	n = i2d_PUBKEY(ca->leaf_key, &pub);
+	if (n <= 0)
+		return NULL;
+	if (keys_leaf_sign(ca->id, h->name, pub, (size_t)n, &der, &len) == 0) {
+		p = der;
+		x = d2i_X509(NULL, &p, (long)len);
+		if (x && p != der + len) {
+			X509_free(x);
+			x = NULL;
+		}
+	}
+	OPENSSL_free(pub);
+	free(der);
+	if (x)
+		*end = tls_asn1_time(X509_get0_notAfter(x));
+	return x;
+}
+
 static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct tls_host *h,
 			      time_t now, time_t *refresh_at)
 {
 	SSL_CTX *ctx;
 	time_t end = 0;
-	X509 *leaf = make_leaf(ca, h, now, &end);
+	X509 *leaf = ca->remote ? remote_leaf(ca, h, &end)
+				: tls_leaf_make(ca->key, ca->cert, ca->not_after, ca->leaf_key, h,
+						now, &end);
 
 	if (!leaf)
 		return NULL;

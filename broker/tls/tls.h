@@ -155,8 +155,24 @@ struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, char *err,
  */
 int tls_upstream_prepare(struct ssl_st *ssl, const char *host);
 
-/* Frees the CA and its cache; contexts handed out stay valid. NULL is fine. */
+/* Frees the CA and its cache; contexts handed out stay valid. NULL is fine.
+ * A CA the key process holds is forgotten there (its saved key stays). */
 void tls_ca_free(struct tls_ca *ca);
+
+/**
+ * tls_ca_delete() - the sandbox is gone: its CA key too
+ * @ca: the CA (still to be tls_ca_free()d); NULL is fine
+ *
+ * With the key process (broker/keys/), it deletes the key it saved; a key
+ * in the broker's own state_dir goes with the directory (sandbox.c).
+ *
+ * Return: 0 or a negative errno.
+ */
+int tls_ca_delete(const struct tls_ca *ca);
+
+/* The same for a CA not loaded, by the certificate tls_ca_save() left in
+ * @dir (a registration dropped at start-up). 0 or a negative errno. */
+int tls_ca_delete_saved(const char *dir);
 
 /* ---- ClientHello (clienthello.c) ---------------------------------------- */
 

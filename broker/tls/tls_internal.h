@@ -30,7 +30,11 @@ struct tls_leaf {
 };
 
 struct tls_ca {
+	/* NULL when the key process holds it (@remote): then @id names it
+	 * there (broker/keys/keys.h). */
 	EVP_PKEY *key;
+	bool remote;
+	unsigned char id[32];
 	X509 *cert;
 	time_t not_after; /* the CA's; no leaf outlives it */
 	EVP_PKEY *leaf_key;
@@ -58,6 +62,23 @@ void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
 int tls_set_random_serial(X509 *x);
 int tls_add_ext(X509 *x, X509 *issuer, int nid, const char *value);
 int tls_set_validity(X509 *x, time_t from, time_t to);
+time_t tls_asn1_time(const ASN1_TIME *t);
+/* ca.c: the self-signed CA certificate of tls_ca_create() for @key. */
+X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name);
+/* ca.c: a CA's id, the SHA-256 of its certificate's DER. 0 or -errno. */
+int tls_cert_id(X509 *cert, unsigned char id[32]);
+/* ca.c: reads the small regular file @name in @dfd, never through a
+ * symlink, into OPENSSL_secure memory (OPENSSL_secure_clear_free it);
+ * @private refuses one that group or others may access. 0 or -errno. */
+int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **buf, size_t *len,
+		      char *err, size_t errlen);
+
+/* leaf.c: a leaf for @h with the public key of @pub, signed by @ca_key for
+ * @ca_cert, valid from TLS_BACKDATE_SEC before @now for TLS_LEAF_DAYS but
+ * never past @ca_not_after (0: no cap); *@not_after set to its end.
+ * basicConstraints CA:FALSE, EKU serverAuth, one SAN. NULL on failure. */
+X509 *tls_leaf_make(EVP_PKEY *ca_key, X509 *ca_cert, time_t ca_not_after, EVP_PKEY *pub,
+		    const struct tls_host *h, time_t now, time_t *not_after);
 
 /* leaf.c: see the comment at its definition. */
 int tls_host_parse(const char *in, struct tls_host *h);

@@ -53,7 +53,11 @@ t_ok "its certificate is the broker's saved one" \
 t_ok "sluice ca prints the sandbox CA's certificate" S ca "$S1"
 t_eq "the same as the broker's" "$(cat "$STATE/ca/$S1/ca.crt")" "$T_OUT"
 t_rc "sluice ca for no such sandbox" 1 S ca "$WORLD_PREFIX-nope"
-t_eq "the CA key is kept 0600 in state_dir" "600" "$(stat -c %a "$STATE/ca/$S1/ca.key")"
+# The key is the key process's (broker/keys/): state_dir/keys/ID.key, ID the
+# SHA-256 of the certificate's DER; state_dir/ca holds the certificate only.
+KEY1=$STATE/keys/$(openssl x509 -in "$STATE/ca/$S1/ca.crt" -outform DER | sha256sum | cut -d' ' -f1).key
+t_eq "the CA key is kept 0600 by the key process" "600" "$(stat -c %a "$KEY1")"
+t_rc "  ... not beside the certificate" 1 test -e "$STATE/ca/$S1/ca.key"
 t_rc "and is not in the sandbox's bundle" 1 grep -q "PRIVATE KEY" "$BUNDLE"
 t_ok "the CA cert is an EC P-256 CA" \
 	bash -c "openssl x509 -in '$STATE/ca/$S1/ca.crt' -noout -text | grep -q 'prime256v1' &&
@@ -195,6 +199,7 @@ t_ok "has a CA of its own" test -f "$STATE/ca/$S2/ca.crt"
 t_rc "the first sandbox's CA is not in its bundle" 1 grep -qF "$CA1" "/run/sluice-sandboxes/$S2/ca-bundle.crt"
 t_ok "delete the first" S delete "$S1"
 t_rc "its CA is gone from state_dir" 1 test -e "$STATE/ca/$S1"
+t_rc "  ... and its key from the key process's directory" 1 test -e "$KEY1"
 # Its emptied directory is renamed out of the way, then removed by a thread.
 ca_gone_left() {
 	local i
