@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "broker/config.h"
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
 #include "common/reason.h"

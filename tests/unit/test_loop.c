@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "broker/loop.h"
+#include "common/loop.h"
 
 static uint64_t mono_ms(void)
 {
