@@ -355,7 +355,7 @@ void broker_free(struct broker *b)
 		if (!w->loop)
 			continue;
 		/* Its loop has stopped: what the drain did not close yet. */
-		dns_server_stop(w);
+		broker_dns_stop(w);
 		resolver_free(w->resolver);
 		loop_free(w->loop);
 	}
