@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the broker event loop: timers, deleted evs, posts, stop. */
+/* Unit tests for the event loop (common/loop.c): timers, deleted evs, posts, stop. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
