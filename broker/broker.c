@@ -125,7 +125,7 @@ static void reload_changes(const struct broker *b, const struct broker_config *n
 /* Held besides connections: listeners, epoll and wake fds, the control
  * socket, the audit log, resolver sockets (a few per worker). */
 #define FDS_BASE(workers) (64u + (workers) * 16u)
-/* Each worker's TCP connections to the DNS filter (256 at most, dns.c). */
+/* Each worker's TCP connections to the DNS filter (256 at most, dnsfilter/server.c). */
 #define FDS_DNS_TCP(workers) ((workers) * 256u)
 
 /*
@@ -371,7 +371,7 @@ void broker_free(struct broker *b)
 		if (!w->loop)
 			continue;
 		/* Its loop has stopped: what the drain did not close yet. */
-		dns_server_stop(w);
+		broker_dns_stop(w);
 		resolver_free(w->resolver);
 		loop_free(w->loop);
 	}

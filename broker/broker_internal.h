@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "broker/config.h"
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
 #include "common/reason.h"
@@ -42,18 +42,14 @@ struct sandbox {
 	 * audit line of an update names (changes with @policy, same lock). */
 	char policy_sha256[65];
 	atomic_uint conns;
-	atomic_uint dns_tcp; /* TCP connections to the DNS filter, all workers */
 	atomic_bool dead;
 	bool netns; /* made by `sluice create`: lives while /run/netns/NAME does */
 	/* Names -> synthetic addresses, for the sandbox's life (its own lock). */
 	struct dns_synth *synth;
-	/* DNS query rate: dns_lock guards the buckets and the counters. */
-	pthread_mutex_t dns_lock;
-	struct dns_bucket dns_bucket;
-	struct dns_bucket dns_refuse_bucket; /* REFUSED answers over the rate */
-	uint64_t dns_limited;	     /* refused for rate since the last report */
-	uint64_t dns_dropped;	     /* left unanswered since the last report */
-	uint64_t dns_limited_log_ms; /* when that report was logged */
+	/* What the DNS filter server keeps of it: its query rate, its TCP
+	 * connections (dnsfilter/server.c; dns.lock is initialised with the
+	 * sandbox and destroyed with it). */
+	struct dns_client_state dns;
 	/* Placeholders issued to this sandbox (its own lock). */
 	struct creds_table *creds;
 	/* Its placeholders file was damaged or missing at the broker's start:
@@ -206,7 +202,7 @@ struct worker {
 	/* This worker's reference on the limits in force: read and swapped on
 	 * its own thread only (struct broker_limits). */
 	const struct broker_limits *limits;
-	/* Its DNS filter sockets (dns.c); this worker's alone. */
+	/* Its DNS filter sockets (dnsfilter/server.c); this worker's alone. */
 	struct dns_server *dns;
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
@@ -334,13 +330,13 @@ void proxy_set_worker(struct worker *w);
 /* proxy/accept.c: the worker whose loop runs now (NULL off the workers). */
 struct worker *proxy_cur_worker(void);
 
-/* dns.c */
+/* dns_ops.c: the DNS filter server (dnsfilter/server.c) wired to the broker */
 /* Opens this worker's DNS filter sockets (UDP and TCP, SO_REUSEPORT on
  * 0.0.0.0:dns_port) and registers them in w->loop. Before the worker runs. */
-int dns_server_start(struct worker *w);
+int broker_dns_start(struct worker *w);
 /* Closes them and this worker's TCP DNS connections; on the worker's loop
  * thread (e.g. posted by stop_listening) or after its loop has stopped. */
-void dns_server_stop(struct worker *w);
+void broker_dns_stop(struct worker *w);
 
 /* broker.c */
 /* Whether @a is one of the broker's own addresses (or a sandbox gateway). */

@@ -271,7 +271,7 @@ static void stop_listening(void *arg)
 			evs[i]->fd = -1;
 		}
 	}
-	dns_server_stop(w);
+	broker_dns_stop(w);
 }
 
 static void on_drain_timer(struct timer *t)
@@ -500,7 +500,7 @@ int main(int argc, char **argv)
 		w->transparent_ev.fd = fd;
 		w->transparent_ev.cb = proxy_accept_transparent;
 		loop_add(w->loop, &w->transparent_ev, EPOLLIN);
-		r = dns_server_start(w);
+		r = broker_dns_start(w);
 		if (r < 0)
 			die("sluiced: dns port %u: %s", b->cfg.dns_port, strerror(-r));
 	}

@@ -44,7 +44,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "broker/metrics.h"
 #include "broker/resolve.h"
 #include "common/addr.h"

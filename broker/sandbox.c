@@ -377,7 +377,7 @@ void sandbox_put(struct sandbox *sb)
 		tls_ca_free(sb->ca);
 		proxy_hold_table_free(atomic_load(&sb->holds));
 		free(sb->approvals);
-		pthread_mutex_destroy(&sb->dns_lock);
+		pthread_mutex_destroy(&sb->dns.lock);
 		free(sb);
 	}
 }
@@ -946,7 +946,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		free(sb);
 		return r;
 	}
-	pthread_mutex_init(&sb->dns_lock, NULL);
+	pthread_mutex_init(&sb->dns.lock, NULL);
 	synth = sb->synth;
 	pthread_rwlock_wrlock(&tab->lock);
 	r = automatic ? allocate(tab, &sb->addr) : 0;
@@ -982,7 +982,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		policy_unref(sb->policy);
 		dns_synth_free(sb->synth);
 		tls_ca_free(sb->ca);
-		pthread_mutex_destroy(&sb->dns_lock);
+		pthread_mutex_destroy(&sb->dns.lock);
 		free(sb);
 		return r;
 	}

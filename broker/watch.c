@@ -28,7 +28,7 @@
 
 #include "broker/audit.h"
 #include "broker/broker_internal.h"
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "common/ctlproto.h"
 #include "common/json.h"
 #include "common/log.h"

@@ -120,7 +120,7 @@ enum sl_reason {
 	SL_REASON_MISSING_PORT,
 	SL_REASON_NAME_TOO_LONG,
 	SL_REASON_PERCENT_ENCODED_HOST,
-	/* DNS (dnsfilter/filter.c, broker/dns.c) */
+	/* DNS (dnsfilter/filter.c, dnsfilter/server.c) */
 	SL_REASON_BAD_NAME,
 	SL_REASON_NOT_A_QUERY,
 	SL_REASON_FORMERR,

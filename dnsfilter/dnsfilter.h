@@ -4,6 +4,8 @@
 #ifndef SLUICE_DNSFILTER_H
 #define SLUICE_DNSFILTER_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -521,5 +523,88 @@ struct dns_bucket {
  */
 bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate,
 		     uint32_t burst);
+
+/* ------------------------------------------------------------------------
+ * The DNS filter server (dnsfilter/server.c)
+ *
+ * One per worker thread, on that worker's loop. It knows nothing of the
+ * broker: what it needs of it (the sandbox a source address names, an
+ * audit line, a metric) comes through struct dns_server_ops, so that
+ * dnsfilter/ depends on policy/ and common/ only. The sandbox table stays
+ * the broker's: the server looks a sandbox up per query and keeps no copy.
+ * ------------------------------------------------------------------------ */
+
+struct loop;
+struct dns_server;
+
+/*
+ * struct dns_client_state - what the server keeps of one sandbox across
+ * queries and workers. Embedded in the broker's sandbox, which zero-fills
+ * it, initialises @lock, and destroys it when the sandbox is freed.
+ */
+struct dns_client_state {
+	atomic_uint tcp;	  /* its TCP connections, all workers */
+	pthread_mutex_t lock;	  /* guards the buckets and the counters */
+	struct dns_bucket bucket; /* queries answered */
+	struct dns_bucket refuse_bucket; /* REFUSED answers over the rate */
+	uint64_t limited;	  /* refused for rate since the last report */
+	uint64_t dropped;	  /* left unanswered since the last report */
+	uint64_t limited_log_ms;  /* when that report was logged */
+};
+
+/*
+ * struct dns_client - the sandbox a query came from, as
+ * dns_server_ops.lookup() fills it. It holds references (on the sandbox,
+ * in @handle, and on @policy) until dns_server_ops.put().
+ */
+struct dns_client {
+	void *handle;		 /* the broker's sandbox: the server never reads it */
+	const char *name;	 /* its name, for logs */
+	struct policy *policy;	 /* a reference, or NULL */
+	struct dns_synth *synth; /* its synthetic map */
+	struct dns_client_state *state;
+	bool audit; /* in audit mode under @policy */
+};
+
+/*
+ * struct dns_server_ops - what the broker does for the server, on the
+ * worker's thread. Every callback gets the @ctx given to dns_server_start().
+ */
+struct dns_server_ops {
+	/* Fills @c for the sandbox @src names: 0, or -ENOENT for a source
+	 * that is no sandbox (@c untouched). */
+	int (*lookup)(void *ctx, const struct sl_addr *src, struct dns_client *c);
+	/* Drops what lookup() took (the policy only if @c->policy is set). */
+	void (*put)(void *ctx, struct dns_client *c);
+	/* One audit line for a query from @src:@sport; @c NULL for a source
+	 * that is no sandbox. */
+	void (*audit)(void *ctx, const struct dns_client *c, const struct sl_addr *src,
+		      uint16_t sport, const struct dns_filter_result *res);
+	/* Counts one query by the @answer it got and its @decision and @reason. */
+	void (*count)(void *ctx, const char *answer, const char *decision, const char *reason);
+};
+
+/**
+ * dns_server_start() - open one worker's DNS filter sockets
+ * @l:    the worker's loop, which the sockets are registered in
+ * @id:   the worker's number, for logs
+ * @port: UDP and TCP, on 0.0.0.0 with SO_REUSEPORT (one per worker)
+ * @ops:  the broker's callbacks; @ops and @ctx must outlive the server
+ * @ctx:  passed to each of them
+ * @out:  the server, set on success
+ *
+ * Call before the loop runs, on its thread or while it is not running.
+ * Return: 0 or a negative errno (nothing is left open).
+ */
+int dns_server_start(struct loop *l, unsigned id, uint16_t port,
+		     const struct dns_server_ops *ops, void *ctx, struct dns_server **out);
+
+/**
+ * dns_server_stop() - close the sockets and TCP connections of @srv, free it
+ * @srv: from dns_server_start(), or NULL
+ *
+ * On the loop's thread, or after the loop has stopped.
+ */
+void dns_server_stop(struct dns_server *srv);
 
 #endif

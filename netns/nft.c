@@ -80,7 +80,7 @@
  * is twice that, so it drops only what the broker would refuse anyway
  * (answers and REFUSED: 500/s each, burst 1000 each). What it lets through
  * at once, rate plus burst (2000 datagrams), fits a worker's socket buffer
- * (UDP_RCVBUF in broker/dns.c) even before the worker reads any.
+ * (UDP_RCVBUF in dnsfilter/server.c) even before the worker reads any.
  * divert (dstnat): DNS to the filter; TCP to the gateway's own address on
  * the proxy port is the explicit proxy (fib ... iif: local *on the link it
  * came from*, not any address of the broker); all other TCP to the

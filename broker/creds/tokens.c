@@ -55,7 +55,7 @@
 
 #include "broker/creds/creds_internal.h"
 #include "broker/http.h"
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "broker/resolve.h"
 #include "broker/tls/tls.h"
 #include "common/addr.h"

@@ -128,7 +128,7 @@ start_sluiced() {
 	# the first and the last sandbox are answered
 	wait_for "the DNS filter on $GW:$port" 20 ask "$C" "$GW" "$port" "$FIRST" &&
 		ask "$C" "$GW" "$port" "$(ip4 $((NSB - 1)))" ||
-		fail "the DNS filter ($tag) does not answer (is dns_server_start() called by main.c?)"
+		fail "the DNS filter ($tag) does not answer (is broker_dns_start() called by main.c?)"
 }
 start_sluiced audit "$PORT" 3128 "$D/audit.log"
 start_sluiced noaudit $((PORT + 1)) 3228 /dev/null

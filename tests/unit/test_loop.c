@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the broker event loop: timers, deleted evs, posts, stop. */
+/* Unit tests for the event loop (common/loop.c): timers, deleted evs, posts, stop. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "broker/loop.h"
+#include "common/loop.h"
 
 static uint64_t mono_ms(void)
 {

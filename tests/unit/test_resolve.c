@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "broker/resolve.h"
 #include "common/addr.h"
 #include "common/err.h"

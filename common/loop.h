@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-thread epoll event loop: fd events, heap timers, cross-thread posts. */
-#ifndef SLUICE_BROKER_LOOP_H
-#define SLUICE_BROKER_LOOP_H
+#ifndef SLUICE_COMMON_LOOP_H
+#define SLUICE_COMMON_LOOP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * Theory of operation: each worker has its own UDP socket and TCP listener
  * on 0.0.0.0:dns_port (SO_REUSEPORT spreads sandboxes' flows over the
  * workers). A query is answered from the sandbox that its source address
- * names (sandbox_lookup(), per query, so a reload or an unregister applies
- * at once) by dns_filter_answer(): from the policy and the sandbox's
+ * names (looked up through the broker's dns_server_ops, per query, so a
+ * reload or an unregister applies at once) by dns_filter_answer(): from the policy and the sandbox's
  * synthetic map, never from upstream. Before that the sandbox's token
  * bucket is charged; an empty bucket gets REFUSED, counted, and reported
  * (audit line and log) at most once a second. REFUSED answers have a bucket
@@ -47,10 +47,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "broker/audit.h"
-#include "broker/broker_internal.h"
-#include "broker/metrics.h"
+#include "common/addr.h"
 #include "common/log.h"
+#include "common/loop.h"
 #include "dnsfilter/dnsfilter.h"
 #include "policy/policy.h"
 
@@ -85,7 +84,9 @@ struct dns_tcp {
 	struct timer timer;
 	struct dns_server *srv;
 	struct dns_tcp *next, *prev;
-	struct sandbox *sb; /* holds one of its dns_tcp; NULL for an unknown source */
+	/* A sandbox's (@sb.handle set): holds one of its state->tcp and a
+	 * reference on it, not on its policy; handle NULL for an unknown source. */
+	struct dns_client sb;
 	struct sl_addr peer;
 	uint16_t pport;
 	uint32_t mask;
@@ -102,7 +103,10 @@ union pktinfo_ctl {
 };
 
 struct dns_server {
-	struct worker *w;
+	struct loop *loop;
+	unsigned id; /* the worker's, for logs */
+	const struct dns_server_ops *ops;
+	void *ctx; /* the ops' */
 	struct ev udp_ev, tcp_ev;
 	struct timer tcp_retry; /* out of descriptors, TCP accept rests */
 	struct log_every tcp_fd_log;
@@ -124,31 +128,16 @@ struct dns_server {
 
 /* --- the answer ----------------------------------------------------------- */
 
-static void audit_dns(const struct sandbox *sb, const struct policy *pol,
+static void audit_dns(struct dns_server *srv, const struct dns_client *sb,
 		      const struct sl_addr *src, uint16_t sport,
 		      const struct dns_filter_result *res)
 {
-	struct audit_event ev = {
-	    .sandbox = sb ? sb->name : NULL,
-	    .proto = "dns",
-	    .name = res->name[0] ? res->name : NULL,
-	    .target = res->qname[0] ? res->qname : NULL,
-	    .src_addr = src,
-	    .src_port = sport,
-	    .decision = res->decision,
-	    .reason = res->reason,
-	    .dns_type = res->type,
-	    .dns_answer = res->answer,
-	    .mode = sb && sandbox_audit(sb, pol) ? "audit" : NULL,
-	};
-
-	audit_log(&ev);
+	srv->ops->audit(srv->ctx, sb, src, sport, res);
 }
 
-static void count(const struct dns_filter_result *res)
+static void count(struct dns_server *srv, const struct dns_filter_result *res)
 {
-	metrics_dns_query(res->metric);
-	metrics_decision("dns", res->decision, res->reason);
+	srv->ops->count(srv->ctx, res->metric, res->decision, res->reason);
 }
 
 enum rate_verdict {
@@ -168,35 +157,35 @@ struct rate_report {
  * most once a second while the sandbox is over its rate; it hands over the
  * counts since the last one.
  */
-static enum rate_verdict rate_check(struct sandbox *sb, uint64_t now,
+static enum rate_verdict rate_check(struct dns_client_state *st, uint64_t now,
 				    struct rate_report *rep)
 {
 	enum rate_verdict v = RATE_ANSWER;
 
 	*rep = (struct rate_report){0};
-	pthread_mutex_lock(&sb->dns_lock);
-	if (dns_bucket_take(&sb->dns_bucket, now, DNS_RATE_QPS, DNS_RATE_BURST))
+	pthread_mutex_lock(&st->lock);
+	if (dns_bucket_take(&st->bucket, now, DNS_RATE_QPS, DNS_RATE_BURST))
 		goto out;
 	/* As many REFUSED a second as answers: a client over its rate learns
 	 * it, and a flood beyond twice the rate costs a receive only. */
-	if (dns_bucket_take(&sb->dns_refuse_bucket, now, DNS_RATE_QPS,
+	if (dns_bucket_take(&st->refuse_bucket, now, DNS_RATE_QPS,
 			    DNS_RATE_BURST)) {
 		v = RATE_REFUSE;
-		sb->dns_limited++;
+		st->limited++;
 	} else {
 		v = RATE_DROP;
-		sb->dns_dropped++;
+		st->dropped++;
 	}
-	if (!sb->dns_limited_log_ms ||
-	    now - sb->dns_limited_log_ms >= REPORT_MS) {
+	if (!st->limited_log_ms ||
+	    now - st->limited_log_ms >= REPORT_MS) {
 		rep->due = true;
-		rep->refused = sb->dns_limited;
-		rep->dropped = sb->dns_dropped;
-		sb->dns_limited = sb->dns_dropped = 0;
-		sb->dns_limited_log_ms = now;
+		rep->refused = st->limited;
+		rep->dropped = st->dropped;
+		st->limited = st->dropped = 0;
+		st->limited_log_ms = now;
 	}
 out:
-	pthread_mutex_unlock(&sb->dns_lock);
+	pthread_mutex_unlock(&st->lock);
 	return v;
 }
 
@@ -205,22 +194,21 @@ static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
 			  uint8_t *out, size_t outlen)
 {
 	struct dns_filter_result res;
-	uint64_t now = loop_now_ms(srv->w->loop);
+	uint64_t now = loop_now_ms(srv->loop);
 	int n;
 
 	if (!dns_bucket_take(&srv->unknown, now, UNKNOWN_QPS, UNKNOWN_BURST)) {
 		/* Not even REFUSED: whoever this is, it gets no traffic from
 		 * us beyond the bucket. Counted, and logged once a second. */
 		srv->unknown_dropped++;
-		metrics_dns_query("dropped");
-		metrics_decision("dns", "deny", "unknown-source");
+		srv->ops->count(srv->ctx, "dropped", "deny", "unknown-source");
 		if (now - srv->unknown_log_ms >= REPORT_MS) {
 			char a[ADDR_STRLEN];
 
 			addr_format(src, a, sizeof(a));
 			log_warn("dns: worker %u: %llu queries from unknown "
 				 "sources dropped (latest from %s)",
-				 srv->w->id,
+				 srv->id,
 				 (unsigned long long)srv->unknown_dropped, a);
 			srv->unknown_dropped = 0;
 			srv->unknown_log_ms = now;
@@ -229,8 +217,8 @@ static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
 	}
 	n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
 			     "deny", "unknown-source", out, outlen, &res);
-	audit_dns(NULL, NULL, src, sport, &res);
-	count(&res);
+	audit_dns(srv, NULL, src, sport, &res);
+	count(srv, &res);
 	return n;
 }
 
@@ -243,17 +231,17 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 		  bool truncated, uint8_t *out, size_t outlen)
 {
 	struct dns_filter_result res;
-	struct policy *pol = NULL;
 	struct rate_report rep;
 	enum rate_verdict v;
-	struct sandbox *sb;
+	struct dns_client cl, *sb = &cl;
+	struct policy *pol;
 	int n = 0;
 
-	sb = sandbox_lookup(srv->w->b->sandboxes, src, &pol);
-	if (!sb)
+	if (srv->ops->lookup(srv->ctx, src, &cl) < 0)
 		return answer_unknown(srv, src, sport, msg, len, out, outlen);
+	pol = cl.policy;
 
-	v = rate_check(sb, loop_now_ms(srv->w->loop), &rep);
+	v = rate_check(cl.state, loop_now_ms(srv->loop), &rep);
 	if (v != RATE_ANSWER) {
 		/* A dropped query is parsed only when a report needs it. */
 		if (v == RATE_REFUSE || rep.due)
@@ -261,14 +249,13 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 					     "deny", "rate-limited", out,
 					     outlen, &res);
 		if (v == RATE_REFUSE) {
-			count(&res);
+			count(srv, &res);
 		} else {
 			n = 0;
-			metrics_dns_query("dropped");
-			metrics_decision("dns", "deny", "rate-limited");
+			srv->ops->count(srv->ctx, "dropped", "deny", "rate-limited");
 		}
 		if (rep.due) {
-			audit_dns(sb, pol, src, sport, &res);
+			audit_dns(srv, sb, src, sport, &res);
 			log_warn("dns: sandbox `%s` is over %u queries/s "
 				 "(burst %u): %llu refused, %llu dropped "
 				 "unanswered since last report",
@@ -279,22 +266,21 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 	} else if (truncated) {
 		n = dns_filter_error(msg, len, DNS_RCODE_FORMERR, 0, "deny",
 				     "formerr", out, outlen, &res);
-		audit_dns(sb, pol, src, sport, &res);
-		count(&res);
+		audit_dns(srv, sb, src, sport, &res);
+		count(srv, &res);
 	} else {
 		/* Audit mode first: there nothing is held (it goes on). */
-		enum dns_unlisted un = sandbox_audit(sb, pol) ? DNS_UNLISTED_AUDIT
+		enum dns_unlisted un = sb->audit ? DNS_UNLISTED_AUDIT
 				       : policy_unlisted_hold(pol)
 					   ? DNS_UNLISTED_HOLD
 					   : DNS_UNLISTED_REFUSE;
 
 		n = dns_filter_answer_unlisted(pol, sb->synth, un, msg, len,
 					       udp, out, outlen, &res);
-		audit_dns(sb, pol, src, sport, &res);
-		count(&res);
+		audit_dns(srv, sb, src, sport, &res);
+		count(srv, &res);
 	}
-	policy_unref(pol);
-	sandbox_put(sb);
+	srv->ops->put(srv->ctx, &cl);
 	return n;
 }
 
@@ -327,7 +313,7 @@ static void udp_send(struct dns_server *srv, unsigned n_out)
 			if (srv->send_failed++ % 1000 == 0)
 				log_warn("dns: worker %u: UDP reply not sent: "
 					 "%s (%llu so far)",
-					 srv->w->id, strerror(errno),
+					 srv->id, strerror(errno),
 					 (unsigned long long)srv->send_failed);
 			i++;
 			continue;
@@ -428,10 +414,10 @@ static void on_udp(struct ev *ev, uint32_t events)
 /* Gives back what tcp_take_slot() took. */
 static void tcp_put_slot(struct dns_tcp *c)
 {
-	if (c->sb) {
-		atomic_fetch_sub(&c->sb->dns_tcp, 1);
-		sandbox_put(c->sb);
-		c->sb = NULL;
+	if (c->sb.handle) {
+		atomic_fetch_sub(&c->sb.state->tcp, 1);
+		c->srv->ops->put(c->srv->ctx, &c->sb);
+		c->sb.handle = NULL;
 	}
 }
 
@@ -439,8 +425,8 @@ static void tcp_free(struct dns_tcp *c)
 {
 	struct dns_server *srv = c->srv;
 
-	loop_timer_cancel(srv->w->loop, &c->timer);
-	loop_del(srv->w->loop, &c->ev);
+	loop_timer_cancel(srv->loop, &c->timer);
+	loop_del(srv->loop, &c->ev);
 	close(c->ev.fd);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -499,7 +485,7 @@ static int tcp_process(struct dns_tcp *c)
 		c->in_len -= pos;
 	}
 	if (any)
-		loop_timer_arm(c->srv->w->loop, &c->timer, DNS_TCP_IDLE_MS);
+		loop_timer_arm(c->srv->loop, &c->timer, DNS_TCP_IDLE_MS);
 	/* A full buffer without a whole message: it can never be one. */
 	if (c->in_len == sizeof(c->in) &&
 	    dns_tcp_frame_len(c->in, c->in_len) == 0)
@@ -567,7 +553,7 @@ static void on_tcp(struct ev *ev, uint32_t events)
 	if (c->out_pos < c->out_len)
 		want |= EPOLLOUT;
 	if (want != c->mask) {
-		loop_mod(c->srv->w->loop, &c->ev, want);
+		loop_mod(c->srv->loop, &c->ev, want);
 		c->mask = want;
 	}
 }
@@ -581,25 +567,26 @@ static void on_tcp(struct ev *ev, uint32_t events)
  */
 static int tcp_take_slot(struct dns_server *srv, struct dns_tcp *c)
 {
-	struct policy *pol = NULL;
-	struct sandbox *sb = sandbox_lookup(srv->w->b->sandboxes, &c->peer, &pol);
+	struct dns_client cl, *sb = &cl;
 	uint64_t now;
 
-	policy_unref(pol);
-	if (!sb)
+	if (srv->ops->lookup(srv->ctx, &c->peer, &cl) < 0)
 		return 0;
-	if (atomic_fetch_add(&sb->dns_tcp, 1) < DNS_TCP_PER_SANDBOX) {
-		c->sb = sb;
+	/* Each query looks its sandbox's policy up again: keep none. */
+	policy_unref(cl.policy);
+	cl.policy = NULL;
+	if (atomic_fetch_add(&cl.state->tcp, 1) < DNS_TCP_PER_SANDBOX) {
+		c->sb = cl;
 		return 0;
 	}
-	atomic_fetch_sub(&sb->dns_tcp, 1);
-	now = loop_now_ms(srv->w->loop);
+	atomic_fetch_sub(&cl.state->tcp, 1);
+	now = loop_now_ms(srv->loop);
 	if (now - srv->tcp_sb_full_log_ms >= REPORT_MS) {
 		log_warn("dns: sandbox `%s` has %d TCP DNS connections open, refusing more",
 			 sb->name, DNS_TCP_PER_SANDBOX);
 		srv->tcp_sb_full_log_ms = now;
 	}
-	sandbox_put(sb);
+	srv->ops->put(srv->ctx, &cl);
 	return -1;
 }
 
@@ -607,7 +594,7 @@ static void on_tcp_retry(struct timer *t)
 {
 	struct dns_server *srv = container_of(t, struct dns_server, tcp_retry);
 
-	loop_mod(srv->w->loop, &srv->tcp_ev, EPOLLIN);
+	loop_mod(srv->loop, &srv->tcp_ev, EPOLLIN);
 }
 
 /* accept() found no descriptor: the listener would wake the loop again at
@@ -615,7 +602,7 @@ static void on_tcp_retry(struct timer *t)
  * goes on), and the log says so once per TCP_FD_LOG_MS, with a count. */
 static void tcp_accept_rest(struct dns_server *srv, int err)
 {
-	struct loop *l = srv->w->loop;
+	struct loop *l = srv->loop;
 	uint64_t held;
 
 	loop_mod(l, &srv->tcp_ev, 0);
@@ -624,7 +611,7 @@ static void tcp_accept_rest(struct dns_server *srv, int err)
 	if (log_every_ok(&srv->tcp_fd_log, loop_now_ms(l), TCP_FD_LOG_MS, &held))
 		log_warn("dns: worker %u: cannot accept TCP: %s; retried every %d ms (%llu more "
 			 "times since the last line)",
-			 srv->w->id, strerror(err), TCP_RETRY_MS, (unsigned long long)held);
+			 srv->id, strerror(err), TCP_RETRY_MS, (unsigned long long)held);
 }
 
 static void on_tcp_accept(struct ev *ev, uint32_t events)
@@ -647,14 +634,14 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 			return;
 		}
 		if (srv->n_conns >= DNS_TCP_MAX_CONNS) {
-			uint64_t now = loop_now_ms(srv->w->loop);
+			uint64_t now = loop_now_ms(srv->loop);
 
 			/* Closed unanswered: the client falls back or retries.
 			 */
 			if (now - srv->tcp_full_log_ms >= REPORT_MS) {
 				log_warn("dns: worker %u: %u TCP DNS "
 					 "connections open, refusing more",
-					 srv->w->id, DNS_TCP_MAX_CONNS);
+					 srv->id, DNS_TCP_MAX_CONNS);
 				srv->tcp_full_log_ms = now;
 			}
 			close(fd);
@@ -678,10 +665,10 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->mask = EPOLLIN;
-		if (loop_add(srv->w->loop, &c->ev, EPOLLIN) < 0 ||
-		    loop_timer_arm(srv->w->loop, &c->timer, DNS_TCP_IDLE_MS) <
+		if (loop_add(srv->loop, &c->ev, EPOLLIN) < 0 ||
+		    loop_timer_arm(srv->loop, &c->timer, DNS_TCP_IDLE_MS) <
 			0) {
-			loop_del(srv->w->loop, &c->ev);
+			loop_del(srv->loop, &c->ev);
 			close(fd);
 			tcp_put_slot(c);
 			free(c);
@@ -731,7 +718,8 @@ static int open_socket(int type, uint16_t port)
 	return fd;
 }
 
-int dns_server_start(struct worker *w)
+int dns_server_start(struct loop *l, unsigned id, uint16_t port,
+		     const struct dns_server_ops *ops, void *ctx, struct dns_server **out)
 {
 	struct dns_server *srv;
 	int r;
@@ -739,28 +727,31 @@ int dns_server_start(struct worker *w)
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return -ENOMEM;
-	srv->w = w;
+	srv->loop = l;
+	srv->id = id;
+	srv->ops = ops;
+	srv->ctx = ctx;
 	srv->udp_ev.fd = srv->tcp_ev.fd = -1;
-	r = open_socket(SOCK_DGRAM, w->b->cfg.dns_port);
+	r = open_socket(SOCK_DGRAM, port);
 	if (r < 0)
 		goto fail;
 	srv->udp_ev.fd = r;
 	srv->udp_ev.cb = on_udp;
-	r = open_socket(SOCK_STREAM, w->b->cfg.dns_port);
+	r = open_socket(SOCK_STREAM, port);
 	if (r < 0)
 		goto fail;
 	srv->tcp_ev.fd = r;
 	srv->tcp_ev.cb = on_tcp_accept;
 	srv->tcp_retry.cb = on_tcp_retry;
-	r = loop_add(w->loop, &srv->udp_ev, EPOLLIN);
+	r = loop_add(l, &srv->udp_ev, EPOLLIN);
 	if (r < 0)
 		goto fail;
-	r = loop_add(w->loop, &srv->tcp_ev, EPOLLIN);
+	r = loop_add(l, &srv->tcp_ev, EPOLLIN);
 	if (r < 0) {
-		loop_del(w->loop, &srv->udp_ev);
+		loop_del(l, &srv->udp_ev);
 		goto fail;
 	}
-	w->dns = srv;
+	*out = srv;
 	return 0;
 fail:
 	if (srv->udp_ev.fd >= 0)
@@ -771,22 +762,20 @@ fail:
 	return r;
 }
 
-void dns_server_stop(struct worker *w)
+void dns_server_stop(struct dns_server *srv)
 {
-	struct dns_server *srv = w->dns;
 	struct dns_tcp *c, *next;
 
 	if (!srv)
 		return;
-	w->dns = NULL;
 	for (c = srv->conns; c; c = next) {
 		next = c->next;
 		tcp_free(c);
 	}
-	loop_del(w->loop, &srv->udp_ev);
+	loop_del(srv->loop, &srv->udp_ev);
 	close(srv->udp_ev.fd);
-	loop_del(w->loop, &srv->tcp_ev);
+	loop_del(srv->loop, &srv->tcp_ev);
 	close(srv->tcp_ev.fd);
-	loop_timer_cancel(w->loop, &srv->tcp_retry);
+	loop_timer_cancel(srv->loop, &srv->tcp_retry);
 	free(srv);
 }

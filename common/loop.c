@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/loop.h"
+#include "common/loop.h"
 #include "common/log.h"
 
 #define LOOP_BATCH 256
