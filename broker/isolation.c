@@ -74,7 +74,10 @@
 #define SECCOMP_FILTER_FLAG_TSYNC 1
 #endif
 
-/* __NR_ values the architecture lacks are left out by the #ifdefs. */
+/* __NR_ values the architecture lacks are left out by the #ifdefs. One row
+ * per group its comment explains, which clang-format would undo: one call a
+ * line around the comments and #ifdefs. */
+/* clang-format off */
 static const int allowed[] = {
 	/* Files and descriptors: the state_dir (registrations, CAs,
 	 * placeholders, journals: written to a temporary file, synced,
@@ -167,10 +170,13 @@ static const int allowed[] = {
 	__NR_sched_setaffinity,
 #endif
 };
+/* clang-format on */
 
 /* The calls of every request and datagram, compared first: the filter
  * runs on every call and compares in order. Only an ordering: each is in
- * allowed[] with its reason, and one that is not is left out. */
+ * allowed[] with its reason, and one that is not is left out. Kept in
+ * rows: clang-format's columns would read as an order down them. */
+/* clang-format off */
 static const int hot[] = {
 	__NR_epoll_pwait, __NR_recvfrom, __NR_sendto, __NR_epoll_ctl, __NR_read, __NR_write,
 	__NR_splice, __NR_accept4, __NR_close, __NR_recvmmsg, __NR_sendmmsg, __NR_setsockopt,
@@ -180,6 +186,7 @@ static const int hot[] = {
 	__NR_epoll_wait,
 #endif
 };
+/* clang-format on */
 
 /* Calls the filter refused, counted in the SIGSYS handler (no context but
  * the signal's): one seccomp filter per process, so one count. */
@@ -335,7 +342,8 @@ static int opener_sock = -1;
 static pthread_mutex_t opener_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The opener's whole filter: anything else kills it (the broker then reads
- * only what its own user may). */
+ * only what its own user may). In rows, as allowed[]. */
+/* clang-format off */
 static const int opener_allowed[] = {
 	/* Requests in, answers and descriptors out. */
 	__NR_recvfrom, __NR_recvmsg, __NR_sendmsg,
@@ -351,6 +359,7 @@ static const int opener_allowed[] = {
 	__NR_gettid, __NR_futex, __NR_sched_yield, __NR_rt_sigprocmask, __NR_tgkill,
 #endif
 };
+/* clang-format on */
 
 static int opener_filter(void)
 {

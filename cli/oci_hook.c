@@ -163,7 +163,7 @@ static int copy_file(const char *from, const char *to)
 		return r;
 	}
 	n = read(fd, buf, HOOK_BUNDLE_MAX + 1);
-	r = n < 0 ? -errno : n > (ssize_t)HOOK_BUNDLE_MAX ? -EFBIG : 0;
+	r = n < 0 ? -errno : (n > (ssize_t)HOOK_BUNDLE_MAX ? -EFBIG : 0);
 	close(fd);
 	if (r == 0) {
 		buf[n] = '\0';

@@ -325,7 +325,8 @@ size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 			plen = 2;
 			adv = 1;
 		} else if (s[i] < 0x20 || s[i] == 0x7f) {
-			memcpy(tmp, "\\u00", 4);
+			/* tmp is a counted piece (plen), never a C string. */
+			memcpy(tmp, "\\u00", 4); // NOLINT(bugprone-not-null-terminated-result)
 			tmp[4] = hex[s[i] >> 4];
 			tmp[5] = hex[s[i] & 0xf];
 			plen = 6;

@@ -87,7 +87,10 @@
  * transparent port. Redirect rewrites the destination to the gateway.
  * input: after divert, only the three listeners; the rest is refused.
  * forward: nothing is forwarded from or to a sandbox link.
+ * One rule a line, as `nft -f` reads them; clang-format would line every
+ * backslash up past the longest rule.
  */
+/* clang-format off */
 #define RULESET \
 	"add table inet sluice\n" \
 	"add set inet sluice sandbox_src { type ifname . ipv4_addr; }\n" \
@@ -120,6 +123,7 @@
 	"add rule inet sluice input iifname \"sl-*\" counter name \"refused\" reject with icmpx type admin-prohibited\n" \
 	"add rule inet sluice forward oifname \"sl-*\" counter name \"forward_refused\" drop\n" \
 	"add rule inet sluice forward iifname \"sl-*\" counter name \"forward_refused\" reject with icmpx type admin-prohibited comment \"%4$s\"\n"
+/* clang-format on */
 
 /* The soname sluice is built against (nftables/libnftables.h). */
 #define LIBNFTABLES "libnftables.so.1"

@@ -19,8 +19,10 @@
 
 /* ---- real queries --------------------------------------------------------
  * Captured from glibc's stub resolver (getaddrinfo, with and without
- * "options edns0") and made by c-ares's ares_create_query(). */
+ * "options edns0") and made by c-ares's ares_create_query(). Twelve bytes a
+ * row, the header's length, which clang-format would not keep. */
 
+/* clang-format off */
 static const uint8_t q_glibc_a[] = {
 	0x68, 0xaa, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 	0x03, 0x77, 0x77, 0x77, 0x07, 0x45, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65,
@@ -66,6 +68,7 @@ static const uint8_t q_cares_aaaa_edns[] = {
 	0x63, 0x6f, 0x6d, 0x00, 0x00, 0x1c, 0x00, 0x01, 0x00, 0x00, 0x29, 0x10,
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
+/* clang-format on */
 
 struct real_query {
 	const char *what;
@@ -403,6 +406,9 @@ static void test_qname_text(void **state)
 		size_t len;
 		const char *text; /* NULL: malformed */
 	} cases[] = {
+		/* A name's length bytes and labels side by side, which clang-format
+		 * would put a line each. */
+		/* clang-format off */
 		{ "\x03" "WwW" "\x07" "Example" "\x04" "TEST" "\x00", 19, "WwW.Example.TEST" },
 		{ "\x0a" "2852039166" "\x00", 12, "2852039166" },
 		{ "\x03" "a.b" "\x01" "\\" "\x00", 8, "a\\.b.\\\\" },
@@ -411,6 +417,7 @@ static void test_qname_text(void **state)
 		{ "\x05" "ab", 3, NULL },	 /* the label runs past the end */
 		{ "\x03" "abc", 4, NULL },	 /* no root label */
 		{ "\xc0\x0c", 2, NULL },	 /* a pointer: never in a question we keep */
+		/* clang-format on */
 	};
 	char out[DNS_QNAME_RAW_MAX];
 	size_t i;
@@ -446,9 +453,12 @@ static void test_qname_text(void **state)
 
 static void test_name_case_and_flags(void **state)
 {
+	/* clang-format would give each byte a line of its own */
+	/* clang-format off */
 	static const uint8_t msg[] = { HDR(0x0110, 1, 0, 0, 0),
 				       3, 'W', 'w', 'W', 7, 'E', 'X', 'A', 'M',
 				       'P', 'L', 'E', 3, 'C', 'o', 'M', 0, QA };
+	/* clang-format on */
 	struct dns_query q;
 	(void)state;
 
