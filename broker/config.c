@@ -425,7 +425,7 @@ out:
 	ytree_free(root);
 	if (r < 0) {
 		if (yerr.msg[0])
-			sl_err_set(err, 0, "%s", yerr.msg);
+			ytree_error_to_err(&yerr, err);
 		else
 			sl_err_set(err, r, "%s", strerror(-r));
 		return r;

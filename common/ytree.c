@@ -6,6 +6,7 @@
  * from events lets us refuse anchors and aliases outright and bound depth
  * and node count. */
 #include "common/ytree.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -65,6 +66,11 @@ int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at
 	r = vfail(err, name, at ? at->line : 1, at ? at->col : 1, fmt, ap);
 	va_end(ap);
 	return r;
+}
+
+int ytree_error_to_err(const struct ytree_error *ye, struct sl_err *err)
+{
+	return sl_err_set(err, 0, "%s", ye->msg);
 }
 
 const struct ynode *ytree_map_get(const struct ynode *map, const char *key)

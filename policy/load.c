@@ -1312,6 +1312,12 @@ out:
 	return r;
 }
 
+int policy_error_to_err(const struct policy_error *pe, int r, struct sl_err *err)
+{
+	sl_err_set(err, r == -EINVAL ? 0 : r, "%s", pe->msg);
+	return r;
+}
+
 int policy_load_file(const char *path, struct policy **out, struct policy_error *err)
 {
 	char *buf;
