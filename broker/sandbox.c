@@ -256,21 +256,19 @@ static int load_policy_extra(const char *path, const struct sandbox *sb, struct 
 	struct policy_extra_host extra[POLICY_EXTRA_MAX];
 	size_t n_extra = 0;
 	unsigned char md[SHA256_DIGEST_LENGTH];
+	struct sl_err fe = { 0 };
 	char *buf;
 	size_t len, i;
 	int r;
 
 	*out = NULL;
 	memset(perr, 0, sizeof(*perr));
-	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
-	if (r == -EINVAL || r == -EFBIG) {
-		snprintf(perr->msg, sizeof(perr->msg), "%s: not a regular file of at most %u bytes",
-			 path, YTREE_MAX_BYTES);
-		return -EINVAL;
-	}
+	/* A refusal of the file (not regular, too big: errno 0) is -EINVAL
+	 * to the caller, a call's failure its errno. */
+	r = file_read_all_err(path, YTREE_MAX_BYTES, &buf, &len, &fe);
 	if (r < 0) {
-		snprintf(perr->msg, sizeof(perr->msg), "%s: cannot open: %s", path, strerror(-r));
-		return r;
+		snprintf(perr->msg, sizeof(perr->msg), "%s", sl_err_msg(&fe));
+		return sl_err_errno(&fe) ? r : -EINVAL;
 	}
 	for (i = 0; sb && i < sb->n_approvals && i < POLICY_EXTRA_MAX; i++) {
 		extra[n_extra].host = sb->approvals[i].host;

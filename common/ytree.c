@@ -6,7 +6,6 @@
  * from events lets us refuse anchors and aliases outright and bound depth
  * and node count. */
 #include "common/ytree.h"
-#include "common/err.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+
+#include "common/err.h"
 
 void ytree_free(struct ynode *n)
 {

@@ -356,6 +356,16 @@ static void test_update(void **state)
 	assert_true(strncmp(sl_err_msg(&err), broken, strlen(broken)) == 0);
 	assert_non_null(strstr(sl_err_msg(&err), ":4:7: ")); /* FILE:LINE:COL */
 	assert_int_equal(sl_err_errno(&err), 0); /* a policy error, no system call's */
+	/* A directory is refused (-EINVAL, errno 0), a missing file a failed
+	 * call (its errno): each in the words the user has always read. */
+	assert_int_equal(sandbox_update(T, "sb-900", "/tmp", false, &info, &err), -EINVAL);
+	assert_string_equal(sl_err_msg(&err), "/tmp: not a regular file of at most 1048576 bytes");
+	assert_int_equal(sl_err_errno(&err), 0);
+	assert_int_equal(sandbox_update(T, "sb-900", "/nonexistent/p.yaml", false, &info, &err),
+			 -ENOENT);
+	assert_string_equal(sl_err_msg(&err),
+			    "/nonexistent/p.yaml: cannot open: No such file or directory");
+	assert_int_equal(sl_err_errno(&err), ENOENT);
 	pol = sandbox_policy(sb);
 	assert_ptr_equal(pol, before);
 	policy_unref(pol);
