@@ -832,9 +832,9 @@ static int hold_target(const char *host, const char *port, uint16_t *pn, struct 
 
 	if (addr_parse(host, &a) == 0) {
 		sl_err_set(err, 0,
-			 "`%.64s` is an address: approve and refuse take a name (for an address, "
-			 "a `cidr` rule in the policy file)",
-			 host);
+			   "`%.64s` is an address: approve and refuse take a name (for an address, "
+			   "a `cidr` rule in the policy file)",
+			   host);
 		return -EINVAL;
 	}
 	if (!policy_check_name(host, strlen(host), false, &why)) {
@@ -1004,7 +1004,8 @@ static void approve_done(void *arg)
 			   SL_REASON_ADDRESS_DENIED, rule);
 	} else {
 		r = sandbox_approve(ctl->b->sandboxes, job->name, chk->host, port,
-				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0, &err);
+				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0,
+				    &err);
 		hold_audit(&job->peer, job->name, chk->host, port, r < 0 ? "error" : "allow",
 			   SL_REASON_HOLD_APPROVED, rule);
 		if (r < 0) {

@@ -1066,7 +1066,8 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 }
 
 int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
-		     const char *policy_path, bool save, struct sl_addr *assigned, struct sl_err *err)
+		     const char *policy_path, bool save, struct sl_addr *assigned,
+		     struct sl_err *err)
 {
 	struct tls_ca *ca = NULL;
 
@@ -1339,7 +1340,7 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 	memset(info, 0, sizeof(*info));
 	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(old_path)) {
 		sl_err_set(err, 0, "policy path `%s` must be absolute, at most %zu bytes",
-			 policy_path, sizeof(old_path) - 1);
+			   policy_path, sizeof(old_path) - 1);
 		return -EINVAL;
 	}
 	/* The control thread is the only writer of the table: a sandbox found
@@ -1681,10 +1682,11 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
 			break;
 	if (i == sb->n_approvals) {
 		if (sb->n_approvals >= POLICY_EXTRA_MAX) {
-			sl_err_set(err, 0,
-				 "sandbox `%s` has %d approvals already: add them to its policy file "
-				 "and `sluice update` it",
-				 name, POLICY_EXTRA_MAX);
+			sl_err_set(
+				err, 0,
+				"sandbox `%s` has %d approvals already: add them to its policy file "
+				"and `sluice update` it",
+				name, POLICY_EXTRA_MAX);
 			return -ENOSPC;
 		}
 		added = true;

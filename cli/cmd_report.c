@@ -697,7 +697,7 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr,
 				"sluice: report: name the audit log (sluice report [NAME] "
 				"AUDIT_LOG...): %s\n",
-				r < 0		 ? "the broker could not be asked where it writes it"
+				r < 0 ? "the broker could not be asked where it writes it"
 				: !broker_path[0] ? "the broker does not say where it writes it"
 						  : "the broker writes it to its stderr");
 			return 2;

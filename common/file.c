@@ -98,8 +98,7 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 	return read_all(path, max, out, len, &refused);
 }
 
-int file_read_all_err(const char *path, size_t max, char **out, size_t *len,
-		      struct sl_err *err)
+int file_read_all_err(const char *path, size_t max, char **out, size_t *len, struct sl_err *err)
 {
 	bool refused;
 	int r = read_all(path, max, out, len, &refused);

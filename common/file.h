@@ -53,8 +53,7 @@ struct sl_err;
  * apart reads sl_err_errno(@err) == 0, not -EINVAL or -EFBIG: open(2) and
  * read(2) have those errnos of their own.
  */
-int file_read_all_err(const char *path, size_t max, char **buf, size_t *len,
-		      struct sl_err *err);
+int file_read_all_err(const char *path, size_t max, char **buf, size_t *len, struct sl_err *err);
 
 /**
  * file_commit() - finish a file written as @tmp and put it at @path

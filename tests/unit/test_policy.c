@@ -509,8 +509,8 @@ static void test_error_to_err(void **state)
 	assert_string_equal(sl_err_msg(&e), perr.msg);
 	assert_int_equal(sl_err_errno(&e), ENOENT);
 	assert_int_equal(policy_error_to_err(&perr, r, NULL), -ENOENT);
-	assert_string_equal(perr.msg,
-			    "/nonexistent/sluice-test.yaml: cannot open: No such file or directory");
+	assert_string_equal(
+		perr.msg, "/nonexistent/sluice-test.yaml: cannot open: No such file or directory");
 	/* A directory is refused, not failed: -EINVAL, errno 0. */
 	r = policy_load_file("/tmp", &p, &perr);
 	assert_int_equal(r, -EINVAL);

@@ -173,8 +173,9 @@ static void test_duplicates(void **state)
 	assert_int_equal(reg(0, "10.77.0.6"), 0);
 	assert_int_equal(sandbox_register(T, "sb-0", "10.77.0.10", policy_path, true, NULL, &err),
 			 -EEXIST);
-	assert_int_equal(sandbox_register(T, "sb-other", "10.77.0.6", policy_path, true, NULL, &err),
-			 -EEXIST);
+	assert_int_equal(
+		sandbox_register(T, "sb-other", "10.77.0.6", policy_path, true, NULL, &err),
+		-EEXIST);
 	assert_int_equal(sandbox_unregister(T, "sb-other", &err), -ENOENT);
 	check_all(2);
 	unreg_all(2);
@@ -218,9 +219,8 @@ static void test_collisions(void **state)
 			char a[ADDR_STRLEN];
 
 			addr_format(&addrs[i], a, sizeof(a));
-			assert_int_equal(sandbox_register(T, names[i], a, policy_path, true, NULL,
-							  &err),
-					 0);
+			assert_int_equal(
+				sandbox_register(T, names[i], a, policy_path, true, NULL, &err), 0);
 		}
 		assert_int_equal(sandbox_count(T), 40);
 		for (i = 0; i < 40; i++) {
@@ -346,11 +346,9 @@ static void test_update(void **state)
 	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
 	assert_int_equal(strlen(sha_before), 64);
 
-	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, &err),
-			 -ENOENT);
+	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, &err), -ENOENT);
 	assert_string_equal(sl_err_msg(&err), "no such sandbox `sb-901`");
-	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, &err),
-			 -EINVAL);
+	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, &err), -EINVAL);
 
 	assert_true(sandbox_update(T, "sb-900", broken, false, &info, &err) < 0);
 	assert_true(strncmp(sl_err_msg(&err), broken, strlen(broken)) == 0);
