@@ -235,23 +235,24 @@ void broker_limits_publish(struct broker *b, struct broker_limits *l)
 	}
 }
 
-int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen)
+int broker_reload(struct broker *b, struct sl_err *err, char *said, size_t saidlen)
 {
 	struct broker_config c = b->cfg;
 	struct broker_config lc;
 	struct broker_limits *limits;
 	char now[300], later[300];
 	uint32_t cap, max;
+	struct sl_err local = { 0 };
 	int r;
 
+	if (!err)
+		err = &local; /* logged below */
 	if (b->config_path) {
-		struct sl_err e = { 0 };
-
 		broker_config_defaults(&c);
-		r = broker_config_load(b->config_path, &c, &e);
+		r = broker_config_load(b->config_path, &c, err);
 		if (r < 0) {
-			snprintf(err, errlen, "%s", sl_err_msg(&e));
-			log_err("reload: configuration refused, the old one stays: %s", err);
+			log_err("reload: configuration refused, the old one stays: %s",
+				sl_err_msg(err));
 			return r;
 		}
 		broker_resolve_user(&c);
@@ -263,13 +264,13 @@ int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t
 	lc.max_connections = max;
 	limits = broker_limits_new(&lc, cap);
 	if (!limits) {
-		snprintf(err, errlen, "out of memory");
-		log_err("reload: %s; the old configuration and policies stay", err);
+		sl_err_set(err, ENOMEM, "out of memory");
+		log_err("reload: out of memory; the old configuration and policies stay");
 		return -ENOMEM;
 	}
-	r = sandbox_reload_all(b->sandboxes, err, errlen);
+	r = sandbox_reload_all(b->sandboxes, err);
 	if (r < 0) {
-		log_err("reload: policy refused, every old policy stays: %s", err);
+		log_err("reload: policy refused, every old policy stays: %s", sl_err_msg(err));
 		broker_limits_put(limits);
 		return r;
 	}

@@ -22,6 +22,7 @@ struct tls_ca;
 struct creds_table;
 struct ssl_ctx_st;
 struct hold_table;
+struct sl_err;
 
 #define SANDBOX_NAME_MAX 63
 #define SANDBOX_MAX 65536
@@ -107,21 +108,21 @@ struct policy *sandbox_policy(struct sandbox *sb);
 /* @addr "auto" allocates the next free /30 of sandbox_pool; the address
  * registered is written to *@assigned when not NULL. */
 int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
-		     const char *policy_path, bool persist, struct sl_addr *assigned, char *err,
-		     size_t errlen);
+		     const char *policy_path, bool persist, struct sl_addr *assigned,
+		     struct sl_err *err);
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. */
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			struct sl_addr *assigned, char *err, size_t errlen);
+			struct sl_addr *assigned, struct sl_err *err);
 /* Is @sb in audit mode with policy @p (its registration says so, or the
  * policy's `mode: audit`)? Names outside the allowlist then pass, audited
  * would-deny. */
 bool sandbox_audit(const struct sandbox *sb, const struct policy *p);
 /* How many registered sandboxes are in audit mode now. */
 size_t sandbox_audit_count(struct sandbox_table *tab);
-int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, size_t errlen);
+int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_err *err);
 /* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
 int sandbox_list(struct sandbox_table *tab, char *buf, size_t len);
 /* Sandboxes whose placeholders or synthetic names were lost at start-up. */
@@ -136,9 +137,9 @@ void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum);
 int sandbox_ca_pem(struct sandbox_table *tab, const char *name, char **pem);
 /* "ok\n" and the sandbox's "VAR=placeholder" lines. */
 int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
-			 char *err, size_t errlen);
+			 struct sl_err *err);
 /* Reloads every policy; all or nothing. */
-int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen);
+int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err);
 /* What sandbox_update() swapped, for its audit line. */
 struct sandbox_update_info {
 	char old_path[256], old_sha256[65];
@@ -149,13 +150,13 @@ struct sandbox_update_info {
  * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
  * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
 int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
-		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen);
-int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen);
+		   bool keep_open, struct sandbox_update_info *info, struct sl_err *err);
+int sandbox_restore(struct sandbox_table *tab, struct sl_err *err);
 /* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
  * its policy compiled anew with it; @until_ms as in struct sandbox_approval.
  * -ENOENT: no such sandbox; others: @err says why, nothing changed. */
 int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
-		    uint64_t until_ms, char *err, size_t errlen);
+		    uint64_t until_ms, struct sl_err *err);
 /* Drops the approvals whose time is up at @now_ms (their sandboxes'
  * policies compiled anew without them); on the control thread. Return: how
  * many timed approvals remain (0: no need to call again). */
@@ -359,7 +360,7 @@ void broker_limits_put(const struct broker_limits *l);
  * now, and posted to every worker with a reference each. */
 void broker_limits_publish(struct broker *b, struct broker_limits *l);
 /* Reloads configuration and every policy; all or nothing. */
-int broker_reload(struct broker *b, char *err, size_t errlen, char *said, size_t saidlen);
+int broker_reload(struct broker *b, struct sl_err *err, char *said, size_t saidlen);
 /* Frees @b and what it owns (workers' loops and resolvers, the sandbox
  * table, the main loop); its threads must have stopped. NULL is fine. */
 void broker_free(struct broker *b);

@@ -343,6 +343,7 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 int broker_config_load(const char *path, struct broker_config *out, struct sl_err *err)
 {
 	struct ytree_error yerr = { .msg = "" };
+	struct sl_err fe = { 0 };
 	struct broker_config c = *out;
 	struct cfgload ld = { .file = path, .err = &yerr };
 	struct ynode *root = NULL;
@@ -350,17 +351,13 @@ int broker_config_load(const char *path, struct broker_config *out, struct sl_er
 	size_t i, j, got = 0;
 	int r;
 
-	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &got);
-	/* file_read_all()'s -EINVAL is "not a regular file" and -EFBIG "more
-	 * than the bound": refusals of the file, not a system call's failure
-	 * (errno 0 in @err). */
-	if (r == -EINVAL || r == -EFBIG) {
-		sl_err_set(err, 0, "%s: not a regular file of at most %u bytes", path,
-			   YTREE_MAX_BYTES);
-		return -EINVAL;
+	/* A refusal of the file (not regular, too big: errno 0) is -EINVAL
+	 * to the caller, a call's failure its errno. */
+	r = file_read_all_err(path, YTREE_MAX_BYTES, &buf, &got, &fe);
+	if (r < 0) {
+		sl_err_set(err, sl_err_errno(&fe), "%s", sl_err_msg(&fe));
+		return sl_err_errno(&fe) ? r : -EINVAL;
 	}
-	if (r < 0)
-		return sl_err_sys(err, r, "%s: cannot open", path);
 	r = ytree_load(path, buf, got, &root, &yerr);
 	free(buf);
 	if (r < 0)
@@ -430,7 +427,7 @@ out:
 	ytree_free(root);
 	if (r < 0) {
 		if (yerr.msg[0])
-			sl_err_set(err, 0, "%s", yerr.msg);
+			ytree_error_to_err(&yerr, err);
 		else
 			sl_err_set(err, r, "%s", strerror(-r));
 		return r;

@@ -59,6 +59,7 @@
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "policy/policy.h"
@@ -745,16 +746,16 @@ static void register_answer(struct control *ctl, const char *name, const char *a
 			    const char *policy, bool netns, bool audit, struct tls_ca *ca,
 			    char *out, size_t outlen)
 {
-	char err[700] = "", as[ADDR_STRLEN], *pem = NULL;
+	struct sl_err err = { 0 };
+	char as[ADDR_STRLEN], *pem = NULL;
 	struct sl_addr a;
 	int r;
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, err,
-				sizeof(err));
+	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, &err);
 	if (r < 0) {
-		snprintf(out, outlen, CTL_ERR "%s\n", err);
+		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return;
 	}
 	addr_format(&a, as, sizeof(as));
@@ -795,8 +796,8 @@ static void update_answer(struct control *ctl, const struct peer *p, const char 
 			  const char *policy, bool keep_open, char *out, size_t outlen)
 {
 	struct sandbox_update_info info;
-	char err[700] = "";
-	int r = sandbox_update(ctl->b->sandboxes, name, policy, keep_open, &info, err, sizeof(err));
+	struct sl_err err = { 0 };
+	int r = sandbox_update(ctl->b->sandboxes, name, policy, keep_open, &info, &err);
 	struct audit_event ev = {
 		.sandbox = name,
 		.proto = "control",
@@ -814,7 +815,7 @@ static void update_answer(struct control *ctl, const struct peer *p, const char 
 
 	audit_log(&ev);
 	if (r < 0)
-		snprintf(out, outlen, CTL_ERR "%s\n", err);
+		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 	else
 		snprintf(out, outlen, CTL_OK);
 }
@@ -823,7 +824,7 @@ static void update_answer(struct control *ctl, const struct peer *p, const char 
  * the CLI checked: an exact name (no wildcard, no address), a port 0
  * (approve: 80 and 443; refuse: any) to 65535. Return: 0, or -EINVAL with
  * @err saying why. */
-static int hold_target(const char *host, const char *port, uint16_t *pn, char *err, size_t errlen)
+static int hold_target(const char *host, const char *port, uint16_t *pn, struct sl_err *err)
 {
 	struct sl_addr a;
 	const char *why = NULL;
@@ -831,20 +832,20 @@ static int hold_target(const char *host, const char *port, uint16_t *pn, char *e
 	unsigned long v;
 
 	if (addr_parse(host, &a) == 0) {
-		snprintf(err, errlen,
-			 "`%.64s` is an address: approve and refuse take a name (for an address, "
-			 "a `cidr` rule in the policy file)",
-			 host);
+		sl_err_set(err, 0,
+			   "`%.64s` is an address: approve and refuse take a name (for an address, "
+			   "a `cidr` rule in the policy file)",
+			   host);
 		return -EINVAL;
 	}
 	if (!policy_check_name(host, strlen(host), false, &why)) {
-		snprintf(err, errlen, "bad host name `%.253s`: %s", host, why ? why : "invalid");
+		sl_err_set(err, 0, "bad host name `%.253s`: %s", host, why ? why : "invalid");
 		return -EINVAL;
 	}
 	errno = 0;
 	v = strtoul(port, &end, 10);
 	if (errno || *end || end == port || v > 65535 || port[0] == '-') {
-		snprintf(err, errlen, "bad port `%.16s` (0 to 65535)", port);
+		sl_err_set(err, 0, "bad port `%.16s` (0 to 65535)", port);
 		return -EINVAL;
 	}
 	*pn = (uint16_t)v;
@@ -914,11 +915,11 @@ static void refuse_answer(struct control *ctl, const struct peer *p, const char 
 			  const char *host, const char *port, char *out, size_t outlen)
 {
 	struct sandbox *sb;
-	char err[400];
+	struct sl_err err = { 0 };
 	uint16_t pn;
 
-	if (hold_target(host, port, &pn, err, sizeof(err)) < 0) {
-		snprintf(out, outlen, CTL_ERR "%s\n", err);
+	if (hold_target(host, port, &pn, &err) < 0) {
+		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return;
 	}
 	sb = sandbox_get(ctl->b->sandboxes, name);
@@ -976,7 +977,8 @@ static void approve_done(void *arg)
 	struct approve_job *job = arg;
 	struct control *ctl = job->ctl;
 	struct hold_check *chk = &job->chk;
-	char out[1200], err[700] = "", rule[300], *resp;
+	struct sl_err err = { 0 };
+	char out[1200], rule[300], *resp;
 	struct cconn *c = job->conn;
 	uint16_t port = chk->port;
 	int r;
@@ -1003,12 +1005,12 @@ static void approve_done(void *arg)
 			   SL_REASON_ADDRESS_DENIED, rule);
 	} else {
 		r = sandbox_approve(ctl->b->sandboxes, job->name, chk->host, port,
-				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0, err,
-				    sizeof(err));
+				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0,
+				    &err);
 		hold_audit(&job->peer, job->name, chk->host, port, r < 0 ? "error" : "allow",
 			   SL_REASON_HOLD_APPROVED, rule);
 		if (r < 0) {
-			snprintf(out, sizeof(out), CTL_ERR "%s\n", err);
+			snprintf(out, sizeof(out), CTL_ERR "%s\n", sl_err_msg(&err));
 		} else {
 			proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, true,
 					      SL_REASON_ALLOWED, 0);
@@ -1038,16 +1040,17 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 {
 	struct control *ctl = c->ctl;
 	struct approve_job *job;
-	char err[400], *end;
+	struct sl_err err = { 0 };
 	unsigned long long secs;
 	uint16_t port;
+	char *end;
 
 	if (n != 5) {
 		snprintf(out, outlen, CTL_ERR "usage: approve NAME HOST PORT SECONDS\n");
 		return -EINVAL;
 	}
-	if (hold_target(w[2], w[3], &port, err, sizeof(err)) < 0) {
-		snprintf(out, outlen, CTL_ERR "%s\n", err);
+	if (hold_target(w[2], w[3], &port, &err) < 0) {
+		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return -EINVAL;
 	}
 	errno = 0;
@@ -1092,7 +1095,8 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 
 static void handle(struct control *ctl, char *line, char *out, size_t outlen, const struct peer *p)
 {
-	char *w[8], err[700] = "";
+	struct sl_err err = { 0 };
+	char *w[8];
 	int n = words(line, w, 8), r;
 
 	if (n == 0) {
@@ -1109,9 +1113,9 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 				register_has(w, n, CTL_REGISTER_AUDIT), NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
-		r = sandbox_unregister(ctl->b->sandboxes, w[1], err, sizeof(err));
+		r = sandbox_unregister(ctl->b->sandboxes, w[1], &err);
 		seen_forget(ctl, w[1]);
-		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, err);
+		snprintf(out, outlen, r < 0 ? CTL_ERR "%s\n" : CTL_OK, sl_err_msg(&err));
 	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
 		int k = snprintf(out, outlen, CTL_OK);
 
@@ -1191,9 +1195,9 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
 	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
-		r = sandbox_placeholders(ctl->b->sandboxes, w[1], out, outlen, err, sizeof(err));
+		r = sandbox_placeholders(ctl->b->sandboxes, w[1], out, outlen, &err);
 		if (r < 0)
-			snprintf(out, outlen, CTL_ERR "%s\n", err);
+			snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 	} else if (!strcmp(w[0], CTL_PRIVILEGED) && n == 2) {
 		/* `sluice exec --privileged` says so before it runs anything:
 		 * the record of an uncontained run, with the caller's pid and
@@ -1215,9 +1219,9 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 
 		peer_audit(p, NULL, w[0], "allow", "control-reload");
 		ctl->seen.n = 0; /* learnt again, sandbox by sandbox, as callers come */
-		r = broker_reload(ctl->b, err, sizeof(err), said, sizeof(said));
+		r = broker_reload(ctl->b, &err, said, sizeof(said));
 		if (r < 0)
-			snprintf(out, outlen, CTL_ERR "%s\n", err);
+			snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		else
 			snprintf(out, outlen, CTL_OK "%s", said);
 	} else {

@@ -301,13 +301,13 @@ static void on_signal(struct ev *ev, uint32_t events)
 {
 	struct broker *b = container_of(ev, struct broker, signal_ev);
 	struct signalfd_siginfo si;
-	char err[700];
+	struct sl_err err = { 0 };
 	unsigned i;
 
 	(void)events;
 	while (read(ev->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			broker_reload(b, err, sizeof(err), NULL, 0);
+			broker_reload(b, &err, NULL, 0);
 			continue;
 		}
 		if (atomic_exchange(&b->draining, true))
@@ -506,8 +506,9 @@ int main(int argc, char **argv)
 	}
 	drop_privileges(b);
 	/* Registrations come back before anything is accepted, read by the
-	 * broker's user from the state_dir just taken over. */
-	sandbox_restore(b->sandboxes, err, sizeof(err));
+	 * broker's user from the state_dir just taken over; it logs each one
+	 * it cannot restore (its result is not used, as before). */
+	sandbox_restore(b->sandboxes, NULL);
 	/* Last: what is left of the kernel to ask for (isolation.c). */
 	confine();
 

@@ -35,6 +35,7 @@
 #include "broker/audit.h"
 #include "broker/tls/tls.h"
 #include "broker/creds/creds.h"
+#include "common/err.h"
 #include "common/file.h"
 #include "common/sumfile.h"
 #include "common/log.h"
@@ -255,21 +256,19 @@ static int load_policy_extra(const char *path, const struct sandbox *sb, struct 
 	struct policy_extra_host extra[POLICY_EXTRA_MAX];
 	size_t n_extra = 0;
 	unsigned char md[SHA256_DIGEST_LENGTH];
+	struct sl_err fe = { 0 };
 	char *buf;
 	size_t len, i;
 	int r;
 
 	*out = NULL;
 	memset(perr, 0, sizeof(*perr));
-	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
-	if (r == -EINVAL || r == -EFBIG) {
-		snprintf(perr->msg, sizeof(perr->msg), "%s: not a regular file of at most %u bytes",
-			 path, YTREE_MAX_BYTES);
-		return -EINVAL;
-	}
+	/* A refusal of the file (not regular, too big: errno 0) is -EINVAL
+	 * to the caller, a call's failure its errno. */
+	r = file_read_all_err(path, YTREE_MAX_BYTES, &buf, &len, &fe);
 	if (r < 0) {
-		snprintf(perr->msg, sizeof(perr->msg), "%s: cannot open: %s", path, strerror(-r));
-		return r;
+		snprintf(perr->msg, sizeof(perr->msg), "%s", sl_err_msg(&fe));
+		return sl_err_errno(&fe) ? r : -EINVAL;
 	}
 	for (i = 0; sb && i < sb->n_approvals && i < POLICY_EXTRA_MAX; i++) {
 		extra[n_extra].host = sb->approvals[i].host;
@@ -749,10 +748,21 @@ static void ca_sums_report(const char *name, const char *dir, int k, const char 
 	}
 }
 
+/* creds_load_secrets() into @err: creds/ keeps a char buffer until the
+ * key process's work there is merged. */
+static int load_secrets(struct policy *p, struct sl_err *err)
+{
+	char e[700] = "";
+	int r = creds_load_secrets(p, e, sizeof(e));
+
+	if (r < 0)
+		sl_err_set(err, r, "%s", e);
+	return r;
+}
+
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
-static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, char *err,
-		      size_t errlen)
+static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, struct sl_err *err)
 {
 	char dir[600], e[256];
 
@@ -782,7 +792,7 @@ static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh,
 		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
 	}
 	if (!sb->ca) {
-		snprintf(err, errlen, "sandbox CA: %s", e);
+		sl_err_set(err, 0, "sandbox CA: %s", e);
 		return -EIO;
 	}
 	return 0;
@@ -878,7 +888,7 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(struct sandbox_table *tab, const char *name, const char *addr,
 		       const char *policy_path, bool save, bool netns, bool audit,
-		       struct tls_ca **ca, struct sl_addr *assigned, char *err, size_t errlen)
+		       struct tls_ca **ca, struct sl_addr *assigned, struct sl_err *err)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
@@ -888,14 +898,17 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	struct sandbox *sb;
 	bool automatic = strcmp(addr, "auto") == 0;
 	ssize_t slot = -1, nslot = -1;
+	struct sl_err local = { 0 };
 	int r;
 
+	if (!err)
+		err = &local; /* logged below */
 	if (!name_ok(name)) {
-		snprintf(err, errlen, "bad sandbox name `%s`", name);
+		sl_err_set(err, 0, "bad sandbox name `%s`", name);
 		return -EINVAL;
 	}
 	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(sb->policy_path)) {
-		snprintf(err, errlen, "policy path `%s` must be absolute", policy_path);
+		sl_err_set(err, 0, "policy path `%s` must be absolute", policy_path);
 		return -EINVAL;
 	}
 	sb = calloc(1, sizeof(*sb));
@@ -908,17 +921,17 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	sb->netns = netns;
 	sb->audit = audit;
 	if (!automatic && addr_parse(addr, &sb->addr) < 0) {
-		snprintf(err, errlen, "bad address `%s`", addr);
+		sl_err_set(err, 0, "bad address `%s`", addr);
 		free(sb);
 		return -EINVAL;
 	}
 	r = load_policy(policy_path, &sb->policy, sb->policy_sha256, &perr);
 	if (r < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
+		policy_error_to_err(&perr, r, err);
 		free(sb);
 		return r;
 	}
-	r = creds_load_secrets(sb->policy, err, errlen);
+	r = load_secrets(sb->policy, err);
 	if (r < 0) {
 		policy_unref(sb->policy);
 		free(sb);
@@ -929,7 +942,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		*ca = NULL;
 		r = 0;
 	} else {
-		r = sandbox_ca(tab, sb, save, err, errlen);
+		r = sandbox_ca(tab, sb, save, err);
 	}
 	if (r < 0) {
 		policy_unref(sb->policy);
@@ -940,7 +953,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	sb->synth = dns_synth_new(&tab->synth_net, tab->synth_plen, DNS_SYNTH_MAX_NAMES);
 	if (!sb->synth) {
 		r = -errno;
-		snprintf(err, errlen, "cannot create the synthetic address map: %s", strerror(-r));
+		sl_err_sys(err, r, "cannot create the synthetic address map");
 		policy_unref(sb->policy);
 		tls_ca_free(sb->ca);
 		free(sb);
@@ -951,22 +964,21 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	pthread_rwlock_wrlock(&tab->lock);
 	r = automatic ? allocate(tab, &sb->addr) : 0;
 	if (r < 0) {
-		snprintf(err, errlen, "sandbox_pool is full");
+		sl_err_set(err, 0, "sandbox_pool is full");
 	} else if ((nslot = name_slot(tab, name, true)) == -EEXIST) {
 		r = -EEXIST;
-		snprintf(err, errlen, "sandbox `%s` exists", name);
+		sl_err_set(err, 0, "sandbox `%s` exists", name);
 	} else if (nslot < 0 || (slot = find_slot(tab, &sb->addr, true)) < 0 ||
 		   tab->n >= SANDBOX_MAX) {
 		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
 		if (r == -EEXIST)
-			snprintf(err, errlen, "address `%s` is registered already", addr);
+			sl_err_set(err, 0, "address `%s` is registered already", addr);
 		else
-			snprintf(err, errlen, "too many sandboxes (at most %d)", SANDBOX_MAX);
+			sl_err_set(err, 0, "too many sandboxes (at most %d)", SANDBOX_MAX);
 	} else {
 		r = save ? persist(tab, sb) : 0;
 		if (r < 0) {
-			snprintf(err, errlen, "cannot write registration in %s: %s", tab->dir,
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot write registration in %s", tab->dir);
 		} else {
 			tab->slot[slot] = sb;
 			tab->by_name[nslot] = sb;
@@ -996,8 +1008,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, name);
 		r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : tls_ca_save(reg->ca, dir);
 		if (r < 0)
-			snprintf(err, errlen, "cannot save the sandbox's CA in %s: %s", dir,
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot save the sandbox's CA in %s", dir);
 	}
 	if (r == 0) {
 		/* Synthetic addresses outlive a broker restart: the names are
@@ -1010,8 +1021,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		snprintf(jpath, sizeof(jpath), "%s/%s.names", tab->synth_dir, name);
 		r = dns_synth_journal(synth, jpath, !save, &rep);
 		if (r < 0 && save)
-			snprintf(err, errlen, "cannot journal synthetic names in %s: %s", jpath,
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot journal synthetic names in %s", jpath);
 		if (r < 0 && !save) {
 			/* New names start above the mark kept beside the
 			 * journal, when that was read. */
@@ -1033,8 +1043,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	if (r == 0) {
 		r = creds_sandbox_init(reg, reg->policy, !save);
 		if (r < 0 && save)
-			snprintf(err, errlen, "cannot issue or save its placeholders: %s",
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot issue or save its placeholders");
 		else if (r < 0)
 			log_err("sandbox: `%s`: cannot issue placeholders: %s", name, strerror(-r));
 		if (!save)
@@ -1046,7 +1055,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		 * clients do not know: it is refused, and nothing of it stays.
 		 * It is not wired yet, so no connection holds it. */
 		undo_register(tab, reg);
-		log_err("sandbox: `%s`: not registered: %s", name, err);
+		log_err("sandbox: `%s`: not registered: %s", name, sl_err_msg(err));
 		return r;
 	}
 	if (assigned)
@@ -1058,41 +1067,42 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 }
 
 int sandbox_register(struct sandbox_table *tab, const char *name, const char *addr,
-		     const char *policy_path, bool save, struct sl_addr *assigned, char *err,
-		     size_t errlen)
+		     const char *policy_path, bool save, struct sl_addr *assigned,
+		     struct sl_err *err)
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err,
-			   errlen);
+	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err);
 }
 
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			struct sl_addr *assigned, char *err, size_t errlen)
+			struct sl_addr *assigned, struct sl_err *err)
 {
-	int r = do_register(tab, name, addr, policy_path, true, netns, audit, &ca, assigned, err,
-			    errlen);
+	int r = do_register(tab, name, addr, policy_path, true, netns, audit, &ca, assigned, err);
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
 	return r;
 }
 
-int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, size_t errlen)
+int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_err *err)
 {
 	struct sandbox *sb = NULL;
+	struct sl_err local = { 0 };
 	char what[700];
 	bool netns;
 	unsigned i;
 	int r = 0;
 
+	if (!err)
+		err = &local; /* logged below */
 	pthread_rwlock_wrlock(&tab->lock);
 	sb = table_take(tab, name);
 	if (sb)
 		r = remove_state(tab, name, what, sizeof(what));
 	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
-		snprintf(err, errlen, "no such sandbox `%s`", name);
+		sl_err_set(err, 0, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
 	netns = sb->netns;
@@ -1122,11 +1132,11 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, char *err, s
 		/* Forgotten here all the same: the caller has cut its wire.
 		 * Its state stays on disk; sandbox_restore() drops it at the
 		 * next start if its namespace is gone, else restores it. */
-		snprintf(err, errlen, "unregistered `%s`, but cannot remove %s: %s; %s", name, what,
-			 strerror(-r),
-			 netns ? "the broker's next start drops it once its namespace is gone"
-			       : "the broker's next start restores it unless it is removed");
-		log_err("sandbox: %s", err);
+		sl_err_set(err, r, "unregistered `%s`, but cannot remove %s: %s; %s", name, what,
+			   strerror(-r),
+			   netns ? "the broker's next start drops it once its namespace is gone"
+				 : "the broker's next start restores it unless it is removed");
+		log_err("sandbox: %s", sl_err_msg(err));
 		return r;
 	}
 	log_info("sandbox: unregistered `%s`", name);
@@ -1244,7 +1254,7 @@ void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum)
  * Loads every sandbox's policy anew; swaps them in only if all load, so a
  * broken file leaves every old policy in place.
  */
-int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen)
+int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 {
 	struct policy **fresh;
 	char(*sha)[65];
@@ -1270,9 +1280,9 @@ int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen)
 			continue;
 		r = load_policy_extra(s->policy_path, s, &fresh[i], sha[i], &perr);
 		if (r < 0)
-			snprintf(err, errlen, "%s", perr.msg);
+			policy_error_to_err(&perr, r, err);
 		else
-			r = creds_load_secrets(fresh[i], err, errlen);
+			r = load_secrets(fresh[i], err);
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
@@ -1323,7 +1333,7 @@ int sandbox_reload_all(struct sandbox_table *tab, char *err, size_t errlen)
  * connections the new policy withdrew, unless @keep_open.
  */
 int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
-		   bool keep_open, struct sandbox_update_info *info, char *err, size_t errlen)
+		   bool keep_open, struct sandbox_update_info *info, struct sl_err *err)
 {
 	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
@@ -1334,8 +1344,8 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 
 	memset(info, 0, sizeof(*info));
 	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(old_path)) {
-		snprintf(err, errlen, "policy path `%s` must be absolute, at most %zu bytes",
-			 policy_path, sizeof(old_path) - 1);
+		sl_err_set(err, 0, "policy path `%s` must be absolute, at most %zu bytes",
+			   policy_path, sizeof(old_path) - 1);
 		return -EINVAL;
 	}
 	/* The control thread is the only writer of the table: a sandbox found
@@ -1344,15 +1354,15 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 	sb = find_name(tab, name);
 	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
-		snprintf(err, errlen, "no such sandbox `%s`", name);
+		sl_err_set(err, 0, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
 	r = load_policy_extra(policy_path, sb, &fresh, sha, &perr);
 	if (r < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
+		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = creds_load_secrets(fresh, err, errlen);
+	r = load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;
@@ -1364,8 +1374,8 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 	if (r < 0) {
 		snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", old_path);
 		pthread_rwlock_unlock(&tab->lock);
-		snprintf(err, errlen, "cannot write registration in %s: %s; the old policy stays",
-			 tab->dir, strerror(-r));
+		sl_err_set(err, r, "cannot write registration in %s: %s; the old policy stays",
+			   tab->dir, strerror(-r));
 		policy_unref(fresh);
 		return r;
 	}
@@ -1461,7 +1471,7 @@ static uint64_t clock_ms_of(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, size_t errlen);
+static int recompile(struct sandbox_table *tab, struct sandbox *sb, struct sl_err *err);
 
 /*
  * The approvals a registration kept, back on its restored sandbox @name:
@@ -1476,7 +1486,7 @@ static void restore_approvals(struct sandbox_table *tab, const char *name,
 {
 	uint64_t wall = clock_ms_of(CLOCK_REALTIME), mono = clock_ms_of(CLOCK_MONOTONIC);
 	size_t i, k = 0, timed = 0, ended = 0;
-	char err[700];
+	struct sl_err err = { 0 };
 	struct sandbox *sb;
 	int r;
 
@@ -1509,11 +1519,11 @@ static void restore_approvals(struct sandbox_table *tab, const char *name,
 		k++;
 	}
 	sb->n_approvals = k;
-	r = k ? recompile(tab, sb, err, sizeof(err)) : 0;
+	r = k ? recompile(tab, sb, &err) : 0;
 	if (r < 0) {
 		log_err("sandbox: `%s`: its policy cannot be compiled with its %zu approvals (%s): "
 			"they are not restored",
-			name, k, err);
+			name, k, sl_err_msg(&err));
 		sb->n_approvals = 0;
 		timed = 0;
 	}
@@ -1527,7 +1537,7 @@ static void restore_approvals(struct sandbox_table *tab, const char *name,
 			 sb->n_approvals, timed);
 }
 
-int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
+int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 {
 	DIR *d = opendir(tab->dir);
 	struct dirent *de;
@@ -1535,11 +1545,11 @@ int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 	int n = 0, bad = 0, dropped = 0;
 
 	if (!d) {
-		snprintf(err, errlen, "cannot read %s: %s", tab->dir, strerror(errno));
-		return -errno;
+		return sl_err_sys(err, errno, "cannot read %s", tab->dir);
 	}
 	while ((de = readdir(d))) {
-		char path[600], e[600];
+		struct sl_err e = { 0 };
+		char path[600];
 		struct reg_file rf;
 		bool rewrite;
 		int r;
@@ -1563,10 +1573,10 @@ int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 			continue;
 		}
 		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca,
-				NULL, e, sizeof(e)) < 0) {
+				NULL, &e) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
-			log_err("sandbox: cannot restore `%s`: %s", de->d_name, e);
+			log_err("sandbox: cannot restore `%s`: %s", de->d_name, sl_err_msg(&e));
 			bad++;
 			continue;
 		}
@@ -1583,7 +1593,7 @@ int sandbox_restore(struct sandbox_table *tab, char *err, size_t errlen)
 }
 
 int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out, size_t len,
-			 char *err, size_t errlen)
+			 struct sl_err *err)
 {
 	struct sandbox *sb;
 	int k, r = -ENOENT;
@@ -1596,9 +1606,9 @@ int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out,
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == -ENOENT)
-		snprintf(err, errlen, "no such sandbox `%s`", name);
+		sl_err_set(err, 0, "no such sandbox `%s`", name);
 	else if (r < 0)
-		snprintf(err, errlen, "too many placeholders");
+		sl_err_set(err, 0, "too many placeholders");
 	return r < 0 ? r : 0;
 }
 
@@ -1620,7 +1630,7 @@ struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name)
  * alone changes the table, so @sb stays registered meanwhile. Each worker
  * then closes what the new policy withdrew (an approval that ended).
  */
-static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, size_t errlen)
+static int recompile(struct sandbox_table *tab, struct sandbox *sb, struct sl_err *err)
 {
 	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
@@ -1630,10 +1640,10 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, s
 
 	r = load_policy_extra(sb->policy_path, sb, &fresh, sha, &perr);
 	if (r < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
+		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = creds_load_secrets(fresh, err, errlen);
+	r = load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;
@@ -1652,7 +1662,7 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, char *err, s
 }
 
 int sandbox_approve(struct sandbox_table *tab, const char *name, const char *host, uint16_t port,
-		    uint64_t until_ms, char *err, size_t errlen)
+		    uint64_t until_ms, struct sl_err *err)
 {
 	struct sandbox_approval keep, *a;
 	struct sandbox *sb;
@@ -1664,11 +1674,11 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
 	sb = find_name(tab, name);
 	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
-		snprintf(err, errlen, "no such sandbox `%s`", name);
+		sl_err_set(err, 0, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
 	if (strlen(host) >= sizeof(keep.host)) {
-		snprintf(err, errlen, "host name too long");
+		sl_err_set(err, 0, "host name too long");
 		return -EINVAL;
 	}
 	if (!sb->approvals) {
@@ -1681,10 +1691,11 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
 			break;
 	if (i == sb->n_approvals) {
 		if (sb->n_approvals >= POLICY_EXTRA_MAX) {
-			snprintf(err, errlen,
-				 "sandbox `%s` has %d approvals already: add them to its policy file "
-				 "and `sluice update` it",
-				 name, POLICY_EXTRA_MAX);
+			sl_err_set(
+				err, 0,
+				"sandbox `%s` has %d approvals already: add them to its policy file "
+				"and `sluice update` it",
+				name, POLICY_EXTRA_MAX);
 			return -ENOSPC;
 		}
 		added = true;
@@ -1707,10 +1718,10 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
 	 * an approval that cannot be saved is not made. */
 	r = persist(tab, sb);
 	if (r < 0)
-		snprintf(err, errlen, "cannot write registration in %s: %s: not approved", tab->dir,
-			 strerror(-r));
+		sl_err_set(err, r, "cannot write registration in %s: %s: not approved", tab->dir,
+			   strerror(-r));
 	else
-		r = recompile(tab, sb, err, errlen);
+		r = recompile(tab, sb, err);
 	if (r < 0) {
 		/* Nothing changed: the approval goes as it came. */
 		if (added)
@@ -1735,7 +1746,7 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
 size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms)
 {
 	struct sandbox *sb;
-	char err[700];
+	struct sl_err err = { 0 };
 	size_t i, j, k;
 
 	if (!tab->timed_approvals)
@@ -1766,10 +1777,10 @@ size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms)
 		if (gone && persist(tab, sb) < 0)
 			log_err("sandbox: `%s`: cannot rewrite its registration in %s", sb->name,
 				tab->dir);
-		if (gone && recompile(tab, sb, err, sizeof(err)) < 0)
+		if (gone && recompile(tab, sb, &err) < 0)
 			log_err("sandbox: `%s`: an approval ended, but its policy cannot be "
 				"compiled again (%s): the old one stays until it can",
-				sb->name, err);
+				sb->name, sl_err_msg(&err));
 	}
 	return tab->timed_approvals;
 }

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/json.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
@@ -17,17 +18,17 @@
 /* Runs a request and prints the answer or the error; returns an exit status. */
 static int ctl_print(const char *line, bool print_body)
 {
+	struct sl_err e = { 0 };
 	char *resp;
-	int r = netns_ctl(line, &resp);
+	int r = netns_ctl_err(line, &resp, &e);
 
-	if (r == -EPROTO) {
-		fprintf(stderr, "sluice: %s\n", resp);
+	if (r < 0 && sl_err_errno(&e) == 0) {
+		fprintf(stderr, "sluice: %s\n", resp); /* the broker's, uncut */
 		free(resp);
 		return 1;
 	}
 	if (r < 0) {
-		fprintf(stderr, "sluice: cannot reach sluiced at %s: %s\n", netns_socket_path,
-			strerror(-r));
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&e));
 		return 1;
 	}
 	if (print_body)

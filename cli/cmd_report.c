@@ -617,25 +617,25 @@ static int report_cb(const struct auditlog_rec *rec, void *ctx)
 	return 0;
 }
 
-/* The broker's audit log path, if its `config` answer names one. */
+/* The broker's audit log path in @path: "" when its `config` answer names
+ * none (an answer, not an error: no errno stands for it). Return: 0, or
+ * a negative errno when the broker could not be asked. */
 static int broker_audit_path(char *path, size_t len)
 {
 	char *resp = NULL, *line, *save = NULL;
 	int r = netns_ctl(CTL_CONFIG, &resp);
 
+	path[0] = '\0';
 	if (r < 0) {
 		free(resp);
 		return r;
 	}
-	r = -ENODATA;
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, "audit_log ", 10)) {
+		if (!strncmp(line, "audit_log ", 10))
 			snprintf(path, len, "%s", line + 10);
-			r = 0;
-		}
 	}
 	free(resp);
-	return r;
+	return 0;
 }
 
 static int usage(void)
@@ -693,13 +693,13 @@ int cmd_report(int argc, char **argv)
 	if (!nfiles) {
 		int r = broker_audit_path(broker_path, sizeof(broker_path));
 
-		if (r < 0 || !strcmp(broker_path, "-")) {
+		if (r < 0 || !broker_path[0] || !strcmp(broker_path, "-")) {
 			fprintf(stderr,
 				"sluice: report: name the audit log (sluice report [NAME] "
 				"AUDIT_LOG...): %s\n",
-				r == -ENODATA ? "the broker does not say where it writes it"
-				: r < 0	      ? "the broker could not be asked where it writes it"
-					      : "the broker writes it to its stderr");
+				r < 0 ? "the broker could not be asked where it writes it"
+				: !broker_path[0] ? "the broker does not say where it writes it"
+						  : "the broker writes it to its stderr");
 			return 2;
 		}
 		files[nfiles++] = broker_path;

@@ -29,6 +29,7 @@
 
 #include "cli/cni.h"
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/version.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -205,16 +206,16 @@ static int registered(const char *name, uint32_t addr, struct cni_error *e)
 {
 	char *resp, *line, *save = NULL, want[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
-	int r = netns_ctl(CTL_LIST, &resp), found = 0;
+	struct sl_err ce = { 0 };
+	int r = netns_ctl_err(CTL_LIST, &resp, &ce), found = 0;
 
-	if (r == -EPROTO) {
+	if (r < 0 && sl_err_errno(&ce) == 0) {
 		cni_fail(e, CNI_ERR_CHECK, EPROTO, resp, "broker: %s", resp);
 		free(resp);
 		return -EPROTO;
 	}
 	if (r < 0)
-		return cni_fail(e, CNI_ERR_TRY_AGAIN, -r, strerror(-r),
-				"cannot reach sluiced at %s: %s", netns_socket_path, strerror(-r));
+		return cni_fail(e, CNI_ERR_TRY_AGAIN, -r, strerror(-r), "%s", sl_err_msg(&ce));
 	inet_ntop(AF_INET, &ia, want, sizeof(want));
 	for (line = strtok_r(resp, "\n", &save); line && !found;
 	     line = strtok_r(NULL, "\n", &save)) {

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "common/addr.h"
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/json.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
@@ -118,17 +119,17 @@ static int parse_for(const char *s, uint64_t *sec)
 /* Runs @line; prints the broker's error. Return: the answer (free() it), or NULL. */
 static char *ask(const char *line)
 {
+	struct sl_err e = { 0 };
 	char *resp;
-	int r = netns_ctl(line, &resp);
+	int r = netns_ctl_err(line, &resp, &e);
 
-	if (r == -EPROTO) {
-		fprintf(stderr, "sluice: %s\n", resp);
+	if (r < 0 && sl_err_errno(&e) == 0) {
+		fprintf(stderr, "sluice: %s\n", resp); /* the broker's, uncut */
 		free(resp);
 		return NULL;
 	}
 	if (r < 0) {
-		fprintf(stderr, "sluice: cannot reach sluiced at %s: %s\n", netns_socket_path,
-			strerror(-r));
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&e));
 		return NULL;
 	}
 	return resp;

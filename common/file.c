@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/err.h"
 
 static int (*opener)(const char *path, int flags);
 
@@ -32,7 +35,9 @@ int file_open_read(const char *path, int flags)
 	return -errno;
 }
 
-int file_read_all(const char *path, size_t max, char **out, size_t *len)
+/* file_read_all(); *@refused says the file was refused (not regular, too
+ * big), which its -EINVAL or -EFBIG alone cannot: a call can fail so too. */
+static int read_all(const char *path, size_t max, char **out, size_t *len, bool *refused)
 {
 	struct stat st;
 	size_t got = 0;
@@ -41,6 +46,7 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
+	*refused = false;
 	fd = file_open_read(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return fd;
@@ -50,6 +56,7 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 		r = -EINVAL;
 	else if ((uint64_t)st.st_size > max)
 		r = -EFBIG;
+	*refused = r == -EINVAL || r == -EFBIG;
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -82,6 +89,26 @@ int file_read_all(const char *path, size_t max, char **out, size_t *len)
 	*out = buf;
 	*len = got;
 	return 0;
+}
+
+int file_read_all(const char *path, size_t max, char **out, size_t *len)
+{
+	bool refused;
+
+	return read_all(path, max, out, len, &refused);
+}
+
+int file_read_all_err(const char *path, size_t max, char **out, size_t *len, struct sl_err *err)
+{
+	bool refused;
+	int r = read_all(path, max, out, len, &refused);
+
+	/* The words the policy and configuration loaders have always shown. */
+	if (r < 0 && refused)
+		sl_err_set(err, 0, "%s: not a regular file of at most %zu bytes", path, max);
+	else if (r < 0)
+		sl_err_sys(err, r, "%s: cannot open", path);
+	return r;
 }
 
 int file_commit(FILE *f, const char *tmp, const char *path)

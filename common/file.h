@@ -41,6 +41,20 @@ int file_open_read(const char *path, int flags);
  */
 int file_read_all(const char *path, size_t max, char **buf, size_t *len);
 
+struct sl_err;
+/**
+ * file_read_all_err() - file_read_all(), and @err saying why it failed
+ * @err: NULL, or on failure "PATH: not a regular file of at most MAX
+ *       bytes" with errno 0 when the file is refused (not a regular file,
+ *       larger than @max), "PATH: cannot open: <strerror>" with the errno
+ *       when a call failed
+ *
+ * The return value is file_read_all()'s. A caller that treats a refusal
+ * apart reads sl_err_errno(@err) == 0, not -EINVAL or -EFBIG: open(2) and
+ * read(2) have those errnos of their own.
+ */
+int file_read_all_err(const char *path, size_t max, char **buf, size_t *len, struct sl_err *err);
+
 /**
  * file_commit() - finish a file written as @tmp and put it at @path
  * @f:    the stream @tmp was written through (closed here, in every case)

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/err.h"
+
 void ytree_free(struct ynode *n)
 {
 	size_t i;
@@ -65,6 +67,11 @@ int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at
 	r = vfail(err, name, at ? at->line : 1, at ? at->col : 1, fmt, ap);
 	va_end(ap);
 	return r;
+}
+
+int ytree_error_to_err(const struct ytree_error *ye, struct sl_err *err)
+{
+	return sl_err_set(err, 0, "%s", ye->msg);
 }
 
 const struct ynode *ytree_map_get(const struct ynode *map, const char *key)

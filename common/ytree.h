@@ -46,6 +46,12 @@ void ytree_free(struct ynode *n); /* accepts NULL */
 int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at, const char *fmt,
 	       ...) __attribute__((format(printf, 4, 5)));
 
+struct sl_err;
+/* @ye into @err, for a caller that reports one type: the message as it is
+ * (its FILE:LINE:COL in front), errno 0 (a document's error is no system
+ * call's). Return: -EINVAL. */
+int ytree_error_to_err(const struct ytree_error *ye, struct sl_err *err);
+
 /* The value of key @key in map @map, or NULL. */
 const struct ynode *ytree_map_get(const struct ynode *map, const char *key);
 

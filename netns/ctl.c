@@ -4,6 +4,7 @@
  * record (state.c) register and unregister through it, and so do
  * sluice-cni and sluice-oci-hook. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "netns/netns.h"
 
 /* A refusal that passes (netns_ctl_transient()) is asked again, bounded:
@@ -61,21 +63,15 @@ int netns_ctl_send(const char *line)
 	return fd;
 }
 
-/**
- * netns_ctl_recv() - the answer to a request of netns_ctl_send()
- * @fd:   the connection; closed here (a negative errno is returned as is)
- * @resp: the answer after "ok\n", or the broker's error message (malloc'd,
- *        the caller frees it; NULL on other failures)
- *
- * Return: 0; -EPROTO with *resp holding the broker's error message; another
- * negative errno.
- */
-int netns_ctl_recv(int fd, char **resp)
+/* netns_ctl_recv(); *@refused says the broker answered with an error,
+ * which -EPROTO alone cannot (a socket call may fail so too). */
+static int ctl_recv(int fd, char **resp, bool *refused)
 {
 	size_t got = 0;
 	char *buf;
 
 	*resp = NULL;
+	*refused = false;
 	if (fd < 0)
 		return fd;
 	buf = malloc(CTL_RESP_MAX + 1);
@@ -105,29 +101,61 @@ int netns_ctl_recv(int fd, char **resp)
 		memmove(buf, buf + strlen(CTL_ERR), got - strlen(CTL_ERR) + 1);
 		buf[strcspn(buf, "\n")] = '\0';
 		*resp = buf;
+		*refused = true;
 		return -EPROTO;
 	}
 	free(buf);
 	return -EIO;
 }
 
-/*
- * Sends one request line; *resp gets the answer after "ok\n" (malloc'd,
- * caller frees). Return: 0; -EPROTO with *resp holding the broker's error
- * message; another -errno when the broker cannot be reached.
+/**
+ * netns_ctl_recv() - the answer to a request of netns_ctl_send()
+ * @fd:   the connection; closed here (a negative errno is returned as is)
+ * @resp: the answer after "ok\n", or the broker's error message (malloc'd,
+ *        the caller frees it; NULL on other failures)
+ *
+ * Return: 0; -EPROTO with *resp holding the broker's error message; another
+ * negative errno.
  */
-int netns_ctl(const char *line, char **resp)
+int netns_ctl_recv(int fd, char **resp)
+{
+	bool refused;
+
+	return ctl_recv(fd, resp, &refused);
+}
+
+/* netns_ctl(), asking again while a refusal passes; *@refused as ctl_recv(). */
+static int ctl(const char *line, char **resp, bool *refused)
 {
 	int r, i;
 
 	for (i = 0;; i++) {
 		*resp = NULL;
-		r = netns_ctl_recv(netns_ctl_send(line), resp);
-		if (r != -EPROTO || !netns_ctl_transient(*resp) || i == CTL_RETRIES)
+		r = ctl_recv(netns_ctl_send(line), resp, refused);
+		if (!*refused || !netns_ctl_transient(*resp) || i == CTL_RETRIES)
 			return r;
 		free(*resp);
 		usleep(CTL_RETRY_US);
 	}
+}
+
+int netns_ctl(const char *line, char **resp)
+{
+	bool refused;
+
+	return ctl(line, resp, &refused);
+}
+
+int netns_ctl_err(const char *line, char **resp, struct sl_err *err)
+{
+	bool refused;
+	int r = ctl(line, resp, &refused);
+
+	if (r < 0 && refused)
+		sl_err_set(err, 0, "%s", *resp);
+	else if (r < 0)
+		sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
+	return r;
 }
 
 bool netns_ctl_transient(const char *msg)

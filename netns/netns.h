@@ -15,10 +15,22 @@ extern const char *netns_socket_path;
  * @line: the request, without its newline
  * @resp: the answer's body, or the broker's error message (free() it)
  *
- * Return: 0; -EPROTO when the broker answered with an error; another
- * negative errno when it could not be reached.
+ * Return: 0; -EPROTO when the broker answered with an error (callers that
+ * treat it apart use netns_ctl_err()); another negative errno when it could
+ * not be reached.
  */
 int netns_ctl(const char *line, char **resp);
+struct sl_err;
+/**
+ * netns_ctl_err() - netns_ctl(), and @err saying why it failed
+ * @err: NULL, or on failure the broker's error message with errno 0 when
+ *       the broker answered with one (*@resp holds it too, uncut), or
+ *       "cannot reach sluiced at SOCKET: <strerror>" with the errno
+ *
+ * The return value is netns_ctl()'s. A caller tells a refusal by
+ * sl_err_errno(@err) == 0, not by -EPROTO, which a socket call may return.
+ */
+int netns_ctl_err(const char *line, char **resp, struct sl_err *err);
 /* Is @msg (a broker's error) a refusal that passes while sandboxes come
  * and go, or a busy broker's? netns_ctl() asks again then; callers of
  * netns_ctl_send() may. */

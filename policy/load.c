@@ -1312,23 +1312,27 @@ out:
 	return r;
 }
 
+int policy_error_to_err(const struct policy_error *pe, int r, struct sl_err *err)
+{
+	sl_err_set(err, r == -EINVAL ? 0 : r, "%s", pe->msg);
+	return r;
+}
+
 int policy_load_file(const char *path, struct policy **out, struct policy_error *err)
 {
+	struct sl_err fe = { 0 };
 	char *buf;
 	size_t len;
 	int r;
 
 	*out = NULL;
 	memset(err, 0, sizeof(*err));
-	r = file_read_all(path, YTREE_MAX_BYTES, &buf, &len);
-	if (r == -EINVAL || r == -EFBIG) {
-		snprintf(err->msg, sizeof(err->msg), "%s: not a regular file of at most %u bytes",
-			 path, YTREE_MAX_BYTES);
-		return -EINVAL;
-	}
+	/* A refusal of the file (not regular, too big: errno 0) is -EINVAL
+	 * to the caller, a call's failure its errno. */
+	r = file_read_all_err(path, YTREE_MAX_BYTES, &buf, &len, &fe);
 	if (r < 0) {
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", path, strerror(-r));
-		return r;
+		snprintf(err->msg, sizeof(err->msg), "%s", sl_err_msg(&fe));
+		return sl_err_errno(&fe) ? r : -EINVAL;
 	}
 	r = policy_load_buffer(path, buf, len, out, err);
 	free(buf);

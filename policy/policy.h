@@ -107,6 +107,19 @@ struct policy_limits {
  */
 int policy_load_file(const char *path, struct policy **out, struct policy_error *err);
 
+struct sl_err;
+/**
+ * policy_error_to_err() - @pe into @err, for a caller that reports one type
+ * @pe:  as a loader above left it
+ * @r:   that loader's return value
+ * @err: the message as it is (FILE:LINE:COL in front: the position stays in
+ *       the text, which the user reads unchanged); errno 0 for a policy's
+ *       error (-EINVAL), -@r for a system call's (an unreadable file)
+ *
+ * Return: @r.
+ */
+int policy_error_to_err(const struct policy_error *pe, int r, struct sl_err *err);
+
 /* As policy_load_file(), for a buffer; @name stands for FILE in messages. */
 int policy_load_buffer(const char *name, const char *buf, size_t len,
 		       struct policy **out, struct policy_error *err);

@@ -193,4 +193,18 @@ t_none "the sample names every key" "${missing[@]}"
 sed -E 's/^#([a-z_]+:)/\1/' deploy/sluiced.yaml.sample >"$D/all.yaml"
 t_rc "every key uncommented (at its default) is valid too" 0 "$BIN/sluiced" --check-config --config "$D/all.yaml"
 
+# --- no broker: a failed call, not a broker's refusal -----------------------------
+# (netns_ctl_err(): the CLI tells the two apart by the errno, not by -EPROTO;
+# `sluice report`'s "names none" is an answer, not -ENODATA.)
+t_rc "sluice list with no broker exits 1" 1 "$BIN/sluice" list
+t_eq "  ... says it cannot reach it, with the errno's words" \
+	"sluice: cannot reach sluiced at $D/no-broker.sock: No such file or directory" "$T_ERR"
+t_rc "sluice pending with no broker exits 1" 1 "$BIN/sluice" pending
+t_eq "  ... says so the same way" \
+	"sluice: cannot reach sluiced at $D/no-broker.sock: No such file or directory" "$T_ERR"
+t_rc "sluice report with no log and no broker exits 2" 2 "$BIN/sluice" report
+t_eq "  ... the broker could not be asked" \
+	"sluice: report: name the audit log (sluice report [NAME] AUDIT_LOG...): the broker could not be asked where it writes it" \
+	"$T_ERR"
+
 t_done

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/err.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "common/obuf.h"
@@ -95,6 +96,42 @@ static void test_file_read_all(void **state)
 	assert_int_equal(file_read_all(path, 100, &buf, &len), -ENOENT);
 }
 
+/* What the loaders branch on: a refused file (errno 0) or a failed call
+ * (its errno), with the words they show. */
+static void test_file_read_all_err(void **state)
+{
+	char path[] = "/tmp/sluice-test-file.XXXXXX", want[128];
+	struct sl_err e = { 0 };
+	char *buf;
+	size_t len;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello\n", 6), 6);
+	close(fd);
+	assert_int_equal(file_read_all_err(path, 6, &buf, &len, &e), 0);
+	assert_string_equal(buf, "hello\n");
+	free(buf);
+
+	assert_int_equal(file_read_all_err(path, 5, &buf, &len, &e), -EFBIG);
+	assert_null(buf);
+	assert_int_equal(sl_err_errno(&e), 0);
+	snprintf(want, sizeof(want), "%s: not a regular file of at most 5 bytes", path);
+	assert_string_equal(sl_err_msg(&e), want);
+
+	assert_int_equal(file_read_all_err("/tmp", 100, &buf, &len, &e), -EINVAL);
+	assert_int_equal(sl_err_errno(&e), 0);
+	assert_string_equal(sl_err_msg(&e), "/tmp: not a regular file of at most 100 bytes");
+
+	unlink(path);
+	assert_int_equal(file_read_all_err(path, 100, &buf, &len, &e), -ENOENT);
+	assert_int_equal(sl_err_errno(&e), ENOENT);
+	snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
+	assert_string_equal(sl_err_msg(&e), want);
+	assert_int_equal(file_read_all_err(path, 100, &buf, &len, NULL), -ENOENT);
+}
+
 /* A stderr whose reader is gone: the first line fails with EPIPE and marks
  * it dead, the next ones are only counted; the process goes on. */
 static void test_log_dead_stderr(void **state)
@@ -145,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_obuf),
 		cmocka_unit_test(test_text_eq_ci),
 		cmocka_unit_test(test_file_read_all),
+		cmocka_unit_test(test_file_read_all_err),
 		cmocka_unit_test(test_log_dead_stderr),
 		cmocka_unit_test(test_log_every),
 	};

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+#include "common/ytree.h"
 #include "policy/policy.h"
 #include "policy/policy_internal.h" /* struct policy's refs, for the refcount test */
 
@@ -477,6 +479,53 @@ static void test_long_value_is_cut(void **state)
 	assert_int_equal(policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &err), -EINVAL);
 	assert_null(strchr(err.msg, '\033'));
 	assert_non_null(strstr(err.msg, "`a?[31mb`"));
+}
+
+/* A policy's or a YAML document's error into the one error type: the text
+ * as the user reads it (FILE:LINE:COL in it), errno 0 for a document's
+ * error, the errno of an unreadable file. */
+static void test_error_to_err(void **state)
+{
+	const char *yaml = "version: 1\negress:\n  bogus: 1\n";
+	struct policy_error perr;
+	struct ytree_error yerr;
+	struct ynode *root = NULL;
+	struct sl_err e;
+	struct policy *p;
+	int r;
+
+	(void)state;
+	r = policy_load_buffer("t.yaml", yaml, strlen(yaml), &p, &perr);
+	assert_int_equal(r, -EINVAL);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(policy_error_to_err(&perr, r, &e), -EINVAL);
+	assert_string_equal(sl_err_msg(&e), perr.msg);
+	assert_true(strncmp(sl_err_msg(&e), "t.yaml:3:3: ", 12) == 0);
+	assert_int_equal(sl_err_errno(&e), 0);
+
+	r = policy_load_file("/nonexistent/sluice-test.yaml", &p, &perr);
+	assert_int_equal(r, -ENOENT);
+	assert_int_equal(policy_error_to_err(&perr, r, &e), -ENOENT);
+	assert_string_equal(sl_err_msg(&e), perr.msg);
+	assert_int_equal(sl_err_errno(&e), ENOENT);
+	assert_int_equal(policy_error_to_err(&perr, r, NULL), -ENOENT);
+	assert_string_equal(
+		perr.msg, "/nonexistent/sluice-test.yaml: cannot open: No such file or directory");
+	/* A directory is refused, not failed: -EINVAL, errno 0. */
+	r = policy_load_file("/tmp", &p, &perr);
+	assert_int_equal(r, -EINVAL);
+	assert_string_equal(perr.msg, "/tmp: not a regular file of at most 1048576 bytes");
+	assert_int_equal(policy_error_to_err(&perr, r, &e), -EINVAL);
+	assert_int_equal(sl_err_errno(&e), 0);
+
+	r = ytree_load("y.yaml", "a: [1\n", 6, &root, &yerr);
+	assert_int_equal(r, -EINVAL);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(ytree_error_to_err(&yerr, &e), -EINVAL);
+	assert_string_equal(sl_err_msg(&e), yerr.msg);
+	assert_true(strncmp(sl_err_msg(&e), "y.yaml:", 7) == 0);
+	assert_int_equal(sl_err_errno(&e), 0);
+	ytree_free(root);
 }
 
 /* ---- good policies ------------------------------------------------------- */
@@ -1363,6 +1412,7 @@ int main(void)
 		cmocka_unit_test(test_bad_policies),
 		cmocka_unit_test(test_empty_value_position),
 		cmocka_unit_test(test_long_value_is_cut),
+		cmocka_unit_test(test_error_to_err),
 		cmocka_unit_test(test_example_files_load),
 		cmocka_unit_test(test_github_api),
 		cmocka_unit_test(test_python_packages),

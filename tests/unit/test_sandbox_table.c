@@ -70,12 +70,13 @@ static int teardown(void **state)
 
 static int reg(unsigned i, const char *addr)
 {
-	char name[32], err[256];
+	struct sl_err err;
+	char name[32];
 	struct sl_addr got;
 	int r;
 
 	name_of(i, name, sizeof(name));
-	r = sandbox_register(T, name, addr, policy_path, true, &got, err, sizeof(err));
+	r = sandbox_register(T, name, addr, policy_path, true, &got, &err);
 	if (r == 0) {
 		present[i] = true;
 		addr_of[i] = got;
@@ -85,10 +86,11 @@ static int reg(unsigned i, const char *addr)
 
 static void unreg(unsigned i)
 {
-	char name[32], err[256];
+	struct sl_err err;
+	char name[32];
 
 	name_of(i, name, sizeof(name));
-	assert_int_equal(sandbox_unregister(T, name, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_unregister(T, name, &err), 0);
 	present[i] = false;
 }
 
@@ -165,20 +167,19 @@ static void test_pool_allocation(void **state)
 /* Names and addresses already held are refused, and nothing changes. */
 static void test_duplicates(void **state)
 {
-	char err[256];
+	struct sl_err err;
 
 	(void)state;
 	assert_int_equal(reg(0, "10.77.0.6"), 0);
-	assert_int_equal(sandbox_register(T, "sb-0", "10.77.0.10", policy_path, true, NULL, err,
-					  sizeof(err)),
+	assert_int_equal(sandbox_register(T, "sb-0", "10.77.0.10", policy_path, true, NULL, &err),
 			 -EEXIST);
-	assert_int_equal(sandbox_register(T, "sb-other", "10.77.0.6", policy_path, true, NULL, err,
-					  sizeof(err)),
-			 -EEXIST);
-	assert_int_equal(sandbox_unregister(T, "sb-other", err, sizeof(err)), -ENOENT);
+	assert_int_equal(
+		sandbox_register(T, "sb-other", "10.77.0.6", policy_path, true, NULL, &err),
+		-EEXIST);
+	assert_int_equal(sandbox_unregister(T, "sb-other", &err), -ENOENT);
 	check_all(2);
 	unreg_all(2);
-	assert_int_equal(sandbox_unregister(T, "sb-0", err, sizeof(err)), -ENOENT);
+	assert_int_equal(sandbox_unregister(T, "sb-0", &err), -ENOENT);
 }
 
 /* Is slot @h among the eight around the table's wrap-around (60-63, 0-3)? */
@@ -196,7 +197,7 @@ static void test_collisions(void **state)
 	static char names[40][32];
 	static struct sl_addr addrs[40];
 	unsigned i, n, round, cand;
-	char err[256];
+	struct sl_err err;
 
 	(void)state;
 	for (n = 0, cand = 0; n < 40 && cand < 100000; cand++) {
@@ -218,15 +219,14 @@ static void test_collisions(void **state)
 			char a[ADDR_STRLEN];
 
 			addr_format(&addrs[i], a, sizeof(a));
-			assert_int_equal(sandbox_register(T, names[i], a, policy_path, true, NULL,
-							  err, sizeof(err)),
-					 0);
+			assert_int_equal(
+				sandbox_register(T, names[i], a, policy_path, true, NULL, &err), 0);
 		}
 		assert_int_equal(sandbox_count(T), 40);
 		for (i = 0; i < 40; i++) {
 			unsigned k = (i * 7 + round * 3) % 40, j; /* 7 is prime to 40 */
 
-			assert_int_equal(sandbox_unregister(T, names[k], err, sizeof(err)), 0);
+			assert_int_equal(sandbox_unregister(T, names[k], &err), 0);
 			/* Every one still there is found, by address and by name. */
 			for (j = 0; j < 40; j++) {
 				struct policy *pol = NULL;
@@ -326,7 +326,8 @@ static bool allows(const struct policy *p, const char *name)
  * the list, with the hashes of both; the synthetic map stays. */
 static void test_update(void **state)
 {
-	char good[200], broken[200], err[600], saved[300], list[4096];
+	struct sl_err err;
+	char good[200], broken[200], saved[300], list[4096];
 	struct sandbox_update_info info;
 	struct policy *before, *pol;
 	struct dns_synth *synth;
@@ -345,22 +346,31 @@ static void test_update(void **state)
 	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
 	assert_int_equal(strlen(sha_before), 64);
 
-	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, err, sizeof(err)),
-			 -ENOENT);
-	assert_string_equal(err, "no such sandbox `sb-901`");
-	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, &err), -ENOENT);
+	assert_string_equal(sl_err_msg(&err), "no such sandbox `sb-901`");
+	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, &err), -EINVAL);
 
-	assert_true(sandbox_update(T, "sb-900", broken, false, &info, err, sizeof(err)) < 0);
-	assert_true(strncmp(err, broken, strlen(broken)) == 0);
-	assert_non_null(strstr(err, ":4:7: ")); /* FILE:LINE:COL */
+	assert_true(sandbox_update(T, "sb-900", broken, false, &info, &err) < 0);
+	assert_true(strncmp(sl_err_msg(&err), broken, strlen(broken)) == 0);
+	assert_non_null(strstr(sl_err_msg(&err), ":4:7: ")); /* FILE:LINE:COL */
+	assert_int_equal(sl_err_errno(&err), 0); /* a policy error, no system call's */
+	/* A directory is refused (-EINVAL, errno 0), a missing file a failed
+	 * call (its errno): each in the words the user has always read. */
+	assert_int_equal(sandbox_update(T, "sb-900", "/tmp", false, &info, &err), -EINVAL);
+	assert_string_equal(sl_err_msg(&err), "/tmp: not a regular file of at most 1048576 bytes");
+	assert_int_equal(sl_err_errno(&err), 0);
+	assert_int_equal(sandbox_update(T, "sb-900", "/nonexistent/p.yaml", false, &info, &err),
+			 -ENOENT);
+	assert_string_equal(sl_err_msg(&err),
+			    "/nonexistent/p.yaml: cannot open: No such file or directory");
+	assert_int_equal(sl_err_errno(&err), ENOENT);
 	pol = sandbox_policy(sb);
 	assert_ptr_equal(pol, before);
 	policy_unref(pol);
 	saved_policy("sb-900", saved, sizeof(saved));
 	assert_string_equal(saved, policy_path);
 
-	assert_int_equal(sandbox_update(T, "sb-900", good, false, &info, err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-900", good, false, &info, &err), 0);
 	pol = sandbox_policy(sb);
 	assert_ptr_not_equal(pol, before);
 	assert_true(allows(pol, "b.example"));
@@ -407,7 +417,8 @@ static void test_update_credentials(void **state)
 {
 	static const char cred[] = "  - name: %s\n    source: { file: %s/secret }\n"
 				   "    scope: { hosts: [example.com] }\n    placeholder: %s\n";
-	char a[200], b[200], secret[200], text[1024], err[600], env[1024];
+	struct sl_err err;
+	char a[200], b[200], secret[200], text[1024], env[1024];
 	char keep[64], gone[64], keep2[64], gone2[64], fresh[64], name[CREDS_NAME_MAX + 1];
 	struct sandbox_update_info info;
 	struct policy *pol;
@@ -428,15 +439,15 @@ static void test_update_credentials(void **state)
 	snprintf(text + k, sizeof(text) - (size_t)k, cred, "new", dir, "NEW");
 	write_policy("cb.yaml", text, b, sizeof(b));
 
-	assert_int_equal(sandbox_register(T, "sb-910", "auto", a, true, NULL, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_register(T, "sb-910", "auto", a, true, NULL, &err), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), &err), 0);
 	env_value(env + strlen(CTL_OK), "KEEP", keep, sizeof(keep));
 	env_value(env + strlen(CTL_OK), "GONE", gone, sizeof(gone));
 	assert_int_equal(strlen(keep), CREDS_PLACEHOLDER_LEN);
 	assert_int_equal(strlen(gone), CREDS_PLACEHOLDER_LEN);
 
-	assert_int_equal(sandbox_update(T, "sb-910", b, false, &info, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", b, false, &info, &err), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), &err), 0);
 	env_value(env + strlen(CTL_OK), "KEEP", keep2, sizeof(keep2));
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
 	env_value(env + strlen(CTL_OK), "NEW", fresh, sizeof(fresh));
@@ -451,8 +462,8 @@ static void test_update_credentials(void **state)
 			 CREDS_PH_VALID);
 
 	/* Back to A: "gone" is given a new placeholder. */
-	assert_int_equal(sandbox_update(T, "sb-910", a, false, &info, err, sizeof(err)), 0);
-	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), err, sizeof(err)), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", a, false, &info, &err), 0);
+	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), &err), 0);
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
 	assert_int_equal(strlen(gone2), CREDS_PLACEHOLDER_LEN);
 	assert_string_not_equal(gone2, gone);
