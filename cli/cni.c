@@ -29,6 +29,7 @@
 
 #include "cli/cni.h"
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/version.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -102,6 +103,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 	char policy[PATH_MAX], err[1024], k8s_ns[CNI_K8S_NAME_MAX + 1],
 		k8s_pod[CNI_K8S_NAME_MAX + 1];
 	struct netns_sandbox sb, rec;
+	struct sl_err se = { 0 };
 	struct cni_wiring w = { .prefix = 30 };
 	struct stat st;
 	sigset_t old;
@@ -145,11 +147,11 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 				env->name, err);
 	/* A Kubernetes pod's files, from the record as `sluice env` reads it;
 	 * a pod that would start without them is not started. */
-	if (pod == 1 && ((r = netns_state_read(env->name, &rec, err, sizeof(err))) < 0 ||
+	if (pod == 1 && ((r = netns_state_read(env->name, &rec, &se)) < 0 ||
 			 (r = cni_pod_publish(k8s_ns, k8s_pod, &rec, e)) < 0)) {
 		if (!e->code)
-			cni_fail(e, CNI_ERR_IO, -r, err, "cannot read sandbox `%s`: %s", env->name,
-				 err);
+			cni_fail(e, CNI_ERR_IO, -r, sl_err_msg(&se), "cannot read sandbox `%s`: %s",
+				 env->name, sl_err_msg(&se));
 		netns_hold_signals(&old);
 		netns_sandbox_detach(env->name, err, sizeof(err));
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -270,15 +272,17 @@ static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct
 {
 	char err[1024], a[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN + 4];
 	struct netns_sandbox sb;
+	struct sl_err se = { 0 };
 	struct in_addr ia;
 	int r;
 
 	if (!env->netns || !env->netns[0] || !env->ifname || !env->ifname[0])
 		return cni_fail(e, CNI_ERR_ENV, EINVAL, NULL,
 				"CHECK needs CNI_NETNS and CNI_IFNAME");
-	r = netns_state_read(env->name, &sb, err, sizeof(err));
+	r = netns_state_read(env->name, &sb, &se);
 	if (r < 0)
-		return cni_fail(e, CNI_ERR_CHECK, -r, err, "no sandbox `%s`: %s", env->name, err);
+		return cni_fail(e, CNI_ERR_CHECK, -r, sl_err_msg(&se), "no sandbox `%s`: %s",
+				env->name, sl_err_msg(&se));
 	ia.s_addr = htonl(sb.addr);
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	snprintf(want, sizeof(want), "%s/30", a);

@@ -84,18 +84,18 @@ static void print_env(const char *key, const char *value, void *arg)
 /* The record of @name; prints why not. */
 static int load(const char *name, struct netns_sandbox *sb)
 {
-	char err[600];
+	struct sl_err err = { 0 };
 	int r;
 
 	if (!netns_name_ok(name)) {
 		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
 		return -ENOENT;
 	}
-	r = netns_state_read(name, sb, err, sizeof(err));
+	r = netns_state_read(name, sb, &err);
 	if (r == -ENOENT)
 		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
 	else if (r < 0)
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 	return r;
 }
 
@@ -106,7 +106,6 @@ static int load(const char *name, struct netns_sandbox *sb)
 static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 {
 	struct sl_err e = { 0 };
-	char err[700];
 	int r;
 
 	fprintf(stderr,
@@ -114,11 +113,11 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 		"processes, only its network is the sandbox `%s`'s\n",
 		argv[0], sb->name);
 	/* Audited by the broker before anything runs; no record, no run. */
-	r = netns_note_privileged(sb, err, sizeof(err));
+	r = netns_note_privileged(sb, &e);
 	if (r < 0) {
 		fprintf(stderr, "sluice: --privileged: the broker did not record the run, so it "
 				"does not start: %s\n",
-			err);
+			sl_err_msg(&e));
 		return 1;
 	}
 	/* The environment first: its placeholders come from the broker, whose

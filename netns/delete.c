@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -294,6 +295,7 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 	struct netns_rtnl rt = { 0 };
 	struct keep keep = { .unname = !detach, .sync = detach };
 	struct netns_sandbox sb;
+	struct sl_err se = { 0 };
 	char dir[512], msg[600] = "";
 	enum broker_answer ans;
 	uint64_t dev, ino;
@@ -306,10 +308,10 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 	}
 	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, name, NULL);
 	owned = access(dir, F_OK) == 0;
-	r = netns_state_read(name, &sb, msg, sizeof(msg));
+	r = netns_state_read(name, &sb, &se);
 	have_state = r == 0;
 	if (r < 0 && r != -ENOENT)
-		fprintf(stderr, "sluice: warning: %s\n", msg);
+		fprintf(stderr, "sluice: warning: %s\n", sl_err_msg(&se));
 	/* A runtime's namespace is never removed: only sluice's name of it. */
 	if (have_state && sb.attached) {
 		keep.unname = sb.ns_named;

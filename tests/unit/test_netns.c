@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -338,7 +339,8 @@ static void test_ifname_ok(void **state)
 static void test_state_attach_fields(void **state)
 {
 	struct netns_sandbox sb = { 0 }, got;
-	char dir[128], path[160], err[256];
+	struct sl_err err = { 0 };
+	char dir[128], path[160];
 	FILE *f;
 
 	(void)state;
@@ -354,7 +356,7 @@ static void test_state_attach_fields(void **state)
 	sb.attached = true;
 	sb.ns_named = false;
 	assert_int_equal(netns_state_write(&sb), 0);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), 0);
 	assert_string_equal(got.ifname, "sl0");
 	assert_true(got.attached);
 	assert_false(got.ns_named);
@@ -366,7 +368,7 @@ static void test_state_attach_fields(void **state)
 		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n",
 		sb.name, sb.link);
 	fclose(f);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), 0);
 	assert_string_equal(got.ifname, NETNS_SANDBOX_IF);
 	assert_false(got.attached);
 	assert_true(got.ns_named);
@@ -380,7 +382,7 @@ static void test_state_attach_fields(void **state)
 		   "attached maybe\n",
 		sb.name, sb.link);
 	fclose(f);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), -EINVAL);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), -EINVAL);
 
 	unlink(path);
 	assert_int_equal(rmdir(dir), 0);
