@@ -270,7 +270,7 @@ static int address_inside(const char *path, const char *ifname, uint32_t addr, s
 
 static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct cni_error *e)
 {
-	char err[1024], a[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN + 4];
+	char a[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN + 4];
 	struct netns_sandbox sb;
 	struct sl_err se = { 0 };
 	struct in_addr ia;
@@ -293,9 +293,9 @@ static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct
 	r = registered(env->name, sb.addr, e);
 	if (r < 0)
 		return r;
-	r = netns_nft_element_present(sb.link, sb.addr, err, sizeof(err));
+	r = netns_nft_element_present(sb.link, sb.addr, &se);
 	if (r < 0)
-		return cni_fail(e, CNI_ERR_CHECK, -r, err, "%s", err);
+		return cni_fail(e, CNI_ERR_CHECK, -r, sl_err_msg(&se), "%s", sl_err_msg(&se));
 	if (r == 0)
 		return cni_fail(e, CNI_ERR_CHECK, ENOENT, NULL,
 				"sandbox `%s`: no element { %s . %s } in the firewall's set",

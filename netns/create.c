@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -676,7 +677,8 @@ static int wire(struct build *b, char *err, size_t errlen)
 /* Undoes what @b notes, newest first; says what it could not undo. */
 static void rollback(struct build *b)
 {
-	char e[400], *resp;
+	struct sl_err se = { 0 };
+	char *resp;
 	int k;
 
 	if (b->cfg_fd >= 0)
@@ -693,8 +695,8 @@ static void rollback(struct build *b)
 		free(resp);
 	}
 
-	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, e, sizeof(e)) < 0)
-		fprintf(stderr, "sluice: undo: %s\n", e);
+	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, &se) < 0)
+		fprintf(stderr, "sluice: undo: %s\n", sl_err_msg(&se));
 	/* The slow, synchronous delete: a failed create is rare, and when it
 	 * has failed nothing of it may be left, however briefly. */
 	if (b->link) {
@@ -961,6 +963,7 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	struct build b = {
 		.nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .bundle_fd = -1, .proc = -1, .lock = -1
 	};
+	struct sl_err se = { 0 };
 	char abs[PATH_MAX], path[512];
 	int r;
 
@@ -1084,9 +1087,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	b.cfg_fd = -1;
 	if (r < 0)
 		goto fail;
-	r = netns_nft_install(&b.sb.ports, err, errlen);
-	if (r < 0)
+	r = netns_nft_install(&b.sb.ports, &se);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", sl_err_msg(&se));
 		goto fail;
+	}
 	/* What needs neither the address nor the CA is done before their
 	 * answer: the broker is most likely still making the CA. */
 	r = state_dir_begin(&b, err, errlen);
@@ -1113,9 +1118,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */
-	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err, errlen);
-	if (r < 0)
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, &se);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", sl_err_msg(&se));
 		goto fail;
+	}
 	b.element = true;
 	if (netns_link_wait_running(&b.out, b.sb.link, &b.in, b.sb.ifname, LINK_WAIT_MS) < 0)
 		log_warn("netns: the wire of `%s` is not running yet", b.sb.name);

@@ -171,12 +171,12 @@ __attribute__((format(printf, 5, 6))) static void note(int *first, char *err, si
 static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int link_index,
 		     int *held, int *first, char *err, size_t errlen)
 {
-	char e[400];
+	struct sl_err e = { 0 };
 	int r;
 
-	r = netns_nft_element(false, link, addr, held, e, sizeof(e));
+	r = netns_nft_element(false, link, addr, held, &e);
 	if (r < 0 && r != -ENOENT)
-		note(first, err, errlen, r, "%s", e);
+		note(first, err, errlen, r, "%s", sl_err_msg(&e));
 	if (link_index > 0) {
 		r = netns_link_retire(rt, link_index);
 		if (r < 0 && r != -ENODEV)

@@ -156,10 +156,9 @@ int netns_linger_then(int fd, void (*after)(void));
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
-int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
-int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
-		      size_t errlen);
-int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen);
+int netns_nft_install(const struct netns_ports *p, struct sl_err *err);
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, struct sl_err *err);
+int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *err);
 
 /* --- cli/runner.c, cli/seccomp.c: the contained runner -------------- */
 
