@@ -309,7 +309,8 @@ int main(int argc, char **argv)
 	struct cni_conf c;
 	struct cni_error e = { 0 };
 	const char *version = NULL;
-	char *text = NULL, *out, err[600];
+	struct sl_err err = { 0 };
+	char *text = NULL, *out;
 	size_t len = 0;
 	int r;
 
@@ -355,13 +356,13 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	netns_socket_path = c.socket;
-	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, err, sizeof(err)) < 0) {
+	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, &err) < 0) {
 		/* The broker's namespace is gone, and the sandbox's link with
 		 * it: what DEL must remove is the rest (detach works from any
 		 * namespace). */
 		if (strcmp(env.command, "DEL") != 0) {
-			r = cni_fail(&e, CNI_ERR_TRY_AGAIN, EAGAIN, err,
-				     "cannot enter the broker's network namespace: %s", err);
+			r = cni_fail(&e, CNI_ERR_TRY_AGAIN, EAGAIN, sl_err_msg(&err),
+				     "cannot enter the broker's network namespace: %s", sl_err_msg(&err));
 			goto fail;
 		}
 	}

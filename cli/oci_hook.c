@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/file.h"
 #include "common/version.h"
 #include "netns/netns.h"
@@ -400,6 +401,7 @@ int main(int argc, char **argv)
 	char name[NETNS_NAME_MAX + 1], policy[PATH_MAX + NETNS_NAME_MAX + 8], nspath[64], err[1024],
 		root[PATH_MAX], *in = NULL;
 	struct hook_config c = { 0 };
+	struct sl_err se = { 0 };
 	struct netns_sandbox sb;
 	json_error_t je;
 	json_t *st, *ann;
@@ -438,8 +440,8 @@ int main(int argc, char **argv)
 	if (!netns_name_ok(name))
 		return fail("container id `%.64s` is not one a sandbox can be named after", id);
 	netns_socket_path = c.socket;
-	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, err, sizeof(err)) < 0)
-		return fail("%s", err);
+	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, &se) < 0)
+		return fail("%s", sl_err_msg(&se));
 
 	if (!strcmp(status, "stopped")) {
 		netns_hold_signals(&old);

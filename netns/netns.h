@@ -24,7 +24,8 @@ int netns_ctl(const char *line, char **resp);
  * netns_ctl_send() may. */
 bool netns_ctl_transient(const char *msg);
 int netns_ctl_send(const char *line);
-int netns_enter_broker(const char *spec, char *err, size_t errlen);
+struct sl_err;
+int netns_enter_broker(const char *spec, struct sl_err *err);
 int netns_ctl_recv(int fd, char **resp);
 
 struct netns_sandbox;

@@ -202,15 +202,17 @@ static void test_enter_broker_refusals(void **state)
 		{ "/etc/hostname", -EINVAL, "`/etc/hostname` is not a namespace" },
 		{ "/proc/self/ns/mnt", -EINVAL, "`/proc/self/ns/mnt` is not a network namespace" },
 	};
-	char err[600];
+	struct sl_err err;
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		err[0] = '\0';
-		assert_int_equal(netns_enter_broker(cases[i].spec, err, sizeof(err)), cases[i].r);
-		if (!strstr(err, cases[i].msg))
-			fail_msg("`%s`: got \"%s\", want \"%s\"", cases[i].spec, err, cases[i].msg);
+		sl_err_clear(&err);
+		assert_int_equal(netns_enter_broker(cases[i].spec, &err), cases[i].r);
+		if (!strstr(sl_err_msg(&err), cases[i].msg))
+			fail_msg("`%s`: got \"%s\", want \"%s\"", cases[i].spec, sl_err_msg(&err),
+				 cases[i].msg);
+		assert_int_equal(sl_err_errno(&err), -cases[i].r);
 	}
 }
 
@@ -219,7 +221,8 @@ static void test_enter_broker_refusals(void **state)
 static int enter_child(pid_t parent)
 {
 	uint64_t dev0, ino0, dev, ino;
-	char spec[64], err[600];
+	struct sl_err err = { 0 };
+	char spec[64];
 
 	if (netns_self_ns_id(&dev0, &ino0) < 0)
 		return 1;
@@ -228,7 +231,7 @@ static int enter_child(pid_t parent)
 	if (netns_self_ns_id(&dev, &ino) < 0 || ino == ino0)
 		return 2;
 	snprintf(spec, sizeof(spec), "/proc/%d/ns/net", (int)parent);
-	if (netns_enter_broker(spec, err, sizeof(err)) < 0)
+	if (netns_enter_broker(spec, &err) < 0)
 		return 3;
 	if (netns_self_ns_id(&dev, &ino) < 0 || dev != dev0 || ino != ino0)
 		return 4;
