@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -103,7 +104,7 @@ usage:
 
 int cmd_detach(int argc, char **argv)
 {
-	char err[1024];
+	struct sl_err err = { 0 };
 	sigset_t old;
 	int r;
 
@@ -112,10 +113,10 @@ int cmd_detach(int argc, char **argv)
 		return 2;
 	}
 	netns_hold_signals(&old);
-	r = netns_sandbox_detach(argv[1], err, sizeof(err));
+	r = netns_sandbox_detach(argv[1], &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return 1;
 	}
 	return 0;

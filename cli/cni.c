@@ -153,7 +153,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 			cni_fail(e, CNI_ERR_IO, -r, sl_err_msg(&se), "cannot read sandbox `%s`: %s",
 				 env->name, sl_err_msg(&se));
 		netns_hold_signals(&old);
-		netns_sandbox_detach(env->name, err, sizeof(err));
+		netns_sandbox_detach(env->name, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
 	}
@@ -172,7 +172,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 		if (pod == 1)
 			cni_pod_withdraw(env->name);
 		netns_hold_signals(&old);
-		netns_sandbox_detach(env->name, err, sizeof(err));
+		netns_sandbox_detach(env->name, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return cni_fail(e, CNI_ERR_IO, EIO, NULL, "cannot write the result");
 	}
@@ -182,7 +182,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 
 static int cmd_del(const struct cni_env *env, struct cni_error *e)
 {
-	char err[1024];
+	struct sl_err err = { 0 };
 	sigset_t old;
 	int r;
 
@@ -193,13 +193,14 @@ static int cmd_del(const struct cni_env *env, struct cni_error *e)
 				"cannot remove the pod's files of `%s`: %s", env->name,
 				strerror(-r));
 	netns_hold_signals(&old);
-	r = netns_sandbox_detach(env->name, err, sizeof(err));
+	r = netns_sandbox_detach(env->name, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* Nothing of it is left: what DEL is for, however it came about. */
 	if (r == 0 || r == -ENOENT)
 		return 0;
 	return cni_fail(e, attach_code(r) == CNI_ERR_TRY_AGAIN ? CNI_ERR_TRY_AGAIN : CNI_ERR_WIRE,
-			-r, err, "cannot detach sandbox `%s`: %s", env->name, err);
+			-r, sl_err_msg(&err), "cannot detach sandbox `%s`: %s", env->name,
+			sl_err_msg(&err));
 }
 
 /* Is @name registered with the broker at @addr? One `list`. */

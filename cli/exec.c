@@ -307,6 +307,7 @@ int cmd_run(int argc, char **argv)
 	const char *policy = NULL, *name = NULL;
 	char defname[40], err[1024];
 	struct netns_sandbox sb;
+	struct sl_err e = { 0 };
 	sigset_t old;
 	bool audit = false;
 	int i, status, r;
@@ -352,9 +353,9 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	status = spawn_wait(&sb, &o, argv + i + 1, &old);
-	r = netns_sandbox_delete(sb.name, err, sizeof(err));
+	r = netns_sandbox_delete(sb.name, &e);
 	if (r < 0)
-		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, err);
+		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, sl_err_msg(&e));
 	return exit_status(status);
 usage:
 	fprintf(stderr, "usage: sluice run --policy FILE [--audit] [--name NAME] " RUNNER_USAGE

@@ -445,12 +445,12 @@ int main(int argc, char **argv)
 
 	if (!strcmp(status, "stopped")) {
 		netns_hold_signals(&old);
-		r = netns_sandbox_detach(name, err, sizeof(err));
+		r = netns_sandbox_detach(name, &se);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		remove_share(&c, name);
 		json_decref(st);
 		/* Idempotent: a container whose attach failed is stopped too. */
-		return r < 0 && r != -ENOENT ? fail("detach `%s`: %s", name, err) : 0;
+		return r < 0 && r != -ENOENT ? fail("detach `%s`: %s", name, sl_err_msg(&se)) : 0;
 	}
 
 	pname = json_string_value(json_object_get(ann, HOOK_ANNOTATION));
@@ -481,8 +481,8 @@ int main(int argc, char **argv)
 			container_root(st, bundle, root, sizeof(root)) == 0 ? root : NULL) != 0) {
 		/* Fail closed, and leave nothing. */
 		remove_share(&c, name);
-		if (netns_sandbox_detach(name, err, sizeof(err)) < 0)
-			fprintf(stderr, "sluice-oci-hook: undo: %s\n", err);
+		if (netns_sandbox_detach(name, &se) < 0)
+			fprintf(stderr, "sluice-oci-hook: undo: %s\n", sl_err_msg(&se));
 		r = -EIO;
 		err[0] = '\0';
 	}

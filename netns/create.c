@@ -773,7 +773,8 @@ static bool policy_bad(const char *path, char *err, size_t errlen)
 static int create_begin(struct build *b, char *err, size_t errlen)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
-	char mark[600], e[700];
+	struct sl_err se = { 0 };
+	char mark[600];
 	struct timespec nap = { .tv_nsec = 2000000 };
 	uint32_t h = 2166136261u;
 	const char *c;
@@ -806,13 +807,13 @@ static int create_begin(struct build *b, char *err, size_t errlen)
 		fprintf(stderr,
 			"sluice: a create of `%s` was interrupted; removing what it left\n",
 			b->sb.name);
-		r = netns_sandbox_delete(b->sb.name, e, sizeof(e));
+		r = netns_sandbox_delete(b->sb.name, &se);
 		if (r < 0 && r != -ENOENT) {
 			b->keep_mark = true;
 			snprintf(err, errlen,
 				 "a create of `%s` was interrupted, and what it left cannot be "
 				 "removed: %s",
-				 b->sb.name, e);
+				 b->sb.name, sl_err_msg(&se));
 			return r;
 		}
 	}

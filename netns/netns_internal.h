@@ -196,6 +196,6 @@ int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
 int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err);
-int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);
+int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err);
 
 #endif
