@@ -52,7 +52,8 @@ static void print_json(const struct netns_sandbox *sb, const char *nspath, const
 int cmd_attach(int argc, char **argv)
 {
 	const char *name = NULL, *policy = NULL, *nspath = NULL, *ifname = NULL;
-	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct sl_err err = { 0 };
+	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
 	struct netns_sandbox sb;
 	struct in_addr ia, ig;
 	bool json = false, audit = false;
@@ -78,13 +79,14 @@ int cmd_attach(int argc, char **argv)
 	if (!name || !policy || !nspath)
 		goto usage;
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, ifname, policy, audit, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, ifname, policy, audit, &sb, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		if (r == -EBADMSG)
-			fprintf(stderr, "%s\n", err);
+		/* A policy error is whole: FILE:LINE:COL: message. */
+		if (sl_err_errno(&err) == EBADMSG)
+			fprintf(stderr, "%s\n", sl_err_msg(&err));
 		else
-			fprintf(stderr, "sluice: attach `%s`: %s\n", name, err);
+			fprintf(stderr, "sluice: attach `%s`: %s\n", name, sl_err_msg(&err));
 		return 1;
 	}
 	ia.s_addr = htonl(sb.addr);

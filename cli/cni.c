@@ -100,8 +100,7 @@ static int attach_code(int r)
 
 static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct cni_error *e)
 {
-	char policy[PATH_MAX], err[1024], k8s_ns[CNI_K8S_NAME_MAX + 1],
-		k8s_pod[CNI_K8S_NAME_MAX + 1];
+	char policy[PATH_MAX], k8s_ns[CNI_K8S_NAME_MAX + 1], k8s_pod[CNI_K8S_NAME_MAX + 1];
 	struct netns_sandbox sb, rec;
 	struct sl_err se = { 0 };
 	struct cni_wiring w = { .prefix = 30 };
@@ -139,12 +138,11 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 	/* What an interrupted attach has done, it undoes itself: the signals
 	 * that would end the plugin mid-way wait until it has. */
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, c->audit, &sb, err,
-				 sizeof(err));
+	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, c->audit, &sb, &se);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
-		return cni_fail(e, attach_code(r), -r, err, "cannot attach sandbox `%s`: %s",
-				env->name, err);
+		return cni_fail(e, attach_code(r), -r, sl_err_msg(&se),
+				"cannot attach sandbox `%s`: %s", env->name, sl_err_msg(&se));
 	/* A Kubernetes pod's files, from the record as `sluice env` reads it;
 	 * a pod that would start without them is not started. */
 	if (pod == 1 && ((r = netns_state_read(env->name, &rec, &se)) < 0 ||

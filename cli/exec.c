@@ -305,7 +305,7 @@ int cmd_run(int argc, char **argv)
 {
 	static struct netns_runner o;
 	const char *policy = NULL, *name = NULL;
-	char defname[40], err[1024];
+	char defname[40];
 	struct netns_sandbox sb;
 	struct sl_err e = { 0 };
 	sigset_t old;
@@ -343,13 +343,14 @@ int cmd_run(int argc, char **argv)
 	 * meanwhile waits, then reaches the command (or ends a create that has
 	 * been undone). */
 	netns_hold_signals(&old);
-	r = netns_sandbox_create(name, policy, audit, &sb, err, sizeof(err));
+	r = netns_sandbox_create(name, policy, audit, &sb, &e);
 	if (r < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (r == -EBADMSG)
-			fprintf(stderr, "%s\n", err);
+		/* A policy error is whole: FILE:LINE:COL: message. */
+		if (sl_err_errno(&e) == EBADMSG)
+			fprintf(stderr, "%s\n", sl_err_msg(&e));
 		else
-			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
+			fprintf(stderr, "sluice: create `%s`: %s\n", name, sl_err_msg(&e));
 		return 1;
 	}
 	status = spawn_wait(&sb, &o, argv + i + 1, &old);

@@ -398,7 +398,7 @@ static int usage(FILE *f, int rc)
 int main(int argc, char **argv)
 {
 	const char *config = HOOK_CONFIG, *id, *status, *bundle, *pname;
-	char name[NETNS_NAME_MAX + 1], policy[PATH_MAX + NETNS_NAME_MAX + 8], nspath[64], err[1024],
+	char name[NETNS_NAME_MAX + 1], policy[PATH_MAX + NETNS_NAME_MAX + 8], nspath[64],
 		root[PATH_MAX], *in = NULL;
 	struct hook_config c = { 0 };
 	struct sl_err se = { 0 };
@@ -475,7 +475,7 @@ int main(int argc, char **argv)
 			    strerror(errno));
 
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, NULL, policy, c.audit, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, NULL, policy, c.audit, &sb, &se);
 	if (r == 0 &&
 	    write_share(&c, &sb, nspath, (pid_t)pid,
 			container_root(st, bundle, root, sizeof(root)) == 0 ? root : NULL) != 0) {
@@ -484,11 +484,11 @@ int main(int argc, char **argv)
 		if (netns_sandbox_detach(name, &se) < 0)
 			fprintf(stderr, "sluice-oci-hook: undo: %s\n", sl_err_msg(&se));
 		r = -EIO;
-		err[0] = '\0';
+		sl_err_clear(&se);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	json_decref(st);
 	if (r < 0)
-		return err[0] ? fail("attach `%s`: %s", name, err) : 1;
+		return sl_err_msg(&se)[0] ? fail("attach `%s`: %s", name, sl_err_msg(&se)) : 1;
 	return 0;
 }

@@ -190,7 +190,7 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max);
 
 /* --- create.c, delete.c, cli/exec.c --------------------------------- */
 
-int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
+int netns_broker_config(struct netns_ports *p, struct sl_err *err);
 int netns_remove_state_dir(const char *name, bool later);
 int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);
