@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -51,7 +52,8 @@ static void print_json(const struct netns_sandbox *sb, const char *nspath, const
 int cmd_attach(int argc, char **argv)
 {
 	const char *name = NULL, *policy = NULL, *nspath = NULL, *ifname = NULL;
-	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct sl_err err = { 0 };
+	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
 	struct netns_sandbox sb;
 	struct in_addr ia, ig;
 	bool json = false, audit = false;
@@ -77,13 +79,14 @@ int cmd_attach(int argc, char **argv)
 	if (!name || !policy || !nspath)
 		goto usage;
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, ifname, policy, audit, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, ifname, policy, audit, &sb, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		if (r == -EBADMSG)
-			fprintf(stderr, "%s\n", err);
+		/* A policy error is whole: FILE:LINE:COL: message. */
+		if (sl_err_errno(&err) == EBADMSG)
+			fprintf(stderr, "%s\n", sl_err_msg(&err));
 		else
-			fprintf(stderr, "sluice: attach `%s`: %s\n", name, err);
+			fprintf(stderr, "sluice: attach `%s`: %s\n", name, sl_err_msg(&err));
 		return 1;
 	}
 	ia.s_addr = htonl(sb.addr);
@@ -103,7 +106,7 @@ usage:
 
 int cmd_detach(int argc, char **argv)
 {
-	char err[1024];
+	struct sl_err err = { 0 };
 	sigset_t old;
 	int r;
 
@@ -112,10 +115,10 @@ int cmd_detach(int argc, char **argv)
 		return 2;
 	}
 	netns_hold_signals(&old);
-	r = netns_sandbox_detach(argv[1], err, sizeof(err));
+	r = netns_sandbox_detach(argv[1], &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return 1;
 	}
 	return 0;

@@ -100,9 +100,9 @@ static int attach_code(int r)
 
 static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct cni_error *e)
 {
-	char policy[PATH_MAX], err[1024], k8s_ns[CNI_K8S_NAME_MAX + 1],
-		k8s_pod[CNI_K8S_NAME_MAX + 1];
+	char policy[PATH_MAX], k8s_ns[CNI_K8S_NAME_MAX + 1], k8s_pod[CNI_K8S_NAME_MAX + 1];
 	struct netns_sandbox sb, rec;
+	struct sl_err se = { 0 };
 	struct cni_wiring w = { .prefix = 30 };
 	struct stat st;
 	sigset_t old;
@@ -138,21 +138,20 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 	/* What an interrupted attach has done, it undoes itself: the signals
 	 * that would end the plugin mid-way wait until it has. */
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, c->audit, &sb, err,
-				 sizeof(err));
+	r = netns_sandbox_attach(env->name, env->netns, env->ifname, policy, c->audit, &sb, &se);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
-		return cni_fail(e, attach_code(r), -r, err, "cannot attach sandbox `%s`: %s",
-				env->name, err);
+		return cni_fail(e, attach_code(r), -r, sl_err_msg(&se),
+				"cannot attach sandbox `%s`: %s", env->name, sl_err_msg(&se));
 	/* A Kubernetes pod's files, from the record as `sluice env` reads it;
 	 * a pod that would start without them is not started. */
-	if (pod == 1 && ((r = netns_state_read(env->name, &rec, err, sizeof(err))) < 0 ||
+	if (pod == 1 && ((r = netns_state_read(env->name, &rec, &se)) < 0 ||
 			 (r = cni_pod_publish(k8s_ns, k8s_pod, &rec, e)) < 0)) {
 		if (!e->code)
-			cni_fail(e, CNI_ERR_IO, -r, err, "cannot read sandbox `%s`: %s", env->name,
-				 err);
+			cni_fail(e, CNI_ERR_IO, -r, sl_err_msg(&se), "cannot read sandbox `%s`: %s",
+				 env->name, sl_err_msg(&se));
 		netns_hold_signals(&old);
-		netns_sandbox_detach(env->name, err, sizeof(err));
+		netns_sandbox_detach(env->name, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return r;
 	}
@@ -171,7 +170,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 		if (pod == 1)
 			cni_pod_withdraw(env->name);
 		netns_hold_signals(&old);
-		netns_sandbox_detach(env->name, err, sizeof(err));
+		netns_sandbox_detach(env->name, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return cni_fail(e, CNI_ERR_IO, EIO, NULL, "cannot write the result");
 	}
@@ -181,7 +180,7 @@ static int cmd_add(const struct cni_conf *c, const struct cni_env *env, struct c
 
 static int cmd_del(const struct cni_env *env, struct cni_error *e)
 {
-	char err[1024];
+	struct sl_err err = { 0 };
 	sigset_t old;
 	int r;
 
@@ -192,13 +191,14 @@ static int cmd_del(const struct cni_env *env, struct cni_error *e)
 				"cannot remove the pod's files of `%s`: %s", env->name,
 				strerror(-r));
 	netns_hold_signals(&old);
-	r = netns_sandbox_detach(env->name, err, sizeof(err));
+	r = netns_sandbox_detach(env->name, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* Nothing of it is left: what DEL is for, however it came about. */
 	if (r == 0 || r == -ENOENT)
 		return 0;
 	return cni_fail(e, attach_code(r) == CNI_ERR_TRY_AGAIN ? CNI_ERR_TRY_AGAIN : CNI_ERR_WIRE,
-			-r, err, "cannot detach sandbox `%s`: %s", env->name, err);
+			-r, sl_err_msg(&err), "cannot detach sandbox `%s`: %s", env->name,
+			sl_err_msg(&err));
 }
 
 /* Is @name registered with the broker at @addr? One `list`. */
@@ -269,17 +269,19 @@ static int address_inside(const char *path, const char *ifname, uint32_t addr, s
 
 static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct cni_error *e)
 {
-	char err[1024], a[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN + 4];
+	char a[INET_ADDRSTRLEN], want[INET_ADDRSTRLEN + 4];
 	struct netns_sandbox sb;
+	struct sl_err se = { 0 };
 	struct in_addr ia;
 	int r;
 
 	if (!env->netns || !env->netns[0] || !env->ifname || !env->ifname[0])
 		return cni_fail(e, CNI_ERR_ENV, EINVAL, NULL,
 				"CHECK needs CNI_NETNS and CNI_IFNAME");
-	r = netns_state_read(env->name, &sb, err, sizeof(err));
+	r = netns_state_read(env->name, &sb, &se);
 	if (r < 0)
-		return cni_fail(e, CNI_ERR_CHECK, -r, err, "no sandbox `%s`: %s", env->name, err);
+		return cni_fail(e, CNI_ERR_CHECK, -r, sl_err_msg(&se), "no sandbox `%s`: %s",
+				env->name, sl_err_msg(&se));
 	ia.s_addr = htonl(sb.addr);
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	snprintf(want, sizeof(want), "%s/30", a);
@@ -290,9 +292,9 @@ static int cmd_check(const struct cni_conf *c, const struct cni_env *env, struct
 	r = registered(env->name, sb.addr, e);
 	if (r < 0)
 		return r;
-	r = netns_nft_element_present(sb.link, sb.addr, err, sizeof(err));
+	r = netns_nft_element_present(sb.link, sb.addr, &se);
 	if (r < 0)
-		return cni_fail(e, CNI_ERR_CHECK, -r, err, "%s", err);
+		return cni_fail(e, CNI_ERR_CHECK, -r, sl_err_msg(&se), "%s", sl_err_msg(&se));
 	if (r == 0)
 		return cni_fail(e, CNI_ERR_CHECK, ENOENT, NULL,
 				"sandbox `%s`: no element { %s . %s } in the firewall's set",
@@ -306,7 +308,8 @@ int main(int argc, char **argv)
 	struct cni_conf c;
 	struct cni_error e = { 0 };
 	const char *version = NULL;
-	char *text = NULL, *out, err[600];
+	struct sl_err err = { 0 };
+	char *text = NULL, *out;
 	size_t len = 0;
 	int r;
 
@@ -352,13 +355,13 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	netns_socket_path = c.socket;
-	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, err, sizeof(err)) < 0) {
+	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, &err) < 0) {
 		/* The broker's namespace is gone, and the sandbox's link with
 		 * it: what DEL must remove is the rest (detach works from any
 		 * namespace). */
 		if (strcmp(env.command, "DEL") != 0) {
-			r = cni_fail(&e, CNI_ERR_TRY_AGAIN, EAGAIN, err,
-				     "cannot enter the broker's network namespace: %s", err);
+			r = cni_fail(&e, CNI_ERR_TRY_AGAIN, EAGAIN, sl_err_msg(&err),
+				     "cannot enter the broker's network namespace: %s", sl_err_msg(&err));
 			goto fail;
 		}
 	}

@@ -84,18 +84,18 @@ static void print_env(const char *key, const char *value, void *arg)
 /* The record of @name; prints why not. */
 static int load(const char *name, struct netns_sandbox *sb)
 {
-	char err[600];
+	struct sl_err err = { 0 };
 	int r;
 
 	if (!netns_name_ok(name)) {
 		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
 		return -ENOENT;
 	}
-	r = netns_state_read(name, sb, err, sizeof(err));
+	r = netns_state_read(name, sb, &err);
 	if (r == -ENOENT)
 		fprintf(stderr, "sluice: no such sandbox `%s`\n", name);
 	else if (r < 0)
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 	return r;
 }
 
@@ -106,7 +106,6 @@ static int load(const char *name, struct netns_sandbox *sb)
 static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 {
 	struct sl_err e = { 0 };
-	char err[700];
 	int r;
 
 	fprintf(stderr,
@@ -114,11 +113,11 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 		"processes, only its network is the sandbox `%s`'s\n",
 		argv[0], sb->name);
 	/* Audited by the broker before anything runs; no record, no run. */
-	r = netns_note_privileged(sb, err, sizeof(err));
+	r = netns_note_privileged(sb, &e);
 	if (r < 0) {
 		fprintf(stderr, "sluice: --privileged: the broker did not record the run, so it "
 				"does not start: %s\n",
-			err);
+			sl_err_msg(&e));
 		return 1;
 	}
 	/* The environment first: its placeholders come from the broker, whose
@@ -306,8 +305,9 @@ int cmd_run(int argc, char **argv)
 {
 	static struct netns_runner o;
 	const char *policy = NULL, *name = NULL;
-	char defname[40], err[1024];
+	char defname[40];
 	struct netns_sandbox sb;
+	struct sl_err e = { 0 };
 	sigset_t old;
 	bool audit = false;
 	int i, status, r;
@@ -343,19 +343,20 @@ int cmd_run(int argc, char **argv)
 	 * meanwhile waits, then reaches the command (or ends a create that has
 	 * been undone). */
 	netns_hold_signals(&old);
-	r = netns_sandbox_create(name, policy, audit, &sb, err, sizeof(err));
+	r = netns_sandbox_create(name, policy, audit, &sb, &e);
 	if (r < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (r == -EBADMSG)
-			fprintf(stderr, "%s\n", err);
+		/* A policy error is whole: FILE:LINE:COL: message. */
+		if (sl_err_errno(&e) == EBADMSG)
+			fprintf(stderr, "%s\n", sl_err_msg(&e));
 		else
-			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
+			fprintf(stderr, "sluice: create `%s`: %s\n", name, sl_err_msg(&e));
 		return 1;
 	}
 	status = spawn_wait(&sb, &o, argv + i + 1, &old);
-	r = netns_sandbox_delete(sb.name, err, sizeof(err));
+	r = netns_sandbox_delete(sb.name, &e);
 	if (r < 0)
-		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, err);
+		fprintf(stderr, "sluice: delete `%s`: %s\n", sb.name, sl_err_msg(&e));
 	return exit_status(status);
 usage:
 	fprintf(stderr, "usage: sluice run --policy FILE [--audit] [--name NAME] " RUNNER_USAGE

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "common/version.h"
 #include "cli/auditlog.h"
 #include "netns/netns.h"
@@ -134,7 +135,7 @@ static int cmd_help(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *env = getenv("SLUICE_SOCKET"), *ns = NULL;
-	char err[600];
+	struct sl_err err = { 0 };
 	size_t i;
 	int a, o;
 
@@ -180,8 +181,8 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	if (ns && netns_enter_broker(ns, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+	if (ns && netns_enter_broker(ns, &err) < 0) {
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return 1;
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/file.h"
 #include "common/version.h"
 #include "netns/netns.h"
@@ -397,9 +398,10 @@ static int usage(FILE *f, int rc)
 int main(int argc, char **argv)
 {
 	const char *config = HOOK_CONFIG, *id, *status, *bundle, *pname;
-	char name[NETNS_NAME_MAX + 1], policy[PATH_MAX + NETNS_NAME_MAX + 8], nspath[64], err[1024],
+	char name[NETNS_NAME_MAX + 1], policy[PATH_MAX + NETNS_NAME_MAX + 8], nspath[64],
 		root[PATH_MAX], *in = NULL;
 	struct hook_config c = { 0 };
+	struct sl_err se = { 0 };
 	struct netns_sandbox sb;
 	json_error_t je;
 	json_t *st, *ann;
@@ -438,17 +440,17 @@ int main(int argc, char **argv)
 	if (!netns_name_ok(name))
 		return fail("container id `%.64s` is not one a sandbox can be named after", id);
 	netns_socket_path = c.socket;
-	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, err, sizeof(err)) < 0)
-		return fail("%s", err);
+	if (c.broker_netns[0] && netns_enter_broker(c.broker_netns, &se) < 0)
+		return fail("%s", sl_err_msg(&se));
 
 	if (!strcmp(status, "stopped")) {
 		netns_hold_signals(&old);
-		r = netns_sandbox_detach(name, err, sizeof(err));
+		r = netns_sandbox_detach(name, &se);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		remove_share(&c, name);
 		json_decref(st);
 		/* Idempotent: a container whose attach failed is stopped too. */
-		return r < 0 && r != -ENOENT ? fail("detach `%s`: %s", name, err) : 0;
+		return r < 0 && r != -ENOENT ? fail("detach `%s`: %s", name, sl_err_msg(&se)) : 0;
 	}
 
 	pname = json_string_value(json_object_get(ann, HOOK_ANNOTATION));
@@ -473,20 +475,20 @@ int main(int argc, char **argv)
 			    strerror(errno));
 
 	netns_hold_signals(&old);
-	r = netns_sandbox_attach(name, nspath, NULL, policy, c.audit, &sb, err, sizeof(err));
+	r = netns_sandbox_attach(name, nspath, NULL, policy, c.audit, &sb, &se);
 	if (r == 0 &&
 	    write_share(&c, &sb, nspath, (pid_t)pid,
 			container_root(st, bundle, root, sizeof(root)) == 0 ? root : NULL) != 0) {
 		/* Fail closed, and leave nothing. */
 		remove_share(&c, name);
-		if (netns_sandbox_detach(name, err, sizeof(err)) < 0)
-			fprintf(stderr, "sluice-oci-hook: undo: %s\n", err);
+		if (netns_sandbox_detach(name, &se) < 0)
+			fprintf(stderr, "sluice-oci-hook: undo: %s\n", sl_err_msg(&se));
 		r = -EIO;
-		err[0] = '\0';
+		sl_err_clear(&se);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	json_decref(st);
 	if (r < 0)
-		return err[0] ? fail("attach `%s`: %s", name, err) : 1;
+		return sl_err_msg(&se)[0] ? fail("attach `%s`: %s", name, sl_err_msg(&se)) : 1;
 	return 0;
 }

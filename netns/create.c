@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -91,37 +92,35 @@ static int parse_port_line(const char *v, uint16_t *out)
 	return 0;
 }
 
-static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen);
+static int config_answer(int fd, struct netns_ports *p, struct sl_err *err);
 
 /**
  * netns_broker_config() - the broker's ports, from its `config` answer
  * @p:      filled on success
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Return: 0 or a negative errno.
  */
-int netns_broker_config(struct netns_ports *p, char *err, size_t errlen)
+int netns_broker_config(struct netns_ports *p, struct sl_err *err)
 {
-	return config_answer(netns_ctl_send(CTL_CONFIG), p, err, errlen);
+	return config_answer(netns_ctl_send(CTL_CONFIG), p, err);
 }
 
 /* The answer to `config` on @fd (from netns_ctl_send(); closed here, and a
  * negative errno passed on), into @p. */
-static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen)
+static int config_answer(int fd, struct netns_ports *p, struct sl_err *err)
 {
 	char *resp, *line, *save = NULL;
 	unsigned seen = 0;
 	int r = netns_ctl_recv(fd, &resp);
 
 	if (r == -EPROTO) {
-		snprintf(err, errlen, "broker: %s", resp);
+		sl_err_set(err, r, "broker: %s", resp);
 		free(resp);
 		return r;
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
-			 strerror(-r));
+		sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
 		return r;
 	}
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -142,7 +141,7 @@ static int config_answer(int fd, struct netns_ports *p, char *err, size_t errlen
 	}
 	free(resp);
 	if (r < 0 || seen != 7) {
-		snprintf(err, errlen, "broker: unexpected answer to `config`");
+		sl_err_set(err, EPROTO, "broker: unexpected answer to `config`");
 		return -EPROTO;
 	}
 	return 0;
@@ -161,7 +160,7 @@ static int register_send(const struct build *b, const char *policy)
 
 /* The answer to register on @fd (closed here; a negative errno is passed
  * on): the broker's address and the sandbox's CA into @b. */
-static int register_answer(struct build *b, int fd, char *err, size_t errlen)
+static int register_answer(struct build *b, int fd, struct sl_err *err)
 {
 	struct in_addr ia;
 	char *resp;
@@ -169,13 +168,12 @@ static int register_answer(struct build *b, int fd, char *err, size_t errlen)
 
 	r = netns_ctl_recv(fd, &resp);
 	if (r == -EPROTO) {
-		snprintf(err, errlen, "broker: %s", resp);
+		sl_err_set(err, r, "broker: %s", resp);
 		free(resp);
 		return r;
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
-			 strerror(-r));
+		sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
 		return r;
 	}
 	b->registered = true;
@@ -186,7 +184,7 @@ static int register_answer(struct build *b, int fd, char *err, size_t errlen)
 		if (*pem)
 			pem++;
 		if (strlen(pem) >= sizeof(b->ca_pem) || !strstr(pem, "-----BEGIN CERTIFICATE-----")) {
-			snprintf(err, errlen, "broker: no sandbox CA certificate in its answer");
+			sl_err_set(err, EPROTO, "broker: no sandbox CA certificate in its answer");
 			free(resp);
 			return -EPROTO;
 		}
@@ -195,7 +193,7 @@ static int register_answer(struct build *b, int fd, char *err, size_t errlen)
 	resp[strcspn(resp, "\n")] = '\0';
 	/* The broker allocates x.x.x.(4k+2) of a /30 whose .1 is the gateway. */
 	if (inet_pton(AF_INET, resp, &ia) != 1 || (ntohl(ia.s_addr) & 3) != 2) {
-		snprintf(err, errlen, "broker: unexpected address `%.64s`", resp);
+		sl_err_set(err, EPROTO, "broker: unexpected address `%.64s`", resp);
 		free(resp);
 		return -EPROTO;
 	}
@@ -351,23 +349,23 @@ int netns_remove_etc_dir(const char *name, bool later)
  * broker makes the sandbox's CA. state_dir_end() writes the record and
  * finishes the bundle once the broker has answered.
  */
-static int state_dir_begin(struct build *b, char *err, size_t errlen)
+static int state_dir_begin(struct build *b, struct sl_err *err)
 {
 	char dir[512], bundle[600];
 	int r;
 
 	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
 		r = -errno;
-		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_STATE_DIR, strerror(-r));
+		sl_err_sys(err, r, "cannot make `%s`", NETNS_STATE_DIR);
 		return r;
 	}
 	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, b->sb.name, NULL);
 	if (mkdir(dir, 0755) < 0) {
 		r = -errno;
 		if (r == -EEXIST)
-			snprintf(err, errlen, "sandbox `%s` exists (%s)", b->sb.name, dir);
+			sl_err_set(err, r, "sandbox `%s` exists (%s)", b->sb.name, dir);
 		else
-			snprintf(err, errlen, "cannot make `%s`: %s", dir, strerror(-r));
+			sl_err_sys(err, r, "cannot make `%s`", dir);
 		return r;
 	}
 	b->state_dir = true;
@@ -376,8 +374,8 @@ static int state_dir_begin(struct build *b, char *err, size_t errlen)
 	 * a new sandbox starts with an empty one. */
 	r = netns_workspace_remove(b->sb.name);
 	if (r < 0 && r != -ENOENT) {
-		snprintf(err, errlen, "cannot remove the old workspace `%s/%s`: %s",
-			 NETNS_WORKSPACE_DIR, b->sb.name, strerror(-r));
+		sl_err_sys(err, r, "cannot remove the old workspace `%s/%s`", NETNS_WORKSPACE_DIR,
+			   b->sb.name);
 		return r;
 	}
 	/* The trust bundle: the system's CAs and the sandbox's own CA (for the
@@ -386,15 +384,14 @@ static int state_dir_begin(struct build *b, char *err, size_t errlen)
 	b->bundle_fd = netns_bundle_begin(NETNS_SYSTEM_CA, bundle, CA_BUNDLE_MAX, &b->no_store);
 	if (b->bundle_fd < 0) {
 		r = b->bundle_fd;
-		snprintf(err, errlen, "cannot write `%s` from %s: %s", bundle, NETNS_SYSTEM_CA,
-			 strerror(-r));
+		sl_err_sys(err, r, "cannot write `%s` from %s", bundle, NETNS_SYSTEM_CA);
 		return r;
 	}
 	return 0;
 }
 
 /* The record, and the bundle with the sandbox's CA (@b->ca_pem). */
-static int state_dir_end(struct build *b, char *err, size_t errlen)
+static int state_dir_end(struct build *b, struct sl_err *err)
 {
 	char dir[512], bundle[600];
 	int r;
@@ -402,15 +399,14 @@ static int state_dir_end(struct build *b, char *err, size_t errlen)
 	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, b->sb.name, NULL);
 	r = netns_state_write(&b->sb);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot write `%s/sandbox`: %s", dir, strerror(-r));
+		sl_err_sys(err, r, "cannot write `%s/sandbox`", dir);
 		return r;
 	}
 	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
 	r = netns_bundle_end(b->bundle_fd, b->ca_pem, bundle);
 	b->bundle_fd = -1;
 	if (r < 0) {
-		snprintf(err, errlen, "cannot write `%s` from %s: %s", bundle, NETNS_SYSTEM_CA,
-			 strerror(-r));
+		sl_err_sys(err, r, "cannot write `%s` from %s", bundle, NETNS_SYSTEM_CA);
 		return r;
 	}
 	if (b->no_store)
@@ -419,7 +415,7 @@ static int state_dir_end(struct build *b, char *err, size_t errlen)
 	return 0;
 }
 
-static int make_etc_dir(struct build *b, char *err, size_t errlen)
+static int make_etc_dir(struct build *b, struct sl_err *err)
 {
 	struct in_addr ig = { .s_addr = htonl(b->sb.gw) };
 	char dir[512], path[600], gw[INET_ADDRSTRLEN];
@@ -427,13 +423,13 @@ static int make_etc_dir(struct build *b, char *err, size_t errlen)
 
 	if (mkdir(NETNS_ETC_DIR, 0755) < 0 && errno != EEXIST) {
 		r = -errno;
-		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_ETC_DIR, strerror(-r));
+		sl_err_sys(err, r, "cannot make `%s`", NETNS_ETC_DIR);
 		return r;
 	}
 	netns_path(dir, sizeof(dir), NETNS_ETC_DIR, b->sb.name, NULL);
 	if (mkdir(dir, 0755) < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot make `%s`: %s", dir, strerror(-r));
+		sl_err_sys(err, r, "cannot make `%s`", dir);
 		return r;
 	}
 	b->etc_dir = true;
@@ -445,7 +441,7 @@ static int make_etc_dir(struct build *b, char *err, size_t errlen)
 	if (fd >= 0 && close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r < 0) {
-		snprintf(err, errlen, "cannot write `%s`: %s", path, strerror(-r));
+		sl_err_sys(err, r, "cannot write `%s`", path);
 		return r;
 	}
 	return 0;
@@ -603,7 +599,7 @@ static void attach_restore(struct build *b)
  * the sandbox side lo up, ADDR/30, eth0 up and the default route via GW.
  * Four requests to the kernel.
  */
-static int wire(struct build *b, char *err, size_t errlen)
+static int wire(struct build *b, struct sl_err *err)
 {
 	static const char *const in_steps[] = { "set lo up", "address the sandbox's interface",
 						"set the sandbox's interface up",
@@ -644,14 +640,12 @@ static int wire(struct build *b, char *err, size_t errlen)
 		e = netns_rtnl_batch_send(&b->out, &batch, NULL);
 	}
 	if (e < 0) {
-		snprintf(err, errlen, "cannot %s `%s` (gateway %s): %s", step, b->sb.link, gw,
-			 strerror(-e));
+		sl_err_sys(err, e, "cannot %s `%s` (gateway %s)", step, b->sb.link, gw);
 		return e;
 	}
 	eth0 = netns_link_index(&b->in, b->sb.ifname);
 	if (eth0 < 0) {
-		snprintf(err, errlen, "cannot find `%s` in the sandbox: %s", b->sb.ifname,
-			 strerror(-eth0));
+		sl_err_sys(err, eth0, "cannot find `%s` in the sandbox", b->sb.ifname);
 		return eth0;
 	}
 	netns_rtnl_batch_init(&batch);
@@ -662,9 +656,9 @@ static int wire(struct build *b, char *err, size_t errlen)
 	b->lo_set = true;
 	e = netns_rtnl_batch_send(&b->in, &batch, &failed);
 	if (e < 0) {
-		snprintf(err, errlen, "cannot %s in the sandbox: %s",
-			 failed < sizeof(in_steps) / sizeof(in_steps[0]) ? in_steps[failed] : "wire",
-			 strerror(-e));
+		sl_err_sys(err, e, "cannot %s in the sandbox",
+			   failed < sizeof(in_steps) / sizeof(in_steps[0]) ? in_steps[failed]
+									   : "wire");
 		return e;
 	}
 	/* For CNI results and `sluice attach --json`; not worth a failure. */
@@ -676,7 +670,8 @@ static int wire(struct build *b, char *err, size_t errlen)
 /* Undoes what @b notes, newest first; says what it could not undo. */
 static void rollback(struct build *b)
 {
-	char e[400], *resp;
+	struct sl_err se = { 0 };
+	char *resp;
 	int k;
 
 	if (b->cfg_fd >= 0)
@@ -693,8 +688,8 @@ static void rollback(struct build *b)
 		free(resp);
 	}
 
-	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, e, sizeof(e)) < 0)
-		fprintf(stderr, "sluice: undo: %s\n", e);
+	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, &se) < 0)
+		fprintf(stderr, "sluice: undo: %s\n", sl_err_msg(&se));
 	/* The slow, synchronous delete: a failed create is rare, and when it
 	 * has failed nothing of it may be left, however briefly. */
 	if (b->link) {
@@ -738,13 +733,14 @@ static void rollback(struct build *b)
 
 /* Is the policy file @path invalid? Then @err is FILE:LINE:COL: message,
  * as `sluice policy check` prints it. */
-static bool policy_bad(const char *path, char *err, size_t errlen)
+static bool policy_bad(const char *path, struct sl_err *err)
 {
 	struct policy_error perr;
 	struct policy *p;
 
 	if (policy_load_file(path, &p, &perr) < 0) {
-		snprintf(err, errlen, "%s", perr.msg);
+		/* EBADMSG: the message is whole (see netns_sandbox_create()). */
+		sl_err_set(err, EBADMSG, "%s", perr.msg);
 		return true;
 	}
 	policy_unref(p);
@@ -768,10 +764,10 @@ static bool policy_bad(const char *path, char *err, size_t errlen)
  * this create goes on. A name whose byte another name shares waits a
  * little longer at worst.
  */
-static int create_begin(struct build *b, char *err, size_t errlen)
+static int create_begin(struct build *b, struct sl_err *err)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
-	char mark[600], e[700];
+	char mark[600];
 	struct timespec nap = { .tv_nsec = 2000000 };
 	uint32_t h = 2166136261u;
 	const char *c;
@@ -779,13 +775,13 @@ static int create_begin(struct build *b, char *err, size_t errlen)
 
 	if (mkdir(NETNS_STATE_DIR, 0755) < 0 && errno != EEXIST) {
 		r = -errno;
-		snprintf(err, errlen, "cannot make `%s`: %s", NETNS_STATE_DIR, strerror(-r));
+		sl_err_sys(err, r, "cannot make `%s`", NETNS_STATE_DIR);
 		return r;
 	}
 	b->lock = open(NETNS_CREATE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (b->lock < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot open `%s`: %s", NETNS_CREATE_LOCK, strerror(-r));
+		sl_err_sys(err, r, "cannot open `%s`", NETNS_CREATE_LOCK);
 		return r;
 	}
 	for (c = b->sb.name; *c; c++)
@@ -794,7 +790,8 @@ static int create_begin(struct build *b, char *err, size_t errlen)
 	for (k = 0; fcntl(b->lock, F_OFD_SETLK, &fl) < 0; k++) {
 		if ((errno != EAGAIN && errno != EACCES) || k >= CREATE_LOCK_WAIT_MS / 2) {
 			r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
-			snprintf(err, errlen, "another `sluice create %s` is still running", b->sb.name);
+			sl_err_set(err, r, "another `sluice create %s` is still running",
+				   b->sb.name);
 			return r;
 		}
 		nanosleep(&nap, NULL);
@@ -804,20 +801,21 @@ static int create_begin(struct build *b, char *err, size_t errlen)
 		fprintf(stderr,
 			"sluice: a create of `%s` was interrupted; removing what it left\n",
 			b->sb.name);
-		r = netns_sandbox_delete(b->sb.name, e, sizeof(e));
+		r = netns_sandbox_delete(b->sb.name, err);
 		if (r < 0 && r != -ENOENT) {
 			b->keep_mark = true;
-			snprintf(err, errlen,
-				 "a create of `%s` was interrupted, and what it left cannot be "
-				 "removed: %s",
-				 b->sb.name, e);
+			sl_err_wrap(err,
+				    "a create of `%s` was interrupted, and what it left cannot be "
+				    "removed",
+				    b->sb.name);
 			return r;
 		}
+		sl_err_clear(err);
 	}
 	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot make `%s`: %s", mark, strerror(-r));
+		sl_err_sys(err, r, "cannot make `%s`", mark);
 		return r;
 	}
 	close(fd);
@@ -841,17 +839,17 @@ static void create_end(struct build *b)
 /* See netns_sandbox_create() and netns_sandbox_attach() (@nspath not
  * NULL); @linger: the process exits next (see netns_linger()). */
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
-		  struct netns_sandbox *out, bool linger, bool audit, char *err, size_t errlen);
+		  struct netns_sandbox *out, bool linger, bool audit, struct sl_err *err);
 
 /* create() under umask 022. */
 static int create_umask(const char *name, const char *policy, const char *nspath,
 			const char *ifname, struct netns_sandbox *out, bool linger, bool audit,
-			char *err, size_t errlen)
+			struct sl_err *err)
 {
 	/* What sluice writes is readable by every user of the sandbox (the
 	 * resolv.conf, the CA bundle), whatever the caller's umask. */
 	mode_t old = umask(022);
-	int r = create(name, policy, nspath, ifname, out, linger, audit, err, errlen);
+	int r = create(name, policy, nspath, ifname, out, linger, audit, err);
 
 	umask(old);
 	return r;
@@ -863,19 +861,19 @@ static int create_umask(const char *name, const char *policy, const char *nspath
  * @policy: the policy file (validated here, then by the broker)
  * @audit:  register it in audit mode (`--audit`), whatever the policy's mode
  * @out:    on success, the sandbox; may be NULL
- * @err:    on failure, the message (a policy error carries FILE:LINE:COL)
- * @errlen: its size
+ * @err:    on failure, the message (NULL: not wanted); its errno is EBADMSG
+ *          when the policy is not valid, and then the message is whole:
+ *          FILE:LINE:COL: message, as `sluice policy check` prints it
  *
  * The caller should block SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
  *
- * Return: 0; -EBADMSG when the policy is not valid (@err is FILE:LINE:COL:
- * message, as `sluice policy check` prints it); another negative errno after
- * undoing every step taken.
+ * Return: 0; -EBADMSG when the policy is not valid; another negative errno
+ * after undoing every step taken.
  */
 int netns_sandbox_create(const char *name, const char *policy, bool audit,
-			 struct netns_sandbox *out, char *err, size_t errlen)
+			 struct netns_sandbox *out, struct sl_err *err)
 {
-	return create_umask(name, policy, NULL, NULL, out, false, audit, err, errlen);
+	return create_umask(name, policy, NULL, NULL, out, false, audit, err);
 }
 
 /**
@@ -887,8 +885,8 @@ int netns_sandbox_create(const char *name, const char *policy, bool audit,
  * @policy: the policy file
  * @audit:  audit mode, as for netns_sandbox_create()
  * @out:    on success, the sandbox; may be NULL
- * @err:    on failure, the message
- * @errlen: its size
+ * @err:    on failure, the message (NULL: not wanted), as for
+ *          netns_sandbox_create()
  *
  * /run/netns/@name: when it is free, sluice names the namespace there
  * (a bind mount, so that `sluice exec`, `sluice env` and `ip netns exec`
@@ -901,18 +899,18 @@ int netns_sandbox_create(const char *name, const char *policy, bool audit,
  * undoing every step taken (what was changed in the namespace included).
  */
 int netns_sandbox_attach(const char *name, const char *nspath, const char *ifname,
-			 const char *policy, bool audit, struct netns_sandbox *out, char *err,
-			 size_t errlen)
+			 const char *policy, bool audit, struct netns_sandbox *out,
+			 struct sl_err *err)
 {
 	return create_umask(name, policy, nspath, ifname ? ifname : NETNS_SANDBOX_IF, out, false,
-			    audit, err, errlen);
+			    audit, err);
 }
 
 /* Opens the namespace @b is to attach, checked (a network namespace, not
  * the broker's, not PID 1's), without changing anything; decides whether
  * /run/netns/NAME is to be sluice's name of it. Return: 0 or a negative
  * errno, with @err. */
-static int attach_open(struct build *b, char *err, size_t errlen)
+static int attach_open(struct build *b, struct sl_err *err)
 {
 	struct stat st, other;
 	struct statfs sfs;
@@ -922,23 +920,23 @@ static int attach_open(struct build *b, char *err, size_t errlen)
 	b->nsfd = open(b->nspath, O_RDONLY | O_CLOEXEC);
 	if (b->nsfd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot open network namespace `%s`: %s", b->nspath,
-			 strerror(-r));
+		sl_err_sys(err, r, "cannot open network namespace `%s`", b->nspath);
 		return r;
 	}
 	if (fstatfs(b->nsfd, &sfs) < 0 || sfs.f_type != NSFS_MAGIC ||
 	    ioctl(b->nsfd, NS_GET_NSTYPE) != CLONE_NEWNET || fstat(b->nsfd, &st) < 0) {
-		snprintf(err, errlen, "`%s` is not a network namespace", b->nspath);
+		sl_err_set(err, EINVAL, "`%s` is not a network namespace", b->nspath);
 		return -EINVAL;
 	}
 	if (st.st_dev == b->sb.broker_ns_dev && st.st_ino == b->sb.broker_ns_ino) {
-		snprintf(err, errlen, "`%s` is the broker's own network namespace", b->nspath);
+		sl_err_set(err, EINVAL, "`%s` is the broker's own network namespace", b->nspath);
 		return -EINVAL;
 	}
 	/* The host's: its routes and sysctls are nobody's sandbox. */
 	if (stat("/proc/1/ns/net", &other) == 0 && st.st_dev == other.st_dev &&
 	    st.st_ino == other.st_ino) {
-		snprintf(err, errlen, "`%s` is the host's network namespace (PID 1's)", b->nspath);
+		sl_err_set(err, EINVAL, "`%s` is the host's network namespace (PID 1's)",
+			   b->nspath);
 		return -EINVAL;
 	}
 	netns_path(named, sizeof(named), NETNS_RUN_DIR, b->sb.name, NULL);
@@ -947,8 +945,8 @@ static int attach_open(struct build *b, char *err, size_t errlen)
 		return 0;
 	}
 	if (other.st_dev != st.st_dev || other.st_ino != st.st_ino) {
-		snprintf(err, errlen, "`%s` exists and is another namespace: the name is taken",
-			 named);
+		sl_err_set(err, EEXIST, "`%s` exists and is another namespace: the name is taken",
+			   named);
 		return -EEXIST;
 	}
 	b->sb.ns_named = false; /* its owner's name */
@@ -956,7 +954,7 @@ static int attach_open(struct build *b, char *err, size_t errlen)
 }
 
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
-		  struct netns_sandbox *out, bool linger, bool audit, char *err, size_t errlen)
+		  struct netns_sandbox *out, bool linger, bool audit, struct sl_err *err)
 {
 	struct build b = {
 		.nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .bundle_fd = -1, .proc = -1, .lock = -1
@@ -970,31 +968,33 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	b.sb.ns_named = true;
 	snprintf(b.sb.ifname, sizeof(b.sb.ifname), "%s", ifname ? ifname : NETNS_SANDBOX_IF);
 	if (ifname && !netns_ifname_ok(ifname)) {
-		snprintf(err, errlen, "bad interface name `%s` (1-15 characters, no `/`, `:` or spaces)",
-			 ifname);
+		sl_err_set(err, EINVAL,
+			   "bad interface name `%s` (1-15 characters, no `/`, `:` or spaces)",
+			   ifname);
 		return -EINVAL;
 	}
 
 	if (!netns_name_ok(name)) {
-		snprintf(err, errlen,
-			 "bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . or -)",
-			 name, NETNS_NAME_MAX);
+		sl_err_set(
+			err, EINVAL,
+			"bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . or -)",
+			name, NETNS_NAME_MAX);
 		return -EINVAL;
 	}
 	snprintf(b.sb.name, sizeof(b.sb.name), "%s", name);
 	if (!realpath(policy, abs)) {
 		r = -errno;
 		/* The policy loader says best what is wrong with the file. */
-		if (policy_bad(policy, err, errlen))
+		if (policy_bad(policy, err))
 			return -EBADMSG;
-		snprintf(err, errlen, "%s: %s", policy, strerror(-r));
+		sl_err_sys(err, r, "%s", policy);
 		return r;
 	}
 	if (strpbrk(abs, " \t\n")) {
-		snprintf(err, errlen, "policy path `%s` has whitespace", abs);
+		sl_err_set(err, EINVAL, "policy path `%s` has whitespace", abs);
 		return -EINVAL;
 	}
-	r = create_begin(&b, err, errlen);
+	r = create_begin(&b, err);
 	if (r < 0)
 		goto fail;
 	/* Cheap checks first, so that the common mistake costs no registration;
@@ -1003,32 +1003,31 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	if (nspath) {
 		r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
 		if (r == 0)
-			r = attach_open(&b, err, errlen);
+			r = attach_open(&b, err);
 		else
-			snprintf(err, errlen, "cannot identify this network namespace: %s",
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot identify this network namespace");
 		if (r < 0)
 			goto fail;
 		netns_path(path, sizeof(path), NETNS_STATE_DIR, name, NULL);
 		if (access(path, F_OK) == 0) {
-			snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
+			sl_err_set(err, EEXIST, "sandbox `%s` exists (%s)", name, path);
 			r = -EEXIST;
 			goto fail;
 		}
 	} else if (access(path, F_OK) == 0) {
-		snprintf(err, errlen, "sandbox `%s` exists (%s)", name, path);
+		sl_err_set(err, EEXIST, "sandbox `%s` exists (%s)", name, path);
 		r = -EEXIST;
 		goto fail;
 	}
 	netns_path(path, sizeof(path), NETNS_ETC_DIR, name, NULL);
 	if (access(path, F_OK) == 0) {
-		snprintf(err, errlen, "`%s` exists: the name is taken", path);
+		sl_err_set(err, EEXIST, "`%s` exists: the name is taken", path);
 		r = -EEXIST;
 		goto fail;
 	}
 	r = netns_self_ns_id(&b.sb.broker_ns_dev, &b.sb.broker_ns_ino);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot identify this network namespace: %s", strerror(-r));
+		sl_err_sys(err, r, "cannot identify this network namespace");
 		goto fail;
 	}
 	snprintf(b.sb.socket, sizeof(b.sb.socket), "%s", netns_socket_path);
@@ -1047,14 +1046,13 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		b.reg_fd = register_send(&b, abs);
 	if (b.cfg_fd < 0 || b.reg_fd < 0) {
 		r = b.cfg_fd < 0 ? b.cfg_fd : b.reg_fd;
-		if (policy_bad(policy, err, errlen))
+		if (policy_bad(policy, err))
 			r = -EBADMSG;
 		else
-			snprintf(err, errlen, "cannot reach sluiced at %s: %s", netns_socket_path,
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
 		goto fail;
 	}
-	if (policy_bad(policy, err, errlen)) {
+	if (policy_bad(policy, err)) {
 		r = -EBADMSG;
 		goto fail;
 	}
@@ -1067,53 +1065,54 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 			netns_ns_leave(saved);
 		}
 		if (r == -EEXIST)
-			snprintf(err, errlen, "`%s` exists in the network namespace `%s`",
-				 b.sb.ifname, nspath);
+			sl_err_set(err, r, "`%s` exists in the network namespace `%s`", b.sb.ifname,
+				   nspath);
 		else if (r < 0)
-			snprintf(err, errlen, "cannot prepare the network namespace `%s`: %s",
-				 nspath, strerror(-r));
+			sl_err_sys(err, r, "cannot prepare the network namespace `%s`", nspath);
 	} else {
 		r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
 		if (r < 0)
-			snprintf(err, errlen, "cannot make the sandbox's network namespace: %s",
-				 strerror(-r));
+			sl_err_sys(err, r, "cannot make the sandbox's network namespace");
 	}
 	if (r < 0)
 		goto fail;
-	r = config_answer(b.cfg_fd, &b.sb.ports, err, errlen);
+	r = config_answer(b.cfg_fd, &b.sb.ports, err);
 	b.cfg_fd = -1;
 	if (r < 0)
 		goto fail;
-	r = netns_nft_install(&b.sb.ports, err, errlen);
+	r = netns_nft_install(&b.sb.ports, err);
 	if (r < 0)
 		goto fail;
 	/* What needs neither the address nor the CA is done before their
 	 * answer: the broker is most likely still making the CA. */
-	r = state_dir_begin(&b, err, errlen);
+	r = state_dir_begin(&b, err);
 	if (r < 0)
 		goto fail;
 	r = b.sb.ns_named ? netns_ns_name(name, b.nsfd) : 0;
+	if (r == -EEXIST) {
+		sl_err_set(err, r, "cannot create %s/%s: it exists", NETNS_RUN_DIR, name);
+		goto fail;
+	}
 	if (r < 0) {
-		snprintf(err, errlen, "cannot create %s/%s: %s", NETNS_RUN_DIR, name,
-			 r == -EEXIST ? "it exists" : strerror(-r));
+		sl_err_sys(err, r, "cannot create %s/%s", NETNS_RUN_DIR, name);
 		goto fail;
 	}
 	b.netns = b.sb.ns_named;
-	r = register_answer(&b, b.reg_fd, err, errlen);
+	r = register_answer(&b, b.reg_fd, err);
 	b.reg_fd = -1;
 	if (r < 0)
 		goto fail;
-	r = state_dir_end(&b, err, errlen);
+	r = state_dir_end(&b, err);
 	if (r < 0)
 		goto fail;
-	r = make_etc_dir(&b, err, errlen);
+	r = make_etc_dir(&b, err);
 	if (r < 0)
 		goto fail;
-	r = wire(&b, err, errlen);
+	r = wire(&b, err);
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */
-	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err, errlen);
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err);
 	if (r < 0)
 		goto fail;
 	b.element = true;
@@ -1160,7 +1159,8 @@ int cmd_create(int argc, char **argv)
 	const char *name = NULL, *policy = NULL;
 	bool audit = false;
 	struct netns_sandbox sb;
-	char err[1024], a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct sl_err err = { 0 };
+	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
 	struct in_addr ia, ig;
 	sigset_t old;
 	int i, r;
@@ -1178,13 +1178,14 @@ int cmd_create(int argc, char **argv)
 	if (!name || !policy)
 		goto usage;
 	netns_hold_signals(&old);
-	r = create_umask(name, policy, NULL, NULL, &sb, true, audit, err, sizeof(err));
+	r = create_umask(name, policy, NULL, NULL, &sb, true, audit, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		if (r == -EBADMSG)
-			fprintf(stderr, "%s\n", err);
+		/* A policy error is whole: FILE:LINE:COL: message. */
+		if (sl_err_errno(&err) == EBADMSG)
+			fprintf(stderr, "%s\n", sl_err_msg(&err));
 		else
-			fprintf(stderr, "sluice: create `%s`: %s\n", name, err);
+			fprintf(stderr, "sluice: create `%s`: %s\n", name, sl_err_msg(&err));
 		return 1;
 	}
 	ia.s_addr = htonl(sb.addr);

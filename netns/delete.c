@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -70,9 +71,9 @@ static int unregister_send(const char *name)
 }
 
 /* What the broker answered on @fd (from unregister_send(); closed here).
- * @msg gets the reason when it could not be told. A refusal that passes
+ * @why gets the reason when it could not be told. A refusal that passes
  * (netns_ctl_transient()) is asked again, bounded. */
-static enum broker_answer unregister_answer(int fd, const char *name, char *msg, size_t len)
+static enum broker_answer unregister_answer(int fd, const char *name, struct sl_err *why)
 {
 	char *resp;
 	int r = netns_ctl_recv(fd, &resp), i;
@@ -92,15 +93,14 @@ static enum broker_answer unregister_answer(int fd, const char *name, char *msg,
 		return BROKER_DID_NOT_KNOW;
 	}
 	if (r == -EPROTO && strstr(resp, "unregistered `")) {
-		snprintf(msg, len, "sluiced at %s: %s", netns_socket_path, resp);
+		sl_err_set(why, r, "sluiced at %s: %s", netns_socket_path, resp);
 		free(resp);
 		return BROKER_FAILED;
 	}
 	if (r == -EPROTO)
-		snprintf(msg, len, "sluiced at %s: %s", netns_socket_path, resp);
+		sl_err_set(why, r, "sluiced at %s: %s", netns_socket_path, resp);
 	else
-		snprintf(msg, len, "cannot reach sluiced at %s: %s", netns_socket_path,
-			 strerror(-r));
+		sl_err_sys(why, r, "cannot reach sluiced at %s", netns_socket_path);
 	free(resp);
 	return BROKER_UNREACHABLE;
 }
@@ -148,17 +148,19 @@ static int broker_ns_alive(const char *name, const struct netns_sandbox *sb)
 }
 
 /* Keeps the first failure and its message; the later steps still run. */
-__attribute__((format(printf, 5, 6))) static void note(int *first, char *err, size_t errlen,
-							int r, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void note(int *first, struct sl_err *err, int r,
+							const char *fmt, ...)
 {
+	char msg[SL_ERR_MSG_MAX];
 	va_list ap;
 
 	if (*first < 0)
 		return;
 	*first = r;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	sl_err_set(err, r, "%s", msg);
 }
 
 /* Cuts an owned sandbox's wire: its set element goes (from then on none of
@@ -168,18 +170,18 @@ __attribute__((format(printf, 5, 6))) static void note(int *first, char *err, si
  * close waits out a grace period (netns_nft_element()): the caller leaves
  * it to the child that deletes the link, or makes it last. */
 static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int link_index,
-		     int *held, int *first, char *err, size_t errlen)
+		     int *held, int *first, struct sl_err *err)
 {
-	char e[400];
+	struct sl_err e = { 0 };
 	int r;
 
-	r = netns_nft_element(false, link, addr, held, e, sizeof(e));
+	r = netns_nft_element(false, link, addr, held, &e);
 	if (r < 0 && r != -ENOENT)
-		note(first, err, errlen, r, "%s", e);
+		note(first, err, r, "%s", sl_err_msg(&e));
 	if (link_index > 0) {
 		r = netns_link_retire(rt, link_index);
 		if (r < 0 && r != -ENODEV)
-			note(first, err, errlen, r, "cannot mark link `%s`: %s", link,
+			note(first, err, r, "cannot mark link `%s`: %s", link,
 			     strerror(-r));
 	}
 }
@@ -204,19 +206,19 @@ struct keep {
  */
 static int remove_local(const char *name, const char *link, uint32_t addr, struct netns_rtnl *rt,
 			int link_index, bool cut, int *held, const struct keep *k, int first,
-			char *err, size_t errlen)
+			struct sl_err *err)
 {
 	pid_t pid = -1;
 	int r;
 
 	if (link[0] && !cut)
-		cut_wire(link, addr, rt, link_index, held, &first, err, errlen);
+		cut_wire(link, addr, rt, link_index, held, &first, err);
 	if (link_index > 0) {
 		pid = k->sync ? -1 : netns_link_del_begin(link_index);
 		if (pid < 0) {
 			r = netns_link_del(rt, link_index);
 			if (r < 0 && r != -ENODEV)
-				note(&first, err, errlen, r, "cannot delete link `%s`: %s", link,
+				note(&first, err, r, "cannot delete link `%s`: %s", link,
 				     strerror(-r));
 		}
 	}
@@ -226,43 +228,42 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 	}
 	r = k->unname ? netns_ns_remove(name) : 0;
 	if (r < 0 && r != -ENOENT)
-		note(&first, err, errlen, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
+		note(&first, err, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
 		     strerror(-r));
 	r = netns_remove_etc_dir(name, true);
 	if (r == -ENOTEMPTY)
 		fprintf(stderr, "sluice: warning: %s/%s holds files sluice did not make; left\n",
 			NETNS_ETC_DIR, name);
 	else if (r < 0 && r != -ENOENT)
-		note(&first, err, errlen, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name,
+		note(&first, err, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name,
 		     strerror(-r));
 	r = netns_remove_state_dir(name, true);
 	if (r < 0 && r != -ENOENT)
-		note(&first, err, errlen, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
+		note(&first, err, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
 		     strerror(-r));
 	r = netns_workspace_remove(name);
 	if (r < 0 && r != -ENOENT)
-		note(&first, err, errlen, r, "cannot remove " NETNS_WORKSPACE_DIR "/%s: %s", name,
+		note(&first, err, r, "cannot remove " NETNS_WORKSPACE_DIR "/%s: %s", name,
 		     strerror(-r));
 	netns_link_del_reap(pid);
 	return first;
 }
 
 /* The result of deleting an owned sandbox: @r is remove_local()'s, @ans the
- * broker's, with @msg. */
-static int finish(const char *name, enum broker_answer ans, int r, const char *msg, char *err,
-		  size_t errlen)
+ * broker's, with @why. */
+static int finish(const char *name, enum broker_answer ans, int r, const struct sl_err *why,
+		  struct sl_err *err)
 {
 	if (ans == BROKER_UNREACHABLE) {
 		/* The sandbox reaches nothing now; the broker keeps its address
 		 * until it hears of it. */
-		snprintf(err, errlen,
-			 "removed `%s` here, but %s; run `sluice unregister %s` when it is back "
-			 "(a broker that restarts drops it itself)",
-			 name, msg, name);
-		return -EHOSTUNREACH;
+		return sl_err_set(err, EHOSTUNREACH,
+				  "removed `%s` here, but %s; run `sluice unregister %s` when it is "
+				  "back (a broker that restarts drops it itself)",
+				  name, sl_err_msg(why), name);
 	}
 	if (ans == BROKER_FAILED) {
-		snprintf(err, errlen, "removed `%s` here, but %s", name, msg);
+		sl_err_set(err, r < 0 ? r : EIO, "removed `%s` here, but %s", name, sl_err_msg(why));
 		return r < 0 ? r : -EIO;
 	}
 	if (r < 0)
@@ -278,8 +279,7 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
 /**
  * netns_sandbox_delete() - remove a sandbox (see the file's top)
  * @name:   the sandbox
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Warnings (the broker did not know the sandbox) go to stderr. The caller
  * should block SIGINT, SIGTERM, SIGHUP and SIGQUIT around it.
@@ -289,27 +289,26 @@ static int finish(const char *name, enum broker_answer ans, int r, const char *m
  * cannot be told whether the other broker's namespace is gone, nothing is
  * touched either).
  */
-static int delete_sandbox(const char *name, bool detach, char *err, size_t errlen)
+static int delete_sandbox(const char *name, bool detach, struct sl_err *err)
 {
 	struct netns_rtnl rt = { 0 };
 	struct keep keep = { .unname = !detach, .sync = detach };
 	struct netns_sandbox sb;
-	char dir[512], msg[600] = "";
+	struct sl_err se = { 0 }, why = { 0 };
+	char dir[512];
 	enum broker_answer ans;
 	uint64_t dev, ino;
 	bool owned, have_state, orphan = false, cut = false;
 	int r, link_index = 0, first = 0, held = -1;
 
-	if (!netns_name_ok(name)) {
-		snprintf(err, errlen, "no such sandbox `%s`", name);
-		return -ENOENT;
-	}
+	if (!netns_name_ok(name))
+		return sl_err_set(err, ENOENT, "no such sandbox `%s`", name);
 	netns_path(dir, sizeof(dir), NETNS_STATE_DIR, name, NULL);
 	owned = access(dir, F_OK) == 0;
-	r = netns_state_read(name, &sb, msg, sizeof(msg));
+	r = netns_state_read(name, &sb, &se);
 	have_state = r == 0;
 	if (r < 0 && r != -ENOENT)
-		fprintf(stderr, "sluice: warning: %s\n", msg);
+		fprintf(stderr, "sluice: warning: %s\n", sl_err_msg(&se));
 	/* A runtime's namespace is never removed: only sluice's name of it. */
 	if (have_state && sb.attached) {
 		keep.unname = sb.ns_named;
@@ -321,21 +320,17 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 		if (netns_self_ns_id(&dev, &ino) == 0 &&
 		    (dev != sb.broker_ns_dev || ino != sb.broker_ns_ino)) {
 			r = broker_ns_alive(name, &sb);
-			if (r > 0) {
-				snprintf(err, errlen,
-					 "sandbox `%s` is wired to the broker of another network "
-					 "namespace; run `sluice delete` there",
-					 name);
-				return -EXDEV;
-			}
-			if (r < 0) {
-				snprintf(err, errlen,
-					 "sandbox `%s` is wired to the broker of another network "
-					 "namespace, and whether that namespace is gone cannot be "
-					 "told (%s); run `sluice delete` there",
-					 name, strerror(-r));
-				return r;
-			}
+			if (r > 0)
+				return sl_err_set(err, EXDEV,
+						  "sandbox `%s` is wired to the broker of another "
+						  "network namespace; run `sluice delete` there",
+						  name);
+			if (r < 0)
+				return sl_err_set(err, r,
+						  "sandbox `%s` is wired to the broker of another "
+						  "network namespace, and whether that namespace is "
+						  "gone cannot be told (%s); run `sluice delete` there",
+						  name, strerror(-r));
 			/* That namespace is gone (its set element and the broker's
 			 * end of the wire go with it, or are held by what holds
 			 * its remains): what is left is here, and no link of this
@@ -365,15 +360,13 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 	 */
 	if (owned && sb.link[0]) {
 		r = netns_rtnl_open(&rt);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot open rtnetlink: %s", strerror(-r));
-			return r;
-		}
+		if (r < 0)
+			return sl_err_sys(err, r, "cannot open rtnetlink");
 		link_index = netns_link_index(&rt, sb.link);
 		if (link_index < 0)
 			link_index = 0; /* gone already, with its namespace */
 		if (!have_state || !strcmp(sb.socket, netns_socket_path)) {
-			cut_wire(sb.link, sb.addr, &rt, link_index, &held, &first, err, errlen);
+			cut_wire(sb.link, sb.addr, &rt, link_index, &held, &first, err);
 			cut = true;
 		}
 	}
@@ -387,44 +380,37 @@ static int delete_sandbox(const char *name, bool detach, char *err, size_t errle
 		int fd = unregister_send(name);
 
 		r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, &keep, first,
-				 err, errlen);
-		ans = unregister_answer(fd, name, msg, sizeof(msg));
+				 err);
+		ans = unregister_answer(fd, name, &why);
 		netns_rtnl_close(&rt);
 		/* Without a child, last: the grace period has passed meanwhile. */
 		if (held >= 0)
 			close(held);
-		return finish(name, ans, r, msg, err, errlen);
+		return finish(name, ans, r, &why, err);
 	}
-	ans = unregister_answer(unregister_send(name), name, msg, sizeof(msg));
+	ans = unregister_answer(unregister_send(name), name, &why);
 	if (ans == BROKER_DID_NOT_KNOW && have_state && !orphan &&
 	    strcmp(sb.socket, netns_socket_path)) {
-		snprintf(err, errlen,
-			 "sluiced at %s does not know `%s`, which was registered at %s; "
-			 "use --socket %s",
-			 netns_socket_path, name, sb.socket, sb.socket);
 		netns_rtnl_close(&rt);
-		return -EXDEV;
+		return sl_err_set(err, EXDEV,
+				  "sluiced at %s does not know `%s`, which was registered at %s; "
+				  "use --socket %s",
+				  netns_socket_path, name, sb.socket, sb.socket);
 	}
 	if (!owned) {
 		if (ans == BROKER_KNEW)
 			return 0; /* registered only: the namespace is not sluice's */
-		if (ans == BROKER_FAILED) {
-			snprintf(err, errlen, "%s", msg);
-			return -EIO;
-		}
-		if (ans == BROKER_DID_NOT_KNOW) {
-			snprintf(err, errlen, "no such sandbox `%s`", name);
-			return -ENOENT;
-		}
-		snprintf(err, errlen, "%s", msg);
-		return -EHOSTUNREACH;
+		if (ans == BROKER_FAILED)
+			return sl_err_set(err, EIO, "%s", sl_err_msg(&why));
+		if (ans == BROKER_DID_NOT_KNOW)
+			return sl_err_set(err, ENOENT, "no such sandbox `%s`", name);
+		return sl_err_set(err, EHOSTUNREACH, "%s", sl_err_msg(&why));
 	}
-	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, &keep, first, err,
-			 errlen);
+	r = remove_local(name, sb.link, sb.addr, &rt, link_index, cut, &held, &keep, first, err);
 	netns_rtnl_close(&rt);
 	if (held >= 0)
 		close(held);
-	return finish(name, ans, r, msg, err, errlen);
+	return finish(name, ans, r, &why, err);
 }
 
 /* Set by cmd_delete(): the trash is swept after the process has exited. */
@@ -440,16 +426,15 @@ static void sweep(void)
  * netns_sandbox_detach() (true: the namespace and its name stay)
  * @name:   the sandbox
  * @detach: keep the namespace
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * An attached sandbox's namespace stays either way.
  *
  * Return: as netns_sandbox_delete().
  */
-int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen)
+int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err)
 {
-	int r = delete_sandbox(name, detach, err, errlen);
+	int r = delete_sandbox(name, detach, err);
 	char mark[600];
 
 	/* Its directories went into the trash (the names are free already):
@@ -466,19 +451,19 @@ int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen
 	return r;
 }
 
-int netns_sandbox_delete(const char *name, char *err, size_t errlen)
+int netns_sandbox_delete(const char *name, struct sl_err *err)
 {
-	return netns_sandbox_remove(name, false, err, errlen);
+	return netns_sandbox_remove(name, false, err);
 }
 
-int netns_sandbox_detach(const char *name, char *err, size_t errlen)
+int netns_sandbox_detach(const char *name, struct sl_err *err)
 {
-	return netns_sandbox_remove(name, true, err, errlen);
+	return netns_sandbox_remove(name, true, err);
 }
 
 int cmd_delete(int argc, char **argv)
 {
-	char err[1024];
+	struct sl_err err = { 0 };
 	sigset_t old;
 	int r;
 
@@ -488,7 +473,7 @@ int cmd_delete(int argc, char **argv)
 	}
 	netns_hold_signals(&old);
 	sweep_on_exit = true;
-	r = netns_sandbox_delete(argv[1], err, sizeof(err));
+	r = netns_sandbox_delete(argv[1], &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* Its directories' removal (slow on some file systems) is left to a
 	 * child that does it once this process has answered. */
@@ -496,7 +481,7 @@ int cmd_delete(int argc, char **argv)
 	if (netns_linger_then(-1, sweep) < 0)
 		sweep();
 	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", err);
+		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return 1;
 	}
 	return 0;

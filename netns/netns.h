@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct sl_err;
+
 /* The broker's control socket (--socket, SLUICE_SOCKET, or the default). */
 extern const char *netns_socket_path;
 
@@ -36,7 +38,7 @@ int netns_ctl_err(const char *line, char **resp, struct sl_err *err);
  * netns_ctl_send() may. */
 bool netns_ctl_transient(const char *msg);
 int netns_ctl_send(const char *line);
-int netns_enter_broker(const char *spec, char *err, size_t errlen);
+int netns_enter_broker(const char *spec, struct sl_err *err);
 int netns_ctl_recv(int fd, char **resp);
 
 struct netns_sandbox;
@@ -49,30 +51,30 @@ struct netns_sandbox;
  * @audit:  register it in audit mode (`--audit`), whatever the policy's mode
  * @out:    on success, the sandbox (struct netns_sandbox, netns_internal.h);
  *          may be NULL
- * @err:    on failure, the message
- * @errlen: its size
+ * @err:    on failure, the message (NULL: not wanted); its errno
+ *          (sl_err_errno()) is EBADMSG for an invalid policy, and then the
+ *          message is whole (FILE:LINE:COL: ...), to be shown as it is
  *
- * Return: 0; -EBADMSG for an invalid policy (@err is FILE:LINE:COL: ...);
- * another negative errno, and then nothing of the sandbox is left.
+ * Return: 0; -EBADMSG for an invalid policy; another negative errno, and
+ * then nothing of the sandbox is left.
  */
 int netns_sandbox_create(const char *name, const char *policy, bool audit,
-			 struct netns_sandbox *out, char *err, size_t errlen);
+			 struct netns_sandbox *out, struct sl_err *err);
 
 /**
  * netns_sandbox_delete() - unregister a sandbox and remove what sluice made
  * for it (netns/delete.c)
  * @name:   the sandbox
- * @err:    on failure, the message
- * @errlen: its size
+ * @err:    on failure, the message (NULL: not wanted)
  *
  * Return: 0; -ENOENT when there is no such sandbox; another negative errno.
  */
-int netns_sandbox_delete(const char *name, char *err, size_t errlen);
+int netns_sandbox_delete(const char *name, struct sl_err *err);
 
 /* Wire an existing network namespace (opened from @netns_path: /run/netns/X, /proc/PID/ns/net, or any nsfs bind mount) to the broker, as netns_sandbox_create() does (address from the pool through the broker's register, the veth pair with its inner end named @ifname (NULL: "eth0") moved into that namespace, IPv6 off, lo up, the default route, the nftables set element last, the sandbox's files in /run/sluice-sandboxes/NAME, /etc/netns/NAME/resolv.conf), without making the namespace; full rollback on failure (nothing left, the namespace untouched). The sandbox record notes that it was attached, so that delete/detach never removes the namespace. @audit: audit mode, as for netns_sandbox_create(). */
-int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, bool audit, struct netns_sandbox *out, char *err, size_t errlen);
+int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, bool audit, struct netns_sandbox *out, struct sl_err *err);
 /* Undo attach (or create, without deleting the namespace): unregister, set element, veth, files. Idempotent for the CNI's sake: -ENOENT when nothing of @name is left; works when the namespace is already gone. */
-int netns_sandbox_detach(const char *name, char *err, size_t errlen);
+int netns_sandbox_detach(const char *name, struct sl_err *err);
 
 /*
  * More on the two above (netns/create.c, netns/delete.c, cli/attach.c):

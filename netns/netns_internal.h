@@ -89,12 +89,14 @@ void netns_link_name(uint32_t addr, char out[NETNS_IFNAMSIZ]);
 int netns_self_ns_id(uint64_t *dev, uint64_t *ino);
 int netns_path(char *buf, size_t len, const char *dir, const char *name, const char *file);
 int netns_state_write(const struct netns_sandbox *sb);
-int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen);
+struct sl_err;
+
+int netns_state_read(const char *name, struct netns_sandbox *sb, struct sl_err *err);
 int netns_bundle_begin(const char *from, const char *to, size_t max, bool *missing);
 int netns_bundle_end(int out, const char *extra, const char *to);
 int netns_write_bundle(const char *from, const char *extra, const char *to, size_t max,
 		       bool *missing);
-int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errlen);
+int netns_note_privileged(const struct netns_sandbox *sb, struct sl_err *err);
 int netns_env_each(const struct netns_sandbox *sb,
 		   void (*fn)(const char *key, const char *value, void *arg), void *arg);
 
@@ -154,10 +156,9 @@ int netns_linger_then(int fd, void (*after)(void));
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
-int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen);
-int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
-		      size_t errlen);
-int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen);
+int netns_nft_install(const struct netns_ports *p, struct sl_err *err);
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, struct sl_err *err);
+int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *err);
 
 /* --- cli/runner.c, cli/seccomp.c: the contained runner -------------- */
 
@@ -189,13 +190,12 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max);
 
 /* --- create.c, delete.c, cli/exec.c --------------------------------- */
 
-int netns_broker_config(struct netns_ports *p, char *err, size_t errlen);
+int netns_broker_config(struct netns_ports *p, struct sl_err *err);
 int netns_remove_state_dir(const char *name, bool later);
 int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
-struct sl_err;
 int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err);
-int netns_sandbox_remove(const char *name, bool detach, char *err, size_t errlen);
+int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err);
 
 #endif

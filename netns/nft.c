@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "netns/netns_internal.h"
 
 #define RULESET_VERSION 2
@@ -141,7 +142,7 @@ struct nft_api {
 
 /* Loads libnftables once; it stays loaded for the life of the process.
  * Return: the table, or NULL with @err saying why. */
-static const struct nft_api *nft_api(char *err, size_t errlen)
+static const struct nft_api *nft_api(struct sl_err *err)
 {
 	static struct nft_api api;
 	static bool loaded;
@@ -153,8 +154,8 @@ static const struct nft_api *nft_api(char *err, size_t errlen)
 	h = dlopen(LIBNFTABLES, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		e = dlerror();
-		snprintf(err, errlen, "nftables: cannot load %s: %s", LIBNFTABLES,
-			 e ? e : "unknown error");
+		sl_err_set(err, ENOPKG, "nftables: cannot load %s: %s", LIBNFTABLES,
+			   e ? e : "unknown error");
 		return NULL;
 	}
 	/* POSIX: a function pointer from dlsym() goes through *(void **). */
@@ -166,7 +167,7 @@ static const struct nft_api *nft_api(char *err, size_t errlen)
 	*(void **)&api.run_cmd_from_buffer = dlsym(h, "nft_run_cmd_from_buffer");
 	if (!api.ctx_new || !api.ctx_free || !api.buffer_output || !api.buffer_error ||
 	    !api.get_error_buffer || !api.run_cmd_from_buffer) {
-		snprintf(err, errlen, "nftables: %s lacks a function sluice uses", LIBNFTABLES);
+		sl_err_set(err, ENOPKG, "nftables: %s lacks a function sluice uses", LIBNFTABLES);
 		dlclose(h);
 		return NULL;
 	}
@@ -176,23 +177,20 @@ static const struct nft_api *nft_api(char *err, size_t errlen)
 
 /* Runs @cmd with libnftables; on failure copies nft's first error line to
  * @err. */
-static int run(const char *cmd, char *err, size_t errlen)
+static int run(const char *cmd, struct sl_err *err)
 {
-	const struct nft_api *nft = nft_api(err, errlen);
+	const struct nft_api *nft = nft_api(err);
 	struct nft_ctx *ctx;
 	int r = 0;
 
 	if (!nft)
 		return -ENOPKG;
 	ctx = nft->ctx_new(NFT_CTX_DEFAULT);
-	if (!ctx) {
-		snprintf(err, errlen, "nftables: cannot make a context");
-		return -ENOMEM;
-	}
+	if (!ctx)
+		return sl_err_set(err, ENOMEM, "nftables: cannot make a context");
 	if (nft->buffer_output(ctx) < 0 || nft->buffer_error(ctx) < 0) {
 		nft->ctx_free(ctx);
-		snprintf(err, errlen, "nftables: cannot buffer output");
-		return -ENOMEM;
+		return sl_err_set(err, ENOMEM, "nftables: cannot buffer output");
 	}
 	if (nft->run_cmd_from_buffer(ctx, cmd) != 0) {
 		const char *e = nft->get_error_buffer(ctx);
@@ -200,9 +198,8 @@ static int run(const char *cmd, char *err, size_t errlen)
 
 		e = e ? e : "";
 		n = strcspn(e, "\n");
-		snprintf(err, errlen, "nftables: %.*s", (int)(n > 300 ? 300 : n),
-			 n ? e : "failed");
 		r = strstr(e, "No such file or directory") ? -ENOENT : -EIO;
+		sl_err_set(err, r, "nftables: %.*s", (int)(n > 300 ? 300 : n), n ? e : "failed");
 	}
 	nft->ctx_free(ctx);
 	return r;
@@ -371,8 +368,7 @@ static int ruleset_in_force(const char *sig)
 /**
  * netns_nft_install() - make sure table inet sluice is in force for @p
  * @p:      the broker's ports
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Works in the calling thread's network namespace (the broker's). When the
  * signature is there (every create but a broker's first), that is one
@@ -380,7 +376,7 @@ static int ruleset_in_force(const char *sig)
  *
  * Return: 0 or a negative errno.
  */
-int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
+int netns_nft_install(const struct netns_ports *p, struct sl_err *err)
 {
 	char sig[96], cmd[sizeof(RULESET) + 256];
 	int fd, r, n;
@@ -390,10 +386,8 @@ int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
 	if (ruleset_in_force(sig) == 1)
 		return 0;
 	fd = lock_take();
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot lock %s: %s", LOCK_PATH, strerror(-fd));
-		return fd;
-	}
+	if (fd < 0)
+		return sl_err_sys(err, fd, "cannot lock %s", LOCK_PATH);
 	/* Another create may have installed it while we waited for the lock.
 	 * Should the check itself fail, installing again does no harm: it is
 	 * one transaction that keeps the sets. */
@@ -406,11 +400,10 @@ int netns_nft_install(const struct netns_ports *p, char *err, size_t errlen)
 	// cppcheck-suppress invalidPrintfArgType_uint
 	n = snprintf(cmd, sizeof(cmd), RULESET, p->proxy, p->transparent, p->dns, sig);
 	if (n < 0 || (size_t)n >= sizeof(cmd)) {
-		snprintf(err, errlen, "nftables: ruleset too long");
-		r = -ENAMETOOLONG;
+		r = sl_err_set(err, ENAMETOOLONG, "nftables: ruleset too long");
 		goto out;
 	}
-	r = run(cmd, err, errlen);
+	r = run(cmd, err);
 out:
 	close(fd); /* releases the lock */
 	return r;
@@ -423,22 +416,20 @@ out:
  * caller). Return: 0, or a negative errno with @err.
  */
 static int element_key(const char *link, uint32_t addr, uint8_t key[KEY_LEN], struct nfnl *n,
-		       char *err, size_t errlen)
+		       struct sl_err *err)
 {
 	uint32_t be = htonl(addr);
 	size_t nlen = strlen(link);
 	int r;
 
-	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
-		snprintf(err, errlen, "nftables: bad link name `%s`", link);
-		return -EINVAL;
-	}
+	if (nlen == 0 || nlen >= KEY_IFNAME_LEN)
+		return sl_err_set(err, EINVAL, "nftables: bad link name `%s`", link);
 	memset(key, 0, KEY_LEN);
 	memcpy(key, link, nlen);
 	memcpy(key + KEY_IFNAME_LEN, &be, 4);
 	r = nfnl_open(n);
 	if (r < 0)
-		snprintf(err, errlen, "nftables: cannot open netlink: %s", strerror(-r));
+		sl_err_sys(err, r, "nftables: cannot open netlink");
 	return r;
 }
 
@@ -465,8 +456,7 @@ static void element_put(struct nlmsghdr *nlh, const uint8_t key[KEY_LEN])
  * @addr:   the sandbox address, host byte order
  * @held:   NULL, or where a descriptor of the socket goes (-1 if none); the
  *          caller closes it
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * One nf_tables transaction (batch begin, the element, batch end), sent in
  * one message and acknowledged once, in the calling thread's namespace.
@@ -481,8 +471,7 @@ static void element_put(struct nlmsghdr *nlh, const uint8_t key[KEY_LEN])
  * Return: 0; -ENOENT when deleting an element (or a table) that is not
  * there; another negative errno.
  */
-int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char *err,
-		      size_t errlen)
+int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, struct sl_err *err)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE], a[INET_ADDRSTRLEN];
 	struct in_addr ia = { .s_addr = htonl(addr) };
@@ -496,7 +485,7 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 	if (held)
 		*held = -1;
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
-	r = element_key(link, addr, key, &n, err, errlen);
+	r = element_key(link, addr, key, &n, err);
 	if (r < 0)
 		return r;
 	/* One sequence number for the three: an error names the message it is
@@ -521,8 +510,8 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
 		*held = fcntl(mnl_socket_get_fd(n.nl), F_DUPFD_CLOEXEC, 3);
 	nfnl_close(&n);
 	if (r < 0)
-		snprintf(err, errlen, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s: %s",
-			 add ? "add" : "delete", link, a, TABLE, SET, strerror(-r));
+		sl_err_sys(err, r, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s",
+			   add ? "add" : "delete", link, a, TABLE, SET);
 	return r;
 }
 
@@ -530,15 +519,14 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, char
  * netns_nft_element_present() - is a sandbox's element in @sandbox_src?
  * @link:   the broker-side link
  * @addr:   the sandbox address, host byte order
- * @err:    why it cannot be told
- * @errlen: its size
+ * @err:    why it cannot be told (NULL: not wanted)
  *
  * One nf_tables GETSETELEM of that key (sluice-cni's CHECK): the set is
  * not listed, so the cost does not grow with the number of sandboxes.
  *
  * Return: 1 present; 0 absent (or no table); a negative errno.
  */
-int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t errlen)
+int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *err)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct in_addr ia = { .s_addr = htonl(addr) };
@@ -548,7 +536,7 @@ int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t
 	struct nfnl n;
 	int r;
 
-	r = element_key(link, addr, key, &n, err, errlen);
+	r = element_key(link, addr, key, &n, err);
 	if (r < 0)
 		return r;
 	seq = ++n.seq;
@@ -565,7 +553,6 @@ int netns_nft_element_present(const char *link, uint32_t addr, char *err, size_t
 		return 1;
 	if (r == -ENOENT)
 		return 0;
-	snprintf(err, errlen, "nftables: cannot look up element { \"%s\" . %s } of inet %s %s: %s",
-		 link, inet_ntoa(ia), TABLE, SET, strerror(-r));
-	return r;
+	return sl_err_sys(err, r, "nftables: cannot look up element { \"%s\" . %s } of inet %s %s",
+			  link, inet_ntoa(ia), TABLE, SET);
 }

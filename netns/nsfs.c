@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/log.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
@@ -807,8 +808,7 @@ int netns_ns_leave(int saved)
  * without a mount namespace of its own
  * @spec:   a name under /run/netns, or a path (it has a '/') to an nsfs
  *          file (/run/netns/NAME, /proc/PID/ns/net)
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * Why: `ip netns exec` copies the caller's mount namespace, one mount per
  * sandbox included, and tears the copy down when sluice exits; with a
@@ -819,7 +819,7 @@ int netns_ns_leave(int saved)
  *
  * Return: 0 or a negative errno.
  */
-int netns_enter_broker(const char *spec, char *err, size_t errlen)
+int netns_enter_broker(const char *spec, struct sl_err *err)
 {
 	struct statfs sfs;
 	char path[512];
@@ -828,30 +828,24 @@ int netns_enter_broker(const char *spec, char *err, size_t errlen)
 	if (strchr(spec, '/')) {
 		snprintf(path, sizeof(path), "%s", spec);
 	} else if (!netns_name_ok(spec)) {
-		snprintf(err, errlen, "bad network namespace name `%s`", spec);
-		return -EINVAL;
+		return sl_err_set(err, EINVAL, "bad network namespace name `%s`", spec);
 	} else {
 		netns_path(path, sizeof(path), NETNS_RUN_DIR, spec, NULL);
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open network namespace `%s`: %s", path, strerror(-r));
-		return r;
-	}
+	if (fd < 0)
+		return sl_err_sys(err, errno, "cannot open network namespace `%s`", path);
 	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != NSFS_MAGIC) {
 		close(fd);
-		snprintf(err, errlen, "`%s` is not a namespace", path);
-		return -EINVAL;
+		return sl_err_set(err, EINVAL, "`%s` is not a namespace", path);
 	}
 	r = setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
 	close(fd);
-	if (r == -EINVAL)
-		snprintf(err, errlen, "`%s` is not a network namespace", path);
-	else if (r < 0)
-		snprintf(err, errlen, "cannot enter network namespace `%s`: %s", path,
-			 strerror(-r));
-	return r;
+	if (r == -EINVAL) /* setns(): not a network namespace's file */
+		return sl_err_set(err, r, "`%s` is not a network namespace", path);
+	if (r < 0)
+		return sl_err_sys(err, r, "cannot enter network namespace `%s`", path);
+	return 0;
 }
 
 /**

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/ctlproto.h"
+#include "common/err.h"
 #include "common/file.h"
 #include "common/sumfile.h"
 #include "netns/netns.h"
@@ -407,12 +408,12 @@ static int framed_line(const char *s, size_t len, bool ok, void *arg)
 	return 0;
 }
 
-static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb, char *err,
-		       size_t errlen);
+static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb,
+		       struct sl_err *err);
 
 /* The record in the checked format; -ENOMSG when it is not in it. */
 static int read_framed(const char *path, const char *buf, size_t n, struct netns_sandbox *sb,
-		       char *err, size_t errlen)
+		       struct sl_err *err)
 {
 	struct framed fr = { .sb = sb };
 	struct sumfile_result res;
@@ -424,10 +425,8 @@ static int read_framed(const char *path, const char *buf, size_t n, struct netns
 	whole = fr.seen == 255 && fr.socket && sb->gw + 1 == sb->addr;
 	if (res.status == SUMFILE_OK && !fr.bad && whole)
 		return 0;
-	if (res.status == SUMFILE_OK && !fr.bad) {
-		snprintf(err, errlen, "`%s` is incomplete", path);
-		return -EINVAL;
-	}
+	if (res.status == SUMFILE_OK && !fr.bad)
+		return sl_err_set(err, EINVAL, "`%s` is incomplete", path);
 	if (whole) {
 		fprintf(stderr,
 			"sluice: warning: `%s` is damaged (%u lines lost%s), but every field "
@@ -435,19 +434,18 @@ static int read_framed(const char *path, const char *buf, size_t n, struct netns
 			path, res.lost + fr.bad, res.end_missing ? ", and its end" : "");
 		return 0;
 	}
-	snprintf(err, errlen,
-		 "`%s` is damaged (%u of its lines do not verify%s) and a field it needs is "
-		 "lost: `sluice delete %s` removes what it can; then create it again",
-		 path, res.lost + fr.bad, res.end_missing ? ", its end is missing" : "", sb->name);
-	return -EBADMSG;
+	return sl_err_set(err, EBADMSG,
+			  "`%s` is damaged (%u of its lines do not verify%s) and a field it needs "
+			  "is lost: `sluice delete %s` removes what it can; then create it again",
+			  path, res.lost + fr.bad, res.end_missing ? ", its end is missing" : "",
+			  sb->name);
 }
 
 /**
  * netns_state_read() - read a sandbox's record
  * @name:   a valid sandbox name
  * @sb:     filled on success
- * @err:    why not, on a failure other than -ENOENT
- * @errlen: its size
+ * @err:    why not, on a failure other than -ENOENT (NULL: not wanted)
  *
  * A record is checked (common/sumfile.h). One written before checksums
  * is read as it is and written again in the checked format. A damaged one
@@ -457,7 +455,7 @@ static int read_framed(const char *path, const char *buf, size_t n, struct netns
  * record does not parse; -EBADMSG when it is damaged and a field it needs
  * is lost; another negative errno.
  */
-int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size_t errlen)
+int netns_state_read(const char *name, struct netns_sandbox *sb, struct sl_err *err)
 {
 	char path[512], buf[STATE_MAX + 1];
 	ssize_t n;
@@ -474,71 +472,60 @@ int netns_state_read(const char *name, struct netns_sandbox *sb, char *err, size
 	if (fd < 0) {
 		r = -errno;
 		if (r != -ENOENT)
-			snprintf(err, errlen, "cannot read `%s`: %s", path, strerror(-r));
+			sl_err_sys(err, r, "cannot read `%s`", path);
 		return r;
 	}
 	n = read(fd, buf, sizeof(buf));
 	r = n < 0 ? -errno : 0;
 	close(fd);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot read `%s`: %s", path, strerror(-r));
-		return r;
-	}
-	if (n > STATE_MAX) {
-		snprintf(err, errlen, "`%s` is too long", path);
-		return -EINVAL;
-	}
+	if (r < 0)
+		return sl_err_sys(err, r, "cannot read `%s`", path);
+	if (n > STATE_MAX)
+		return sl_err_set(err, EINVAL, "`%s` is too long", path);
 	buf[n] = '\0';
-	r = read_framed(path, buf, (size_t)n, sb, err, errlen);
+	r = read_framed(path, buf, (size_t)n, sb, err);
 	if (r != -ENOMSG)
 		return r;
 	/* Written before checksums: read the old way, then again in the
 	 * checked format (best effort: a read-only /run changes nothing). */
-	r = read_legacy(path, buf, (size_t)n, sb, err, errlen);
+	r = read_legacy(path, buf, (size_t)n, sb, err);
 	if (r == 0)
 		netns_state_write(sb);
 	return r;
 }
 
 /* A record of sluice 0.x: "key value" lines, no checksums. */
-static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb, char *err,
-		       size_t errlen)
+static int read_legacy(const char *path, char *buf, size_t n, struct netns_sandbox *sb,
+		       struct sl_err *err)
 {
 	unsigned seen = 0, lineno = 0;
 	char *line, *save = NULL;
 
-	if (memchr(buf, '\0', n)) {
-		snprintf(err, errlen, "`%s` holds a NUL byte", path);
-		return -EINVAL;
-	}
+	if (memchr(buf, '\0', n))
+		return sl_err_set(err, EINVAL, "`%s` holds a NUL byte", path);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
 
 		lineno++;
-		if (!sp || state_line(sb, (*sp = '\0', line), sp + 1, &seen) < 0) {
-			snprintf(err, errlen, "%s:%u: bad line", path, lineno);
-			return -EINVAL;
-		}
+		if (!sp || state_line(sb, (*sp = '\0', line), sp + 1, &seen) < 0)
+			return sl_err_set(err, EINVAL, "%s:%u: bad line", path, lineno);
 	}
-	if (seen != 255 || sb->gw + 1 != sb->addr) {
-		snprintf(err, errlen, "`%s` is incomplete", path);
-		return -EINVAL;
-	}
+	if (seen != 255 || sb->gw + 1 != sb->addr)
+		return sl_err_set(err, EINVAL, "`%s` is incomplete", path);
 	return 0;
 }
 
 /**
  * netns_note_privileged() - tell the broker of an uncontained run, first
  * @sb:     the sandbox (its broker's control socket)
- * @err:    why not
- * @errlen: its size
+ * @err:    why not (NULL: not wanted)
  *
  * The broker writes the audit line (reason privileged-exec, with this
  * process's pid and uid from the socket's peer credentials).
  *
  * Return: 0, or a negative errno: then the run must not start.
  */
-int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errlen)
+int netns_note_privileged(const struct netns_sandbox *sb, struct sl_err *err)
 {
 	const char *saved = netns_socket_path;
 	char line[200], *resp;
@@ -549,8 +536,10 @@ int netns_note_privileged(const struct netns_sandbox *sb, char *err, size_t errl
 	snprintf(line, sizeof(line), CTL_PRIVILEGED " %s", sb->name);
 	r = netns_ctl(line, &resp);
 	netns_socket_path = saved;
-	if (r < 0)
-		snprintf(err, errlen, "%s", r == -EPROTO && resp ? resp : strerror(-r));
+	if (r == -EPROTO && resp)
+		sl_err_set(err, r, "%s", resp); /* the broker's own words */
+	else if (r < 0)
+		sl_err_set(err, r, "%s", strerror(-r));
 	free(resp);
 	return r;
 }

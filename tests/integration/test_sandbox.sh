@@ -270,6 +270,7 @@ t_rc "create the same name again is refused" 1 sl create "$S1" --policy "$D/pol.
 t_contains "saying it exists" "$T_ERR" "exists"
 t_rc "an invalid policy is refused" 1 sl create "$P-xbad" --policy "$D/bad.yaml"
 t_contains "with FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
+t_eq "printed as it is (no \`sluice: create\` before it)" "$D/bad.yaml" "${T_ERR%%:4:13:*}"
 t_eq "and nothing of it exists" "" "$(our_sandboxes | grep -x "$P-xbad")"
 
 # --- exec and env ----------------------------------------------------------------
@@ -494,6 +495,7 @@ t_eq "run: kill -TERM sluice run gives 143" "143" "$rc"
 t_eq "run: and no sandbox is left" "" "$(our_sandboxes)"
 t_rc "run with an invalid policy" 1 sl run --policy "$D/bad.yaml" --name "$P-xr5" -- true
 t_contains "run: FILE:LINE:COL" "$T_ERR" "bad.yaml:4:13"
+t_eq "run: printed as it is" "$D/bad.yaml" "${T_ERR%%:4:13:*}"
 
 # --- a failed create leaves nothing -------------------------------------------------------
 # The next address is 10.201.0.2 again; its link name is taken by another link, so

@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "common/err.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -201,15 +202,17 @@ static void test_enter_broker_refusals(void **state)
 		{ "/etc/hostname", -EINVAL, "`/etc/hostname` is not a namespace" },
 		{ "/proc/self/ns/mnt", -EINVAL, "`/proc/self/ns/mnt` is not a network namespace" },
 	};
-	char err[600];
+	struct sl_err err;
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		err[0] = '\0';
-		assert_int_equal(netns_enter_broker(cases[i].spec, err, sizeof(err)), cases[i].r);
-		if (!strstr(err, cases[i].msg))
-			fail_msg("`%s`: got \"%s\", want \"%s\"", cases[i].spec, err, cases[i].msg);
+		sl_err_clear(&err);
+		assert_int_equal(netns_enter_broker(cases[i].spec, &err), cases[i].r);
+		if (!strstr(sl_err_msg(&err), cases[i].msg))
+			fail_msg("`%s`: got \"%s\", want \"%s\"", cases[i].spec, sl_err_msg(&err),
+				 cases[i].msg);
+		assert_int_equal(sl_err_errno(&err), -cases[i].r);
 	}
 }
 
@@ -218,7 +221,8 @@ static void test_enter_broker_refusals(void **state)
 static int enter_child(pid_t parent)
 {
 	uint64_t dev0, ino0, dev, ino;
-	char spec[64], err[600];
+	struct sl_err err = { 0 };
+	char spec[64];
 
 	if (netns_self_ns_id(&dev0, &ino0) < 0)
 		return 1;
@@ -227,7 +231,7 @@ static int enter_child(pid_t parent)
 	if (netns_self_ns_id(&dev, &ino) < 0 || ino == ino0)
 		return 2;
 	snprintf(spec, sizeof(spec), "/proc/%d/ns/net", (int)parent);
-	if (netns_enter_broker(spec, err, sizeof(err)) < 0)
+	if (netns_enter_broker(spec, &err) < 0)
 		return 3;
 	if (netns_self_ns_id(&dev, &ino) < 0 || dev != dev0 || ino != ino0)
 		return 4;
@@ -338,7 +342,8 @@ static void test_ifname_ok(void **state)
 static void test_state_attach_fields(void **state)
 {
 	struct netns_sandbox sb = { 0 }, got;
-	char dir[128], path[160], err[256];
+	struct sl_err err = { 0 };
+	char dir[128], path[160];
 	FILE *f;
 
 	(void)state;
@@ -354,7 +359,7 @@ static void test_state_attach_fields(void **state)
 	sb.attached = true;
 	sb.ns_named = false;
 	assert_int_equal(netns_state_write(&sb), 0);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), 0);
 	assert_string_equal(got.ifname, "sl0");
 	assert_true(got.attached);
 	assert_false(got.ns_named);
@@ -366,7 +371,7 @@ static void test_state_attach_fields(void **state)
 		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n",
 		sb.name, sb.link);
 	fclose(f);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), 0);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), 0);
 	assert_string_equal(got.ifname, NETNS_SANDBOX_IF);
 	assert_false(got.attached);
 	assert_true(got.ns_named);
@@ -380,7 +385,7 @@ static void test_state_attach_fields(void **state)
 		   "attached maybe\n",
 		sb.name, sb.link);
 	fclose(f);
-	assert_int_equal(netns_state_read(sb.name, &got, err, sizeof(err)), -EINVAL);
+	assert_int_equal(netns_state_read(sb.name, &got, &err), -EINVAL);
 
 	unlink(path);
 	assert_int_equal(rmdir(dir), 0);
