@@ -129,9 +129,8 @@ enum {
 	 * it. */
 	LINE_OVERHEAD = 712,
 };
-_Static_assert(
-    CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
-    "an audit line with every field at its bound fits AUDIT_LINE_MAX");
+_Static_assert(CAPS_TOTAL + LINE_OVERHEAD < AUDIT_LINE_MAX,
+	       "an audit line with every field at its bound fits AUDIT_LINE_MAX");
 _Static_assert(AUDIT_LINE_MAX <= 4096, "a line stays within PIPE_BUF");
 
 /* A bounded line under construction; ->overflow sticks once set. */
@@ -188,8 +187,7 @@ static size_t mask_placeholders(const char *s, size_t n, char *out)
 	return o + (size_t)(end - p);
 }
 
-static void put_strn(struct line *l, const char *key, const char *val,
-		     size_t vlen, size_t cap)
+static void put_strn(struct line *l, const char *key, const char *val, size_t vlen, size_t cap)
 {
 	/* "sluice-ph-" and one digit (11 bytes) become 13: under twice. */
 	char masked[2 * AUDIT_FIELD_MAX];
@@ -220,8 +218,7 @@ static void put_null(struct line *l, const char *key)
 }
 
 /* null when @val is NULL: every line has every key. */
-static void put_str(struct line *l, const char *key, const char *val,
-		    size_t cap)
+static void put_str(struct line *l, const char *key, const char *val, size_t cap)
 {
 	if (val)
 		put_strn(l, key, val, strlen(val), cap);
@@ -346,13 +343,10 @@ static void put_time(struct line *l, const struct timespec *ts)
 		int n;
 
 		gmtime_r(&ts->tv_sec, &tm);
-		n = snprintf(head, sizeof(head),
-			     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.",
-			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			     tm.tm_hour, tm.tm_min, tm.tm_sec);
-		head_len = n < 0		      ? 0
-			   : (size_t)n < sizeof(head) ? (size_t)n
-						      : sizeof(head) - 1;
+		n = snprintf(head, sizeof(head), "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.",
+			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			     tm.tm_sec);
+		head_len = n < 0 ? 0 : (size_t)n < sizeof(head) ? (size_t)n : sizeof(head) - 1;
 		sec = ts->tv_sec;
 	}
 	put_raw(l, head, head_len);
@@ -366,7 +360,7 @@ static void put_time(struct line *l, const struct timespec *ts)
 
 static bool proto_is_connection(const char *proto)
 {
-	static const char *const conn[] = {"http", "connect", "tls", "tcp"};
+	static const char *const conn[] = { "http", "connect", "tls", "tcp" };
 	size_t i;
 
 	if (!proto)
@@ -378,10 +372,10 @@ static bool proto_is_connection(const char *proto)
 }
 
 /* audit_format(), plus the folding counts when not 0 (see audit.h). */
-static int format_line(const struct audit_event *ev, uint64_t repeated,
-		       uint64_t dropped, char *buf, size_t len)
+static int format_line(const struct audit_event *ev, uint64_t repeated, uint64_t dropped, char *buf,
+		       size_t len)
 {
-	struct line l = {.buf = buf, .len = len};
+	struct line l = { .buf = buf, .len = len };
 	struct timespec ts;
 	char tmp[64];
 	bool conn;
@@ -410,8 +404,7 @@ static int format_line(const struct audit_event *ev, uint64_t repeated,
 	put_str(&l, "method", ev->method, CAP_METHOD);
 	if (ev->path)
 		/* The query string can carry a placeholder: never log it. */
-		put_strn(&l, "path", ev->path, strcspn(ev->path, "?#"),
-			 CAP_PATH);
+		put_strn(&l, "path", ev->path, strcspn(ev->path, "?#"), CAP_PATH);
 	else
 		put_null(&l, "path");
 	if (ev->status > 0) {
@@ -461,8 +454,7 @@ static void count_failures(uint64_t n, int err)
 	 * the log write would block on the same full pipe.
 	 */
 	if (!atomic_load_explicit(&audit_on_stderr, memory_order_relaxed) &&
-	    !atomic_exchange_explicit(&audit_warned, true,
-				      memory_order_relaxed))
+	    !atomic_exchange_explicit(&audit_warned, true, memory_order_relaxed))
 		log_warn("audit: a line could not be written (%s); "
 			 "further losses are only counted",
 			 err ? strerror(err) : "short write");
@@ -483,8 +475,7 @@ static void write_line(const char *buf, int len)
 	kind = atomic_load_explicit(&audit_kind, memory_order_relaxed);
 	if (fd == AUDIT_FD_CLOSED) {
 		/* Shutting down: counted, not worth a warning. */
-		atomic_fetch_add_explicit(&audit_failures, 1,
-					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&audit_failures, 1, memory_order_relaxed);
 		return;
 	}
 	if (len < 0) {
@@ -498,8 +489,7 @@ static void write_line(const char *buf, int len)
 	/* EINTR before any byte went out is safe to retry; nothing else is. */
 	for (tries = 0; tries < 3; tries++) {
 		if (kind == AUDIT_SINK_SEND)
-			n = send(fd, buf, (size_t)len,
-				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			n = send(fd, buf, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		else
 			n = write(fd, buf, (size_t)len);
 		if (n >= 0)
@@ -526,10 +516,10 @@ _Static_assert(BATCH_CAP >= 4 * AUDIT_LINE_MAX, "a batch holds several lines");
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
 static char batch_buf[2][BATCH_CAP];
-static int batch_cur;	  /* the buffer being filled; under batch_lock */
-static size_t batch_len;  /* under batch_lock */
-static uint64_t batch_t0; /* ms when its oldest line came; under batch_lock */
-static atomic_size_t batch_held; /* batch_len, for a flush with nothing to do */
+static int batch_cur;		   /* the buffer being filled; under batch_lock */
+static size_t batch_len;	   /* under batch_lock */
+static uint64_t batch_t0;	   /* ms when its oldest line came; under batch_lock */
+static atomic_size_t batch_held;   /* batch_len, for a flush with nothing to do */
 static atomic_bool audit_batching; /* the target is a regular file */
 static __thread bool defer_here;
 
@@ -574,8 +564,7 @@ static void write_batch(const char *buf, size_t len)
 	int tries, err = 0;
 
 	if (fd == AUDIT_FD_CLOSED) {
-		atomic_fetch_add_explicit(&audit_failures,
-					  count_lines(buf, len),
+		atomic_fetch_add_explicit(&audit_failures, count_lines(buf, len),
 					  memory_order_relaxed);
 		return;
 	}
@@ -678,14 +667,12 @@ static void batch_line(const char *line, size_t n)
 		audit_flush();
 }
 
-static void emit(const struct audit_event *ev, uint64_t repeated,
-		 uint64_t dropped)
+static void emit(const struct audit_event *ev, uint64_t repeated, uint64_t dropped)
 {
 	char buf[AUDIT_LINE_MAX];
 	int n = format_line(ev, repeated, dropped, buf, sizeof(buf));
 
-	if (n > 0 &&
-	    atomic_load_explicit(&audit_batching, memory_order_relaxed)) {
+	if (n > 0 && atomic_load_explicit(&audit_batching, memory_order_relaxed)) {
 		batch_line(buf, (size_t)n);
 		return;
 	}
@@ -799,19 +786,13 @@ static bool kind_make(const struct audit_event *ev, struct agg_kind *k)
 	 * wrote is all there is to tell attempts apart. */
 	k->has_target = !ev->name && ev->target;
 	k->has_answer = ev->dns_answer != NULL;
-	if (!copy_fits(k->sandbox, sizeof(k->sandbox),
-		       ev->sandbox ? ev->sandbox : "") ||
-	    !copy_fits(k->proto, sizeof(k->proto),
-		       ev->proto ? ev->proto : "") ||
-	    !copy_fits(k->decision, sizeof(k->decision),
-		       ev->decision ? ev->decision : "") ||
-	    !copy_fits(k->reason, sizeof(k->reason),
-		       ev->reason ? ev->reason : "") ||
+	if (!copy_fits(k->sandbox, sizeof(k->sandbox), ev->sandbox ? ev->sandbox : "") ||
+	    !copy_fits(k->proto, sizeof(k->proto), ev->proto ? ev->proto : "") ||
+	    !copy_fits(k->decision, sizeof(k->decision), ev->decision ? ev->decision : "") ||
+	    !copy_fits(k->reason, sizeof(k->reason), ev->reason ? ev->reason : "") ||
 	    !copy_fits(k->name, sizeof(k->name), ev->name ? ev->name : "") ||
-	    !copy_fits(k->target, sizeof(k->target),
-		       k->has_target ? ev->target : "") ||
-	    !copy_fits(k->dns_answer, sizeof(k->dns_answer),
-		       ev->dns_answer ? ev->dns_answer : ""))
+	    !copy_fits(k->target, sizeof(k->target), k->has_target ? ev->target : "") ||
+	    !copy_fits(k->dns_answer, sizeof(k->dns_answer), ev->dns_answer ? ev->dns_answer : ""))
 		return false;
 	k->port = ev->dst_port;
 	if (!ev->sandbox && ev->src_addr) {
@@ -825,13 +806,12 @@ static bool kind_make(const struct audit_event *ev, struct agg_kind *k)
 
 static bool kind_eq(const struct agg_kind *a, const struct agg_kind *b)
 {
-	return a->has_sandbox == b->has_sandbox &&
-	       a->has_proto == b->has_proto && a->has_name == b->has_name &&
-	       a->has_target == b->has_target && !strcmp(a->target, b->target) &&
-	       a->has_addr == b->has_addr && a->has_answer == b->has_answer &&
-	       a->port == b->port && !strcmp(a->dns_answer, b->dns_answer) &&
-	       !strcmp(a->sandbox, b->sandbox) && !strcmp(a->proto, b->proto) &&
-	       !strcmp(a->decision, b->decision) &&
+	return a->has_sandbox == b->has_sandbox && a->has_proto == b->has_proto &&
+	       a->has_name == b->has_name && a->has_target == b->has_target &&
+	       !strcmp(a->target, b->target) && a->has_addr == b->has_addr &&
+	       a->has_answer == b->has_answer && a->port == b->port &&
+	       !strcmp(a->dns_answer, b->dns_answer) && !strcmp(a->sandbox, b->sandbox) &&
+	       !strcmp(a->proto, b->proto) && !strcmp(a->decision, b->decision) &&
 	       !strcmp(a->reason, b->reason) && !strcmp(a->name, b->name) &&
 	       (!a->has_addr || !memcmp(&a->addr, &b->addr, sizeof(a->addr)));
 }
@@ -882,9 +862,7 @@ static bool take_token(struct agg_source *s, uint64_t now)
 		uint64_t dt = now - s->refill_ms;
 
 		/* RATE lines a second are RATE thousandths a millisecond. */
-		s->milli = dt > cap / AUDIT_REFUSAL_RATE
-			       ? cap
-			       : s->milli + dt * AUDIT_REFUSAL_RATE;
+		s->milli = dt > cap / AUDIT_REFUSAL_RATE ? cap : s->milli + dt * AUDIT_REFUSAL_RATE;
 		if (s->milli > cap)
 			s->milli = cap;
 		s->refill_ms = now;
@@ -911,20 +889,19 @@ static void end_kind(struct agg_source *s, uint64_t now)
 	if (s->has_kind && s->repeated) {
 		if (take_token(s, now)) {
 			struct audit_event ev = {
-			    .sandbox = k->has_sandbox ? k->sandbox : NULL,
-			    .proto = k->has_proto ? k->proto : NULL,
-			    .name = k->has_name ? k->name : NULL,
-			    .target = k->has_target ? k->target : NULL,
-			    .src_addr = k->has_addr ? &k->addr : NULL,
-			    .dst_port = k->port,
-			    .decision = k->decision,
-			    .reason = k->reason,
-			    .dns_answer = k->has_answer ? k->dns_answer : NULL,
+				.sandbox = k->has_sandbox ? k->sandbox : NULL,
+				.proto = k->has_proto ? k->proto : NULL,
+				.name = k->has_name ? k->name : NULL,
+				.target = k->has_target ? k->target : NULL,
+				.src_addr = k->has_addr ? &k->addr : NULL,
+				.dst_port = k->port,
+				.decision = k->decision,
+				.reason = k->reason,
+				.dns_answer = k->has_answer ? k->dns_answer : NULL,
 			};
 
 			emit(&ev, s->repeated, 0);
-			atomic_fetch_add_explicit(&agg_folded, s->repeated,
-						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&agg_folded, s->repeated, memory_order_relaxed);
 		} else {
 			add_dropped(s, s->repeated, now);
 		}
@@ -936,9 +913,9 @@ static void end_kind(struct agg_source *s, uint64_t now)
 static void emit_dropped(struct agg_source *s)
 {
 	struct audit_event ev = {
-	    .sandbox = s->key[0] ? s->key : NULL,
-	    .decision = "deny",
-	    .reason = "audit-rate-limited",
+		.sandbox = s->key[0] ? s->key : NULL,
+		.decision = "deny",
+		.reason = "audit-rate-limited",
 	};
 
 	if (s->dropped)
@@ -1059,8 +1036,7 @@ static void check_replaced(void)
 	fd = atomic_load_explicit(&audit_fd, memory_order_relaxed);
 	if (!audit_target || fd < 0 ||
 	    atomic_load_explicit(&audit_on_stderr, memory_order_relaxed) ||
-	    !atomic_load_explicit(&audit_batching, memory_order_relaxed) ||
-	    fstat(fd, &open_st) < 0)
+	    !atomic_load_explicit(&audit_batching, memory_order_relaxed) || fstat(fd, &open_st) < 0)
 		goto out;
 	r = stat(audit_target, &path_st);
 	if (r < 0 && errno != ENOENT)
@@ -1144,8 +1120,8 @@ static int open_stderr(int *kind)
 		return -errno;
 	*kind = S_ISSOCK(st.st_mode) ? AUDIT_SINK_SEND : AUDIT_SINK_WRITE;
 	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
-		fd = open("/proc/self/fd/2", O_WRONLY | O_APPEND | O_CLOEXEC |
-						 O_NONBLOCK | O_NOCTTY);
+		fd = open("/proc/self/fd/2",
+			  O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd > STDERR_FILENO)
 			return fd;
 		if (fd >= 0)
@@ -1168,9 +1144,7 @@ static int install(const char *target, struct sl_err *err)
 		if (fd < 0)
 			return set_err(err, "cannot use stderr", target, fd);
 	} else {
-		fd = open(target,
-			  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-			      O_NONBLOCK | O_NOCTTY,
+		fd = open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 			  0640);
 		if (fd < 0)
 			return set_err(err, "cannot open", target, errno);
@@ -1215,8 +1189,7 @@ static int install(const char *target, struct sl_err *err)
 	}
 	atomic_store_explicit(&audit_batching, reg, memory_order_relaxed);
 	pthread_mutex_unlock(&flush_lock);
-	atomic_store_explicit(&audit_on_stderr, is_stderr,
-			      memory_order_relaxed);
+	atomic_store_explicit(&audit_on_stderr, is_stderr, memory_order_relaxed);
 	atomic_store_explicit(&audit_warned, false, memory_order_relaxed);
 	free(audit_target);
 	audit_target = copy;
@@ -1242,8 +1215,7 @@ int audit_reopen(void)
 	int ret = 0;
 
 	pthread_mutex_lock(&audit_lock);
-	if (!audit_target ||
-	    atomic_load_explicit(&audit_fd, memory_order_relaxed) < 0)
+	if (!audit_target || atomic_load_explicit(&audit_fd, memory_order_relaxed) < 0)
 		goto out; /* nothing opened, or closed */
 	/* install() frees audit_target on success; keep our own copy. */
 	target = strdup(audit_target);
@@ -1269,8 +1241,7 @@ void audit_close(void)
 	pthread_mutex_lock(&flush_lock);
 	flush_locked(); /* the lines held, while there is a target */
 	atomic_store_explicit(&audit_batching, false, memory_order_relaxed);
-	fd = atomic_exchange_explicit(&audit_fd, AUDIT_FD_CLOSED,
-				      memory_order_acq_rel);
+	fd = atomic_exchange_explicit(&audit_fd, AUDIT_FD_CLOSED, memory_order_acq_rel);
 	pthread_mutex_unlock(&flush_lock);
 	if (fd >= 0)
 		close(fd);

@@ -41,7 +41,7 @@ struct sl_err;
 struct audit_event {
 	const char *sandbox;
 	const char *proto; /* "http", "connect", "tls", "tcp", "dns", "control" */
-	const char *name; /* the destination's name, as the broker judged it */
+	const char *name;  /* the destination's name, as the broker judged it */
 	/* The destination as the client wrote it, before any parsing: the
 	 * request-line target, CONNECT authority, Host, SNI, DNS question
 	 * name, or the address a transparent connection was made to. Every

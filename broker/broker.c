@@ -334,16 +334,15 @@ void broker_resolve_user(struct broker_config *c)
 
 	/* The key process's likewise: `sluice-keys`, else fixed ids. */
 	if (!c->key_user[0]) {
-		if (getpwnam_r(BROKER_KEYS_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 &&
-		    res) {
+		if (getpwnam_r(BROKER_KEYS_DEFAULT_USER, &pw, buf, sizeof(buf), &res) == 0 && res) {
 			c->key_uid = res->pw_uid;
 			c->key_gid = res->pw_gid;
 			snprintf(c->key_user, sizeof(c->key_user), "%s", BROKER_KEYS_DEFAULT_USER);
 		} else {
 			c->key_uid = BROKER_KEYS_DEFAULT_UID;
 			c->key_gid = BROKER_KEYS_DEFAULT_GID;
-			snprintf(c->key_user, sizeof(c->key_user), "%u:%u",
-				 BROKER_KEYS_DEFAULT_UID, BROKER_KEYS_DEFAULT_GID);
+			snprintf(c->key_user, sizeof(c->key_user), "%u:%u", BROKER_KEYS_DEFAULT_UID,
+				 BROKER_KEYS_DEFAULT_GID);
 		}
 		res = NULL;
 	}

@@ -276,16 +276,16 @@ int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host
 			  bool approve, enum sl_reason reason, int status);
 /* An approval's check by the address guard (proxy_hold_check()). */
 struct hold_check {
-	struct broker *b;    /* whose worker 0 resolves; set by proxy_hold_check() */
-	struct sandbox *sb;  /* the caller's reference */
-	struct policy *pol;  /* the caller's reference: its ranges judge */
+	struct broker *b;   /* whose worker 0 resolves; set by proxy_hold_check() */
+	struct sandbox *sb; /* the caller's reference */
+	struct policy *pol; /* the caller's reference: its ranges judge */
 	char host[256];
 	uint16_t port;
 	struct resolve_req rr;
-	struct loop *back;   /* where @done runs */
+	struct loop *back; /* where @done runs */
 	void (*done)(void *chk);
-	void *arg;	     /* the caller's */
-	int status;	     /* the resolver's: < 0 when it failed */
+	void *arg;  /* the caller's */
+	int status; /* the resolver's: < 0 when it failed */
 	unsigned allowed, denied;
 	char first_denied[64];
 };

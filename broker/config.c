@@ -49,8 +49,8 @@ static int str_into(struct cfgload *ld, const struct ynode *v, const char *key, 
 	if (v->type != YNODE_SCALAR)
 		return ytree_fail(ld->err, ld->file, v, "`%s` must be a single value", key);
 	if (v->len >= dlen || strlen(v->str) != v->len)
-		return ytree_fail(ld->err, ld->file, v, "`%s` is too long (at most %zu bytes)",
-				  key, dlen - 1);
+		return ytree_fail(ld->err, ld->file, v, "`%s` is too long (at most %zu bytes)", key,
+				  dlen - 1);
 	memcpy(dst, v->str, v->len + 1);
 	return 0;
 }
@@ -103,11 +103,11 @@ bad:
 			  v->type == YNODE_SCALAR ? v->str : "...", key);
 }
 
-static int prefix(struct cfgload *ld, const struct ynode *v, const char *key,
-		  struct sl_addr *net, unsigned *plen, unsigned max_plen)
+static int prefix(struct cfgload *ld, const struct ynode *v, const char *key, struct sl_addr *net,
+		  unsigned *plen, unsigned max_plen)
 {
-	if (v->type != YNODE_SCALAR || addr_parse_cidr(v->str, net, plen) < 0 ||
-	    !addr_is_v4(net) || *plen < 96 + 8 || *plen > max_plen)
+	if (v->type != YNODE_SCALAR || addr_parse_cidr(v->str, net, plen) < 0 || !addr_is_v4(net) ||
+	    *plen < 96 + 8 || *plen > max_plen)
 		return ytree_fail(ld->err, ld->file, v,
 				  "`%s` must be an IPv4 CIDR from /8 to /%u, not `%s`", key,
 				  max_plen - 96, v->type == YNODE_SCALAR ? v->str : "...");
@@ -251,12 +251,29 @@ static int user(struct cfgload *ld, const struct ynode *v, const char *key, char
 }
 
 static const char *const known_keys[] = {
-	"control_socket", "state_dir",	    "sandbox_pool",   "proxy_port",
-	"transparent_port", "dns_port",	    "upstream_resolvers", "upstream_ca",
-	"audit_log",	  "workers",	    "max_connections", "max_head_bytes",
-	"head_timeout",	  "connect_timeout", "drain_timeout",  "dns_cache_size",
-	"synthetic_pool", "response_timeout", "audit_fold", "control_group", "user",
-	"key_user",	  NULL,
+	"control_socket",
+	"state_dir",
+	"sandbox_pool",
+	"proxy_port",
+	"transparent_port",
+	"dns_port",
+	"upstream_resolvers",
+	"upstream_ca",
+	"audit_log",
+	"workers",
+	"max_connections",
+	"max_head_bytes",
+	"head_timeout",
+	"connect_timeout",
+	"drain_timeout",
+	"dns_cache_size",
+	"synthetic_pool",
+	"response_timeout",
+	"audit_fold",
+	"control_group",
+	"user",
+	"key_user",
+	NULL,
 };
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
@@ -280,8 +297,7 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 	if (IS("user"))
 		return user(ld, v, key, c->user, sizeof(c->user), &c->user_uid, &c->user_gid);
 	if (IS("key_user"))
-		return user(ld, v, key, c->key_user, sizeof(c->key_user), &c->key_uid,
-			    &c->key_gid);
+		return user(ld, v, key, c->key_user, sizeof(c->key_user), &c->key_uid, &c->key_gid);
 	if (IS("sandbox_pool"))
 		return prefix(ld, v, key, &c->pool_net, &c->pool_plen, 96 + 28);
 	if (IS("synthetic_pool"))

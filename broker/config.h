@@ -28,15 +28,15 @@ struct sl_err;
 struct broker_config {
 	char control_socket[108];
 	char state_dir[256];
-	struct sl_addr pool_net;	/* sandbox_pool */
+	struct sl_addr pool_net; /* sandbox_pool */
 	unsigned pool_plen;
-	uint16_t proxy_port;		/* explicit proxy */
-	uint16_t transparent_port;	/* redirected TCP */
-	uint16_t dns_port;		/* redirected DNS */
-	char upstream_resolvers[512];	/* "ADDR[:PORT],..." for c-ares; "" = resolv.conf */
+	uint16_t proxy_port;	      /* explicit proxy */
+	uint16_t transparent_port;    /* redirected TCP */
+	uint16_t dns_port;	      /* redirected DNS */
+	char upstream_resolvers[512]; /* "ADDR[:PORT],..." for c-ares; "" = resolv.conf */
 	char upstream_ca[256];
 	char audit_log[256];
-	unsigned workers;		/* 0: one per core */
+	unsigned workers; /* 0: one per core */
 	/* The keys a reload changes (broker.c, broker_reload()). The
 	 * running broker's cfg is the main thread's own: workers read these
 	 * in struct broker_limits (broker_internal.h), an immutable copy
@@ -52,14 +52,14 @@ struct broker_config {
 	 * it as waiting for a restart). */
 	uint32_t max_head_bytes;
 	uint32_t dns_cache_size;
-	struct sl_addr synthetic_net;	/* synthetic_pool for the DNS filter */
+	struct sl_addr synthetic_net; /* synthetic_pool for the DNS filter */
 	unsigned synthetic_plen;
 	/* control_group: besides root (and the broker's own uid), a caller
 	 * holding this group may use the control socket. Resolved to
 	 * control_gid when the file is read (start-up and every reload), so
 	 * that an unknown group is a configuration error, not a refusal
 	 * later. The main thread alone reads both (control.c). */
-	char control_group[64];		/* "" = root only */
+	char control_group[64]; /* "" = root only */
 	gid_t control_gid;
 	/* user: who the broker runs as after start-up (main.c), NAME, UID or
 	 * UID:GID, resolved when the file is read. "" (the default): the

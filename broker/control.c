@@ -117,8 +117,8 @@ static int control_open(const struct broker *b, const char *path)
 
 /* Who is on the other end of a control connection. */
 struct peer {
-	struct ucred cred;			/* pid 0 when not visible from here */
-	char sandbox[SANDBOX_NAME_MAX + 1];	/* the sandbox it is in; "" none */
+	struct ucred cred;		    /* pid 0 when not visible from here */
+	char sandbox[SANDBOX_NAME_MAX + 1]; /* the sandbox it is in; "" none */
 };
 
 /* One rtnetlink request on @nl; each answer message goes to @cb. */
@@ -631,7 +631,8 @@ static int peer_check(struct control *ctl, int fd, struct peer *p, char *why, si
 		return -EACCES;
 	}
 	if (p->cred.pid <= 0) {
-		snprintf(why, whylen, "the caller's process is not visible from the broker's PID "
+		snprintf(why, whylen,
+			 "the caller's process is not visible from the broker's PID "
 			 "namespace, so its network namespace cannot be checked");
 		return -ESRCH;
 	}
@@ -656,7 +657,8 @@ static int peer_check(struct control *ctl, int fd, struct peer *p, char *why, si
 		return r;
 	}
 	if (p->sandbox[0]) {
-		snprintf(why, whylen, "the caller is in the network namespace of sandbox `%s`; "
+		snprintf(why, whylen,
+			 "the caller is in the network namespace of sandbox `%s`; "
 			 "the control socket answers only from outside every sandbox",
 			 p->sandbox);
 		return -EACCES;
@@ -723,7 +725,7 @@ struct cconn {
 	char req[CTL_REQ_MAX + 1];
 	char *resp;
 	size_t len, off;
-	struct ca_job *job; /* C_WORK */
+	struct ca_job *job;	  /* C_WORK */
 	struct approve_job *ajob; /* C_WORK: an approval being checked */
 };
 
@@ -983,7 +985,8 @@ static void approve_done(void *arg)
 	uint16_t port = chk->port;
 	int r;
 
-	snprintf(rule, sizeof(rule), "host %s ports %s", chk->host, port ? job->port_text : "80,443");
+	snprintf(rule, sizeof(rule), "host %s ports %s", chk->host,
+		 port ? job->port_text : "80,443");
 	if (chk->status < 0) {
 		snprintf(out, sizeof(out),
 			 CTL_ERR "cannot resolve `%s` (%s): not approved; what waits for it is "
@@ -1001,8 +1004,8 @@ static void approve_done(void *arg)
 			 chk->denied > 1 ? ", ..." : "");
 		proxy_hold_answer_all(ctl->b, chk->sb, chk->host, port, false,
 				      SL_REASON_ADDRESS_DENIED, 403);
-		hold_audit(&job->peer, job->name, chk->host, port, "deny",
-			   SL_REASON_ADDRESS_DENIED, rule);
+		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_ADDRESS_DENIED,
+			   rule);
 	} else {
 		r = sandbox_approve(ctl->b->sandboxes, job->name, chk->host, port,
 				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0,
@@ -1146,8 +1149,10 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 			(unsigned long long)ts.misses, ts.entries, creds_jwt_cached(),
 			(unsigned long long)ctl->timeouts, (unsigned long long)ctl->busy,
 			(unsigned long long)isolation_seccomp_refused(),
-			!keys_active() ? "none" : keys_alive() ? "ok" : "gone", nwatch,
-			(unsigned long long)wdropped);
+			!keys_active() ? "none"
+			: keys_alive() ? "ok"
+				       : "gone",
+			nwatch, (unsigned long long)wdropped);
 
 		if (metrics_render_text(out + k, outlen - (size_t)k) < 0)
 			snprintf(out, outlen, CTL_ERR "status too long\n");
@@ -1162,7 +1167,8 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 
 		r = creds_jwks(out + k, outlen - (size_t)k - 1);
 		if (r < 0) {
-			snprintf(out, outlen, CTL_ERR "cannot list the JWT keys: %s\n", strerror(-r));
+			snprintf(out, outlen, CTL_ERR "cannot list the JWT keys: %s\n",
+				 strerror(-r));
 		} else {
 			out[k + r] = '\n';
 			out[k + r + 1] = '\0';
@@ -1384,7 +1390,8 @@ static int job_start(struct cconn *c)
 		if (r < 0) {
 			pthread_mutex_unlock(&ctl->maker.lock);
 			log_warn("control: cannot start the CA maker thread: %s; CAs are made "
-				 "on the main thread", strerror(-r));
+				 "on the main thread",
+				 strerror(-r));
 			free(job->line);
 			free(job);
 			return r;

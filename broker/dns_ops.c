@@ -22,12 +22,12 @@ static int dns_lookup(void *ctx, const struct sl_addr *src, struct dns_client *c
 	if (!sb)
 		return -ENOENT;
 	*c = (struct dns_client){
-	    .handle = sb,
-	    .name = sb->name,
-	    .policy = pol,
-	    .synth = sb->synth,
-	    .state = &sb->dns,
-	    .audit = sandbox_audit(sb, pol),
+		.handle = sb,
+		.name = sb->name,
+		.policy = pol,
+		.synth = sb->synth,
+		.state = &sb->dns,
+		.audit = sandbox_audit(sb, pol),
 	};
 	return 0;
 }
@@ -44,17 +44,17 @@ static void dns_audit(void *ctx, const struct dns_client *c, const struct sl_add
 		      uint16_t sport, const struct dns_filter_result *res)
 {
 	struct audit_event ev = {
-	    .sandbox = c ? c->name : NULL,
-	    .proto = "dns",
-	    .name = res->name[0] ? res->name : NULL,
-	    .target = res->qname[0] ? res->qname : NULL,
-	    .src_addr = src,
-	    .src_port = sport,
-	    .decision = res->decision,
-	    .reason = res->reason,
-	    .dns_type = res->type,
-	    .dns_answer = res->answer,
-	    .mode = c && c->audit ? "audit" : NULL,
+		.sandbox = c ? c->name : NULL,
+		.proto = "dns",
+		.name = res->name[0] ? res->name : NULL,
+		.target = res->qname[0] ? res->qname : NULL,
+		.src_addr = src,
+		.src_port = sport,
+		.decision = res->decision,
+		.reason = res->reason,
+		.dns_type = res->type,
+		.dns_answer = res->answer,
+		.mode = c && c->audit ? "audit" : NULL,
 	};
 
 	(void)ctx;
@@ -69,16 +69,15 @@ static void dns_count(void *ctx, const char *answer, const char *decision, const
 }
 
 static const struct dns_server_ops broker_dns_ops = {
-    .lookup = dns_lookup,
-    .put = dns_put,
-    .audit = dns_audit,
-    .count = dns_count,
+	.lookup = dns_lookup,
+	.put = dns_put,
+	.audit = dns_audit,
+	.count = dns_count,
 };
 
 int broker_dns_start(struct worker *w)
 {
-	return dns_server_start(w->loop, w->id, w->b->cfg.dns_port, &broker_dns_ops, w->b,
-				&w->dns);
+	return dns_server_start(w->loop, w->id, w->b->cfg.dns_port, &broker_dns_ops, w->b, &w->dns);
 }
 
 void broker_dns_stop(struct worker *w)

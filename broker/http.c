@@ -66,16 +66,14 @@ static const char empty[] = "";
 
 bool http_is_tchar(unsigned char c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
 		return true;
 	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
 static bool is_hexdig(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 static bool slice_eq_ci(struct http_slice s, const char *lit)
@@ -130,8 +128,8 @@ bool http_list_next(const char **pos, const char *end, struct http_slice *item)
  * framing on the way.  Return: head length, 0 for more, or -errno with
  * *why set.
  */
-static int head_scan(const char *buf, size_t len, size_t max_head,
-		     const char *bad_start, const char **why)
+static int head_scan(const char *buf, size_t len, size_t max_head, const char *bad_start,
+		     const char **why)
 {
 	size_t lim, i;
 
@@ -399,8 +397,7 @@ static const char *llhttp_reason(llhttp_errno_t e)
 }
 
 /* Runs llhttp over exactly the head. Return: 0, or -EBADMSG with c->error. */
-static int run_llhttp(llhttp_type_t type, const char *buf, size_t head_len,
-		      struct head_ctx *c)
+static int run_llhttp(llhttp_type_t type, const char *buf, size_t head_len, struct head_ctx *c)
 {
 	llhttp_t parser;
 	llhttp_errno_t e;
@@ -415,8 +412,7 @@ static int run_llhttp(llhttp_type_t type, const char *buf, size_t head_len,
 		return -EBADMSG;
 	}
 	/* llhttp must agree with head_scan() on where the head ends. */
-	if (!c->headers_done ||
-	    llhttp_get_error_pos(&parser) != buf + head_len) {
+	if (!c->headers_done || llhttp_get_error_pos(&parser) != buf + head_len) {
 		c->error = "bad-message";
 		return -EBADMSG;
 	}
@@ -431,21 +427,16 @@ static enum http_method method_id(struct http_slice m)
 		const char *name;
 		enum http_method id;
 	} tab[] = {
-		{ "CONNECT", HTTP_METHOD_CONNECT },
-		{ "GET", HTTP_METHOD_GET },
-		{ "HEAD", HTTP_METHOD_HEAD },
-		{ "POST", HTTP_METHOD_POST },
-		{ "PUT", HTTP_METHOD_PUT },
-		{ "DELETE", HTTP_METHOD_DELETE },
-		{ "PATCH", HTTP_METHOD_PATCH },
-		{ "OPTIONS", HTTP_METHOD_OPTIONS },
+		{ "CONNECT", HTTP_METHOD_CONNECT }, { "GET", HTTP_METHOD_GET },
+		{ "HEAD", HTTP_METHOD_HEAD },	    { "POST", HTTP_METHOD_POST },
+		{ "PUT", HTTP_METHOD_PUT },	    { "DELETE", HTTP_METHOD_DELETE },
+		{ "PATCH", HTTP_METHOD_PATCH },	    { "OPTIONS", HTTP_METHOD_OPTIONS },
 	};
 	size_t i;
 
 	/* Methods are case-sensitive (RFC 9110 9.1). */
 	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
-		if (m.len == strlen(tab[i].name) &&
-		    memcmp(m.ptr, tab[i].name, m.len) == 0)
+		if (m.len == strlen(tab[i].name) && memcmp(m.ptr, tab[i].name, m.len) == 0)
 			return tab[i].id;
 	return HTTP_METHOD_OTHER;
 }
@@ -465,8 +456,7 @@ static int parse_version(const char *s, size_t len)
 	return s[7] - '0';
 }
 
-static int request_line(const char *buf, size_t line_len,
-			struct http_request *req)
+static int request_line(const char *buf, size_t line_len, struct http_request *req)
 {
 	size_t i = 0, t;
 	int v;
@@ -510,8 +500,7 @@ static int check_path(const char *s, size_t len, bool *ambiguous)
 
 	for (i = 0; i <= len; i++) {
 		if (i == len || s[i] == '/') {
-			if (i > seg_start && only_dots &&
-			    (dots == 1 || dots == 2))
+			if (i > seg_start && only_dots && (dots == 1 || dots == 2))
 				*ambiguous = true;
 			seg_start = i + 1;
 			dots = 0;
@@ -531,8 +520,7 @@ static int check_path(const char *s, size_t len, bool *ambiguous)
 			} else {
 				char h = s[i + 1], l = text_lower(s[i + 2]);
 
-				if ((h == '2' && l == 'f') ||
-				    (h == '5' && l == 'c'))
+				if ((h == '2' && l == 'f') || (h == '5' && l == 'c'))
 					*ambiguous = true;
 				only_dots = false;
 			}
@@ -569,8 +557,8 @@ static int split_path_query(const char *s, size_t len, struct http_request *req)
 	return 0;
 }
 
-static int authority_fail(struct http_request *req,
-			  const struct http_authority *a, const char *generic)
+static int authority_fail(struct http_request *req, const struct http_authority *a,
+			  const char *generic)
 {
 	if (a->is_ambiguous_numeric)
 		req->error = "numeric-host";
@@ -627,8 +615,7 @@ static int request_target(struct http_request *req)
 	for (i = 0; i < len && t[i] != ':'; i++)
 		if (!http_is_tchar((unsigned char)t[i]) || t[i] == '/')
 			break;
-	if (i > 0 && i + 2 < len && t[i] == ':' && t[i + 1] == '/' &&
-	    t[i + 2] == '/')
+	if (i > 0 && i + 2 < len && t[i] == ':' && t[i + 1] == '/' && t[i + 2] == '/')
 		req->error = "bad-scheme";
 	else
 		req->error = "bad-target";
@@ -651,8 +638,7 @@ static int request_host(struct http_request *req, const struct head_ctx *c)
 	}
 	h = &req->headers[c->host_idx];
 	def_port = req->form == HTTP_FORM_AUTHORITY ? req->authority.port : 80;
-	if (http_parse_authority(h->value.ptr, h->value.len, def_port,
-				 &host) < 0)
+	if (http_parse_authority(h->value.ptr, h->value.len, def_port, &host) < 0)
 		return authority_fail(req, &host, "bad-host");
 
 	switch (req->form) {
@@ -676,8 +662,8 @@ static int request_host(struct http_request *req, const struct head_ctx *c)
 	return 0;
 }
 
-static void connection_options(const struct http_header *hdr, size_t n,
-			       bool *saw_close, bool *saw_keep_alive)
+static void connection_options(const struct http_header *hdr, size_t n, bool *saw_close,
+			       bool *saw_keep_alive)
 {
 	struct http_slice item;
 	const char *p, *end;
@@ -707,8 +693,7 @@ static bool keep_alive(const struct http_header *hdr, size_t n, uint8_t minor)
 	return minor >= 1 || ka;
 }
 
-int http_parse_request(const char *buf, size_t len, size_t max_head,
-		       struct http_request *req)
+int http_parse_request(const char *buf, size_t len, size_t max_head, struct http_request *req)
 {
 	struct head_ctx c = { 0 };
 	const char *eol;
@@ -718,8 +703,7 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
 	req->method.ptr = req->target.ptr = empty;
 	req->path_query.ptr = req->path.ptr = req->query.ptr = empty;
 
-	head_len = head_scan(buf, len, max_head, "bad-request-line",
-			     &req->error);
+	head_len = head_scan(buf, len, max_head, "bad-request-line", &req->error);
 	if (head_len <= 0)
 		return head_len;
 
@@ -755,13 +739,11 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
 	ret = request_host(req, &c);
 	if (ret < 0)
 		return ret;
-	req->keep_alive = keep_alive(req->headers, req->nheaders,
-				     req->version_minor);
+	req->keep_alive = keep_alive(req->headers, req->nheaders, req->version_minor);
 	return head_len;
 }
 
-const struct http_header *http_find_header(const struct http_request *req,
-					   const char *name)
+const struct http_header *http_find_header(const struct http_request *req, const char *name)
 {
 	size_t i;
 
@@ -774,8 +756,7 @@ const struct http_header *http_find_header(const struct http_request *req,
 bool http_is_hop_by_hop(const char *name, size_t len)
 {
 	static const char *const hop[] = {
-		"Connection", "Keep-Alive", "TE", "Trailer",
-		"Transfer-Encoding", "Upgrade",
+		"Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
 	};
 	size_t i;
 
@@ -791,8 +772,8 @@ bool http_is_hop_by_hop(const char *name, size_t len)
 
 /* ---- writing the upstream head ------------------------------------------ */
 
-static void put_header(struct obuf *o, const char *name, size_t nlen,
-		       const char *value, size_t vlen)
+static void put_header(struct obuf *o, const char *name, size_t nlen, const char *value,
+		       size_t vlen)
 {
 	obuf_put(o, name, nlen);
 	obuf_put(o, ": ", 2);
@@ -801,8 +782,7 @@ static void put_header(struct obuf *o, const char *name, size_t nlen,
 }
 
 /* Whether a Connection header of the request lists @name. */
-static bool connection_lists(const struct http_request *req,
-			     struct http_slice name)
+static bool connection_lists(const struct http_request *req, struct http_slice name)
 {
 	struct http_slice item;
 	const char *p, *end;
@@ -820,14 +800,12 @@ static bool connection_lists(const struct http_request *req,
 	return false;
 }
 
-static bool set_has(const struct http_set_header *set, size_t nset,
-		    struct http_slice name)
+static bool set_has(const struct http_set_header *set, size_t nset, struct http_slice name)
 {
 	size_t i;
 
 	for (i = 0; i < nset; i++)
-		if (text_eq_ci(set[i].name, strlen(set[i].name), name.ptr,
-			      name.len))
+		if (text_eq_ci(set[i].name, strlen(set[i].name), name.ptr, name.len))
 			return true;
 	return false;
 }
@@ -842,8 +820,7 @@ static int check_set(const struct http_set_header *set, size_t nset)
 		if (!set[i].name || (!set[i].value && set[i].value_len))
 			return -EINVAL;
 		nlen = strlen(set[i].name);
-		if (!http_is_token(set[i].name, nlen) ||
-		    http_is_hop_by_hop(set[i].name, nlen) ||
+		if (!http_is_token(set[i].name, nlen) || http_is_hop_by_hop(set[i].name, nlen) ||
 		    text_eq_ci(set[i].name, nlen, "Content-Length", 14))
 			return -EINVAL;
 		/* Each name once: "replace" must mean one line upstream. */
@@ -862,19 +839,15 @@ static int check_set(const struct http_set_header *set, size_t nset)
 	return 0;
 }
 
-int http_write_request_head(const struct http_request *req, char *out,
-			    size_t outlen, const struct http_set_header *set,
-			    size_t nset)
+int http_write_request_head(const struct http_request *req, char *out, size_t outlen,
+			    const struct http_set_header *set, size_t nset)
 {
-	return http_write_request_head_target(req, NULL, 0, out, outlen, set,
-					      nset);
+	return http_write_request_head_target(req, NULL, 0, out, outlen, set, nset);
 }
 
-int http_write_request_head_target(const struct http_request *req,
-				   const char *target, size_t target_len,
-				   char *out, size_t outlen,
-				   const struct http_set_header *set,
-				   size_t nset)
+int http_write_request_head_target(const struct http_request *req, const char *target,
+				   size_t target_len, char *out, size_t outlen,
+				   const struct http_set_header *set, size_t nset)
 {
 	struct obuf o = { .p = out, .cap = outlen };
 	const struct http_set_header *set_host = NULL;
@@ -892,8 +865,7 @@ int http_write_request_head_target(const struct http_request *req,
 	}
 	/* The request line must stay one line of three parts. */
 	for (i = 0; i < target_len; i++)
-		if ((unsigned char)target[i] <= 0x20 ||
-		    (unsigned char)target[i] == 0x7f)
+		if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] == 0x7f)
 			goto fail;
 	if (check_set(set, nset) < 0)
 		goto fail;
@@ -931,25 +903,21 @@ int http_write_request_head_target(const struct http_request *req,
 	for (i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
-		if (slice_eq_ci(h->name, "Host") ||
-		    http_is_hop_by_hop(h->name.ptr, h->name.len) ||
-		    connection_lists(req, h->name) ||
-		    set_has(set, nset, h->name))
+		if (slice_eq_ci(h->name, "Host") || http_is_hop_by_hop(h->name.ptr, h->name.len) ||
+		    connection_lists(req, h->name) || set_has(set, nset, h->name))
 			continue;
-		put_header(&o, h->name.ptr, h->name.len, h->value.ptr,
-			   h->value.len);
+		put_header(&o, h->name.ptr, h->name.len, h->value.ptr, h->value.len);
 	}
 	for (i = 0; i < nset; i++) {
 		if (&set[i] == set_host)
 			continue;
 		put_header(&o, set[i].name, strlen(set[i].name),
-			   set[i].value_len ? set[i].value : empty,
-			   set[i].value_len);
+			   set[i].value_len ? set[i].value : empty, set[i].value_len);
 	}
 	if (req->chunked)
 		obuf_puts(&o, "Transfer-Encoding: chunked\r\n");
-	obuf_puts(&o, req->keep_alive ? "Connection: keep-alive\r\n\r\n"
-				  : "Connection: close\r\n\r\n");
+	obuf_puts(&o,
+		  req->keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
 
 	if (o.full || o.len > INT_MAX) {
 		ret = -ENOSPC;
@@ -965,8 +933,7 @@ fail:
 
 /* ---- response ------------------------------------------------------------ */
 
-static int status_line(const char *buf, size_t line_len,
-		       struct http_response *resp)
+static int status_line(const char *buf, size_t line_len, struct http_response *resp)
 {
 	int v;
 	unsigned code;
@@ -980,8 +947,8 @@ static int status_line(const char *buf, size_t line_len,
 	}
 	if (v < 0)
 		return -EINVAL;
-	if (buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
-	    buf[11] < '0' || buf[11] > '9')
+	if (buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' ||
+	    buf[11] > '9')
 		return -EINVAL;
 	code = (unsigned)(buf[9] - '0') * 100 + (unsigned)(buf[10] - '0') * 10 +
 	       (unsigned)(buf[11] - '0');
@@ -997,8 +964,8 @@ static int status_line(const char *buf, size_t line_len,
 	return 0;
 }
 
-int http_parse_response(const char *buf, size_t len, size_t max_head,
-			bool head_request, struct http_response *resp)
+int http_parse_response(const char *buf, size_t len, size_t max_head, bool head_request,
+			struct http_response *resp)
 {
 	struct head_ctx c = { 0 };
 	const char *eol;
@@ -1007,8 +974,7 @@ int http_parse_response(const char *buf, size_t len, size_t max_head,
 	memset(resp, 0, sizeof(*resp));
 	resp->reason.ptr = resp->location.ptr = empty;
 
-	head_len = head_scan(buf, len, max_head, "bad-status-line",
-			     &resp->error);
+	head_len = head_scan(buf, len, max_head, "bad-status-line", &resp->error);
 	if (head_len <= 0)
 		return head_len;
 	eol = memchr(buf, '\r', (size_t)head_len);
@@ -1036,13 +1002,11 @@ int http_parse_response(const char *buf, size_t len, size_t max_head,
 		resp->has_location = true;
 		resp->location = resp->headers[c.location_idx].value;
 	}
-	resp->no_body = head_request || resp->status / 100 == 1 ||
-			resp->status == 204 || resp->status == 304;
-	resp->body_until_close = !resp->no_body && !resp->chunked &&
-				 !resp->has_content_length;
+	resp->no_body = head_request || resp->status / 100 == 1 || resp->status == 204 ||
+			resp->status == 304;
+	resp->body_until_close = !resp->no_body && !resp->chunked && !resp->has_content_length;
 	resp->keep_alive = !resp->body_until_close &&
-			   keep_alive(resp->headers, resp->nheaders,
-				      resp->version_minor);
+			   keep_alive(resp->headers, resp->nheaders, resp->version_minor);
 	return head_len;
 }
 
@@ -1053,8 +1017,7 @@ static uint16_t scheme_port(enum http_scheme s)
 	return s == HTTP_SCHEME_HTTPS ? 443 : 80;
 }
 
-int http_parse_location(const char *loc, size_t len,
-			enum http_scheme base_scheme,
+int http_parse_location(const char *loc, size_t len, enum http_scheme base_scheme,
 			const struct http_authority *base, struct http_url *out)
 {
 	const char *hash, *auth;
@@ -1082,22 +1045,20 @@ int http_parse_location(const char *loc, size_t len,
 		out->scheme = base_scheme;
 		auth = loc + 2;
 	} else {
-		if (len && ((loc[0] >= 'a' && loc[0] <= 'z') ||
-			    (loc[0] >= 'A' && loc[0] <= 'Z'))) {
+		if (len && ((loc[0] >= 'a' && loc[0] <= 'z') || (loc[0] >= 'A' && loc[0] <= 'Z'))) {
 			for (i = 1; i < len; i++) {
 				char ch = loc[i];
 
-				if (!((ch >= 'a' && ch <= 'z') ||
-				      (ch >= 'A' && ch <= 'Z') ||
-				      (ch >= '0' && ch <= '9') || ch == '+' ||
-				      ch == '-' || ch == '.'))
+				if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+				      (ch >= '0' && ch <= '9') || ch == '+' || ch == '-' ||
+				      ch == '.'))
 					break;
 			}
 			has_scheme = i < len && loc[i] == ':';
 		}
 		if (!has_scheme) {
-			if (!base || (base_scheme != HTTP_SCHEME_HTTP &&
-				      base_scheme != HTTP_SCHEME_HTTPS))
+			if (!base ||
+			    (base_scheme != HTTP_SCHEME_HTTP && base_scheme != HTTP_SCHEME_HTTPS))
 				return -EINVAL;
 			out->scheme = base_scheme;
 			out->authority = *base;
@@ -1122,11 +1083,9 @@ int http_parse_location(const char *loc, size_t len,
 		return -EINVAL;
 
 	alen = 0;
-	while (auth + alen < loc + len && auth[alen] != '/' &&
-	       auth[alen] != '?')
+	while (auth + alen < loc + len && auth[alen] != '/' && auth[alen] != '?')
 		alen++;
-	if (http_parse_authority(auth, alen, scheme_port(out->scheme),
-				 &out->authority) < 0)
+	if (http_parse_authority(auth, alen, scheme_port(out->scheme), &out->authority) < 0)
 		return -EINVAL;
 	out->path.len = (size_t)(loc + len - (auth + alen));
 	out->path.ptr = out->path.len ? auth + alen : empty;

@@ -25,7 +25,7 @@ struct http_slice {
 };
 
 struct http_header {
-	struct http_slice name;  /* as sent (case preserved), a valid token */
+	struct http_slice name;	 /* as sent (case preserved), a valid token */
 	struct http_slice value; /* leading and trailing SP/HTAB trimmed */
 };
 
@@ -61,10 +61,10 @@ enum http_target_form {
 struct http_authority {
 	char host[256];
 	size_t host_len;
-	uint16_t port;		/* the given port, else the default port */
-	bool port_given;	/* the text carried ":port" */
-	bool is_literal;	/* an address literal: @addr is set */
-	bool is_v6;		/* it was a bracketed IPv6 literal */
+	uint16_t port;	 /* the given port, else the default port */
+	bool port_given; /* the text carried ":port" */
+	bool is_literal; /* an address literal: @addr is set */
+	bool is_v6;	 /* it was a bracketed IPv6 literal */
 	/*
 	 * Set on failure when the host is a number in disguise (127.1,
 	 * 0x7f.0.0.1, 2130706433, 0177.0.0.1, 1.2.3.4., any name whose last
@@ -73,16 +73,16 @@ struct http_authority {
 	 */
 	bool is_ambiguous_numeric;
 	struct sl_addr addr;
-	const char *error;	/* static reason on failure, else NULL */
+	const char *error; /* static reason on failure, else NULL */
 };
 
 struct http_request {
 	struct http_slice method;
 	enum http_method method_id;
-	struct http_slice target;	/* the raw request-target */
-	uint8_t version_minor;		/* HTTP/1.<minor>: 0 or 1 */
+	struct http_slice target; /* the raw request-target */
+	uint8_t version_minor;	  /* HTTP/1.<minor>: 0 or 1 */
 	enum http_target_form form;
-	enum http_scheme scheme;	/* HTTP_SCHEME_HTTP for absolute-form */
+	enum http_scheme scheme; /* HTTP_SCHEME_HTTP for absolute-form */
 	/*
 	 * The host the request is for: the CONNECT target, the absolute URI's
 	 * authority (port default 80), or for origin-form the Host header
@@ -115,16 +115,16 @@ struct http_request {
 	uint64_t content_length;
 	bool chunked;
 	bool keep_alive;
-	const char *error;		/* static reason on failure or NULL */
+	const char *error; /* static reason on failure or NULL */
 };
 
 struct http_response {
 	uint16_t status;
 	uint8_t version_minor;
-	struct http_slice reason;	/* reason phrase, may be empty */
+	struct http_slice reason; /* reason phrase, may be empty */
 	struct http_header headers[HTTP_MAX_HEADERS];
 	size_t nheaders;
-	struct http_slice location;	/* trimmed value, if @has_location */
+	struct http_slice location; /* trimmed value, if @has_location */
 	bool has_location;
 	bool has_content_length;
 	uint64_t content_length;
@@ -141,8 +141,8 @@ struct http_response {
 struct http_url {
 	enum http_scheme scheme;
 	struct http_authority authority; /* port defaulted by scheme */
-	struct http_slice path;	/* path and query as written, no #frag */
-	bool relative;		/* no authority: @authority is the base */
+	struct http_slice path;		 /* path and query as written, no #frag */
+	bool relative;			 /* no authority: @authority is the base */
 };
 
 /*
@@ -175,8 +175,7 @@ struct http_set_header {
  * Return: the head's length (> 0) when complete; 0 when more bytes are
  * needed; -EMSGSIZE when the head exceeds @max_head; -EBADMSG when malformed.
  */
-int http_parse_request(const char *buf, size_t len, size_t max_head,
-		       struct http_request *req);
+int http_parse_request(const char *buf, size_t len, size_t max_head, struct http_request *req);
 
 /**
  * http_parse_response() - parse and check one response head, strictly
@@ -188,8 +187,8 @@ int http_parse_request(const char *buf, size_t len, size_t max_head,
  *
  * Return: as http_parse_request().
  */
-int http_parse_response(const char *buf, size_t len, size_t max_head,
-			bool head_request, struct http_response *resp);
+int http_parse_response(const char *buf, size_t len, size_t max_head, bool head_request,
+			struct http_response *resp);
 
 /**
  * http_find_header() - first header of a name, case-insensitively
@@ -198,8 +197,7 @@ int http_parse_response(const char *buf, size_t len, size_t max_head,
  *
  * Return: the header, or NULL.
  */
-const struct http_header *http_find_header(const struct http_request *req,
-					   const char *name);
+const struct http_header *http_find_header(const struct http_request *req, const char *name);
 
 /* RFC 9110 5.6.2: is @c a tchar; is @s (@len bytes, at least one) a token? */
 bool http_is_tchar(unsigned char c);
@@ -242,9 +240,8 @@ bool http_is_hop_by_hop(const char *name, size_t len);
  * for CONNECT, no known host, or a bad @set entry (a value with CR, LF,
  * NUL or another control character, a name that is not a token).
  */
-int http_write_request_head(const struct http_request *req, char *out,
-			    size_t outlen, const struct http_set_header *set,
-			    size_t nset);
+int http_write_request_head(const struct http_request *req, char *out, size_t outlen,
+			    const struct http_set_header *set, size_t nset);
 
 /**
  * http_write_request_head_target() - http_write_request_head() with
@@ -261,11 +258,9 @@ int http_write_request_head(const struct http_request *req, char *out,
  *
  * Return: as http_write_request_head(); -EINVAL for a bad @target.
  */
-int http_write_request_head_target(const struct http_request *req,
-				   const char *target, size_t target_len,
-				   char *out, size_t outlen,
-				   const struct http_set_header *set,
-				   size_t nset);
+int http_write_request_head_target(const struct http_request *req, const char *target,
+				   size_t target_len, char *out, size_t outlen,
+				   const struct http_set_header *set, size_t nset);
 
 /**
  * http_parse_authority() - parse host[:port] strictly (authority.c)
@@ -295,8 +290,7 @@ int http_parse_authority(const char *s, size_t len, uint16_t default_port,
  *
  * Return: true when equal.
  */
-bool http_authority_equal(const struct http_authority *a,
-			  const struct http_authority *b);
+bool http_authority_equal(const struct http_authority *a, const struct http_authority *b);
 
 /**
  * http_parse_location() - resolve a Location value against its request
@@ -314,9 +308,7 @@ bool http_authority_equal(const struct http_authority *a,
  * Return: 0; -EPROTONOSUPPORT for a well-formed non-HTTP scheme; -EINVAL
  * when malformed (or relative with no @base).
  */
-int http_parse_location(const char *loc, size_t len,
-			enum http_scheme base_scheme,
-			const struct http_authority *base,
-			struct http_url *out);
+int http_parse_location(const char *loc, size_t len, enum http_scheme base_scheme,
+			const struct http_authority *base, struct http_url *out);
 
 #endif

@@ -657,8 +657,7 @@ int isolation_give(const char *path, const struct stat *seen, uid_t uid, gid_t g
 	 * CA certificates 0644). Before the chown, while root owns it (no
 	 * CAP_FOWNER needed then); through the descriptor's own inode. */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (S_ISREG(st.st_mode) && (st.st_mode & S_IRWXO) &&
-	    chmod(self, st.st_mode & 07770) < 0) {
+	if (S_ISREG(st.st_mode) && (st.st_mode & S_IRWXO) && chmod(self, st.st_mode & 07770) < 0) {
 		r = -errno;
 		goto out;
 	}

@@ -423,8 +423,8 @@ int main(int argc, char **argv)
 		if (b->cfg.key_uid == b->cfg.user_uid || b->cfg.key_uid == 0)
 			die("sluiced: key_user %s: must be neither root nor the broker's user %s",
 			    b->cfg.key_user, b->cfg.user);
-		if (keys_start(b->cfg.state_dir, b->cfg.key_uid, b->cfg.key_gid, err,
-			       sizeof(err)) < 0)
+		if (keys_start(b->cfg.state_dir, b->cfg.key_uid, b->cfg.key_gid, err, sizeof(err)) <
+		    0)
 			die("sluiced: %s", err);
 		log_info("sluiced: CA keys held by sluiced-keys (pid %d) as user %s (%u:%u)",
 			 (int)keys_pid(), b->cfg.key_user, (unsigned)b->cfg.key_uid,
@@ -483,8 +483,8 @@ int main(int argc, char **argv)
 		w->loop = loop_new();
 		if (!w->loop)
 			die("sluiced: loop: %s", strerror(errno));
-		w->resolver = resolver_new(w->loop, b->cfg.upstream_resolvers,
-					   b->cfg.dns_cache_size, &e);
+		w->resolver =
+			resolver_new(w->loop, b->cfg.upstream_resolvers, b->cfg.dns_cache_size, &e);
 		if (!w->resolver)
 			die("sluiced: resolver: %s", sl_err_msg(&e));
 		fd = listen_tcp(b->cfg.proxy_port);

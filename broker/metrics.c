@@ -45,30 +45,28 @@ struct label_family {
 	pthread_mutex_t lock;	    /* fills slots; never held to count */
 };
 
-static const char *const decision_labels[] = {"proto", "decision", "reason"};
+static const char *const decision_labels[] = { "proto", "decision", "reason" };
 static struct label_slot decision_slots[METRICS_DECISION_SLOTS];
 static struct label_family decisions = {
-    .labels = decision_labels,
-    .nlabels = ARRAY_SIZE(decision_labels),
-    .nslots = ARRAY_SIZE(decision_slots),
-    .slots = decision_slots,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+	.labels = decision_labels,
+	.nlabels = ARRAY_SIZE(decision_labels),
+	.nslots = ARRAY_SIZE(decision_slots),
+	.slots = decision_slots,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static const char *const dns_answer_labels[] = {"answer"};
+static const char *const dns_answer_labels[] = { "answer" };
 static struct label_slot dns_answer_slots[METRICS_DNS_ANSWER_SLOTS];
 static struct label_family dns_answers = {
-    .labels = dns_answer_labels,
-    .nlabels = ARRAY_SIZE(dns_answer_labels),
-    .nslots = ARRAY_SIZE(dns_answer_slots),
-    .slots = dns_answer_slots,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
+	.labels = dns_answer_labels,
+	.nlabels = ARRAY_SIZE(dns_answer_labels),
+	.nslots = ARRAY_SIZE(dns_answer_slots),
+	.slots = dns_answer_slots,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-_Static_assert(ARRAY_SIZE(decision_labels) <= FAMILY_MAX_LABELS,
-	       "slot has room");
-_Static_assert(ARRAY_SIZE(dns_answer_labels) <= FAMILY_MAX_LABELS,
-	       "slot has room");
+_Static_assert(ARRAY_SIZE(decision_labels) <= FAMILY_MAX_LABELS, "slot has room");
+_Static_assert(ARRAY_SIZE(dns_answer_labels) <= FAMILY_MAX_LABELS, "slot has room");
 
 static atomic_int_fast64_t open_connections;
 static atomic_uint_fast64_t connections_total;
@@ -77,14 +75,14 @@ static atomic_uint_fast64_t dns_cache_hits, dns_cache_misses;
 
 /* Upper bounds, inclusive, in microseconds; the last bucket is +Inf. */
 static const uint64_t latency_bound_us[] = {
-    500,    1000,   2500,   5000,    10000,   25000,   50000,
-    100000, 250000, 500000, 1000000, 2500000, 5000000,
+	500,	1000,	2500,	5000,	 10000,	  25000,   50000,
+	100000, 250000, 500000, 1000000, 2500000, 5000000,
 };
 #define LATENCY_BUCKETS (ARRAY_SIZE(latency_bound_us) + 1)
 static const char *const latency_le[] = {
-    [0] = "0.0005", [1] = "0.001", [2] = "0.0025", [3] = "0.005", [4] = "0.01",
-    [5] = "0.025",  [6] = "0.05",  [7] = "0.1",	   [8] = "0.25",  [9] = "0.5",
-    [10] = "1",	    [11] = "2.5",  [12] = "5",	   [13] = "+Inf",
+	[0] = "0.0005", [1] = "0.001", [2] = "0.0025", [3] = "0.005", [4] = "0.01",
+	[5] = "0.025",	[6] = "0.05",  [7] = "0.1",    [8] = "0.25",  [9] = "0.5",
+	[10] = "1",	[11] = "2.5",  [12] = "5",     [13] = "+Inf",
 };
 _Static_assert(ARRAY_SIZE(latency_le) == LATENCY_BUCKETS,
 	       "one le label per latency bucket, +Inf included");
@@ -163,9 +161,8 @@ static bool all_other(const char *const vals[FAMILY_MAX_LABELS], unsigned n)
 }
 
 /* Returns the counter for @vals, interning the key on first use. */
-static atomic_uint_fast64_t *
-family_counter(struct label_family *f,
-	       const char *const vals[FAMILY_MAX_LABELS])
+static atomic_uint_fast64_t *family_counter(struct label_family *f,
+					    const char *const vals[FAMILY_MAX_LABELS])
 {
 	atomic_uint_fast64_t *ret = &f->other;
 	unsigned i, n, used;
@@ -214,8 +211,7 @@ static void family_reset(struct label_family *f)
 
 	pthread_mutex_lock(&f->lock);
 	for (i = 0; i < f->nslots; i++)
-		atomic_store_explicit(&f->slots[i].count, 0,
-				      memory_order_relaxed);
+		atomic_store_explicit(&f->slots[i].count, 0, memory_order_relaxed);
 	atomic_store_explicit(&f->used, 0, memory_order_release);
 	atomic_store_explicit(&f->other, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&f->lock);
@@ -223,13 +219,12 @@ static void family_reset(struct label_family *f)
 
 /* --- updates -------------------------------------------------------------- */
 
-void metrics_decision(const char *proto, const char *decision,
-		      const char *reason)
+void metrics_decision(const char *proto, const char *decision, const char *reason)
 {
 	const char *vals[FAMILY_MAX_LABELS] = {
-	    proto ? proto : "",
-	    decision ? decision : "",
-	    reason ? reason : "",
+		proto ? proto : "",
+		decision ? decision : "",
+		reason ? reason : "",
 	};
 
 	add(family_counter(&decisions, vals), 1);
@@ -238,7 +233,7 @@ void metrics_decision(const char *proto, const char *decision,
 void metrics_dns_query(const char *answer)
 {
 	/* Sized for any family, so that no reader sees an unset entry. */
-	const char *vals[FAMILY_MAX_LABELS] = {answer ? answer : "", "", ""};
+	const char *vals[FAMILY_MAX_LABELS] = { answer ? answer : "", "", "" };
 
 	add(family_counter(&dns_answers, vals), 1);
 }
@@ -295,8 +290,7 @@ void metrics_reset(void)
 	atomic_store_explicit(&dns_cache_hits, 0, memory_order_relaxed);
 	atomic_store_explicit(&dns_cache_misses, 0, memory_order_relaxed);
 	for (i = 0; i < LATENCY_BUCKETS; i++)
-		atomic_store_explicit(&latency_bucket[i], 0,
-				      memory_order_relaxed);
+		atomic_store_explicit(&latency_bucket[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&latency_sum_us, 0, memory_order_relaxed);
 }
 
@@ -309,8 +303,7 @@ struct out {
 	bool overflow;
 };
 
-__attribute__((format(printf, 2, 3))) static void outf(struct out *o,
-						       const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -352,14 +345,12 @@ static void out_label_value(struct out *o, const char *v)
 	}
 }
 
-static void out_header(struct out *o, const char *name, const char *type,
-		       const char *help)
+static void out_header(struct out *o, const char *name, const char *type, const char *help)
 {
 	outf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void out_family_series(struct out *o, const char *name,
-			      const struct label_family *f,
+static void out_family_series(struct out *o, const char *name, const struct label_family *f,
 			      const char *const *vals, uint64_t v)
 {
 	unsigned i;
@@ -375,13 +366,12 @@ static void out_family_series(struct out *o, const char *name,
 
 static void out_family(struct out *o, const char *name, struct label_family *f)
 {
-	static const char *const other[FAMILY_MAX_LABELS] = {"other", "other",
-							     "other"};
+	static const char *const other[FAMILY_MAX_LABELS] = { "other", "other", "other" };
 	unsigned i, j, n = atomic_load_explicit(&f->used, memory_order_acquire);
 	uint64_t v;
 
 	for (i = 0; i < n; i++) {
-		const char *vals[FAMILY_MAX_LABELS] = {"", "", ""};
+		const char *vals[FAMILY_MAX_LABELS] = { "", "", "" };
 
 		for (j = 0; j < f->nlabels; j++)
 			vals[j] = f->slots[i].val[j];
@@ -392,8 +382,7 @@ static void out_family(struct out *o, const char *name, struct label_family *f)
 		out_family_series(o, name, f, other, v);
 }
 
-static void out_counter(struct out *o, const char *name, const char *help,
-			uint64_t v)
+static void out_counter(struct out *o, const char *name, const char *help, uint64_t v)
 {
 	out_header(o, name, "counter", help);
 	outf(o, "%s %llu\n", name, (unsigned long long)v);
@@ -419,7 +408,7 @@ static void latency_snapshot(struct latency_snap *s)
 
 int metrics_render_prometheus(char *buf, size_t len)
 {
-	struct out o = {.buf = buf, .len = len};
+	struct out o = { .buf = buf, .len = len };
 	struct latency_snap lat;
 	uint64_t cum = 0;
 	size_t i;
@@ -432,25 +421,20 @@ int metrics_render_prometheus(char *buf, size_t len)
 		   "Broker decisions, by protocol, decision and reason.");
 	out_family(&o, "sluice_decisions_total", &decisions);
 
-	out_header(&o, "sluice_open_connections", "gauge",
-		   "Connections open now.");
+	out_header(&o, "sluice_open_connections", "gauge", "Connections open now.");
 	outf(&o, "sluice_open_connections %lld\n",
-	     (long long)atomic_load_explicit(&open_connections,
-					     memory_order_relaxed));
+	     (long long)atomic_load_explicit(&open_connections, memory_order_relaxed));
 	out_counter(&o, "sluice_connections_total", "Connections accepted.",
 		    get(&connections_total));
 
-	out_header(
-	    &o, "sluice_bytes_total", "counter",
-	    "Bytes relayed: up is sandbox to upstream, down the reverse.");
-	outf(&o, "sluice_bytes_total{direction=\"up\"} %llu\n",
-	     (unsigned long long)get(&bytes_up));
+	out_header(&o, "sluice_bytes_total", "counter",
+		   "Bytes relayed: up is sandbox to upstream, down the reverse.");
+	outf(&o, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)get(&bytes_up));
 	outf(&o, "sluice_bytes_total{direction=\"down\"} %llu\n",
 	     (unsigned long long)get(&bytes_down));
 
 	out_counter(&o, "sluice_dns_cache_hits_total",
-		    "Upstream name resolutions answered from the cache.",
-		    get(&dns_cache_hits));
+		    "Upstream name resolutions answered from the cache.", get(&dns_cache_hits));
 	out_counter(&o, "sluice_dns_cache_misses_total",
 		    "Upstream name resolutions that had to ask a resolver.",
 		    get(&dns_cache_misses));
@@ -463,40 +447,35 @@ int metrics_render_prometheus(char *buf, size_t len)
 		    "Log lines not written to stderr (its reader gone, or a failed write).",
 		    log_lines_lost());
 	out_counter(&o, "sluice_audit_write_failures_total",
-		    "Audit lines lost to a failed or short write.",
-		    audit_write_failures());
-	out_counter(
-	    &o, "sluice_audit_refusals_folded_total",
-	    "Refusals counted in the repeated field of an earlier audit "
-	    "line of their kind.",
-	    audit_refusals_folded());
-	out_counter(
-	    &o, "sluice_audit_refusals_dropped_total",
-	    "Refusals not written beyond a sandbox's audit rate, counted "
-	    "in the dropped field of a summary line.",
-	    audit_refusals_dropped());
+		    "Audit lines lost to a failed or short write.", audit_write_failures());
+	out_counter(&o, "sluice_audit_refusals_folded_total",
+		    "Refusals counted in the repeated field of an earlier audit "
+		    "line of their kind.",
+		    audit_refusals_folded());
+	out_counter(&o, "sluice_audit_refusals_dropped_total",
+		    "Refusals not written beyond a sandbox's audit rate, counted "
+		    "in the dropped field of a summary line.",
+		    audit_refusals_dropped());
 
 	latency_snapshot(&lat);
 	out_header(&o, "sluice_upstream_connect_seconds", "histogram",
 		   "Time to establish a connection to an upstream.");
 	for (i = 0; i < LATENCY_BUCKETS; i++) {
 		cum += lat.bucket[i];
-		outf(&o,
-		     "sluice_upstream_connect_seconds_bucket{le=\"%s\"} %llu\n",
-		     latency_le[i], (unsigned long long)cum);
+		outf(&o, "sluice_upstream_connect_seconds_bucket{le=\"%s\"} %llu\n", latency_le[i],
+		     (unsigned long long)cum);
 	}
 	outf(&o, "sluice_upstream_connect_seconds_sum %llu.%06llu\n",
 	     (unsigned long long)(lat.sum_us / 1000000),
 	     (unsigned long long)(lat.sum_us % 1000000));
-	outf(&o, "sluice_upstream_connect_seconds_count %llu\n",
-	     (unsigned long long)lat.count);
+	outf(&o, "sluice_upstream_connect_seconds_count %llu\n", (unsigned long long)lat.count);
 
 	return out_finish(&o);
 }
 
 /* "<= 2.5 ms" for the bucket holding the @q-th permille sample. */
-static void out_quantile(struct out *o, const struct latency_snap *s,
-			 const char *label, unsigned permille)
+static void out_quantile(struct out *o, const struct latency_snap *s, const char *label,
+			 unsigned permille)
 {
 	uint64_t want = (s->count * permille + 999) / 1000, cum = 0;
 	size_t i;
@@ -511,9 +490,7 @@ static void out_quantile(struct out *o, const struct latency_snap *s,
 	if (i >= ARRAY_SIZE(latency_bound_us)) {
 		/* the +Inf bucket (or no sample at all, which callers avoid) */
 		outf(o, ", %s > %llu ms", label,
-		     (unsigned long long)(latency_bound_us
-					      [ARRAY_SIZE(latency_bound_us) -
-					       1] /
+		     (unsigned long long)(latency_bound_us[ARRAY_SIZE(latency_bound_us) - 1] /
 					  1000));
 		return;
 	}
@@ -522,13 +499,12 @@ static void out_quantile(struct out *o, const struct latency_snap *s,
 		     (unsigned long long)(latency_bound_us[i] / 1000),
 		     (unsigned long long)(latency_bound_us[i] % 1000 / 100));
 	else
-		outf(o, ", %s <= %llu ms", label,
-		     (unsigned long long)(latency_bound_us[i] / 1000));
+		outf(o, ", %s <= %llu ms", label, (unsigned long long)(latency_bound_us[i] / 1000));
 }
 
 int metrics_render_text(char *buf, size_t len)
 {
-	struct out o = {.buf = buf, .len = len};
+	struct out o = { .buf = buf, .len = len };
 	struct latency_snap lat;
 	uint64_t allow = 0, deny = 0, error = 0, would = 0, v;
 	unsigned i, n;
@@ -538,11 +514,9 @@ int metrics_render_text(char *buf, size_t len)
 	buf[0] = '\0';
 
 	outf(&o, "connections: %lld open, %llu accepted\n",
-	     (long long)atomic_load_explicit(&open_connections,
-					     memory_order_relaxed),
+	     (long long)atomic_load_explicit(&open_connections, memory_order_relaxed),
 	     (unsigned long long)get(&connections_total));
-	outf(&o, "bytes: %llu up, %llu down\n",
-	     (unsigned long long)get(&bytes_up),
+	outf(&o, "bytes: %llu up, %llu down\n", (unsigned long long)get(&bytes_up),
 	     (unsigned long long)get(&bytes_down));
 
 	n = atomic_load_explicit(&decisions.used, memory_order_acquire);
@@ -560,9 +534,8 @@ int metrics_render_text(char *buf, size_t len)
 			error += v;
 	}
 	error += get(&decisions.other);
-	outf(&o, "decisions: %llu allowed, %llu denied, %llu errors",
-	     (unsigned long long)allow, (unsigned long long)deny,
-	     (unsigned long long)error);
+	outf(&o, "decisions: %llu allowed, %llu denied, %llu errors", (unsigned long long)allow,
+	     (unsigned long long)deny, (unsigned long long)error);
 	/* Audit mode's: let through, though the policy would refuse them. */
 	if (would)
 		outf(&o, ", %llu would-deny", (unsigned long long)would);
@@ -573,16 +546,15 @@ int metrics_render_text(char *buf, size_t len)
 
 		v = get(&decision_slots[i].count);
 		if (v && strcmp(s->val[1], "allow"))
-			outf(&o, "  %s %s %s: %llu\n", s->val[1], s->val[0],
-			     s->val[2], (unsigned long long)v);
+			outf(&o, "  %s %s %s: %llu\n", s->val[1], s->val[0], s->val[2],
+			     (unsigned long long)v);
 	}
 	v = get(&decisions.other);
 	if (v)
 		outf(&o, "  other: %llu\n", (unsigned long long)v);
 
 	outf(&o, "dns: cache %llu hits, %llu misses; filter",
-	     (unsigned long long)get(&dns_cache_hits),
-	     (unsigned long long)get(&dns_cache_misses));
+	     (unsigned long long)get(&dns_cache_hits), (unsigned long long)get(&dns_cache_misses));
 	n = atomic_load_explicit(&dns_answers.used, memory_order_acquire);
 	for (i = 0; i < n; i++)
 		outf(&o, " %s %llu", dns_answer_slots[i].val[0],
@@ -597,8 +569,7 @@ int metrics_render_text(char *buf, size_t len)
 	latency_snapshot(&lat);
 	outf(&o, "upstream connect: %llu", (unsigned long long)lat.count);
 	if (lat.count) {
-		outf(&o, ", mean %llu.%llu ms",
-		     (unsigned long long)(lat.sum_us / lat.count / 1000),
+		outf(&o, ", mean %llu.%llu ms", (unsigned long long)(lat.sum_us / lat.count / 1000),
 		     (unsigned long long)(lat.sum_us / lat.count % 1000 / 100));
 		out_quantile(&o, &lat, "p50", 500);
 		out_quantile(&o, &lat, "p99", 990);
@@ -606,7 +577,7 @@ int metrics_render_text(char *buf, size_t len)
 	outf(&o, "\n");
 	outf(&o, "log: %llu lines lost%s\n", (unsigned long long)log_lines_lost(),
 	     log_stderr_dead() ? " (stderr is gone: only the audit log and this status remain)"
-				: "");
+			       : "");
 	outf(&o, "audit: %llu lines lost; refusals %llu folded, %llu dropped\n",
 	     (unsigned long long)audit_write_failures(),
 	     (unsigned long long)audit_refusals_folded(),

@@ -189,14 +189,13 @@ static struct resolve_entry **bucket_of(struct resolver *r, uint64_t hash)
 	return &r->buckets[hash & (r->nbuckets - 1)];
 }
 
-static struct resolve_entry *table_find(struct resolver *r, const char *name,
-					size_t len, uint64_t hash)
+static struct resolve_entry *table_find(struct resolver *r, const char *name, size_t len,
+					uint64_t hash)
 {
 	struct resolve_entry *e;
 
 	for (e = *bucket_of(r, hash); e; e = e->hnext)
-		if (e->hash == hash && e->namelen == len &&
-		    !memcmp(e->name, name, len))
+		if (e->hash == hash && e->namelen == len && !memcmp(e->name, name, len))
 			return e;
 	return NULL;
 }
@@ -263,8 +262,7 @@ static void deliver_cb(struct timer *t)
 }
 
 /* Ends a query: answer (or failure) to every waiter, then cache or unlink. */
-static void entry_complete(struct resolver *r, struct resolve_entry *e,
-			   int status, uint64_t ttl_ms)
+static void entry_complete(struct resolver *r, struct resolve_entry *e, int status, uint64_t ttl_ms)
 {
 	struct resolve_req *req;
 
@@ -293,8 +291,7 @@ static void entry_complete(struct resolver *r, struct resolve_entry *e,
 
 static void deadline_cb(struct timer *t)
 {
-	struct resolve_entry *e =
-	    container_of(t, struct resolve_entry, deadline);
+	struct resolve_entry *e = container_of(t, struct resolve_entry, deadline);
 
 	entry_complete(e->r, e, -ETIMEDOUT, 0);
 }
@@ -311,8 +308,7 @@ static void ares_rearm(struct resolver *r)
 		ms = FAR_FUTURE_MS;
 	} else {
 		/* Round up: firing early would only find nothing due. */
-		ms = (uint64_t)tvp->tv_sec * 1000u +
-		     ((uint64_t)tvp->tv_usec + 999u) / 1000u;
+		ms = (uint64_t)tvp->tv_sec * 1000u + ((uint64_t)tvp->tv_usec + 999u) / 1000u;
 	}
 	loop_timer_arm(r->loop, &r->ares_timer, ms);
 }
@@ -343,8 +339,7 @@ static void rsock_cb(struct ev *ev, uint32_t events)
 	ares_rearm(r);
 }
 
-static void sock_state_cb(void *data, ares_socket_t fd, int readable,
-			  int writable)
+static void sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
 {
 	struct resolver *r = data;
 	struct rsock *s, **pp;
@@ -366,8 +361,7 @@ static void sock_state_cb(void *data, ares_socket_t fd, int readable,
 	if (s) {
 		err = loop_mod(r->loop, &s->ev, events);
 		if (err)
-			log_err("resolve: watching DNS socket %d: %s", fd,
-				strerror(-err));
+			log_err("resolve: watching DNS socket %d: %s", fd, strerror(-err));
 		return;
 	}
 	/* On failure the query is not lost: the deadline still answers it. */
@@ -381,8 +375,7 @@ static void sock_state_cb(void *data, ares_socket_t fd, int readable,
 	s->r = r;
 	err = loop_add(r->loop, &s->ev, events);
 	if (err) {
-		log_err("resolve: watching DNS socket %d: %s", fd,
-			strerror(-err));
+		log_err("resolve: watching DNS socket %d: %s", fd, strerror(-err));
 		free(s);
 		return;
 	}
@@ -430,8 +423,7 @@ static int fill_addrs(struct resolve_entry *e, const struct ares_addrinfo *ai)
 
 			if (pass == 0 && (ttl < 0 || nd->ai_ttl < ttl))
 				ttl = nd->ai_ttl;
-			if (!nd->ai_addr ||
-			    addr_from_sockaddr(nd->ai_addr, &a, NULL))
+			if (!nd->ai_addr || addr_from_sockaddr(nd->ai_addr, &a, NULL))
 				continue;
 			if (addr_is_v4(&a) != (pass == 0))
 				continue;
@@ -442,8 +434,7 @@ static int fill_addrs(struct resolve_entry *e, const struct ares_addrinfo *ai)
 	return ttl < 0 ? 0 : ttl;
 }
 
-static void ares_done(void *arg, int status, int timeouts,
-		      struct ares_addrinfo *ai)
+static void ares_done(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 {
 	struct resolve_entry *e = arg;
 	struct resolver *r = e->r;
@@ -500,8 +491,8 @@ static int name_norm(const char *name, char *out, size_t *outlen)
 		}
 		if (c >= 'A' && c <= 'Z')
 			c = c - 'A' + 'a';
-		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			   c == '-' || c == '_'))
+		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+			   c == '_'))
 			return -EINVAL;
 		if (++label > LABEL_MAX_LEN)
 			return -EINVAL;
@@ -516,14 +507,14 @@ static int name_norm(const char *name, char *out, size_t *outlen)
 
 /* --- public API ----------------------------------------------------------- */
 
-int resolver_lookup(struct resolver *r, const char *name,
-		    struct resolve_req *req, resolve_cb *cb, void *arg)
+int resolver_lookup(struct resolver *r, const char *name, struct resolve_req *req, resolve_cb *cb,
+		    void *arg)
 {
 	struct ares_addrinfo_hints hints = {
-	    .ai_family = AF_UNSPEC,
-	    /* We order the answer ourselves; c-ares' RFC 6724 sort would
+		.ai_family = AF_UNSPEC,
+		/* We order the answer ourselves; c-ares' RFC 6724 sort would
 	     * connect() a probe socket per address. */
-	    .ai_flags = ARES_AI_NOSORT,
+		.ai_flags = ARES_AI_NOSORT,
 	};
 	char key[NAME_MAX_LEN + 1];
 	struct resolve_entry *e;
@@ -645,8 +636,7 @@ static void fill_key(uint64_t key[2])
 {
 	struct timespec ts;
 
-	if (getrandom(key, 2 * sizeof(key[0]), GRND_NONBLOCK) ==
-	    2 * sizeof(key[0]))
+	if (getrandom(key, 2 * sizeof(key[0]), GRND_NONBLOCK) == 2 * sizeof(key[0]))
 		return;
 	/* Early boot without entropy: weaker, still not guessable offline. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -660,17 +650,16 @@ struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t ca
 {
 	char lookups[] = "b"; /* DNS only: /etc/hosts is a blocking read */
 	struct ares_options o = {
-	    .flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES,
-	    .timeout = RESOLVE_TRY_TIMEOUT_MS,
-	    .tries = RESOLVE_TRIES,
-	    .domains = NULL,
-	    .ndomains = 0,
-	    .lookups = lookups,
-	    .sock_state_cb = sock_state_cb,
+		.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES,
+		.timeout = RESOLVE_TRY_TIMEOUT_MS,
+		.tries = RESOLVE_TRIES,
+		.domains = NULL,
+		.ndomains = 0,
+		.lookups = lookups,
+		.sock_state_cb = sock_state_cb,
 	};
-	int optmask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
-		      ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS |
-		      ARES_OPT_SOCK_STATE_CB;
+	int optmask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS |
+		      ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB;
 	struct resolver *r;
 	size_t nb;
 	int rc;
@@ -687,8 +676,7 @@ struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t ca
 		goto nomem;
 	r->loop = l;
 	r->cache_max = cache_max_entries;
-	for (nb = BUCKETS_MIN; nb < cache_max_entries && nb < BUCKETS_MAX;
-	     nb *= 2)
+	for (nb = BUCKETS_MIN; nb < cache_max_entries && nb < BUCKETS_MAX; nb *= 2)
 		;
 	r->nbuckets = nb;
 	r->buckets = calloc(nb, sizeof(*r->buckets));

@@ -68,7 +68,7 @@ struct sandbox_table {
 	uint64_t *used;	  /* bit b: the pool's /30 number b is a sandbox's */
 	uint32_t nblocks; /* bits in @used */
 	char synth_dir[300];
-	char ca_dir[300]; /* state_dir/ca/NAME/{ca.key,ca.crt} */
+	char ca_dir[300];	  /* state_dir/ca/NAME/{ca.key,ca.crt} */
 	struct sl_addr synth_net; /* synthetic_pool */
 	unsigned synth_plen;
 	size_t timed_approvals; /* approvals with an end, all sandboxes */
@@ -424,7 +424,7 @@ static int persist(struct sandbox_table *tab, const struct sandbox *sb)
 struct reg_file {
 	char addr[64], pol[300];
 	bool netns;
-	bool audit; /* "mode audit": registered in audit mode */
+	bool audit;    /* "mode audit": registered in audit mode */
 	unsigned seen; /* 1 address, 2 policy */
 	unsigned bad;  /* lines that verified but are not ours */
 	/* "approve HOST PORT UNTIL_WALL_MS" lines; until_ms is not set. */
@@ -547,7 +547,8 @@ static int reg_read(const char *name, const char *path, struct reg_file *rf, boo
 	if (rf->seen == 3) {
 		log_err("sandbox: registration %s is damaged (%u lines lost%s): its address %s and "
 			"policy %s verify and are kept%s; rewritten",
-			path, res.lost + rf->bad, res.end_missing ? ", and its end" : "", rf->addr, rf->pol,
+			path, res.lost + rf->bad, res.end_missing ? ", and its end" : "", rf->addr,
+			rf->pol,
 			rf->netns ? ""
 				  : " (whether `sluice create` made it is lost: it is "
 				    "not dropped when its namespace goes)");
@@ -786,7 +787,8 @@ static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh,
 			k == -EILSEQ ? what : "");
 		sandbox_state_audit(sb->name, dir, "damaged");
 		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
-		if (sb->ca && ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
+		if (sb->ca &&
+		    ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
 	} else {
 		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
@@ -1763,8 +1765,8 @@ size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms)
 			const struct sandbox_approval *a = &sb->approvals[j];
 
 			if (a->until_ms && a->until_ms <= now_ms) {
-				log_info("sandbox: `%s`: approval of %s:%u ended", sb->name, a->host,
-					 a->port);
+				log_info("sandbox: `%s`: approval of %s:%u ended", sb->name,
+					 a->host, a->port);
 				tab->timed_approvals--;
 				gone = true;
 				continue;

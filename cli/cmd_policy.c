@@ -35,10 +35,13 @@ static int secret_warnings(const char *file, const struct policy *p, bool json, 
 		const struct policy_credential *c = policy_credential_get(p, i);
 		char msg[600];
 
-		if (c->source_kind == POLICY_SOURCE_ENV || !c->source || access(c->source, R_OK) == 0)
+		if (c->source_kind == POLICY_SOURCE_ENV || !c->source ||
+		    access(c->source, R_OK) == 0)
 			continue;
-		snprintf(msg, sizeof(msg), "credential `%s`: cannot read %s: %s (the broker refuses "
-			 "the policy until it can)", c->name, c->source, strerror(errno));
+		snprintf(msg, sizeof(msg),
+			 "credential `%s`: cannot read %s: %s (the broker refuses "
+			 "the policy until it can)",
+			 c->name, c->source, strerror(errno));
 		if (json) {
 			printf("%s", *first ? "" : ",");
 			sl_json_print_string(stdout, msg);
@@ -84,8 +87,8 @@ static int check(int argc, char **argv, bool json)
 			secret_warnings(argv[i], p, true, &first);
 			printf("]}");
 		} else {
-			printf("%s: ok (%zu rules, %zu credentials)\n", argv[i], policy_rule_count(p),
-			       policy_credential_count(p));
+			printf("%s: ok (%zu rules, %zu credentials)\n", argv[i],
+			       policy_rule_count(p), policy_credential_count(p));
 			secret_warnings(argv[i], p, false, &first);
 		}
 		policy_unref(p);
@@ -249,8 +252,8 @@ static int test(const char *file, int argc, char **argv, bool json)
 		if (!strncmp(argv[i], "--resolve=", 10))
 			continue;
 		if (split_target(argv[i], host, sizeof(host), &port) < 0) {
-			row(json, &first, argv[i], "error", "bad target (NAME[:PORT] or ADDR[:PORT])",
-			    NULL, NULL);
+			row(json, &first, argv[i], "error",
+			    "bad target (NAME[:PORT] or ADDR[:PORT])", NULL, NULL);
 			refused = 1;
 			continue;
 		}
@@ -302,10 +305,11 @@ int cmd_policy(int argc, char **argv)
 		return check(argc - 2, argv + 2, json);
 	if (argc >= 4 && strcmp(argv[1], "test") == 0)
 		return test(argv[2], argc - 3, argv + 3, json);
-	fprintf(stderr, "usage: sluice policy check [--json] FILE...\n"
-			"       sluice policy test [--json] FILE [--resolve NAME=ADDR]... "
-			"NAME[:PORT]|ADDR[:PORT]...\n"
-			"       sluice policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] "
-			"AUDIT_LOG...\n");
+	fprintf(stderr,
+		"usage: sluice policy check [--json] FILE...\n"
+		"       sluice policy test [--json] FILE [--resolve NAME=ADDR]... "
+		"NAME[:PORT]|ADDR[:PORT]...\n"
+		"       sluice policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] "
+		"AUDIT_LOG...\n");
 	return 2;
 }

@@ -71,13 +71,14 @@ struct report *netns_report_new(void)
 
 	if (!r)
 		return NULL;
-	netns_strtabs_init((const struct strtab_spec[]){
-				   { &r->sbs, sizeof(struct sb_ent), REPORT_ENTRIES },
-				   { &r->hosts, sizeof(struct host_ent), REPORT_ENTRIES },
-				   { &r->refs, sizeof(struct ref_ent), REPORT_ENTRIES },
-				   { &r->creds, sizeof(struct cred_ent), REPORT_ENTRIES },
-			   },
-			   4);
+	netns_strtabs_init(
+		(const struct strtab_spec[]){
+			{ &r->sbs, sizeof(struct sb_ent), REPORT_ENTRIES },
+			{ &r->hosts, sizeof(struct host_ent), REPORT_ENTRIES },
+			{ &r->refs, sizeof(struct ref_ent), REPORT_ENTRIES },
+			{ &r->creds, sizeof(struct cred_ent), REPORT_ENTRIES },
+		},
+		4);
 	return r;
 }
 

@@ -70,12 +70,13 @@ struct suggest *netns_suggest_new(void)
 
 	if (!s)
 		return NULL;
-	netns_strtabs_init((const struct strtab_spec[]){
-				   { &s->names, sizeof(struct sug_ent), SUG_NAMES },
-				   { &s->sandboxes, sizeof(char *), 64 },
-				   { &s->bad, sizeof(struct bad_ent), 1000 },
-			   },
-			   3);
+	netns_strtabs_init(
+		(const struct strtab_spec[]){
+			{ &s->names, sizeof(struct sug_ent), SUG_NAMES },
+			{ &s->sandboxes, sizeof(char *), 64 },
+			{ &s->bad, sizeof(struct bad_ent), 1000 },
+		},
+		3);
 	if (policy_load_buffer("(deny ranges)", pol, sizeof(pol) - 1, &s->deny, &err) < 0) {
 		free(s);
 		return NULL;
@@ -420,7 +421,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 		struct {
 			char *key;
 			uint64_t n;
-		} * c;
+		} *c;
 
 		if (e->literal || e->addr_reason[0] || !dot)
 			continue;

@@ -361,7 +361,8 @@ int main(int argc, char **argv)
 		 * namespace). */
 		if (strcmp(env.command, "DEL") != 0) {
 			r = cni_fail(&e, CNI_ERR_TRY_AGAIN, EAGAIN, sl_err_msg(&err),
-				     "cannot enter the broker's network namespace: %s", sl_err_msg(&err));
+				     "cannot enter the broker's network namespace: %s",
+				     sl_err_msg(&err));
 			goto fail;
 		}
 	}

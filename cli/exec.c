@@ -115,8 +115,9 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 	/* Audited by the broker before anything runs; no record, no run. */
 	r = netns_note_privileged(sb, &e);
 	if (r < 0) {
-		fprintf(stderr, "sluice: --privileged: the broker did not record the run, so it "
-				"does not start: %s\n",
+		fprintf(stderr,
+			"sluice: --privileged: the broker did not record the run, so it "
+			"does not start: %s\n",
 			sl_err_msg(&e));
 		return 1;
 	}

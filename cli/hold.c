@@ -326,15 +326,16 @@ static void print_event(const char *l)
 	field(l, "name", name, sizeof(name));
 	field(l, "dst_port", port, sizeof(port));
 	if (!strcmp(port, "-"))
-		field(l, "port", port, sizeof(port)); /* a pending event, or an older broker's line */
+		field(l, "port", port,
+		      sizeof(port)); /* a pending event, or an older broker's line */
 	field(l, "method", method, sizeof(method));
 	field(l, "path", path, sizeof(path));
 	if (!strcmp(ev, "pending")) {
 		field(l, "host", name, sizeof(name));
 		printf("%s %s PENDING %s:%s %s %s  (sluice approve %s %s:%s | sluice refuse %s "
 		       "%s:%s)\n",
-		       time, sb, name, port, method, strcmp(path, "-") ? path : "", sb, name, port, sb,
-		       name, port);
+		       time, sb, name, port, method, strcmp(path, "-") ? path : "", sb, name, port,
+		       sb, name, port);
 	} else if (!strcmp(ev, "decision")) {
 		field(l, "decision", dec, sizeof(dec));
 		field(l, "reason", why, sizeof(why));

@@ -26,7 +26,8 @@ static const struct {
 	int words;
 	bool own_help;
 } commands[] = {
-	{ "policy", cmd_policy, "policy check [--json] FILE...   validate policies (warns of unreadable secret files)\n"
+	{ "policy", cmd_policy,
+	  "policy check [--json] FILE...   validate policies (warns of unreadable secret files)\n"
 	  "  policy test [--json] FILE [--resolve NAME=ADDR]... TARGET...\n"
 	  "                              what a policy decides for NAME[:PORT] or ADDR[:PORT]\n"
 	  "  policy suggest [--sandbox NAME] [--since TIME] [--wildcards N] AUDIT_LOG...\n"
@@ -35,42 +36,58 @@ static const struct {
 	  "register NAME --addr ADDR --policy FILE [--audit]\n"
 	  "                              attach a namespace you wired yourself; --audit as create" },
 	{ "unregister", cmd_unregister, "unregister NAME             detach it" },
-	{ "create", cmd_create, "create NAME --policy FILE [--audit]\n"
-				"                              a sandbox wired to this namespace's broker; --audit:\n"
-				"                              names outside the policy pass, audited would-deny" },
-	{ "exec", cmd_exec, "exec [OPTIONS] NAME [--] CMD [ARG...]\n"
-			    "                              run CMD in the sandbox, contained (its own user, PID and\n"
-			    "                              mount namespaces; cwd and HOME its workspace); OPTIONS:\n"
-			    "                              --user UID[:GID]     the identity inside (default root)\n"
-			    "                              --bind SRC:DST[:ro]  a host path inside (repeatable)\n"
-			    "                              --privileged         uncontained: root with the host's files",
+	{ "create", cmd_create,
+	  "create NAME --policy FILE [--audit]\n"
+	  "                              a sandbox wired to this namespace's broker; --audit:\n"
+	  "                              names outside the policy pass, audited would-deny" },
+	{ "exec", cmd_exec,
+	  "exec [OPTIONS] NAME [--] CMD [ARG...]\n"
+	  "                              run CMD in the sandbox, contained (its own user, PID and\n"
+	  "                              mount namespaces; cwd and HOME its workspace); OPTIONS:\n"
+	  "                              --user UID[:GID]     the identity inside (default root)\n"
+	  "                              --bind SRC:DST[:ro]  a host path inside (repeatable)\n"
+	  "                              --privileged         uncontained: root with the host's files",
 	  .words = 2 },
-	{ "env", cmd_env, "env NAME                    the sandbox's environment, KEY=VALUE lines" },
-	{ "run", cmd_run, "run --policy FILE [--audit] [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
-			  "                              create (--audit as create), exec, delete; exits with\n"
-			  "                              CMD's status" },
-	{ "delete", cmd_delete, "delete NAME                 remove the sandbox and everything made for it\n"
-				"                              (an attached sandbox: as detach)" },
-	{ "attach", cmd_attach, "attach NAME --netns PATH [--ifname IF] --policy FILE [--audit] [--json]\n"
-				"                              wire a network namespace a runtime made\n"
-				"                              (/run/netns/X, /proc/PID/ns/net); --audit as create" },
-	{ "detach", cmd_detach, "detach NAME                 undo attach (or create); the namespace stays" },
+	{ "env", cmd_env,
+	  "env NAME                    the sandbox's environment, KEY=VALUE lines" },
+	{ "run", cmd_run,
+	  "run --policy FILE [--audit] [--name NAME] [OPTIONS] -- CMD [ARG...]\n"
+	  "                              create (--audit as create), exec, delete; exits with\n"
+	  "                              CMD's status" },
+	{ "delete", cmd_delete,
+	  "delete NAME                 remove the sandbox and everything made for it\n"
+	  "                              (an attached sandbox: as detach)" },
+	{ "attach", cmd_attach,
+	  "attach NAME --netns PATH [--ifname IF] --policy FILE [--audit] [--json]\n"
+	  "                              wire a network namespace a runtime made\n"
+	  "                              (/run/netns/X, /proc/PID/ns/net); --audit as create" },
+	{ "detach", cmd_detach,
+	  "detach NAME                 undo attach (or create); the namespace stays" },
 	{ "list", cmd_list, "list [--json]               registered sandboxes" },
-	{ "status", cmd_status, "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
-	{ "probe", probe_main, "probe [OPTIONS]             what this network allows (see sluice probe --help)",
+	{ "status", cmd_status,
+	  "status [--json|--metrics|--jwks]   broker counters (one JSON document with --json; Prometheus text with --metrics; JWK Set of minted JWTs with --jwks)" },
+	{ "probe", probe_main,
+	  "probe [OPTIONS]             what this network allows (see sluice probe --help)",
 	  .own_help = true },
-	{ "report", cmd_report, "report [NAME] [--since TIME] [--json] [AUDIT_LOG...]\n"
-				"                              what a sandbox did: hosts, bytes, refusals, credentials" },
-	{ "ca", cmd_ca, "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
-	{ "update", cmd_update, "update NAME --policy FILE [--keep-open]\n"
-				"                              swap a running sandbox's policy; --keep-open: leave\n"
-				"                              open the connections FILE no longer allows" },
-	{ "pending", cmd_pending, "pending [NAME] [--json]     requests held for approval (egress.unlisted: hold)" },
-	{ "approve", cmd_approve, "approve NAME HOST[:PORT] [--for DURATION]\n"
-				  "                              allow HOST in the sandbox's live policy; what waits\n"
-				  "                              for it goes on (prints the rule for the policy file)" },
-	{ "refuse", cmd_refuse, "refuse NAME HOST[:PORT]     refuse at once what waits for HOST (hold-refused)" },
-	{ "watch", cmd_watch, "watch [--json]              decisions and held requests as they happen (JSON lines with --json)" },
+	{ "report", cmd_report,
+	  "report [NAME] [--since TIME] [--json] [AUDIT_LOG...]\n"
+	  "                              what a sandbox did: hosts, bytes, refusals, credentials" },
+	{ "ca", cmd_ca,
+	  "ca NAME                     the sandbox CA's certificate (PEM), for its trust store" },
+	{ "update", cmd_update,
+	  "update NAME --policy FILE [--keep-open]\n"
+	  "                              swap a running sandbox's policy; --keep-open: leave\n"
+	  "                              open the connections FILE no longer allows" },
+	{ "pending", cmd_pending,
+	  "pending [NAME] [--json]     requests held for approval (egress.unlisted: hold)" },
+	{ "approve", cmd_approve,
+	  "approve NAME HOST[:PORT] [--for DURATION]\n"
+	  "                              allow HOST in the sandbox's live policy; what waits\n"
+	  "                              for it goes on (prints the rule for the policy file)" },
+	{ "refuse", cmd_refuse,
+	  "refuse NAME HOST[:PORT]     refuse at once what waits for HOST (hold-refused)" },
+	{ "watch", cmd_watch,
+	  "watch [--json]              decisions and held requests as they happen (JSON lines with --json)" },
 	{ "reload", cmd_reload, "reload                      reload configuration and policies" },
 	{ "help", cmd_help, "help                        this text" },
 };
@@ -78,7 +95,7 @@ static const struct {
 /* Options of any subcommand that take a value: the value is no word. */
 static bool takes_value(const char *arg)
 {
-	static const char *const opts[] = { "--policy", "--name", "--addr", "--user",
+	static const char *const opts[] = { "--policy", "--name",  "--addr", "--user",
 					    "--bind",	"--netns", "--for",  NULL };
 	size_t i;
 

@@ -99,8 +99,8 @@ static int get_str(json_t *o, const char *key, char *out, size_t len)
 
 static int load_config(const char *path, struct hook_config *c)
 {
-	static const char *const keys[] = { "socket", "brokerNetns", "policyDir", "policy", "dir",
-					     "audit" };
+	static const char *const keys[] = { "socket", "brokerNetns", "policyDir",
+					    "policy", "dir",	     "audit" };
 	json_error_t je;
 	const char *k;
 	json_t *o, *v;
@@ -117,8 +117,7 @@ static int load_config(const char *path, struct hook_config *c)
 		json_decref(o);
 		return fail("%s: not a JSON object", path);
 	}
-	json_object_foreach(o, k, v)
-	{
+	json_object_foreach(o, k, v) {
 		for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]); i++)
 			;
 		if (i == sizeof(keys) / sizeof(keys[0])) {

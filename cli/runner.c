@@ -336,21 +336,50 @@ fail_parent:
 	return sl_err_sys(err, errno, "cannot make `%s`", NETNS_WORKSPACE_DIR);
 }
 
-
 /* Files of the host's /etc a command may need and that say nothing about
  * the host beyond its distribution: names, users (no shadow), libraries,
  * time zone, trust store. Missing ones are skipped. */
 static const char *const etc_files[] = {
-	"passwd", "group", "nsswitch.conf", "hosts", "host.conf", "services",
-	"protocols", "gai.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-	"localtime", "timezone", "alternatives", "ssl", "ca-certificates",
-	"ca-certificates.conf", "pki", "crypto-policies", "os-release",
-	"debian_version", "bash.bashrc", "profile", "profile.d", "inputrc",
-	"shells", "login.defs", "mime.types", "terminfo", "python3", "gitconfig",
+	"passwd",
+	"group",
+	"nsswitch.conf",
+	"hosts",
+	"host.conf",
+	"services",
+	"protocols",
+	"gai.conf",
+	"ld.so.cache",
+	"ld.so.conf",
+	"ld.so.conf.d",
+	"localtime",
+	"timezone",
+	"alternatives",
+	"ssl",
+	"ca-certificates",
+	"ca-certificates.conf",
+	"pki",
+	"crypto-policies",
+	"os-release",
+	"debian_version",
+	"bash.bashrc",
+	"profile",
+	"profile.d",
+	"inputrc",
+	"shells",
+	"login.defs",
+	"mime.types",
+	"terminfo",
+	"python3",
+	"gitconfig",
 	/* apt's configuration, sources and archive keys (apt warns without
 	 * them), not its credentials: no auth.conf, no auth.conf.d. */
-	"apt/apt.conf.d", "apt/preferences.d", "apt/sources.list", "apt/sources.list.d",
-	"apt/trusted.gpg", "apt/trusted.gpg.d", "apt/keyrings",
+	"apt/apt.conf.d",
+	"apt/preferences.d",
+	"apt/sources.list",
+	"apt/sources.list.d",
+	"apt/trusted.gpg",
+	"apt/trusted.gpg.d",
+	"apt/keyrings",
 };
 
 /* Directories of the host's /etc named by a pattern: a JDK's configuration
@@ -532,8 +561,10 @@ static uint64_t template_fingerprint(void)
 			v[1] = st.st_ino;
 			v[2] = st.st_mode;
 			v[3] = (uint64_t)st.st_size;
-			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_mtim.tv_nsec;
+			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_ctim.tv_nsec;
 			v[6] = 1;
 		}
 		h = fnv(h, v, sizeof(v));
@@ -551,9 +582,9 @@ static int template_dev(const char *dev)
 {
 	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const char *const links[][2] = {
-		{ "/proc/self/fd", "fd" },	   { "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd", "fd" },	 { "/proc/self/fd/0", "stdin" },
 		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
-		{ "/proc/kcore", "core" },	   { "pts/ptmx", "ptmx" },
+		{ "/proc/kcore", "core" },	 { "pts/ptmx", "ptmx" },
 	};
 	char from[64], to[128];
 	size_t i;
@@ -582,9 +613,9 @@ static int template_dev(const char *dev)
 		return -errno;
 	/* The tmpfs itself read-only; the bound devices keep their flags. */
 	return mount(NULL, dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
-		     NULL) < 0 ?
-		       -errno :
-		       0;
+		     NULL) < 0
+		       ? -errno
+		       : 0;
 }
 
 /* /etc/@name of the host into the template's @etc: a regular file copied
@@ -709,7 +740,8 @@ static void template_build(int ready, int hold)
 	what = NETNS_RUNNER_STAGE;
 	if (mkdir(NETNS_RUNNER_STAGE TEMPLATE_ROOT, 0755) < 0 || chdir(NETNS_RUNNER_STAGE) < 0 ||
 	    pivot_root(".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0 ||
-	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+		    0)
 		goto fail;
 	msg[0] = 0;
 	if (write(ready, msg, 1) != 1)
@@ -871,8 +903,8 @@ static int netns_runner_template(struct sl_err *err)
 		fstat(fd, &st);
 		n = snprintf(stamp, sizeof(stamp), "%llx %llx\n", (unsigned long long)st.st_ino,
 			     (unsigned long long)fp);
-		sf = open(RUNNER_STAMP ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-			  0600);
+		sf = open(RUNNER_STAMP ".tmp",
+			  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (sf < 0 || write(sf, stamp, (size_t)n) != n || close(sf) < 0 ||
 		    rename(RUNNER_STAMP ".tmp", RUNNER_STAMP) < 0)
 			r = -errno;
@@ -1003,8 +1035,8 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 	netns_path(path, sizeof(path), NETNS_ETC_DIR, sb->name, "resolv.conf");
 	prep.resolv = tree_of(path, true);
 	if (prep.resolv < 0)
-		fprintf(stderr, "sluice: warning: cannot bind %s over /etc/resolv.conf: %s\n",
-			path, strerror(-prep.resolv));
+		fprintf(stderr, "sluice: warning: cannot bind %s over /etc/resolv.conf: %s\n", path,
+			strerror(-prep.resolv));
 	netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 	prep.bundle = tree_of(path, true);
 	prep.tmplfd = netns_runner_template(&err);
@@ -1074,7 +1106,8 @@ static int make_path(const char *path, bool dir, int *fdp)
 			fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		} else {
 			fd = openat(cur, comp,
-				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+					    O_CLOEXEC,
 				    0644);
 			made = fd >= 0;
 			if (fd < 0 && errno == EEXIST)
@@ -1096,8 +1129,8 @@ static int make_path(const char *path, bool dir, int *fdp)
 		struct stat st;
 
 		/* O_PATH with O_NOFOLLOW opens a link itself: refused here. */
-		int e = fstat(cur, &st) < 0 ? -errno
-			: S_ISLNK(st.st_mode) ? -ELOOP
+		int e = fstat(cur, &st) < 0    ? -errno
+			: S_ISLNK(st.st_mode)  ? -ELOOP
 			: !S_ISREG(st.st_mode) ? -EINVAL
 					       : 0;
 
@@ -1133,9 +1166,8 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 	if (mount("tmpfs", R, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
 		return -errno;
 	if (mkdir(R "/usr", 0755) < 0 || mkdir(R "/etc", 0755) < 0 || mkdir(R "/dev", 0755) < 0 ||
-	    mkdir(R "/proc", 0755) < 0 || mkdir(R "/sys", 0755) < 0 ||
-	    mkdir(R "/tmp", 01777) < 0 || mkdir(R "/run", 0755) < 0 ||
-	    mkdir(R NETNS_WORKSPACE_INSIDE, 0755) < 0)
+	    mkdir(R "/proc", 0755) < 0 || mkdir(R "/sys", 0755) < 0 || mkdir(R "/tmp", 01777) < 0 ||
+	    mkdir(R "/run", 0755) < 0 || mkdir(R NETNS_WORKSPACE_INSIDE, 0755) < 0)
 		return -errno;
 	if (mount("/usr", R "/usr", NULL, MS_BIND | MS_REC, NULL) < 0 ||
 	    mount("/etc", R "/etc", NULL, MS_BIND | MS_REC, NULL) < 0 ||
@@ -1151,7 +1183,8 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 			r = copy_link(from, to);
 			if (r < 0)
 				return r;
-		} else if (mkdir(to, 0755) < 0 || mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0) {
+		} else if (mkdir(to, 0755) < 0 ||
+			   mount(from, to, NULL, MS_BIND | MS_REC, NULL) < 0) {
 			return -errno;
 		}
 	}
@@ -1162,8 +1195,8 @@ static int build_root(const struct netns_sandbox *sb, const struct netns_runner 
 		return -errno;
 	/* A sysfs mount shows the links of the namespace that mounted it. */
 	*what = "/sys";
-	if (mount("sysfs", R "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0)
+	if (mount("sysfs", R "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) <
+	    0)
 		return -errno;
 	*what = "/tmp";
 	if (mount("tmpfs", R "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=01777") < 0)
@@ -1356,7 +1389,8 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
 		r = -errno;
 	}
 	if (r < 0) {
-		fprintf(stderr, "sluice: cannot contain the command (%s): %s\n", what, strerror(-r));
+		fprintf(stderr, "sluice: cannot contain the command (%s): %s\n", what,
+			strerror(-r));
 		_exit(1);
 	}
 	/* Nothing the caller left open goes in but stdin, stdout and stderr:
@@ -1403,15 +1437,15 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
  * Return: the pid of the sandbox's init (whose exit status is the
  * command's), or a negative errno.
  */
-pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o,
-			 char **argv, const sigset_t *mask)
+pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
+			 const sigset_t *mask)
 {
 	pid_t pid;
 
 	fflush(NULL);
 	/* As fork(), into new PID, IPC, UTS and cgroup namespaces. */
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
-				       SIGCHLD,
+	pid = (pid_t)syscall(SYS_clone,
+			     CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD,
 			     NULL, NULL, NULL, 0);
 	if (pid == 0)
 		run_init(sb, o, argv, mask);

@@ -114,9 +114,9 @@ static const int refused[] = {
 };
 
 /* Namespace flags of clone(2): the same reasons as unshare. */
-#define CLONE_NS_FLAGS                                                                      \
-	(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS |         \
-	 CLONE_NEWIPC | CLONE_NEWCGROUP)
+#define CLONE_NS_FLAGS                                                                             \
+	(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
+	 CLONE_NEWCGROUP)
 
 #define ARG_LO(n) (offsetof(struct seccomp_data, args) + (n) * sizeof(__u64))
 #define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
@@ -133,11 +133,11 @@ int netns_seccomp_build(struct sock_filter *prog, size_t max)
 {
 	size_t n = 0, i;
 
-#define EMIT(ins)                                                                           \
-	do {                                                                                \
-		if (n >= max)                                                               \
-			return -ENOSPC;                                                     \
-		prog[n++] = (struct sock_filter)ins;                                        \
+#define EMIT(ins)                                    \
+	do {                                         \
+		if (n >= max)                        \
+			return -ENOSPC;              \
+		prog[n++] = (struct sock_filter)ins; \
 	} while (0)
 
 	/* Another architecture's syscall numbers mean other syscalls: a

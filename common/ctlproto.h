@@ -27,13 +27,13 @@
 /* register's word for `sluice create --audit`: the sandbox runs in audit
  * mode whatever its policy says (and after an update, and a restart). */
 #define CTL_REGISTER_AUDIT "audit"
-#define CTL_UNREGISTER "unregister" /* NAME -> ok */
-#define CTL_LIST "list"		    /* -> ok, "NAME ADDR POLICY CONNS STATE MODE" lines */
-#define CTL_STATUS "status"	    /* -> ok, "key value" lines */
-#define CTL_METRICS "metrics"	    /* -> ok, Prometheus text */
-#define CTL_JWKS "jwks"		    /* -> ok, a JWK Set */
-#define CTL_CONFIG "config"	    /* -> ok, "key value" lines */
-#define CTL_CA "ca"		    /* NAME -> ok, the sandbox CA's PEM */
+#define CTL_UNREGISTER "unregister"	/* NAME -> ok */
+#define CTL_LIST "list"			/* -> ok, "NAME ADDR POLICY CONNS STATE MODE" lines */
+#define CTL_STATUS "status"		/* -> ok, "key value" lines */
+#define CTL_METRICS "metrics"		/* -> ok, Prometheus text */
+#define CTL_JWKS "jwks"			/* -> ok, a JWK Set */
+#define CTL_CONFIG "config"		/* -> ok, "key value" lines */
+#define CTL_CA "ca"			/* NAME -> ok, the sandbox CA's PEM */
 #define CTL_PLACEHOLDERS "placeholders" /* NAME -> ok, "VAR=value" lines */
 #define CTL_PRIVILEGED "privileged"	/* NAME -> ok (audited) */
 #define CTL_RELOAD "reload"		/* -> ok */

@@ -25,8 +25,8 @@ static int hexval(char c)
 
 void sl_json_ws(struct json *j)
 {
-	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' ||
-				 j->s[j->i] == '\n' || j->s[j->i] == '\r'))
+	while (j->i < j->len && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' ||
+				 j->s[j->i] == '\r'))
 		j->i++;
 }
 
@@ -99,14 +99,26 @@ int sl_json_string(struct json *j, struct obuf *w)
 			return -EINVAL;
 		c = (unsigned char)j->s[j->i++];
 		switch (c) {
-		case '"': case '\\': case '/':
+		case '"':
+		case '\\':
+		case '/':
 			obuf_putc(w, (char)c);
 			break;
-		case 'b': obuf_putc(w, '\b'); break;
-		case 'f': obuf_putc(w, '\f'); break;
-		case 'n': obuf_putc(w, '\n'); break;
-		case 'r': obuf_putc(w, '\r'); break;
-		case 't': obuf_putc(w, '\t'); break;
+		case 'b':
+			obuf_putc(w, '\b');
+			break;
+		case 'f':
+			obuf_putc(w, '\f');
+			break;
+		case 'n':
+			obuf_putc(w, '\n');
+			break;
+		case 'r':
+			obuf_putc(w, '\r');
+			break;
+		case 't':
+			obuf_putc(w, '\t');
+			break;
 		case 'u':
 			if (json_hex4(j, &cp) < 0)
 				return -EINVAL;
@@ -117,8 +129,7 @@ int sl_json_string(struct json *j, struct obuf *w)
 				    j->s[j->i + 1] != 'u')
 					return -EINVAL;
 				j->i += 2;
-				if (json_hex4(j, &lo) < 0 || lo < 0xdc00 ||
-				    lo > 0xdfff)
+				if (json_hex4(j, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
 					return -EINVAL;
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			}

@@ -107,10 +107,9 @@ bool log_every_ok(struct log_every *le, uint64_t now_ms, uint64_t every_ms, uint
 	uint64_t next = atomic_load_explicit(&le->next_ms, memory_order_relaxed);
 
 	/* One thread wins the interval; the others count themselves held. */
-	if (now_ms < next || !atomic_compare_exchange_strong_explicit(&le->next_ms, &next,
-								      now_ms + every_ms,
-								      memory_order_relaxed,
-								      memory_order_relaxed)) {
+	if (now_ms < next ||
+	    !atomic_compare_exchange_strong_explicit(&le->next_ms, &next, now_ms + every_ms,
+						     memory_order_relaxed, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&le->held, 1, memory_order_relaxed);
 		return false;
 	}

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
 struct loop;

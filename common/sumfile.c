@@ -285,7 +285,6 @@ int sumfile_parse(const char *buf, size_t len, const char *kind, bool open_ended
 	}
 	if (!open_ended && !ended)
 		res->end_bad = res->end_missing = true;
-	res->status = res->lost || res->header_bad || res->end_bad ? SUMFILE_DAMAGED
-									       : SUMFILE_OK;
+	res->status = res->lost || res->header_bad || res->end_bad ? SUMFILE_DAMAGED : SUMFILE_OK;
 	return r;
 }

@@ -29,8 +29,8 @@ void ytree_free(struct ynode *n)
 	free(n);
 }
 
-static int vfail(struct ytree_error *err, const char *name, unsigned line,
-		 unsigned col, const char *fmt, va_list ap)
+static int vfail(struct ytree_error *err, const char *name, unsigned line, unsigned col,
+		 const char *fmt, va_list ap)
 {
 	int k;
 
@@ -43,10 +43,10 @@ static int vfail(struct ytree_error *err, const char *name, unsigned line,
 	return -EINVAL;
 }
 
-static int fail_at(struct ytree_error *err, const char *name, unsigned line,
-		   unsigned col, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int fail_at(struct ytree_error *err, const char *name, unsigned line,
-		   unsigned col, const char *fmt, ...)
+static int fail_at(struct ytree_error *err, const char *name, unsigned line, unsigned col,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail_at(struct ytree_error *err, const char *name, unsigned line, unsigned col,
+		   const char *fmt, ...)
 {
 	va_list ap;
 	int r;
@@ -57,8 +57,8 @@ static int fail_at(struct ytree_error *err, const char *name, unsigned line,
 	return r;
 }
 
-int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at,
-	      const char *fmt, ...)
+int ytree_fail(struct ytree_error *err, const char *name, const struct ynode *at, const char *fmt,
+	       ...)
 {
 	va_list ap;
 	int r;
@@ -108,7 +108,7 @@ static int add_kid(struct ynode *parent, struct ynode *kid)
 }
 
 int ytree_load(const char *name, const char *buf, size_t len, struct ynode **root,
-	      struct ytree_error *err)
+	       struct ytree_error *err)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
@@ -214,13 +214,14 @@ int ytree_load(const char *name, const char *buf, size_t len, struct ynode **roo
 				/* Not from libyaml (one root per document, one
 				 * document); refused rather than used after free. */
 				ytree_free(n);
-				r = fail_at(err, name, line, col, "more than one top-level YAML node");
+				r = fail_at(err, name, line, col,
+					    "more than one top-level YAML node");
 				break;
 			}
 			if (n->type != YNODE_SCALAR) {
 				if (depth >= YTREE_MAX_DEPTH) {
-					r = fail_at(err, name, line, col,
-						    "nesting deeper than %u", YTREE_MAX_DEPTH);
+					r = fail_at(err, name, line, col, "nesting deeper than %u",
+						    YTREE_MAX_DEPTH);
 					break;
 				}
 				stack[depth++] = n;

@@ -166,8 +166,8 @@ int dns_parse_query(const uint8_t *msg, size_t len, struct dns_query *q);
  * Return: length written, -ENOSPC when @out is too small, -EINVAL when @q
  * has no question or an address is not IPv4.
  */
-int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs,
-		size_t n, uint32_t ttl, bool udp, uint8_t *out, size_t outlen);
+int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs, size_t n, uint32_t ttl,
+		bool udp, uint8_t *out, size_t outlen);
 
 /**
  * dns_build_nodata() - write a NOERROR reply without answers (NODATA)
@@ -185,8 +185,7 @@ int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs,
  *
  * Return: length written, -ENOSPC, or -EINVAL when @q has no question.
  */
-int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out,
-		     size_t outlen);
+int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out, size_t outlen);
 
 /**
  * dns_build_error() - write an error reply
@@ -207,9 +206,8 @@ int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out,
  * Return: length written, -ENOSPC, or -EINVAL for an RCODE that cannot be
  * expressed for this query.
  */
-int dns_build_error(const struct dns_query *q, uint16_t rcode,
-		    uint16_t ede_code, const char *ede_text, uint8_t *out,
-		    size_t outlen);
+int dns_build_error(const struct dns_query *q, uint16_t rcode, uint16_t ede_code,
+		    const char *ede_text, uint8_t *out, size_t outlen);
 
 /**
  * dns_tcp_frame_len() - find the next message in a DNS-over-TCP stream
@@ -284,8 +282,7 @@ struct dns_synth;
  *
  * Return: the map (free it with dns_synth_free()), or NULL with errno set.
  */
-struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen,
-				size_t max_names);
+struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen, size_t max_names);
 
 /* Frees @s and every name in it; accepts NULL. No thread may use @s then. */
 void dns_synth_free(struct dns_synth *s);
@@ -318,20 +315,19 @@ int dns_synth_get(struct dns_synth *s, const char *name, struct sl_addr *out);
  * Return: 0; -ENOENT when @a was never handed out by @s; -ENOSPC when
  * @name is too small.
  */
-int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name,
-		   size_t len);
+int dns_synth_name(struct dns_synth *s, const struct sl_addr *a, char *name, size_t len);
 
 /* How many names have an address. Thread-safe. */
 size_t dns_synth_count(struct dns_synth *s);
 
 /* What a replay of the journal found (dns_synth_journal()). */
 struct dns_synth_replay {
-	unsigned kept;	/* names that have their address back */
-	unsigned lost;	/* lines that did not verify or could not be used */
-	uint32_t next;	/* the offset the next new name gets */
-	bool missing;	/* there was no journal */
-	bool legacy;	/* written before checksums: read once, rewritten */
-	bool damaged;	/* checksums or framing did not verify */
+	unsigned kept;	  /* names that have their address back */
+	unsigned lost;	  /* lines that did not verify or could not be used */
+	uint32_t next;	  /* the offset the next new name gets */
+	bool missing;	  /* there was no journal */
+	bool legacy;	  /* written before checksums: read once, rewritten */
+	bool damaged;	  /* checksums or framing did not verify */
 	bool hwm_damaged; /* the side file of the mark (PATH.hwm) did not */
 };
 
@@ -427,9 +423,8 @@ struct dns_filter_result {
  * Return: the reply's length; 0 when nothing must be sent (a message too
  * short for a header, a response, or @out too small).
  */
-int dns_filter_answer(const struct policy *p, struct dns_synth *s,
-		      const uint8_t *q, size_t qlen, bool udp, uint8_t *out,
-		      size_t outlen, struct dns_filter_result *res);
+int dns_filter_answer(const struct policy *p, struct dns_synth *s, const uint8_t *q, size_t qlen,
+		      bool udp, uint8_t *out, size_t outlen, struct dns_filter_result *res);
 
 /**
  * dns_filter_answer_mode() - dns_filter_answer() for a sandbox in audit
@@ -440,9 +435,8 @@ int dns_filter_answer(const struct policy *p, struct dns_synth *s,
  *
  * Return: as dns_filter_answer().
  */
-int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
-			   bool audit, const uint8_t *q, size_t qlen, bool udp,
-			   uint8_t *out, size_t outlen,
+int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s, bool audit,
+			   const uint8_t *q, size_t qlen, bool udp, uint8_t *out, size_t outlen,
 			   struct dns_filter_result *res);
 
 /* What the filter does with a name outside the policy (not a bad name). */
@@ -465,9 +459,8 @@ enum dns_unlisted {
  * Return: as dns_filter_answer().
  */
 int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
-			       enum dns_unlisted unlisted, const uint8_t *q,
-			       size_t qlen, bool udp, uint8_t *out,
-			       size_t outlen, struct dns_filter_result *res);
+			       enum dns_unlisted unlisted, const uint8_t *q, size_t qlen, bool udp,
+			       uint8_t *out, size_t outlen, struct dns_filter_result *res);
 
 /**
  * dns_filter_error() - answer a query with a fixed error, unread
@@ -488,9 +481,8 @@ int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
  *
  * Return: the reply's length; 0 when nothing must be sent.
  */
-int dns_filter_error(const uint8_t *q, size_t qlen, uint16_t rcode,
-		     uint16_t ede_code, const char *decision,
-		     const char *reason, uint8_t *out, size_t outlen,
+int dns_filter_error(const uint8_t *q, size_t qlen, uint16_t rcode, uint16_t ede_code,
+		     const char *decision, const char *reason, uint8_t *out, size_t outlen,
 		     struct dns_filter_result *res);
 
 /* ------------------------------------------------------------------------
@@ -521,8 +513,7 @@ struct dns_bucket {
  *
  * Return: true when a token was taken (answer the query).
  */
-bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate,
-		     uint32_t burst);
+bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate, uint32_t burst);
 
 /* ------------------------------------------------------------------------
  * The DNS filter server (dnsfilter/server.c)
@@ -543,13 +534,13 @@ struct dns_server;
  * it, initialises @lock, and destroys it when the sandbox is freed.
  */
 struct dns_client_state {
-	atomic_uint tcp;	  /* its TCP connections, all workers */
-	pthread_mutex_t lock;	  /* guards the buckets and the counters */
-	struct dns_bucket bucket; /* queries answered */
+	atomic_uint tcp;		 /* its TCP connections, all workers */
+	pthread_mutex_t lock;		 /* guards the buckets and the counters */
+	struct dns_bucket bucket;	 /* queries answered */
 	struct dns_bucket refuse_bucket; /* REFUSED answers over the rate */
-	uint64_t limited;	  /* refused for rate since the last report */
-	uint64_t dropped;	  /* left unanswered since the last report */
-	uint64_t limited_log_ms;  /* when that report was logged */
+	uint64_t limited;		 /* refused for rate since the last report */
+	uint64_t dropped;		 /* left unanswered since the last report */
+	uint64_t limited_log_ms;	 /* when that report was logged */
 };
 
 /*
@@ -596,8 +587,8 @@ struct dns_server_ops {
  * Call before the loop runs, on its thread or while it is not running.
  * Return: 0 or a negative errno (nothing is left open).
  */
-int dns_server_start(struct loop *l, unsigned id, uint16_t port,
-		     const struct dns_server_ops *ops, void *ctx, struct dns_server **out);
+int dns_server_start(struct loop *l, unsigned id, uint16_t port, const struct dns_server_ops *ops,
+		     void *ctx, struct dns_server **out);
 
 /**
  * dns_server_stop() - close the sockets and TCP connections of @srv, free it

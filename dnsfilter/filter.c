@@ -40,8 +40,8 @@ static const char *rcode_text(uint16_t rcode)
 	}
 }
 
-static void res_set(struct dns_filter_result *res, const char *decision,
-		    const char *reason, const char *metric, uint16_t rcode)
+static void res_set(struct dns_filter_result *res, const char *decision, const char *reason,
+		    const char *metric, uint16_t rcode)
 {
 	res->decision = decision;
 	res->reason = reason;
@@ -51,8 +51,7 @@ static void res_set(struct dns_filter_result *res, const char *decision,
 }
 
 /* The question as far as the parser read it; nothing otherwise. */
-static void res_question(struct dns_filter_result *res,
-			 const struct dns_query *q)
+static void res_question(struct dns_filter_result *res, const struct dns_query *q)
 {
 	memset(res, 0, sizeof(*res));
 	if (q->has_question) {
@@ -64,8 +63,7 @@ static void res_question(struct dns_filter_result *res,
 
 /* No reply: a message too short for a header, a response (answering one
  * could start a loop between two DNS speakers), or no room for the reply. */
-static int drop(struct dns_filter_result *res, const char *decision,
-		const char *reason)
+static int drop(struct dns_filter_result *res, const char *decision, const char *reason)
 {
 	res->decision = decision;
 	res->reason = reason;
@@ -84,8 +82,8 @@ static int built(int n, struct dns_filter_result *res)
 	return drop(res, "error", "reply-too-large");
 }
 
-static int parse_error(const struct dns_query *q, int r, uint8_t *out,
-		       size_t outlen, struct dns_filter_result *res)
+static int parse_error(const struct dns_query *q, int r, uint8_t *out, size_t outlen,
+		       struct dns_filter_result *res)
 {
 	switch (r) {
 	case -EOPNOTSUPP:
@@ -98,33 +96,26 @@ static int parse_error(const struct dns_query *q, int r, uint8_t *out,
 		res_set(res, "deny", "formerr", "formerr", DNS_RCODE_FORMERR);
 		break;
 	}
-	return built(dns_build_error(q, q->rcode_hint, 0, NULL, out, outlen),
-		     res);
+	return built(dns_build_error(q, q->rcode_hint, 0, NULL, out, outlen), res);
 }
 
-int dns_filter_answer(const struct policy *p, struct dns_synth *s,
-		      const uint8_t *msg, size_t len, bool udp, uint8_t *out,
-		      size_t outlen, struct dns_filter_result *res)
+int dns_filter_answer(const struct policy *p, struct dns_synth *s, const uint8_t *msg, size_t len,
+		      bool udp, uint8_t *out, size_t outlen, struct dns_filter_result *res)
 {
-	return dns_filter_answer_mode(p, s, false, msg, len, udp, out, outlen,
-				      res);
+	return dns_filter_answer_mode(p, s, false, msg, len, udp, out, outlen, res);
 }
 
-int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s,
-			   bool audit, const uint8_t *msg, size_t len, bool udp,
-			   uint8_t *out, size_t outlen,
+int dns_filter_answer_mode(const struct policy *p, struct dns_synth *s, bool audit,
+			   const uint8_t *msg, size_t len, bool udp, uint8_t *out, size_t outlen,
 			   struct dns_filter_result *res)
 {
-	return dns_filter_answer_unlisted(p, s,
-					  audit ? DNS_UNLISTED_AUDIT
-						: DNS_UNLISTED_REFUSE,
+	return dns_filter_answer_unlisted(p, s, audit ? DNS_UNLISTED_AUDIT : DNS_UNLISTED_REFUSE,
 					  msg, len, udp, out, outlen, res);
 }
 
 int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
-			       enum dns_unlisted unlisted, const uint8_t *msg,
-			       size_t len, bool udp, uint8_t *out,
-			       size_t outlen, struct dns_filter_result *res)
+			       enum dns_unlisted unlisted, const uint8_t *msg, size_t len, bool udp,
+			       uint8_t *out, size_t outlen, struct dns_filter_result *res)
 {
 	const char *decision = "allow", *reason = "allowed";
 	struct dns_query q;
@@ -143,17 +134,14 @@ int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
 	 * q.name: it must not be matched as the name it resembles. (The
 	 * policy would refuse the '?' too; this does not rely on it.) */
 	if (q.name_weird) {
-		res_set(res, "deny", "bad-name", "nxdomain",
-			DNS_RCODE_NXDOMAIN);
-		return built(dns_build_error(&q, DNS_RCODE_NXDOMAIN,
-					     DNS_EDE_BLOCKED, EDE_TEXT_BAD_NAME,
-					     out, outlen),
+		res_set(res, "deny", "bad-name", "nxdomain", DNS_RCODE_NXDOMAIN);
+		return built(dns_build_error(&q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED,
+					     EDE_TEXT_BAD_NAME, out, outlen),
 			     res);
 	}
 	nlen = strlen(q.name);
 	if (!policy_name_allowed(p, q.name, nlen)) {
-		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) ==
-			   POLICY_BAD_NAME;
+		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) == POLICY_BAD_NAME;
 
 		/* Audit mode, and `unlisted: hold`: answered as an allowed
 		 * name is, so that the client connects and the proxy sees
@@ -161,19 +149,17 @@ int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
 		 * answers); a synthetic address reveals nothing and asks
 		 * nobody upstream. */
 		if (unlisted != DNS_UNLISTED_REFUSE && !bad) {
-			decision = unlisted == DNS_UNLISTED_AUDIT
-					   ? SL_DECISION_WOULD_DENY
-					   : SL_DECISION_HOLD;
+			decision = unlisted == DNS_UNLISTED_AUDIT ? SL_DECISION_WOULD_DENY
+								  : SL_DECISION_HOLD;
 			reason = "not-allowlisted";
 			goto answer;
 		}
-		res_set(res, "deny", bad ? "bad-name" : "not-allowlisted",
-			"nxdomain", DNS_RCODE_NXDOMAIN);
-		return built(
-		    dns_build_error(&q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED,
-				    bad ? EDE_TEXT_BAD_NAME : EDE_TEXT_BLOCKED,
-				    out, outlen),
-		    res);
+		res_set(res, "deny", bad ? "bad-name" : "not-allowlisted", "nxdomain",
+			DNS_RCODE_NXDOMAIN);
+		return built(dns_build_error(&q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED,
+					     bad ? EDE_TEXT_BAD_NAME : EDE_TEXT_BLOCKED, out,
+					     outlen),
+			     res);
 	}
 
 answer:
@@ -181,12 +167,10 @@ answer:
 	 * address. Everything else (AAAA: sandboxes have no IPv6; TXT, MX,
 	 * HTTPS, ANY, ...) is NODATA, which clients cache and move on from;
 	 * the real records are the broker's business when it connects. */
-	if (q.qtype != DNS_TYPE_A ||
-	    (q.qclass != DNS_CLASS_IN && q.qclass != DNS_CLASS_ANY)) {
+	if (q.qtype != DNS_TYPE_A || (q.qclass != DNS_CLASS_IN && q.qclass != DNS_CLASS_ANY)) {
 		res_set(res, decision, reason, "nodata", DNS_RCODE_NOERROR);
 		snprintf(res->answer, sizeof(res->answer), "NODATA");
-		return built(dns_build_nodata(&q, DNS_FILTER_TTL, out, outlen),
-			     res);
+		return built(dns_build_nodata(&q, DNS_FILTER_TTL, out, outlen), res);
 	}
 	r = dns_synth_get(s, q.name, &a);
 	if (r < 0) {
@@ -194,23 +178,19 @@ answer:
 		 * journal cannot reserve the address (state_dir full): a
 		 * server failure, not a verdict on the name. */
 		res_set(res, "error",
-			r == -ENOSPC  ? "synthetic-pool-full"
-			: r == -EIO ? "synthetic-journal-failed"
-				    : "out-of-memory",
+			r == -ENOSPC ? "synthetic-pool-full"
+			: r == -EIO  ? "synthetic-journal-failed"
+				     : "out-of-memory",
 			"servfail", DNS_RCODE_SERVFAIL);
-		return built(dns_build_error(&q, DNS_RCODE_SERVFAIL, 0, NULL,
-					     out, outlen),
-			     res);
+		return built(dns_build_error(&q, DNS_RCODE_SERVFAIL, 0, NULL, out, outlen), res);
 	}
 	res_set(res, decision, reason, "synthetic", DNS_RCODE_NOERROR);
 	addr_format(&a, res->answer, sizeof(res->answer));
-	return built(dns_build_a(&q, &a, 1, DNS_FILTER_TTL, udp, out, outlen),
-		     res);
+	return built(dns_build_a(&q, &a, 1, DNS_FILTER_TTL, udp, out, outlen), res);
 }
 
-int dns_filter_error(const uint8_t *msg, size_t len, uint16_t rcode,
-		     uint16_t ede_code, const char *decision,
-		     const char *reason, uint8_t *out, size_t outlen,
+int dns_filter_error(const uint8_t *msg, size_t len, uint16_t rcode, uint16_t ede_code,
+		     const char *decision, const char *reason, uint8_t *out, size_t outlen,
 		     struct dns_filter_result *res)
 {
 	struct dns_query q;
@@ -220,17 +200,14 @@ int dns_filter_error(const uint8_t *msg, size_t len, uint16_t rcode,
 	res_question(res, &q);
 	if (r == -EINVAL)
 		return drop(res, decision, reason);
-	res_set(res, decision, reason,
-		rcode == DNS_RCODE_FORMERR ? "formerr" : "refused", rcode);
+	res_set(res, decision, reason, rcode == DNS_RCODE_FORMERR ? "formerr" : "refused", rcode);
 	/* Only the 4-bit RCODEs: a larger one needs EDNS the query may lack. */
 	if (rcode > 0xf)
 		return drop(res, "error", "bad-rcode");
-	return built(dns_build_error(&q, rcode, ede_code, NULL, out, outlen),
-		     res);
+	return built(dns_build_error(&q, rcode, ede_code, NULL, out, outlen), res);
 }
 
-bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate,
-		     uint32_t burst)
+bool dns_bucket_take(struct dns_bucket *b, uint64_t now_ms, uint32_t rate, uint32_t burst)
 {
 	uint64_t cap = (uint64_t)burst * 1000;
 

@@ -162,22 +162,20 @@ static enum rate_verdict rate_check(struct dns_client_state *st, uint64_t now,
 {
 	enum rate_verdict v = RATE_ANSWER;
 
-	*rep = (struct rate_report){0};
+	*rep = (struct rate_report){ 0 };
 	pthread_mutex_lock(&st->lock);
 	if (dns_bucket_take(&st->bucket, now, DNS_RATE_QPS, DNS_RATE_BURST))
 		goto out;
 	/* As many REFUSED a second as answers: a client over its rate learns
 	 * it, and a flood beyond twice the rate costs a receive only. */
-	if (dns_bucket_take(&st->refuse_bucket, now, DNS_RATE_QPS,
-			    DNS_RATE_BURST)) {
+	if (dns_bucket_take(&st->refuse_bucket, now, DNS_RATE_QPS, DNS_RATE_BURST)) {
 		v = RATE_REFUSE;
 		st->limited++;
 	} else {
 		v = RATE_DROP;
 		st->dropped++;
 	}
-	if (!st->limited_log_ms ||
-	    now - st->limited_log_ms >= REPORT_MS) {
+	if (!st->limited_log_ms || now - st->limited_log_ms >= REPORT_MS) {
 		rep->due = true;
 		rep->refused = st->limited;
 		rep->dropped = st->dropped;
@@ -189,9 +187,8 @@ out:
 	return v;
 }
 
-static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
-			  uint16_t sport, const uint8_t *msg, size_t len,
-			  uint8_t *out, size_t outlen)
+static int answer_unknown(struct dns_server *srv, const struct sl_addr *src, uint16_t sport,
+			  const uint8_t *msg, size_t len, uint8_t *out, size_t outlen)
 {
 	struct dns_filter_result res;
 	uint64_t now = loop_now_ms(srv->loop);
@@ -208,15 +205,14 @@ static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
 			addr_format(src, a, sizeof(a));
 			log_warn("dns: worker %u: %llu queries from unknown "
 				 "sources dropped (latest from %s)",
-				 srv->id,
-				 (unsigned long long)srv->unknown_dropped, a);
+				 srv->id, (unsigned long long)srv->unknown_dropped, a);
 			srv->unknown_dropped = 0;
 			srv->unknown_log_ms = now;
 		}
 		return 0;
 	}
-	n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
-			     "deny", "unknown-source", out, outlen, &res);
+	n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED, "deny",
+			     "unknown-source", out, outlen, &res);
 	audit_dns(srv, NULL, src, sport, &res);
 	count(srv, &res);
 	return n;
@@ -226,9 +222,9 @@ static int answer_unknown(struct dns_server *srv, const struct sl_addr *src,
  * Answers one query from @src. @truncated: the datagram did not fit our
  * buffer, so @msg is only its start. Returns the reply length, 0 for none.
  */
-static int answer(struct dns_server *srv, const struct sl_addr *src,
-		  uint16_t sport, const uint8_t *msg, size_t len, bool udp,
-		  bool truncated, uint8_t *out, size_t outlen)
+static int answer(struct dns_server *srv, const struct sl_addr *src, uint16_t sport,
+		  const uint8_t *msg, size_t len, bool udp, bool truncated, uint8_t *out,
+		  size_t outlen)
 {
 	struct dns_filter_result res;
 	struct rate_report rep;
@@ -245,9 +241,8 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 	if (v != RATE_ANSWER) {
 		/* A dropped query is parsed only when a report needs it. */
 		if (v == RATE_REFUSE || rep.due)
-			n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, 0,
-					     "deny", "rate-limited", out,
-					     outlen, &res);
+			n = dns_filter_error(msg, len, DNS_RCODE_REFUSED, 0, "deny", "rate-limited",
+					     out, outlen, &res);
 		if (v == RATE_REFUSE) {
 			count(srv, &res);
 		} else {
@@ -260,23 +255,21 @@ static int answer(struct dns_server *srv, const struct sl_addr *src,
 				 "(burst %u): %llu refused, %llu dropped "
 				 "unanswered since last report",
 				 sb->name, DNS_RATE_QPS, DNS_RATE_BURST,
-				 (unsigned long long)rep.refused,
-				 (unsigned long long)rep.dropped);
+				 (unsigned long long)rep.refused, (unsigned long long)rep.dropped);
 		}
 	} else if (truncated) {
-		n = dns_filter_error(msg, len, DNS_RCODE_FORMERR, 0, "deny",
-				     "formerr", out, outlen, &res);
+		n = dns_filter_error(msg, len, DNS_RCODE_FORMERR, 0, "deny", "formerr", out, outlen,
+				     &res);
 		audit_dns(srv, sb, src, sport, &res);
 		count(srv, &res);
 	} else {
 		/* Audit mode first: there nothing is held (it goes on). */
-		enum dns_unlisted un = sb->audit ? DNS_UNLISTED_AUDIT
-				       : policy_unlisted_hold(pol)
-					   ? DNS_UNLISTED_HOLD
-					   : DNS_UNLISTED_REFUSE;
+		enum dns_unlisted un = sb->audit		   ? DNS_UNLISTED_AUDIT
+				       : policy_unlisted_hold(pol) ? DNS_UNLISTED_HOLD
+								   : DNS_UNLISTED_REFUSE;
 
-		n = dns_filter_answer_unlisted(pol, sb->synth, un, msg, len,
-					       udp, out, outlen, &res);
+		n = dns_filter_answer_unlisted(pol, sb->synth, un, msg, len, udp, out, outlen,
+					       &res);
 		audit_dns(srv, sb, src, sport, &res);
 		count(srv, &res);
 	}
@@ -303,8 +296,7 @@ static void udp_send(struct dns_server *srv, unsigned n_out)
 	unsigned i = 0;
 
 	while (i < n_out) {
-		int r = sendmmsg(srv->udp_ev.fd, &srv->smsg[i], n_out - i,
-				 MSG_DONTWAIT);
+		int r = sendmmsg(srv->udp_ev.fd, &srv->smsg[i], n_out - i, MSG_DONTWAIT);
 
 		if (r <= 0) {
 			/* The reply that failed (full socket buffer, a source
@@ -326,14 +318,14 @@ static void udp_send(struct dns_server *srv, unsigned n_out)
 static void udp_arm_receive(struct dns_server *srv)
 {
 	for (int k = 0; k < UDP_BATCH; k++) {
-		srv->riov[k] = (struct iovec){srv->rbuf[k], UDP_BUF};
+		srv->riov[k] = (struct iovec){ srv->rbuf[k], UDP_BUF };
 		srv->rmsg[k].msg_hdr = (struct msghdr){
-		    .msg_name = &srv->from[k],
-		    .msg_namelen = sizeof(srv->from[k]),
-		    .msg_iov = &srv->riov[k],
-		    .msg_iovlen = 1,
-		    .msg_control = srv->rctl[k].buf,
-		    .msg_controllen = sizeof(srv->rctl[k].buf),
+			.msg_name = &srv->from[k],
+			.msg_namelen = sizeof(srv->from[k]),
+			.msg_iov = &srv->riov[k],
+			.msg_iovlen = 1,
+			.msg_control = srv->rctl[k].buf,
+			.msg_controllen = sizeof(srv->rctl[k].buf),
 		};
 	}
 }
@@ -343,19 +335,18 @@ static void udp_arm_receive(struct dns_server *srv)
  * datagram @k, from the address that datagram was sent to: conntrack maps
  * that back to where the sandbox sent its query (its :53).
  */
-static void udp_queue_reply(struct dns_server *srv, int k, unsigned o,
-			    size_t len)
+static void udp_queue_reply(struct dns_server *srv, int k, unsigned o, size_t len)
 {
 	struct in_pktinfo *pi = pktinfo_of(&srv->rmsg[k].msg_hdr), *src;
 	struct msghdr *sh = &srv->smsg[o].msg_hdr;
 	struct cmsghdr *c;
 
-	srv->siov[o] = (struct iovec){srv->sbuf[o], len};
+	srv->siov[o] = (struct iovec){ srv->sbuf[o], len };
 	*sh = (struct msghdr){
-	    .msg_name = &srv->from[k],
-	    .msg_namelen = sizeof(srv->from[k]),
-	    .msg_iov = &srv->siov[o],
-	    .msg_iovlen = 1,
+		.msg_name = &srv->from[k],
+		.msg_namelen = sizeof(srv->from[k]),
+		.msg_iov = &srv->siov[o],
+		.msg_iovlen = 1,
 	};
 	if (!pi)
 		return;
@@ -391,14 +382,12 @@ static void on_udp(struct ev *ev, uint32_t events)
 			int r;
 
 			if (rh->msg_namelen < sizeof(struct sockaddr_in) ||
-			    addr_from_sockaddr((struct sockaddr *)&srv->from[k],
-					       &src, &sport) < 0)
+			    addr_from_sockaddr((struct sockaddr *)&srv->from[k], &src, &sport) < 0)
 				continue;
 			if (len > UDP_BUF)
 				len = UDP_BUF;
 			r = answer(srv, &src, sport, srv->rbuf[k], len, true,
-				   (rh->msg_flags & MSG_TRUNC) != 0,
-				   srv->sbuf[n_out], REPLY_MAX);
+				   (rh->msg_flags & MSG_TRUNC) != 0, srv->sbuf[n_out], REPLY_MAX);
 			if (r > 0)
 				udp_queue_reply(srv, k, n_out++, (size_t)r);
 		}
@@ -460,8 +449,7 @@ static int tcp_process(struct dns_tcp *c)
 		if (fl == 0)
 			break;
 		if (c->out_len > c->out_pos && c->out_pos > 0) {
-			memmove(c->out, c->out + c->out_pos,
-				c->out_len - c->out_pos);
+			memmove(c->out, c->out + c->out_pos, c->out_len - c->out_pos);
 			c->out_len -= c->out_pos;
 			c->out_pos = 0;
 		} else if (c->out_len == c->out_pos) {
@@ -470,8 +458,8 @@ static int tcp_process(struct dns_tcp *c)
 		if (sizeof(c->out) - c->out_len < 2 + REPLY_MAX)
 			break; /* wait for the client to read */
 		o = c->out + c->out_len;
-		n = answer(c->srv, &c->peer, c->pport, c->in + pos + 2,
-			   (size_t)fl, false, false, o + 2, REPLY_MAX);
+		n = answer(c->srv, &c->peer, c->pport, c->in + pos + 2, (size_t)fl, false, false,
+			   o + 2, REPLY_MAX);
 		if (n > 0) {
 			o[0] = (uint8_t)(n >> 8);
 			o[1] = (uint8_t)n;
@@ -487,8 +475,7 @@ static int tcp_process(struct dns_tcp *c)
 	if (any)
 		loop_timer_arm(c->srv->loop, &c->timer, DNS_TCP_IDLE_MS);
 	/* A full buffer without a whole message: it can never be one. */
-	if (c->in_len == sizeof(c->in) &&
-	    dns_tcp_frame_len(c->in, c->in_len) == 0)
+	if (c->in_len == sizeof(c->in) && dns_tcp_frame_len(c->in, c->in_len) == 0)
 		return -EMSGSIZE;
 	return 0;
 }
@@ -500,9 +487,8 @@ static void on_tcp(struct ev *ev, uint32_t events)
 
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		while (!c->eof && c->in_len < sizeof(c->in)) {
-			ssize_t r =
-			    recv(ev->fd, c->in + c->in_len,
-				 sizeof(c->in) - c->in_len, MSG_DONTWAIT);
+			ssize_t r = recv(ev->fd, c->in + c->in_len, sizeof(c->in) - c->in_len,
+					 MSG_DONTWAIT);
 
 			if (r > 0) {
 				c->in_len += (size_t)r;
@@ -521,9 +507,8 @@ static void on_tcp(struct ev *ev, uint32_t events)
 		return;
 	}
 	while (c->out_pos < c->out_len) {
-		ssize_t r =
-		    send(ev->fd, c->out + c->out_pos, c->out_len - c->out_pos,
-			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t r = send(ev->fd, c->out + c->out_pos, c->out_len - c->out_pos,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (r > 0) {
 			c->out_pos += (size_t)r;
@@ -541,8 +526,7 @@ static void on_tcp(struct ev *ev, uint32_t events)
 		tcp_free(c);
 		return;
 	}
-	if (c->eof && c->out_pos == c->out_len &&
-	    dns_tcp_frame_len(c->in, c->in_len) <= 0) {
+	if (c->eof && c->out_pos == c->out_len && dns_tcp_frame_len(c->in, c->in_len) <= 0) {
 		/* The client is done and has every answer. */
 		tcp_free(c);
 		return;
@@ -656,8 +640,7 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 		c->ev.fd = fd;
 		c->ev.cb = on_tcp;
 		c->timer.cb = tcp_on_timer;
-		addr_from_sockaddr((struct sockaddr *)&peer, &c->peer,
-				   &c->pport);
+		addr_from_sockaddr((struct sockaddr *)&peer, &c->peer, &c->pport);
 		if (tcp_take_slot(srv, c) < 0) {
 			close(fd);
 			free(c);
@@ -666,8 +649,7 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->mask = EPOLLIN;
 		if (loop_add(srv->loop, &c->ev, EPOLLIN) < 0 ||
-		    loop_timer_arm(srv->loop, &c->timer, DNS_TCP_IDLE_MS) <
-			0) {
+		    loop_timer_arm(srv->loop, &c->timer, DNS_TCP_IDLE_MS) < 0) {
 			loop_del(srv->loop, &c->ev);
 			close(fd);
 			tcp_put_slot(c);
@@ -686,8 +668,7 @@ static void on_tcp_accept(struct ev *ev, uint32_t events)
 
 static int open_socket(int type, uint16_t port)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(port)};
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd, one = 1;
 
 	fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -695,8 +676,7 @@ static int open_socket(int type, uint16_t port)
 		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
-	    (type == SOCK_DGRAM &&
-	     setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0) ||
+	    (type == SOCK_DGRAM && setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0) ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, 256) < 0)) {
 		int e = -errno;
@@ -710,16 +690,14 @@ static int open_socket(int type, uint16_t port)
 		/* FORCE works at start-up (root) past net.core.rmem_max;
 		 * otherwise take what rmem_max allows. Either way a smaller
 		 * buffer only means more drops under a burst. */
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv,
-			       sizeof(rcv)) < 0)
-			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv,
-					 sizeof(rcv));
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
+			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
 	}
 	return fd;
 }
 
-int dns_server_start(struct loop *l, unsigned id, uint16_t port,
-		     const struct dns_server_ops *ops, void *ctx, struct dns_server **out)
+int dns_server_start(struct loop *l, unsigned id, uint16_t port, const struct dns_server_ops *ops,
+		     void *ctx, struct dns_server **out)
 {
 	struct dns_server *srv;
 	int r;

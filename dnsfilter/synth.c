@@ -240,7 +240,7 @@ struct dns_synth *dns_synth_new(const struct sl_addr *net, unsigned plen, size_t
 	s->plen = plen;
 	s->base = *net;
 	for (unsigned bit = plen; bit < 128; bit++)
-		s->base.b[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+		s->base.b[bit / 8] &= (uint8_t)~(0x80u >> (bit % 8));
 
 	/* Addresses at offsets 1 .. pool - 1, within the low 32 bits. */
 	pool = 128 - plen >= 32 ? (uint64_t)SYNTH_OFFSET_MAX + 1 : (uint64_t)1 << (128 - plen);

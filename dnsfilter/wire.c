@@ -39,8 +39,7 @@ static uint16_t rd16(const uint8_t *p)
 
 static uint32_t rd32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /*
@@ -49,8 +48,7 @@ static uint32_t rd32(const uint8_t *p)
  * earlier name to point to, and accepting them would only open loops.
  * On success *@off is past the name's root label.
  */
-static int parse_qname(const uint8_t *msg, size_t len, size_t *off,
-		       struct dns_query *q)
+static int parse_qname(const uint8_t *msg, size_t len, size_t *off, struct dns_query *q)
 {
 	size_t p = *off, wire = 0, t = 0;
 
@@ -93,8 +91,7 @@ static int parse_qname(const uint8_t *msg, size_t len, size_t *off,
 	return 0;
 }
 
-static int parse_question(const uint8_t *msg, size_t len, size_t *off,
-			  struct dns_query *q)
+static int parse_question(const uint8_t *msg, size_t len, size_t *off, struct dns_query *q)
 {
 	size_t start = *off, p = *off;
 	int r;
@@ -122,8 +119,7 @@ bad:
 }
 
 /* The one additional record a query may carry: an OPT RR (RFC 6891). */
-static int parse_opt(const uint8_t *msg, size_t len, size_t *off,
-		     struct dns_query *q)
+static int parse_opt(const uint8_t *msg, size_t len, size_t *off, struct dns_query *q)
 {
 	size_t p = *off;
 	uint16_t payload, rdlen;
@@ -261,8 +257,7 @@ static void put16(struct wbuf *w, uint16_t v)
 
 static void put32(struct wbuf *w, uint32_t v)
 {
-	uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16),
-			 (uint8_t)(v >> 8), (uint8_t)v };
+	uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
 
 	put(w, b, sizeof(b));
 }
@@ -276,9 +271,8 @@ static int wbuf_done(const struct wbuf *w)
 
 /* Header and question. RA is set because to the sandbox we are its
  * recursive resolver; AA stays clear because we are no zone's authority. */
-static void put_header(struct wbuf *w, const struct dns_query *q,
-		       uint16_t rcode, bool tc, uint16_t ancount,
-		       uint16_t nscount)
+static void put_header(struct wbuf *w, const struct dns_query *q, uint16_t rcode, bool tc,
+		       uint16_t ancount, uint16_t nscount)
 {
 	uint16_t flags = DNS_F_QR | DNS_F_RA;
 
@@ -302,8 +296,8 @@ static void put_header(struct wbuf *w, const struct dns_query *q,
 }
 
 /* Our OPT RR, with an optional Extended DNS Error option (RFC 8914). */
-static void put_opt(struct wbuf *w, const struct dns_query *q, uint16_t rcode,
-		    uint16_t ede_code, const char *ede_text)
+static void put_opt(struct wbuf *w, const struct dns_query *q, uint16_t rcode, uint16_t ede_code,
+		    const char *ede_text)
 {
 	size_t tlen = 0;
 	uint32_t ttl;
@@ -332,14 +326,13 @@ static void put_opt(struct wbuf *w, const struct dns_query *q, uint16_t rcode,
 
 static bool addr_v4_mapped(const struct sl_addr *a)
 {
-	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0,
-					    0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 	return memcmp(a->b, prefix, sizeof(prefix)) == 0;
 }
 
-int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs,
-		size_t n, uint32_t ttl, bool udp, uint8_t *out, size_t outlen)
+int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs, size_t n, uint32_t ttl,
+		bool udp, uint8_t *out, size_t outlen)
 {
 	struct wbuf w = { .p = out, .cap = out ? outlen : 0 };
 	size_t full;
@@ -376,8 +369,7 @@ int dns_build_a(const struct dns_query *q, const struct sl_addr *addrs,
 	return wbuf_done(&w);
 }
 
-int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out,
-		     size_t outlen)
+int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out, size_t outlen)
 {
 	/* MNAME sluice.invalid. (RFC 6761: can never be a real name). */
 	static const uint8_t mname[] = "\6sluice\7invalid";
@@ -400,11 +392,11 @@ int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out,
 	/* RNAME hostmaster.sluice.invalid., its tail a pointer to MNAME */
 	put(&w, rname_label, sizeof(rname_label) - 1);
 	put16(&w, (uint16_t)(0xc000 | mname_at));
-	put32(&w, 1); /* SERIAL */
-	put32(&w, 3600); /* REFRESH */
-	put32(&w, 600); /* RETRY */
+	put32(&w, 1);	  /* SERIAL */
+	put32(&w, 3600);  /* REFRESH */
+	put32(&w, 600);	  /* RETRY */
 	put32(&w, 86400); /* EXPIRE */
-	put32(&w, ttl); /* MINIMUM: the negative-caching TTL (RFC 2308) */
+	put32(&w, ttl);	  /* MINIMUM: the negative-caching TTL (RFC 2308) */
 	if (!w.err) {
 		size_t rdlen = w.len - soa_rdata_at - 2;
 
@@ -416,9 +408,8 @@ int dns_build_nodata(const struct dns_query *q, uint32_t ttl, uint8_t *out,
 	return wbuf_done(&w);
 }
 
-int dns_build_error(const struct dns_query *q, uint16_t rcode,
-		    uint16_t ede_code, const char *ede_text, uint8_t *out,
-		    size_t outlen)
+int dns_build_error(const struct dns_query *q, uint16_t rcode, uint16_t ede_code,
+		    const char *ede_text, uint8_t *out, size_t outlen)
 {
 	struct wbuf w = { .p = out, .cap = out ? outlen : 0 };
 
@@ -445,30 +436,14 @@ ssize_t dns_tcp_frame_len(const uint8_t *buf, size_t len)
 }
 
 static const char *const dns_type_names[] = {
-	[DNS_TYPE_A] = "A",
-	[DNS_TYPE_NS] = "NS",
-	[DNS_TYPE_CNAME] = "CNAME",
-	[DNS_TYPE_SOA] = "SOA",
-	[DNS_TYPE_NULL] = "NULL",
-	[DNS_TYPE_PTR] = "PTR",
-	[DNS_TYPE_HINFO] = "HINFO",
-	[DNS_TYPE_MX] = "MX",
-	[DNS_TYPE_TXT] = "TXT",
-	[DNS_TYPE_AAAA] = "AAAA",
-	[DNS_TYPE_SRV] = "SRV",
-	[DNS_TYPE_NAPTR] = "NAPTR",
-	[DNS_TYPE_DNAME] = "DNAME",
-	[DNS_TYPE_OPT] = "OPT",
-	[DNS_TYPE_DS] = "DS",
-	[DNS_TYPE_RRSIG] = "RRSIG",
-	[DNS_TYPE_DNSKEY] = "DNSKEY",
-	[DNS_TYPE_TLSA] = "TLSA",
-	[DNS_TYPE_SVCB] = "SVCB",
-	[DNS_TYPE_HTTPS] = "HTTPS",
-	[DNS_TYPE_IXFR] = "IXFR",
-	[DNS_TYPE_AXFR] = "AXFR",
-	[DNS_TYPE_ANY] = "ANY",
-	[DNS_TYPE_CAA] = "CAA",
+	[DNS_TYPE_A] = "A",	    [DNS_TYPE_NS] = "NS",	  [DNS_TYPE_CNAME] = "CNAME",
+	[DNS_TYPE_SOA] = "SOA",	    [DNS_TYPE_NULL] = "NULL",	  [DNS_TYPE_PTR] = "PTR",
+	[DNS_TYPE_HINFO] = "HINFO", [DNS_TYPE_MX] = "MX",	  [DNS_TYPE_TXT] = "TXT",
+	[DNS_TYPE_AAAA] = "AAAA",   [DNS_TYPE_SRV] = "SRV",	  [DNS_TYPE_NAPTR] = "NAPTR",
+	[DNS_TYPE_DNAME] = "DNAME", [DNS_TYPE_OPT] = "OPT",	  [DNS_TYPE_DS] = "DS",
+	[DNS_TYPE_RRSIG] = "RRSIG", [DNS_TYPE_DNSKEY] = "DNSKEY", [DNS_TYPE_TLSA] = "TLSA",
+	[DNS_TYPE_SVCB] = "SVCB",   [DNS_TYPE_HTTPS] = "HTTPS",	  [DNS_TYPE_IXFR] = "IXFR",
+	[DNS_TYPE_AXFR] = "AXFR",   [DNS_TYPE_ANY] = "ANY",	  [DNS_TYPE_CAA] = "CAA",
 };
 _Static_assert(ARRAY_SIZE(dns_type_names) == DNS_TYPE_CAA + 1,
 	       "dns_type_names ends at the highest type in enum dns_type");

@@ -69,7 +69,7 @@ struct build {
 	int lock;	       /* holds this name's byte of NETNS_CREATE_LOCK, or -1 */
 	bool keep_mark;	       /* what an interrupted create left is still there */
 	bool registered, state_dir, netns, etc_dir, link, element;
-	bool audit; /* `sluice create --audit`: register asks for audit mode */
+	bool audit;	   /* `sluice create --audit`: register asks for audit mode */
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 	/* attach: the runtime's namespace, and what was in it before sluice
 	 * changed it (rollback() puts that back): disable_ipv6 of all,
@@ -183,7 +183,8 @@ static int register_answer(struct build *b, int fd, struct sl_err *err)
 
 		if (*pem)
 			pem++;
-		if (strlen(pem) >= sizeof(b->ca_pem) || !strstr(pem, "-----BEGIN CERTIFICATE-----")) {
+		if (strlen(pem) >= sizeof(b->ca_pem) ||
+		    !strstr(pem, "-----BEGIN CERTIFICATE-----")) {
 			sl_err_set(err, EPROTO, "broker: no sandbox CA certificate in its answer");
 			free(resp);
 			return -EPROTO;
@@ -410,8 +411,10 @@ static int state_dir_end(struct build *b, struct sl_err *err)
 		return r;
 	}
 	if (b->no_store)
-		fprintf(stderr, "sluice: warning: no system trust store at %s; %s holds only "
-			"the sandbox's CA\n", NETNS_SYSTEM_CA, bundle);
+		fprintf(stderr,
+			"sluice: warning: no system trust store at %s; %s holds only "
+			"the sandbox's CA\n",
+			NETNS_SYSTEM_CA, bundle);
 	return 0;
 }
 
@@ -571,7 +574,8 @@ static void attach_restore(struct build *b)
 		netns_link_set(&batch, 1, false);
 		k = netns_rtnl_batch_send(&b->in, &batch, NULL);
 		if (k < 0)
-			fprintf(stderr, "sluice: undo: cannot set lo down again: %s\n", strerror(-k));
+			fprintf(stderr, "sluice: undo: cannot set lo down again: %s\n",
+				strerror(-k));
 	}
 	if (!b->v6_set || b->nsfd < 0 || netns_ns_enter(b->nsfd, &saved) < 0)
 		return;
@@ -798,8 +802,7 @@ static int create_begin(struct build *b, struct sl_err *err)
 	}
 	snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", b->sb.name);
 	if (access(mark, F_OK) == 0) {
-		fprintf(stderr,
-			"sluice: a create of `%s` was interrupted; removing what it left\n",
+		fprintf(stderr, "sluice: a create of `%s` was interrupted; removing what it left\n",
 			b->sb.name);
 		r = netns_sandbox_delete(b->sb.name, err);
 		if (r < 0 && r != -ENOENT) {

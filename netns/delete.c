@@ -149,7 +149,7 @@ static int broker_ns_alive(const char *name, const struct netns_sandbox *sb)
 
 /* Keeps the first failure and its message; the later steps still run. */
 __attribute__((format(printf, 4, 5))) static void note(int *first, struct sl_err *err, int r,
-							const char *fmt, ...)
+						       const char *fmt, ...)
 {
 	char msg[SL_ERR_MSG_MAX];
 	va_list ap;
@@ -181,8 +181,7 @@ static void cut_wire(const char *link, uint32_t addr, struct netns_rtnl *rt, int
 	if (link_index > 0) {
 		r = netns_link_retire(rt, link_index);
 		if (r < 0 && r != -ENODEV)
-			note(first, err, r, "cannot mark link `%s`: %s", link,
-			     strerror(-r));
+			note(first, err, r, "cannot mark link `%s`: %s", link, strerror(-r));
 	}
 }
 
@@ -228,15 +227,13 @@ static int remove_local(const char *name, const char *link, uint32_t addr, struc
 	}
 	r = k->unname ? netns_ns_remove(name) : 0;
 	if (r < 0 && r != -ENOENT)
-		note(&first, err, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name,
-		     strerror(-r));
+		note(&first, err, r, "cannot remove " NETNS_RUN_DIR "/%s: %s", name, strerror(-r));
 	r = netns_remove_etc_dir(name, true);
 	if (r == -ENOTEMPTY)
 		fprintf(stderr, "sluice: warning: %s/%s holds files sluice did not make; left\n",
 			NETNS_ETC_DIR, name);
 	else if (r < 0 && r != -ENOENT)
-		note(&first, err, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name,
-		     strerror(-r));
+		note(&first, err, r, "cannot remove " NETNS_ETC_DIR "/%s: %s", name, strerror(-r));
 	r = netns_remove_state_dir(name, true);
 	if (r < 0 && r != -ENOENT)
 		note(&first, err, r, "cannot remove " NETNS_STATE_DIR "/%s: %s", name,
@@ -257,13 +254,15 @@ static int finish(const char *name, enum broker_answer ans, int r, const struct 
 	if (ans == BROKER_UNREACHABLE) {
 		/* The sandbox reaches nothing now; the broker keeps its address
 		 * until it hears of it. */
-		return sl_err_set(err, EHOSTUNREACH,
-				  "removed `%s` here, but %s; run `sluice unregister %s` when it is "
-				  "back (a broker that restarts drops it itself)",
-				  name, sl_err_msg(why), name);
+		return sl_err_set(
+			err, EHOSTUNREACH,
+			"removed `%s` here, but %s; run `sluice unregister %s` when it is "
+			"back (a broker that restarts drops it itself)",
+			name, sl_err_msg(why), name);
 	}
 	if (ans == BROKER_FAILED) {
-		sl_err_set(err, r < 0 ? r : EIO, "removed `%s` here, but %s", name, sl_err_msg(why));
+		sl_err_set(err, r < 0 ? r : EIO, "removed `%s` here, but %s", name,
+			   sl_err_msg(why));
 		return r < 0 ? r : -EIO;
 	}
 	if (r < 0)
@@ -326,11 +325,12 @@ static int delete_sandbox(const char *name, bool detach, struct sl_err *err)
 						  "network namespace; run `sluice delete` there",
 						  name);
 			if (r < 0)
-				return sl_err_set(err, r,
-						  "sandbox `%s` is wired to the broker of another "
-						  "network namespace, and whether that namespace is "
-						  "gone cannot be told (%s); run `sluice delete` there",
-						  name, strerror(-r));
+				return sl_err_set(
+					err, r,
+					"sandbox `%s` is wired to the broker of another "
+					"network namespace, and whether that namespace is "
+					"gone cannot be told (%s); run `sluice delete` there",
+					name, strerror(-r));
 			/* That namespace is gone (its set element and the broker's
 			 * end of the wire go with it, or are held by what holds
 			 * its remains): what is left is here, and no link of this

@@ -72,7 +72,9 @@ int netns_sandbox_create(const char *name, const char *policy, bool audit,
 int netns_sandbox_delete(const char *name, struct sl_err *err);
 
 /* Wire an existing network namespace (opened from @netns_path: /run/netns/X, /proc/PID/ns/net, or any nsfs bind mount) to the broker, as netns_sandbox_create() does (address from the pool through the broker's register, the veth pair with its inner end named @ifname (NULL: "eth0") moved into that namespace, IPv6 off, lo up, the default route, the nftables set element last, the sandbox's files in /run/sluice-sandboxes/NAME, /etc/netns/NAME/resolv.conf), without making the namespace; full rollback on failure (nothing left, the namespace untouched). The sandbox record notes that it was attached, so that delete/detach never removes the namespace. @audit: audit mode, as for netns_sandbox_create(). */
-int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname, const char *policy, bool audit, struct netns_sandbox *out, struct sl_err *err);
+int netns_sandbox_attach(const char *name, const char *netns_path, const char *ifname,
+			 const char *policy, bool audit, struct netns_sandbox *out,
+			 struct sl_err *err);
 /* Undo attach (or create, without deleting the namespace): unregister, set element, veth, files. Idempotent for the CNI's sake: -ENOENT when nothing of @name is left; works when the namespace is already gone. */
 int netns_sandbox_detach(const char *name, struct sl_err *err);
 

@@ -71,7 +71,7 @@ struct netns_sandbox {
 	struct netns_ports ports;
 	uint64_t broker_ns_dev; /* the network namespace create ran in */
 	uint64_t broker_ns_ino;
-	char socket[108]; /* the control socket create talked to */
+	char socket[108];	     /* the control socket create talked to */
 	char ifname[NETNS_IFNAMSIZ]; /* inside the sandbox (NETNS_SANDBOX_IF unless attached) */
 	char mac[18];		     /* of ifname, "aa:bb:cc:dd:ee:ff"; not in the record */
 	char host_mac[18];	     /* of link; not in the record */
@@ -183,8 +183,8 @@ struct sock_filter;
 uid_t netns_sandbox_uid(const struct netns_sandbox *sb);
 int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i);
 int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o);
-pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o,
-			 char **argv, const sigset_t *mask);
+pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
+			 const sigset_t *mask);
 int netns_workspace_remove(const char *name);
 int netns_seccomp_build(struct sock_filter *prog, size_t max);
 

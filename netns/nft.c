@@ -351,8 +351,8 @@ static int ruleset_in_force(const char *sig)
 
 	if (r < 0)
 		return r;
-	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP,
-		       NFPROTO_INET, 0, ++n.seq);
+	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP, NFPROTO_INET,
+		       0, ++n.seq);
 	mnl_attr_put_strz(nlh, NFTA_RULE_TABLE, TABLE);
 	mnl_attr_put_strz(nlh, NFTA_RULE_CHAIN, SIG_CHAIN);
 	if (mnl_socket_sendto(n.nl, nlh, nlh->nlmsg_len) < 0)
@@ -494,7 +494,8 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, stru
 	nlh = nfnl_put(buf, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, seq);
 	off += NLMSG_ALIGN(nlh->nlmsg_len);
 	nlh = nfnl_put(buf + off,
-		       (NFNL_SUBSYS_NFTABLES << 8) | (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
+		       (NFNL_SUBSYS_NFTABLES << 8) |
+			       (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM),
 		       NLM_F_ACK | (add ? NLM_F_CREATE : 0), NFPROTO_INET, 0, seq);
 	element_put(nlh, key);
 	off += NLMSG_ALIGN(nlh->nlmsg_len);

@@ -442,8 +442,7 @@ static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
 		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
 	}
 	/* Returns once the child has exited. */
-	pid = clone(in_mount_ns_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
-		    &c);
+	pid = clone(in_mount_ns_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	e = pid < 0 ? -errno : 0;
 	if (pinned)
 		sched_setaffinity(0, sizeof(old), &old);
@@ -557,8 +556,7 @@ int netns_ns_new(int *nsfd, int (*inside)(void *arg), void *arg)
 		r = inside(arg);
 	/* Back home before anything else: the rest of sluice runs there. */
 	if (setns(self, CLONE_NEWNET) < 0)
-		die("sluice: cannot return to the original network namespace: %s",
-		    strerror(errno));
+		die("sluice: cannot return to the original network namespace: %s", strerror(errno));
 	close(self);
 	if (r < 0) {
 		if (fd >= 0)
@@ -796,8 +794,7 @@ int netns_ns_enter(int nsfd, int *saved)
 int netns_ns_leave(int saved)
 {
 	if (setns(saved, CLONE_NEWNET) < 0)
-		die("sluice: cannot return to the original network namespace: %s",
-		    strerror(errno));
+		die("sluice: cannot return to the original network namespace: %s", strerror(errno));
 	close(saved);
 	return 0;
 }

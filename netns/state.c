@@ -110,8 +110,10 @@ static int copy_fd(int in, int out, size_t len)
 
 		if (in_kernel) {
 			k = copy_file_range(in, &off, out, NULL, want, 0);
-			if (k < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
-				      errno == EOPNOTSUPP) && off == 0) {
+			if (k < 0 &&
+			    (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+			     errno == EOPNOTSUPP) &&
+			    off == 0) {
 				in_kernel = false;
 				continue;
 			}
@@ -553,7 +555,7 @@ int netns_note_privileged(const struct netns_sandbox *sb, struct sl_err *err)
  * see; so this says what is wrong, on stderr, and fails.
  */
 static int placeholders(const struct netns_sandbox *sb,
-			 void (*fn)(const char *key, const char *value, void *arg), void *arg)
+			void (*fn)(const char *key, const char *value, void *arg), void *arg)
 {
 	const char *saved = netns_socket_path;
 	char line[200], *resp, *l, *save = NULL;

@@ -196,8 +196,7 @@ int netns_rtnl_batch_send(struct netns_rtnl *r, struct netns_rtnl_batch *b, unsi
 	return e;
 }
 
-static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags,
-				 struct ifinfomsg **ifm)
+static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags, struct ifinfomsg **ifm)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 
@@ -448,8 +447,7 @@ static int deleter_main(void *arg)
 	close(STDERR_FILENO);
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd >= 0)
-		sendto(fd, req->msg, req->len, 0, (const struct sockaddr *)&kernel,
-		       sizeof(kernel));
+		sendto(fd, req->msg, req->len, 0, (const struct sockaddr *)&kernel, sizeof(kernel));
 	return 0;
 }
 

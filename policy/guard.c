@@ -22,13 +22,13 @@
  * registries), plus broadcast and the deprecated site-local range. The
  * embedding ranges are not listed: they are judged by their v4. */
 const char *const policy_default_deny[] = {
-	"0.0.0.0/8",	   "10.0.0.0/8",      "100.64.0.0/10",	  "127.0.0.0/8",
-	"169.254.0.0/16",  "172.16.0.0/12",   "192.0.0.0/24",	  "192.0.2.0/24",
-	"192.88.99.0/24",  "192.168.0.0/16",  "198.18.0.0/15",	  "198.51.100.0/24",
-	"203.0.113.0/24",  "224.0.0.0/4",     "240.0.0.0/4",	  "255.255.255.255/32",
-	"::/128",	   "::1/128",	      "100::/64",	  "100:0:0:1::/64",
-	"2001::/23",	   "2001:db8::/32",   "3fff::/20",	  "5f00::/16",
-	"fc00::/7",	   "fe80::/10",	      "fec0::/10",	  "ff00::/8",
+	"0.0.0.0/8",	  "10.0.0.0/8",	    "100.64.0.0/10", "127.0.0.0/8",
+	"169.254.0.0/16", "172.16.0.0/12",  "192.0.0.0/24",  "192.0.2.0/24",
+	"192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+	"203.0.113.0/24", "224.0.0.0/4",    "240.0.0.0/4",   "255.255.255.255/32",
+	"::/128",	  "::1/128",	    "100::/64",	     "100:0:0:1::/64",
+	"2001::/23",	  "2001:db8::/32",  "3fff::/20",     "5f00::/16",
+	"fc00::/7",	  "fe80::/10",	    "fec0::/10",     "ff00::/8",
 };
 const size_t policy_default_deny_count =
 	sizeof(policy_default_deny) / sizeof(policy_default_deny[0]);
@@ -137,8 +137,7 @@ static int32_t longest_range(const struct policy *p, const struct sl_addr *a)
 }
 
 /* Any cidr rule holding @a; *port_ok tells whether one also lists @port. */
-static int cidr_rule(const struct policy *p, const struct sl_addr *a, uint16_t port,
-		     bool *held)
+static int cidr_rule(const struct policy *p, const struct sl_addr *a, uint16_t port, bool *held)
 {
 	const struct ptrie *t = &p->cidr_trie;
 	int32_t cur = 0;
@@ -225,8 +224,8 @@ static const uint8_t zero[12];
 
 static void embed(struct judged *j, const uint8_t *b)
 {
-	addr_from_v4(&j->v4[j->n++], (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-					     (uint32_t)b[2] << 8 | b[3]);
+	addr_from_v4(&j->v4[j->n++],
+		     (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
 }
 
 static bool is_isatap_id(const struct sl_addr *a)
@@ -285,9 +284,8 @@ static enum guard_verdict verdict(struct guard_result *res, enum guard_verdict v
 	return v;
 }
 
-enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a,
-				uint16_t port, enum guard_origin origin,
-				struct guard_result *res)
+enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a, uint16_t port,
+				enum guard_origin origin, struct guard_result *res)
 {
 	struct judged j;
 	bool held;

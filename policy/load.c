@@ -135,8 +135,8 @@ static int check_keys(struct loader *ld, const struct ynode *n, const char *what
 			for (j = 0; keys[j] && o < sizeof(list); j++)
 				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
 						      j ? ", " : "", keys[j]);
-			return fail(ld, k, "unknown key `%s` in %s (expected one of: %s)",
-				    SHOW(k), what, list);
+			return fail(ld, k, "unknown key `%s` in %s (expected one of: %s)", SHOW(k),
+				    what, list);
 		}
 		for (j = 0; j < i; j += 2) {
 			const struct ynode *o2 = n->kids[j];
@@ -216,8 +216,8 @@ static int parse_duration(const char *s, uint64_t *sec)
 }
 
 /* A duration of 1 s to @max_sec (at most 366 d); @max_text says @max_sec. */
-static int duration_max(struct loader *ld, const struct ynode *n, const char *key,
-			uint64_t max_sec, const char *max_text, uint64_t *sec)
+static int duration_max(struct loader *ld, const struct ynode *n, const char *key, uint64_t max_sec,
+			const char *max_text, uint64_t *sec)
 {
 	int r = want_scalar(ld, n, key);
 
@@ -225,11 +225,10 @@ static int duration_max(struct loader *ld, const struct ynode *n, const char *ke
 		return r;
 	r = parse_duration(n->str, sec);
 	if (r == -ERANGE || (r == 0 && *sec > max_sec))
-		return fail(ld, n, "duration `%s` for `%s` out of range (1s to %s)",
-			    SHOW(n), key, max_text);
+		return fail(ld, n, "duration `%s` for `%s` out of range (1s to %s)", SHOW(n), key,
+			    max_text);
 	if (r < 0)
-		return fail(ld, n,
-			    "bad duration `%s` for `%s` (write e.g. 30s, 15m, 1h, 1h30m)",
+		return fail(ld, n, "bad duration `%s` for `%s` (write e.g. 30s, 15m, 1h, 1h30m)",
 			    SHOW(n), key);
 	return 0;
 }
@@ -273,8 +272,8 @@ static int ports(struct loader *ld, const struct ynode *n, struct policy_rule *r
 	return 0;
 }
 
-static int cidr(struct loader *ld, const struct ynode *n, const char *key,
-		struct sl_addr *net, unsigned *plen)
+static int cidr(struct loader *ld, const struct ynode *n, const char *key, struct sl_addr *net,
+		unsigned *plen)
 {
 	int r = want_scalar(ld, n, key);
 
@@ -295,8 +294,7 @@ static void rule_text(struct policy_rule *ru, const char *what)
 
 	o = (size_t)snprintf(buf, sizeof(buf), "%s ports ", what);
 	for (i = 0; i < ru->n_ports && o < sizeof(buf); i++)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%u", i ? "," : "",
-				      ru->ports[i]);
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%u", i ? "," : "", ru->ports[i]);
 	if (ru->raw_tcp && o < sizeof(buf))
 		snprintf(buf + o, sizeof(buf) - o, " raw_tcp");
 	ru->text = strdup(buf);
@@ -356,8 +354,8 @@ static int allow_rule(struct loader *ld, const struct ynode *n, struct policy_ru
 			return fail(ld, host, "bad host pattern `%s`: %s", SHOW(host), why);
 		ru->kind = host->str[0] == '*' ? RULE_WILDCARD : RULE_HOST;
 		if (policy_normalize_name(host->str + (ru->kind == RULE_WILDCARD ? 2 : 0),
-					  host->len - (ru->kind == RULE_WILDCARD ? 2 : 0),
-					  norm, &nl) < 0)
+					  host->len - (ru->kind == RULE_WILDCARD ? 2 : 0), norm,
+					  &nl) < 0)
 			return fail(ld, host, "bad host pattern `%s`", SHOW(host));
 		ru->pattern = strdup(norm);
 		snprintf(what, sizeof(what), "host %s%s", ru->kind == RULE_WILDCARD ? "*." : "",
@@ -467,8 +465,9 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 
 static int egress(struct loader *ld, const struct ynode *n)
 {
-	static const char *const keys[] = { "allow", "deny_ranges", "allow_ranges",
-					    "redirects", "unlisted", "hold_timeout", NULL };
+	static const char *const keys[] = { "allow",	 "deny_ranges", "allow_ranges",
+					    "redirects", "unlisted",	"hold_timeout",
+					    NULL };
 	const struct ynode *v;
 	struct policy *p = ld->p;
 	size_t i;
@@ -515,9 +514,10 @@ static int egress(struct loader *ld, const struct ynode *n)
 		else if (strcmp(v->str, "any") == 0)
 			p->redirects = POLICY_REDIRECTS_ANY;
 		else
-			return fail(ld, v,
-				    "unknown redirects value `%s` (expected within-policy, same-host or any)",
-				    SHOW(v));
+			return fail(
+				ld, v,
+				"unknown redirects value `%s` (expected within-policy, same-host or any)",
+				SHOW(v));
 	}
 	v = ytree_map_get(n, "unlisted");
 	if (v) {
@@ -567,8 +567,8 @@ static bool token_ok(const char *s, size_t len)
 	return true;
 }
 
-static int str_list(struct loader *ld, const struct ynode *n, const char *key,
-		    char ***out, size_t *count)
+static int str_list(struct loader *ld, const struct ynode *n, const char *key, char ***out,
+		    size_t *count)
 {
 	size_t i;
 	int r = want(ld, n, YNODE_SEQ, key);
@@ -597,9 +597,11 @@ static int str_list(struct loader *ld, const struct ynode *n, const char *key,
 /* Headers that frame, route or hop: a credential may not set them. */
 static bool header_injectable(const char *h)
 {
-	static const char *const fixed[] = { "host",	      "connection", "content-length",
-					     "transfer-encoding", "keep-alive", "te",
-					     "trailer",	      "upgrade",    NULL };
+	static const char *const fixed[] = {
+		"host",	      "connection", "content-length", "transfer-encoding",
+		"keep-alive", "te",	    "trailer",	      "upgrade",
+		NULL
+	};
 	size_t i;
 
 	if (strncasecmp(h, "proxy-", 6) == 0)
@@ -709,11 +711,12 @@ static int token_url(struct loader *ld, const struct ynode *n, struct policy_oau
 		return r;
 	s = n->str;
 	if (strncasecmp(s, "https://", 8) != 0)
-		return fail(ld, n,
-			    strncasecmp(s, "http://", 7) == 0
-				    ? "token_url `%s` must be https:// (the request carries the client secret)"
-				    : "token_url `%s` is not an https:// URL",
-			    SHOW(n));
+		return fail(
+			ld, n,
+			strncasecmp(s, "http://", 7) == 0
+				? "token_url `%s` must be https:// (the request carries the client secret)"
+				: "token_url `%s` is not an https:// URL",
+			SHOW(n));
 	auth = s + 8;
 	alen = strcspn(auth, "/?#");
 	rest = auth + alen;
@@ -737,7 +740,8 @@ static int token_url(struct loader *ld, const struct ynode *n, struct policy_oau
 		if (hl == 0)
 			return fail(ld, n, "token_url `%s` has no host", SHOW(n));
 		if (hl >= sizeof(host))
-			return fail(ld, n, "bad host in token_url `%s`: name longer than 253 characters",
+			return fail(ld, n,
+				    "bad host in token_url `%s`: name longer than 253 characters",
 				    SHOW(n));
 		memcpy(host, auth, hl);
 		host[hl] = '\0';
@@ -758,7 +762,8 @@ static int token_url(struct loader *ld, const struct ynode *n, struct policy_oau
 
 		port = 0;
 		if (*hp != ':' || dl == 0 || dl > 5 || d[0] == '0')
-			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)", SHOW(n));
+			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)",
+				    SHOW(n));
 		for (i = 0; i < dl; i++) {
 			if (d[i] < '0' || d[i] > '9')
 				return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)",
@@ -766,7 +771,8 @@ static int token_url(struct loader *ld, const struct ynode *n, struct policy_oau
 			port = port * 10 + (uint64_t)(d[i] - '0');
 		}
 		if (port == 0 || port > 65535)
-			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)", SHOW(n));
+			return fail(ld, n, "bad port in token_url `%s` (a number 1-65535)",
+				    SHOW(n));
 	}
 	if (strchr(rest, '#'))
 		return fail(ld, n, "token_url `%s` must not have a fragment", SHOW(n));
@@ -802,8 +808,8 @@ static int source_oauth2(struct loader *ld, const struct ynode *n, struct policy
 			return fail(ld, n, "`oauth2` needs `%s`", keys[i]);
 	}
 	if ((r = token_url(ld, ytree_map_get(n, "token_url"), o)) < 0 ||
-	    (r = text_value(ld, ytree_map_get(n, "client_id"), "client_id", 256,
-			    &o->client_id)) < 0 ||
+	    (r = text_value(ld, ytree_map_get(n, "client_id"), "client_id", 256, &o->client_id)) <
+		    0 ||
 	    (r = abs_path(ld, ytree_map_get(n, "client_secret_file"), "client_secret_file",
 			  &c->source)) < 0)
 		return r;
@@ -828,8 +834,7 @@ static int source_jwt(struct loader *ld, const struct ynode *n, struct policy_cr
 	const struct ynode *v;
 	int r;
 
-	if ((r = want(ld, n, YNODE_MAP, "jwt")) < 0 ||
-	    (r = check_keys(ld, n, "`jwt`", keys)) < 0)
+	if ((r = want(ld, n, YNODE_MAP, "jwt")) < 0 || (r = check_keys(ld, n, "`jwt`", keys)) < 0)
 		return r;
 	if (!ytree_map_get(n, "key_file"))
 		return fail(ld, n, "`jwt` needs `key_file`");
@@ -863,7 +868,8 @@ static int source(struct loader *ld, const struct ynode *v, struct policy_creden
 	    (r = check_keys(ld, v, "`source`", src_keys)) < 0)
 		return r;
 	if (v->n != 2)
-		return fail(ld, v, "`source` needs exactly one of `file`, `env`, `oauth2` or `jwt`");
+		return fail(ld, v,
+			    "`source` needs exactly one of `file`, `env`, `oauth2` or `jwt`");
 	kind = v->kids[0]->str;
 	s = v->kids[1];
 	if (strcmp(kind, "oauth2") == 0) {
@@ -892,9 +898,9 @@ static int source(struct loader *ld, const struct ynode *v, struct policy_creden
 
 static int credential(struct loader *ld, const struct ynode *n, struct policy_credential *c)
 {
-	static const char *const keys[] = { "name",	   "source", "inject", "scope",
-					    "placeholder", "placeholder_headers",
-					    "ttl",	   "plaintext", NULL };
+	static const char *const keys[] = { "name",  "source",	    "inject",
+					    "scope", "placeholder", "placeholder_headers",
+					    "ttl",   "plaintext",   NULL };
 	static const char *const inj_keys[] = { "header", "value", NULL };
 	static const char *const scope_keys[] = { "hosts", "methods", "paths", NULL };
 	const struct ynode *v, *s;
@@ -913,8 +919,7 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 	if ((r = want_scalar(ld, v, "name")) < 0)
 		return r;
 	if (!token_ok(v->str, v->len) || v->len > 64)
-		return fail(ld, v, "bad credential name `%s` (letters, digits, - and _)",
-			    SHOW(v));
+		return fail(ld, v, "bad credential name `%s` (letters, digits, - and _)", SHOW(v));
 	c->name = strdup(v->str);
 
 	v = ytree_map_get(n, "source");
@@ -940,9 +945,10 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 		if (!token_ok(h->str, h->len))
 			return fail(ld, h, "bad header name `%s`", SHOW(h));
 		if (!header_injectable(h->str))
-			return fail(ld, h,
-				    "header `%s` cannot be injected (it frames or routes the request)",
-				    SHOW(h));
+			return fail(
+				ld, h,
+				"header `%s` cannot be injected (it frames or routes the request)",
+				SHOW(h));
 		if (!strstr(val->str, "{secret}"))
 			return fail(ld, val, "inject value `%s` has no `{secret}`", SHOW(val));
 		for (i = 0; i < val->len; i++) {
@@ -971,8 +977,8 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 		const char *why;
 
 		if (!policy_check_name(c->hosts[i], strlen(c->hosts[i]), true, &why))
-			return fail(ld, s->kids[i], "bad host pattern `%s`: %s",
-				    SHOW(s->kids[i]), why);
+			return fail(ld, s->kids[i], "bad host pattern `%s`: %s", SHOW(s->kids[i]),
+				    why);
 		if (!scope_host_allowed(ld->p, c->hosts[i]))
 			return fail(ld, s->kids[i],
 				    "credential scope host `%s` is not allowed by egress.allow",
@@ -1036,9 +1042,10 @@ static int credential(struct loader *ld, const struct ynode *n, struct policy_cr
 				return fail(ld, v->kids[i], "bad header name `%s`",
 					    SHOW(v->kids[i]));
 			if (!header_injectable(h))
-				return fail(ld, v->kids[i],
-					    "header `%s` cannot carry a placeholder (it frames or routes the request)",
-					    SHOW(v->kids[i]));
+				return fail(
+					ld, v->kids[i],
+					"header `%s` cannot carry a placeholder (it frames or routes the request)",
+					SHOW(v->kids[i]));
 		}
 	} else if (c->placeholder) {
 		c->placeholder_headers = calloc(1, sizeof(char *));
@@ -1150,14 +1157,15 @@ static int mode(struct loader *ld, const struct ynode *v)
 
 static int load_tree(struct loader *ld, const struct ynode *root)
 {
-	static const char *const keys[] = { "version", "egress", "credentials", "limits",
-					    "mode", NULL };
+	static const char *const keys[] = { "version", "egress", "credentials",
+					    "limits",  "mode",	 NULL };
 	const struct ynode *v;
 	uint64_t ver;
 	int r;
 
 	if (!root)
-		return ytree_fail(ld->err, ld->file, NULL, "empty policy: `version: 1` is required");
+		return ytree_fail(ld->err, ld->file, NULL,
+				  "empty policy: `version: 1` is required");
 	r = want(ld, root, YNODE_MAP, "policy");
 	if (r == 0)
 		r = check_keys(ld, root, "the policy", keys);
@@ -1255,8 +1263,8 @@ void policy_free(struct policy *p)
 	free(p);
 }
 
-int policy_load_buffer(const char *name, const char *buf, size_t len,
-		       struct policy **out, struct policy_error *perr)
+int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
+		       struct policy_error *perr)
 {
 	return policy_load_buffer_extra(name, buf, len, NULL, 0, out, perr);
 }

@@ -43,8 +43,8 @@ enum policy_source_kind {
 
 /* `source: { oauth2: {...} }`: the broker fetches an access token. */
 struct policy_oauth2 {
-	char *token_url;  /* as written: https://HOST[:PORT][/PATH[?QUERY]] */
-	char *token_host; /* lower-cased DNS name, or an address literal
+	char *token_url;     /* as written: https://HOST[:PORT][/PATH[?QUERY]] */
+	char *token_host;    /* lower-cased DNS name, or an address literal
 			   * (IPv6 without its brackets) */
 	uint16_t token_port; /* 443 unless given */
 	char *token_path;    /* path and query, "/" when none */
@@ -56,8 +56,8 @@ struct policy_oauth2 {
 /* `source: { jwt: {...} }`: the broker mints a token per request scope. */
 struct policy_jwt {
 	char *issuer;
-	char *kid;   /* NULL: the broker derives one */
-	char *scope; /* the "scope" claim, or NULL */
+	char *kid;	  /* NULL: the broker derives one */
+	char *scope;	  /* the "scope" claim, or NULL */
 	uint64_t ttl_sec; /* default 300; 1 s to 1 d */
 };
 
@@ -72,9 +72,9 @@ struct policy_credential {
 	char *source;
 	struct policy_oauth2 oauth2; /* POLICY_SOURCE_OAUTH2 only, else zero */
 	struct policy_jwt jwt;	     /* POLICY_SOURCE_JWT only, else zero */
-	char *inject_header; /* NULL when the credential injects no header */
-	char *inject_value;  /* template containing "{secret}" */
-	char **hosts;	     /* scope; patterns like allow rules */
+	char *inject_header;	     /* NULL when the credential injects no header */
+	char *inject_value;	     /* template containing "{secret}" */
+	char **hosts;		     /* scope; patterns like allow rules */
 	size_t n_hosts;
 	char **methods; /* upper-case; n_methods == 0 means any method */
 	size_t n_methods;
@@ -88,12 +88,12 @@ struct policy_credential {
 	 */
 	char **placeholder_headers;
 	size_t n_placeholder_headers;
-	uint64_t ttl_sec;  /* 0: no ttl given */
+	uint64_t ttl_sec; /* 0: no ttl given */
 	bool plaintext_allow;
 };
 
 struct policy_limits {
-	uint32_t connections;	/* default 256 */
+	uint32_t connections;	   /* default 256 */
 	uint64_t idle_timeout_sec; /* default 300 */
 };
 
@@ -121,8 +121,8 @@ struct sl_err;
 int policy_error_to_err(const struct policy_error *pe, int r, struct sl_err *err);
 
 /* As policy_load_file(), for a buffer; @name stands for FILE in messages. */
-int policy_load_buffer(const char *name, const char *buf, size_t len,
-		       struct policy **out, struct policy_error *err);
+int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
+		       struct policy_error *err);
 
 /* References are atomic: a compiled policy is shared between threads. */
 /* A name approved while a sandbox runs (`sluice approve`): an exact host
@@ -163,8 +163,8 @@ const char *policy_decision_reason(enum policy_decision d);
  *
  * Does not allocate. Return: POLICY_ALLOW or the reason for refusal.
  */
-enum policy_decision policy_match_name(const struct policy *p, const char *name,
-				       size_t len, uint16_t port, int *rule);
+enum policy_decision policy_match_name(const struct policy *p, const char *name, size_t len,
+				       uint16_t port, int *rule);
 
 /* Is NAME allowed on any port? (The DNS filter's question.) */
 bool policy_name_allowed(const struct policy *p, const char *name, size_t len);
@@ -176,8 +176,8 @@ enum guard_origin {
 
 enum guard_verdict {
 	GUARD_ALLOW = 0,
-	GUARD_ADDRESS_DENIED,	 /* in a deny range, not carved out */
-	GUARD_ADDRESS_LITERAL,	 /* a literal no cidr rule allows */
+	GUARD_ADDRESS_DENIED,	/* in a deny range, not carved out */
+	GUARD_ADDRESS_LITERAL,	/* a literal no cidr rule allows */
 	GUARD_PORT_NOT_ALLOWED, /* a literal in a cidr rule, not on its ports */
 	GUARD_VERDICT_COUNT,
 };
@@ -207,9 +207,8 @@ struct guard_result {
  *
  * Does not allocate. Return: res->verdict.
  */
-enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a,
-				uint16_t port, enum guard_origin origin,
-				struct guard_result *res);
+enum guard_verdict policy_guard(const struct policy *p, const struct sl_addr *a, uint16_t port,
+				enum guard_origin origin, struct guard_result *res);
 
 /**
  * policy_attach() - keep caller data with a compiled policy

@@ -14,13 +14,13 @@ enum rule_kind { RULE_HOST, RULE_WILDCARD, RULE_CIDR };
 
 struct policy_rule {
 	enum rule_kind kind;
-	char *pattern;	/* normalised name, suffix without "*.", or NULL */
+	char *pattern; /* normalised name, suffix without "*.", or NULL */
 	struct sl_addr net;
-	unsigned plen;	/* 128-bit space */
+	unsigned plen; /* 128-bit space */
 	uint16_t *ports;
 	size_t n_ports;
-	char *text;	/* for audit lines and errors */
-	bool raw_tcp;	/* bytes neither HTTP nor TLS may pass to its ports */
+	char *text;   /* for audit lines and errors */
+	bool raw_tcp; /* bytes neither HTTP nor TLS may pass to its ports */
 };
 
 /* Open-addressing hash of normalised names to a chain of rule indices. */
@@ -28,7 +28,7 @@ struct name_slot {
 	uint64_t hash;
 	const char *key; /* NULL: empty slot */
 	size_t klen;
-	int head;	 /* first rule; policy->rule_next[] continues */
+	int head; /* first rule; policy->rule_next[] continues */
 };
 
 struct name_table {
@@ -59,7 +59,7 @@ struct policy {
 	atomic_int refs;
 	struct policy_rule *rules;
 	size_t n_rules;
-	int *rule_next;	/* chains in name tables and the cidr trie */
+	int *rule_next; /* chains in name tables and the cidr trie */
 	struct name_table exact, wild;
 	struct ptrie cidr_trie; /* value: first cidr rule at that prefix */
 	struct range *ranges;
@@ -81,8 +81,8 @@ struct policy {
 /* match.c */
 uint64_t policy_name_hash(const char *s, size_t len);
 int policy_names_build(struct policy *p);
-int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned plen,
-			int32_t value, int32_t *old);
+int policy_ptrie_insert(struct ptrie *t, const struct sl_addr *net, unsigned plen, int32_t value,
+			int32_t *old);
 
 /* guard.c */
 int policy_ranges_build(struct policy *p, const struct range *user, size_t n_user,

@@ -57,8 +57,7 @@ void probe_bfmt(char *buf, size_t n, const char *fmt, ...)
 /* ---- small helpers ---------------------------------------------------------
  */
 
-static void ipport(const struct probe_ip *ip, uint16_t port, char *buf,
-		   size_t n)
+static void ipport(const struct probe_ip *ip, uint16_t port, char *buf, size_t n)
 {
 	char h[INET6_ADDRSTRLEN + 2];
 
@@ -68,21 +67,19 @@ static void ipport(const struct probe_ip *ip, uint16_t port, char *buf,
 
 /* An HTTP/1.1 request head; @extra is more header lines, each ending in \r\n.
  */
-static size_t http_req(char *buf, size_t n, const char *method,
-		       const char *target, const char *host, const char *extra)
+static size_t http_req(char *buf, size_t n, const char *method, const char *target,
+		       const char *host, const char *extra)
 {
-	int k = snprintf(
-	    buf, n,
-	    "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-probe\r\n"
-	    "Accept: */*\r\n%sConnection: close\r\n\r\n",
-	    method, target, host, extra ? extra : "");
+	int k = snprintf(buf, n,
+			 "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-probe\r\n"
+			 "Accept: */*\r\n%sConnection: close\r\n\r\n",
+			 method, target, host, extra ? extra : "");
 
 	return k > 0 && (size_t)k < n ? (size_t)k : 0;
 }
 
 /* HOST or HOST:PORT, as a Host header or an authority; IPv6 in brackets. */
-static void authority(const char *host, uint16_t port, uint16_t defport,
-		      char *buf, size_t n)
+static void authority(const char *host, uint16_t port, uint16_t defport, char *buf, size_t n)
 {
 	bool v6 = strchr(host, ':') != NULL;
 
@@ -92,8 +89,7 @@ static void authority(const char *host, uint16_t port, uint16_t defport,
 		probe_bfmt(buf, n, v6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-static const struct probe_hostport *first_allow(const struct probe_ctx *ctx,
-						int want)
+static const struct probe_hostport *first_allow(const struct probe_ctx *ctx, int want)
 {
 	int i;
 
@@ -111,16 +107,15 @@ static bool refusal_status(int st, bool proxy)
 {
 	if (st == 403 || st == 451 || st == 511)
 		return true;
-	return proxy &&
-	       (st == 400 || st == 407 || st == 502 || st == 503 || st == 504);
+	return proxy && (st == 400 || st == 407 || st == 502 || st == 503 || st == 504);
 }
 
 /* ---- judging one attempt that must be refused ------------------------------
  */
 
 /* The outcomes without an answer; false when @x holds an answer or silence. */
-static bool judge_no_answer(struct probe_result *r, const char *what,
-			    const struct probe_xchg *x, int af)
+static bool judge_no_answer(struct probe_result *r, const char *what, const struct probe_xchg *x,
+			    int af)
 {
 	char d[160];
 
@@ -140,8 +135,7 @@ static bool judge_no_answer(struct probe_result *r, const char *what,
 	return true;
 }
 
-static void judge_silent(struct probe_result *r, const char *what,
-			 const struct probe_xchg *x)
+static void judge_silent(struct probe_result *r, const char *what, const struct probe_xchg *x)
 {
 	ADD(r, PROBE_FAIL,
 	    "%s: TCP connected, then no answer within %gs (a handshake came "
@@ -149,40 +143,35 @@ static void judge_silent(struct probe_result *r, const char *what,
 	    what, x->timeout_ms / 1000.0);
 }
 
-static void not_http(struct probe_result *r, const char *what,
-		     const struct probe_xchg *x)
+static void not_http(struct probe_result *r, const char *what, const struct probe_xchg *x)
 {
 	char s[48];
 
 	probe_sanitize(s, sizeof(s), x->data, x->len);
-	ADD(r, PROBE_FAIL,
-	    "%s: answered %zu bytes (`%s`): a host was reached (leak)", what,
-	    x->len, s);
+	ADD(r, PROBE_FAIL, "%s: answered %zu bytes (`%s`): a host was reached (leak)", what, x->len,
+	    s);
 }
 
 /* An HTTP answer to a request that must be refused. */
-static void judge_http_answer(struct probe_result *r, const char *what,
-			      const struct probe_xchg *x, bool proxy)
+static void judge_http_answer(struct probe_result *r, const char *what, const struct probe_xchg *x,
+			      bool proxy)
 {
 	struct probe_http_resp h;
 
 	if (probe_http_parse(x->data, x->len, &h) < 0)
 		return not_http(r, what, x);
 	if (h.sluice_reason[0])
-		ADD(r, PROBE_PASS, "%s: refused: HTTP %d X-Sluice-Reason: %s",
-		    what, h.status, h.sluice_reason);
+		ADD(r, PROBE_PASS, "%s: refused: HTTP %d X-Sluice-Reason: %s", what, h.status,
+		    h.sluice_reason);
 	else if (refusal_status(h.status, proxy))
-		ADD(r, PROBE_PASS,
-		    "%s: refused: HTTP %d %s (no X-Sluice-Reason)", what,
-		    h.status, h.reason_phrase);
+		ADD(r, PROBE_PASS, "%s: refused: HTTP %d %s (no X-Sluice-Reason)", what, h.status,
+		    h.reason_phrase);
 	else
-		ADD(r, PROBE_FAIL, "%s: HTTP %d %s %s (leak)", what, h.status,
-		    h.reason_phrase,
+		ADD(r, PROBE_FAIL, "%s: HTTP %d %s %s (leak)", what, h.status, h.reason_phrase,
 		    proxy ? "through the proxy" : "from the target");
 }
 
-static void judge_http(struct probe_result *r, const char *what,
-		       const struct probe_xchg *x, int af)
+static void judge_http(struct probe_result *r, const char *what, const struct probe_xchg *x, int af)
 {
 	if (judge_no_answer(r, what, x, af))
 		return;
@@ -191,21 +180,17 @@ static void judge_http(struct probe_result *r, const char *what,
 	judge_http_answer(r, what, x, false);
 }
 
-static void judge_tls_answer(struct probe_result *r, const char *what,
-			     const struct probe_xchg *x)
+static void judge_tls_answer(struct probe_result *r, const char *what, const struct probe_xchg *x)
 {
 	struct probe_http_resp h;
 
 	switch (probe_tls_classify((const uint8_t *)x->data, x->len)) {
 	case PT_SERVER_HELLO:
-		ADD(r, PROBE_FAIL,
-		    "%s: TLS ServerHello: a TLS server was reached (leak)",
-		    what);
+		ADD(r, PROBE_FAIL, "%s: TLS ServerHello: a TLS server was reached (leak)", what);
 		return;
 	case PT_ALERT:
-		ADD(r, PROBE_FAIL,
-		    "%s: TLS alert %u/%u: a TLS server was reached (leak)",
-		    what, x->len > 5 ? (unsigned)(uint8_t)x->data[5] : 0,
+		ADD(r, PROBE_FAIL, "%s: TLS alert %u/%u: a TLS server was reached (leak)", what,
+		    x->len > 5 ? (unsigned)(uint8_t)x->data[5] : 0,
 		    x->len > 6 ? (unsigned)(uint8_t)x->data[6] : 0);
 		return;
 	case PT_OTHER_TLS:
@@ -219,15 +204,14 @@ static void judge_tls_answer(struct probe_result *r, const char *what,
 		break;
 	}
 	if (probe_http_parse(x->data, x->len, &h) == 0 && h.sluice_reason[0]) {
-		ADD(r, PROBE_PASS, "%s: refused: HTTP %d X-Sluice-Reason: %s",
-		    what, h.status, h.sluice_reason);
+		ADD(r, PROBE_PASS, "%s: refused: HTTP %d X-Sluice-Reason: %s", what, h.status,
+		    h.sluice_reason);
 		return;
 	}
 	not_http(r, what, x);
 }
 
-static void judge_tls(struct probe_result *r, const char *what,
-		      const struct probe_xchg *x, int af)
+static void judge_tls(struct probe_result *r, const char *what, const struct probe_xchg *x, int af)
 {
 	if (judge_no_answer(r, what, x, af))
 		return;
@@ -238,14 +222,12 @@ static void judge_tls(struct probe_result *r, const char *what,
 
 /* A datagram or an echo request: a reply is the leak, silence or an ICMP error
  * is not. */
-static void judge_dgram(struct probe_result *r, const char *what,
-			const struct probe_xchg *x, int af,
-			const char *reply_is)
+static void judge_dgram(struct probe_result *r, const char *what, const struct probe_xchg *x,
+			int af, const char *reply_is)
 {
 	if (x->kind == PX_DATA) {
-		ADD(r, PROBE_FAIL,
-		    "%s: %s (%zu bytes): the path is open (leak)", what,
-		    reply_is, x->len);
+		ADD(r, PROBE_FAIL, "%s: %s (%zu bytes): the path is open (leak)", what, reply_is,
+		    x->len);
 		return;
 	}
 	if (x->kind == PX_SILENT) {
@@ -262,9 +244,8 @@ static void judge_dgram(struct probe_result *r, const char *what,
  */
 
 static void direct_http(const struct probe_ctx *ctx, struct probe_result *r,
-			const struct probe_ip *ip, uint16_t port,
-			const char *method, const char *path, const char *host,
-			const char *extra)
+			const struct probe_ip *ip, uint16_t port, const char *method,
+			const char *path, const char *host, const char *extra)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	char req[1024], what[96], hh[300];
@@ -290,8 +271,7 @@ static void direct_http(const struct probe_ctx *ctx, struct probe_result *r,
 }
 
 static void direct_tls(const struct probe_ctx *ctx, struct probe_result *r,
-		       const struct probe_ip *ip, uint16_t port,
-		       const char *sni)
+		       const struct probe_ip *ip, uint16_t port, const char *sni)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	uint8_t hello[800];
@@ -311,8 +291,8 @@ static void direct_tls(const struct probe_ctx *ctx, struct probe_result *r,
 /* The sandbox resolver's address for @name (a literal is its own address).
  * Return: 1 with @ip, 0 none (@why says why: NXDOMAIN, no answer), -1 no
  * resolver. */
-static int resolve(const struct probe_ctx *ctx, const char *name,
-		   struct probe_ip *ip, char *why, size_t n)
+static int resolve(const struct probe_ctx *ctx, const char *name, struct probe_ip *ip, char *why,
+		   size_t n)
 {
 	struct probe_dns_answer a;
 	int rc;
@@ -323,11 +303,9 @@ static int resolve(const struct probe_ctx *ctx, const char *name,
 		probe_bfmt(why, n, "no resolver: %s", ctx->resolver_why);
 		return -1;
 	}
-	rc = probe_dns_query(&ctx->resolver, false, name, PROBE_DNS_A, T(ctx),
-			     &a, why, n);
+	rc = probe_dns_query(&ctx->resolver, false, name, PROBE_DNS_A, T(ctx), &a, why, n);
 	if (rc == 0 && a.tc)
-		rc = probe_dns_query(&ctx->resolver, true, name, PROBE_DNS_A,
-				     T(ctx), &a, why, n);
+		rc = probe_dns_query(&ctx->resolver, true, name, PROBE_DNS_A, T(ctx), &a, why, n);
 	if (rc < 0)
 		return 0;
 	for (int i = 0; i < a.n_addr; i++) {
@@ -341,8 +319,8 @@ static int resolve(const struct probe_ctx *ctx, const char *name,
 }
 
 /* Connect to the proxy. Return: the socket, or -1 after adding a skip part. */
-static int proxy_open(const struct probe_ctx *ctx, struct probe_result *r,
-		      const char *what, struct probe_xchg *x)
+static int proxy_open(const struct probe_ctx *ctx, struct probe_result *r, const char *what,
+		      struct probe_xchg *x)
 {
 	char d[160], p[96];
 	int fd;
@@ -352,16 +330,14 @@ static int proxy_open(const struct probe_ctx *ctx, struct probe_result *r,
 		return fd;
 	probe_xchg_describe(x, d, sizeof(d));
 	ipport(&ctx->proxy_ip, ctx->proxy_port, p, sizeof(p));
-	ADD(r, PROBE_SKIP,
-	    "%s: the proxy %s (%s) did not take the connection: %s", what, p,
+	ADD(r, PROBE_SKIP, "%s: the proxy %s (%s) did not take the connection: %s", what, p,
 	    ctx->proxy_var, d);
 	return -1;
 }
 
 /* One absolute-form request through the proxy that must be refused. */
-static void proxy_http(const struct probe_ctx *ctx, struct probe_result *r,
-		       const char *method, const char *url, const char *host,
-		       const char *extra)
+static void proxy_http(const struct probe_ctx *ctx, struct probe_result *r, const char *method,
+		       const char *url, const char *host, const char *extra)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	char req[1400], what[600];
@@ -377,8 +353,7 @@ static void proxy_http(const struct probe_ctx *ctx, struct probe_result *r,
 		probe_tcp_talk(fd, req, n, PR_HTTP, T(ctx), x);
 		close(fd);
 		if (x->kind == PX_RESET || x->kind == PX_CLOSED)
-			ADD(r, PROBE_PASS,
-			    "%s: the proxy closed the connection", what);
+			ADD(r, PROBE_PASS, "%s: the proxy closed the connection", what);
 		else if (x->kind == PX_SILENT)
 			ADD(r, PROBE_FAIL,
 			    "%s: no answer from the proxy within %gs "
@@ -393,9 +368,9 @@ static void proxy_http(const struct probe_ctx *ctx, struct probe_result *r,
 /* CONNECT @auth through the proxy. Return: a tunnel (1, *fd set), not
  * established (0; @h, @x say why), or -1 (the proxy is unreachable: a skip
  * part was added). */
-static int proxy_connect(const struct probe_ctx *ctx, struct probe_result *r,
-			 const char *auth, const char *hosthdr, int *fd,
-			 struct probe_xchg *x, struct probe_http_resp *h)
+static int proxy_connect(const struct probe_ctx *ctx, struct probe_result *r, const char *auth,
+			 const char *hosthdr, int *fd, struct probe_xchg *x,
+			 struct probe_http_resp *h)
 {
 	char req[700], what[300];
 	int k;
@@ -412,8 +387,7 @@ static int proxy_connect(const struct probe_ctx *ctx, struct probe_result *r,
 		k = 0; /* cannot happen: auth and hosthdr are bounded names */
 	probe_tcp_talk(*fd, req, (size_t)k, PR_HTTP, T(ctx), x);
 	memset(h, 0, sizeof(*h));
-	if (x->kind == PX_DATA && probe_http_parse(x->data, x->len, h) == 0 &&
-	    h->status / 100 == 2)
+	if (x->kind == PX_DATA && probe_http_parse(x->data, x->len, h) == 0 && h->status / 100 == 2)
 		return 1;
 	close(*fd);
 	*fd = -1;
@@ -422,9 +396,8 @@ static int proxy_connect(const struct probe_ctx *ctx, struct probe_result *r,
 
 /* A CONNECT that must be refused: a tunnel is the leak; inside it, @sni
  * (if any) is sent in a ClientHello to show what answers. */
-static void proxy_connect_refused(const struct probe_ctx *ctx,
-				  struct probe_result *r, const char *auth,
-				  const char *sni)
+static void proxy_connect_refused(const struct probe_ctx *ctx, struct probe_result *r,
+				  const char *auth, const char *sni)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	struct probe_http_resp h;
@@ -443,18 +416,15 @@ static void proxy_connect_refused(const struct probe_ctx *ctx,
 		if (sni) {
 			probe_tcp_talk(fd, hello, n, PR_TLS, T(ctx), x);
 			if (x->kind == PX_DATA &&
-			    probe_tls_classify((uint8_t *)x->data, x->len) ==
-				PT_SERVER_HELLO)
-				then =
-				    ", and a TLS ServerHello came through it";
+			    probe_tls_classify((uint8_t *)x->data, x->len) == PT_SERVER_HELLO)
+				then = ", and a TLS ServerHello came through it";
 		}
 		close(fd);
-		ADD(r, PROBE_FAIL, "%s: tunnel established (HTTP %d)%s (leak)",
-		    what, h.status, then);
+		ADD(r, PROBE_FAIL, "%s: tunnel established (HTTP %d)%s (leak)", what, h.status,
+		    then);
 	} else if (k == 0) {
 		if (x->kind == PX_RESET || x->kind == PX_CLOSED)
-			ADD(r, PROBE_PASS,
-			    "%s: the proxy closed the connection", what);
+			ADD(r, PROBE_PASS, "%s: the proxy closed the connection", what);
 		else if (x->kind == PX_SILENT)
 			ADD(r, PROBE_FAIL,
 			    "%s: no answer from the proxy within %gs "
@@ -468,8 +438,7 @@ static void proxy_connect_refused(const struct probe_ctx *ctx,
 
 /* Does HOST:PORT work from here? (the proxy if there is one, else direct;
  * port 443 is TLS, any other HTTP). @d says what happened. */
-static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
-		  char *d, size_t dn)
+static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port, char *d, size_t dn)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	struct probe_http_resp h;
@@ -489,18 +458,14 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 		char auth[300];
 
 		if (port == 443) {
-			struct probe_result dummy = {0};
+			struct probe_result dummy = { 0 };
 
 			authority(name, port, 0, auth, sizeof(auth));
-			if (proxy_connect(ctx, &dummy, auth, NULL, &fd, x,
-					  &h) != 1) {
+			if (proxy_connect(ctx, &dummy, auth, NULL, &fd, x, &h) != 1) {
 				if (x->kind == PX_DATA && h.status)
-					probe_bfmt(d, dn, "CONNECT %s: HTTP %d%s%s",
-					     auth, h.status,
-					     h.sluice_reason[0]
-						 ? " X-Sluice-Reason: "
-						 : "",
-					     h.sluice_reason);
+					probe_bfmt(d, dn, "CONNECT %s: HTTP %d%s%s", auth, h.status,
+						   h.sluice_reason[0] ? " X-Sluice-Reason: " : "",
+						   h.sluice_reason);
 				else if (dummy.touched)
 					probe_bfmt(d, dn, "%s", dummy.detail);
 				else
@@ -511,15 +476,14 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 			probe_tcp_talk(fd, hello, n, PR_TLS, T(ctx), x);
 			close(fd);
 			ok = x->kind == PX_DATA &&
-			     probe_tls_classify((uint8_t *)x->data, x->len) ==
-				 PT_SERVER_HELLO;
+			     probe_tls_classify((uint8_t *)x->data, x->len) == PT_SERVER_HELLO;
 			probe_bfmt(d, dn, "%s via the proxy: %s", auth,
-			     ok ? "TLS ServerHello" : "no ServerHello");
+				   ok ? "TLS ServerHello" : "no ServerHello");
 			goto out;
 		}
 		probe_bfmt(auth, sizeof(auth), "http://%s/", hh);
 		{
-			struct probe_result dummy = {0};
+			struct probe_result dummy = { 0 };
 
 			fd = proxy_open(ctx, &dummy, auth, x);
 			if (fd < 0) {
@@ -538,17 +502,14 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 		}
 		if (port == 443) {
 			n = probe_tls_client_hello(hello, sizeof(hello), name);
-			probe_tcp_exchange(&ip, port, hello, n, PR_TLS, T(ctx),
-					   x);
+			probe_tcp_exchange(&ip, port, hello, n, PR_TLS, T(ctx), x);
 			ok = x->kind == PX_DATA &&
-			     probe_tls_classify((uint8_t *)x->data, x->len) ==
-				 PT_SERVER_HELLO;
+			     probe_tls_classify((uint8_t *)x->data, x->len) == PT_SERVER_HELLO;
 			if (ok)
 				probe_bfmt(d, dn, "%s:443: TLS ServerHello", name);
 			else {
 				probe_xchg_describe(x, why, sizeof(why));
-				probe_bfmt(d, dn, "%s:443: no ServerHello (%s)", name,
-				     why);
+				probe_bfmt(d, dn, "%s:443: no ServerHello (%s)", name, why);
 			}
 			goto out;
 		}
@@ -565,7 +526,7 @@ static bool works(const struct probe_ctx *ctx, const char *name, uint16_t port,
 		probe_bfmt(d, dn, "%s: not an HTTP answer", why);
 	} else if (h.sluice_reason[0]) {
 		probe_bfmt(d, dn, "%s: HTTP %d X-Sluice-Reason: %s", why, h.status,
-		     h.sluice_reason);
+			   h.sluice_reason);
 	} else {
 		ok = true;
 		probe_bfmt(d, dn, "%s: HTTP %d", why, h.status);
@@ -577,9 +538,8 @@ out:
 
 /* HOST:PORT must be refused every way: its name through the sandbox's
  * resolver and then directly, and through the proxy if there is one. */
-static void refused_everywhere(const struct probe_ctx *ctx,
-			       struct probe_result *r, const char *name,
-			       uint16_t port)
+static void refused_everywhere(const struct probe_ctx *ctx, struct probe_result *r,
+			       const char *name, uint16_t port)
 {
 	char why[200], url[400], hh[300];
 	struct probe_ip ip;
@@ -621,15 +581,14 @@ static bool need_proxy(const struct probe_ctx *ctx, struct probe_result *r)
 	return false;
 }
 
-static const struct probe_hostport *need_allow(const struct probe_ctx *ctx,
-					       struct probe_result *r, int want)
+static const struct probe_hostport *need_allow(const struct probe_ctx *ctx, struct probe_result *r,
+					       int want)
 {
 	const struct probe_hostport *h = first_allow(ctx, want);
 
 	if (!h)
 		ADD(r, PROBE_SKIP, "%s",
-		    want == 1
-			? "needs an --expect-allow HOST:443 (served over TLS)"
+		    want == 1	? "needs an --expect-allow HOST:443 (served over TLS)"
 		    : want == 2 ? "needs an --expect-allow HOST:PORT served "
 				  "over plain HTTP (e.g. HOST:80)"
 				: "needs an --expect-allow HOST");
@@ -639,20 +598,17 @@ static const struct probe_hostport *need_allow(const struct probe_ctx *ctx,
 /* ---- TCP and TLS, direct ----------------------------------------------------
  */
 
-static void c_tcp_public_literal(const struct probe_ctx *ctx,
-				 struct probe_result *r)
+static void c_tcp_public_literal(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	direct_http(ctx, r, &ctx->o->public4, 80, "GET", "/", NULL, NULL);
 }
 
-static void c_tls_public_literal(const struct probe_ctx *ctx,
-				 struct probe_result *r)
+static void c_tls_public_literal(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	direct_tls(ctx, r, &ctx->o->public4, 443, NULL);
 }
 
-static void c_tcp_public_other(const struct probe_ctx *ctx,
-			       struct probe_result *r)
+static void c_tcp_public_other(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	char what[96];
@@ -676,8 +632,7 @@ static void c_tcp_public_v6(const struct probe_ctx *ctx, struct probe_result *r)
 	direct_http(ctx, r, &ctx->o->public6, 80, "GET", "/", NULL, NULL);
 }
 
-static void c_tcp_allowed_literal(const struct probe_ctx *ctx,
-				  struct probe_result *r)
+static void c_tcp_allowed_literal(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h = need_allow(ctx, r, 0);
 	char hh[300];
@@ -685,20 +640,16 @@ static void c_tcp_allowed_literal(const struct probe_ctx *ctx,
 	if (!h)
 		return;
 	if (!ctx->o->allowed_addr.af)
-		return ADD(r, PROBE_SKIP,
-			   "needs --allowed-addr (the real address of %s)",
-			   h->host);
+		return ADD(r, PROBE_SKIP, "needs --allowed-addr (the real address of %s)", h->host);
 	if (h->port == 443) {
 		direct_tls(ctx, r, &ctx->o->allowed_addr, 443, h->host);
 	} else {
 		authority(h->host, h->port, 80, hh, sizeof(hh));
-		direct_http(ctx, r, &ctx->o->allowed_addr, h->port, "GET", "/",
-			    hh, NULL);
+		direct_http(ctx, r, &ctx->o->allowed_addr, h->port, "GET", "/", hh, NULL);
 	}
 }
 
-static void c_tcp_allowed_port(const struct probe_ctx *ctx,
-			       struct probe_result *r)
+static void c_tcp_allowed_port(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h = need_allow(ctx, r, 0);
 	char why[200], hh[300];
@@ -717,8 +668,7 @@ static void c_tcp_allowed_port(const struct probe_ctx *ctx,
 	direct_http(ctx, r, &ip, ctx->o->blocked_port, "GET", "/", hh, NULL);
 }
 
-static void c_tcp_host_mismatch(const struct probe_ctx *ctx,
-				struct probe_result *r)
+static void c_tcp_host_mismatch(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h = need_allow(ctx, r, 2);
 	char why[200], hh[300];
@@ -727,23 +677,19 @@ static void c_tcp_host_mismatch(const struct probe_ctx *ctx,
 	if (!h)
 		return;
 	if (resolve(ctx, h->host, &ip, why, sizeof(why)) != 1)
-		return ADD(
-		    r, PROBE_SKIP,
-		    "%s does not resolve through the sandbox's resolver (%s)",
-		    h->host, why);
+		return ADD(r, PROBE_SKIP, "%s does not resolve through the sandbox's resolver (%s)",
+			   h->host, why);
 	authority(ctx->other_name, h->port, 80, hh, sizeof(hh));
 	direct_http(ctx, r, &ip, h->port, "GET", "/", hh, NULL);
 	if (r->v == PROBE_FAIL || r->v == PROBE_PASS) {
 		char tmp[PROBE_DETAIL_MAX];
 
-		probe_bfmt(tmp, sizeof(tmp), "%s with Host: %s: %s", h->host, hh,
-		     r->detail);
+		probe_bfmt(tmp, sizeof(tmp), "%s with Host: %s: %s", h->host, hh, r->detail);
 		probe_bfmt(r->detail, sizeof(r->detail), "%s", tmp);
 	}
 }
 
-static void c_tls_sni_mismatch(const struct probe_ctx *ctx,
-			       struct probe_result *r)
+static void c_tls_sni_mismatch(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h = need_allow(ctx, r, 1);
 	char why[200], sni[PROBE_NAME_MAX];
@@ -752,10 +698,8 @@ static void c_tls_sni_mismatch(const struct probe_ctx *ctx,
 	if (!h)
 		return;
 	if (resolve(ctx, h->host, &ip, why, sizeof(why)) != 1)
-		return ADD(
-		    r, PROBE_SKIP,
-		    "%s does not resolve through the sandbox's resolver (%s)",
-		    h->host, why);
+		return ADD(r, PROBE_SKIP, "%s does not resolve through the sandbox's resolver (%s)",
+			   h->host, why);
 	probe_bfmt(sni, sizeof(sni), "%s", ctx->other_name);
 	direct_tls(ctx, r, &ip, 443, sni);
 	if (r->v != PROBE_SKIP) {
@@ -766,35 +710,28 @@ static void c_tls_sni_mismatch(const struct probe_ctx *ctx,
 	}
 }
 
-static void c_tcp_private_v4(const struct probe_ctx *ctx,
-			     struct probe_result *r)
+static void c_tcp_private_v4(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	for (int i = 0; i < ctx->o->n_private4; i++)
-		direct_http(ctx, r, &ctx->o->private4[i], 80, "GET", "/", NULL,
-			    NULL);
+		direct_http(ctx, r, &ctx->o->private4[i], 80, "GET", "/", NULL, NULL);
 }
 
-static void c_tcp_private_v6(const struct probe_ctx *ctx,
-			     struct probe_result *r)
+static void c_tcp_private_v6(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	direct_http(ctx, r, &ctx->o->private6, 80, "GET", "/", NULL, NULL);
 }
 
-static void c_gw_direct_ports(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_gw_direct_ports(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	int i, tried = 0;
 
 	if (!ctx->have_gateway)
-		return ADD(
-		    r, PROBE_SKIP,
-		    "no default route with a gateway here, and no --gateway");
+		return ADD(r, PROBE_SKIP, "no default route with a gateway here, and no --gateway");
 	for (i = 0; i < ctx->o->n_gw_ports; i++) {
 		uint16_t p = ctx->o->gw_ports[i];
 
 		if (p == 53 || (ctx->have_proxy && p == ctx->proxy_port &&
-				!memcmp(&ctx->proxy_ip, &ctx->gateway,
-					sizeof(ctx->gateway))))
+				!memcmp(&ctx->proxy_ip, &ctx->gateway, sizeof(ctx->gateway))))
 			continue; /* the resolver and the proxy are meant to be
 				     there */
 		direct_http(ctx, r, &ctx->gateway, p, "GET", "/", NULL, NULL);
@@ -822,17 +759,13 @@ static void c_udp_53_out(const struct probe_ctx *ctx, struct probe_result *r)
 	int rc;
 
 	ipport(ip, 53, what, sizeof(what));
-	rc = probe_dns_query(ip, false, ctx->other_name, PROBE_DNS_A, T(ctx),
-			     &a, why, sizeof(why));
+	rc = probe_dns_query(ip, false, ctx->other_name, PROBE_DNS_A, T(ctx), &a, why, sizeof(why));
 	if (rc == 0) {
 		probe_dns_describe(&a, why, sizeof(why));
-		ADD(r, a.n_addr || a.n_data ? PROBE_FAIL : PROBE_PASS,
-		    "%s: %s for %s%s", what, why, ctx->other_name,
-		    a.n_addr || a.n_data ? " (leak)"
-					 : ": no address came back");
+		ADD(r, a.n_addr || a.n_data ? PROBE_FAIL : PROBE_PASS, "%s: %s for %s%s", what, why,
+		    ctx->other_name, a.n_addr || a.n_data ? " (leak)" : ": no address came back");
 	} else if (rc == -EBADMSG) {
-		ADD(r, PROBE_FAIL, "%s: %s: the path is open (leak)", what,
-		    why);
+		ADD(r, PROBE_FAIL, "%s: %s: the path is open (leak)", what, why);
 	} else if (rc == -ENETUNREACH && ip->af == AF_INET6) {
 		ADD(r, PROBE_SKIP, "%s: no IPv6 route here", what);
 	} else {
@@ -867,8 +800,7 @@ static void c_udp_443_quic(const struct probe_ctx *ctx, struct probe_result *r)
 	free(x);
 }
 
-static void c_udp_random_port(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_udp_random_port(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_ip *ip = udp_target(ctx);
 	struct probe_xchg *x = calloc(1, sizeof(*x));
@@ -887,8 +819,8 @@ static void c_udp_random_port(const struct probe_ctx *ctx,
 	free(x);
 }
 
-static void icmp(const struct probe_ctx *ctx, struct probe_result *r,
-		 const struct probe_ip *ip, bool raw)
+static void icmp(const struct probe_ctx *ctx, struct probe_result *r, const struct probe_ip *ip,
+		 bool raw)
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	char what[96];
@@ -931,8 +863,8 @@ static void c_icmp6_echo(const struct probe_ctx *ctx, struct probe_result *r)
 /* ---- DNS
  * ----------------------------------------------------------------------- */
 
-static void direct_dns(const struct probe_ctx *ctx, struct probe_result *r,
-		       bool tcp, const char *name)
+static void direct_dns(const struct probe_ctx *ctx, struct probe_result *r, bool tcp,
+		       const char *name)
 {
 	for (int i = 0; i < ctx->o->n_resolvers; i++) {
 		const struct probe_ip *s = &ctx->o->resolvers[i];
@@ -941,37 +873,32 @@ static void direct_dns(const struct probe_ctx *ctx, struct probe_result *r,
 		int rc;
 
 		ipport(s, 53, what, sizeof(what));
-		rc = probe_dns_query(s, tcp, name, PROBE_DNS_A, T(ctx), &a, why,
-				     sizeof(why));
+		rc = probe_dns_query(s, tcp, name, PROBE_DNS_A, T(ctx), &a, why, sizeof(why));
 		if (rc == 0) {
 			probe_dns_describe(&a, why, sizeof(why));
 			if (a.n_addr || a.n_data)
-				ADD(r, PROBE_FAIL, "%s/%s: %s for %s (leak)",
-				    what, tcp ? "tcp" : "udp", why, name);
-			else
-				ADD(r, PROBE_PASS, "%s/%s: %s for %s", what,
+				ADD(r, PROBE_FAIL, "%s/%s: %s for %s (leak)", what,
 				    tcp ? "tcp" : "udp", why, name);
+			else
+				ADD(r, PROBE_PASS, "%s/%s: %s for %s", what, tcp ? "tcp" : "udp",
+				    why, name);
 		} else if (rc == -EBADMSG) {
-			ADD(r, PROBE_FAIL,
-			    "%s/%s: %s: a host was reached (leak)", what,
+			ADD(r, PROBE_FAIL, "%s/%s: %s: a host was reached (leak)", what,
 			    tcp ? "tcp" : "udp", why);
 		} else if (rc == -ENETUNREACH && s->af == AF_INET6) {
 			ADD(r, PROBE_SKIP, "%s: no IPv6 route here", what);
 		} else {
-			ADD(r, PROBE_PASS, "%s/%s: %s", what,
-			    tcp ? "tcp" : "udp", why);
+			ADD(r, PROBE_PASS, "%s/%s: %s", what, tcp ? "tcp" : "udp", why);
 		}
 	}
 }
 
-static void c_dns_direct_udp(const struct probe_ctx *ctx,
-			     struct probe_result *r)
+static void c_dns_direct_udp(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	direct_dns(ctx, r, false, ctx->other_name);
 }
 
-static void c_dns_direct_tcp(const struct probe_ctx *ctx,
-			     struct probe_result *r)
+static void c_dns_direct_tcp(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	direct_dns(ctx, r, true, ctx->other_name);
 }
@@ -979,8 +906,7 @@ static void c_dns_direct_tcp(const struct probe_ctx *ctx,
 static void c_dns_dot(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	for (int i = 0; i < ctx->o->n_dot; i++)
-		direct_tls(ctx, r, &ctx->o->dot[i].ip, ctx->o->dot[i].port,
-			   NULL);
+		direct_tls(ctx, r, &ctx->o->dot[i].ip, ctx->o->dot[i].port, NULL);
 }
 
 static void c_dns_doh(const struct probe_ctx *ctx, struct probe_result *r)
@@ -992,8 +918,7 @@ static void c_dns_doh(const struct probe_ctx *ctx, struct probe_result *r)
 	if (k == 1)
 		direct_tls(ctx, r, &ip, 443, ctx->o->doh_host);
 	else if (k == 0)
-		ADD(r, PROBE_PASS, "%s does not resolve: %s", ctx->o->doh_host,
-		    why);
+		ADD(r, PROBE_PASS, "%s does not resolve: %s", ctx->o->doh_host, why);
 	else
 		ADD(r, PROBE_SKIP, "%s: %s", ctx->o->doh_host, why);
 	direct_tls(ctx, r, &ctx->o->doh_addr, 443, ctx->o->doh_host);
@@ -1011,8 +936,7 @@ static void c_proxy_doh(const struct probe_ctx *ctx, struct probe_result *r)
 
 /* A query through the sandbox's own resolver that must return no data of
  * @qtype. */
-static void no_data(const struct probe_ctx *ctx, struct probe_result *r,
-		    uint16_t qtype)
+static void no_data(const struct probe_ctx *ctx, struct probe_result *r, uint16_t qtype)
 {
 	const char *names[2];
 	char tb[16];
@@ -1020,29 +944,25 @@ static void no_data(const struct probe_ctx *ctx, struct probe_result *r,
 
 	if (!ctx->have_resolver)
 		return ADD(r, PROBE_SKIP, "no resolver: %s", ctx->resolver_why);
-	if (ctx->o->n_allow &&
-	    probe_ip_parse(ctx->o->allow[0].host, &(struct probe_ip){0}) < 0)
+	if (ctx->o->n_allow && probe_ip_parse(ctx->o->allow[0].host, &(struct probe_ip){ 0 }) < 0)
 		names[n++] = ctx->o->allow[0].host;
 	if (ctx->o->canary[0])
 		names[n++] = ctx->o->canary;
 	if (!n)
-		return ADD(
-		    r, PROBE_SKIP,
-		    "needs --expect-allow HOST or --canary NAME to ask about");
+		return ADD(r, PROBE_SKIP,
+			   "needs --expect-allow HOST or --canary NAME to ask about");
 	for (i = 0; i < n; i++) {
 		struct probe_dns_answer a;
 		char why[200];
-		int rc = probe_dns_query(&ctx->resolver, false, names[i], qtype,
-					 T(ctx), &a, why, sizeof(why));
+		int rc = probe_dns_query(&ctx->resolver, false, names[i], qtype, T(ctx), &a, why,
+					 sizeof(why));
 
 		if (rc == 0 && a.tc)
-			rc = probe_dns_query(&ctx->resolver, true, names[i],
-					     qtype, T(ctx), &a, why,
+			rc = probe_dns_query(&ctx->resolver, true, names[i], qtype, T(ctx), &a, why,
 					     sizeof(why));
 		if (rc == 0) {
 			probe_dns_describe(&a, why, sizeof(why));
-			ADD(r, a.n_data ? PROBE_FAIL : PROBE_PASS,
-			    "%s %s: %s%s", names[i],
+			ADD(r, a.n_data ? PROBE_FAIL : PROBE_PASS, "%s %s: %s%s", names[i],
 			    probe_dns_type_name(qtype, tb, sizeof(tb)), why,
 			    a.n_data ? " (data came back: a channel through "
 				       "the resolver)"
@@ -1076,13 +996,11 @@ static void canary_label(const struct probe_ctx *ctx, char *buf, size_t n)
 	uint8_t rnd[8];
 
 	probe_random(rnd, sizeof(rnd));
-	probe_bfmt(buf, n, "sluice-probe-%02x%02x%02x%02x%02x%02x%02x%02x.%s", rnd[0],
-	     rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7],
-	     ctx->o->canary);
+	probe_bfmt(buf, n, "sluice-probe-%02x%02x%02x%02x%02x%02x%02x%02x.%s", rnd[0], rnd[1],
+		   rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], ctx->o->canary);
 }
 
-static void canary_judge(struct probe_result *r, const char *via,
-			 const char *label, int rc,
+static void canary_judge(struct probe_result *r, const char *via, const char *label, int rc,
 			 const struct probe_dns_answer *a, const char *why)
 {
 	char d[200];
@@ -1097,19 +1015,16 @@ static void canary_judge(struct probe_result *r, const char *via,
 			    "server (leak)",
 			    via, d, label);
 		else
-			ADD(r, PROBE_PASS,
-			    "%s: %s for %s (its server's log must not show it)",
-			    via, d, label);
+			ADD(r, PROBE_PASS, "%s: %s for %s (its server's log must not show it)", via,
+			    d, label);
 	} else if (rc == -EBADMSG) {
-		ADD(r, PROBE_FAIL, "%s: %s: a host was reached (leak)", via,
-		    why);
+		ADD(r, PROBE_FAIL, "%s: %s: a host was reached (leak)", via, why);
 	} else {
 		ADD(r, PROBE_PASS, "%s: %s for %s", via, why, label);
 	}
 }
 
-static void c_dns_canary_exfil(const struct probe_ctx *ctx,
-			       struct probe_result *r)
+static void c_dns_canary_exfil(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	struct probe_dns_answer a;
 	char label[PROBE_NAME_MAX + 40], why[200], via[80];
@@ -1120,23 +1035,20 @@ static void c_dns_canary_exfil(const struct probe_ctx *ctx,
 	if (!ctx->have_resolver)
 		return ADD(r, PROBE_SKIP, "no resolver: %s", ctx->resolver_why);
 	if (strlen(ctx->o->canary) > 200)
-		return ADD(r, PROBE_SKIP,
-			   "--canary is too long for a label under it");
+		return ADD(r, PROBE_SKIP, "--canary is too long for a label under it");
 	canary_label(ctx, label, sizeof(label));
 	ipport(&ctx->resolver, 53, via, sizeof(via));
-	rc = probe_dns_query(&ctx->resolver, false, label, PROBE_DNS_A, T(ctx),
-			     &a, why, sizeof(why));
+	rc = probe_dns_query(&ctx->resolver, false, label, PROBE_DNS_A, T(ctx), &a, why,
+			     sizeof(why));
 	canary_judge(r, via, label, rc, &a, why);
 }
 
-static void c_dns_canary_direct(const struct probe_ctx *ctx,
-				struct probe_result *r)
+static void c_dns_canary_direct(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	if (!ctx->o->canary[0])
 		return ADD(r, PROBE_SKIP, "needs --canary NAME");
 	if (strlen(ctx->o->canary) > 200)
-		return ADD(r, PROBE_SKIP,
-			   "--canary is too long for a label under it");
+		return ADD(r, PROBE_SKIP, "--canary is too long for a label under it");
 	for (int i = 0; i < ctx->o->n_resolvers; i++) {
 		struct probe_dns_answer a;
 		char label[PROBE_NAME_MAX + 40], why[200], via[80];
@@ -1144,8 +1056,8 @@ static void c_dns_canary_direct(const struct probe_ctx *ctx,
 
 		canary_label(ctx, label, sizeof(label));
 		ipport(&ctx->o->resolvers[i], 53, via, sizeof(via));
-		rc = probe_dns_query(&ctx->o->resolvers[i], false, label,
-				     PROBE_DNS_A, T(ctx), &a, why, sizeof(why));
+		rc = probe_dns_query(&ctx->o->resolvers[i], false, label, PROBE_DNS_A, T(ctx), &a,
+				     why, sizeof(why));
 		canary_judge(r, via, label, rc, &a, why);
 	}
 }
@@ -1155,34 +1067,29 @@ static void c_dns_canary_direct(const struct probe_ctx *ctx,
 
 static void c_meta_imds_v4(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	direct_http(ctx, r, &ctx->o->meta4, 80, "GET", "/latest/meta-data/",
-		    NULL, NULL);
+	direct_http(ctx, r, &ctx->o->meta4, 80, "GET", "/latest/meta-data/", NULL, NULL);
 }
 
 static void c_meta_imds_v2(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	direct_http(ctx, r, &ctx->o->meta4, 80, "PUT", "/latest/api/token",
-		    NULL,
+	direct_http(ctx, r, &ctx->o->meta4, 80, "PUT", "/latest/api/token", NULL,
 		    "X-aws-ec2-metadata-token-ttl-seconds: "
 		    "21600\r\nContent-Length: 0\r\n");
 }
 
 static void c_meta_imds_v6(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	direct_http(ctx, r, &ctx->o->meta6, 80, "GET", "/latest/meta-data/",
-		    NULL, NULL);
+	direct_http(ctx, r, &ctx->o->meta6, 80, "GET", "/latest/meta-data/", NULL, NULL);
 }
 
 static void c_meta_ecs(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	direct_http(ctx, r, &ctx->o->ecs4, 80, "GET", "/v2/metadata", NULL,
-		    NULL);
+	direct_http(ctx, r, &ctx->o->ecs4, 80, "GET", "/v2/metadata", NULL, NULL);
 }
 
 static void c_meta_alibaba(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	direct_http(ctx, r, &ctx->o->alibaba4, 80, "GET", "/latest/meta-data/",
-		    NULL, NULL);
+	direct_http(ctx, r, &ctx->o->alibaba4, 80, "GET", "/latest/meta-data/", NULL, NULL);
 }
 
 static void c_meta_name(const struct probe_ctx *ctx, struct probe_result *r)
@@ -1193,8 +1100,8 @@ static void c_meta_name(const struct probe_ctx *ctx, struct probe_result *r)
 	int k = resolve(ctx, name, &ip, why, sizeof(why));
 
 	if (k == 1)
-		direct_http(ctx, r, &ip, 80, "GET", "/computeMetadata/v1/",
-			    name, "Metadata-Flavor: Google\r\n");
+		direct_http(ctx, r, &ip, 80, "GET", "/computeMetadata/v1/", name,
+			    "Metadata-Flavor: Google\r\n");
 	else if (k == 0)
 		ADD(r, PROBE_PASS, "%s does not resolve: %s", name, why);
 	else
@@ -1202,8 +1109,8 @@ static void c_meta_name(const struct probe_ctx *ctx, struct probe_result *r)
 }
 
 static void proxy_literal(const struct probe_ctx *ctx, struct probe_result *r,
-			  const struct probe_ip *ip, const char *method,
-			  const char *path, const char *extra)
+			  const struct probe_ip *ip, const char *method, const char *path,
+			  const char *extra)
 {
 	char h[INET6_ADDRSTRLEN + 2], url[700];
 
@@ -1212,32 +1119,25 @@ static void proxy_literal(const struct probe_ctx *ctx, struct probe_result *r,
 	proxy_http(ctx, r, method, url, h, extra);
 }
 
-static void c_proxy_metadata(const struct probe_ctx *ctx,
-			     struct probe_result *r)
+static void c_proxy_metadata(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	char url[400];
 
 	if (!need_proxy(ctx, r))
 		return;
-	proxy_literal(ctx, r, &ctx->o->meta4, "GET", "/latest/meta-data/",
-		      NULL);
+	proxy_literal(ctx, r, &ctx->o->meta4, "GET", "/latest/meta-data/", NULL);
 	proxy_literal(ctx, r, &ctx->o->meta4, "PUT", "/latest/api/token",
 		      "X-aws-ec2-metadata-token-ttl-seconds: "
 		      "21600\r\nContent-Length: 0\r\n");
 	proxy_literal(ctx, r, &ctx->o->ecs4, "GET", "/v2/metadata", NULL);
-	proxy_literal(ctx, r, &ctx->o->alibaba4, "GET", "/latest/meta-data/",
-		      NULL);
-	proxy_literal(ctx, r, &ctx->o->meta6, "GET", "/latest/meta-data/",
-		      NULL);
-	probe_bfmt(url, sizeof(url), "http://%s/computeMetadata/v1/",
-	     ctx->o->metadata_name);
-	proxy_http(ctx, r, "GET", url, ctx->o->metadata_name,
-		   "Metadata-Flavor: Google\r\n");
+	proxy_literal(ctx, r, &ctx->o->alibaba4, "GET", "/latest/meta-data/", NULL);
+	proxy_literal(ctx, r, &ctx->o->meta6, "GET", "/latest/meta-data/", NULL);
+	probe_bfmt(url, sizeof(url), "http://%s/computeMetadata/v1/", ctx->o->metadata_name);
+	proxy_http(ctx, r, "GET", url, ctx->o->metadata_name, "Metadata-Flavor: Google\r\n");
 }
 
-static void spellings(const struct probe_ctx *ctx, struct probe_result *r,
-		      const struct in_addr *a, const int *which, int n,
-		      const char *path)
+static void spellings(const struct probe_ctx *ctx, struct probe_result *r, const struct in_addr *a,
+		      const int *which, int n, const char *path)
 {
 	char sp[PROBE_N_SPELL][40], url[200];
 
@@ -1248,25 +1148,22 @@ static void spellings(const struct probe_ctx *ctx, struct probe_result *r,
 	}
 }
 
-static void c_proxy_meta_spellings(const struct probe_ctx *ctx,
-				   struct probe_result *r)
+static void c_proxy_meta_spellings(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	static const int all[] = {PROBE_SPELL_DEC,  PROBE_SPELL_OCT,
-				  PROBE_SPELL_OCT1, PROBE_SPELL_HEX,
-				  PROBE_SPELL_HEX1, PROBE_SPELL_HEXWORD,
-				  PROBE_SPELL_SHORT};
+	static const int all[] = { PROBE_SPELL_DEC,  PROBE_SPELL_OCT,  PROBE_SPELL_OCT1,
+				   PROBE_SPELL_HEX,  PROBE_SPELL_HEX1, PROBE_SPELL_HEXWORD,
+				   PROBE_SPELL_SHORT };
 
 	if (!need_proxy(ctx, r))
 		return;
-	spellings(ctx, r, &ctx->o->meta4.u.v4, all,
-		  (int)(sizeof(all) / sizeof(all[0])), "/latest/meta-data/");
+	spellings(ctx, r, &ctx->o->meta4.u.v4, all, (int)(sizeof(all) / sizeof(all[0])),
+		  "/latest/meta-data/");
 }
 
 /* ---- through the proxy
  * -------------------------------------------------------------- */
 
-static void c_proxy_public_literal(const struct probe_ctx *ctx,
-				   struct probe_result *r)
+static void c_proxy_public_literal(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	char a[INET6_ADDRSTRLEN + 8];
 
@@ -1278,8 +1175,7 @@ static void c_proxy_public_literal(const struct probe_ctx *ctx,
 	proxy_literal(ctx, r, &ctx->o->public6, "GET", "/", NULL);
 }
 
-static void c_proxy_allowed_literal(const struct probe_ctx *ctx,
-				    struct probe_result *r)
+static void c_proxy_allowed_literal(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h;
 	char a[INET6_ADDRSTRLEN + 8];
@@ -1287,16 +1183,13 @@ static void c_proxy_allowed_literal(const struct probe_ctx *ctx,
 	if (!need_proxy(ctx, r) || !(h = need_allow(ctx, r, 0)))
 		return;
 	if (!ctx->o->allowed_addr.af)
-		return ADD(r, PROBE_SKIP,
-			   "needs --allowed-addr (the real address of %s)",
-			   h->host);
+		return ADD(r, PROBE_SKIP, "needs --allowed-addr (the real address of %s)", h->host);
 	proxy_literal(ctx, r, &ctx->o->allowed_addr, "GET", "/", NULL);
 	ipport(&ctx->o->allowed_addr, 443, a, sizeof(a));
 	proxy_connect_refused(ctx, r, a, h->host);
 }
 
-static void c_proxy_allowed_port(const struct probe_ctx *ctx,
-				 struct probe_result *r)
+static void c_proxy_allowed_port(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h;
 	char hh[300], url[400];
@@ -1318,8 +1211,7 @@ static void c_proxy_private(const struct probe_ctx *ctx, struct probe_result *r)
 	proxy_literal(ctx, r, &ctx->o->private6, "GET", "/", NULL);
 }
 
-static void loopback(const struct probe_ctx *ctx, struct probe_result *r,
-		     const char *host)
+static void loopback(const struct probe_ctx *ctx, struct probe_result *r, const char *host)
 {
 	char url[100];
 
@@ -1329,14 +1221,12 @@ static void loopback(const struct probe_ctx *ctx, struct probe_result *r,
 	proxy_http(ctx, r, "GET", url, host, NULL);
 }
 
-static void c_proxy_loop_127_1(const struct probe_ctx *ctx,
-			       struct probe_result *r)
+static void c_proxy_loop_127_1(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	loopback(ctx, r, "127.1");
 }
 
-static void c_proxy_loop_zero(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_proxy_loop_zero(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	loopback(ctx, r, "0.0.0.0");
 }
@@ -1346,52 +1236,44 @@ static void c_proxy_loop_v6(const struct probe_ctx *ctx, struct probe_result *r)
 	loopback(ctx, r, "[::1]");
 }
 
-static void c_proxy_loop_mapped(const struct probe_ctx *ctx,
-				struct probe_result *r)
+static void c_proxy_loop_mapped(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	loopback(ctx, r, "[::ffff:127.0.0.1]");
 }
 
-static void c_proxy_loop_name(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_proxy_loop_name(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	loopback(ctx, r, "localhost");
 }
 
-static void c_proxy_spell_decimal(const struct probe_ctx *ctx,
-				  struct probe_result *r)
+static void c_proxy_spell_decimal(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	static const int w[] = {PROBE_SPELL_DEC};
-	struct in_addr lo = {htonl(0x7f000001)};
+	static const int w[] = { PROBE_SPELL_DEC };
+	struct in_addr lo = { htonl(0x7f000001) };
 
 	if (need_proxy(ctx, r))
 		spellings(ctx, r, &lo, w, (int)(sizeof(w) / sizeof(w[0])), "/");
 }
 
-static void c_proxy_spell_octal(const struct probe_ctx *ctx,
-				struct probe_result *r)
+static void c_proxy_spell_octal(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	static const int w[] = {PROBE_SPELL_OCT1, PROBE_SPELL_OCT,
-				PROBE_SPELL_OCTWORD};
-	struct in_addr lo = {htonl(0x7f000001)};
+	static const int w[] = { PROBE_SPELL_OCT1, PROBE_SPELL_OCT, PROBE_SPELL_OCTWORD };
+	struct in_addr lo = { htonl(0x7f000001) };
 
 	if (need_proxy(ctx, r))
 		spellings(ctx, r, &lo, w, (int)(sizeof(w) / sizeof(w[0])), "/");
 }
 
-static void c_proxy_spell_hex(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_proxy_spell_hex(const struct probe_ctx *ctx, struct probe_result *r)
 {
-	static const int w[] = {PROBE_SPELL_HEX1, PROBE_SPELL_HEX,
-				PROBE_SPELL_HEXWORD};
-	struct in_addr lo = {htonl(0x7f000001)};
+	static const int w[] = { PROBE_SPELL_HEX1, PROBE_SPELL_HEX, PROBE_SPELL_HEXWORD };
+	struct in_addr lo = { htonl(0x7f000001) };
 
 	if (need_proxy(ctx, r))
 		spellings(ctx, r, &lo, w, (int)(sizeof(w) / sizeof(w[0])), "/");
 }
 
-static void c_proxy_host_mismatch(const struct probe_ctx *ctx,
-				  struct probe_result *r)
+static void c_proxy_host_mismatch(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h;
 	char hh[300], other[300], url[400];
@@ -1413,8 +1295,7 @@ static void c_proxy_host_mismatch(const struct probe_ctx *ctx,
 /* Inside a tunnel to an allowed host: a request for another host (HTTP), or
  * a ClientHello naming another host (TLS). The tunnel itself is fine; what
  * goes through it must not reach the other host's site. */
-static void c_proxy_connect_host(const struct probe_ctx *ctx,
-				 struct probe_result *r)
+static void c_proxy_connect_host(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h;
 	struct probe_xchg *x;
@@ -1430,20 +1311,16 @@ static void c_proxy_connect_host(const struct probe_ctx *ctx,
 		return ADD(r, PROBE_FAIL, "out of memory");
 	authority(h->host, h->port, 0, auth, sizeof(auth));
 	authority(ctx->other_name, h->port, 80, other, sizeof(other));
-	probe_bfmt(what, sizeof(what),
-	     "CONNECT %s (Host: %s), then GET / with Host: %s", auth, other,
-	     other);
+	probe_bfmt(what, sizeof(what), "CONNECT %s (Host: %s), then GET / with Host: %s", auth,
+		   other, other);
 	k = proxy_connect(ctx, r, auth, other, &fd, x, &resp);
 	if (k == 0) {
 		if (x->kind == PX_DATA && resp.status)
-			ADD(r, PROBE_PASS,
-			    "%s: the CONNECT was refused: HTTP %d%s%s", what,
-			    resp.status,
-			    resp.sluice_reason[0] ? " X-Sluice-Reason: " : "",
+			ADD(r, PROBE_PASS, "%s: the CONNECT was refused: HTTP %d%s%s", what,
+			    resp.status, resp.sluice_reason[0] ? " X-Sluice-Reason: " : "",
 			    resp.sluice_reason);
 		else
-			ADD(r, PROBE_PASS,
-			    "%s: the CONNECT was not established", what);
+			ADD(r, PROBE_PASS, "%s: the CONNECT was not established", what);
 	} else if (k == 1) {
 		n = http_req(req, sizeof(req), "GET", "/", other, NULL);
 		probe_tcp_talk(fd, req, n, PR_HTTP, T(ctx), x);
@@ -1458,8 +1335,7 @@ static void c_proxy_connect_host(const struct probe_ctx *ctx,
 	free(x);
 }
 
-static void c_proxy_sni_mismatch(const struct probe_ctx *ctx,
-				 struct probe_result *r)
+static void c_proxy_sni_mismatch(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	const struct probe_hostport *h;
 	struct probe_xchg *x;
@@ -1475,21 +1351,18 @@ static void c_proxy_sni_mismatch(const struct probe_ctx *ctx,
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
 	authority(h->host, 443, 0, auth, sizeof(auth));
-	probe_bfmt(what, sizeof(what), "CONNECT %s, then a ClientHello for SNI %s",
-	     auth, ctx->other_name);
+	probe_bfmt(what, sizeof(what), "CONNECT %s, then a ClientHello for SNI %s", auth,
+		   ctx->other_name);
 	k = proxy_connect(ctx, r, auth, NULL, &fd, x, &resp);
 	if (k == 0) {
-		ADD(r, PROBE_SKIP,
-		    "CONNECT %s was not established (HTTP %d %s): cannot test",
-		    auth, resp.status, resp.sluice_reason);
+		ADD(r, PROBE_SKIP, "CONNECT %s was not established (HTTP %d %s): cannot test", auth,
+		    resp.status, resp.sluice_reason);
 	} else if (k == 1) {
-		n = probe_tls_client_hello(hello, sizeof(hello),
-					   ctx->other_name);
+		n = probe_tls_client_hello(hello, sizeof(hello), ctx->other_name);
 		probe_tcp_talk(fd, hello, n, PR_TLS, T(ctx), x);
 		close(fd);
 		if (x->kind == PX_RESET || x->kind == PX_CLOSED)
-			ADD(r, PROBE_PASS,
-			    "%s: the tunnel was closed: no ServerHello", what);
+			ADD(r, PROBE_PASS, "%s: the tunnel was closed: no ServerHello", what);
 		else if (x->kind == PX_SILENT)
 			judge_silent(r, what, x);
 		else
@@ -1524,8 +1397,8 @@ static void c_proxy_self(const struct probe_ctx *ctx, struct probe_result *r)
 
 /* One GET of @u, through the proxy if there is one; @x holds the answer. 0 or
  * -1 (@d says why). */
-static int fetch(const struct probe_ctx *ctx, const struct probe_url *u,
-		 struct probe_xchg *x, char *d, size_t dn)
+static int fetch(const struct probe_ctx *ctx, const struct probe_url *u, struct probe_xchg *x,
+		 char *d, size_t dn)
 {
 	char req[1400], hh[300], url[1000], why[200];
 	struct probe_ip ip;
@@ -1533,19 +1406,16 @@ static int fetch(const struct probe_ctx *ctx, const struct probe_url *u,
 	int fd;
 
 	if (u->https) { /* the probe speaks no TLS beyond a ClientHello */
-		probe_bfmt(d, dn,
-		     "https:// URLs need TLS, which the probe does not speak");
+		probe_bfmt(d, dn, "https:// URLs need TLS, which the probe does not speak");
 		return -1;
 	}
 	authority(u->host, u->port, 80, hh, sizeof(hh));
 	if (ctx->have_proxy) {
 		probe_bfmt(url, sizeof(url), "http://%s%s", hh, u->path);
-		fd = probe_tcp_connect(&ctx->proxy_ip, ctx->proxy_port, T(ctx),
-				       x);
+		fd = probe_tcp_connect(&ctx->proxy_ip, ctx->proxy_port, T(ctx), x);
 		if (fd < 0) {
 			probe_xchg_describe(x, why, sizeof(why));
-			probe_bfmt(d, dn, "the proxy did not take the connection: %s",
-			     why);
+			probe_bfmt(d, dn, "the proxy did not take the connection: %s", why);
 			return -1;
 		}
 		n = http_req(req, sizeof(req), "GET", url, hh, NULL);
@@ -1583,25 +1453,21 @@ static void c_redirect(const struct probe_ctx *ctx, struct probe_result *r)
 	if (!x)
 		return ADD(r, PROBE_FAIL, "out of memory");
 	probe_bfmt(what, sizeof(what), "GET %s%s", ctx->o->redirect_url,
-	     ctx->have_proxy ? " via the proxy" : "");
+		   ctx->have_proxy ? " via the proxy" : "");
 	if (fetch(ctx, &u, x, d, sizeof(d)) < 0) {
 		ADD(r, PROBE_FAIL, "%s: cannot test: %s", what, d);
-	} else if (x->kind != PX_DATA ||
-		   probe_http_parse(x->data, x->len, &h) < 0) {
+	} else if (x->kind != PX_DATA || probe_http_parse(x->data, x->len, &h) < 0) {
 		probe_xchg_describe(x, d, sizeof(d));
-		ADD(r, PROBE_FAIL, "%s: cannot test: no HTTP answer (%s)", what,
-		    d);
+		ADD(r, PROBE_FAIL, "%s: cannot test: no HTTP answer (%s)", what, d);
 	} else if (h.sluice_reason[0] && strstr(h.sluice_reason, "redirect")) {
-		ADD(r, PROBE_PASS,
-		    "%s: the redirect was refused: HTTP %d X-Sluice-Reason: %s",
+		ADD(r, PROBE_PASS, "%s: the redirect was refused: HTTP %d X-Sluice-Reason: %s",
 		    what, h.status, h.sluice_reason);
 	} else if (h.status / 100 != 3 || !h.location[0]) {
 		ADD(r, PROBE_FAIL,
 		    "%s: cannot test: HTTP %d%s%s, not a redirect "
 		    "(--redirect-url must be on an allowed host and answer "
 		    "30x)",
-		    what, h.status,
-		    h.sluice_reason[0] ? " X-Sluice-Reason: " : "",
+		    what, h.status, h.sluice_reason[0] ? " X-Sluice-Reason: " : "",
 		    h.sluice_reason);
 	} else if (probe_url_parse(h.location, &to) < 0 || to.https) {
 		ADD(r, PROBE_FAIL,
@@ -1610,7 +1476,7 @@ static void c_redirect(const struct probe_ctx *ctx, struct probe_result *r)
 		    what, h.status, h.location);
 	} else {
 		/* The 3xx came through: following it must be refused. */
-		struct probe_result f = {0};
+		struct probe_result f = { 0 };
 		char hh[300], url[1000];
 		int k;
 
@@ -1621,21 +1487,17 @@ static void c_redirect(const struct probe_ctx *ctx, struct probe_result *r)
 		} else {
 			struct probe_ip ip;
 
-			k = to.host_is_ip
-				? 1
-				: resolve(ctx, to.host, &ip, d, sizeof(d));
+			k = to.host_is_ip ? 1 : resolve(ctx, to.host, &ip, d, sizeof(d));
 			if (to.host_is_ip)
 				ip = to.ip;
 			if (k == 1)
-				direct_http(ctx, &f, &ip, to.port, "GET",
-					    to.path, hh, NULL);
+				direct_http(ctx, &f, &ip, to.port, "GET", to.path, hh, NULL);
 			else
-				ADD(&f, PROBE_PASS, "%s does not resolve: %s",
-				    to.host, d);
+				ADD(&f, PROBE_PASS, "%s does not resolve: %s", to.host, d);
 		}
 		ADD(r, f.v == PROBE_SKIP ? PROBE_FAIL : f.v,
-		    "%s: HTTP %d to %s came through, and following it: %s",
-		    what, h.status, h.location, f.detail);
+		    "%s: HTTP %d to %s came through, and following it: %s", what, h.status,
+		    h.location, f.detail);
 	}
 	free(x);
 }
@@ -1685,17 +1547,15 @@ static void variant(const char *name, bool dot, char *out, size_t n)
 
 /* The trailing-dot or mixed-case spelling of a name behaves like the name:
  * an allowed one still works where the name works, a denied one is refused. */
-static void name_variants(const struct probe_ctx *ctx, struct probe_result *r,
-			  bool dot)
+static void name_variants(const struct probe_ctx *ctx, struct probe_result *r, bool dot)
 {
 	const struct probe_hostport *h = first_allow(ctx, 0);
 	char v[PROBE_NAME_MAX + 2];
 	int i;
 
 	if (!h && !ctx->o->n_deny)
-		return ADD(r, PROBE_SKIP,
-			   "needs --expect-allow HOST or --expect-deny HOST");
-	if (h && probe_ip_parse(h->host, &(struct probe_ip){0}) < 0) {
+		return ADD(r, PROBE_SKIP, "needs --expect-allow HOST or --expect-deny HOST");
+	if (h && probe_ip_parse(h->host, &(struct probe_ip){ 0 }) < 0) {
 		char d1[300], d2[300];
 		bool w1, w2;
 
@@ -1703,8 +1563,8 @@ static void name_variants(const struct probe_ctx *ctx, struct probe_result *r,
 		w1 = works(ctx, h->host, h->port, d1, sizeof(d1));
 		w2 = works(ctx, v, h->port, d2, sizeof(d2));
 		if (w1 == w2)
-			ADD(r, PROBE_PASS, "%s behaves like %s (%s)", v,
-			    h->host, w1 ? "both work" : "both refused");
+			ADD(r, PROBE_PASS, "%s behaves like %s (%s)", v, h->host,
+			    w1 ? "both work" : "both refused");
 		else if (w2)
 			ADD(r, PROBE_FAIL,
 			    "%s works while %s is refused (a way around the "
@@ -1717,22 +1577,19 @@ static void name_variants(const struct probe_ctx *ctx, struct probe_result *r,
 			    v, h->host, d2);
 	}
 	for (i = 0; i < ctx->o->n_deny; i++) {
-		if (probe_ip_parse(ctx->o->deny[i].host,
-				   &(struct probe_ip){0}) == 0)
+		if (probe_ip_parse(ctx->o->deny[i].host, &(struct probe_ip){ 0 }) == 0)
 			continue;
 		variant(ctx->o->deny[i].host, dot, v, sizeof(v));
 		refused_everywhere(ctx, r, v, ctx->o->deny[i].port);
 	}
 }
 
-static void c_name_trailing_dot(const struct probe_ctx *ctx,
-				struct probe_result *r)
+static void c_name_trailing_dot(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	name_variants(ctx, r, true);
 }
 
-static void c_name_mixed_case(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_name_mixed_case(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	name_variants(ctx, r, false);
 }
@@ -1745,50 +1602,50 @@ extern char **environ;
 /* Names that look like they hold a credential. */
 static bool secret_name(const char *name, size_t n)
 {
-	static const char *const parts[] = {"TOKEN",	"SECRET", "KEY",
-					    "PASSWORD", "PASSWD", "CREDENTIAL",
-					    "PRIVATE",	"AUTH"};
+	static const char *const parts[] = { "TOKEN",  "SECRET",     "KEY",	"PASSWORD",
+					     "PASSWD", "CREDENTIAL", "PRIVATE", "AUTH" };
 	static const char *const prefixes[] = {
-	    "AWS_",    "GITHUB_",    "GH_", "GITLAB_", "AZURE_",
-	    "OPENAI_", "ANTHROPIC_", "HF_", "NPM_",    "DOCKER_"};
+		"AWS_",	   "GITHUB_",	 "GH_", "GITLAB_", "AZURE_",
+		"OPENAI_", "ANTHROPIC_", "HF_", "NPM_",	   "DOCKER_"
+	};
 	/* Well-known names of those families that hold no secret. */
 	static const char *const harmless[] = {
-	    "SSH_AUTH_SOCK",
-	    "GPG_AGENT_INFO",
-	    "AWS_REGION",
-	    "AWS_DEFAULT_REGION",
-	    "AWS_PROFILE",
-	    "AWS_DEFAULT_OUTPUT",
-	    "AWS_CONFIG_FILE",
-	    "AWS_SHARED_CREDENTIALS_FILE",
-	    "AWS_CA_BUNDLE",
-	    "AWS_ENDPOINT_URL",
-	    "GITHUB_ACTIONS",
-	    "GITHUB_WORKSPACE",
-	    "GITHUB_SHA",
-	    "GITHUB_REF",
-	    "GITHUB_REF_NAME",
-	    "GITHUB_REPOSITORY",
-	    "GITHUB_RUN_ID",
-	    "GITHUB_RUN_NUMBER",
-	    "GITHUB_JOB",
-	    "GITHUB_WORKFLOW",
-	    "GITHUB_EVENT_NAME",
-	    "GITHUB_EVENT_PATH",
-	    "GITHUB_SERVER_URL",
-	    "GITHUB_API_URL",
-	    "GITHUB_ACTOR",
-	    "GITHUB_ENV",
-	    "GITHUB_PATH",
-	    "GITHUB_OUTPUT",
-	    "GITHUB_HEAD_REF",
-	    "GITHUB_BASE_REF",
-	    "GITHUB_REPOSITORY_OWNER",
-	    "GITHUB_STEP_SUMMARY",
-	    "DOCKER_HOST",
-	    "NPM_CONFIG_PREFIX",
-	    /* sluice's own: the CA bundle, for npm (either case). */
-	    "NPM_CONFIG_CAFILE",
+		"SSH_AUTH_SOCK",
+		"GPG_AGENT_INFO",
+		"AWS_REGION",
+		"AWS_DEFAULT_REGION",
+		"AWS_PROFILE",
+		"AWS_DEFAULT_OUTPUT",
+		"AWS_CONFIG_FILE",
+		"AWS_SHARED_CREDENTIALS_FILE",
+		"AWS_CA_BUNDLE",
+		"AWS_ENDPOINT_URL",
+		"GITHUB_ACTIONS",
+		"GITHUB_WORKSPACE",
+		"GITHUB_SHA",
+		"GITHUB_REF",
+		"GITHUB_REF_NAME",
+		"GITHUB_REPOSITORY",
+		"GITHUB_RUN_ID",
+		"GITHUB_RUN_NUMBER",
+		"GITHUB_JOB",
+		"GITHUB_WORKFLOW",
+		"GITHUB_EVENT_NAME",
+		"GITHUB_EVENT_PATH",
+		"GITHUB_SERVER_URL",
+		"GITHUB_API_URL",
+		"GITHUB_ACTOR",
+		"GITHUB_ENV",
+		"GITHUB_PATH",
+		"GITHUB_OUTPUT",
+		"GITHUB_HEAD_REF",
+		"GITHUB_BASE_REF",
+		"GITHUB_REPOSITORY_OWNER",
+		"GITHUB_STEP_SUMMARY",
+		"DOCKER_HOST",
+		"NPM_CONFIG_PREFIX",
+		/* sluice's own: the CA bundle, for npm (either case). */
+		"NPM_CONFIG_CAFILE",
 	};
 	char up[128];
 	size_t i;
@@ -1823,8 +1680,7 @@ static bool placeholder(const char *v)
 	return true;
 }
 
-static void c_env_credentials(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+static void c_env_credentials(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	int found = 0, ph = 0, looked = 0;
 	char **e;
@@ -1847,8 +1703,8 @@ static void c_env_credentials(const struct probe_ctx *ctx,
 		}
 		/* Flags and the like carry no secret: empty, 0/1, true/false.
 		 */
-		if (!*v || !strcmp(v, "0") || !strcmp(v, "1") ||
-		    !strcasecmp(v, "true") || !strcasecmp(v, "false"))
+		if (!*v || !strcmp(v, "0") || !strcmp(v, "1") || !strcasecmp(v, "true") ||
+		    !strcasecmp(v, "false"))
 			continue;
 		found++;
 		/* The name only: never the value. */
@@ -1873,11 +1729,9 @@ static void c_expect_allow(const struct probe_ctx *ctx, struct probe_result *r)
 		return ADD(r, PROBE_SKIP, "no --expect-allow given");
 	for (int i = 0; i < ctx->o->n_allow; i++) {
 		char d[400];
-		bool ok = works(ctx, ctx->o->allow[i].host,
-				ctx->o->allow[i].port, d, sizeof(d));
+		bool ok = works(ctx, ctx->o->allow[i].host, ctx->o->allow[i].port, d, sizeof(d));
 
-		ADD(r, ok ? PROBE_PASS : PROBE_FAIL, "%s%s", d,
-		    ok ? "" : " (expected to work)");
+		ADD(r, ok ? PROBE_PASS : PROBE_FAIL, "%s%s", d, ok ? "" : " (expected to work)");
 	}
 }
 
@@ -1886,8 +1740,7 @@ static void c_expect_deny(const struct probe_ctx *ctx, struct probe_result *r)
 	if (!ctx->o->n_deny)
 		return ADD(r, PROBE_SKIP, "no --expect-deny given");
 	for (int i = 0; i < ctx->o->n_deny; i++)
-		refused_everywhere(ctx, r, ctx->o->deny[i].host,
-				   ctx->o->deny[i].port);
+		refused_everywhere(ctx, r, ctx->o->deny[i].host, ctx->o->deny[i].port);
 }
 
 /* ---- the table
@@ -1966,8 +1819,7 @@ const struct probe_check probe_checks[] = {
 /* clang-format on */
 
 const size_t probe_n_checks = sizeof(probe_checks) / sizeof(probe_checks[0]);
-_Static_assert(sizeof(probe_checks) / sizeof(probe_checks[0]) <=
-		   PROBE_MAX_CHECKS,
+_Static_assert(sizeof(probe_checks) / sizeof(probe_checks[0]) <= PROBE_MAX_CHECKS,
 	       "PROBE_MAX_CHECKS bounds the selection table");
 
 /**
@@ -1980,8 +1832,7 @@ _Static_assert(sizeof(probe_checks) / sizeof(probe_checks[0]) <=
 int probe_check_index(const char *id, size_t len)
 {
 	for (size_t i = 0; i < probe_n_checks; i++)
-		if (strlen(probe_checks[i].id) == len &&
-		    !strncmp(probe_checks[i].id, id, len))
+		if (strlen(probe_checks[i].id) == len && !strncmp(probe_checks[i].id, id, len))
 			return (int)i;
 	return -1;
 }

@@ -134,8 +134,8 @@ int probe_idmap_parse(const char *text, struct probe_idmap *m)
  */
 bool probe_idmap_is_initial(const struct probe_idmap *m)
 {
-	return m->n == 1 && !m->more && m->e[0].inside == 0 &&
-	       m->e[0].outside == 0 && m->e[0].count == 4294967295U;
+	return m->n == 1 && !m->more && m->e[0].inside == 0 && m->e[0].outside == 0 &&
+	       m->e[0].count == 4294967295U;
 }
 
 /**
@@ -146,8 +146,7 @@ bool probe_idmap_is_initial(const struct probe_idmap *m)
  *
  * Return: 0, or -ENOENT when @inside is not mapped (among the lines kept).
  */
-int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside,
-			uint32_t *outside)
+int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside, uint32_t *outside)
 {
 	for (int i = 0; i < m->n; i++) {
 		uint64_t off = (uint64_t)inside - m->e[i].inside;
@@ -195,8 +194,7 @@ int probe_ns_inode(const char *link, const char *type, unsigned long long *ino)
  *
  * Return: 0, or -ENOENT when there is no such line.
  */
-int probe_status_field(const char *status, const char *name, char *buf,
-		       size_t n)
+int probe_status_field(const char *status, const char *name, char *buf, size_t n)
 {
 	size_t nl = strlen(name);
 	const char *p = status;
@@ -249,54 +247,54 @@ int probe_status_ppid(const char *stat, int *ppid)
 }
 
 static const char *const cap_name[] = {
-    [0] = "CAP_CHOWN",
-    [1] = "CAP_DAC_OVERRIDE",
-    [2] = "CAP_DAC_READ_SEARCH",
-    [3] = "CAP_FOWNER",
-    [4] = "CAP_FSETID",
-    [5] = "CAP_KILL",
-    [6] = "CAP_SETGID",
-    [7] = "CAP_SETUID",
-    [8] = "CAP_SETPCAP",
-    [9] = "CAP_LINUX_IMMUTABLE",
-    [10] = "CAP_NET_BIND_SERVICE",
-    [11] = "CAP_NET_BROADCAST",
-    [12] = "CAP_NET_ADMIN",
-    [13] = "CAP_NET_RAW",
-    [14] = "CAP_IPC_LOCK",
-    [15] = "CAP_IPC_OWNER",
-    [16] = "CAP_SYS_MODULE",
-    [17] = "CAP_SYS_RAWIO",
-    [18] = "CAP_SYS_CHROOT",
-    [19] = "CAP_SYS_PTRACE",
-    [20] = "CAP_SYS_PACCT",
-    [21] = "CAP_SYS_ADMIN",
-    [22] = "CAP_SYS_BOOT",
-    [23] = "CAP_SYS_NICE",
-    [24] = "CAP_SYS_RESOURCE",
-    [25] = "CAP_SYS_TIME",
-    [26] = "CAP_SYS_TTY_CONFIG",
-    [27] = "CAP_MKNOD",
-    [28] = "CAP_LEASE",
-    [29] = "CAP_AUDIT_WRITE",
-    [30] = "CAP_AUDIT_CONTROL",
-    [31] = "CAP_SETFCAP",
-    [32] = "CAP_MAC_OVERRIDE",
-    [33] = "CAP_MAC_ADMIN",
-    [34] = "CAP_SYSLOG",
-    [35] = "CAP_WAKE_ALARM",
-    [36] = "CAP_BLOCK_SUSPEND",
-    [37] = "CAP_AUDIT_READ",
-    [38] = "CAP_PERFMON",
-    [39] = "CAP_BPF",
-    [40] = "CAP_CHECKPOINT_RESTORE",
+	[0] = "CAP_CHOWN",
+	[1] = "CAP_DAC_OVERRIDE",
+	[2] = "CAP_DAC_READ_SEARCH",
+	[3] = "CAP_FOWNER",
+	[4] = "CAP_FSETID",
+	[5] = "CAP_KILL",
+	[6] = "CAP_SETGID",
+	[7] = "CAP_SETUID",
+	[8] = "CAP_SETPCAP",
+	[9] = "CAP_LINUX_IMMUTABLE",
+	[10] = "CAP_NET_BIND_SERVICE",
+	[11] = "CAP_NET_BROADCAST",
+	[12] = "CAP_NET_ADMIN",
+	[13] = "CAP_NET_RAW",
+	[14] = "CAP_IPC_LOCK",
+	[15] = "CAP_IPC_OWNER",
+	[16] = "CAP_SYS_MODULE",
+	[17] = "CAP_SYS_RAWIO",
+	[18] = "CAP_SYS_CHROOT",
+	[19] = "CAP_SYS_PTRACE",
+	[20] = "CAP_SYS_PACCT",
+	[21] = "CAP_SYS_ADMIN",
+	[22] = "CAP_SYS_BOOT",
+	[23] = "CAP_SYS_NICE",
+	[24] = "CAP_SYS_RESOURCE",
+	[25] = "CAP_SYS_TIME",
+	[26] = "CAP_SYS_TTY_CONFIG",
+	[27] = "CAP_MKNOD",
+	[28] = "CAP_LEASE",
+	[29] = "CAP_AUDIT_WRITE",
+	[30] = "CAP_AUDIT_CONTROL",
+	[31] = "CAP_SETFCAP",
+	[32] = "CAP_MAC_OVERRIDE",
+	[33] = "CAP_MAC_ADMIN",
+	[34] = "CAP_SYSLOG",
+	[35] = "CAP_WAKE_ALARM",
+	[36] = "CAP_BLOCK_SUSPEND",
+	[37] = "CAP_AUDIT_READ",
+	[38] = "CAP_PERFMON",
+	[39] = "CAP_BPF",
+	[40] = "CAP_CHECKPOINT_RESTORE",
 };
 _Static_assert(sizeof(cap_name) / sizeof(cap_name[0]) == 41,
 	       "one name per capability up to CAP_CHECKPOINT_RESTORE");
 
 /* Those that reach furthest out of a sandbox, named first so that a cut
  * detail line still shows them. */
-static const int cap_first[] = {21, 12, 19, 1, 2, 16, 17, 7, 6, 13, 39, 38};
+static const int cap_first[] = { 21, 12, 19, 1, 2, 16, 17, 7, 6, 13, 39, 38 };
 
 /**
  * probe_cap_names() - the names of the capabilities in a set, the ones that
@@ -349,8 +347,7 @@ static ssize_t read_text(const char *path, char *buf, size_t n)
 	buf[0] = '\0';
 	if (fd < 0)
 		return -errno;
-	while ((size_t)len + 1 < n &&
-	       (got = read(fd, buf + len, n - 1 - (size_t)len)) > 0)
+	while ((size_t)len + 1 < n && (got = read(fd, buf + len, n - 1 - (size_t)len)) > 0)
 		len += got;
 	close(fd);
 	buf[len] = '\0';
@@ -397,8 +394,7 @@ static void pidns_view(struct pidns_view *v)
 	memset(v, 0, sizeof(*v));
 	if (read_link("/proc/self/ns/pid", v->own, sizeof(v->own)) == 0) {
 		v->have_own = true;
-		v->initial = probe_ns_inode(v->own, "pid", &ino) == 0 &&
-			     ino == PROC_PID_INIT_INO;
+		v->initial = probe_ns_inode(v->own, "pid", &ino) == 0 && ino == PROC_PID_INIT_INO;
 	}
 	/* NSpid holds one PID per level from /proc's namespace down to the
 	 * process's: more than one, and /proc shows a parent's processes. */
@@ -499,10 +495,9 @@ void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r)
 			    "%d processes outside its own PID namespace are "
 			    "visible (%s)%s%s%s%s",
 			    n_out,
-			    v.initial ? "it runs in the host's PID namespace"
-			    : v.proc_of_parent
-				? "/proc belongs to a parent PID namespace"
-				: "their ns/pid differs from its own",
+			    v.initial	       ? "it runs in the host's PID namespace"
+			    : v.proc_of_parent ? "/proc belongs to a parent PID namespace"
+					       : "their ns/pid differs from its own",
 			    sluiced[0] ? "; sluiced: " : "", sluiced,
 			    named[0] ? "; among them " : "", named);
 		else
@@ -528,16 +523,14 @@ void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r)
 			    "(`%s`), not the broker",
 			    broker, comm);
 		else
-			ADD(r, PROBE_PASS,
-			    "pid %d (--broker-pid) is not visible", broker);
+			ADD(r, PROBE_PASS, "pid %d (--broker-pid) is not visible", broker);
 	}
 }
 
 /* Connect to one control socket; never a request that changes anything. */
-static void try_control(const struct probe_ctx *ctx, struct probe_result *r,
-			const char *path)
+static void try_control(const struct probe_ctx *ctx, struct probe_result *r, const char *path)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	static const char req[] = "status\n"; /* read-only */
 	char buf[256], line[120];
 	struct pollfd pfd;
@@ -545,13 +538,11 @@ static void try_control(const struct probe_ctx *ctx, struct probe_result *r,
 	int fd;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
-		return ADD(r, PROBE_SKIP, "%s: path too long for a socket",
-			   path);
+		return ADD(r, PROBE_SKIP, "%s: path too long for a socket", path);
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return ADD(r, PROBE_SKIP, "%s: cannot make a socket: %s", path,
-			   strerror(errno));
+		return ADD(r, PROBE_SKIP, "%s: cannot make a socket: %s", path, strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
 
@@ -561,11 +552,9 @@ static void try_control(const struct probe_ctx *ctx, struct probe_result *r,
 				   "%s: a listening socket is there (its "
 				   "backlog is full): reachable",
 				   path);
-		return ADD(r, PROBE_PASS, "%s: cannot connect (%s)", path,
-			   strerror(e));
+		return ADD(r, PROBE_PASS, "%s: cannot connect (%s)", path, strerror(e));
 	}
-	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) ==
-	    (ssize_t)sizeof(req) - 1) {
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1) {
 		pfd.fd = fd;
 		pfd.events = POLLIN;
 		if (poll(&pfd, 1, ctx->o->timeout_ms) > 0)
@@ -604,8 +593,8 @@ void probe_c_control_socket(const struct probe_ctx *ctx, struct probe_result *r)
 
 /* List @dir's entries: the count, the first names, and whether one of them
  * (@leaf under it, or itself when @leaf is NULL) can be opened. */
-static int list_dir(const char *dir, const char *leaf, char *names, size_t n,
-		    char *opened, size_t on)
+static int list_dir(const char *dir, const char *leaf, char *names, size_t n, char *opened,
+		    size_t on)
 {
 	struct dirent *de;
 	int count = 0, looked = 0;
@@ -622,13 +611,12 @@ static int list_dir(const char *dir, const char *leaf, char *names, size_t n,
 			continue;
 		if (count++ >= NAMED_MAX)
 			continue;
-		probe_sanitize(item, sizeof(item), de->d_name,
-			       strlen(de->d_name));
+		probe_sanitize(item, sizeof(item), de->d_name, strlen(de->d_name));
 		append(names, n, item);
 		if (opened[0])
 			continue;
-		probe_bfmt(path, sizeof(path), "%s/%s%s%s", dir, de->d_name,
-		     leaf ? "/" : "", leaf ? leaf : "");
+		probe_bfmt(path, sizeof(path), "%s/%s%s%s", dir, de->d_name, leaf ? "/" : "",
+			   leaf ? leaf : "");
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd >= 0) {
 			close(fd);
@@ -642,19 +630,16 @@ static int list_dir(const char *dir, const char *leaf, char *names, size_t n,
 void probe_c_netns_run(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	char names[300], opened[PROBE_PATH_MAX];
-	int k = list_dir("/run/netns", NULL, names, sizeof(names), opened,
-			 sizeof(opened));
+	int k = list_dir("/run/netns", NULL, names, sizeof(names), opened, sizeof(opened));
 
 	(void)ctx;
 	if (k < 0)
-		ADD(r, PROBE_PASS, "/run/netns cannot be listed (%s)",
-		    strerror(-k));
+		ADD(r, PROBE_PASS, "/run/netns cannot be listed (%s)", strerror(-k));
 	else if (k == 0)
 		ADD(r, PROBE_PASS, "/run/netns is there, and empty");
 	else
-		ADD(r, PROBE_FAIL,
-		    "/run/netns lists %d network namespaces (%s)%s%s%s", k,
-		    names, opened[0] ? "; " : "", opened,
+		ADD(r, PROBE_FAIL, "/run/netns lists %d network namespaces (%s)%s%s%s", k, names,
+		    opened[0] ? "; " : "", opened,
 		    opened[0] ? " can be opened, a setns(2) away with "
 				"CAP_SYS_ADMIN"
 			      : "");
@@ -663,28 +648,24 @@ void probe_c_netns_run(const struct probe_ctx *ctx, struct probe_result *r)
 void probe_c_netns_etc(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	char names[300], opened[PROBE_PATH_MAX];
-	int k = list_dir("/etc/netns", "resolv.conf", names, sizeof(names),
-			 opened, sizeof(opened));
+	int k = list_dir("/etc/netns", "resolv.conf", names, sizeof(names), opened, sizeof(opened));
 
 	(void)ctx;
 	if (k < 0)
-		ADD(r, PROBE_PASS, "/etc/netns cannot be listed (%s)",
-		    strerror(-k));
+		ADD(r, PROBE_PASS, "/etc/netns cannot be listed (%s)", strerror(-k));
 	else if (k == 0)
 		ADD(r, PROBE_PASS, "/etc/netns is there, and empty");
 	else
 		ADD(r, PROBE_FAIL,
 		    "/etc/netns lists the settings of %d network namespaces "
 		    "(%s)%s%s%s",
-		    k, names, opened[0] ? "; " : "", opened,
-		    opened[0] ? " can be read" : "");
+		    k, names, opened[0] ? "; " : "", opened, opened[0] ? " can be read" : "");
 }
 
 /* The effective set, from capget(2) (no /proc needed), else /proc. */
 static int effective_caps(uint64_t *eff)
 {
-	struct __user_cap_header_struct h = {
-	    .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[2];
 	char status[4096], hex[32];
 	char *end;
@@ -702,8 +683,7 @@ static int effective_caps(uint64_t *eff)
 	return errno || end == hex ? -EINVAL : 0;
 }
 
-void probe_c_caps_init_userns(const struct probe_ctx *ctx,
-			      struct probe_result *r)
+void probe_c_caps_init_userns(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	char map_text[2048], map[64] = "", link[64] = "", names[700];
 	struct probe_idmap m;
@@ -726,18 +706,15 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 		have_map = true;
 		initial |= probe_idmap_is_initial(&m);
 		if (m.n)
-			probe_bfmt(map, sizeof(map), "%u %u %u%s", m.e[0].inside,
-			     m.e[0].outside, m.e[0].count,
-			     m.n > 1 || m.more ? " ..." : "");
+			probe_bfmt(map, sizeof(map), "%u %u %u%s", m.e[0].inside, m.e[0].outside,
+				   m.e[0].count, m.n > 1 || m.more ? " ..." : "");
 	}
 	for (int b = 0; b < 64; b++)
 		n += (eff >> b) & 1;
 	probe_cap_names(eff, names, sizeof(names));
 	if (!eff)
-		return ADD(r, PROBE_PASS,
-			   "no effective capability (uid_map `%s`, %s)",
-			   have_map ? map : "unreadable",
-			   have_link ? link : "ns/user unreadable");
+		return ADD(r, PROBE_PASS, "no effective capability (uid_map `%s`, %s)",
+			   have_map ? map : "unreadable", have_link ? link : "ns/user unreadable");
 	if (!have_map && !have_link)
 		return ADD(r, PROBE_SKIP,
 			   "%d effective capabilities, and its user namespace "
@@ -749,8 +726,7 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 			   "%d effective capabilities (CapEff %016llx) in the "
 			   "initial user namespace (uid_map `%s`, %s): they "
 			   "reach the host; %s",
-			   n, (unsigned long long)eff,
-			   have_map ? map : "unreadable",
+			   n, (unsigned long long)eff, have_map ? map : "unreadable",
 			   have_link ? link : "ns/user unreadable", names);
 	/* Capabilities over its own user namespace only reach what that
 	 * namespace owns; but root mapped to root outside still owns the
@@ -758,13 +734,11 @@ void probe_c_caps_init_userns(const struct probe_ctx *ctx,
 	ADD(r, PROBE_PASS,
 	    "%d effective capabilities, over its own user namespace only "
 	    "(uid_map `%s`, %s)%s",
-	    n, have_map ? map : "unreadable",
-	    have_link ? link : "ns/user unreadable",
-	    have_map && probe_idmap_outside(&m, 0, &root_out) == 0 &&
-		    root_out == 0
-		? "; note: uid 0 here is uid 0 outside, owner of every "
-		  "root-owned file it can see"
-		: "");
+	    n, have_map ? map : "unreadable", have_link ? link : "ns/user unreadable",
+	    have_map && probe_idmap_outside(&m, 0, &root_out) == 0 && root_out == 0
+		    ? "; note: uid 0 here is uid 0 outside, owner of every "
+		      "root-owned file it can see"
+		    : "");
 }
 
 void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
@@ -777,13 +751,11 @@ void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
 		const char *path = o->secret_files[i];
 		/* Opened, never read: the probe must not print, or even hold,
 		 * what it finds. */
-		int fd =
-		    open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		struct stat st;
 
 		if (fd < 0) {
-			ADD(r, PROBE_PASS, "%s: cannot open (%s)", path,
-			    strerror(errno));
+			ADD(r, PROBE_PASS, "%s: cannot open (%s)", path, strerror(errno));
 			continue;
 		}
 		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
@@ -792,8 +764,7 @@ void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
 			ADD(r, PROBE_FAIL,
 			    "%s can be opened for reading (%lld bytes; not "
 			    "read)",
-			    path,
-			    fstat(fd, &st) == 0 ? (long long)st.st_size : -1LL);
+			    path, fstat(fd, &st) == 0 ? (long long)st.st_size : -1LL);
 		close(fd);
 	}
 }

@@ -26,8 +26,7 @@
  *
  * Return: the message length, or -EINVAL (a bad name) or -ENOSPC.
  */
-int probe_dns_build(uint8_t *buf, size_t cap, uint16_t id, const char *name,
-		    uint16_t qtype)
+int probe_dns_build(uint8_t *buf, size_t cap, uint16_t id, const char *name, uint16_t qtype)
 {
 	size_t n = strlen(name), o = DNS_HDR, i = 0;
 
@@ -104,8 +103,8 @@ static void read_ede(const uint8_t *p, size_t n, struct probe_dns_answer *a)
 			return;
 		if (code == DNS_OPT_EDE && olen >= 2 && a->ede < 0) {
 			a->ede = p[o] << 8 | p[o + 1];
-			probe_sanitize(a->ede_text, sizeof(a->ede_text),
-				       (const char *)p + o + 2, olen - 2u);
+			probe_sanitize(a->ede_text, sizeof(a->ede_text), (const char *)p + o + 2,
+				       olen - 2u);
 		}
 		o += olen;
 	}
@@ -141,8 +140,7 @@ int probe_dns_parse(const uint8_t *msg, size_t len, uint16_t id, uint16_t qtype,
 
 	memset(a, 0, sizeof(*a));
 	a->ede = -1;
-	if (len < DNS_HDR || (uint16_t)(msg[0] << 8 | msg[1]) != id ||
-	    !(msg[2] & 0x80))
+	if (len < DNS_HDR || (uint16_t)(msg[0] << 8 | msg[1]) != id || !(msg[2] & 0x80))
 		return -EBADMSG;
 	a->rcode = msg[3] & 0x0f;
 	a->tc = (msg[2] & 0x02) != 0;
@@ -173,13 +171,11 @@ int probe_dns_parse(const uint8_t *msg, size_t len, uint16_t id, uint16_t qtype,
 		add_type(a, type);
 		if ((type == PROBE_DNS_A && rdlen == 4) ||
 		    (type == PROBE_DNS_AAAA && rdlen == 16)) {
-			if (a->n_addr <
-			    (int)(sizeof(a->addr) / sizeof(a->addr[0]))) {
+			if (a->n_addr < (int)(sizeof(a->addr) / sizeof(a->addr[0]))) {
 				struct probe_ip *ip = &a->addr[a->n_addr++];
 
 				memset(ip, 0, sizeof(*ip));
-				ip->af =
-				    type == PROBE_DNS_A ? AF_INET : AF_INET6;
+				ip->af = type == PROBE_DNS_A ? AF_INET : AF_INET6;
 				memcpy(&ip->u, msg + off, rdlen);
 			}
 		} else if (qtype == PROBE_DNS_ANY ? type != 5 : type == qtype) {
@@ -217,8 +213,8 @@ int probe_dns_parse(const uint8_t *msg, size_t len, uint16_t id, uint16_t qtype,
  */
 const char *probe_dns_rcode_name(int rcode)
 {
-	static const char *const names[] = {"NOERROR",	"FORMERR", "SERVFAIL",
-					    "NXDOMAIN", "NOTIMP",  "REFUSED"};
+	static const char *const names[] = { "NOERROR",	 "FORMERR", "SERVFAIL",
+					     "NXDOMAIN", "NOTIMP",  "REFUSED" };
 
 	return rcode >= 0 && rcode < 6 ? names[rcode] : "rcode>5";
 }
@@ -286,13 +282,11 @@ void probe_dns_describe(const struct probe_dns_answer *a, char *buf, size_t n)
 		return;
 	}
 	for (i = 0; i < a->n_types && o < n; i++)
-		o += (size_t)snprintf(
-		    buf + o, n - o, ", %s",
-		    probe_dns_type_name(a->types[i], tb, sizeof(tb)));
+		o += (size_t)snprintf(buf + o, n - o, ", %s",
+				      probe_dns_type_name(a->types[i], tb, sizeof(tb)));
 	if (a->n_addr && o < n) {
 		probe_ip_str(&a->addr[0], ip, sizeof(ip));
-		snprintf(buf + o, n - o, " (%s%s)", ip,
-			 a->n_addr > 1 ? ", ..." : "");
+		snprintf(buf + o, n - o, " (%s%s)", ip, a->n_addr > 1 ? ", ..." : "");
 	}
 }
 
@@ -311,9 +305,8 @@ void probe_dns_describe(const struct probe_dns_answer *a, char *buf, size_t n)
  * to the query: something was reached), or another negative errno (nothing
  * answered: -ETIMEDOUT, -EHOSTUNREACH, -ENETUNREACH, ...).
  */
-int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name,
-		    uint16_t qtype, int timeout_ms, struct probe_dns_answer *a,
-		    char *why, size_t whylen)
+int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name, uint16_t qtype,
+		    int timeout_ms, struct probe_dns_answer *a, char *why, size_t whylen)
 {
 	uint8_t q[2 + 300];
 	struct probe_xchg *x;
@@ -334,11 +327,9 @@ int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name,
 	q[0] = (uint8_t)(len >> 8);
 	q[1] = (uint8_t)len;
 	if (tcp)
-		probe_tcp_exchange(server, 53, q, (size_t)len + 2, PR_DNSTCP,
-				   timeout_ms, x);
+		probe_tcp_exchange(server, 53, q, (size_t)len + 2, PR_DNSTCP, timeout_ms, x);
 	else
-		probe_udp_exchange(server, 53, q + 2, (size_t)len, timeout_ms,
-				   x);
+		probe_udp_exchange(server, 53, q + 2, (size_t)len, timeout_ms, x);
 	if (x->kind != PX_DATA) {
 		probe_xchg_describe(x, why, whylen);
 		switch (x->kind) {
@@ -363,19 +354,16 @@ int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name,
 		return r;
 	}
 	if (tcp) {
-		size_t mlen =
-		    (size_t)((uint8_t)x->data[0] << 8 | (uint8_t)x->data[1]);
+		size_t mlen = (size_t)((uint8_t)x->data[0] << 8 | (uint8_t)x->data[1]);
 
 		r = (x->len >= 2 + mlen)
-			? probe_dns_parse((uint8_t *)x->data + 2, mlen, id,
-					  qtype, a)
-			: -EBADMSG;
+			    ? probe_dns_parse((uint8_t *)x->data + 2, mlen, id, qtype, a)
+			    : -EBADMSG;
 	} else {
 		r = probe_dns_parse((uint8_t *)x->data, x->len, id, qtype, a);
 	}
 	if (r < 0)
-		snprintf(why, whylen, "an answer that is not DNS (%zu bytes)",
-			 x->len);
+		snprintf(why, whylen, "an answer that is not DNS (%zu bytes)", x->len);
 	free(x);
 	return r;
 }
@@ -398,8 +386,7 @@ int probe_resolv_conf(const char *path, struct probe_ip *ns)
 	while (fgets(line, sizeof(line), f)) {
 		char word[32], addr[80], *pct;
 
-		if (sscanf(line, "%31s %79s", word, addr) != 2 ||
-		    strcmp(word, "nameserver"))
+		if (sscanf(line, "%31s %79s", word, addr) != 2 || strcmp(word, "nameserver"))
 			continue;
 		pct = strchr(addr, '%'); /* a zone index: fe80::1%eth0 */
 		if (pct)

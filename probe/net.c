@@ -46,13 +46,12 @@ void probe_random(void *buf, size_t n)
 	if (getrandom(buf, n, 0) == (ssize_t)n)
 		return;
 	for (i = 0; i < n; i++)
-		p[i] = (unsigned char)((probe_now_ms() * 2654435761u +
-					i * 40503u + (size_t)getpid()) >>
+		p[i] = (unsigned char)((probe_now_ms() * 2654435761u + i * 40503u +
+					(size_t)getpid()) >>
 				       7);
 }
 
-static socklen_t sockaddr_of(const struct probe_ip *ip, uint16_t port,
-			     struct sockaddr_storage *ss)
+static socklen_t sockaddr_of(const struct probe_ip *ip, uint16_t port, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
 	if (ip->af == AF_INET) {
@@ -141,9 +140,7 @@ int probe_tcp_connect(const struct probe_ip *ip, uint16_t port, int timeout_ms,
 		return fd;
 	if (errno != EINPROGRESS) {
 		x->err = errno;
-		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL)
-			      ? PX_NOROUTE
-			      : PX_ERROR;
+		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL) ? PX_NOROUTE : PX_ERROR;
 		close(fd);
 		return -1;
 	}
@@ -183,8 +180,7 @@ static bool complete(const struct probe_xchg *x, enum probe_rmode mode)
 		return x->len >= 7;
 	case PR_DNSTCP:
 		return x->len >= 2 &&
-		       x->len >= 2 + (size_t)((uint8_t)x->data[0] << 8 |
-					      (uint8_t)x->data[1]);
+		       x->len >= 2 + (size_t)((uint8_t)x->data[0] << 8 | (uint8_t)x->data[1]);
 	case PR_NONE:
 		return true;
 	}
@@ -201,12 +197,12 @@ static bool complete(const struct probe_xchg *x, enum probe_rmode mode)
  * @x: PX_DATA (data, len: whatever came before a reset or close too),
  *     PX_RESET, PX_CLOSED or PX_SILENT
  */
-void probe_tcp_talk(int fd, const void *req, size_t reqlen,
-		    enum probe_rmode mode, int timeout_ms, struct probe_xchg *x)
+void probe_tcp_talk(int fd, const void *req, size_t reqlen, enum probe_rmode mode, int timeout_ms,
+		    struct probe_xchg *x)
 {
 	long long deadline = probe_now_ms() + timeout_ms;
 	const char *p = req;
-	struct pollfd pfd = {.fd = fd};
+	struct pollfd pfd = { .fd = fd };
 
 	xinit(x, timeout_ms);
 	while (reqlen > 0) {
@@ -221,8 +217,7 @@ void probe_tcp_talk(int fd, const void *req, size_t reqlen,
 			continue;
 		if (k < 0 && errno == EAGAIN) {
 			pfd.events = POLLOUT;
-			if (poll(&pfd, 1, remaining(deadline)) <= 0 &&
-			    remaining(deadline) == 0)
+			if (poll(&pfd, 1, remaining(deadline)) <= 0 && remaining(deadline) == 0)
 				return; /* PX_SILENT */
 			continue;
 		}
@@ -271,9 +266,8 @@ void probe_tcp_talk(int fd, const void *req, size_t reqlen,
  * @timeout_ms: the bound for the connect, and again for the answer
  * @x: the outcome
  */
-void probe_tcp_exchange(const struct probe_ip *ip, uint16_t port,
-			const void *req, size_t reqlen, enum probe_rmode mode,
-			int timeout_ms, struct probe_xchg *x)
+void probe_tcp_exchange(const struct probe_ip *ip, uint16_t port, const void *req, size_t reqlen,
+			enum probe_rmode mode, int timeout_ms, struct probe_xchg *x)
 {
 	int fd = probe_tcp_connect(ip, port, timeout_ms, x);
 
@@ -287,11 +281,11 @@ void probe_tcp_exchange(const struct probe_ip *ip, uint16_t port,
 static int read_errqueue(int fd, struct probe_xchg *x)
 {
 	char cbuf[512], dbuf[256];
-	struct iovec iov = {dbuf, sizeof(dbuf)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
+	struct iovec iov = { dbuf, sizeof(dbuf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *c;
 
 	if (recvmsg(fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
@@ -300,17 +294,13 @@ static int read_errqueue(int fd, struct probe_xchg *x)
 		struct sock_extended_err ee;
 
 		if (!((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
-		      (c->cmsg_level == SOL_IPV6 &&
-		       c->cmsg_type == IPV6_RECVERR)))
+		      (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)))
 			continue;
 		memcpy(&ee, CMSG_DATA(c), sizeof(ee));
 		x->err = (int)ee.ee_errno;
-		if (ee.ee_origin == SO_EE_ORIGIN_ICMP ||
-		    ee.ee_origin == SO_EE_ORIGIN_ICMP6) {
+		if (ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6) {
 			x->kind = PX_ICMP;
-			x->icmp_af = ee.ee_origin == SO_EE_ORIGIN_ICMP6
-					 ? AF_INET6
-					 : AF_INET;
+			x->icmp_af = ee.ee_origin == SO_EE_ORIGIN_ICMP6 ? AF_INET6 : AF_INET;
 			x->icmp_type = ee.ee_type;
 			x->icmp_code = ee.ee_code;
 		} else {
@@ -334,7 +324,7 @@ static void recverr_on(int fd, int af)
 /* Wait for a datagram (copied into @x) or a queued ICMP error on @fd. */
 static void dgram_wait(int fd, long long deadline, struct probe_xchg *x)
 {
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
 	for (;;) {
 		int n = poll(&pfd, 1, remaining(deadline));
@@ -377,9 +367,8 @@ static void dgram_wait(int fd, long long deadline, struct probe_xchg *x)
  * @x: PX_DATA (a reply), PX_ICMP (type, code), PX_ERROR (sending failed),
  *     PX_NOROUTE or PX_SILENT
  */
-void probe_udp_exchange(const struct probe_ip *ip, uint16_t port,
-			const void *msg, size_t len, int timeout_ms,
-			struct probe_xchg *x)
+void probe_udp_exchange(const struct probe_ip *ip, uint16_t port, const void *msg, size_t len,
+			int timeout_ms, struct probe_xchg *x)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sockaddr_of(ip, port, &ss);
@@ -396,9 +385,7 @@ void probe_udp_exchange(const struct probe_ip *ip, uint16_t port,
 	recverr_on(fd, ip->af);
 	if (connect(fd, (struct sockaddr *)&ss, sl) < 0) {
 		x->err = errno;
-		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL)
-			      ? PX_NOROUTE
-			      : PX_ERROR;
+		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL) ? PX_NOROUTE : PX_ERROR;
 		close(fd);
 		return;
 	}
@@ -431,8 +418,7 @@ static uint16_t csum(const void *p, size_t n)
 
 /* A raw ICMP socket: our echo request, then read every ICMP packet until
  * the reply from @ip or an error about our request. */
-static int raw_echo(const struct probe_ip *ip, long long deadline,
-		    struct probe_xchg *x)
+static int raw_echo(const struct probe_ip *ip, long long deadline, struct probe_xchg *x)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sockaddr_of(ip, 0, &ss);
@@ -461,7 +447,7 @@ static int raw_echo(const struct probe_ip *ip, long long deadline,
 		return 0;
 	}
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t k;
 		size_t ihl;
 		struct iphdr iph;
@@ -481,8 +467,7 @@ static int raw_echo(const struct probe_ip *ip, long long deadline,
 			x->len = (size_t)k - ihl;
 			return close(fd), 0;
 		}
-		if (in[ihl] == ICMP_DEST_UNREACH ||
-		    in[ihl] == ICMP_TIME_EXCEEDED) {
+		if (in[ihl] == ICMP_DEST_UNREACH || in[ihl] == ICMP_TIME_EXCEEDED) {
 			/* Ours if the quoted packet is our echo to @ip. */
 			const uint8_t *q = in + ihl + 8;
 			size_t qlen = (size_t)k - ihl - 8, qihl;
@@ -493,8 +478,7 @@ static int raw_echo(const struct probe_ip *ip, long long deadline,
 			memcpy(&qh, q, sizeof(qh));
 			qihl = (size_t)qh.ihl * 4;
 			if (qlen < qihl + 8 || qh.daddr != ip->u.v4.s_addr ||
-			    qh.protocol != IPPROTO_ICMP ||
-			    memcmp(q + qihl + 4, &id, 2))
+			    qh.protocol != IPPROTO_ICMP || memcmp(q + qihl + 4, &id, 2))
 				continue;
 			x->kind = PX_ICMP;
 			x->icmp_af = AF_INET;
@@ -517,8 +501,7 @@ static int raw_echo(const struct probe_ip *ip, long long deadline,
  *
  * Return: 0, or a negative errno when the socket cannot be made (nothing sent).
  */
-int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms,
-		    struct probe_xchg *x)
+int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms, struct probe_xchg *x)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sockaddr_of(ip, 0, &ss);
@@ -528,8 +511,7 @@ int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms,
 
 	xinit(x, timeout_ms);
 	if (raw)
-		return ip->af == AF_INET ? raw_echo(ip, deadline, x)
-					 : -EAFNOSUPPORT;
+		return ip->af == AF_INET ? raw_echo(ip, deadline, x) : -EAFNOSUPPORT;
 	fd = socket(ip->af, SOCK_DGRAM | SOCK_CLOEXEC,
 		    ip->af == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
 	if (fd < 0)
@@ -537,9 +519,7 @@ int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms,
 	recverr_on(fd, ip->af);
 	if (connect(fd, (struct sockaddr *)&ss, sl) < 0) {
 		x->err = errno;
-		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL)
-			      ? PX_NOROUTE
-			      : PX_ERROR;
+		x->kind = (errno == ENETUNREACH || errno == EADDRNOTAVAIL) ? PX_NOROUTE : PX_ERROR;
 		close(fd);
 		return 0;
 	}
@@ -558,10 +538,8 @@ int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms,
 	}
 	dgram_wait(fd, deadline, x);
 	if (x->kind == PX_DATA && x->len >= 1 &&
-	    (uint8_t)x->data[0] !=
-		(ip->af == AF_INET ? ICMP_ECHOREPLY : ICMP6_ECHO_REPLY))
-		x->kind =
-		    PX_SILENT; /* not a reply: nothing else is expected here */
+	    (uint8_t)x->data[0] != (ip->af == AF_INET ? ICMP_ECHOREPLY : ICMP6_ECHO_REPLY))
+		x->kind = PX_SILENT; /* not a reply: nothing else is expected here */
 	close(fd);
 	return 0;
 }
@@ -674,14 +652,12 @@ void probe_xchg_describe(const struct probe_xchg *x, char *buf, size_t n)
 		snprintf(buf, n, "answered (%zu bytes)", x->len);
 		break;
 	case PX_ICMP:
-		snprintf(
-		    buf, n, "ICMP %s (type %d code %d)",
-		    probe_icmp_text(x->icmp_af, x->icmp_type, x->icmp_code),
-		    x->icmp_type, x->icmp_code);
+		snprintf(buf, n, "ICMP %s (type %d code %d)",
+			 probe_icmp_text(x->icmp_af, x->icmp_type, x->icmp_code), x->icmp_type,
+			 x->icmp_code);
 		break;
 	case PX_NOROUTE:
-		snprintf(buf, n, "no route (%s)",
-			 errno_text(x->err ? x->err : ENETUNREACH));
+		snprintf(buf, n, "no route (%s)", errno_text(x->err ? x->err : ENETUNREACH));
 		break;
 	}
 }
@@ -709,14 +685,13 @@ int probe_default_gateway(struct probe_ip *gw)
 		/* The kernel's own hex columns: sscanf's silence on overflow
 		 * cannot matter here. */
 		// NOLINTNEXTLINE(cert-err34-c)
-		if (sscanf(line, "%63s %lx %lx %x %*d %*d %*d %lx", ifname,
-			   &dst, &gwv, &flags, &mask) != 5)
+		if (sscanf(line, "%63s %lx %lx %x %*d %*d %*d %lx", ifname, &dst, &gwv, &flags,
+			   &mask) != 5)
 			continue;
 		if (dst == 0 && mask == 0 && gwv != 0) {
 			memset(gw, 0, sizeof(*gw));
 			gw->af = AF_INET;
-			gw->u.v4.s_addr =
-			    (uint32_t)gwv; /* printed as the raw 32-bit word */
+			gw->u.v4.s_addr = (uint32_t)gwv; /* printed as the raw 32-bit word */
 			r = 0;
 			break;
 		}

@@ -60,43 +60,43 @@ static const struct {
 	bool arg;
 	enum opt_id id;
 } opts_table[] = {
-    {"expect-allow", true, OPT_EXPECT_ALLOW},
-    {"expect-deny", true, OPT_EXPECT_DENY},
-    {"canary", true, OPT_CANARY},
-    {"resolver", true, OPT_RESOLVER},
-    {"resolver-sandbox", true, OPT_RESOLVER_SANDBOX},
-    {"timeout", true, OPT_TIMEOUT},
-    {"jobs", true, OPT_JOBS},
-    {"json", false, OPT_JSON},
-    {"only", true, OPT_ONLY},
-    {"skip", true, OPT_SKIP},
-    {"list", false, OPT_LIST},
-    {"help", false, OPT_HELP},
-    {"public-addr", true, OPT_PUBLIC_ADDR},
-    {"public-addr6", true, OPT_PUBLIC_ADDR6},
-    {"private-addr", true, OPT_PRIVATE_ADDR},
-    {"private-addr6", true, OPT_PRIVATE_ADDR6},
-    {"metadata-addr", true, OPT_METADATA_ADDR},
-    {"metadata-addr6", true, OPT_METADATA_ADDR6},
-    {"ecs-addr", true, OPT_ECS_ADDR},
-    {"alibaba-addr", true, OPT_ALIBABA_ADDR},
-    {"metadata-name", true, OPT_METADATA_NAME},
-    {"udp-addr", true, OPT_UDP_ADDR},
-    {"udp-port", true, OPT_UDP_PORT},
-    {"dns-name", true, OPT_DNS_NAME},
-    {"doh-host", true, OPT_DOH_HOST},
-    {"doh-addr", true, OPT_DOH_ADDR},
-    {"dot-addr", true, OPT_DOT_ADDR},
-    {"allowed-addr", true, OPT_ALLOWED_ADDR},
-    {"blocked-port", true, OPT_BLOCKED_PORT},
-    {"redirect-url", true, OPT_REDIRECT_URL},
-    {"edge-suffix", true, OPT_EDGE_SUFFIX},
-    {"edge-prefix", true, OPT_EDGE_PREFIX},
-    {"gateway", true, OPT_GATEWAY},
-    {"gateway-ports", true, OPT_GATEWAY_PORTS},
-    {"control-socket", true, OPT_CONTROL_SOCKET},
-    {"secret-file", true, OPT_SECRET_FILE},
-    {"broker-pid", true, OPT_BROKER_PID},
+	{ "expect-allow", true, OPT_EXPECT_ALLOW },
+	{ "expect-deny", true, OPT_EXPECT_DENY },
+	{ "canary", true, OPT_CANARY },
+	{ "resolver", true, OPT_RESOLVER },
+	{ "resolver-sandbox", true, OPT_RESOLVER_SANDBOX },
+	{ "timeout", true, OPT_TIMEOUT },
+	{ "jobs", true, OPT_JOBS },
+	{ "json", false, OPT_JSON },
+	{ "only", true, OPT_ONLY },
+	{ "skip", true, OPT_SKIP },
+	{ "list", false, OPT_LIST },
+	{ "help", false, OPT_HELP },
+	{ "public-addr", true, OPT_PUBLIC_ADDR },
+	{ "public-addr6", true, OPT_PUBLIC_ADDR6 },
+	{ "private-addr", true, OPT_PRIVATE_ADDR },
+	{ "private-addr6", true, OPT_PRIVATE_ADDR6 },
+	{ "metadata-addr", true, OPT_METADATA_ADDR },
+	{ "metadata-addr6", true, OPT_METADATA_ADDR6 },
+	{ "ecs-addr", true, OPT_ECS_ADDR },
+	{ "alibaba-addr", true, OPT_ALIBABA_ADDR },
+	{ "metadata-name", true, OPT_METADATA_NAME },
+	{ "udp-addr", true, OPT_UDP_ADDR },
+	{ "udp-port", true, OPT_UDP_PORT },
+	{ "dns-name", true, OPT_DNS_NAME },
+	{ "doh-host", true, OPT_DOH_HOST },
+	{ "doh-addr", true, OPT_DOH_ADDR },
+	{ "dot-addr", true, OPT_DOT_ADDR },
+	{ "allowed-addr", true, OPT_ALLOWED_ADDR },
+	{ "blocked-port", true, OPT_BLOCKED_PORT },
+	{ "redirect-url", true, OPT_REDIRECT_URL },
+	{ "edge-suffix", true, OPT_EDGE_SUFFIX },
+	{ "edge-prefix", true, OPT_EDGE_PREFIX },
+	{ "gateway", true, OPT_GATEWAY },
+	{ "gateway-ports", true, OPT_GATEWAY_PORTS },
+	{ "control-socket", true, OPT_CONTROL_SOCKET },
+	{ "secret-file", true, OPT_SECRET_FILE },
+	{ "broker-pid", true, OPT_BROKER_PID },
 };
 
 /**
@@ -256,8 +256,8 @@ int probe_name_check(const char *s)
 			label = 0;
 			continue;
 		}
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '-' || c == '_'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
 			return -EINVAL;
 		if (++label > 63)
 			return -EINVAL;
@@ -289,8 +289,7 @@ static int port_parse(const char *s, uint16_t *port)
  *
  * Return: 0 or -EINVAL.
  */
-int probe_hostport_parse(const char *s, uint16_t defport,
-			 struct probe_hostport *hp)
+int probe_hostport_parse(const char *s, uint16_t defport, struct probe_hostport *hp)
 {
 	struct probe_ip ip;
 	const char *colon;
@@ -373,24 +372,20 @@ int probe_timeout_parse(const char *s, int *ms)
 void probe_v4_spellings(const struct in_addr *a, char out[PROBE_N_SPELL][40])
 {
 	uint32_t v = ntohl(a->s_addr);
-	unsigned o[4] = {v >> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255};
+	unsigned o[4] = { v >> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255 };
 	char part[4][8];
 	int i;
 
 	snprintf(out[PROBE_SPELL_DEC], 40, "%u", v);
 	for (i = 0; i < 4; i++)
 		snprintf(part[i], sizeof(part[i]), o[i] ? "0%o" : "0", o[i]);
-	snprintf(out[PROBE_SPELL_OCT], 40, "%s.%s.%s.%s", part[0], part[1],
-		 part[2], part[3]);
-	snprintf(out[PROBE_SPELL_HEX], 40, "0x%x.0x%x.0x%x.0x%x", o[0], o[1],
-		 o[2], o[3]);
+	snprintf(out[PROBE_SPELL_OCT], 40, "%s.%s.%s.%s", part[0], part[1], part[2], part[3]);
+	snprintf(out[PROBE_SPELL_HEX], 40, "0x%x.0x%x.0x%x.0x%x", o[0], o[1], o[2], o[3]);
 	snprintf(out[PROBE_SPELL_HEXWORD], 40, "0x%08x", v);
 	snprintf(out[PROBE_SPELL_OCTWORD], 40, "0%o", v);
 	snprintf(out[PROBE_SPELL_SHORT], 40, "%u.%u", o[0], v & 0xffffff);
-	snprintf(out[PROBE_SPELL_OCT1], 40, "0%o.%u.%u.%u", o[0], o[1], o[2],
-		 o[3]);
-	snprintf(out[PROBE_SPELL_HEX1], 40, "0x%x.%u.%u.%u", o[0], o[1], o[2],
-		 o[3]);
+	snprintf(out[PROBE_SPELL_OCT1], 40, "0%o.%u.%u.%u", o[0], o[1], o[2], o[3]);
+	snprintf(out[PROBE_SPELL_HEX1], 40, "0x%x.%u.%u.%u", o[0], o[1], o[2], o[3]);
 }
 
 static void set_ip(struct probe_ip *ip, const char *s)
@@ -422,8 +417,7 @@ static void opts_default(struct probe_opts *o)
 	set_ip(&o->meta6, "fd00:ec2::254");
 	set_ip(&o->ecs4, "169.254.170.2");
 	set_ip(&o->alibaba4, "100.100.100.200");
-	snprintf(o->metadata_name, sizeof(o->metadata_name),
-		 "metadata.google.internal");
+	snprintf(o->metadata_name, sizeof(o->metadata_name), "metadata.google.internal");
 	snprintf(o->doh_host, sizeof(o->doh_host), "dns.google");
 	set_ip(&o->doh_addr, "8.8.8.8");
 	set_ip(&o->dot[0].ip, "1.1.1.1");
@@ -579,8 +573,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 		return ip_opt(opt, v, 0, &o->udp_addr, err);
 	case OPT_UDP_PORT:
 	case OPT_BLOCKED_PORT:
-		if (port_parse(v, id == OPT_UDP_PORT ? &o->udp_port
-						     : &o->blocked_port) < 0)
+		if (port_parse(v, id == OPT_UDP_PORT ? &o->udp_port : &o->blocked_port) < 0)
 			return sl_err_set(err, 0, "--%s: `%s` is not a port (1-65535)", opt, v);
 		return 0;
 	case OPT_DNS_NAME:
@@ -602,8 +595,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 	case OPT_REDIRECT_URL: {
 		struct probe_url u;
 
-		if (strlen(v) >= sizeof(o->redirect_url) ||
-		    probe_url_parse(v, &u) < 0)
+		if (strlen(v) >= sizeof(o->redirect_url) || probe_url_parse(v, &u) < 0)
 			return sl_err_set(err, 0, "--%s: `%s` is not an http:// or https:// URL",
 					  opt, v);
 		snprintf(o->redirect_url, sizeof(o->redirect_url), "%s", v);
@@ -615,8 +607,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 		size_t i, n = strlen(v);
 
 		for (i = 0; i < n; i++)
-			if (!((v[i] >= 'a' && v[i] <= 'z') ||
-			      (v[i] >= 'A' && v[i] <= 'Z') ||
+			if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
 			      (v[i] >= '0' && v[i] <= '9') || v[i] == '-'))
 				break;
 		if (n == 0 || i < n || n >= sizeof(o->edge_prefix))
@@ -635,8 +626,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 			const char *comma = strchr(p, ',');
 			size_t len = comma ? (size_t)(comma - p) : strlen(p);
 
-			if (len == 0 || len >= sizeof(num) ||
-			    o->n_gw_ports >= PROBE_LIST_MAX)
+			if (len == 0 || len >= sizeof(num) || o->n_gw_ports >= PROBE_LIST_MAX)
 				return sl_err_set(err, 0, "--%s: `%s` is not a list of ports", opt,
 						  v);
 			memcpy(num, p, len);
@@ -657,8 +647,8 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 					  opt, v, sizeof(o->control_sockets[0]) - 1);
 		if (o->n_control_sockets >= PROBE_LIST_MAX)
 			return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
-		snprintf(o->control_sockets[o->n_control_sockets++],
-			 sizeof(o->control_sockets[0]), "%s", v);
+		snprintf(o->control_sockets[o->n_control_sockets++], sizeof(o->control_sockets[0]),
+			 "%s", v);
 		return 0;
 	case OPT_SECRET_FILE:
 		if (!*v || strlen(v) >= sizeof(o->secret_files[0]))
@@ -666,8 +656,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 					  v, sizeof(o->secret_files[0]) - 1);
 		if (o->n_secret_files >= PROBE_LIST_MAX)
 			return sl_err_set(err, 0, "--%s: at most %d", opt, PROBE_LIST_MAX);
-		snprintf(o->secret_files[o->n_secret_files++],
-			 sizeof(o->secret_files[0]), "%s", v);
+		snprintf(o->secret_files[o->n_secret_files++], sizeof(o->secret_files[0]), "%s", v);
 		return 0;
 	case OPT_BROKER_PID: {
 		char *end;
@@ -676,8 +665,7 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
 		errno = 0;
 		p = strtol(v, &end, 10);
 		/* PID_MAX_LIMIT: 4194304 on 64-bit kernels */
-		if (*v < '0' || *v > '9' || *end || errno || p < 1 ||
-		    p > 4194304)
+		if (*v < '0' || *v > '9' || *end || errno || p < 1 || p > 4194304)
 			return sl_err_set(err, 0, "--%s: `%s` is not a PID (1 to 4194304)", opt, v);
 		o->broker_pid = (int)p;
 		return 0;
@@ -699,8 +687,8 @@ static int one(struct probe_opts *o, enum opt_id id, const char *opt, const char
  */
 int probe_opts_parse(int argc, char **argv, struct probe_opts *o, struct sl_err *err)
 {
-	bool only[PROBE_MAX_CHECKS] = {0}, skip[PROBE_MAX_CHECKS] = {0};
-	bool given[OPT_N] = {0};
+	bool only[PROBE_MAX_CHECKS] = { 0 }, skip[PROBE_MAX_CHECKS] = { 0 };
+	bool given[OPT_N] = { 0 };
 	bool any_only = false;
 	size_t i;
 	int a, r;

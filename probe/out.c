@@ -9,12 +9,11 @@
 #include "probe/probe_internal.h"
 
 static const char *const verdict_names[] = {
-    [PROBE_SKIP] = "skip",
-    [PROBE_PASS] = "pass",
-    [PROBE_FAIL] = "fail",
+	[PROBE_SKIP] = "skip",
+	[PROBE_PASS] = "pass",
+	[PROBE_FAIL] = "fail",
 };
-_Static_assert(sizeof(verdict_names) / sizeof(verdict_names[0]) ==
-		   PROBE_FAIL + 1,
+_Static_assert(sizeof(verdict_names) / sizeof(verdict_names[0]) == PROBE_FAIL + 1,
 	       "one name per verdict");
 
 /**
@@ -38,8 +37,7 @@ const char *probe_verdict_name(enum probe_verdict v)
  * the detail names the leaks; a passing part drops skipped ones; parts of
  * the same verdict are joined with "; " (cut at the detail's size).
  */
-void probe_res_add(struct probe_result *r, enum probe_verdict v,
-		   const char *fmt, ...)
+void probe_res_add(struct probe_result *r, enum probe_verdict v, const char *fmt, ...)
 {
 	char part[PROBE_DETAIL_MAX];
 	size_t len;
@@ -105,24 +103,21 @@ static void counts(const struct probe_result *res, size_t n, int c[3])
  * @res: their results
  * @n: how many
  */
-void probe_print_table(FILE *f, const size_t *idx,
-		       const struct probe_result *res, size_t n)
+void probe_print_table(FILE *f, const size_t *idx, const struct probe_result *res, size_t n)
 {
 	size_t i;
 	int c[3];
 
-	fprintf(f, "%-26s %-6s %s\n", "CHECK", "RESULT",
-		"WHAT / WHAT HAPPENED");
+	fprintf(f, "%-26s %-6s %s\n", "CHECK", "RESULT", "WHAT / WHAT HAPPENED");
 	for (i = 0; i < n; i++) {
 		const struct probe_check *ck = &probe_checks[idx[i]];
 
-		fprintf(f, "%-26s %-6s %s\n", ck->id,
-			probe_verdict_name(res[i].v), ck->desc);
+		fprintf(f, "%-26s %-6s %s\n", ck->id, probe_verdict_name(res[i].v), ck->desc);
 		fprintf(f, "%-26s %-6s   %s\n", "", "", res[i].detail);
 	}
 	counts(res, n, c);
-	fprintf(f, "\n%zu checks: %d passed, %d failed, %d skipped\n", n,
-		c[PROBE_PASS], c[PROBE_FAIL], c[PROBE_SKIP]);
+	fprintf(f, "\n%zu checks: %d passed, %d failed, %d skipped\n", n, c[PROBE_PASS],
+		c[PROBE_FAIL], c[PROBE_SKIP]);
 }
 
 /**
@@ -134,8 +129,7 @@ void probe_print_table(FILE *f, const size_t *idx,
  * @res: their results
  * @n: how many
  */
-void probe_print_json(FILE *f, const size_t *idx,
-		      const struct probe_result *res, size_t n)
+void probe_print_json(FILE *f, const size_t *idx, const struct probe_result *res, size_t n)
 {
 	size_t i;
 	int c[3];
@@ -155,6 +149,6 @@ void probe_print_json(FILE *f, const size_t *idx,
 		fputc('}', f);
 	}
 	counts(res, n, c);
-	fprintf(f, "\n],\"summary\":{\"pass\":%d,\"fail\":%d,\"skip\":%d}}\n",
-		c[PROBE_PASS], c[PROBE_FAIL], c[PROBE_SKIP]);
+	fprintf(f, "\n],\"summary\":{\"pass\":%d,\"fail\":%d,\"skip\":%d}}\n", c[PROBE_PASS],
+		c[PROBE_FAIL], c[PROBE_SKIP]);
 }

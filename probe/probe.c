@@ -58,8 +58,8 @@ static void find_resolver(struct probe_ctx *ctx, const struct probe_opts *o)
 
 static void find_proxy(struct probe_ctx *ctx)
 {
-	static const char *const vars[] = {"HTTPS_PROXY", "https_proxy",
-					   "HTTP_PROXY", "http_proxy"};
+	static const char *const vars[] = { "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+					    "http_proxy" };
 	const char *val = NULL;
 	char why[200];
 	size_t i;
@@ -78,8 +78,7 @@ static void find_proxy(struct probe_ctx *ctx)
 		return;
 	}
 	snprintf(ctx->proxy_var, sizeof(ctx->proxy_var), "%s", vars[i]);
-	r = probe_proxy_parse(val, ctx->proxy_host, sizeof(ctx->proxy_host),
-			      &ctx->proxy_port);
+	r = probe_proxy_parse(val, ctx->proxy_host, sizeof(ctx->proxy_host), &ctx->proxy_port);
 	if (r == -ENOTSUP) {
 		snprintf(ctx->proxy_why, sizeof(ctx->proxy_why),
 			 "%s is not an http:// proxy (the probe speaks plain "
@@ -88,8 +87,7 @@ static void find_proxy(struct probe_ctx *ctx)
 		return;
 	}
 	if (r < 0) {
-		snprintf(ctx->proxy_why, sizeof(ctx->proxy_why),
-			 "%s is not a proxy URL", vars[i]);
+		snprintf(ctx->proxy_why, sizeof(ctx->proxy_why), "%s is not a proxy URL", vars[i]);
 		return;
 	}
 	if (probe_ip_parse(ctx->proxy_host, &ctx->proxy_ip) == 0) {
@@ -106,9 +104,8 @@ static void find_proxy(struct probe_ctx *ctx)
 	{
 		struct probe_dns_answer a;
 
-		r = probe_dns_query(&ctx->resolver, false, ctx->proxy_host,
-				    PROBE_DNS_A, ctx->o->timeout_ms, &a, why,
-				    sizeof(why));
+		r = probe_dns_query(&ctx->resolver, false, ctx->proxy_host, PROBE_DNS_A,
+				    ctx->o->timeout_ms, &a, why, sizeof(why));
 		if (r == 0 && a.n_addr && a.addr[0].af == AF_INET) {
 			ctx->proxy_ip = a.addr[0];
 			ctx->have_proxy = true;
@@ -116,10 +113,9 @@ static void find_proxy(struct probe_ctx *ctx)
 		}
 		if (r == 0)
 			probe_dns_describe(&a, why, sizeof(why));
-		snprintf(
-		    ctx->proxy_why, sizeof(ctx->proxy_why),
-		    "%s names the host `%.64s`, which does not resolve (%.80s)",
-		    vars[i], ctx->proxy_host, why);
+		snprintf(ctx->proxy_why, sizeof(ctx->proxy_why),
+			 "%s names the host `%.64s`, which does not resolve (%.80s)", vars[i],
+			 ctx->proxy_host, why);
 	}
 }
 
@@ -137,16 +133,14 @@ static void context(struct probe_ctx *ctx, const struct probe_opts *o)
 	}
 	if (o->dns_name[0])
 		ctx->other_name = o->dns_name;
-	else if (o->n_deny &&
-		 probe_ip_parse(o->deny[0].host, &(struct probe_ip){0}) < 0)
+	else if (o->n_deny && probe_ip_parse(o->deny[0].host, &(struct probe_ip){ 0 }) < 0)
 		ctx->other_name = o->deny[0].host;
 	else
 		ctx->other_name = "example.com";
 }
 
 /* In the child: run one check and write "V detail" to @fd. */
-static void __attribute__((noreturn))
-child(const struct probe_ctx *ctx, size_t ci, int fd)
+static void __attribute__((noreturn)) child(const struct probe_ctx *ctx, size_t ci, int fd)
 {
 	struct probe_result r;
 	char out[PROBE_DETAIL_MAX + 8];
@@ -157,8 +151,7 @@ child(const struct probe_ctx *ctx, size_t ci, int fd)
 	probe_checks[ci].fn(ctx, &r);
 	if (!r.touched) /* a check that decided nothing has a bug: never a
 			   silent pass */
-		probe_res_add(&r, PROBE_FAIL,
-			      "the check reached no verdict (a probe bug)");
+		probe_res_add(&r, PROBE_FAIL, "the check reached no verdict (a probe bug)");
 	n = snprintf(out, sizeof(out), "%d %s", (int)r.v, r.detail);
 	if (n > (int)sizeof(out) - 1)
 		n = (int)sizeof(out) - 1;
@@ -167,8 +160,7 @@ child(const struct probe_ctx *ctx, size_t ci, int fd)
 	_exit(0);
 }
 
-static void finish(struct slot *s, struct probe_result *res, bool killed,
-		   long long bound_ms)
+static void finish(struct slot *s, struct probe_result *res, bool killed, long long bound_ms)
 {
 	int status;
 
@@ -180,15 +172,13 @@ static void finish(struct slot *s, struct probe_result *res, bool killed,
 			      "the check did not finish within %llds (the "
 			      "probe's own bound): inconclusive",
 			      bound_ms / 1000);
-	} else if (s->len >= 2 && s->buf[0] >= '0' && s->buf[0] <= '2' &&
-		   s->buf[1] == ' ') {
+	} else if (s->len >= 2 && s->buf[0] >= '0' && s->buf[0] <= '2' && s->buf[1] == ' ') {
 		s->buf[s->len] = '\0';
 		res->v = (enum probe_verdict)(s->buf[0] - '0');
 		res->touched = true;
 		snprintf(res->detail, sizeof(res->detail), "%s", s->buf + 2);
 	} else {
-		probe_res_add(res, PROBE_FAIL,
-			      "the check ended without a verdict (status %d)",
+		probe_res_add(res, PROBE_FAIL, "the check ended without a verdict (status %d)",
 			      status);
 	}
 	s->pid = 0;
@@ -196,17 +186,15 @@ static void finish(struct slot *s, struct probe_result *res, bool killed,
 
 /* Run the checks @order[0..n) with at most o->jobs at once; results into @res.
  */
-static int run(const struct probe_ctx *ctx, const size_t *order, size_t n,
-	       struct probe_result *res)
+static int run(const struct probe_ctx *ctx, const size_t *order, size_t n, struct probe_result *res)
 {
 	const struct probe_opts *o = ctx->o;
 	long long bound =
-	    (long long)o->timeout_ms *
-		(CHECK_STEPS +
-		 CHECK_STEPS_PER_TARGET *
-		     (o->n_allow + o->n_deny + o->n_private4 + o->n_resolvers +
-		      o->n_dot + o->n_gw_ports)) +
-	    CHECK_SLACK_MS;
+		(long long)o->timeout_ms *
+			(CHECK_STEPS +
+			 CHECK_STEPS_PER_TARGET * (o->n_allow + o->n_deny + o->n_private4 +
+						   o->n_resolvers + o->n_dot + o->n_gw_ports)) +
+		CHECK_SLACK_MS;
 	struct slot *slots = calloc((size_t)o->jobs, sizeof(*slots));
 	size_t next = 0, done = 0;
 	int j;
@@ -226,8 +214,7 @@ static int run(const struct probe_ctx *ctx, const size_t *order, size_t n,
 				continue;
 			if (pipe2(p, O_CLOEXEC) < 0) {
 				memset(&res[next], 0, sizeof(res[next]));
-				probe_res_add(&res[next], PROBE_FAIL,
-					      "cannot make a pipe: %s",
+				probe_res_add(&res[next], PROBE_FAIL, "cannot make a pipe: %s",
 					      strerror(errno));
 				next++;
 				done++;
@@ -243,8 +230,7 @@ static int run(const struct probe_ctx *ctx, const size_t *order, size_t n,
 				close(p[0]);
 				slots[j].pid = 0;
 				memset(&res[next], 0, sizeof(res[next]));
-				probe_res_add(&res[next], PROBE_FAIL,
-					      "cannot fork: %s",
+				probe_res_add(&res[next], PROBE_FAIL, "cannot fork: %s",
 					      strerror(errno));
 				next++;
 				done++;
@@ -266,19 +252,17 @@ static int run(const struct probe_ctx *ctx, const size_t *order, size_t n,
 		}
 		if (np == 0)
 			continue;
-		if (poll(pfd, (nfds_t)np, wait_ms > 0 ? (int)wait_ms : 0) < 0 &&
-		    errno != EINTR)
+		if (poll(pfd, (nfds_t)np, wait_ms > 0 ? (int)wait_ms : 0) < 0 && errno != EINTR)
 			break;
 		now = probe_now_ms();
 		for (int k = 0; k < np; k++) {
 			struct slot *s = &slots[map[k]];
 
 			if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) {
-				ssize_t got = read(s->fd, s->buf + s->len,
-						   sizeof(s->buf) - 1 - s->len);
+				ssize_t got =
+					read(s->fd, s->buf + s->len, sizeof(s->buf) - 1 - s->len);
 
-				if (got > 0 &&
-				    s->len + (size_t)got < sizeof(s->buf) - 1) {
+				if (got > 0 && s->len + (size_t)got < sizeof(s->buf) - 1) {
 					s->len += (size_t)got;
 					continue;
 				}
@@ -371,9 +355,7 @@ int probe_main(int argc, char **argv)
 		if (o->selected[i])
 			order[n++] = i;
 	if (n == 0) {
-		fprintf(
-		    stderr,
-		    "sluice probe: --only and --skip leave no check to run\n");
+		fprintf(stderr, "sluice probe: --only and --skip leave no check to run\n");
 		goto out;
 	}
 	context(&ctx, o);
@@ -390,8 +372,7 @@ int probe_main(int argc, char **argv)
 		if (res[i].v == PROBE_FAIL)
 			rc = 1;
 	if (fflush(stdout) != 0) {
-		fprintf(stderr, "sluice probe: cannot write the report: %s\n",
-			strerror(errno));
+		fprintf(stderr, "sluice probe: cannot write the report: %s\n", strerror(errno));
 		rc = 2;
 	}
 out:

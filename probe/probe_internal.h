@@ -133,8 +133,7 @@ struct probe_result {
 	char detail[PROBE_DETAIL_MAX];
 };
 
-typedef void (*probe_check_fn)(const struct probe_ctx *ctx,
-			       struct probe_result *r);
+typedef void (*probe_check_fn)(const struct probe_ctx *ctx, struct probe_result *r);
 
 struct probe_check {
 	const char *id;
@@ -155,8 +154,8 @@ int probe_check_index(const char *id, size_t len);
  * line is bounded); a function, so that the compiler does not warn about
  * each possible cut. */
 void probe_bfmt(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void probe_res_add(struct probe_result *r, enum probe_verdict v,
-		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void probe_res_add(struct probe_result *r, enum probe_verdict v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 const char *probe_verdict_name(enum probe_verdict v);
 
 /* opts.c */
@@ -165,8 +164,7 @@ void probe_usage(FILE *f);
 int probe_ip_parse(const char *s, struct probe_ip *ip);
 void probe_ip_str(const struct probe_ip *ip, char *buf, size_t n);
 void probe_ip_url(const struct probe_ip *ip, char *buf, size_t n);
-int probe_hostport_parse(const char *s, uint16_t defport,
-			 struct probe_hostport *hp);
+int probe_hostport_parse(const char *s, uint16_t defport, struct probe_hostport *hp);
 int probe_timeout_parse(const char *s, int *ms);
 int probe_name_check(const char *s);
 /* Other spellings of an IPv4 address that inet_aton(3) and many URL
@@ -203,30 +201,23 @@ struct probe_idmap {
 
 int probe_idmap_parse(const char *text, struct probe_idmap *m);
 bool probe_idmap_is_initial(const struct probe_idmap *m);
-int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside,
-			uint32_t *outside);
+int probe_idmap_outside(const struct probe_idmap *m, uint32_t inside, uint32_t *outside);
 int probe_ns_inode(const char *link, const char *type, unsigned long long *ino);
-int probe_status_field(const char *status, const char *name, char *buf,
-		       size_t n);
+int probe_status_field(const char *status, const char *name, char *buf, size_t n);
 void probe_cap_names(uint64_t caps, char *buf, size_t n);
 int probe_status_ppid(const char *stat, int *ppid);
 
-void probe_c_host_processes(const struct probe_ctx *ctx,
-			    struct probe_result *r);
-void probe_c_control_socket(const struct probe_ctx *ctx,
-			    struct probe_result *r);
+void probe_c_host_processes(const struct probe_ctx *ctx, struct probe_result *r);
+void probe_c_control_socket(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_netns_run(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_netns_etc(const struct probe_ctx *ctx, struct probe_result *r);
-void probe_c_caps_init_userns(const struct probe_ctx *ctx,
-			      struct probe_result *r);
+void probe_c_caps_init_userns(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r);
 
 /* out.c */
 void probe_sanitize(char *dst, size_t n, const char *src, size_t len);
-void probe_print_table(FILE *f, const size_t *idx,
-		       const struct probe_result *res, size_t n);
-void probe_print_json(FILE *f, const size_t *idx,
-		      const struct probe_result *res, size_t n);
+void probe_print_table(FILE *f, const size_t *idx, const struct probe_result *res, size_t n);
+void probe_print_json(FILE *f, const size_t *idx, const struct probe_result *res, size_t n);
 
 /* net.c: one exchange with a peer, every step bounded by a deadline. */
 enum probe_xkind {
@@ -241,10 +232,10 @@ enum probe_xkind {
 };
 
 enum probe_rmode {
-	PR_NONE, /* send nothing more, read nothing */
-	PR_ANY,	 /* stop at the first bytes */
-	PR_HTTP, /* stop at the end of a response head */
-	PR_TLS,	 /* stop once the first record header and handshake type are in
+	PR_NONE,   /* send nothing more, read nothing */
+	PR_ANY,	   /* stop at the first bytes */
+	PR_HTTP,   /* stop at the end of a response head */
+	PR_TLS,	   /* stop once the first record header and handshake type are in
 		  */
 	PR_DNSTCP, /* stop after one length-prefixed DNS message */
 };
@@ -262,19 +253,15 @@ long long probe_now_ms(void);
 int probe_route_ok(const struct probe_ip *ip);
 int probe_tcp_connect(const struct probe_ip *ip, uint16_t port, int timeout_ms,
 		      struct probe_xchg *x);
-void probe_tcp_talk(int fd, const void *req, size_t reqlen,
-		    enum probe_rmode mode, int timeout_ms,
+void probe_tcp_talk(int fd, const void *req, size_t reqlen, enum probe_rmode mode, int timeout_ms,
 		    struct probe_xchg *x);
-void probe_tcp_exchange(const struct probe_ip *ip, uint16_t port,
-			const void *req, size_t reqlen, enum probe_rmode mode,
+void probe_tcp_exchange(const struct probe_ip *ip, uint16_t port, const void *req, size_t reqlen,
+			enum probe_rmode mode, int timeout_ms, struct probe_xchg *x);
+void probe_udp_exchange(const struct probe_ip *ip, uint16_t port, const void *msg, size_t len,
 			int timeout_ms, struct probe_xchg *x);
-void probe_udp_exchange(const struct probe_ip *ip, uint16_t port,
-			const void *msg, size_t len, int timeout_ms,
-			struct probe_xchg *x);
 void probe_xchg_describe(const struct probe_xchg *x, char *buf, size_t n);
 const char *probe_icmp_text(int af, int type, int code);
-int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms,
-		    struct probe_xchg *x);
+int probe_icmp_echo(const struct probe_ip *ip, bool raw, int timeout_ms, struct probe_xchg *x);
 int probe_default_gateway(struct probe_ip *gw);
 void probe_random(void *buf, size_t n);
 
@@ -296,20 +283,18 @@ struct probe_dns_answer {
 	int n_types;
 	uint16_t types[16]; /* the types in the answer section, in order,
 			       deduplicated */
-	int ede; /* Extended DNS Error INFO-CODE (RFC 8914), -1 when none */
-	char ede_text[64]; /* its EXTRA-TEXT, sanitized */
+	int ede;	    /* Extended DNS Error INFO-CODE (RFC 8914), -1 when none */
+	char ede_text[64];  /* its EXTRA-TEXT, sanitized */
 };
 
-int probe_dns_build(uint8_t *buf, size_t cap, uint16_t id, const char *name,
-		    uint16_t qtype);
+int probe_dns_build(uint8_t *buf, size_t cap, uint16_t id, const char *name, uint16_t qtype);
 int probe_dns_parse(const uint8_t *msg, size_t len, uint16_t id, uint16_t qtype,
 		    struct probe_dns_answer *a);
 const char *probe_dns_rcode_name(int rcode);
 const char *probe_dns_type_name(uint16_t t, char *buf, size_t n);
 void probe_dns_describe(const struct probe_dns_answer *a, char *buf, size_t n);
-int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name,
-		    uint16_t qtype, int timeout_ms, struct probe_dns_answer *a,
-		    char *why, size_t whylen);
+int probe_dns_query(const struct probe_ip *server, bool tcp, const char *name, uint16_t qtype,
+		    int timeout_ms, struct probe_dns_answer *a, char *why, size_t whylen);
 int probe_resolv_conf(const char *path, struct probe_ip *ns);
 
 /* proto.c: HTTP heads, URLs, the TLS ClientHello. */
@@ -331,8 +316,7 @@ struct probe_url {
 
 int probe_http_parse(const char *buf, size_t len, struct probe_http_resp *resp);
 int probe_url_parse(const char *url, struct probe_url *u);
-int probe_proxy_parse(const char *val, char *host, size_t hostlen,
-		      uint16_t *port);
+int probe_proxy_parse(const char *val, char *host, size_t hostlen, uint16_t *port);
 size_t probe_tls_client_hello(uint8_t *buf, size_t cap, const char *sni);
 
 enum probe_tls_answer {

@@ -11,8 +11,7 @@
 
 /* The value of header @name in the head @p..@end, sanitized into @out; 0 if
  * found. */
-static int header_value(const char *p, const char *end, const char *name,
-			char *out, size_t n)
+static int header_value(const char *p, const char *end, const char *name, char *out, size_t n)
 {
 	size_t nl = strlen(name);
 
@@ -22,15 +21,13 @@ static int header_value(const char *p, const char *end, const char *name,
 
 		if (!eol)
 			eol = end;
-		if ((size_t)(eol - p) > nl && p[nl] == ':' &&
-		    !strncasecmp(p, name, nl)) {
+		if ((size_t)(eol - p) > nl && p[nl] == ':' && !strncasecmp(p, name, nl)) {
 			v = p + nl + 1;
 			while (v < eol && (*v == ' ' || *v == '\t'))
 				v++;
 			probe_sanitize(out, n, v, (size_t)(eol - v));
 			/* trailing blanks */
-			for (size_t k = strlen(out); k && out[k - 1] == ' ';
-			     k--)
+			for (size_t k = strlen(out); k && out[k - 1] == ' '; k--)
 				out[k - 1] = '\0';
 			return 0;
 		}
@@ -63,8 +60,7 @@ int probe_http_parse(const char *buf, size_t len, struct probe_http_resp *resp)
 			return -EBADMSG;
 		st = st * 10 + (buf[i] - '0');
 	}
-	if (st < 100 ||
-	    (len > 12 && buf[12] != ' ' && buf[12] != '\r' && buf[12] != '\n'))
+	if (st < 100 || (len > 12 && buf[12] != ' ' && buf[12] != '\r' && buf[12] != '\n'))
 		return -EBADMSG;
 	resp->status = st;
 	eol = memchr(buf, '\n', len);
@@ -73,13 +69,11 @@ int probe_http_parse(const char *buf, size_t len, struct probe_http_resp *resp)
 	p = buf + 12;
 	while (p < eol && *p == ' ')
 		p++;
-	probe_sanitize(resp->reason_phrase, sizeof(resp->reason_phrase), p,
-		       (size_t)(eol - p));
+	probe_sanitize(resp->reason_phrase, sizeof(resp->reason_phrase), p, (size_t)(eol - p));
 	if (eol < end) {
-		header_value(eol + 1, end, "X-Sluice-Reason",
-			     resp->sluice_reason, sizeof(resp->sluice_reason));
-		header_value(eol + 1, end, "Location", resp->location,
-			     sizeof(resp->location));
+		header_value(eol + 1, end, "X-Sluice-Reason", resp->sluice_reason,
+			     sizeof(resp->sluice_reason));
+		header_value(eol + 1, end, "Location", resp->location, sizeof(resp->location));
 	}
 	return 0;
 }
@@ -103,8 +97,7 @@ static int port_of(const char *s, size_t n, uint16_t *port)
 }
 
 /* AUTHORITY (no userinfo): host or [v6], optional :port. */
-static int authority(const char *s, size_t n, char *host, size_t hostlen,
-		     uint16_t *port)
+static int authority(const char *s, size_t n, char *host, size_t hostlen, uint16_t *port)
 {
 	const char *colon = NULL;
 	size_t hl;
@@ -191,8 +184,7 @@ int probe_url_parse(const char *url, struct probe_url *u)
  *
  * Return: 0, -ENOTSUP (a scheme other than http://), or -EINVAL.
  */
-int probe_proxy_parse(const char *val, char *host, size_t hostlen,
-		      uint16_t *port)
+int probe_proxy_parse(const char *val, char *host, size_t hostlen, uint16_t *port)
 {
 	const char *a = val, *end, *at;
 	size_t n;
@@ -236,12 +228,11 @@ static size_t put16(uint8_t *p, size_t o, unsigned v)
  */
 size_t probe_tls_client_hello(uint8_t *buf, size_t cap, const char *sni)
 {
-	static const uint16_t suites[] = {
-	    0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9,
-	    0xcca8, 0xc013, 0xc014, 0x009c, 0x009d, 0x002f, 0x0035};
-	static const uint16_t sigalgs[] = {0x0403, 0x0804, 0x0401,
-					   0x0503, 0x0805, 0x0501,
-					   0x0806, 0x0601, 0x0201};
+	static const uint16_t suites[] = { 0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f,
+					   0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc013,
+					   0xc014, 0x009c, 0x009d, 0x002f, 0x0035 };
+	static const uint16_t sigalgs[] = { 0x0403, 0x0804, 0x0401, 0x0503, 0x0805,
+					    0x0501, 0x0806, 0x0601, 0x0201 };
 	size_t sl = sni ? strlen(sni) : 0, o, hs, ext, i;
 
 	if (sl && sni[sl - 1] == '.')

@@ -8,8 +8,7 @@
 
 /* ---- base64 -------------------------------------------------------------- */
 
-int creds_base64_encode(const void *in, size_t len, bool url, char *out,
-			size_t outlen)
+int creds_base64_encode(const void *in, size_t len, bool url, char *out, size_t outlen)
 {
 	static const char std[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -65,8 +64,7 @@ static int b64val(char c)
 	return -1;
 }
 
-int creds_base64_decode(const char *in, size_t len, unsigned char *out,
-			size_t outlen)
+int creds_base64_decode(const char *in, size_t len, unsigned char *out, size_t outlen)
 {
 	size_t i, o = 0, pad = 0, rem;
 	uint32_t acc = 0;

@@ -47,21 +47,21 @@
 
 /* What one credential of a loaded policy draws its value from. */
 struct source {
-	struct creds_secret secret;  /* file, env */
+	struct creds_secret secret;	  /* file, env */
 	struct creds_tokens_entry *token; /* oauth2 */
-	EVP_PKEY *key;		    /* jwt */
-	char *kid;		    /* jwt: given, else the key's thumbprint */
-	char thumb[48];		    /* jwt: RFC 7638 thumbprint, base64url */
-	const char *name;	    /* the credential's (its policy outlives this) */
+	EVP_PKEY *key;			  /* jwt */
+	char *kid;			  /* jwt: given, else the key's thumbprint */
+	char thumb[48];			  /* jwt: RFC 7638 thumbprint, base64url */
+	const char *name;		  /* the credential's (its policy outlives this) */
 };
 
 struct secrets {
 	size_t n;
-	struct source *src;		/* by policy credential index */
+	struct source *src;		 /* by policy credential index */
 	const struct creds_secret **ptr; /* file/env secrets, as creds_secrets() gives them */
-	uint64_t id;			/* this load, in the JWT cache */
+	uint64_t id;			 /* this load, in the JWT cache */
 	bool has_jwt;
-	struct secrets *next, *prev;	/* the jwt list, for creds_jwks() */
+	struct secrets *next, *prev; /* the jwt list, for creds_jwks() */
 };
 
 static char ph_dir[300];
@@ -355,7 +355,8 @@ static int jwk_thumbprint(EVP_PKEY *key, char out[48])
 		   creds_base64_encode(x, 32, true, xs, sizeof(xs)) > 0 &&
 		   creds_base64_encode(y, 32, true, ys, sizeof(ys)) > 0) {
 		n = snprintf(json, sizeof(json),
-			     "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", xs, ys);
+			     "{\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", xs,
+			     ys);
 	}
 	BN_free(bx);
 	BN_free(by);
@@ -382,7 +383,8 @@ static int load_one(const struct policy_credential *c, struct source *src, bool 
 		 * takes effect with the reload. */
 		r = creds_secret_load(c, &cs, e, sizeof(e));
 		if (r < 0) {
-			snprintf(err, errlen, "credential `%s`: client_secret_file: %s", c->name, e);
+			snprintf(err, errlen, "credential `%s`: client_secret_file: %s", c->name,
+				 e);
 			return r;
 		}
 		r = start_fetcher(e, sizeof(e));
@@ -544,8 +546,8 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 		if (now - waited_from >= CREDS_TOKENS_FIRST_WAIT_MS)
 			break;
-		creds_tokens_wait_first(sec->src[i].token,
-					(unsigned)(CREDS_TOKENS_FIRST_WAIT_MS - (now - waited_from)));
+		creds_tokens_wait_first(sec->src[i].token, (unsigned)(CREDS_TOKENS_FIRST_WAIT_MS -
+								      (now - waited_from)));
 	}
 	return 0;
 }
@@ -724,7 +726,7 @@ struct has_arg {
 	const char *cred;
 	uint64_t now;
 	bool found;
-	bool forever;	/* one of them never expires */
+	bool forever;	 /* one of them never expires */
 	uint64_t latest; /* the latest expiry among them */
 };
 
@@ -999,8 +1001,8 @@ int creds_sandbox_init(struct sandbox *sb, struct policy *p, bool restore)
 		log_err("creds: `%s`: placeholders file %s is %s: kept %u lines that verify, lost "
 			"%u%s; credentials left without a placeholder get new ones; processes "
 			"holding a lost one get 403 placeholder-lost",
-			sb->name, path, res.status == SUMFILE_EMPTY ? "empty" : "damaged",
-			ra.kept, res.lost + ra.bad,
+			sb->name, path, res.status == SUMFILE_EMPTY ? "empty" : "damaged", ra.kept,
+			res.lost + ra.bad,
 			res.end_missing ? " and its end (lines after those may be lost too)" : "");
 		sb->placeholders_lost = true;
 		sandbox_state_audit(sb->name, path, "damaged");

@@ -97,9 +97,9 @@ bool creds_host_match(const char *pattern, const char *host, size_t len);
 
 enum creds_ph_state {
 	CREDS_PH_VALID = 0,
-	CREDS_PH_UNKNOWN,  /* not issued to this sandbox (or long gone) */
-	CREDS_PH_EXPIRED,  /* its ttl has run out */
-	CREDS_PH_REVOKED,  /* revoked (sandbox deleted, credential dropped) */
+	CREDS_PH_UNKNOWN, /* not issued to this sandbox (or long gone) */
+	CREDS_PH_EXPIRED, /* its ttl has run out */
+	CREDS_PH_REVOKED, /* revoked (sandbox deleted, credential dropped) */
 };
 
 /*
@@ -127,8 +127,8 @@ void creds_table_free(struct creds_table *t);
  *
  * Return: 0; -ENOSPC when every entry is live; -EINVAL; -EIO.
  */
-int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now,
-		      uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1]);
+int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now, uint64_t ttl_sec,
+		      char out[CREDS_PLACEHOLDER_LEN + 1]);
 
 /**
  * creds_table_insert() - put back a placeholder issued before (state restore)
@@ -139,8 +139,8 @@ int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now
  *
  * Return: 0; -EEXIST; -ENOSPC; -EINVAL.
  */
-int creds_table_insert(struct creds_table *t, const char *ph,
-		       const char *cred_name, uint64_t expires_at);
+int creds_table_insert(struct creds_table *t, const char *ph, const char *cred_name,
+		       uint64_t expires_at);
 
 /**
  * creds_table_lookup() - what a placeholder means for this sandbox
@@ -157,8 +157,8 @@ int creds_table_insert(struct creds_table *t, const char *ph,
  *
  * Return: the state.
  */
-enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph,
-				       uint64_t now, char *name);
+enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph, uint64_t now,
+				       char *name);
 
 /* Revokes every placeholder of @cred_name, or when NULL (the sandbox is
  * gone) every placeholder and every grant.
@@ -182,8 +182,7 @@ size_t creds_table_revoke(struct creds_table *t, const char *cred_name);
  * Return: 0; -EEXIST when granted already (left as it was); -ENOSPC
  * beyond CREDS_GRANTS_MAX names; -ENOMEM; -EINVAL.
  */
-int creds_table_grant(struct creds_table *t, const char *cred_name,
-		      uint64_t expires_at);
+int creds_table_grant(struct creds_table *t, const char *cred_name, uint64_t expires_at);
 
 /**
  * creds_table_grant_state() - a credential's grant in this sandbox, now
@@ -195,34 +194,33 @@ int creds_table_grant(struct creds_table *t, const char *cred_name,
  * Return: CREDS_PH_VALID, CREDS_PH_EXPIRED, CREDS_PH_REVOKED, or
  * CREDS_PH_UNKNOWN when never granted.
  */
-enum creds_ph_state creds_table_grant_state(struct creds_table *t,
-					    const char *cred_name, uint64_t now,
-					    uint64_t *expires_at);
+enum creds_ph_state creds_table_grant_state(struct creds_table *t, const char *cred_name,
+					    uint64_t now, uint64_t *expires_at);
 
 /* Calls @fn for each grant (for saving state); stops at a non-zero
  * return and returns it. */
 int creds_table_foreach_grant(struct creds_table *t,
-			      int (*fn)(const char *cred_name, uint64_t expires_at,
-					bool revoked, void *arg),
+			      int (*fn)(const char *cred_name, uint64_t expires_at, bool revoked,
+					void *arg),
 			      void *arg);
 
 /* Calls @fn for each entry (for saving state); stops at a non-zero
  * return and returns it. */
 int creds_table_foreach(struct creds_table *t,
-			int (*fn)(const char *ph, const char *cred_name,
-				  uint64_t expires_at, bool revoked, void *arg),
+			int (*fn)(const char *ph, const char *cred_name, uint64_t expires_at,
+				  bool revoked, void *arg),
 			void *arg);
 
 /* ---- one request: decide, then rewrite ------------------------------------ */
 
 enum creds_verdict {
-	CREDS_FORWARD = 0,	/* forward; rewrite first when plan->nuse */
-	CREDS_OUT_OF_SCOPE,	/* placeholder-out-of-scope */
-	CREDS_EXPIRED,		/* placeholder-expired */
-	CREDS_REVOKED,		/* placeholder-revoked */
-	CREDS_UNKNOWN,		/* placeholder-unknown */
-	CREDS_PLAINTEXT,		/* placeholder-plaintext */
-	CREDS_TOO_MANY,		/* too-many-placeholders */
+	CREDS_FORWARD = 0,  /* forward; rewrite first when plan->nuse */
+	CREDS_OUT_OF_SCOPE, /* placeholder-out-of-scope */
+	CREDS_EXPIRED,	    /* placeholder-expired */
+	CREDS_REVOKED,	    /* placeholder-revoked */
+	CREDS_UNKNOWN,	    /* placeholder-unknown */
+	CREDS_PLAINTEXT,    /* placeholder-plaintext */
+	CREDS_TOO_MANY,	    /* too-many-placeholders */
 	CREDS_VERDICT_COUNT,
 };
 
@@ -301,9 +299,9 @@ struct creds_plan {
  *
  * Does not allocate.  Return: 0, or -EINVAL for bad arguments.
  */
-int creds_plan_request(struct creds_table *t, const struct policy *p,
-		       const char *host, const struct http_request *req,
-		       uint64_t now, unsigned flags, struct creds_plan *plan);
+int creds_plan_request(struct creds_table *t, const struct policy *p, const char *host,
+		       const struct http_request *req, uint64_t now, unsigned flags,
+		       struct creds_plan *plan);
 
 /* Set entries one rewrite may produce: every client header, the injections. */
 #define CREDS_MAX_SET (HTTP_MAX_HEADERS + CREDS_MAX_USES)
@@ -350,9 +348,8 @@ struct creds_rewrite {
  * header is a name the head writer refuses (hop-by-hop, Host, framing).
  */
 int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
-			  const struct creds_secret *const *secrets,
-			  const struct http_request *req, char *buf,
-			  size_t buflen, struct creds_rewrite *rw);
+			  const struct creds_secret *const *secrets, const struct http_request *req,
+			  char *buf, size_t buflen, struct creds_rewrite *rw);
 
 /**
  * creds_write_request_head() - the upstream head for a rewritten request
@@ -363,9 +360,8 @@ int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
  *
  * Return: as http_write_request_head().
  */
-int creds_write_request_head(const struct creds_rewrite *rw,
-			     const struct http_request *req, char *out,
-			     size_t outlen);
+int creds_write_request_head(const struct creds_rewrite *rw, const struct http_request *req,
+			     char *out, size_t outlen);
 
 /* Wipes the values a rewrite wrote. */
 void creds_rewrite_wipe(struct creds_rewrite *rw);

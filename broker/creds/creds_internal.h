@@ -74,8 +74,8 @@ int creds_basic_decode(struct http_slice v, unsigned char *out);
  * Return: 0; -ENOENT, -ELOOP (symlink), -EFBIG, -EINVAL (bad content or
  * not a regular file), -ENOMEM, or another negative errno.
  */
-int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
-		      char *err, size_t errlen);
+int creds_secret_load(const struct policy_credential *c, struct creds_secret *s, char *err,
+		      size_t errlen);
 
 /**
  * creds_file_read() - read a small file the broker owns, raw
@@ -89,8 +89,7 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
  * Return: 0 or a negative errno (-ELOOP for a symlink, -EFBIG above
  * CREDS_SECRET_MAX, -EAGAIN when the file grew while read).
  */
-int creds_file_read(const char *path, struct creds_secret *out, char *err,
-		    size_t errlen);
+int creds_file_read(const char *path, struct creds_secret *out, char *err, size_t errlen);
 
 /* ---- scopes -------------------------------------------------------------- */
 
@@ -137,8 +136,8 @@ bool creds_path_match(const char *glob, const char *path, size_t len);
  *
  * Return: true when in scope.
  */
-bool creds_in_scope(const struct policy_credential *c, const char *host,
-		    const char *method, const struct http_request *req);
+bool creds_in_scope(const struct policy_credential *c, const char *host, const char *method,
+		    const struct http_request *req);
 
 /**
  * creds_build_injection() - the value of a credential's injected header
@@ -152,8 +151,8 @@ bool creds_in_scope(const struct policy_credential *c, const char *host,
  * Return: the value's length; -EINVAL when @c injects nothing; -ENOSPC
  * (and @out wiped) when it does not fit.
  */
-int creds_build_injection(const struct policy_credential *c,
-			  const struct creds_secret *s, char *out, size_t outlen);
+int creds_build_injection(const struct policy_credential *c, const struct creds_secret *s,
+			  char *out, size_t outlen);
 
 /* ---- encodings ------------------------------------------------------------ */
 
@@ -167,8 +166,7 @@ int creds_build_injection(const struct policy_credential *c,
  *
  * Return: the length written, or -ENOSPC.
  */
-int creds_base64_encode(const void *in, size_t len, bool url, char *out,
-			size_t outlen);
+int creds_base64_encode(const void *in, size_t len, bool url, char *out, size_t outlen);
 
 /**
  * creds_base64_decode() - strict base64 (padding optional, nothing else
@@ -179,8 +177,7 @@ int creds_base64_encode(const void *in, size_t len, bool url, char *out,
  *
  * Return: the number of bytes, -EINVAL or -ENOSPC.
  */
-int creds_base64_decode(const char *in, size_t len, unsigned char *out,
-			size_t outlen);
+int creds_base64_decode(const char *in, size_t len, unsigned char *out, size_t outlen);
 
 /* ---- broker-minted JWTs (jwt.c) ------------------------------------------ */
 
@@ -195,8 +192,7 @@ int creds_base64_decode(const char *in, size_t len, unsigned char *out,
  * Return: 0; -EINVAL for another key type or an unreadable PEM; or a
  * negative errno from reading the file.
  */
-int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key,
-		       char *err, size_t errlen);
+int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key, char *err, size_t errlen);
 
 /* Frees a key of creds_jwt_key_load(): one the key process holds is
  * dropped there too. NULL is fine. */
@@ -229,9 +225,9 @@ int creds_jwt_sign_raw(struct evp_pkey_st *key, const unsigned char *tbs, size_t
  *
  * Return: the token's length; -ENOSPC; -EINVAL; -EIO.
  */
-int creds_jwt_mint(struct evp_pkey_st *key, const char *kid, const char *iss,
-		   const char *sub, const char *aud, const char *scope,
-		   uint64_t iat, uint64_t ttl, char *out, size_t outlen);
+int creds_jwt_mint(struct evp_pkey_st *key, const char *kid, const char *iss, const char *sub,
+		   const char *aud, const char *scope, uint64_t iat, uint64_t ttl, char *out,
+		   size_t outlen);
 
 /**
  * creds_jwks_from_keys() - the public keys as a JWK Set (RFC 7517)
@@ -247,8 +243,8 @@ int creds_jwt_mint(struct evp_pkey_st *key, const char *kid, const char *iss,
  *
  * Return: the length written; -ENOSPC; -EINVAL for another key type.
  */
-int creds_jwks_from_keys(struct evp_pkey_st *const *keys, const char *const *kids,
-			 size_t n, char *out, size_t outlen);
+int creds_jwks_from_keys(struct evp_pkey_st *const *keys, const char *const *kids, size_t n,
+			 char *out, size_t outlen);
 
 /* ---- OAuth2 client credentials (RFC 6749 4.4), pure helpers -------------- */
 
@@ -268,10 +264,8 @@ int creds_jwks_from_keys(struct evp_pkey_st *const *keys, const char *const *kid
  * Return: the length; -ENOSPC (@out wiped); -EINVAL for an empty id or a
  * bad scope token.
  */
-int creds_oauth2_request_body(const char *client_id,
-			      const struct creds_secret *client_secret,
-			      const char *const *scopes, size_t n, char *out,
-			      size_t outlen);
+int creds_oauth2_request_body(const char *client_id, const struct creds_secret *client_secret,
+			      const char *const *scopes, size_t n, char *out, size_t outlen);
 
 /* Largest expires_in accepted (a year); more is taken as a broken server. */
 #define CREDS_OAUTH2_EXPIRES_MAX (366ULL * 86400)
@@ -293,8 +287,8 @@ int creds_oauth2_request_body(const char *client_id,
  * when the server answered an "error" object; -ERANGE for expires_in;
  * -EPROTO for another token_type; -ENOMEM.
  */
-int creds_oauth2_parse_response(const char *json, size_t len,
-				struct creds_secret *token, uint64_t *expires_in);
+int creds_oauth2_parse_response(const char *json, size_t len, struct creds_secret *token,
+				uint64_t *expires_in);
 
 /* ---- OAuth2 tokens: the cache and its fetchers (tokens.c) ----------------- */
 
@@ -319,10 +313,10 @@ struct creds_tokens_entry;
 #define CREDS_TOKENS_FIRST_WAIT_MS 2000u
 
 struct creds_tokens_config {
-	const char *upstream_ca;      /* PEM bundle; NULL or "": the system store */
-	const char *resolvers;	      /* as resolver_new(): NULL or "": resolv.conf */
-	uint32_t connect_timeout_ms;  /* per address; 0: 10 s */
-	uint32_t fetch_timeout_ms;    /* whole fetch; 0 or more than
+	const char *upstream_ca;     /* PEM bundle; NULL or "": the system store */
+	const char *resolvers;	     /* as resolver_new(): NULL or "": resolv.conf */
+	uint32_t connect_timeout_ms; /* per address; 0: 10 s */
+	uint32_t fetch_timeout_ms;   /* whole fetch; 0 or more than
 				       * CREDS_TOKENS_FETCH_MAX_MS: that */
 };
 
@@ -331,7 +325,7 @@ struct creds_tokens_request {
 	const char *cred_name; /* for messages */
 	const char *host;      /* DNS name or address literal (no brackets) */
 	uint16_t port;
-	const char *path;      /* path and query */
+	const char *path; /* path and query */
 	const char *client_id;
 	const char *const *scopes;
 	size_t n_scopes;
@@ -359,8 +353,8 @@ struct creds_tokens_request {
  * Return: 0 or a negative errno (-ECANCELED when cancelled).
  */
 typedef int creds_tokens_fetch_fn(void *ctx, const struct creds_tokens_request *rq,
-				  struct creds_secret *token, uint64_t *expires_in,
-				  char *err, size_t errlen);
+				  struct creds_secret *token, uint64_t *expires_in, char *err,
+				  size_t errlen);
 
 /**
  * creds_tokens_start() - start the CREDS_TOKENS_FETCHERS fetcher threads (once; later

@@ -48,8 +48,8 @@ static enum jwt_alg key_alg(EVP_PKEY *key)
 	if (EVP_PKEY_is_a(key, "ED25519"))
 		return JWT_EDDSA;
 	if (EVP_PKEY_is_a(key, "EC") &&
-	    EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME,
-					   group, sizeof(group), &glen) == 1 &&
+	    EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+					   &glen) == 1 &&
 	    (strcmp(group, "prime256v1") == 0 || strcmp(group, "P-256") == 0))
 		return JWT_ES256;
 	return JWT_NONE;
@@ -142,8 +142,9 @@ static int remote_load(const char *pem_file, EVP_PKEY **key, char *err, size_t e
 	if (r < 0) {
 		if (err && errlen)
 			snprintf(err, errlen, "JWT key `%s`: %s", pem_file,
-				 r == -EINVAL ? "not a PEM private key, EC P-256 (ES256) or Ed25519 "
-						"(EdDSA)"
+				 r == -EINVAL
+					 ? "not a PEM private key, EC P-256 (ES256) or Ed25519 "
+					   "(EdDSA)"
 				 : r == -EPIPE ? "the key process is gone"
 					       : strerror(-r));
 		return r;
@@ -161,8 +162,7 @@ void creds_jwt_key_free(EVP_PKEY *key)
 	EVP_PKEY_free(key);
 }
 
-int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
-		       size_t errlen)
+int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err, size_t errlen)
 {
 	struct creds_secret pem;
 	EVP_PKEY *k = NULL;
@@ -183,8 +183,7 @@ int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err,
 	ERR_clear_error();
 	if (!k) {
 		if (err && errlen)
-			snprintf(err, errlen, "JWT key `%s`: not a PEM private key",
-				 pem_file);
+			snprintf(err, errlen, "JWT key `%s`: not a PEM private key", pem_file);
 		return -EINVAL;
 	}
 	if (key_alg(k) == JWT_NONE) {
@@ -273,8 +272,7 @@ static void jput_b64url(struct jbuf *b, const void *data, size_t len)
 /* ---- minting ------------------------------------------------------------- */
 
 /* ES256 per RFC 7518 3.4: R and S, 32 bytes each, not DER. */
-static int sign(EVP_PKEY *key, enum jwt_alg alg, const char *tbs, size_t len,
-		unsigned char sig[64])
+static int sign(EVP_PKEY *key, enum jwt_alg alg, const char *tbs, size_t len, unsigned char sig[64])
 {
 	EVP_MD_CTX *mctx = EVP_MD_CTX_new();
 	unsigned char der[80];
@@ -288,8 +286,7 @@ static int sign(EVP_PKEY *key, enum jwt_alg alg, const char *tbs, size_t len,
 		return -ENOMEM;
 	if (alg == JWT_EDDSA) {
 		if (EVP_DigestSignInit(mctx, NULL, NULL, NULL, key) == 1 &&
-		    EVP_DigestSign(mctx, sig, &slen, (const unsigned char *)tbs,
-				   len) == 1 &&
+		    EVP_DigestSign(mctx, sig, &slen, (const unsigned char *)tbs, len) == 1 &&
 		    slen == 64)
 			ret = 0;
 		goto out;
@@ -331,9 +328,9 @@ static bool field_ok(const char *s, bool optional)
 	return *s && strlen(s) <= JWT_FIELD_MAX;
 }
 
-int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
-		   const char *sub, const char *aud, const char *scope,
-		   uint64_t iat, uint64_t ttl, char *out, size_t outlen)
+int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss, const char *sub,
+		   const char *aud, const char *scope, uint64_t iat, uint64_t ttl, char *out,
+		   size_t outlen)
 {
 	enum jwt_alg alg = key_alg(key);
 	/* Six bytes per character is the worst JSON escaping. */
@@ -345,9 +342,8 @@ int creds_jwt_mint(EVP_PKEY *key, const char *kid, const char *iss,
 	size_t i;
 	int ret = -EINVAL;
 
-	if (alg == JWT_NONE || !out || !outlen || !field_ok(kid, true) ||
-	    !field_ok(iss, false) || !field_ok(sub, false) ||
-	    !field_ok(aud, false) || !field_ok(scope, true) || ttl == 0 ||
+	if (alg == JWT_NONE || !out || !outlen || !field_ok(kid, true) || !field_ok(iss, false) ||
+	    !field_ok(sub, false) || !field_ok(aud, false) || !field_ok(scope, true) || ttl == 0 ||
 	    ttl > JWT_TTL_MAX || iat > UINT64_MAX - ttl)
 		return -EINVAL;
 	if (RAND_bytes(jti, sizeof(jti)) != 1)
@@ -462,8 +458,8 @@ out:
 	return ret;
 }
 
-int creds_jwks_from_keys(EVP_PKEY *const *keys, const char *const *kids, size_t n,
-			 char *out, size_t outlen)
+int creds_jwks_from_keys(EVP_PKEY *const *keys, const char *const *kids, size_t n, char *out,
+			 size_t outlen)
 {
 	struct jbuf b = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	size_t i;

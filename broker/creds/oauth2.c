@@ -23,9 +23,8 @@ static void wput_pct(struct obuf *w, const unsigned char *s, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char c = s[i];
 
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-		    c == '_' || c == '~') {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
 			obuf_putc(w, (char)c);
 		} else {
 			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
@@ -64,16 +63,14 @@ static bool scope_token_ok(const char *s)
 	return true;
 }
 
-int creds_oauth2_request_body(const char *client_id,
-			      const struct creds_secret *client_secret,
-			      const char *const *scopes, size_t n, char *out,
-			      size_t outlen)
+int creds_oauth2_request_body(const char *client_id, const struct creds_secret *client_secret,
+			      const char *const *scopes, size_t n, char *out, size_t outlen)
 {
 	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	size_t i;
 
-	if (!client_id || !*client_id || !client_secret || !client_secret->buf ||
-	    !out || !outlen || (n && !scopes))
+	if (!client_id || !*client_id || !client_secret || !client_secret->buf || !out || !outlen ||
+	    (n && !scopes))
 		return -EINVAL;
 	for (i = 0; i < n; i++)
 		if (!scope_token_ok(scopes[i]))
@@ -87,8 +84,7 @@ int creds_oauth2_request_body(const char *client_id,
 		for (i = 0; i < n; i++) {
 			if (i)
 				obuf_putc(&w, '+');
-			wput_form(&w, (const unsigned char *)scopes[i],
-				  strlen(scopes[i]));
+			wput_form(&w, (const unsigned char *)scopes[i], strlen(scopes[i]));
 		}
 	}
 	if (w.full || w.len > INT_MAX) {
@@ -108,16 +104,16 @@ static bool key_is(const struct obuf *k, const char *lit)
 	return !k->full && k->len == strlen(lit) && memcmp(k->p, lit, k->len) == 0;
 }
 
-int creds_oauth2_parse_response(const char *json, size_t len,
-				struct creds_secret *token, uint64_t *expires_in)
+int creds_oauth2_parse_response(const char *json, size_t len, struct creds_secret *token,
+				uint64_t *expires_in)
 {
 	struct json j = { .s = json, .len = len };
 	char key[JSON_KEY_MAX];
 	char ttype[16];
 	unsigned char *tok = NULL;
 	size_t tok_len = 0, tok_cap = len ? len : 1;
-	bool seen_tok = false, seen_type = false, seen_exp = false,
-	     seen_err = false, type_bearer = false, exp_range = false;
+	bool seen_tok = false, seen_type = false, seen_exp = false, seen_err = false,
+	     type_bearer = false, exp_range = false;
 	uint64_t exp = 0;
 	int ret = -EINVAL;
 
@@ -159,20 +155,17 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 		if (key_is(&kw, "access_token")) {
 			struct obuf tw = { .p = (char *)tok, .cap = tok_cap };
 
-			if (seen_tok || j.s[j.i] != '"' ||
-			    sl_json_string(&j, &tw) < 0 || tw.full)
+			if (seen_tok || j.s[j.i] != '"' || sl_json_string(&j, &tw) < 0 || tw.full)
 				goto out;
 			seen_tok = true;
 			tok_len = tw.len;
 		} else if (key_is(&kw, "token_type")) {
 			struct obuf tw = { .p = ttype, .cap = sizeof(ttype) };
 
-			if (seen_type || j.s[j.i] != '"' ||
-			    sl_json_string(&j, &tw) < 0)
+			if (seen_type || j.s[j.i] != '"' || sl_json_string(&j, &tw) < 0)
 				goto out;
 			seen_type = true;
-			type_bearer = !tw.full &&
-				      text_eq_ci(ttype, tw.len, "bearer", 6);
+			type_bearer = !tw.full && text_eq_ci(ttype, tw.len, "bearer", 6);
 		} else if (key_is(&kw, "expires_in")) {
 			bool is_int = false;
 
@@ -193,8 +186,8 @@ int creds_oauth2_parse_response(const char *json, size_t len,
 				}
 				num[nw.len] = '\0';
 				nj = (struct json){ .s = num, .len = nw.len };
-				if (sl_json_number(&nj, &exp, &is_int) < 0 ||
-				    nj.i != nj.len || !is_int)
+				if (sl_json_number(&nj, &exp, &is_int) < 0 || nj.i != nj.len ||
+				    !is_int)
 					goto out;
 			} else {
 				if (sl_json_number(&j, &exp, &is_int) < 0)

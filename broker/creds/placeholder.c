@@ -74,7 +74,7 @@ struct ph_entry {
 	uint64_t expires_at; /* 0: never */
 	uint64_t seq;	     /* issue order, for reuse of the oldest */
 	bool revoked;
-	int32_t next;	     /* bucket chain, -1 ends */
+	int32_t next; /* bucket chain, -1 ends */
 };
 
 /* A credential given to the sandbox, and the end of its ttl there. */
@@ -193,8 +193,8 @@ static int32_t table_slot(struct creds_table *t, uint64_t now)
 	return best;
 }
 
-static int table_put(struct creds_table *t, const char *ph, const char *name,
-		     uint64_t expires_at, uint64_t now)
+static int table_put(struct creds_table *t, const char *ph, const char *name, uint64_t expires_at,
+		     uint64_t now)
 {
 	struct ph_entry *e;
 	int32_t idx;
@@ -222,8 +222,8 @@ static bool cred_name_ok(const char *name)
 	return name && name[0] && strlen(name) <= CREDS_NAME_MAX;
 }
 
-int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now,
-		      uint64_t ttl_sec, char out[CREDS_PLACEHOLDER_LEN + 1])
+int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now, uint64_t ttl_sec,
+		      char out[CREDS_PLACEHOLDER_LEN + 1])
 {
 	uint64_t exp = 0;
 	int ret, tries;
@@ -250,13 +250,13 @@ int creds_table_issue(struct creds_table *t, const char *cred_name, uint64_t now
 	return ret;
 }
 
-int creds_table_insert(struct creds_table *t, const char *ph,
-		       const char *cred_name, uint64_t expires_at)
+int creds_table_insert(struct creds_table *t, const char *ph, const char *cred_name,
+		       uint64_t expires_at)
 {
 	int ret;
 
-	if (!t || !ph || strlen(ph) != CREDS_PLACEHOLDER_LEN ||
-	    !placeholder_shape(ph) || !cred_name_ok(cred_name))
+	if (!t || !ph || strlen(ph) != CREDS_PLACEHOLDER_LEN || !placeholder_shape(ph) ||
+	    !cred_name_ok(cred_name))
 		return -EINVAL;
 	pthread_rwlock_wrlock(&t->lock);
 	/* "now" 0: a restore must not push out entries that may be live. */
@@ -265,8 +265,8 @@ int creds_table_insert(struct creds_table *t, const char *ph,
 	return ret;
 }
 
-enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph,
-				       uint64_t now, char *name)
+enum creds_ph_state creds_table_lookup(struct creds_table *t, const char *ph, uint64_t now,
+				       char *name)
 {
 	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	int32_t i;
@@ -324,8 +324,7 @@ static struct grant *grant_find(const struct creds_table *t, const char *name)
 	return NULL;
 }
 
-int creds_table_grant(struct creds_table *t, const char *cred_name,
-		      uint64_t expires_at)
+int creds_table_grant(struct creds_table *t, const char *cred_name, uint64_t expires_at)
 {
 	struct grant *g;
 	int ret = 0;
@@ -359,9 +358,8 @@ out:
 	return ret;
 }
 
-enum creds_ph_state creds_table_grant_state(struct creds_table *t,
-					    const char *cred_name, uint64_t now,
-					    uint64_t *expires_at)
+enum creds_ph_state creds_table_grant_state(struct creds_table *t, const char *cred_name,
+					    uint64_t now, uint64_t *expires_at)
 {
 	enum creds_ph_state st = CREDS_PH_UNKNOWN;
 	const struct grant *g;
@@ -385,8 +383,8 @@ enum creds_ph_state creds_table_grant_state(struct creds_table *t,
 }
 
 int creds_table_foreach_grant(struct creds_table *t,
-			      int (*fn)(const char *cred_name, uint64_t expires_at,
-					bool revoked, void *arg),
+			      int (*fn)(const char *cred_name, uint64_t expires_at, bool revoked,
+					void *arg),
 			      void *arg)
 {
 	size_t i;
@@ -402,8 +400,8 @@ int creds_table_foreach_grant(struct creds_table *t,
 }
 
 int creds_table_foreach(struct creds_table *t,
-			int (*fn)(const char *ph, const char *cred_name,
-				  uint64_t expires_at, bool revoked, void *arg),
+			int (*fn)(const char *ph, const char *cred_name, uint64_t expires_at,
+				  bool revoked, void *arg),
 			void *arg)
 {
 	char ph[CREDS_PLACEHOLDER_LEN + 1];
@@ -416,8 +414,7 @@ int creds_table_foreach(struct creds_table *t,
 	for (i = 0; i < t->n && ret == 0; i++) {
 		memcpy(ph, t->e[i].ph, CREDS_PLACEHOLDER_LEN);
 		ph[CREDS_PLACEHOLDER_LEN] = '\0';
-		ret = fn(ph, t->e[i].name, t->e[i].expires_at, t->e[i].revoked,
-			 arg);
+		ret = fn(ph, t->e[i].name, t->e[i].expires_at, t->e[i].revoked, arg);
 	}
 	pthread_rwlock_unlock(&t->lock);
 	return ret;

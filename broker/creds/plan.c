@@ -106,8 +106,7 @@ bool creds_carries(const struct policy_credential *c, struct http_slice name)
 /* One placeholder occurrence; @in_header is the header whose value holds
  * it, or NULL for a place where it never goes (the method, the target,
  * the authority, a header name). */
-static void occurrence(struct planner *x, const char *ph,
-		       const struct http_slice *in_header)
+static void occurrence(struct planner *x, const char *ph, const struct http_slice *in_header)
 {
 	struct creds_plan *plan = x->plan;
 	char name[CREDS_NAME_MAX + 1];
@@ -153,8 +152,7 @@ static void occurrence(struct planner *x, const char *ph,
 			c = policy_credential_get(x->p, (size_t)idx);
 			if (!creds_in_scope(c, x->host, NULL, x->req))
 				x->ph_verdict[k] = CREDS_OUT_OF_SCOPE;
-			else if ((x->flags & CREDS_PLAN_PLAINTEXT) &&
-				 !c->plaintext_allow)
+			else if ((x->flags & CREDS_PLAN_PLAINTEXT) && !c->plaintext_allow)
 				x->ph_verdict[k] = CREDS_PLAINTEXT;
 			else
 				x->ph_verdict[k] = CREDS_FORWARD;
@@ -172,14 +170,12 @@ static void occurrence(struct planner *x, const char *ph,
 		refuse(x, CREDS_OUT_OF_SCOPE, plan->found[k].cred);
 }
 
-static void scan(struct planner *x, const char *s, size_t len,
-		 const struct http_slice *ok)
+static void scan(struct planner *x, const char *s, size_t len, const struct http_slice *ok)
 {
 	const char *p;
 	size_t off;
 
-	while (x->plan->verdict == CREDS_FORWARD &&
-	       (p = creds_find_placeholder(s, len, &off))) {
+	while (x->plan->verdict == CREDS_FORWARD && (p = creds_find_placeholder(s, len, &off))) {
 		occurrence(x, p, ok);
 		s += off + CREDS_PLACEHOLDER_LEN;
 		len -= off + CREDS_PLACEHOLDER_LEN;
@@ -195,8 +191,7 @@ int creds_basic_decode(struct http_slice v, unsigned char *out)
 	size_t i = 5;
 	int n;
 
-	if (v.len < 7 || !text_eq_ci(v.ptr, 5, "Basic", 5) ||
-	    (v.ptr[5] != ' ' && v.ptr[5] != '\t'))
+	if (v.len < 7 || !text_eq_ci(v.ptr, 5, "Basic", 5) || (v.ptr[5] != ' ' && v.ptr[5] != '\t'))
 		return -1;
 	while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t'))
 		i++;
@@ -204,12 +199,11 @@ int creds_basic_decode(struct http_slice v, unsigned char *out)
 	return n < 0 ? -1 : n;
 }
 
-int creds_plan_request(struct creds_table *t, const struct policy *p,
-		       const char *host, const struct http_request *req,
-		       uint64_t now, unsigned flags, struct creds_plan *plan)
+int creds_plan_request(struct creds_table *t, const struct policy *p, const char *host,
+		       const struct http_request *req, uint64_t now, unsigned flags,
+		       struct creds_plan *plan)
 {
-	struct planner x = { .t = t, .p = p, .req = req, .now = now,
-			     .flags = flags, .plan = plan };
+	struct planner x = { .t = t, .p = p, .req = req, .now = now, .flags = flags, .plan = plan };
 	unsigned char basic[CREDS_BASIC_MAX];
 	size_t i, k, n;
 	int bl;
@@ -220,8 +214,7 @@ int creds_plan_request(struct creds_table *t, const struct policy *p,
 	plan->cred = -1;
 	plan->plaintext_withheld = -1;
 	plan->expired_withheld = -1;
-	if (!t || !p || !req ||
-	    (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE))
+	if (!t || !p || !req || (req->form != HTTP_FORM_ORIGIN && req->form != HTTP_FORM_ABSOLUTE))
 		return -EINVAL;
 	if (!host)
 		host = req->has_authority ? req->authority.host : "";

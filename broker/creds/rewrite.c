@@ -58,8 +58,7 @@ static const struct creds_secret *ph_secret(struct rewriter *r, const char *ph,
 
 /* Appends @s, from a value of header @name, with each placeholder
  * replaced by its secret. */
-static void put_subst(struct rewriter *r, const char *s, size_t len,
-		      struct http_slice name)
+static void put_subst(struct rewriter *r, const char *s, size_t len, struct http_slice name)
 {
 	const struct creds_secret *sec;
 	const char *p;
@@ -83,8 +82,7 @@ static bool has_placeholder(struct http_slice v)
 }
 
 /* Whether a Connection header of @req lists @name. */
-static bool connection_lists(const struct http_request *req,
-			     struct http_slice name)
+static bool connection_lists(const struct http_request *req, struct http_slice name)
 {
 	size_t i;
 
@@ -104,8 +102,7 @@ static bool connection_lists(const struct http_request *req,
 }
 
 /* Headers the writer drops or rebuilds itself. */
-static bool header_untouchable(const struct http_request *req,
-			       struct http_slice name)
+static bool header_untouchable(const struct http_request *req, struct http_slice name)
 {
 	return creds_is_host(name) || http_is_hop_by_hop(name.ptr, name.len) ||
 	       connection_lists(req, name);
@@ -124,8 +121,7 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 
 	if (creds_is_authorization(h->name) && !has_placeholder(h->value))
 		bl = creds_basic_decode(h->value, basic);
-	if (bl <= 0 ||
-	    !creds_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
+	if (bl <= 0 || !creds_find_placeholder((const char *)basic, (size_t)bl, NULL)) {
 		OPENSSL_cleanse(basic, sizeof(basic));
 		put_subst(r, h->value.ptr, h->value.len, h->name);
 		return;
@@ -140,8 +136,8 @@ static void put_header_value(struct rewriter *r, const struct http_header *h)
 	obuf_puts(&r->w, "Basic ");
 	if (r->w.full)
 		return;
-	n = creds_base64_encode(r->w.p + start, plain_len, false,
-				r->w.p + r->w.len, r->w.cap - r->w.len);
+	n = creds_base64_encode(r->w.p + start, plain_len, false, r->w.p + r->w.len,
+				r->w.cap - r->w.len);
 	if (n < 0) {
 		r->w.full = true;
 		return;
@@ -160,8 +156,7 @@ static bool needs_rewrite(const struct http_header *h)
 
 	if (!ret && creds_is_authorization(h->name)) {
 		bl = creds_basic_decode(h->value, basic);
-		ret = bl > 0 && creds_find_placeholder((const char *)basic,
-						       (size_t)bl, NULL);
+		ret = bl > 0 && creds_find_placeholder((const char *)basic, (size_t)bl, NULL);
 		OPENSSL_cleanse(basic, sizeof(basic));
 	}
 	return ret;
@@ -183,18 +178,17 @@ static bool bad_inject_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	return http_is_hop_by_hop(name, len) ||
-	       text_eq_ci(name, len, "Host", 4) ||
+	return http_is_hop_by_hop(name, len) || text_eq_ci(name, len, "Host", 4) ||
 	       text_eq_ci(name, len, "Content-Length", 14);
 }
 
 int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
-			  const struct creds_secret *const *secrets,
-			  const struct http_request *req, char *buf,
-			  size_t buflen, struct creds_rewrite *rw)
+			  const struct creds_secret *const *secrets, const struct http_request *req,
+			  char *buf, size_t buflen, struct creds_rewrite *rw)
 {
-	struct rewriter r = { .plan = plan, .p = p, .secrets = secrets,
-			      .w = { .p = buf, .cap = buflen } };
+	struct rewriter r = {
+		.plan = plan, .p = p, .secrets = secrets, .w = { .p = buf, .cap = buflen }
+	};
 	size_t i, j, u, start;
 	int ret = -EINVAL, n;
 
@@ -203,8 +197,7 @@ int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
 	memset(rw, 0, sizeof(*rw));
 	rw->buf = buf;
 	rw->cap = buflen;
-	if (!plan || !p || !secrets || !req || !buf ||
-	    plan->verdict != CREDS_FORWARD)
+	if (!plan || !p || !secrets || !req || !buf || plan->verdict != CREDS_FORWARD)
 		return -EINVAL;
 
 	/* 1. Injected headers; the lower policy index wins a name. */
@@ -261,8 +254,7 @@ int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
 		for (j = 0; j < req->nheaders && !r.err; j++) {
 			const struct http_header *o = &req->headers[j];
 
-			if (!text_eq_ci(o->name.ptr, o->name.len, h->name.ptr,
-				       h->name.len))
+			if (!text_eq_ci(o->name.ptr, o->name.len, h->name.ptr, h->name.len))
 				continue;
 			if (!first)
 				obuf_puts(&r.w, creds_slice_is(h->name, "Cookie") ? "; " : ", ");
@@ -278,8 +270,7 @@ int creds_rewrite_request(const struct creds_plan *plan, const struct policy *p,
 	}
 
 	/* 3. Never the target: a plan that forwards has none there. */
-	if (has_placeholder(req->path) ||
-	    (req->has_query && has_placeholder(req->query)))
+	if (has_placeholder(req->path) || (req->has_query && has_placeholder(req->query)))
 		r.err = -EINVAL;
 
 	if (r.err) {
@@ -300,9 +291,8 @@ fail:
 	return ret;
 }
 
-int creds_write_request_head(const struct creds_rewrite *rw,
-			     const struct http_request *req, char *out,
-			     size_t outlen)
+int creds_write_request_head(const struct creds_rewrite *rw, const struct http_request *req,
+			     char *out, size_t outlen)
 {
 	if (!rw || !req)
 		return -EINVAL;
@@ -321,14 +311,13 @@ void creds_rewrite_wipe(struct creds_rewrite *rw)
 
 /* ---- the injected header ------------------------------------------------- */
 
-int creds_build_injection(const struct policy_credential *c,
-			  const struct creds_secret *s, char *out, size_t outlen)
+int creds_build_injection(const struct policy_credential *c, const struct creds_secret *s,
+			  char *out, size_t outlen)
 {
 	struct obuf w = { .p = out, .cap = outlen ? outlen - 1 : 0 };
 	const char *t, *hit;
 
-	if (!c || !c->inject_header || !c->inject_value || !s || !s->buf ||
-	    !out || !outlen)
+	if (!c || !c->inject_header || !c->inject_value || !s || !s->buf || !out || !outlen)
 		return -EINVAL;
 	t = c->inject_value;
 	while ((hit = strstr(t, "{secret}"))) {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Scopes: is a request inside a credential's hosts, methods and paths? */
 
-
-
 #include <string.h>
 
 #include "broker/creds/creds_internal.h"
@@ -135,8 +133,7 @@ static bool path_scope_safe(const char *p, size_t len)
 }
 
 /* Is @m (@len bytes, compared in upper case) one of @c's methods? */
-static bool method_listed(const struct policy_credential *c, const char *m,
-			  size_t len)
+static bool method_listed(const struct policy_credential *c, const char *m, size_t len)
 {
 	size_t i, k;
 
@@ -158,8 +155,8 @@ static bool method_listed(const struct policy_credential *c, const char *m,
  * variable): X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override. */
 static bool is_override_header(struct http_slice name)
 {
-	static const char *const names[] = { "x-http-method-override",
-					     "x-http-method", "x-method-override" };
+	static const char *const names[] = { "x-http-method-override", "x-http-method",
+					     "x-method-override" };
 	size_t i, k;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -184,8 +181,7 @@ static bool is_override_header(struct http_slice name)
  * says whether more followed).  A '%' without two hex digits stays as it
  * is, as most decoders leave it.  Return: the decoded length.
  */
-static size_t form_decode(const char *s, size_t len, char *out, size_t cap,
-			  bool *cut)
+static size_t form_decode(const char *s, size_t len, char *out, size_t cap, bool *cut)
 {
 	size_t i, o = 0;
 
@@ -246,8 +242,7 @@ static bool is_override_param(const char *key, size_t len)
  * read as a single method is never in scope.  Only the query is seen: a
  * "_method" in a form body is not (README says so).
  */
-static bool overrides_in_scope(const struct policy_credential *c,
-			       const struct http_request *req)
+static bool overrides_in_scope(const struct policy_credential *c, const struct http_request *req)
 {
 	size_t i;
 
@@ -281,8 +276,8 @@ static bool overrides_in_scope(const struct policy_credential *c,
 				pe++;
 			eq = memchr(q, '=', (size_t)(pe - q));
 			if (is_override_param(q, (size_t)((eq ? eq : pe) - q))) {
-				n = eq ? form_decode(eq + 1, (size_t)(pe - eq - 1), m,
-						     sizeof(m), &cut)
+				n = eq ? form_decode(eq + 1, (size_t)(pe - eq - 1), m, sizeof(m),
+						     &cut)
 				       : 0;
 				if (cut || !http_is_token(m, n) || !method_listed(c, m, n))
 					return false;
@@ -295,8 +290,8 @@ static bool overrides_in_scope(const struct policy_credential *c,
 	return true;
 }
 
-bool creds_in_scope(const struct policy_credential *c, const char *host,
-		    const char *method, const struct http_request *req)
+bool creds_in_scope(const struct policy_credential *c, const char *host, const char *method,
+		    const struct http_request *req)
 {
 	size_t i, hl;
 	bool ok;
@@ -329,20 +324,17 @@ bool creds_in_scope(const struct policy_credential *c, const char *host,
 		}
 		ok = false;
 		for (i = 0; i < c->n_methods && !ok; i++)
-			ok = strlen(c->methods[i]) == ml &&
-			     memcmp(c->methods[i], m, ml) == 0;
+			ok = strlen(c->methods[i]) == ml && memcmp(c->methods[i], m, ml) == 0;
 		if (!ok || (req && !overrides_in_scope(c, req)))
 			return false;
 	}
 
 	if (c->n_paths) {
-		if (!req || req->path_ambiguous ||
-		    !path_scope_safe(req->path.ptr, req->path.len))
+		if (!req || req->path_ambiguous || !path_scope_safe(req->path.ptr, req->path.len))
 			return false;
 		ok = false;
 		for (i = 0; i < c->n_paths && !ok; i++)
-			ok = creds_path_match(c->paths[i], req->path.ptr,
-					      req->path.len);
+			ok = creds_path_match(c->paths[i], req->path.ptr, req->path.len);
 		if (!ok)
 			return false;
 	}

@@ -72,8 +72,7 @@ int creds_secret_set(struct creds_secret *s, const void *p, size_t len)
 	return 0;
 }
 
-int creds_file_read(const char *path, struct creds_secret *out, char *err,
-		    size_t errlen)
+int creds_file_read(const char *path, struct creds_secret *out, char *err, size_t errlen)
 {
 	struct stat st;
 	unsigned char *b;
@@ -83,8 +82,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err,
 	out->buf = NULL;
 	out->len = 0;
 	if (!path || path[0] != '/') {
-		seterr(err, errlen, "secret file `%s` is not an absolute path",
-		       path ? path : "");
+		seterr(err, errlen, "secret file `%s` is not an absolute path", path ? path : "");
 		return -EINVAL;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the broker; O_NOFOLLOW: the last
@@ -130,8 +128,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err,
 		if (r < 0) {
 			ret = -errno;
 			OPENSSL_secure_clear_free(b, cap);
-			seterr(err, errlen, "secret file `%s`: %s", path,
-			       strerror(-ret));
+			seterr(err, errlen, "secret file `%s`: %s", path, strerror(-ret));
 			goto fail;
 		}
 		if (r == 0)
@@ -155,8 +152,8 @@ fail:
 	return ret;
 }
 
-int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
-		      char *err, size_t errlen)
+int creds_secret_load(const struct policy_credential *c, struct creds_secret *s, char *err,
+		      size_t errlen)
 {
 	struct creds_secret raw;
 	const char *v;
@@ -172,15 +169,13 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
 	if (c->source_kind == POLICY_SOURCE_ENV) {
 		v = getenv(c->source);
 		if (!v) {
-			seterr(err, errlen,
-			       "credential `%s`: environment variable `%s` is not set",
+			seterr(err, errlen, "credential `%s`: environment variable `%s` is not set",
 			       c->name ? c->name : "", c->source);
 			return -ENOENT;
 		}
 		len = strlen(v);
 		if (len > CREDS_SECRET_MAX) {
-			seterr(err, errlen,
-			       "credential `%s`: `%s` is longer than %d bytes",
+			seterr(err, errlen, "credential `%s`: `%s` is longer than %d bytes",
 			       c->name ? c->name : "", c->source, CREDS_SECRET_MAX);
 			return -EFBIG;
 		}

@@ -70,8 +70,8 @@
 
 struct creds_tokens_entry {
 	struct creds_tokens_entry *next, *prev;
-	unsigned refs; /* policies holding it, and a fetcher during a fetch */
-	char *key;     /* "token_url\nclient_id\nscope scope..." */
+	unsigned refs;			    /* policies holding it, and a fetcher during a fetch */
+	char *key;			    /* "token_url\nclient_id\nscope scope..." */
 	char cred_name[CREDS_NAME_MAX + 1]; /* the credential that made it, for logs */
 	char *host, *path, *client_id;
 	char **scopes;
@@ -79,11 +79,11 @@ struct creds_tokens_entry {
 	uint16_t port;
 	struct creds_secret client_secret;
 	struct creds_secret token; /* empty: none */
-	uint64_t usable_until;	  /* monotonic ms */
-	uint64_t due;		  /* next fetch, monotonic ms */
-	unsigned failures;	  /* in a row */
-	bool fetching;		  /* by one fetcher thread; no other takes it */
-	bool tried;		  /* a fetch has ended (creds_tokens_wait_first) */
+	uint64_t usable_until;	   /* monotonic ms */
+	uint64_t due;		   /* next fetch, monotonic ms */
+	unsigned failures;	   /* in a row */
+	bool fetching;		   /* by one fetcher thread; no other takes it */
+	bool tried;		   /* a fetch has ended (creds_tokens_wait_first) */
 };
 
 static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
@@ -110,8 +110,8 @@ static struct {
 	char ca[512];
 	char resolvers[512];
 	uint32_t connect_ms, fetch_ms;
-	SSL_CTX *ctx; /* shared: SSL_new() is thread-safe on it */
-	int stop_fd;  /* eventfd: readable once stopping; polled, never read */
+	SSL_CTX *ctx;		      /* shared: SSL_new() is thread-safe on it */
+	int stop_fd;		      /* eventfd: readable once stopping; polled, never read */
 	creds_tokens_fetch_fn *fetch; /* both read under the lock, per fetch */
 	void *fetch_ctx;
 	uint64_t ok, failed;
@@ -156,7 +156,8 @@ static uint64_t life_sec(uint64_t expires_in_sec)
 {
 	if (expires_in_sec == 0)
 		return CREDS_TOKENS_DEFAULT_EXPIRES_SEC;
-	return expires_in_sec > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX : expires_in_sec;
+	return expires_in_sec > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX
+							 : expires_in_sec;
 }
 
 uint64_t creds_tokens_usable_ms(uint64_t expires_in_sec)
@@ -355,8 +356,7 @@ int creds_tokens_copy(struct creds_tokens_entry *e, struct creds_secret *out)
 	pthread_mutex_lock(&T.lock);
 	if (e->token.len && now < e->usable_until) {
 		r = creds_secret_set(out, e->token.buf, e->token.len);
-	} else if (T.started && !T.stopping && !e->fetching && e->failures == 0 &&
-		   e->due > now) {
+	} else if (T.started && !T.stopping && !e->fetching && e->failures == 0 && e->due > now) {
 		/* None usable and none on the way: ask for one now. After a
 		 * failure the backoff stands, whatever the requests. */
 		e->due = now;
@@ -436,8 +436,8 @@ struct lookup {
 	size_t n;
 };
 
-static void on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs,
-			size_t n, void *arg)
+static void on_resolved(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+			void *arg)
 {
 	struct lookup *lk = arg;
 
@@ -456,8 +456,7 @@ static void on_tick(struct timer *t)
 }
 
 /* A blocking lookup on fetcher @f's own loop, bounded by @deadline. */
-static int resolve_host(struct fetcher *f, const char *host, struct lookup *lk,
-			uint64_t deadline)
+static int resolve_host(struct fetcher *f, const char *host, struct lookup *lk, uint64_t deadline)
 {
 	struct resolve_req req;
 	int r;
@@ -622,9 +621,8 @@ static const char *parse_error(int r)
 }
 
 /* Reads the whole answer into @buf (CREDS_TOKENS_RESPONSE_MAX); sets the head. */
-static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char *buf,
-		       size_t *got, struct http_response *resp, size_t *head_len, char *err,
-		       size_t errlen)
+static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char *buf, size_t *got,
+		       struct http_response *resp, size_t *head_len, char *err, size_t errlen)
 {
 	int r;
 
@@ -634,7 +632,8 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 		int k;
 
 		if (*got == CREDS_TOKENS_RESPONSE_MAX) {
-			snprintf(err, errlen, "answer larger than %d bytes", CREDS_TOKENS_RESPONSE_MAX);
+			snprintf(err, errlen, "answer larger than %d bytes",
+				 CREDS_TOKENS_RESPONSE_MAX);
 			return -EFBIG;
 		}
 		errno = 0; /* ssl_wait() tells an EOF from a socket error by it */
@@ -697,7 +696,9 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		r = resolve_host(f, rq->host, &lk, deadline);
 		if (r < 0) {
 			snprintf(err, errlen, "cannot resolve %s: %s", rq->host,
-				 r == -ENOENT ? "no such name" : r == -ETIMEDOUT ? "timed out" : strerror(-r));
+				 r == -ENOENT	   ? "no such name"
+				 : r == -ETIMEDOUT ? "timed out"
+						   : strerror(-r));
 			return r;
 		}
 	}
@@ -941,10 +942,15 @@ static void *fetcher(void *arg)
 		/* A copy: creds_tokens_get() renames the entry under the lock. */
 		snprintf(name, sizeof(name), "%s", e->cred_name);
 		rq = (struct creds_tokens_request){
-			.cred_name = name, .host = e->host, .port = e->port,
-			.path = e->path, .client_id = e->client_id,
-			.scopes = (const char *const *)e->scopes, .n_scopes = e->n_scopes,
-			.client_secret = &cs, .cancel_fd = T.stop_fd,
+			.cred_name = name,
+			.host = e->host,
+			.port = e->port,
+			.path = e->path,
+			.client_id = e->client_id,
+			.scopes = (const char *const *)e->scopes,
+			.n_scopes = e->n_scopes,
+			.client_secret = &cs,
+			.cancel_fd = T.stop_fd,
 		};
 		/* The function and its argument as one pair (creds_tokens_set_fetch()). */
 		fn = T.fetch;
@@ -971,10 +977,12 @@ static void *fetcher(void *arg)
 			e->failures = 0;
 			T.ok++;
 			wait_s = (e->due - now + 999) / 1000;
-			snprintf(msg, sizeof(msg),
-				 "tokens: credential `%s`: token from %s (expires in %llu s; refresh in %llu s)",
-				 name, host, (unsigned long long)(exp ? exp : CREDS_TOKENS_DEFAULT_EXPIRES_SEC),
-				 (unsigned long long)wait_s);
+			snprintf(
+				msg, sizeof(msg),
+				"tokens: credential `%s`: token from %s (expires in %llu s; refresh in %llu s)",
+				name, host,
+				(unsigned long long)(exp ? exp : CREDS_TOKENS_DEFAULT_EXPIRES_SEC),
+				(unsigned long long)wait_s);
 		} else {
 			if (r == 0)
 				snprintf(err, sizeof(err), "empty token");
@@ -982,10 +990,12 @@ static void *fetcher(void *arg)
 			e->due = now + creds_tokens_backoff_ms(e->failures);
 			T.failed++;
 			wait_s = (e->due - now + 999) / 1000;
-			snprintf(msg, sizeof(msg),
-				 "tokens: credential `%s`: token from %s failed: %s; retry in %llu s%s",
-				 name, host, err, (unsigned long long)wait_s,
-				 e->token.len && now < e->usable_until ? " (the current token stays)" : "");
+			snprintf(
+				msg, sizeof(msg),
+				"tokens: credential `%s`: token from %s failed: %s; retry in %llu s%s",
+				name, host, err, (unsigned long long)wait_s,
+				e->token.len && now < e->usable_until ? " (the current token stays)"
+								      : "");
 		}
 		creds_secret_free(&tok);
 		e->fetching = false;

@@ -891,8 +891,8 @@ static void refill_pool(int sock)
 	}
 }
 
-static void __attribute__((noreturn))
-keyproc_main(int sock, pid_t parent, const char *state_dir, uid_t uid, gid_t gid)
+static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const char *state_dir,
+						   uid_t uid, gid_t gid)
 {
 	static unsigned char in[KEYS_MSG_MAX + 1], out[KEYS_MSG_MAX];
 	struct sl_err serr = { 0 };

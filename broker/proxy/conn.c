@@ -297,8 +297,7 @@ static void body_host(char *out, size_t len, const char *host)
  * (HOST:PORT), and why, in words an agent can act on; the reason as the
  * header gives it follows in parentheses.
  */
-static int body_text(char *out, size_t len, const struct conn *c, int status,
-		     enum sl_reason reason)
+static int body_text(char *out, size_t len, const struct conn *c, int status, enum sl_reason reason)
 {
 	const char *why = sl_reason_name(reason);
 	char h[101], t[120];
@@ -310,30 +309,34 @@ static int body_text(char *out, size_t len, const struct conn *c, int status,
 		snprintf(t, sizeof(t), "this destination");
 	switch (reason) {
 	case SL_REASON_NOT_ALLOWLISTED:
-		return snprintf(out, len, "sluice: %s is not in this sandbox's egress policy (%s)\n", t,
-				why);
+		return snprintf(out, len,
+				"sluice: %s is not in this sandbox's egress policy (%s)\n", t, why);
 	case SL_REASON_PORT_NOT_ALLOWED:
-		return snprintf(out, len,
-				"sluice: %s: the host is in this sandbox's egress policy, not on port "
-				"%u (%s)\n",
-				t, c->port, why);
+		return snprintf(
+			out, len,
+			"sluice: %s: the host is in this sandbox's egress policy, not on port "
+			"%u (%s)\n",
+			t, c->port, why);
 	case SL_REASON_ADDRESS_LITERAL:
-		return snprintf(out, len,
-				"sluice: %s is an address no cidr rule of this sandbox's policy allows; "
-				"use the host name (%s)\n",
-				t, why);
+		return snprintf(
+			out, len,
+			"sluice: %s is an address no cidr rule of this sandbox's policy allows; "
+			"use the host name (%s)\n",
+			t, why);
 	case SL_REASON_ADDRESS_DENIED:
-		return snprintf(out, len,
-				"sluice: %s resolves into a denied range (private, loopback, metadata "
-				"or other special-purpose addresses) (%s)\n",
-				t, why);
+		return snprintf(
+			out, len,
+			"sluice: %s resolves into a denied range (private, loopback, metadata "
+			"or other special-purpose addresses) (%s)\n",
+			t, why);
 	case SL_REASON_PLACEHOLDER_OUT_OF_SCOPE:
 	case SL_REASON_PLACEHOLDER_EXPIRED:
 	case SL_REASON_PLACEHOLDER_LOST:
-		return snprintf(out, len,
-				"sluice: %s: a credential placeholder this request carries may not be "
-				"used here (%s)\n",
-				t, why);
+		return snprintf(
+			out, len,
+			"sluice: %s: a credential placeholder this request carries may not be "
+			"used here (%s)\n",
+			t, why);
 	default:
 		return snprintf(out, len, "sluice: %s: %s (%s)\n", t,
 				status == 403 ? "refused" : proxy_status_text(status), why);
@@ -687,7 +690,7 @@ void proxy_on_client(struct ev *ev, uint32_t events)
 	if ((events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) && c->st == CS_HOLD)
 		proxy_conn_end(c, PROXY_DENY, SL_REASON_CLIENT_GONE);
 	else if ((events & (EPOLLERR | EPOLLHUP)) && c->st != CS_TUNNEL && c->st != CS_LINGER &&
-	    c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
+		 c->st != CS_REPLY && c->st != CS_TLS_ACCEPT && c->st != CS_CLOSE) {
 		if (c->st == CS_HEAD)
 			proxy_close(c); /* between requests: nothing to audit */
 		else

@@ -168,8 +168,7 @@ enum step proxy_decide_target(struct conn *c)
 		c->would_deny = SL_REASON_ALLOWED;
 	/* `unlisted: hold` (not in audit mode, where it goes on): it waits
 	 * for approve, refuse or its timeout (hold.c). */
-	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY &&
-	    proxy_hold_wanted(c, &v))
+	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY && proxy_hold_wanted(c, &v))
 		return proxy_hold(c);
 	if (v.decision != PROXY_ALLOW && v.decision != PROXY_WOULD_DENY)
 		return proxy_refuse(c, &v);

@@ -141,18 +141,17 @@ X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name)
 		return NULL;
 	/* A CN holds 64 characters; the name is cut, the " CA" kept. */
 	n = snprintf(cn, sizeof(cn), "sluice sandbox %.*s CA",
-		     (int)(sizeof(cn) - 1 - strlen("sluice sandbox  CA")),
-		     sandbox_name);
+		     (int)(sizeof(cn) - 1 - strlen("sluice sandbox  CA")), sandbox_name);
 	if (n < 0)
 		goto fail;
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, X509_VERSION_3) || tls_set_random_serial(x) < 0 ||
-	    tls_set_validity(x, now - TLS_BACKDATE_SEC,
-			     now + (time_t)TLS_CA_DAYS * TLS_DAY_SEC) < 0 ||
-	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-					(const unsigned char *)"sluice", -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-					(const unsigned char *)cn, -1, -1, 0) ||
+	    tls_set_validity(x, now - TLS_BACKDATE_SEC, now + (time_t)TLS_CA_DAYS * TLS_DAY_SEC) <
+		    0 ||
+	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"sluice",
+					-1, -1, 0) ||
+	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+					0) ||
 	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, key))
 		goto fail;
 	if (tls_add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
@@ -377,8 +376,7 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir)
 	/* Secure-heap memory when there is one; cleared on free either way. */
 	kb = BIO_new(BIO_s_secmem());
 	cb = BIO_new(BIO_s_mem());
-	if (!kb || !cb ||
-	    !PEM_write_bio_PrivateKey(kb, ca->key, NULL, NULL, 0, NULL, NULL) ||
+	if (!kb || !cb || !PEM_write_bio_PrivateKey(kb, ca->key, NULL, NULL, 0, NULL, NULL) ||
 	    !PEM_write_bio_X509(cb, ca->cert))
 		goto out;
 	kl = BIO_get_mem_data(kb, &kp);
@@ -416,8 +414,7 @@ int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **b
 	int fd, ret;
 
 	/* O_NONBLOCK: a FIFO planted here must not hang the broker. */
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-				       O_NONBLOCK);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
 		tls_seterr(err, errlen, "`%s`: %s", name,
@@ -436,14 +433,13 @@ int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **b
 	}
 	if (private && (st.st_mode & 077)) {
 		ret = -EPERM;
-		tls_seterr(err, errlen, "`%s`: mode %03o lets others read the key",
-			   name, (unsigned)(st.st_mode & 0777));
+		tls_seterr(err, errlen, "`%s`: mode %03o lets others read the key", name,
+			   (unsigned)(st.st_mode & 0777));
 		goto fail;
 	}
 	if (st.st_size <= 0 || st.st_size > CA_FILE_MAX) {
 		ret = -EFBIG;
-		tls_seterr(err, errlen, "`%s`: empty or larger than %d bytes", name,
-			   CA_FILE_MAX);
+		tls_seterr(err, errlen, "`%s`: empty or larger than %d bytes", name, CA_FILE_MAX);
 		goto fail;
 	}
 	b = OPENSSL_secure_malloc((size_t)st.st_size);
@@ -515,7 +511,7 @@ static struct tls_ca *remote_load(int dfd, const char *dir, char *err, size_t er
 	OPENSSL_free(der);
 	if (r < 0) {
 		tls_seterr(err, errlen, "`%s/%s`: the key process %s", dir, CA_CRT_FILE,
-			   r == -ENOENT   ? "holds no key for it"
+			   r == -ENOENT	  ? "holds no key for it"
 			   : r == -EINVAL ? "refuses it (not a CA in date, or not its key's)"
 					  : strerror(-r));
 		X509_free(cert);
@@ -658,8 +654,9 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
 		return -EBADMSG;
 	}
 	r = 0;
-	if (!remote && (tls_read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
-			sumfile_sum((const char *)kbuf, klen) != x.key)) {
+	if (!remote &&
+	    (tls_read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
+	     sumfile_sum((const char *)kbuf, klen) != x.key)) {
 		snprintf(what, whatlen, "%s", CA_KEY_FILE);
 		r = -EILSEQ;
 	}
@@ -689,7 +686,8 @@ int tls_ca_write_sums(const char *dir)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = keys_active() ? 0 : tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
+	r = keys_active() ? 0
+			  : tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
 	if (r == 0)
 		r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e));
 	if (r == 0) {

@@ -135,8 +135,7 @@ static int parse_sni(struct cur ext, struct tls_hello *h)
 		struct cur name;
 		size_t n, keep;
 
-		if (get8(&list, &type) < 0 || take_vec16(&list, &name) < 0 ||
-		    name.n == 0)
+		if (get8(&list, &type) < 0 || take_vec16(&list, &name) < 0 || name.n == 0)
 			return -EBADMSG;
 		if (type != TLS_SNI_HOST_NAME)
 			continue;
@@ -201,8 +200,7 @@ static int parse_supported_versions(struct cur ext, struct tls_hello *h)
 {
 	struct cur list;
 
-	if (take_vec8(&ext, &list) < 0 || ext.n != 0 || list.n < 2 ||
-	    list.n % 2)
+	if (take_vec8(&ext, &list) < 0 || ext.n != 0 || list.n < 2 || list.n % 2)
 		return -EBADMSG;
 	while (list.n) {
 		unsigned v;
@@ -218,8 +216,7 @@ static int parse_supported_versions(struct cur ext, struct tls_hello *h)
 static bool is_ech(unsigned type)
 {
 	return type == TLS_EXT_ECH || type == TLS_EXT_ESNI ||
-	       (type >= TLS_EXT_ECH_DRAFT_FIRST &&
-		type <= TLS_EXT_ECH_DRAFT_LAST);
+	       (type >= TLS_EXT_ECH_DRAFT_FIRST && type <= TLS_EXT_ECH_DRAFT_LAST);
 }
 
 static int parse_extensions(struct cur exts, struct tls_hello *h)
@@ -301,8 +298,7 @@ static int parse_body(struct cur body, struct tls_hello *h)
  * server has spoken) is malformed. Only then is the body parsed, so any
  * prefix of a valid hello reads as "need more".
  */
-int tls_parse_client_hello(const uint8_t *buf, size_t len,
-			   struct tls_hello *h)
+int tls_parse_client_hello(const uint8_t *buf, size_t len, struct tls_hello *h)
 {
 	size_t off = 0, need = 0;
 	int r;
@@ -347,8 +343,7 @@ int tls_parse_client_hello(const uint8_t *buf, size_t len,
 		if (!need) {
 			if (h->hs[0] != TLS_HS_CLIENT_HELLO)
 				return -EBADMSG;
-			need = 4 + ((size_t)h->hs[1] << 16 |
-				    (size_t)h->hs[2] << 8 | h->hs[3]);
+			need = 4 + ((size_t)h->hs[1] << 16 | (size_t)h->hs[2] << 8 | h->hs[3]);
 			if (need > TLS_HELLO_MAX)
 				return -EMSGSIZE;
 		}

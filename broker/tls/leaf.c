@@ -145,12 +145,12 @@ X509 *tls_leaf_make(EVP_PKEY *ca_key, X509 *ca_cert, time_t ca_not_after, EVP_PK
 	 * 64 characters at most. */
 	if (!X509_set_version(x, X509_VERSION_3) || tls_set_random_serial(x) < 0 ||
 	    tls_set_validity(x, now - TLS_BACKDATE_SEC, end) < 0 ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-					(const unsigned char *)(strlen(h->name) <= 64
-						? h->name : "sluice intercepted host"),
-					-1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) ||
-	    !X509_set_pubkey(x, pub))
+	    !X509_NAME_add_entry_by_txt(
+		    name, "CN", MBSTRING_ASC,
+		    (const unsigned char *)(strlen(h->name) <= 64 ? h->name
+								  : "sluice intercepted host"),
+		    -1, -1, 0) ||
+	    !X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) || !X509_set_pubkey(x, pub))
 		goto fail;
 	if (tls_add_ext(x, ca_cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
 	    tls_add_ext(x, ca_cert, NID_key_usage, "critical,digitalSignature") < 0 ||
@@ -223,8 +223,8 @@ static X509 *remote_leaf(const struct tls_ca *ca, const struct tls_host *h, time
 	return x;
 }
 
-static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct tls_host *h,
-			      time_t now, time_t *refresh_at)
+static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct tls_host *h, time_t now,
+			      time_t *refresh_at)
 {
 	SSL_CTX *ctx;
 	time_t end = 0;
@@ -245,12 +245,10 @@ static SSL_CTX *make_leaf_ctx(const struct tls_ca *ca, const struct tls_host *h,
 	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
 	    !SSL_CTX_set_cipher_list(ctx, "ECDHE+AESGCM:ECDHE+CHACHA20") ||
 	    SSL_CTX_use_certificate(ctx, leaf) != 1 ||
-	    SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
-	    SSL_CTX_check_private_key(ctx) != 1)
+	    SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 || SSL_CTX_check_private_key(ctx) != 1)
 		goto fail;
-	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
-				 SSL_OP_CIPHER_SERVER_PREFERENCE |
-				 SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+					 SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
 	X509_free(leaf);

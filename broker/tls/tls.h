@@ -142,8 +142,7 @@ void tls_leaf_stats(struct tls_ca *ca, struct tls_leaf_stats *st);
  *
  * Return: a context (SSL_CTX_free() it), or NULL.
  */
-struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, char *err,
-				    size_t errlen);
+struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, char *err, size_t errlen);
 
 /**
  * tls_upstream_prepare() - name the server an upstream SSL must prove
@@ -253,7 +252,6 @@ struct tls_hello {
  * ClientHello is longer than TLS_HELLO_MAX; -EBADMSG when it is
  * malformed.
  */
-int tls_parse_client_hello(const uint8_t *buf, size_t len,
-			   struct tls_hello *h);
+int tls_parse_client_hello(const uint8_t *buf, size_t len, struct tls_hello *h);
 
 #endif

@@ -55,16 +55,14 @@ int tls_upstream_prepare(SSL *ssl, const char *host)
 	if (!ssl || tls_host_parse(host, &h) < 0)
 		return -EINVAL;
 	if (h.is_ip) {
-		if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), h.ip,
-					      (size_t)h.ip_len) != 1)
+		if (X509_VERIFY_PARAM_set1_ip(SSL_get0_param(ssl), h.ip, (size_t)h.ip_len) != 1)
 			goto fail;
 		return 0;
 	}
 	/* No partial wildcards ("f*.example.com"): RFC 6125 leaves them to
 	 * the client's taste, and ours is no. */
 	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	if (SSL_set_tlsext_host_name(ssl, h.name) != 1 ||
-	    SSL_set1_host(ssl, h.name) != 1)
+	if (SSL_set_tlsext_host_name(ssl, h.name) != 1 || SSL_set1_host(ssl, h.name) != 1)
 		goto fail;
 	return 0;
 fail:

@@ -144,8 +144,7 @@ static uint64_t percentile(double p)
 	for (i = 0; i < sizeof(hist) / sizeof(hist[0]); i++) {
 		acc += hist[i];
 		if (acc > want)
-			return i < HIST_FINE ? i
-					     : HIST_FINE + (i - HIST_FINE) * 10;
+			return i < HIST_FINE ? i : HIST_FINE + (i - HIST_FINE) * 10;
 	}
 	return 100000;
 }
@@ -163,7 +162,7 @@ int main(int argc, char **argv)
 {
 	const char *server = NULL, *first = NULL, *name = "echo.world.test";
 	unsigned n = 1, step = 0, window = 1, secs = 5, qtype = 1, port = 53;
-	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct sockaddr_in dst = { .sin_family = AF_INET };
 	struct epoll_event evs[256];
 	struct in_addr src0;
 	struct sock *socks;
@@ -205,8 +204,8 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!server || !first || n == 0 || n > MAX_SOCKETS || window == 0 ||
-	    window > MAX_WINDOW || secs == 0 || secs > 600 || qtype > 65535)
+	if (!server || !first || n == 0 || n > MAX_SOCKETS || window == 0 || window > MAX_WINDOW ||
+	    secs == 0 || secs > 600 || qtype > 65535)
 		usage();
 	if (!in_named_netns()) {
 		fprintf(stderr, "dnsload: refusing to run outside a named "
@@ -218,9 +217,8 @@ int main(int argc, char **argv)
 		port = (unsigned)atoi(strchr(host, ':') + 1);
 		*strchr(host, ':') = '\0';
 	}
-	if (inet_pton(AF_INET, host, &dst.sin_addr) != 1 || port == 0 ||
-	    port > 65535 || inet_pton(AF_INET, first, &src0) != 1 ||
-	    build_query(name, (uint16_t)qtype) < 0)
+	if (inet_pton(AF_INET, host, &dst.sin_addr) != 1 || port == 0 || port > 65535 ||
+	    inet_pton(AF_INET, first, &src0) != 1 || build_query(name, (uint16_t)qtype) < 0)
 		usage();
 	dst.sin_port = htons((uint16_t)port);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -235,21 +233,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (unsigned k = 0; k < n; k++) {
-		struct sockaddr_in src = {.sin_family = AF_INET};
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = k};
+		struct sockaddr_in src = { .sin_family = AF_INET };
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = k };
 
 		src.sin_addr.s_addr = htonl(ntohl(src0.s_addr) + k * step);
-		socks[k].fd = socket(
-		    AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		socks[k].fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		socks[k].next_id = (uint16_t)(k * 7919);
 		if (socks[k].fd < 0 ||
-		    bind(socks[k].fd, (struct sockaddr *)&src, sizeof(src)) <
-			0 ||
-		    connect(socks[k].fd, (struct sockaddr *)&dst, sizeof(dst)) <
-			0 ||
+		    bind(socks[k].fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+		    connect(socks[k].fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 ||
 		    epoll_ctl(ep, EPOLL_CTL_ADD, socks[k].fd, &ev) < 0) {
-			fprintf(stderr, "dnsload: socket %u (%s): %s\n", k,
-				inet_ntoa(src.sin_addr), strerror(errno));
+			fprintf(stderr, "dnsload: socket %u (%s): %s\n", k, inet_ntoa(src.sin_addr),
+				strerror(errno));
 			return 1;
 		}
 	}
@@ -266,8 +261,7 @@ int main(int argc, char **argv)
 		uint64_t t = now_ns();
 		int m;
 
-		if (t >= t_end ||
-		    (n_sent >= max_sent && n_ans + n_lost >= n_sent))
+		if (t >= t_end || (n_sent >= max_sent && n_ans + n_lost >= n_sent))
 			break;
 		m = epoll_wait(ep, evs, 256, 10);
 		for (int e = 0; e < m; e++) {
@@ -275,8 +269,7 @@ int main(int argc, char **argv)
 			uint8_t r[1500];
 			ssize_t got;
 
-			while ((got = recv(s->fd, r, sizeof(r),
-					   MSG_DONTWAIT)) >= 12) {
+			while ((got = recv(s->fd, r, sizeof(r), MSG_DONTWAIT)) >= 12) {
 				uint16_t id = (uint16_t)(r[0] << 8 | r[1]);
 				unsigned slot = id % SLOTS;
 
@@ -298,8 +291,7 @@ int main(int argc, char **argv)
 				struct sock *s = &socks[k];
 
 				for (unsigned j = 0; j < SLOTS; j++) {
-					if (s->sent_at[j] &&
-					    t - s->sent_at[j] > LOSS_NS) {
+					if (s->sent_at[j] && t - s->sent_at[j] > LOSS_NS) {
 						s->sent_at[j] = 0;
 						s->inflight--;
 						n_lost++;
@@ -326,13 +318,10 @@ int main(int argc, char **argv)
 		       "lost %llu seconds %.2f qps %.0f noerror_qps %.0f "
 		       "p50_us %llu p99_us %llu\n",
 		       (unsigned long long)n_sent, (unsigned long long)n_ans,
-		       (unsigned long long)n_rcode[0],
-		       (unsigned long long)n_rcode[3],
-		       (unsigned long long)n_rcode[5],
-		       (unsigned long long)other, (unsigned long long)n_lost,
-		       el, (double)n_ans / el, (double)n_rcode[0] / el,
-		       (unsigned long long)percentile(0.5),
-		       (unsigned long long)percentile(0.99));
+		       (unsigned long long)n_rcode[0], (unsigned long long)n_rcode[3],
+		       (unsigned long long)n_rcode[5], (unsigned long long)other,
+		       (unsigned long long)n_lost, el, (double)n_ans / el, (double)n_rcode[0] / el,
+		       (unsigned long long)percentile(0.5), (unsigned long long)percentile(0.99));
 	}
 	return 0;
 }

@@ -323,7 +323,8 @@ static void *srv_accept(void *arg)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
 				usleep(10000);
 			continue;
 		}
@@ -351,15 +352,25 @@ static int server_main(int argc, char **argv)
 				return errmsg(2, "tlsload: too many -l\n");
 			listen_on[n_listen++] = optarg;
 			break;
-		case 'C': cert = optarg; break;
-		case 'K': key = optarg; break;
-		case 'a': secret = optarg; break;
-		case 'r': ready = optarg; break;
-		default: return 2;
+		case 'C':
+			cert = optarg;
+			break;
+		case 'K':
+			key = optarg;
+			break;
+		case 'a':
+			secret = optarg;
+			break;
+		case 'r':
+			ready = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!n_listen || !cert || !key || !secret) {
-		fprintf(stderr, "usage: tlsload server -l ADDR:PORT... -C CERT -K KEY -a SECRET_FILE [-r READY]\n");
+		fprintf(stderr,
+			"usage: tlsload server -l ADDR:PORT... -C CERT -K KEY -a SECRET_FILE [-r READY]\n");
 		return 2;
 	}
 	f = fopen(secret, "r");
@@ -428,7 +439,10 @@ static int server_main(int argc, char **argv)
 
 enum cerr { E_CONNECT, E_PROXY, E_TLS, E_HTTP, E_N };
 static const char *const cerr_name[E_N] = {
-	[E_CONNECT] = "connect", [E_PROXY] = "proxy", [E_TLS] = "tls", [E_HTTP] = "http",
+	[E_CONNECT] = "connect",
+	[E_PROXY] = "proxy",
+	[E_TLS] = "tls",
+	[E_HTTP] = "http",
 };
 
 static struct {
@@ -491,11 +505,15 @@ static int cl_request(struct worker *w, SSL *ssl, struct rd *r, const char *host
 	/* The port is in Host unless it is the default (RFC 9110 7.2): squid
 	 * takes a bumped request's URL from it. */
 	if (cl.port == 443)
-		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n"
-			     "User-Agent: tlsload\r\nAccept: */*\r\n\r\n", cl.path, host);
+		n = snprintf(req, sizeof(req),
+			     "GET %s HTTP/1.1\r\nHost: %s\r\n"
+			     "User-Agent: tlsload\r\nAccept: */*\r\n\r\n",
+			     cl.path, host);
 	else
-		n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%d\r\n"
-			     "User-Agent: tlsload\r\nAccept: */*\r\n\r\n", cl.path, host, cl.port);
+		n = snprintf(req, sizeof(req),
+			     "GET %s HTTP/1.1\r\nHost: %s:%d\r\n"
+			     "User-Agent: tlsload\r\nAccept: */*\r\n\r\n",
+			     cl.path, host, cl.port);
 	if (n < 0 || (size_t)n >= sizeof(req) || SSL_write(ssl, req, n) != n) {
 		cl_error(w, E_HTTP, "%s: write failed", host);
 		return -1;
@@ -561,8 +579,10 @@ static int cl_conn(struct worker *w, struct rd *r)
 	r->ssl = NULL;
 	r->len = 0;
 	if (!cl.direct) {
-		n = snprintf(req, sizeof(req), "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n"
-			     "User-Agent: tlsload\r\n\r\n", host, cl.port, host, cl.port);
+		n = snprintf(req, sizeof(req),
+			     "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n"
+			     "User-Agent: tlsload\r\n\r\n",
+			     host, cl.port, host, cl.port);
 		if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
 			cl_error(w, E_PROXY, "%s: CONNECT not sent", host);
 			goto out;
@@ -680,17 +700,39 @@ static int client_main(int argc, char **argv)
 	cl.timeout = 5;
 	while ((opt = getopt(argc, argv, "x:D:A:H:p:P:c:d:n:w:")) != -1) {
 		switch (opt) {
-		case 'x': proxy = optarg; break;
-		case 'D': proxy = optarg; cl.direct = true; break;
-		case 'A': cafile = optarg; break;
-		case 'H': hostlist = optarg; break;
-		case 'p': cl.port = atoi(optarg); break;
-		case 'P': cl.path = optarg; break;
-		case 'c': conns = atoi(optarg); break;
-		case 'd': secs = atoi(optarg); break;
-		case 'n': cl.per_conn = atoi(optarg); break;
-		case 'w': cl.timeout = atoi(optarg); break;
-		default: return 2;
+		case 'x':
+			proxy = optarg;
+			break;
+		case 'D':
+			proxy = optarg;
+			cl.direct = true;
+			break;
+		case 'A':
+			cafile = optarg;
+			break;
+		case 'H':
+			hostlist = optarg;
+			break;
+		case 'p':
+			cl.port = atoi(optarg);
+			break;
+		case 'P':
+			cl.path = optarg;
+			break;
+		case 'c':
+			conns = atoi(optarg);
+			break;
+		case 'd':
+			secs = atoi(optarg);
+			break;
+		case 'n':
+			cl.per_conn = atoi(optarg);
+			break;
+		case 'w':
+			cl.timeout = atoi(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!proxy)
@@ -702,9 +744,10 @@ static int client_main(int argc, char **argv)
 	if (!proxy || !cafile || !hostlist || conns < 1 || conns > MAX_THREADS || secs < 1 ||
 	    secs > 3600 || cl.per_conn < 0 || cl.port < 1 || cl.port > 65535 || cl.timeout < 1 ||
 	    strlen(cl.path) > 256 || cl.path[0] != '/') {
-		fprintf(stderr, "usage: tlsload client [-x PROXY:PORT | -D ORIGIN:PORT] [-A CAFILE] -H HOST[,HOST...] [-p PORT] "
-				"[-P PATH] [-c 1-%d] [-d SECS] [-n REQS_PER_CONN] [-w TIMEOUT]\n"
-				"  (proxy and CA default to HTTPS_PROXY and SSL_CERT_FILE/CURL_CA_BUNDLE)\n",
+		fprintf(stderr,
+			"usage: tlsload client [-x PROXY:PORT | -D ORIGIN:PORT] [-A CAFILE] -H HOST[,HOST...] [-p PORT] "
+			"[-P PATH] [-c 1-%d] [-d SECS] [-n REQS_PER_CONN] [-w TIMEOUT]\n"
+			"  (proxy and CA default to HTTPS_PROXY and SSL_CERT_FILE/CURL_CA_BUNDLE)\n",
 			MAX_THREADS);
 		return 2;
 	}
@@ -793,7 +836,8 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 
 	if (argc < 2 || (strcmp(argv[1], "client") && strcmp(argv[1], "server"))) {
-		fprintf(stderr, "usage: tlsload client|server OPTIONS (see tests/bench/tlsload.c)\n");
+		fprintf(stderr,
+			"usage: tlsload client|server OPTIONS (see tests/bench/tlsload.c)\n");
 		return 2;
 	}
 	if (!in_named_netns()) {

@@ -13,10 +13,10 @@
 #include "dnsfilter/dnsfilter.h"
 #include "policy/policy.h"
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			__builtin_trap();                                      \
+#define CHECK(c)                          \
+	do {                              \
+		if (!(c))                 \
+			__builtin_trap(); \
 	} while (0)
 
 static const char policy_yaml[] = "version: 1\n"
@@ -40,8 +40,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	CHECK(policy_load_buffer("fuzz.yaml", policy_yaml,
-				 sizeof(policy_yaml) - 1, &pol, &err) == 0);
+	CHECK(policy_load_buffer("fuzz.yaml", policy_yaml, sizeof(policy_yaml) - 1, &pol, &err) ==
+	      0);
 	CHECK(addr_parse_cidr("198.18.0.0/15", &net, &plen) == 0);
 	return 0;
 }
@@ -54,10 +54,8 @@ static uint16_t g16(const uint8_t *p)
 static void check_result(const struct dns_filter_result *res)
 {
 	CHECK(res->decision && res->reason && res->metric);
-	CHECK(!strcmp(res->decision, "allow") ||
-	      !strcmp(res->decision, "deny") ||
-	      !strcmp(res->decision, "error") ||
-	      !strcmp(res->decision, SL_DECISION_WOULD_DENY) ||
+	CHECK(!strcmp(res->decision, "allow") || !strcmp(res->decision, "deny") ||
+	      !strcmp(res->decision, "error") || !strcmp(res->decision, SL_DECISION_WOULD_DENY) ||
 	      !strcmp(res->decision, SL_DECISION_HOLD));
 	CHECK(memchr(res->name, 0, sizeof(res->name)) != NULL);
 	CHECK(memchr(res->answer, 0, sizeof(res->answer)) != NULL);
@@ -67,10 +65,8 @@ static void check_result(const struct dns_filter_result *res)
  * @audit: the reply of dns_filter_answer_mode() in audit mode (or of
  * dns_filter_answer_unlisted() under hold), where a name outside the policy
  * gets a synthetic address too (as would-deny, or hold). */
-static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r,
-			     int n, size_t outlen,
-			     const struct dns_filter_result *res, bool udp,
-			     bool audit)
+static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r, int n, size_t outlen,
+			     const struct dns_filter_result *res, bool udp, bool audit)
 {
 	CHECK(n >= 0);
 	if (n == 0)
@@ -112,9 +108,8 @@ static void check_reply_mode(const uint8_t *q, size_t qlen, const uint8_t *r,
 				 !strcmp(res->decision, SL_DECISION_HOLD))));
 }
 
-static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n,
-			size_t outlen, const struct dns_filter_result *res,
-			bool udp)
+static void check_reply(const uint8_t *q, size_t qlen, const uint8_t *r, int n, size_t outlen,
+			const struct dns_filter_result *res, bool udp)
 {
 	check_reply_mode(q, qlen, r, n, outlen, res, udp, false);
 }
@@ -137,49 +132,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size)
 		memcpy(q, data, size);
 
-	n = dns_filter_answer(pol, synth, q, size, true, out, sizeof(out),
-			      &res);
+	n = dns_filter_answer(pol, synth, q, size, true, out, sizeof(out), &res);
 	check_result(&res);
 	check_reply(q, size, out, n, sizeof(out), &res, true);
 	if (size >= 12 && !(q[2] & 0x80))
 		CHECK(n > 0); /* every query is answered */
 
-	n = dns_filter_answer(pol, synth, q, size, false, out, sizeof(out),
-			      &res);
+	n = dns_filter_answer(pol, synth, q, size, false, out, sizeof(out), &res);
 	check_result(&res);
 	check_reply(q, size, out, n, sizeof(out), &res, false);
 
 	/* audit mode: an unlisted name is answered as an allowed one */
-	n = dns_filter_answer_mode(pol, synth, true, q, size, true, out,
-				   sizeof(out), &res);
+	n = dns_filter_answer_mode(pol, synth, true, q, size, true, out, sizeof(out), &res);
 	check_result(&res);
 	check_reply_mode(q, size, out, n, sizeof(out), &res, true, true);
 	if (!strcmp(res.decision, SL_DECISION_WOULD_DENY))
 		CHECK(!policy_name_allowed(pol, res.name, strlen(res.name)));
 
 	/* `unlisted: hold`: the same, decided hold */
-	n = dns_filter_answer_unlisted(pol, synth, DNS_UNLISTED_HOLD, q, size,
-				       true, out, sizeof(out), &res);
+	n = dns_filter_answer_unlisted(pol, synth, DNS_UNLISTED_HOLD, q, size, true, out,
+				       sizeof(out), &res);
 	check_result(&res);
 	check_reply_mode(q, size, out, n, sizeof(out), &res, true, true);
 	CHECK(strcmp(res.decision, SL_DECISION_WOULD_DENY));
 	if (!strcmp(res.decision, SL_DECISION_HOLD))
 		CHECK(!policy_name_allowed(pol, res.name, strlen(res.name)));
 
-	n = dns_filter_error(q, size, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
-			     "deny", "unknown-source", out, sizeof(out), &res);
+	n = dns_filter_error(q, size, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED, "deny",
+			     "unknown-source", out, sizeof(out), &res);
 	check_result(&res);
 	check_reply(q, size, out, n, sizeof(out), &res, true);
 	if (n > 0)
-		CHECK((out[3] & 0x0f) == DNS_RCODE_REFUSED &&
-		      g16(out + 6) == 0);
+		CHECK((out[3] & 0x0f) == DNS_RCODE_REFUSED && g16(out + 6) == 0);
 
 	/* a small buffer from the input: never a partial reply */
 	if (size > 0) {
 		size_t small = data[size - 1] % 64;
 
-		n = dns_filter_answer(pol, synth, q, size, true, out, small,
-				      &res);
+		n = dns_filter_answer(pol, synth, q, size, true, out, small, &res);
 		CHECK(n >= 0 && (size_t)n <= small);
 	}
 	free(q);

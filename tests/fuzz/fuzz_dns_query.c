@@ -9,10 +9,10 @@
 #include "common/addr.h"
 #include "dnsfilter/dnsfilter.h"
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			__builtin_trap();                                      \
+#define CHECK(c)                          \
+	do {                              \
+		if (!(c))                 \
+			__builtin_trap(); \
 	} while (0)
 
 static uint16_t g16(const uint8_t *p)
@@ -21,16 +21,16 @@ static uint16_t g16(const uint8_t *p)
 }
 
 /* What every reply must say, whatever the builder. */
-static void check_reply(const struct dns_query *q, const uint8_t *r, int n,
-			size_t outlen, uint16_t rcode)
+static void check_reply(const struct dns_query *q, const uint8_t *r, int n, size_t outlen,
+			uint16_t rcode)
 {
 	if (n == -ENOSPC)
 		return;
 	CHECK(n >= 12 && (size_t)n <= outlen);
 	CHECK(g16(r) == q->id);
-	CHECK(r[2] & 0x80);			    /* QR */
-	CHECK(((r[2] >> 3) & 0xf) == q->opcode);    /* OPCODE echoed */
-	CHECK(!(r[2] & 0x04));			    /* AA clear */
+	CHECK(r[2] & 0x80);			 /* QR */
+	CHECK(((r[2] >> 3) & 0xf) == q->opcode); /* OPCODE echoed */
+	CHECK(!(r[2] & 0x04));			 /* AA clear */
 	CHECK((r[3] & 0x0f) == (rcode & 0x0f));
 	CHECK(g16(r + 4) == (q->has_question ? 1 : 0));
 	CHECK(g16(r + 10) == (q->edns ? 1 : 0));
@@ -73,8 +73,8 @@ static void build_all(const struct dns_query *q, size_t outlen, size_t naddr)
 	if (n > 0)
 		CHECK(g16(out + 8) == 1);
 
-	n = dns_build_error(q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED,
-			    "blocked by policy", out, outlen);
+	n = dns_build_error(q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, "blocked by policy", out,
+			    outlen);
 	check_reply(q, out, n, outlen, DNS_RCODE_NXDOMAIN);
 	n = dns_build_error(q, DNS_RCODE_REFUSED, 0, NULL, out, outlen);
 	check_reply(q, out, n, outlen, DNS_RCODE_REFUSED);
@@ -90,12 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	fl = dns_tcp_frame_len(data, size);
-	CHECK(fl == 0 || fl == -EBADMSG ||
-	      (fl >= 12 && (size_t)fl <= size - 2));
+	CHECK(fl == 0 || fl == -EBADMSG || (fl >= 12 && (size_t)fl <= size - 2));
 
 	r = dns_parse_query(data, size, &q);
-	CHECK(r == 0 || r == -EINVAL || r == -EBADMSG || r == -EOPNOTSUPP ||
-	      r == -EPROTONOSUPPORT);
+	CHECK(r == 0 || r == -EINVAL || r == -EBADMSG || r == -EOPNOTSUPP || r == -EPROTONOSUPPORT);
 	if (r == -EINVAL)
 		return 0;
 	CHECK(strlen(q.name) <= DNS_NAME_TEXT_MAX);
@@ -110,16 +108,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t *out;
 		int n;
 
-		CHECK(q.rcode_hint == DNS_RCODE_FORMERR ||
-		      q.rcode_hint == DNS_RCODE_NOTIMP ||
+		CHECK(q.rcode_hint == DNS_RCODE_FORMERR || q.rcode_hint == DNS_RCODE_NOTIMP ||
 		      q.rcode_hint == DNS_RCODE_BADVERS);
 		CHECK((q.rcode_hint == DNS_RCODE_BADVERS) == q.edns_badvers ||
 		      q.rcode_hint == DNS_RCODE_FORMERR);
 		for (size_t len = 0; len <= 600; len += 600) {
 			out = malloc(len ? len : 1);
 			CHECK(out != NULL);
-			n = dns_build_error(&q, q.rcode_hint, 0, NULL, out,
-					    len);
+			n = dns_build_error(&q, q.rcode_hint, 0, NULL, out, len);
 			check_reply(&q, out, n, len, q.rcode_hint);
 			/* an error reply always fits a 512-byte datagram */
 			CHECK(len == 0 ? n == -ENOSPC : (n > 0 && n <= 512));

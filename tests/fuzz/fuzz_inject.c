@@ -68,12 +68,18 @@ static const char policy_yaml[] =
 
 #define NCRED 4
 static const char *const secret_text[NCRED] = {
-	"GHSECRETq7", "W/ld+SECRETz9", "PLAINSECRETk3", "OTHERSECRETx5",
+	"GHSECRETq7",
+	"W/ld+SECRETz9",
+	"PLAINSECRETk3",
+	"OTHERSECRETx5",
 };
 /* How each would appear percent-encoded in a path or query (where it
  * must never go). */
 static const char *const secret_pct[NCRED] = {
-	"GHSECRETq7", "W%2Fld%2BSECRETz9", "PLAINSECRETk3", "OTHERSECRETx5",
+	"GHSECRETq7",
+	"W%2Fld%2BSECRETz9",
+	"PLAINSECRETk3",
+	"OTHERSECRETx5",
 };
 
 static struct policy *pol;
@@ -88,8 +94,7 @@ static void init(void)
 	struct policy_error err;
 	size_t i, j;
 
-	if (policy_load_buffer("fuzz.yaml", policy_yaml, sizeof(policy_yaml) - 1,
-			       &pol, &err) < 0)
+	if (policy_load_buffer("fuzz.yaml", policy_yaml, sizeof(policy_yaml) - 1, &pol, &err) < 0)
 		abort();
 	if (policy_credential_count(pol) != NCRED)
 		abort();
@@ -102,8 +107,7 @@ static void init(void)
 		secrets[idx[i]] = &sec[i];
 	}
 	table = creds_table_new();
-	if (!table ||
-	    creds_table_insert(table, PH_GH, "github", 0) < 0 ||
+	if (!table || creds_table_insert(table, PH_GH, "github", 0) < 0 ||
 	    creds_table_insert(table, PH_WILD, "wild", NOW + 3600) < 0 ||
 	    creds_table_insert(table, PH_EXPIRED, "wild", NOW - 1) < 0 ||
 	    creds_table_insert(table, PH_PLAIN, "plain", 0) < 0 ||
@@ -127,13 +131,13 @@ static bool plan_uses(const struct creds_plan *plan, int cred)
 	return false;
 }
 
-static void check_plan(const struct http_request *req,
-		       const struct creds_plan *plan, unsigned flags)
+static void check_plan(const struct http_request *req, const struct creds_plan *plan,
+		       unsigned flags)
 {
 	size_t i, k;
 
-	if ((unsigned)plan->verdict >= CREDS_VERDICT_COUNT ||
-	    plan->nfound > CREDS_MAX_FOUND || plan->nuse > CREDS_MAX_USES)
+	if ((unsigned)plan->verdict >= CREDS_VERDICT_COUNT || plan->nfound > CREDS_MAX_FOUND ||
+	    plan->nuse > CREDS_MAX_USES)
 		abort();
 	if (plan->cred < -1 || plan->cred >= NCRED)
 		abort();
@@ -162,11 +166,9 @@ static void check_plan(const struct http_request *req,
 
 		if (!creds_in_scope(c, NULL, NULL, req))
 			abort();
-		if (plan->inject[i] && (!c->inject_header ||
-					((flags & CREDS_PLAN_PLAINTEXT) &&
-					 !c->plaintext_allow) ||
-					creds_table_grant_state(table, c->name, NOW, NULL) !=
-						CREDS_PH_VALID))
+		if (plan->inject[i] &&
+		    (!c->inject_header || ((flags & CREDS_PLAN_PLAINTEXT) && !c->plaintext_allow) ||
+		     creds_table_grant_state(table, c->name, NOW, NULL) != CREDS_PH_VALID))
 			abort();
 		if (i && plan->use[i] <= plan->use[i - 1])
 			abort();
@@ -209,8 +211,7 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 	check_plan(&req, &plan, pflags);
 	if (plan.verdict != CREDS_FORWARD) {
 		/* A refused plan cannot be applied. */
-		if (creds_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw) !=
-		    -EINVAL)
+		if (creds_rewrite_request(&plan, pol, secrets, &req, buf, blen, &rw) != -EINVAL)
 			abort();
 		return;
 	}
@@ -277,8 +278,7 @@ static void fuzz_head(const uint8_t *data, size_t size, unsigned flags)
 		abort();
 	/* An injected Authorization replaced the client's: one line. */
 	for (i = 0; i < (int)plan.nuse; i++) {
-		const struct policy_credential *c =
-			policy_credential_get(pol, (size_t)plan.use[i]);
+		const struct policy_credential *c = policy_credential_get(pol, (size_t)plan.use[i]);
 		size_t a = 0, h;
 
 		if (!plan.inject[i] || strcasecmp(c->inject_header, "Authorization"))
@@ -303,8 +303,7 @@ static void fuzz_json(const uint8_t *data, size_t size)
 
 	r = creds_oauth2_parse_response((const char *)data, size, &tok, &exp);
 	if (r == 0) {
-		if (!tok.buf || tok.len == 0 || tok.len > size ||
-		    exp > CREDS_OAUTH2_EXPIRES_MAX)
+		if (!tok.buf || tok.len == 0 || tok.len > size || exp > CREDS_OAUTH2_EXPIRES_MAX)
 			abort();
 		for (i = 0; i < tok.len; i++)
 			if (tok.buf[i] < 0x21 || tok.buf[i] > 0x7e)
@@ -314,8 +313,7 @@ static void fuzz_json(const uint8_t *data, size_t size)
 	}
 	if (tok.buf || exp != 0)
 		abort();
-	if (r != -EINVAL && r != -EACCES && r != -ERANGE && r != -EPROTO &&
-	    r != -ENOMEM)
+	if (r != -EINVAL && r != -EACCES && r != -ERANGE && r != -EPROTO && r != -ENOMEM)
 		abort();
 }
 

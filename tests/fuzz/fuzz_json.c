@@ -18,10 +18,10 @@
 #include "common/json.h"
 #include "common/obuf.h"
 
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			__builtin_trap();                                      \
+#define CHECK(c)                          \
+	do {                              \
+		if (!(c))                 \
+			__builtin_trap(); \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);

@@ -50,11 +50,11 @@ struct jobj {
 
 /* docs/audit.schema.json's keys, in the order every line has them. */
 static const char *const schema_keys[] = {
-    "time",	  "sandbox",	"proto",      "name",	    "target",	  "src_addr",
-    "src_port",	  "dst_addr",	"dst_port",   "decision",   "reason",	  "mode",
-    "rule",	  "credential", "method",     "path",	    "status",	  "dns_type",
-    "dns_answer", "pid",	"uid",	      "old_policy", "old_sha256", "new_policy",
-    "new_sha256", "bytes_up",	"bytes_down", "duration_ms", "repeated",   "dropped",
+	"time",	      "sandbox",    "proto",	  "name",	 "target",     "src_addr",
+	"src_port",   "dst_addr",   "dst_port",	  "decision",	 "reason",     "mode",
+	"rule",	      "credential", "method",	  "path",	 "status",     "dns_type",
+	"dns_answer", "pid",	    "uid",	  "old_policy",	 "old_sha256", "new_policy",
+	"new_sha256", "bytes_up",   "bytes_down", "duration_ms", "repeated",   "dropped",
 };
 
 /* Length of a valid UTF-8 sequence at @s (n bytes left), or 0. Written apart
@@ -85,17 +85,15 @@ static size_t check_utf8(const unsigned char *s, size_t n)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-	    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return len;
 }
 
 static bool is_hex(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 /* Parses one JSON string starting after its opening quote; returns the
@@ -242,8 +240,7 @@ static bool schema_ok(const struct jobj *o)
 	return true;
 }
 
-static void format_and_parse(const struct audit_event *ev, char *line,
-			     struct jobj *o)
+static void format_and_parse(const struct audit_event *ev, char *line, struct jobj *o)
 {
 	int n = audit_format(ev, line, AUDIT_LINE_MAX);
 
@@ -259,15 +256,15 @@ static void format_and_parse(const struct audit_event *ev, char *line,
 static void test_checker_rejects(void **state)
 {
 	static const char *const bad[] = {
-	    "{\"a\":1}",	      /* no newline */
-	    "{\"a\":1\n",	      /* unbalanced */
-	    "{\"a\":\"x}\n",	      /* unterminated string */
-	    "{\"a\":\"\x01\"}\n",     /* raw control byte */
-	    "{\"a\":\"\xff\"}\n",     /* invalid UTF-8 */
-	    "{\"a\":\"\\x\"}\n",      /* bad escape */
-	    "{\"a\":1,\"a\":2}\n",    /* duplicate key */
-	    "{\"a\":1}{\"b\":2}\n",   /* two objects on a line */
-	    "{\"a\":1}\n{\"b\":2}\n", /* two lines */
+		"{\"a\":1}",		  /* no newline */
+		"{\"a\":1\n",		  /* unbalanced */
+		"{\"a\":\"x}\n",	  /* unterminated string */
+		"{\"a\":\"\x01\"}\n",	  /* raw control byte */
+		"{\"a\":\"\xff\"}\n",	  /* invalid UTF-8 */
+		"{\"a\":\"\\x\"}\n",	  /* bad escape */
+		"{\"a\":1,\"a\":2}\n",	  /* duplicate key */
+		"{\"a\":1}{\"b\":2}\n",	  /* two objects on a line */
+		"{\"a\":1}\n{\"b\":2}\n", /* two lines */
 	};
 	struct jobj o;
 	size_t i;
@@ -276,8 +273,7 @@ static void test_checker_rejects(void **state)
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
 		assert_false(parse_line(bad[i], strlen(bad[i]), &o));
 	{
-		static const char good[] =
-		    "{\"a\":1,\"b\":\"\\u00e9\xc3\xa9\"}\n";
+		static const char good[] = "{\"a\":1,\"b\":\"\\u00e9\xc3\xa9\"}\n";
 
 		assert_true(parse_line(good, strlen(good), &o));
 		assert_false(schema_ok(&o));
@@ -292,34 +288,33 @@ static void test_escape_table(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-	    {"api.github.com", "api.github.com"},
-	    {"", ""},
-	    {"a\"b", "a\\\"b"},
-	    {"a\\b", "a\\\\b"},
-	    {"\"\\", "\\\"\\\\"},
-	    {"\n\t\r", "\\u000a\\u0009\\u000d"},
-	    {"\x01\x1f", "\\u0001\\u001f"},
-	    {"\x1b[31mred", "\\u001b[31mred"}, /* terminal escapes */
-	    {"\x7f", "\\u007f"},
-	    {"/ok/", "/ok/"},
-	    /* valid multi-byte UTF-8 is kept as it is */
-	    {"caf\xc3\xa9", "caf\xc3\xa9"},
-	    {"\xe2\x82\xac!", "\xe2\x82\xac!"},
-	    {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},
-	    {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"}, /* U+10FFFF */
-	    {"\xed\x9f\xbf", "\xed\x9f\xbf"},	      /* U+D7FF */
-	    /* invalid UTF-8: one U+FFFD per maximal bad subpart */
-	    {"\xff", "\\ufffd"},
-	    {"a\x80z", "a\\ufffdz"},		       /* lone continuation */
-	    {"\xc3", "\\ufffd"},		       /* cut at the end */
-	    {"\xe2\x82x", "\\ufffdx"},		       /* cut in the middle */
-	    {"\xc0\xaf", "\\ufffd\\ufffd"},	       /* overlong '/' */
-	    {"\xe0\x80\xaf", "\\ufffd\\ufffd\\ufffd"}, /* overlong '/' */
-	    {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"}, /* surrogate */
-	    {"\xf4\x90\x80\x80",
-	     "\\ufffd\\ufffd\\ufffd\\ufffd"}, /* > U+10FFFF */
-	    {"\xf8\x88\x80\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd"},
-	    {"\xc3\xa9\xff\xc3\xa9", "\xc3\xa9\\ufffd\xc3\xa9"},
+		{ "api.github.com", "api.github.com" },
+		{ "", "" },
+		{ "a\"b", "a\\\"b" },
+		{ "a\\b", "a\\\\b" },
+		{ "\"\\", "\\\"\\\\" },
+		{ "\n\t\r", "\\u000a\\u0009\\u000d" },
+		{ "\x01\x1f", "\\u0001\\u001f" },
+		{ "\x1b[31mred", "\\u001b[31mred" }, /* terminal escapes */
+		{ "\x7f", "\\u007f" },
+		{ "/ok/", "/ok/" },
+		/* valid multi-byte UTF-8 is kept as it is */
+		{ "caf\xc3\xa9", "caf\xc3\xa9" },
+		{ "\xe2\x82\xac!", "\xe2\x82\xac!" },
+		{ "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80" },
+		{ "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" }, /* U+10FFFF */
+		{ "\xed\x9f\xbf", "\xed\x9f\xbf" },	    /* U+D7FF */
+		/* invalid UTF-8: one U+FFFD per maximal bad subpart */
+		{ "\xff", "\\ufffd" },
+		{ "a\x80z", "a\\ufffdz" },				/* lone continuation */
+		{ "\xc3", "\\ufffd" },					/* cut at the end */
+		{ "\xe2\x82x", "\\ufffdx" },				/* cut in the middle */
+		{ "\xc0\xaf", "\\ufffd\\ufffd" },			/* overlong '/' */
+		{ "\xe0\x80\xaf", "\\ufffd\\ufffd\\ufffd" },		/* overlong '/' */
+		{ "\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd" },		/* surrogate */
+		{ "\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd" }, /* > U+10FFFF */
+		{ "\xf8\x88\x80\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd" },
+		{ "\xc3\xa9\xff\xc3\xa9", "\xc3\xa9\\ufffd\xc3\xa9" },
 	};
 	char out[256];
 	size_t i, n;
@@ -328,8 +323,7 @@ static void test_escape_table(void **state)
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		n = sl_json_escape(out, sizeof(out), cases[i].in, strlen(cases[i].in));
 		if (strcmp(out, cases[i].out))
-			fail_msg("case %zu: got `%s`, want `%s`", i, out,
-				 cases[i].out);
+			fail_msg("case %zu: got `%s`, want `%s`", i, out, cases[i].out);
 		assert_int_equal(n, strlen(cases[i].out));
 	}
 }
@@ -373,30 +367,30 @@ static void test_full_line(void **state)
 	struct sl_addr a;
 	struct jobj o;
 	struct audit_event ev = {
-	    .sandbox = "s1",
-	    .proto = "http",
-	    .name = "api.github.com",
-	    .target = "api.github.com:443",
-	    .src_addr = &a,
-	    .src_port = 40000,
-	    .dst_addr = &a,
-	    .dst_port = 443,
-	    .decision = "allow",
-	    .reason = "allowed",
-	    .rule = "host api.github.com",
-	    .credential = "github",
-	    .method = "GET",
-	    .path = "/repos/acme/x",
-	    .status = 200,
-	    .bytes_up = 123,
-	    .bytes_down = 4567,
-	    .duration_ms = 12,
+		.sandbox = "s1",
+		.proto = "http",
+		.name = "api.github.com",
+		.target = "api.github.com:443",
+		.src_addr = &a,
+		.src_port = 40000,
+		.dst_addr = &a,
+		.dst_port = 443,
+		.decision = "allow",
+		.reason = "allowed",
+		.rule = "host api.github.com",
+		.credential = "github",
+		.method = "GET",
+		.path = "/repos/acme/x",
+		.status = 200,
+		.bytes_up = 123,
+		.bytes_down = 4567,
+		.duration_ms = 12,
 	};
 	static const char *const order[] = {
-	    "time",	"sandbox",  "proto",	  "name",	 "target",
-	    "src_addr", "src_port", "dst_addr",	  "dst_port",	 "decision",
-	    "reason",	"rule",	    "credential", "method",	 "path",
-	    "status",	"bytes_up", "bytes_down", "duration_ms",
+		"time",	    "sandbox",	"proto",      "name",	     "target",
+		"src_addr", "src_port", "dst_addr",   "dst_port",    "decision",
+		"reason",   "rule",	"credential", "method",	     "path",
+		"status",   "bytes_up", "bytes_down", "duration_ms",
 	};
 	const char *t;
 	size_t i;
@@ -422,9 +416,8 @@ static void test_full_line(void **state)
 	/* 2026-11-30T04:05:06.123Z */
 	t = jstr(&o, "time");
 	assert_int_equal(strlen(t), 24);
-	assert_true(t[4] == '-' && t[7] == '-' && t[10] == 'T' &&
-		    t[13] == ':' && t[16] == ':' && t[19] == '.' &&
-		    t[23] == 'Z');
+	assert_true(t[4] == '-' && t[7] == '-' && t[10] == 'T' && t[13] == ':' && t[16] == ':' &&
+		    t[19] == '.' && t[23] == 'Z');
 	assert_true(!strncmp(t, "20", 2));
 }
 
@@ -433,14 +426,14 @@ static void test_full_line(void **state)
 static void test_numbers_and_time(void **state)
 {
 	char line[AUDIT_LINE_MAX], want0[32], want1[32];
-	struct audit_event ev = {.sandbox = "s1",
-				 .proto = "http",
-				 .decision = "allow",
-				 .reason = "allowed",
-				 .status = 204,
-				 .bytes_up = 0,
-				 .bytes_down = UINT64_MAX,
-				 .duration_ms = 10};
+	struct audit_event ev = { .sandbox = "s1",
+				  .proto = "http",
+				  .decision = "allow",
+				  .reason = "allowed",
+				  .status = 204,
+				  .bytes_up = 0,
+				  .bytes_down = UINT64_MAX,
+				  .duration_ms = 10 };
 	struct timespec t0, t1;
 	struct tm tm;
 	const char *tv;
@@ -456,8 +449,7 @@ static void test_numbers_and_time(void **state)
 		assert_true(parse_line(line, (size_t)n, &o));
 		assert_string_equal(jstr(&o, "status"), "204");
 		assert_string_equal(jstr(&o, "bytes_up"), "0");
-		assert_string_equal(jstr(&o, "bytes_down"),
-				    "18446744073709551615");
+		assert_string_equal(jstr(&o, "bytes_down"), "18446744073709551615");
 		assert_string_equal(jstr(&o, "duration_ms"), "10");
 		gmtime_r(&t0.tv_sec, &tm);
 		strftime(want0, sizeof(want0), "%Y-%m-%dT%H:%M:%S.", &tm);
@@ -474,19 +466,19 @@ static void test_omitted_fields(void **state)
 	char line[AUDIT_LINE_MAX];
 	struct jobj o;
 	struct audit_event dns = {
-	    .sandbox = "s1",
-	    .proto = "dns",
-	    .name = "evil.example",
-	    .decision = "deny",
-	    .reason = "not-allowlisted",
-	    .dns_type = "A",
+		.sandbox = "s1",
+		.proto = "dns",
+		.name = "evil.example",
+		.decision = "deny",
+		.reason = "not-allowlisted",
+		.dns_type = "A",
 	};
 	struct audit_event tcp = {
-	    .proto = "tcp",
-	    .decision = "deny",
-	    .reason = "denied-range",
+		.proto = "tcp",
+		.decision = "deny",
+		.reason = "denied-range",
 	};
-	struct audit_event empty = {0};
+	struct audit_event empty = { 0 };
 
 	(void)state;
 	format_and_parse(&dns, line, &o);
@@ -525,11 +517,11 @@ static void test_path_drops_query(void **state)
 	char line[AUDIT_LINE_MAX];
 	struct jobj o;
 	struct audit_event ev = {
-	    .proto = "http",
-	    .decision = "deny",
-	    .reason = "placeholder-out-of-scope",
-	    .method = "GET",
-	    .path = "/x/y?token=SLUICE_PLACEHOLDER_abc#f",
+		.proto = "http",
+		.decision = "deny",
+		.reason = "placeholder-out-of-scope",
+		.method = "GET",
+		.path = "/x/y?token=SLUICE_PLACEHOLDER_abc#f",
 	};
 
 	(void)state;
@@ -626,19 +618,18 @@ static void test_hostile_strings_escaped(void **state)
 	char line[AUDIT_LINE_MAX];
 	struct jobj o;
 	struct audit_event ev = {
-	    .proto = "tls",
-	    .decision = "deny",
-	    .reason = "sni-mismatch",
-	    .name = "a\",\"decision\":\"allow\n\xff\xfe",
+		.proto = "tls",
+		.decision = "deny",
+		.reason = "sni-mismatch",
+		.name = "a\",\"decision\":\"allow\n\xff\xfe",
 	};
 
 	(void)state;
 	format_and_parse(&ev, line, &o);
 	/* the forged key stayed inside the name */
 	assert_string_equal(jstr(&o, "decision"), "deny");
-	assert_string_equal(
-	    jstr(&o, "name"),
-	    "a\\\",\\\"decision\\\":\\\"allow\\u000a\\ufffd\\ufffd");
+	assert_string_equal(jstr(&o, "name"),
+			    "a\\\",\\\"decision\\\":\\\"allow\\u000a\\ufffd\\ufffd");
 	assert_int_equal(strchr(line, '\n') - line, (long)strlen(line) - 1);
 }
 
@@ -649,17 +640,17 @@ static void test_control_peer(void **state)
 	char line[AUDIT_LINE_MAX];
 	struct jobj o;
 	struct audit_event ev = {
-	    .sandbox = "s1",
-	    .proto = "control",
-	    .name = "unregister",
-	    .decision = "deny",
-	    .reason = "control-refused",
-	    .has_peer = true,
-	    .peer_pid = 4242,
-	    .peer_uid = 0,
+		.sandbox = "s1",
+		.proto = "control",
+		.name = "unregister",
+		.decision = "deny",
+		.reason = "control-refused",
+		.has_peer = true,
+		.peer_pid = 4242,
+		.peer_uid = 0,
 	};
 	static const char *const order[] = {
-	    "time", "sandbox", "proto", "name", "decision", "reason", "pid", "uid",
+		"time", "sandbox", "proto", "name", "decision", "reason", "pid", "uid",
 	}; /* with a value; the rest are null */
 	size_t i;
 
@@ -681,7 +672,7 @@ static void test_control_peer(void **state)
 
 static void test_truncation_bound(void **state)
 {
-	static const char fill[] = {'"', '\x01', '\xff', 'a'};
+	static const char fill[] = { '"', '\x01', '\xff', 'a' };
 	char line[AUDIT_LINE_MAX], *big;
 	struct sl_addr a;
 	struct jobj o;
@@ -690,38 +681,37 @@ static void test_truncation_bound(void **state)
 	(void)state;
 	big = malloc(20001);
 	assert_non_null(big);
-	assert_int_equal(
-	    addr_parse("2001:db8:1234:5678:9abc:def0:1234:5678", &a), 0);
+	assert_int_equal(addr_parse("2001:db8:1234:5678:9abc:def0:1234:5678", &a), 0);
 	for (k = 0; k < ARRAY_SIZE(fill); k++) {
 		struct audit_event ev = {
-		    .sandbox = big,
-		    .proto = big,
-		    .name = big,
-		    .target = big,
-		    .src_addr = &a,
-		    .src_port = 65535,
-		    .dst_addr = &a,
-		    .dst_port = 65535,
-		    .decision = big,
-		    .reason = big,
-		    .rule = big,
-		    .credential = big,
-		    .method = big,
-		    .path = big,
-		    .dns_type = big,
-		    .dns_answer = big,
-		    .status = -2147483647 - 1,
-		    .bytes_up = UINT64_MAX,
-		    .bytes_down = UINT64_MAX,
-		    .duration_ms = UINT64_MAX,
-		    .has_peer = true,
-		    .peer_pid = UINT32_MAX,
-		    .peer_uid = UINT32_MAX,
-		    .old_policy = big,
-		    .old_sha256 = big,
-		    .new_policy = big,
-		    .new_sha256 = big,
-		    .mode = big,
+			.sandbox = big,
+			.proto = big,
+			.name = big,
+			.target = big,
+			.src_addr = &a,
+			.src_port = 65535,
+			.dst_addr = &a,
+			.dst_port = 65535,
+			.decision = big,
+			.reason = big,
+			.rule = big,
+			.credential = big,
+			.method = big,
+			.path = big,
+			.dns_type = big,
+			.dns_answer = big,
+			.status = -2147483647 - 1,
+			.bytes_up = UINT64_MAX,
+			.bytes_down = UINT64_MAX,
+			.duration_ms = UINT64_MAX,
+			.has_peer = true,
+			.peer_pid = UINT32_MAX,
+			.peer_uid = UINT32_MAX,
+			.old_policy = big,
+			.old_sha256 = big,
+			.new_policy = big,
+			.new_sha256 = big,
+			.mode = big,
 		};
 
 		memset(big, fill[k], 20000);
@@ -733,18 +723,15 @@ static void test_truncation_bound(void **state)
 			assert_true(o.f[i].vlen <= AUDIT_FIELD_MAX);
 		assert_true(jget(&o, "name")->vlen > AUDIT_FIELD_MAX - 6);
 		assert_true(jget(&o, "target")->vlen > AUDIT_FIELD_MAX - 6);
-		assert_string_equal(jstr(&o, "bytes_up"),
-				    "18446744073709551615");
+		assert_string_equal(jstr(&o, "bytes_up"), "18446744073709551615");
 		assert_string_equal(jstr(&o, "status"), "-2147483648");
 	}
 	free(big);
 	/* a caller's buffer that could not hold the worst line is refused */
 	{
-		struct audit_event ev = {.decision = "allow",
-					 .reason = "allowed"};
+		struct audit_event ev = { .decision = "allow", .reason = "allowed" };
 
-		assert_int_equal(audit_format(&ev, line, AUDIT_LINE_MAX - 1),
-				 -ENOSPC);
+		assert_int_equal(audit_format(&ev, line, AUDIT_LINE_MAX - 1), -ENOSPC);
 	}
 }
 
@@ -775,8 +762,8 @@ static char *slurp(const char *path, size_t *len)
 
 /* Splits @buf into lines (each kept with its '\n'), calling @fn on each.
  * Returns the number of lines; a trailing piece without '\n' fails. */
-static size_t for_each_line(const char *buf, size_t len,
-			    void (*fn)(const char *, size_t, void *), void *arg)
+static size_t for_each_line(const char *buf, size_t len, void (*fn)(const char *, size_t, void *),
+			    void *arg)
 {
 	size_t i = 0, n = 0;
 
@@ -795,8 +782,8 @@ static void check_line(const char *s, size_t len, void *arg)
 {
 	struct jobj o;
 	static const char *const keys[] = {
-	    "time",	"sandbox", "proto",    "name",	     "dst_port",
-	    "decision", "reason",  "bytes_up", "bytes_down", "duration_ms",
+		"time",	    "sandbox", "proto",	   "name",	 "dst_port",
+		"decision", "reason",  "bytes_up", "bytes_down", "duration_ms",
 	};
 	size_t i;
 
@@ -805,8 +792,7 @@ static void check_line(const char *s, size_t len, void *arg)
 		fail_msg("malformed line: %.*s", (int)len, s);
 	for (i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!jget(&o, keys[i]))
-			fail_msg("key `%s` missing: %.*s", keys[i], (int)len,
-				 s);
+			fail_msg("key `%s` missing: %.*s", keys[i], (int)len, s);
 }
 
 static int setup_dir(void **state)
@@ -832,15 +818,15 @@ static void test_write_file_and_parse_back(void **state)
 	struct stat st;
 	size_t len;
 	struct audit_event ev = {
-	    .sandbox = "s1",
-	    .proto = "connect",
-	    .name = "api.github.com",
-	    .dst_port = 443,
-	    .decision = "allow",
-	    .reason = "allowed",
-	    .bytes_up = 10,
-	    .bytes_down = 20,
-	    .duration_ms = 3,
+		.sandbox = "s1",
+		.proto = "connect",
+		.name = "api.github.com",
+		.dst_port = 443,
+		.decision = "allow",
+		.reason = "allowed",
+		.bytes_up = 10,
+		.bytes_down = 20,
+		.duration_ms = 3,
 	};
 
 	(void)state;
@@ -854,10 +840,8 @@ static void test_write_file_and_parse_back(void **state)
 	audit_log(&ev);
 	buf = slurp(path, &len);
 	assert_int_equal(for_each_line(buf, len, check_line, NULL), 2);
-	assert_non_null(
-	    strstr(buf, "\"decision\":\"allow\",\"reason\":\"allowed\""));
-	assert_non_null(strstr(
-	    buf, "\"decision\":\"deny\",\"reason\":\"not-allowlisted\""));
+	assert_non_null(strstr(buf, "\"decision\":\"allow\",\"reason\":\"allowed\""));
+	assert_non_null(strstr(buf, "\"decision\":\"deny\",\"reason\":\"not-allowlisted\""));
 	free(buf);
 
 	/* O_APPEND: a second open adds, never truncates (another refusal:
@@ -891,10 +875,9 @@ static void test_reopen_after_rotation(void **state)
 {
 	char path[256], rotated[256], *buf;
 	size_t len;
-	struct audit_event ev = {.proto = "dns",
-				 .decision = "allow",
-				 .reason = "allowed",
-				 .name = "before"};
+	struct audit_event ev = {
+		.proto = "dns", .decision = "allow", .reason = "allowed", .name = "before"
+	};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/rot.log", tmpdir);
@@ -920,8 +903,7 @@ static void test_reopen_after_rotation(void **state)
 static void test_write_failure_counted(void **state)
 {
 	uint64_t before;
-	struct audit_event ev = {
-	    .proto = "tcp", .decision = "allow", .reason = "allowed"};
+	struct audit_event ev = { .proto = "tcp", .decision = "allow", .reason = "allowed" };
 
 	(void)state;
 	assert_int_equal(audit_open("/dev/full", NULL), 0);
@@ -945,10 +927,9 @@ static void test_stderr_pipe_full_never_blocks(void **state)
 	uint64_t before;
 	ssize_t n;
 	unsigned i;
-	struct audit_event ev = {.proto = "dns",
-				 .decision = "deny",
-				 .reason = "not-allowlisted",
-				 .name = "x.example"};
+	struct audit_event ev = {
+		.proto = "dns", .decision = "deny", .reason = "not-allowlisted", .name = "x.example"
+	};
 
 	(void)state;
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
@@ -999,14 +980,12 @@ static void test_stderr_socket_full_never_blocks(void **state)
 	uint64_t before;
 	ssize_t n;
 	unsigned i;
-	struct audit_event ev = {.proto = "dns",
-				 .decision = "deny",
-				 .reason = "not-allowlisted",
-				 .name = "y.example"};
+	struct audit_event ev = {
+		.proto = "dns", .decision = "deny", .reason = "not-allowlisted", .name = "y.example"
+	};
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
-			 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	saved = dup(STDERR_FILENO);
 	assert_true(saved >= 0);
 	assert_int_equal(dup2(sv[1], STDERR_FILENO), STDERR_FILENO);
@@ -1057,13 +1036,13 @@ static void *writer_main(void *arg)
 	char name[64];
 	unsigned i;
 	struct audit_event ev = {
-	    .proto = "http",
-	    .decision = "allow",
-	    .reason = "allowed",
-	    .dst_port = 443,
-	    .method = "POST",
-	    .path = w->path,
-	    .sandbox = "sbx",
+		.proto = "http",
+		.decision = "allow",
+		.reason = "allowed",
+		.dst_port = 443,
+		.method = "POST",
+		.path = w->path,
+		.sandbox = "sbx",
 	};
 
 	audit_defer(w->defer);
@@ -1126,8 +1105,7 @@ static void test_threads_lines_whole(void **state)
 		w[i].id = (unsigned)i;
 		w[i].path = reqpath;
 		w[i].defer = i % 2 == 1;
-		assert_int_equal(
-		    pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+		assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
 	}
 	for (i = 0; i < NTHREADS; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
@@ -1136,8 +1114,7 @@ static void test_threads_lines_whole(void **state)
 	t = calloc(1, sizeof(*t));
 	assert_non_null(t);
 	buf = slurp(path, &len);
-	assert_int_equal(for_each_line(buf, len, tally_line, t),
-			 NTHREADS * NLINES);
+	assert_int_equal(for_each_line(buf, len, tally_line, t), NTHREADS * NLINES);
 	assert_int_equal(t->dup, 0);
 	for (i = 0; i < NTHREADS; i++)
 		for (j = 0; j < NLINES; j++)
@@ -1150,7 +1127,7 @@ static void test_threads_lines_whole(void **state)
 /* After audit_close(), lines are dropped, counted, and nothing breaks. */
 static void test_closed_counts(void **state)
 {
-	struct audit_event ev = {.decision = "error", .reason = "internal"};
+	struct audit_event ev = { .decision = "error", .reason = "internal" };
 	uint64_t before;
 
 	(void)state;
@@ -1190,9 +1167,8 @@ static void fold_open(char *path, size_t len, const char *what)
 static void compact(const char *line, size_t len, char *out, size_t outlen)
 {
 	char f[8][AUDIT_LINE_MAX];
-	static const char *const keys[] = {"sandbox",  "decision",  "reason",
-					   "name",     "dst_port",  "src_addr",
-					   "dns_type", "dns_answer"};
+	static const char *const keys[] = { "sandbox",	"decision", "reason",	"name",
+					    "dst_port", "src_addr", "dns_type", "dns_answer" };
 	struct jobj o;
 	size_t i;
 	int n;
@@ -1200,21 +1176,16 @@ static void compact(const char *line, size_t len, char *out, size_t outlen)
 	if (!parse_line(line, len, &o) || !schema_ok(&o))
 		fail_msg("malformed line: %.*s", (int)len, line);
 	for (i = 0; i < ARRAY_SIZE(keys); i++)
-		snprintf(f[i], sizeof(f[i]), "%s",
-			 jget(&o, keys[i]) ? jstr(&o, keys[i]) : "");
+		snprintf(f[i], sizeof(f[i]), "%s", jget(&o, keys[i]) ? jstr(&o, keys[i]) : "");
 	if (!f[4][0] && jget(&o, "src_port"))
 		snprintf(f[4], sizeof(f[4]), "%s", jstr(&o, "src_port"));
-	n = snprintf(out, outlen, "%s %s %s %s%s%s%s%s%s%s%s%s%s",
-		     f[0][0] ? f[0] : "-", f[1], f[2], f[3][0] ? f[3] : "-",
-		     f[4][0] ? ":" : "", f[4], f[5][0] ? "@" : "", f[5],
-		     f[6][0] ? "(" : "", f[6], f[6][0] ? ")" : "",
-		     f[7][0] ? "=" : "", f[7]);
+	n = snprintf(out, outlen, "%s %s %s %s%s%s%s%s%s%s%s%s%s", f[0][0] ? f[0] : "-", f[1], f[2],
+		     f[3][0] ? f[3] : "-", f[4][0] ? ":" : "", f[4], f[5][0] ? "@" : "", f[5],
+		     f[6][0] ? "(" : "", f[6], f[6][0] ? ")" : "", f[7][0] ? "=" : "", f[7]);
 	if (jget(&o, "repeated"))
-		n += snprintf(out + n, outlen - (size_t)n, " r=%s",
-			      jstr(&o, "repeated"));
+		n += snprintf(out + n, outlen - (size_t)n, " r=%s", jstr(&o, "repeated"));
 	if (jget(&o, "dropped"))
-		snprintf(out + n, outlen - (size_t)n, " d=%s",
-			 jstr(&o, "dropped"));
+		snprintf(out + n, outlen - (size_t)n, " d=%s", jstr(&o, "dropped"));
 	/* nothing that says "folded" may carry a number a line never had */
 	if (jget(&o, "repeated") || jget(&o, "dropped"))
 		assert_null(jget(&o, "bytes_up"));
@@ -1248,7 +1219,7 @@ static void read_lines(const char *path, struct lines *l)
 
 struct step {
 	uint64_t at; /* ms */
-	char op; /* 'e' an event; 't' audit_tick(); 'n' lines so far == port */
+	char op;     /* 'e' an event; 't' audit_tick(); 'n' lines so far == port */
 	const char *sb, *decision, *reason, *name;
 	uint16_t port;
 	const char *proto, *addr, *dns_type, *dns_answer;
@@ -1260,96 +1231,79 @@ struct fold_case {
 	const char *want[12]; /* after the steps and audit_close() */
 };
 
-#define E(t, sb, d, r, n)                                                      \
-	{                                                                      \
-		t, 'e', sb, d, r, n, 0, "http", NULL                           \
-	}
+#define E(t, sb, d, r, n) { t, 'e', sb, d, r, n, 0, "http", NULL }
 #define DENY(t, sb, n) E(t, sb, "deny", "not-allowlisted", n)
-#define TICK(t)                                                                \
-	{                                                                      \
-		t, 't', NULL, NULL, NULL, NULL, 0, NULL, NULL                  \
-	}
-#define LINES(t, k)                                                            \
-	{                                                                      \
-		t, 'n', NULL, NULL, NULL, NULL, k, NULL, NULL                  \
-	}
+#define TICK(t) { t, 't', NULL, NULL, NULL, NULL, 0, NULL, NULL }
+#define LINES(t, k) { t, 'n', NULL, NULL, NULL, NULL, k, NULL, NULL }
 
-#define LONG_NAME                                                              \
-	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
-	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
-	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
-	"l123456789l123456789l123456789l123456789l123456789l123456789"         \
+#define LONG_NAME                                                      \
+	"l123456789l123456789l123456789l123456789l123456789l123456789" \
+	"l123456789l123456789l123456789l123456789l123456789l123456789" \
+	"l123456789l123456789l123456789l123456789l123456789l123456789" \
+	"l123456789l123456789l123456789l123456789l123456789l123456789" \
 	"l123456789l123456789l123456789l123456789l123456789l123456789.x"
 
 static const struct fold_case fold_cases[] = {
-    {"the first is written, repeats are counted until the kind changes",
-     {DENY(0, "s1", "a.x"), DENY(1, "s1", "a.x"), DENY(2, "s1", "a.x"),
-      LINES(2, 1), DENY(3, "s1", "b.x")},
-     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
-      "s1 deny not-allowlisted b.x"}},
-    {"the count is written when the interval ends (audit_tick)",
-     {DENY(0, "s1", "a.x"), DENY(100, "s1", "a.x"), DENY(200, "s1", "a.x"),
-      TICK(9999), LINES(9999, 1), TICK(10000), LINES(10000, 2),
-      DENY(10001, "s1", "a.x")},
-     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
-      "s1 deny not-allowlisted a.x"}},
-    {"a repeat after the interval writes the count, then is a first",
-     {DENY(0, "s1", "a.x"), DENY(5000, "s1", "a.x"), LINES(5000, 1),
-      DENY(10000, "s1", "a.x"), LINES(10000, 3)},
-     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=1",
-      "s1 deny not-allowlisted a.x"}},
-    {"allowed decisions are never folded, nor end a run",
-     {E(0, "s1", "allow", "allowed", "a.x"),
-      E(1, "s1", "allow", "allowed", "a.x"), DENY(2, "s1", "a.x"),
-      E(3, "s1", "allow", "allowed", "a.x"), DENY(4, "s1", "a.x"), LINES(4, 4)},
-     {"s1 allow allowed a.x", "s1 allow allowed a.x",
-      "s1 deny not-allowlisted a.x", "s1 allow allowed a.x",
-      "s1 deny not-allowlisted a.x r=1"}},
-    {"each sandbox has its own run",
-     {DENY(0, "s1", "a.x"), DENY(1, "s2", "a.x"), DENY(2, "s1", "a.x"),
-      DENY(3, "s2", "a.x"), LINES(3, 2)},
-     {"s1 deny not-allowlisted a.x", "s2 deny not-allowlisted a.x",
-      "s1 deny not-allowlisted a.x r=1", "s2 deny not-allowlisted a.x r=1"}},
-    {"another decision, reason, proto or port is another kind",
-     {DENY(0, "s1", "a.x"),
-      E(1, "s1", "error", "not-allowlisted", "a.x"),
-      E(2, "s1", "deny", "address-denied", "a.x"),
-      {3, 'e', "s1", "deny", "address-denied", "a.x", 0, "tls", NULL},
-      {4, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL},
-      {5, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL}},
-     {"s1 deny not-allowlisted a.x", "s1 error not-allowlisted a.x",
-      "s1 deny address-denied a.x", "s1 deny address-denied a.x",
-      "s1 deny address-denied a.x:443", "s1 deny address-denied a.x:443 r=1"}},
-    {"without a sandbox, the address is the kind, not the client's port",
-     {{0, 'e', NULL, "deny", "unknown-source", NULL, 1111, "tcp", "10.0.0.1"},
-      {1, 'e', NULL, "deny", "unknown-source", NULL, 2222, "tcp", "10.0.0.1"},
-      {2, 'e', NULL, "deny", "unknown-source", NULL, 3333, "tcp", "10.0.0.2"}},
-     {"- deny unknown-source -:1111@10.0.0.1",
-      "- deny unknown-source -@10.0.0.1 r=1",
-      "- deny unknown-source -:3333@10.0.0.2"}},
-    {"a name too long to hold is never folded",
-     {DENY(0, "s1", LONG_NAME), DENY(1, "s1", LONG_NAME)},
-     {"s1 deny not-allowlisted " LONG_NAME,
-      "s1 deny not-allowlisted " LONG_NAME}},
-    {"DNS: A and AAAA are one kind, another answer is another",
-     {{0, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A",
-       "NXDOMAIN"},
-      {1, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "AAAA",
-       "NXDOMAIN"},
-      {2, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A",
-       "REFUSED"}},
-     {"s1 deny not-allowlisted t.x(A)=NXDOMAIN",
-      "s1 deny not-allowlisted t.x=NXDOMAIN r=1",
-      "s1 deny not-allowlisted t.x(A)=REFUSED"}},
-    {"a refusal seen once leaves no count",
-     {DENY(0, "s1", "a.x"), TICK(20000), DENY(20001, "s1", "b.x")},
-     {"s1 deny not-allowlisted a.x", "s1 deny not-allowlisted b.x"}},
+	{ "the first is written, repeats are counted until the kind changes",
+	  { DENY(0, "s1", "a.x"), DENY(1, "s1", "a.x"), DENY(2, "s1", "a.x"), LINES(2, 1),
+	    DENY(3, "s1", "b.x") },
+	  { "s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
+	    "s1 deny not-allowlisted b.x" } },
+	{ "the count is written when the interval ends (audit_tick)",
+	  { DENY(0, "s1", "a.x"), DENY(100, "s1", "a.x"), DENY(200, "s1", "a.x"), TICK(9999),
+	    LINES(9999, 1), TICK(10000), LINES(10000, 2), DENY(10001, "s1", "a.x") },
+	  { "s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=2",
+	    "s1 deny not-allowlisted a.x" } },
+	{ "a repeat after the interval writes the count, then is a first",
+	  { DENY(0, "s1", "a.x"), DENY(5000, "s1", "a.x"), LINES(5000, 1), DENY(10000, "s1", "a.x"),
+	    LINES(10000, 3) },
+	  { "s1 deny not-allowlisted a.x", "s1 deny not-allowlisted a.x r=1",
+	    "s1 deny not-allowlisted a.x" } },
+	{ "allowed decisions are never folded, nor end a run",
+	  { E(0, "s1", "allow", "allowed", "a.x"), E(1, "s1", "allow", "allowed", "a.x"),
+	    DENY(2, "s1", "a.x"), E(3, "s1", "allow", "allowed", "a.x"), DENY(4, "s1", "a.x"),
+	    LINES(4, 4) },
+	  { "s1 allow allowed a.x", "s1 allow allowed a.x", "s1 deny not-allowlisted a.x",
+	    "s1 allow allowed a.x", "s1 deny not-allowlisted a.x r=1" } },
+	{ "each sandbox has its own run",
+	  { DENY(0, "s1", "a.x"), DENY(1, "s2", "a.x"), DENY(2, "s1", "a.x"), DENY(3, "s2", "a.x"),
+	    LINES(3, 2) },
+	  { "s1 deny not-allowlisted a.x", "s2 deny not-allowlisted a.x",
+	    "s1 deny not-allowlisted a.x r=1", "s2 deny not-allowlisted a.x r=1" } },
+	{ "another decision, reason, proto or port is another kind",
+	  { DENY(0, "s1", "a.x"),
+	    E(1, "s1", "error", "not-allowlisted", "a.x"),
+	    E(2, "s1", "deny", "address-denied", "a.x"),
+	    { 3, 'e', "s1", "deny", "address-denied", "a.x", 0, "tls", NULL },
+	    { 4, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL },
+	    { 5, 'e', "s1", "deny", "address-denied", "a.x", 443, "tls", NULL } },
+	  { "s1 deny not-allowlisted a.x", "s1 error not-allowlisted a.x",
+	    "s1 deny address-denied a.x", "s1 deny address-denied a.x",
+	    "s1 deny address-denied a.x:443", "s1 deny address-denied a.x:443 r=1" } },
+	{ "without a sandbox, the address is the kind, not the client's port",
+	  { { 0, 'e', NULL, "deny", "unknown-source", NULL, 1111, "tcp", "10.0.0.1" },
+	    { 1, 'e', NULL, "deny", "unknown-source", NULL, 2222, "tcp", "10.0.0.1" },
+	    { 2, 'e', NULL, "deny", "unknown-source", NULL, 3333, "tcp", "10.0.0.2" } },
+	  { "- deny unknown-source -:1111@10.0.0.1", "- deny unknown-source -@10.0.0.1 r=1",
+	    "- deny unknown-source -:3333@10.0.0.2" } },
+	{ "a name too long to hold is never folded",
+	  { DENY(0, "s1", LONG_NAME), DENY(1, "s1", LONG_NAME) },
+	  { "s1 deny not-allowlisted " LONG_NAME, "s1 deny not-allowlisted " LONG_NAME } },
+	{ "DNS: A and AAAA are one kind, another answer is another",
+	  { { 0, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A", "NXDOMAIN" },
+	    { 1, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "AAAA", "NXDOMAIN" },
+	    { 2, 'e', "s1", "deny", "not-allowlisted", "t.x", 0, "dns", NULL, "A", "REFUSED" } },
+	  { "s1 deny not-allowlisted t.x(A)=NXDOMAIN", "s1 deny not-allowlisted t.x=NXDOMAIN r=1",
+	    "s1 deny not-allowlisted t.x(A)=REFUSED" } },
+	{ "a refusal seen once leaves no count",
+	  { DENY(0, "s1", "a.x"), TICK(20000), DENY(20001, "s1", "b.x") },
+	  { "s1 deny not-allowlisted a.x", "s1 deny not-allowlisted b.x" } },
 };
 
 static void test_fold_table(void **state)
 {
 	char path[256];
-	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	struct lines got = { .s = calloc(MAX_LINES, sizeof(*got.s)) };
 	size_t c, i;
 
 	(void)state;
@@ -1363,21 +1317,20 @@ static void test_fold_table(void **state)
 			const struct step *st = &fc->steps[i];
 			struct sl_addr a;
 			struct audit_event ev = {
-			    .sandbox = st->sb,
-			    .proto = st->proto,
-			    .name = st->name,
-			    .dst_port = st->port,
-			    .decision = st->decision,
-			    .reason = st->reason,
-			    .dns_type = st->dns_type,
-			    .dns_answer = st->dns_answer,
+				.sandbox = st->sb,
+				.proto = st->proto,
+				.name = st->name,
+				.dst_port = st->port,
+				.decision = st->decision,
+				.reason = st->reason,
+				.dns_type = st->dns_type,
+				.dns_answer = st->dns_answer,
 			};
 
 			fake_ms = 1000000 + st->at;
 			if (st->op == 'e') {
 				if (st->addr) {
-					assert_int_equal(
-					    addr_parse(st->addr, &a), 0);
+					assert_int_equal(addr_parse(st->addr, &a), 0);
 					ev.src_addr = &a;
 					/* a client without a sandbox: its own port */
 					ev.src_port = st->port;
@@ -1403,8 +1356,7 @@ static void test_fold_table(void **state)
 			const char *g = i < got.n ? got.s[i] : "(none)";
 
 			if (strcmp(w, g))
-				fail_msg("%s: line %zu: `%s`, wanted `%s`",
-					 fc->what, i + 1, g, w);
+				fail_msg("%s: line %zu: `%s`, wanted `%s`", fc->what, i + 1, g, w);
 		}
 	}
 	free(got.s);
@@ -1416,18 +1368,18 @@ static void test_fold_table(void **state)
 static void test_rate_bound(void **state)
 {
 	char path[256], name[64];
-	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	struct lines got = { .s = calloc(MAX_LINES, sizeof(*got.s)) };
 	uint64_t dropped0 = audit_refusals_dropped();
-	struct audit_event ev = {.sandbox = "s1",
-				 .proto = "dns",
-				 .decision = "deny",
-				 .reason = "not-allowlisted",
-				 .name = name};
-	struct audit_event allow = {.sandbox = "s1",
-				    .proto = "dns",
-				    .decision = "allow",
-				    .reason = "allowed",
-				    .name = "ok.x"};
+	struct audit_event ev = { .sandbox = "s1",
+				  .proto = "dns",
+				  .decision = "deny",
+				  .reason = "not-allowlisted",
+				  .name = name };
+	struct audit_event allow = { .sandbox = "s1",
+				     .proto = "dns",
+				     .decision = "allow",
+				     .reason = "allowed",
+				     .name = "ok.x" };
 	unsigned i, n_first = 0, n_allow = 0, n_drop = 0, dropped = 0;
 
 	(void)state;
@@ -1448,8 +1400,7 @@ static void test_rate_bound(void **state)
 	assert_int_equal(got.n, AUDIT_REFUSAL_BURST + 1000 + 1);
 	assert_string_equal(got.s[0], "s1 deny not-allowlisted n0.x");
 	assert_string_equal(got.s[got.n - 1], "s2 deny not-allowlisted n999.x");
-	assert_int_equal(audit_refusals_dropped() - dropped0,
-			 1000 - AUDIT_REFUSAL_BURST);
+	assert_int_equal(audit_refusals_dropped() - dropped0, 1000 - AUDIT_REFUSAL_BURST);
 
 	/* the count comes when the interval since the first drop ends */
 	fake_ms = 5000 + AUDIT_REPEAT_MS - 1;
@@ -1482,8 +1433,7 @@ static void test_rate_bound(void **state)
 	for (i = 0; i < got.n; i++) {
 		if (strstr(got.s[i], " allow "))
 			n_allow++;
-		else if (sscanf(got.s[i], "s1 deny audit-rate-limited - d=%u",
-				&dropped) == 1)
+		else if (sscanf(got.s[i], "s1 deny audit-rate-limited - d=%u", &dropped) == 1)
 			n_drop++;
 		else
 			n_first++;
@@ -1501,17 +1451,17 @@ static void test_rate_bound(void **state)
 static void test_flood_of_one_kind(void **state)
 {
 	char path[256];
-	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	struct lines got = { .s = calloc(MAX_LINES, sizeof(*got.s)) };
 	uint64_t folded0 = audit_refusals_folded();
-	struct audit_event ev = {.sandbox = "s1",
-				 .proto = "http",
-				 .dst_port = 80,
-				 .decision = "deny",
-				 .reason = "not-allowlisted",
-				 .name = "exfil.example",
-				 .method = "GET",
-				 .path = "/x",
-				 .status = 403};
+	struct audit_event ev = { .sandbox = "s1",
+				  .proto = "http",
+				  .dst_port = 80,
+				  .decision = "deny",
+				  .reason = "not-allowlisted",
+				  .name = "exfil.example",
+				  .method = "GET",
+				  .path = "/x",
+				  .status = 403 };
 	unsigned i;
 
 	(void)state;
@@ -1527,10 +1477,8 @@ static void test_flood_of_one_kind(void **state)
 	audit_tick();
 	read_lines(path, &got);
 	assert_int_equal(got.n, 2);
-	assert_string_equal(got.s[0],
-			    "s1 deny not-allowlisted exfil.example:80");
-	assert_string_equal(got.s[1],
-			    "s1 deny not-allowlisted exfil.example:80 r=1999");
+	assert_string_equal(got.s[0], "s1 deny not-allowlisted exfil.example:80");
+	assert_string_equal(got.s[1], "s1 deny not-allowlisted exfil.example:80 r=1999");
 	assert_int_equal(audit_refusals_folded() - folded0, 1999);
 	audit_close();
 	free(got.s);
@@ -1541,13 +1489,13 @@ static void test_flood_of_one_kind(void **state)
 static void test_fold_off(void **state)
 {
 	char path[256];
-	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
-	struct audit_event ev = {.sandbox = "s2",
-				 .proto = "tcp",
-				 .dst_port = 443,
-				 .decision = "deny",
-				 .reason = "sni-mismatch",
-				 .name = "echo.example"};
+	struct lines got = { .s = calloc(MAX_LINES, sizeof(*got.s)) };
+	struct audit_event ev = { .sandbox = "s2",
+				  .proto = "tcp",
+				  .dst_port = 443,
+				  .decision = "deny",
+				  .reason = "sni-mismatch",
+				  .name = "echo.example" };
 	unsigned i;
 
 	(void)state;
@@ -1639,13 +1587,12 @@ static void test_fold_target(void **state)
  * source writes no more refusal lines than its bucket and its counts allow. */
 static void test_accounting_random(void **state)
 {
-	static const char *const sbs[] = {"s1", "s2", "s3", NULL};
-	static const char *const names[] = {"a.x", "b.x", "c.x", "d.x", "e.x"};
-	static const char *const reasons[] = {"not-allowlisted",
-					      "address-denied"};
-	struct lines got = {.s = calloc(MAX_LINES, sizeof(*got.s))};
+	static const char *const sbs[] = { "s1", "s2", "s3", NULL };
+	static const char *const names[] = { "a.x", "b.x", "c.x", "d.x", "e.x" };
+	static const char *const reasons[] = { "not-allowlisted", "address-denied" };
+	struct lines got = { .s = calloc(MAX_LINES, sizeof(*got.s)) };
 	unsigned long long refusals = 0, allows = 0, counted = 0, n_allow = 0;
-	unsigned long long n_ref_lines[4] = {0};
+	unsigned long long n_ref_lines[4] = { 0 };
 	char path[256];
 	uint32_t seed = 12345;
 	unsigned i, k;
@@ -1657,7 +1604,7 @@ static void test_accounting_random(void **state)
 	fold_open(path, sizeof(path), "random");
 	fake_ms = 1;
 	for (i = 0; i < 4000; i++) {
-		struct audit_event ev = {.proto = "http"};
+		struct audit_event ev = { .proto = "http" };
 		unsigned r;
 
 		seed = seed * 1103515245u + 12345u;
@@ -1672,24 +1619,20 @@ static void test_accounting_random(void **state)
 		else
 			refusals++;
 		audit_log(&ev);
-		fake_ms +=
-		    (r >> 12) % 10; /* about 18 s in all: over the rate */
+		fake_ms += (r >> 12) % 10; /* about 18 s in all: over the rate */
 		if ((r >> 20) % 50 == 0)
 			audit_tick();
 	}
 	audit_close();
 	read_lines(path, &got);
 	for (i = 0; i < got.n; i++) {
-		const char *r = strstr(got.s[i], " r="),
-			   *d = strstr(got.s[i], " d=");
+		const char *r = strstr(got.s[i], " r="), *d = strstr(got.s[i], " d=");
 
 		if (strstr(got.s[i], " allow ")) {
 			n_allow++;
 			continue;
 		}
-		counted += r   ? strtoull(r + 3, NULL, 10)
-			   : d ? strtoull(d + 3, NULL, 10)
-			       : 1;
+		counted += r ? strtoull(r + 3, NULL, 10) : d ? strtoull(d + 3, NULL, 10) : 1;
 		for (k = 0; k < 3; k++)
 			if (!strncmp(got.s[i], sbs[k], 2) && got.s[i][2] == ' ')
 				break;
@@ -1701,8 +1644,7 @@ static void test_accounting_random(void **state)
 	/* a bucket: burst plus rate x time (about 18 s) */
 	for (k = 0; k < 4; k++)
 		assert_true(n_ref_lines[k] <=
-			    AUDIT_REFUSAL_BURST +
-				AUDIT_REFUSAL_RATE * (fake_ms / 1000 + 1));
+			    AUDIT_REFUSAL_BURST + AUDIT_REFUSAL_RATE * (fake_ms / 1000 + 1));
 	free(got.s);
 	audit_set_clock(NULL);
 }
@@ -1711,11 +1653,11 @@ static void test_accounting_random(void **state)
 
 static void log_name(const char *name)
 {
-	struct audit_event ev = {.sandbox = "s1",
-				 .proto = "http",
-				 .decision = "allow",
-				 .reason = "allowed",
-				 .name = name};
+	struct audit_event ev = { .sandbox = "s1",
+				  .proto = "http",
+				  .decision = "allow",
+				  .reason = "allowed",
+				  .name = name };
 
 	audit_log(&ev);
 }
@@ -1736,8 +1678,7 @@ static void names_in(const char *path, char *out, size_t outlen)
 		assert_true(n && n < nl);
 		n += 8;
 		k = strcspn(n, "\"");
-		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s",
-				      o ? " " : "", (int)k, n);
+		o += (size_t)snprintf(out + o, outlen - o, "%s%.*s", o ? " " : "", (int)k, n);
 		assert_true(o < outlen);
 		i = (size_t)(nl - buf) + 1;
 	}
@@ -1928,35 +1869,35 @@ static void test_deleted_file_reopened(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_checker_rejects),
-	    cmocka_unit_test(test_escape_table),
-	    cmocka_unit_test(test_escape_bound),
-	    cmocka_unit_test(test_full_line),
-	    cmocka_unit_test(test_numbers_and_time),
-	    cmocka_unit_test(test_omitted_fields),
-	    cmocka_unit_test(test_path_drops_query),
-	    cmocka_unit_test(test_target_redacted),
-	    cmocka_unit_test(test_hostile_strings_escaped),
-	    cmocka_unit_test(test_control_peer),
-	    cmocka_unit_test(test_truncation_bound),
-	    cmocka_unit_test(test_write_file_and_parse_back),
-	    cmocka_unit_test(test_open_error),
-	    cmocka_unit_test(test_reopen_after_rotation),
-	    cmocka_unit_test(test_write_failure_counted),
-	    cmocka_unit_test(test_stderr_pipe_full_never_blocks),
-	    cmocka_unit_test(test_stderr_socket_full_never_blocks),
-	    cmocka_unit_test(test_threads_lines_whole),
-	    cmocka_unit_test(test_defer_order),
-	    cmocka_unit_test(test_defer_reopen_and_close),
-	    cmocka_unit_test(test_defer_write_failure_counted),
-	    cmocka_unit_test(test_deleted_file_reopened),
-	    cmocka_unit_test(test_closed_counts),
-	    cmocka_unit_test(test_fold_table),
-	    cmocka_unit_test(test_rate_bound),
-	    cmocka_unit_test(test_flood_of_one_kind),
-	    cmocka_unit_test(test_fold_off),
-	    cmocka_unit_test(test_fold_target),
-	    cmocka_unit_test(test_accounting_random),
+		cmocka_unit_test(test_checker_rejects),
+		cmocka_unit_test(test_escape_table),
+		cmocka_unit_test(test_escape_bound),
+		cmocka_unit_test(test_full_line),
+		cmocka_unit_test(test_numbers_and_time),
+		cmocka_unit_test(test_omitted_fields),
+		cmocka_unit_test(test_path_drops_query),
+		cmocka_unit_test(test_target_redacted),
+		cmocka_unit_test(test_hostile_strings_escaped),
+		cmocka_unit_test(test_control_peer),
+		cmocka_unit_test(test_truncation_bound),
+		cmocka_unit_test(test_write_file_and_parse_back),
+		cmocka_unit_test(test_open_error),
+		cmocka_unit_test(test_reopen_after_rotation),
+		cmocka_unit_test(test_write_failure_counted),
+		cmocka_unit_test(test_stderr_pipe_full_never_blocks),
+		cmocka_unit_test(test_stderr_socket_full_never_blocks),
+		cmocka_unit_test(test_threads_lines_whole),
+		cmocka_unit_test(test_defer_order),
+		cmocka_unit_test(test_defer_reopen_and_close),
+		cmocka_unit_test(test_defer_write_failure_counted),
+		cmocka_unit_test(test_deleted_file_reopened),
+		cmocka_unit_test(test_closed_counts),
+		cmocka_unit_test(test_fold_table),
+		cmocka_unit_test(test_rate_bound),
+		cmocka_unit_test(test_flood_of_one_kind),
+		cmocka_unit_test(test_fold_off),
+		cmocka_unit_test(test_fold_target),
+		cmocka_unit_test(test_accounting_random),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

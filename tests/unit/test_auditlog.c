@@ -73,13 +73,13 @@ static void test_parse(void **state)
 /* The fixed schema's line (every key, null where it does not apply), and
  * the lines of a broker before it ("addr"/"port": the client's without a
  * sandbox, the destination's with one) read to the same record. */
-#define NEW_LINE(sb, name, target, src, sport, dst, dport, decision, reason)                       \
-	"{" T0 ",\"sandbox\":" sb ",\"proto\":\"http\",\"name\":" name ",\"target\":" target       \
-	",\"src_addr\":" src ",\"src_port\":" sport ",\"dst_addr\":" dst ",\"dst_port\":" dport    \
-	",\"decision\":\"" decision "\",\"reason\":\"" reason "\",\"mode\":null,\"rule\":null,"    \
-	"\"credential\":null,\"method\":\"GET\",\"path\":\"/\",\"status\":403,\"dns_type\":null,"  \
-	"\"dns_answer\":null,\"pid\":null,\"uid\":null,\"old_policy\":null,\"old_sha256\":null,"   \
-	"\"new_policy\":null,\"new_sha256\":null,\"bytes_up\":0,\"bytes_down\":0,"                  \
+#define NEW_LINE(sb, name, target, src, sport, dst, dport, decision, reason)                      \
+	"{" T0 ",\"sandbox\":" sb ",\"proto\":\"http\",\"name\":" name ",\"target\":" target      \
+	",\"src_addr\":" src ",\"src_port\":" sport ",\"dst_addr\":" dst ",\"dst_port\":" dport   \
+	",\"decision\":\"" decision "\",\"reason\":\"" reason "\",\"mode\":null,\"rule\":null,"   \
+	"\"credential\":null,\"method\":\"GET\",\"path\":\"/\",\"status\":403,\"dns_type\":null," \
+	"\"dns_answer\":null,\"pid\":null,\"uid\":null,\"old_policy\":null,\"old_sha256\":null,"  \
+	"\"new_policy\":null,\"new_sha256\":null,\"bytes_up\":0,\"bytes_down\":0,"                \
 	"\"duration_ms\":1,\"repeated\":null,\"dropped\":null}"
 
 static void test_parse_schema_versions(void **state)
@@ -92,11 +92,11 @@ static void test_parse_schema_versions(void **state)
 	assert_non_null(rep);
 	assert_non_null(old);
 	/* a refused literal: no name, the raw target, both ends */
-	assert_int_equal(parse(NEW_LINE("\"s\"", "null", "\"http://2852039166/\"", "\"10.0.0.2\"",
-					"40000", "\"169.254.169.254\"", "80", "deny",
-					"address-literal"),
-			       &r),
-			 0);
+	assert_int_equal(
+		parse(NEW_LINE("\"s\"", "null", "\"http://2852039166/\"", "\"10.0.0.2\"", "40000",
+			       "\"169.254.169.254\"", "80", "deny", "address-literal"),
+		      &r),
+		0);
 	assert_string_equal(r.sandbox, "s");
 	assert_string_equal(r.name, "");
 	assert_string_equal(r.target, "http://2852039166/");
@@ -593,12 +593,17 @@ static void test_report_print(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),	       cmocka_unit_test(test_parse_hostile),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_parse_hostile),
 		cmocka_unit_test(test_parse_schema_versions),
-		cmocka_unit_test(test_put_safe),       cmocka_unit_test(test_time),
-		cmocka_unit_test(test_since),	       cmocka_unit_test(test_suggest_rules),
-		cmocka_unit_test(test_suggest_counts), cmocka_unit_test(test_suggest_wildcards),
-		cmocka_unit_test(test_report_counts),  cmocka_unit_test(test_report_print),
+		cmocka_unit_test(test_put_safe),
+		cmocka_unit_test(test_time),
+		cmocka_unit_test(test_since),
+		cmocka_unit_test(test_suggest_rules),
+		cmocka_unit_test(test_suggest_counts),
+		cmocka_unit_test(test_suggest_wildcards),
+		cmocka_unit_test(test_report_counts),
+		cmocka_unit_test(test_report_print),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,12 +178,9 @@ static void test_log_every(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_siphash_reference),
-		cmocka_unit_test(test_obuf),
-		cmocka_unit_test(test_text_eq_ci),
-		cmocka_unit_test(test_file_read_all),
-		cmocka_unit_test(test_file_read_all_err),
-		cmocka_unit_test(test_log_dead_stderr),
+		cmocka_unit_test(test_siphash_reference), cmocka_unit_test(test_obuf),
+		cmocka_unit_test(test_text_eq_ci),	  cmocka_unit_test(test_file_read_all),
+		cmocka_unit_test(test_file_read_all_err), cmocka_unit_test(test_log_dead_stderr),
 		cmocka_unit_test(test_log_every),
 	};
 

@@ -82,8 +82,7 @@ static int group_setup(void **state)
 	struct policy_error err;
 
 	(void)state;
-	if (policy_load_buffer("test.yaml", policy_yaml, sizeof(policy_yaml) - 1,
-			       &pol, &err) < 0) {
+	if (policy_load_buffer("test.yaml", policy_yaml, sizeof(policy_yaml) - 1, &pol, &err) < 0) {
 		fprintf(stderr, "policy: %s\n", err.msg);
 		return -1;
 	}
@@ -133,8 +132,7 @@ static int tmp_teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void write_file(const char *name, const void *data, size_t len,
-		       char *path, size_t plen)
+static void write_file(const char *name, const void *data, size_t len, char *path, size_t plen)
 {
 	FILE *f;
 
@@ -243,8 +241,8 @@ static void test_host_match(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
-		if (creds_host_match(tab[i].pattern, tab[i].host,
-				     strlen(tab[i].host)) != tab[i].match)
+		if (creds_host_match(tab[i].pattern, tab[i].host, strlen(tab[i].host)) !=
+		    tab[i].match)
 			fail_msg("%s vs %s", tab[i].pattern, tab[i].host);
 }
 
@@ -277,8 +275,7 @@ static void test_path_match(void **state)
 
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(tab); i++)
-		if (creds_path_match(tab[i].glob, tab[i].path,
-				     strlen(tab[i].path)) != tab[i].match)
+		if (creds_path_match(tab[i].glob, tab[i].path, strlen(tab[i].path)) != tab[i].match)
 			fail_msg("%s vs %s", tab[i].glob, tab[i].path);
 }
 
@@ -423,24 +420,25 @@ static void test_path_scope_bypass(void **state)
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
 		struct http_request req;
 		int n = snprintf(head, sizeof(head),
-				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-				 tab[i].path);
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n\r\n", tab[i].path);
 		int r = http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req);
 
 		/* One the parser refuses never reaches a scope: as good. */
 		if (r <= 0 ? tab[i].in_scope
 			   : creds_in_scope(gh, NULL, NULL, &req) != tab[i].in_scope) {
 			print_error("%s: %s, want %s\n", tab[i].path,
-				    r <= 0 ? "parser refused it" :
-				    tab[i].in_scope ? "out of scope" : "in scope",
+				    r <= 0	      ? "parser refused it"
+				    : tab[i].in_scope ? "out of scope"
+						      : "in scope",
 				    tab[i].in_scope ? "in scope" : "out of scope");
 			bad++;
 		}
 	}
 	assert_int_equal(bad, 0);
 	/* A credential without a path scope is not concerned. */
-	assert_true(creds_in_scope(wild, "a.example.com", NULL,
-				   parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
+	assert_true(
+		creds_in_scope(wild, "a.example.com", NULL,
+			       parse("GET /a/..;/b%00 HTTP/1.1\r\nHost: a.example.com\r\n\r\n")));
 }
 
 static void test_build_injection(void **state)
@@ -477,8 +475,7 @@ static void test_build_injection(void **state)
 
 static void test_secret_load(void **state)
 {
-	struct policy_credential c = { .name = (char *)"t",
-				       .source_kind = POLICY_SOURCE_FILE };
+	struct policy_credential c = { .name = (char *)"t", .source_kind = POLICY_SOURCE_FILE };
 	struct creds_secret s = { 0 };
 	char p[256], p2[256], err[256];
 	static char big[CREDS_SECRET_MAX + 2];
@@ -525,8 +522,7 @@ static void test_secret_load(void **state)
 		for (i = 0; i < ARRAY_SIZE(bad); i++) {
 			write_file("bad", bad[i].data, bad[i].len, p, sizeof(p));
 			err[0] = '\0';
-			assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)),
-					 -EINVAL);
+			assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
 			assert_null(s.buf);
 			assert_non_null(strstr(err, p));
 			assert_null(strstr(err, "hunter2"));
@@ -582,8 +578,7 @@ static void test_secret_load(void **state)
 
 /* ---- the table ----------------------------------------------------------- */
 
-static int count_cb(const char *ph, const char *name, uint64_t exp, bool revoked,
-		    void *arg)
+static int count_cb(const char *ph, const char *name, uint64_t exp, bool revoked, void *arg)
 {
 	size_t *n = arg;
 
@@ -621,8 +616,8 @@ static void test_table(void **state)
 
 	assert_int_equal(creds_placeholder_new(unknown), 0);
 	assert_int_equal(creds_table_lookup(t, unknown, NOW, NULL), CREDS_PH_UNKNOWN);
-	assert_int_equal(creds_table_lookup(t, "not a placeholder at all, no no no no", NOW,
-					    NULL), CREDS_PH_UNKNOWN);
+	assert_int_equal(creds_table_lookup(t, "not a placeholder at all, no no no no", NOW, NULL),
+			 CREDS_PH_UNKNOWN);
 	/* One character off is unknown. */
 	memcpy(unknown, a, sizeof(a));
 	unknown[41] = unknown[41] == '0' ? '1' : '0';
@@ -672,8 +667,8 @@ struct run_result {
  * Plans and, when forwarded, rewrites @head for @host; the written head is
  * parsed again (it must be a head we accept) and kept NUL-terminated.
  */
-static void run(struct creds_table *t, const char *head, const char *host,
-		unsigned flags, struct run_result *res)
+static void run(struct creds_table *t, const char *head, const char *host, unsigned flags,
+		struct run_result *res)
 {
 	static struct http_request again;
 	static char buf[16384];
@@ -682,22 +677,20 @@ static void run(struct creds_table *t, const char *head, const char *host,
 	int r;
 
 	memset(res->out, 0, sizeof(res->out));
-	assert_int_equal(creds_plan_request(t, pol, host, req, NOW, flags,
-					    &res->plan), 0);
+	assert_int_equal(creds_plan_request(t, pol, host, req, NOW, flags, &res->plan), 0);
 	if (res->plan.verdict != CREDS_FORWARD) {
 		assert_int_equal(res->plan.nuse, 0);
 		res->n = -EACCES;
 		return;
 	}
-	r = creds_rewrite_request(&res->plan, pol, secrets, req, buf, sizeof(buf),
-				  &rw);
+	r = creds_rewrite_request(&res->plan, pol, secrets, req, buf, sizeof(buf), &rw);
 	assert_int_equal(r, 0);
 	res->n = creds_write_request_head(&rw, req, res->out, sizeof(res->out) - 1);
 	creds_rewrite_wipe(&rw);
 	assert_true(res->n > 0);
 	res->out[res->n] = '\0';
-	assert_int_equal(http_parse_request(res->out, (size_t)res->n,
-					    (size_t)res->n, &again), res->n);
+	assert_int_equal(http_parse_request(res->out, (size_t)res->n, (size_t)res->n, &again),
+			 res->n);
 }
 
 static bool uses(const struct creds_plan *plan, int cred, bool inject)
@@ -721,8 +714,8 @@ static void grant_all(struct creds_table *t, uint64_t now)
 	for (i = 0; i < policy_credential_count(pol); i++) {
 		const struct policy_credential *c = policy_credential_get(pol, i);
 
-		assert_int_equal(creds_table_grant(t, c->name,
-						   c->ttl_sec ? now + c->ttl_sec : 0), 0);
+		assert_int_equal(creds_table_grant(t, c->name, c->ttl_sec ? now + c->ttl_sec : 0),
+				 0);
 	}
 }
 
@@ -732,8 +725,9 @@ static void test_inject_replaces_client_header(void **state)
 
 	(void)state;
 	grant_all(t, NOW);
-	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
-	       "authorization: token client-own\r\nAccept: */*\r\n\r\n",
+	run(t,
+	    "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+	    "authorization: token client-own\r\nAccept: */*\r\n\r\n",
 	    NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_true(uses(&res.plan, i_github, true));
@@ -745,23 +739,24 @@ static void test_inject_replaces_client_header(void **state)
 	assert_null(strstr(res.out, "client-own"));
 	assert_null(strstr(res.out, "OTHER-S3CRET"));
 	assert_non_null(strstr(res.out, "\r\nAccept: */*\r\n"));
-	assert_true(strncmp(res.out, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n", 50) == 0);
+	assert_true(strncmp(res.out, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n",
+			    50) == 0);
 
 	/* Out of github's path scope: other-auth (no path scope) applies. */
-	run(t, "GET /repos/other/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-	    NULL, 0, &res);
+	run(t, "GET /repos/other/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n", NULL, 0, &res);
 	assert_false(uses(&res.plan, i_github, true));
 	assert_non_null(strstr(res.out, "\r\nauthorization: token OTHER-S3CRET\r\n"));
 	assert_null(strstr(res.out, "GH-S3CRET"));
 
 	/* Ambiguous path: not github's. */
-	run(t, "GET /repos/acme/../other HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-	    NULL, 0, &res);
+	run(t, "GET /repos/acme/../other HTTP/1.1\r\nHost: api.github.com\r\n\r\n", NULL, 0, &res);
 	assert_null(strstr(res.out, "GH-S3CRET"));
 
 	/* Another host: nothing at all, the head as the client sent it. */
-	run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: a.example.com\r\n"
-	       "Authorization: token client-own\r\n\r\n", NULL, 0, &res);
+	run(t,
+	    "GET /repos/acme/x HTTP/1.1\r\nHost: a.example.com\r\n"
+	    "Authorization: token client-own\r\n\r\n",
+	    NULL, 0, &res);
 	assert_int_equal(res.plan.nuse, 0);
 	assert_non_null(strstr(res.out, "Authorization: token client-own"));
 	assert_null(strstr(res.out, "S3CRET"));
@@ -779,8 +774,7 @@ static void test_placeholders_in_scope(void **state)
 
 	/* A header value. */
 	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: pre %s post\r\n\r\n",
-		 ph);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: pre %s post\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_int_equal(res.plan.nfound, 1);
@@ -793,8 +787,7 @@ static void test_placeholders_in_scope(void **state)
 	snprintf(plain, sizeof(plain), "user:%s", ph);
 	assert_true(creds_base64_encode(plain, strlen(plain), false, b64, sizeof(b64)) > 0);
 	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Basic %s\r\n\r\n",
-		 b64);
+		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nAuthorization: Basic %s\r\n\r\n", b64);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_true(creds_base64_encode("user:W/ld+S3cret=x", 18, false, b64, sizeof(b64)) > 0);
@@ -804,7 +797,8 @@ static void test_placeholders_in_scope(void **state)
 	/* Several lines of one name become one, placeholders replaced. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nCookie: a=1\r\n"
-		 "Accept: x\r\nCookie: t=%s\r\n\r\n", ph);
+		 "Accept: x\r\nCookie: t=%s\r\n\r\n",
+		 ph);
 	run(t, head, NULL, 0, &res);
 	assert_non_null(strstr(res.out, "\r\nCookie: a=1; t=W/ld+S3cret=x\r\n"));
 	assert_int_equal(count(res.out, "Cookie:"), 1);
@@ -813,7 +807,8 @@ static void test_placeholders_in_scope(void **state)
 	 * rewritten. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nConnection: x-token\r\n"
-		 "X-Token: %s\r\n\r\n", ph);
+		 "X-Token: %s\r\n\r\n",
+		 ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_null(strstr(res.out, "S3cret"));
@@ -830,12 +825,13 @@ static void test_placeholders_in_scope(void **state)
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 		req = parse(head);
 		assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW, 0, &res.plan), 0);
-		assert_int_equal(creds_rewrite_request(&res.plan, pol, none, req, buf,
-						       sizeof(buf), &rw), -ENOKEY);
+		assert_int_equal(
+			creds_rewrite_request(&res.plan, pol, none, req, buf, sizeof(buf), &rw),
+			-ENOKEY);
 		/* Too small a buffer: refused and wiped. */
 		memset(buf, 'z', sizeof(buf));
-		assert_int_equal(creds_rewrite_request(&res.plan, pol, secrets, req, buf,
-						       10, &rw), -ENOSPC);
+		assert_int_equal(creds_rewrite_request(&res.plan, pol, secrets, req, buf, 10, &rw),
+				 -ENOSPC);
 		assert_int_equal(buf[0], 0);
 		assert_int_equal(buf[9], 0);
 		assert_int_equal(buf[10], 'z');
@@ -859,13 +855,12 @@ static void test_placeholders_refused(void **state)
 	assert_int_equal(creds_placeholder_new(unk), 0);
 
 	/* To the apex (outside "*.example.com"). */
-	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: example.com\r\nX-Token: %s\r\n\r\n", ph);
+	snprintf(head, sizeof(head), "GET /x HTTP/1.1\r\nHost: example.com\r\nX-Token: %s\r\n\r\n",
+		 ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	assert_int_equal(res.plan.cred, i_wild);
-	assert_string_equal(creds_verdict_reason(res.plan.verdict),
-			    "placeholder-out-of-scope");
+	assert_string_equal(creds_verdict_reason(res.plan.verdict), "placeholder-out-of-scope");
 
 	/* Hidden in Basic, to another host. */
 	snprintf(plain, sizeof(plain), "%s:x", ph);
@@ -877,28 +872,27 @@ static void test_placeholders_refused(void **state)
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 
 	/* In a query to another host. */
-	snprintf(head, sizeof(head),
-		 "GET /x?leak=%s HTTP/1.1\r\nHost: plain.example.net\r\n\r\n", ph);
+	snprintf(head, sizeof(head), "GET /x?leak=%s HTTP/1.1\r\nHost: plain.example.net\r\n\r\n",
+		 ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 
 	/* github's placeholder outside its method or path scope. */
 	snprintf(head, sizeof(head),
-		 "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n",
-		 gh);
+		 "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n", gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	assert_int_equal(res.plan.cred, i_github);
 	snprintf(head, sizeof(head),
-		 "GET /repos/acme/../x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n",
-		 gh);
+		 "GET /repos/acme/../x HTTP/1.1\r\nHost: api.github.com\r\nX-T: %s\r\n\r\n", gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	/* ... and inside it, in its inject header, which the injection
 	 * replaces. */
 	snprintf(head, sizeof(head),
 		 "POST /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
-		 "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n", gh);
+		 "Authorization: Bearer %s\r\nContent-Length: 0\r\n\r\n",
+		 gh);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 	assert_non_null(strstr(res.out, "\r\nAuthorization: Bearer GH-S3CRET-gh\r\n"));
@@ -906,12 +900,10 @@ static void test_placeholders_refused(void **state)
 	assert_null(creds_find_placeholder(res.out, (size_t)res.n, NULL));
 
 	/* Places no scope ever holds: Host, a header name. */
-	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: %s.example.com\r\n\r\n", ph);
+	snprintf(head, sizeof(head), "GET /x HTTP/1.1\r\nHost: %s.example.com\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
-	snprintf(head, sizeof(head),
-		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\n%s: 1\r\n\r\n", ph);
+	snprintf(head, sizeof(head), "GET /x HTTP/1.1\r\nHost: a.example.com\r\n%s: 1\r\n\r\n", ph);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 	/* (A placeholder as the method never parses: llhttp knows its
@@ -931,7 +923,8 @@ static void test_placeholders_refused(void **state)
 	/* The first failure decides: valid, then unknown. */
 	snprintf(head, sizeof(head),
 		 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n"
-		 "Authorization: Bearer %s\r\n\r\n", ph, unk);
+		 "Authorization: Bearer %s\r\n\r\n",
+		 ph, unk);
 	run(t, head, NULL, 0, &res);
 	assert_int_equal(res.plan.verdict, CREDS_UNKNOWN);
 
@@ -975,8 +968,8 @@ static void fill(char *out, size_t len, const char *tmpl, const char *ph)
 	const char *at = strchr(tmpl, '@');
 
 	assert_non_null(at);
-	assert_true((size_t)snprintf(out, len, "%.*s%s%s", (int)(at - tmpl), tmpl, ph,
-				     at + 1) < len);
+	assert_true((size_t)snprintf(out, len, "%.*s%s%s", (int)(at - tmpl), tmpl, ph, at + 1) <
+		    len);
 }
 
 /*
@@ -1007,26 +1000,26 @@ static void test_placeholder_places(void **state)
 		  CREDS_OUT_OF_SCOPE },
 		{ "GET /bot@/send HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
 		  CREDS_OUT_OF_SCOPE },
-		{ "GET http://a.example.com/x?t=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
-		  false, CREDS_OUT_OF_SCOPE },
+		{ "GET http://a.example.com/x?t=@ HTTP/1.1\r\nHost: a.example.com\r\n\r\n", false,
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: @\r\n\r\n", false,
 		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nReferer: http://a.example.com/?t=@\r\n\r\n",
 		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nUser-Agent: @\r\n\r\n", false,
 		  CREDS_OUT_OF_SCOPE },
-		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: @\r\n\r\n",
-		  false, CREDS_OUT_OF_SCOPE },
+		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nProxy-Authorization: @\r\n\r\n", false,
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: a\r\nX-Token-2: @\r\n\r\n",
 		  false, CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: token @\r\n\r\n",
 		  true, CREDS_FORWARD },
-		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-Token: @\r\n\r\n",
-		  true, CREDS_OUT_OF_SCOPE },
-		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nCookie: t=@\r\n\r\n",
-		  true, CREDS_OUT_OF_SCOPE },
-		{ "GET /repos/acme/x?access_token=@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n",
-		  true, CREDS_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nX-Token: @\r\n\r\n", true,
+		  CREDS_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\nCookie: t=@\r\n\r\n", true,
+		  CREDS_OUT_OF_SCOPE },
+		{ "GET /repos/acme/x?access_token=@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n", true,
+		  CREDS_OUT_OF_SCOPE },
 		{ "GET /repos/acme/@ HTTP/1.1\r\nHost: api.github.com\r\n\r\n", true,
 		  CREDS_OUT_OF_SCOPE },
 	};
@@ -1078,16 +1071,18 @@ static void test_placeholder_places(void **state)
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Token: %s\r\n\r\n", ph);
 		assert_int_equal(creds_plan_request(t, pol, NULL, parse(head), NOW, 0, &plan), 0);
 		assert_int_equal(plan.verdict, CREDS_FORWARD);
-		snprintf(head, sizeof(head),
-			 "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n", ph);
+		snprintf(head, sizeof(head), "GET /x?t=%s HTTP/1.1\r\nHost: a.example.com\r\n\r\n",
+			 ph);
 		req = parse(head);
-		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
-						       sizeof(buf), &rw), -EINVAL);
+		assert_int_equal(
+			creds_rewrite_request(&plan, pol, secrets, req, buf, sizeof(buf), &rw),
+			-EINVAL);
 		snprintf(head, sizeof(head),
 			 "GET /x HTTP/1.1\r\nHost: a.example.com\r\nX-Echo: %s\r\n\r\n", ph);
 		req = parse(head);
-		assert_int_equal(creds_rewrite_request(&plan, pol, secrets, req, buf,
-						       sizeof(buf), &rw), -EINVAL);
+		assert_int_equal(
+			creds_rewrite_request(&plan, pol, secrets, req, buf, sizeof(buf), &rw),
+			-EINVAL);
 	}
 	creds_table_free(t);
 }
@@ -1112,8 +1107,8 @@ static void test_plaintext(void **state)
 	run(t, head, NULL, CREDS_PLAN_PLAINTEXT, &res);
 	assert_int_equal(res.plan.verdict, CREDS_PLAINTEXT);
 	/* plain allows it. */
-	run(t, "GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n", NULL,
-	    CREDS_PLAN_PLAINTEXT, &res);
+	run(t, "GET / HTTP/1.1\r\nHost: plain.example.net\r\n\r\n", NULL, CREDS_PLAN_PLAINTEXT,
+	    &res);
 	assert_int_equal(res.plan.plaintext_withheld, -1);
 	assert_non_null(strstr(res.out, "\r\nX-Api-Key: PLAIN-S3CRET\r\n"));
 	creds_table_free(t);
@@ -1139,7 +1134,8 @@ static void test_method_override(void **state)
 		{ "/repos/acme/x", "X-HTTP-Method: DELETE\r\n", false },
 		{ "/repos/acme/x", "X-Method-Override: PATCH\r\n", false },
 		{ "/repos/acme/x", "X_HTTP_Method_Override: DELETE\r\n", false },
-		{ "/repos/acme/x", "X-HTTP-Method-Override: GET\r\nX-HTTP-Method: DELETE\r\n", false },
+		{ "/repos/acme/x", "X-HTTP-Method-Override: GET\r\nX-HTTP-Method: DELETE\r\n",
+		  false },
 		{ "/repos/acme/x", "X-HTTP-Method-Override: GET, DELETE\r\n", false },
 		{ "/repos/acme/x", "X-HTTP-Method-Override: GET DELETE\r\n", false },
 		{ "/repos/acme/x", "X-HTTP-Method-Override:\r\n", false },
@@ -1177,8 +1173,8 @@ static void test_method_override(void **state)
 	for (i = 0; i < ARRAY_SIZE(tab); i++) {
 		struct http_request req;
 		int n = snprintf(head, sizeof(head),
-				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n%s\r\n",
-				 tab[i].target, tab[i].headers);
+				 "GET %s HTTP/1.1\r\nHost: api.github.com\r\n%s\r\n", tab[i].target,
+				 tab[i].headers);
 
 		if (http_parse_request(head, (size_t)n, HTTP_DEFAULT_MAX_HEAD, &req) <= 0)
 			fail_msg("%s %s: does not parse", tab[i].target, tab[i].headers);
@@ -1197,17 +1193,22 @@ static void test_method_override(void **state)
 
 		grant_all(t, NOW);
 		assert_int_equal(creds_table_issue(t, "github", NOW, 0, ph), 0);
-		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
-		       "X-HTTP-Method-Override: GET\r\n\r\n", NULL, 0, &res);
+		run(t,
+		    "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		    "X-HTTP-Method-Override: GET\r\n\r\n",
+		    NULL, 0, &res);
 		assert_true(uses(&res.plan, i_github, true));
-		run(t, "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
-		       "X-HTTP-Method-Override: DELETE\r\n\r\n", NULL, 0, &res);
+		run(t,
+		    "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
+		    "X-HTTP-Method-Override: DELETE\r\n\r\n",
+		    NULL, 0, &res);
 		assert_int_equal(res.plan.verdict, CREDS_FORWARD);
 		assert_false(uses(&res.plan, i_github, true));
 		assert_null(strstr(res.out, "GH-S3CRET"));
 		snprintf(head, sizeof(head),
 			 "GET /repos/acme/x?_method=DELETE HTTP/1.1\r\nHost: api.github.com\r\n"
-			 "Authorization: Bearer %s\r\n\r\n", ph);
+			 "Authorization: Bearer %s\r\n\r\n",
+			 ph);
 		run(t, head, NULL, 0, &res);
 		assert_int_equal(res.plan.verdict, CREDS_OUT_OF_SCOPE);
 		assert_int_equal(res.plan.cred, i_github);
@@ -1216,7 +1217,7 @@ static void test_method_override(void **state)
 	/* A credential without a methods scope is not concerned. */
 	assert_true(creds_in_scope(wild, NULL, NULL,
 				   parse("GET /x?_method=DELETE HTTP/1.1\r\nHost: a.example.com\r\n"
-					"X-HTTP-Method-Override: PURGE\r\n\r\n")));
+					 "X-HTTP-Method-Override: PURGE\r\n\r\n")));
 }
 
 /*
@@ -1226,8 +1227,7 @@ static void test_method_override(void **state)
  */
 static void test_ttl_bounds_injection(void **state)
 {
-	static const char gh_head[] =
-		"GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n";
+	static const char gh_head[] = "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n\r\n";
 	struct creds_table *t = creds_table_new();
 	const struct http_request *req;
 	char ph[CREDS_PLACEHOLDER_LEN + 1], head[512];
@@ -1240,10 +1240,8 @@ static void test_ttl_bounds_injection(void **state)
 	assert_int_equal(exp, NOW + 900);
 	/* The first grant stays: a second one does not extend it. */
 	assert_int_equal(creds_table_grant(t, "github", NOW + 5000), -EEXIST);
-	assert_int_equal(creds_table_grant_state(t, "github", NOW + 900, NULL),
-			 CREDS_PH_EXPIRED);
-	assert_int_equal(creds_table_grant_state(t, "plain", NOW + 1000000, NULL),
-			 CREDS_PH_VALID);
+	assert_int_equal(creds_table_grant_state(t, "github", NOW + 900, NULL), CREDS_PH_EXPIRED);
+	assert_int_equal(creds_table_grant_state(t, "plain", NOW + 1000000, NULL), CREDS_PH_VALID);
 	assert_int_equal(creds_table_grant_state(t, "nope", NOW, NULL), CREDS_PH_UNKNOWN);
 	assert_int_equal(creds_table_grant(t, "", NOW), -EINVAL);
 	assert_int_equal(creds_table_issue(t, "github", NOW, 900, ph), 0);
@@ -1263,7 +1261,8 @@ static void test_ttl_bounds_injection(void **state)
 	/* Its placeholder too, with the same clock. */
 	snprintf(head, sizeof(head),
 		 "GET /repos/acme/x HTTP/1.1\r\nHost: api.github.com\r\n"
-		 "Authorization: Bearer %s\r\n\r\n", ph);
+		 "Authorization: Bearer %s\r\n\r\n",
+		 ph);
 	req = parse(head);
 	assert_int_equal(creds_plan_request(t, pol, NULL, req, NOW + 900, 0, &plan), 0);
 	assert_int_equal(plan.verdict, CREDS_EXPIRED);
@@ -1310,10 +1309,11 @@ static void test_write_target_override(void **state)
 	/* NULL keeps the client's; nothing may break the request line. */
 	n = http_write_request_head_target(req, NULL, 0, out, sizeof(out), NULL, 0);
 	assert_true(strncmp(out, "GET / HTTP/1.1\r\n", 16) == 0);
-	assert_int_equal(http_write_request_head_target(req, "/a b", 4, out,
-							sizeof(out), NULL, 0), -EINVAL);
-	assert_int_equal(http_write_request_head_target(req, "/a\r\nX: y", 8, out,
-							sizeof(out), NULL, 0), -EINVAL);
+	assert_int_equal(http_write_request_head_target(req, "/a b", 4, out, sizeof(out), NULL, 0),
+			 -EINVAL);
+	assert_int_equal(
+		http_write_request_head_target(req, "/a\r\nX: y", 8, out, sizeof(out), NULL, 0),
+		-EINVAL);
 }
 
 /* ---- base64 -------------------------------------------------------------- */
@@ -1344,8 +1344,9 @@ static void test_base64(void **state)
 		assert_int_equal(creds_base64_encode(tab[i].in, l, true, enc, sizeof(enc)),
 				 (int)strlen(tab[i].url));
 		assert_string_equal(enc, tab[i].url);
-		assert_int_equal(creds_base64_decode(tab[i].std, strlen(tab[i].std), dec,
-						     sizeof(dec)), (int)l);
+		assert_int_equal(
+			creds_base64_decode(tab[i].std, strlen(tab[i].std), dec, sizeof(dec)),
+			(int)l);
 		assert_memory_equal(dec, tab[i].in, l);
 	}
 	assert_int_equal(creds_base64_decode("Zm9v", 4, dec, 2), -ENOSPC);
@@ -1379,13 +1380,12 @@ static int b64url_dec(const char *s, size_t len, unsigned char *out, size_t cap)
 	return creds_base64_decode(tmp, i, out, cap);
 }
 
-static EVP_PKEY *keygen_to_file(const char *type, const char *param,
-				const char *name, char *p, size_t plen)
+static EVP_PKEY *keygen_to_file(const char *type, const char *param, const char *name, char *p,
+				size_t plen)
 {
-	EVP_PKEY *k = param ? EVP_PKEY_Q_keygen(NULL, NULL, type, param)
-		      : strcmp(type, "RSA") == 0
-			      ? EVP_PKEY_Q_keygen(NULL, NULL, type, (size_t)2048)
-			      : EVP_PKEY_Q_keygen(NULL, NULL, type);
+	EVP_PKEY *k = param			 ? EVP_PKEY_Q_keygen(NULL, NULL, type, param)
+		      : strcmp(type, "RSA") == 0 ? EVP_PKEY_Q_keygen(NULL, NULL, type, (size_t)2048)
+						 : EVP_PKEY_Q_keygen(NULL, NULL, type);
 	FILE *f;
 
 	assert_non_null(k);
@@ -1412,14 +1412,14 @@ static bool verify_jwt(EVP_PKEY *pub, const char *tok, bool es256)
 		/* JWS R||S back into DER for EVP_DigestVerify. */
 		ECDSA_SIG *es = ECDSA_SIG_new();
 
-		assert_int_equal(ECDSA_SIG_set0(es, BN_bin2bn(sig, 32, NULL),
-						BN_bin2bn(sig + 32, 32, NULL)), 1);
+		assert_int_equal(
+			ECDSA_SIG_set0(es, BN_bin2bn(sig, 32, NULL), BN_bin2bn(sig + 32, 32, NULL)),
+			1);
 		dl = i2d_ECDSA_SIG(es, &dp);
 		ECDSA_SIG_free(es);
 		assert_true(dl > 0);
 	}
-	assert_int_equal(EVP_DigestVerifyInit(m, NULL, es256 ? EVP_sha256() : NULL,
-					      NULL, pub), 1);
+	assert_int_equal(EVP_DigestVerifyInit(m, NULL, es256 ? EVP_sha256() : NULL, NULL, pub), 1);
 	ok = EVP_DigestVerify(m, es256 ? der : sig, es256 ? (size_t)dl : 64,
 			      (const unsigned char *)tok, (size_t)(d2 - tok)) == 1;
 	EVP_MD_CTX_free(m);
@@ -1434,8 +1434,7 @@ static void jwt_part(const char *tok, int part, char *out, size_t cap)
 	while (part-- > 0)
 		s = strchr(s, '.') + 1;
 	e = strchr(s, '.');
-	n = b64url_dec(s, e ? (size_t)(e - s) : strlen(s), (unsigned char *)out,
-		       cap - 1);
+	n = b64url_dec(s, e ? (size_t)(e - s) : strlen(s), (unsigned char *)out, cap - 1);
 	assert_true(n > 0);
 	out[n] = '\0';
 }
@@ -1449,8 +1448,8 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 
 	gen = keygen_to_file(kind, param, "jwt.pem", p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), 0);
-	n = creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com",
-			   "repo read", NOW, 300, tok, sizeof(tok));
+	n = creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com", "repo read", NOW,
+			   300, tok, sizeof(tok));
 	assert_true(n > 0);
 	assert_int_equal(strlen(tok), (size_t)n);
 	assert_null(strchr(tok, '='));
@@ -1483,9 +1482,8 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	{
 		char tok2[2048];
 
-		assert_true(creds_jwt_mint(key, "k1", "sluice", "sandbox-1",
-					   "api.example.com", "repo read", NOW, 300,
-					   tok2, sizeof(tok2)) > 0);
+		assert_true(creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com",
+					   "repo read", NOW, 300, tok2, sizeof(tok2)) > 0);
 		assert_string_not_equal(tok, tok2);
 	}
 	/* JSON escaping in claims. */
@@ -1498,14 +1496,15 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 	assert_null(strstr(claims, "scope"));
 
 	/* Bad arguments; too small. */
-	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 0, tok,
-					sizeof(tok)), -EINVAL);
-	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW,
-					32ULL * 86400, tok, sizeof(tok)), -EINVAL);
-	assert_int_equal(creds_jwt_mint(key, NULL, "", "s", "a", NULL, NOW, 60, tok,
-					sizeof(tok)), -EINVAL);
-	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 60, tok,
-					100), -ENOSPC);
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 0, tok, sizeof(tok)),
+			 -EINVAL);
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 32ULL * 86400, tok,
+					sizeof(tok)),
+			 -EINVAL);
+	assert_int_equal(creds_jwt_mint(key, NULL, "", "s", "a", NULL, NOW, 60, tok, sizeof(tok)),
+			 -EINVAL);
+	assert_int_equal(creds_jwt_mint(key, NULL, "i", "s", "a", NULL, NOW, 60, tok, 100),
+			 -ENOSPC);
 	assert_int_equal(tok[0], 0);
 
 	/* JWKS. */
@@ -1534,9 +1533,10 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 			assert_non_null(s);
 			sscanf(s + 5, "%63[^\"]", y);
 			assert_int_equal(b64url_dec(y, strlen(y), yb, sizeof(yb)), 32);
-			assert_int_equal(EVP_PKEY_get_octet_string_param(
-						 gen, OSSL_PKEY_PARAM_PUB_KEY, pub,
-						 sizeof(pub), &pl), 1);
+			assert_int_equal(EVP_PKEY_get_octet_string_param(gen,
+									 OSSL_PKEY_PARAM_PUB_KEY,
+									 pub, sizeof(pub), &pl),
+					 1);
 			assert_int_equal(pl, 65);
 			assert_int_equal(pub[0], 4);
 			assert_memory_equal(pub + 1, xb, 32);
@@ -1571,13 +1571,13 @@ static void test_jwt(void **state)
 	EVP_PKEY_free(k);
 	k = keygen_to_file("RSA", NULL, "rsa.pem", p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
-	assert_int_equal(creds_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p,
-					sizeof(p)), -EINVAL);
+	assert_int_equal(creds_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p, sizeof(p)),
+			 -EINVAL);
 	EVP_PKEY_free(k);
 	write_file("junk.pem", "not a key\n", 10, p, sizeof(p));
 	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
-	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, err,
-					    sizeof(err)), -ENOENT);
+	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, err, sizeof(err)),
+			 -ENOENT);
 }
 
 /* ---- OAuth2 -------------------------------------------------------------- */
@@ -1594,17 +1594,15 @@ static void test_oauth2_body(void **state)
 	assert_int_equal(creds_secret_set(&s, "p@ss&word=1+2 3~", 16), 0);
 	n = creds_oauth2_request_body("my client", &s, scopes, 2, out, sizeof(out));
 	assert_true(n > 0);
-	assert_string_equal(out,
-			    "grant_type=client_credentials&client_id=my+client"
-			    "&client_secret=p%40ss%26word%3D1%2B2+3~"
-			    "&scope=read%3Aorg+repo");
+	assert_string_equal(out, "grant_type=client_credentials&client_id=my+client"
+				 "&client_secret=p%40ss%26word%3D1%2B2+3~"
+				 "&scope=read%3Aorg+repo");
 	n = creds_oauth2_request_body("id", &s, NULL, 0, out, sizeof(out));
 	assert_string_equal(out, "grant_type=client_credentials&client_id=id"
 				 "&client_secret=p%40ss%26word%3D1%2B2+3~");
-	assert_int_equal(creds_oauth2_request_body("id", &s, bad_scopes, 1, out,
-						   sizeof(out)), -EINVAL);
-	assert_int_equal(creds_oauth2_request_body("", &s, NULL, 0, out, sizeof(out)),
+	assert_int_equal(creds_oauth2_request_body("id", &s, bad_scopes, 1, out, sizeof(out)),
 			 -EINVAL);
+	assert_int_equal(creds_oauth2_request_body("", &s, NULL, 0, out, sizeof(out)), -EINVAL);
 	assert_int_equal(creds_oauth2_request_body("id", &s, NULL, 0, out, 40), -ENOSPC);
 	assert_int_equal(out[0], 0);
 	creds_secret_free(&s);
@@ -1622,9 +1620,11 @@ static void test_oauth2_parse(void **state)
 		  0, "abc.DEF-123", 3600 },
 		{ " {\n \"token_type\" : \"bearer\" , \"access_token\" : \"a\\/b\" ,"
 		  " \"scope\":\"x y\", \"extra\":{\"n\":[1,2.5e3,-0,true,false,null,{}]},"
-		  " \"expires_in\":\"120\"}\r\n", 0, "a/b", 120 },
+		  " \"expires_in\":\"120\"}\r\n",
+		  0, "a/b", 120 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"BEARER\"}", 0, "t", 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":0}", 0, "t", 0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":0}", 0, "t",
+		  0 },
 		/* missing or bad members */
 		{ "{\"token_type\":\"Bearer\",\"expires_in\":3600}", -EINVAL, NULL, 0 },
 		{ "{\"access_token\":\"t\",\"expires_in\":3600}", -EINVAL, NULL, 0 },
@@ -1643,10 +1643,10 @@ static void test_oauth2_parse(void **state)
 		  -ERANGE, NULL, 0 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":31708801}",
 		  -ERANGE, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":1e9}",
-		  -ERANGE, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":-1}",
-		  -ERANGE, NULL, 0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":1e9}", -ERANGE,
+		  NULL, 0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":-1}", -ERANGE,
+		  NULL, 0 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"expires_in\":\"12x\"}",
 		  -EINVAL, NULL, 0 },
 		/* bad JSON */
@@ -1657,11 +1657,16 @@ static void test_oauth2_parse(void **state)
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\"}x", -EINVAL, NULL, 0 },
 		{ "{\"access_token\":\"t\" \"token_type\":\"Bearer\"}", -EINVAL, NULL, 0 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":01}", -EINVAL, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":[1,]}", -EINVAL, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"\\x\"}", -EINVAL, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"\\ud800\"}", -EINVAL, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":tru}", -EINVAL, NULL, 0 },
-		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"a\tb\"}", -EINVAL, NULL, 0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":[1,]}", -EINVAL, NULL,
+		  0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"\\x\"}", -EINVAL, NULL,
+		  0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"\\ud800\"}", -EINVAL,
+		  NULL, 0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":tru}", -EINVAL, NULL,
+		  0 },
+		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":\"a\tb\"}", -EINVAL,
+		  NULL, 0 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]}",
 		  -EINVAL, NULL, 0 },
 		{ "{\"access_token\":\"t\",\"token_type\":\"Bearer\",\"x\":[[[[[[[[[[[[[[]]]]]]]]]]]]]]}",

@@ -27,8 +27,17 @@
 
 static void test_schedule(void **state)
 {
-	static const uint64_t lives[] = { 1, 2, 3, 10, 60, 299, 300, 3600, 86400,
-					  CREDS_OAUTH2_EXPIRES_MAX, CREDS_OAUTH2_EXPIRES_MAX + 1 };
+	static const uint64_t lives[] = { 1,
+					  2,
+					  3,
+					  10,
+					  60,
+					  299,
+					  300,
+					  3600,
+					  86400,
+					  CREDS_OAUTH2_EXPIRES_MAX,
+					  CREDS_OAUTH2_EXPIRES_MAX + 1 };
 	static const uint32_t jitters[] = { 0, 1, 500, 1000, 1001, UINT32_MAX };
 	size_t i, j;
 
@@ -38,7 +47,8 @@ static void test_schedule(void **state)
 	assert_int_equal(creds_tokens_refresh_ms(2, 0), 1600);
 	assert_int_equal(creds_tokens_refresh_ms(2, 1000), 1700);
 	/* No expires_in: five minutes. */
-	assert_int_equal(creds_tokens_usable_ms(0), creds_tokens_usable_ms(CREDS_TOKENS_DEFAULT_EXPIRES_SEC));
+	assert_int_equal(creds_tokens_usable_ms(0),
+			 creds_tokens_usable_ms(CREDS_TOKENS_DEFAULT_EXPIRES_SEC));
 	assert_int_equal(creds_tokens_usable_ms(0), 270000);
 	assert_int_equal(creds_tokens_refresh_ms(0, 0), 240000);
 	/* An hour: handed out until 30 s before the end. */
@@ -46,7 +56,8 @@ static void test_schedule(void **state)
 	assert_int_equal(creds_tokens_refresh_ms(3600, 0), 2880000);
 	assert_int_equal(creds_tokens_refresh_ms(3600, 1000), 3060000);
 	for (i = 0; i < ARRAY_SIZE(lives); i++) {
-		uint64_t life = lives[i] > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX : lives[i];
+		uint64_t life =
+			lives[i] > CREDS_OAUTH2_EXPIRES_MAX ? CREDS_OAUTH2_EXPIRES_MAX : lives[i];
 
 		assert_true(creds_tokens_usable_ms(lives[i]) <= life * 1000);
 		assert_true(creds_tokens_usable_ms(lives[i]) >= life * 900);
@@ -59,7 +70,8 @@ static void test_schedule(void **state)
 			/* At 80-85% of the life, or 10 s before handing out
 			 * stops when that comes first. */
 			assert_true(r <= life * 850);
-			assert_true(r >= life * 800 || r == creds_tokens_usable_ms(lives[i]) - 10000);
+			assert_true(r >= life * 800 ||
+				    r == creds_tokens_usable_ms(lives[i]) - 10000);
 		}
 	}
 
@@ -141,11 +153,11 @@ struct fake {
 	char last_secret[64];
 	char last_host[64];
 	char last_scopes[64];
-	int release_fd;	     /* eventfd (semaphore) */
-	unsigned blocked;    /* fetches blocked now */
+	int release_fd;	      /* eventfd (semaphore) */
+	unsigned blocked;     /* fetches blocked now */
 	unsigned block_calls; /* fetches that blocked, in all */
-	unsigned cancelled;  /* blocked fetches ended by rq->cancel_fd */
-	unsigned timed_out;  /* blocked fetches ended by FAKE_BLOCK_MAX_MS */
+	unsigned cancelled;   /* blocked fetches ended by rq->cancel_fd */
+	unsigned timed_out;   /* blocked fetches ended by FAKE_BLOCK_MAX_MS */
 };
 
 static struct fake fake = { .lock = PTHREAD_MUTEX_INITIALIZER, .release_fd = -1 };
@@ -204,7 +216,8 @@ static int fake_fetch(void *ctx, const struct creds_tokens_request *rq, struct c
 	if (strncmp(rq->host, "hang", 4) == 0) {
 		r = fake_block(f, rq->cancel_fd);
 		if (r < 0) {
-			snprintf(err, errlen, "fake: %s", r == -ECANCELED ? "cancelled" : "timed out");
+			snprintf(err, errlen, "fake: %s",
+				 r == -ECANCELED ? "cancelled" : "timed out");
 			return r;
 		}
 	}
@@ -265,8 +278,10 @@ static struct fake_counts fake_snapshot(void)
 	struct fake_counts c;
 
 	pthread_mutex_lock(&fake.lock);
-	c = (struct fake_counts){ .calls = fake.calls, .blocked = fake.blocked,
-				  .cancelled = fake.cancelled, .timed_out = fake.timed_out };
+	c = (struct fake_counts){ .calls = fake.calls,
+				  .blocked = fake.blocked,
+				  .cancelled = fake.cancelled,
+				  .timed_out = fake.timed_out };
 	pthread_mutex_unlock(&fake.lock);
 	return c;
 }

@@ -55,11 +55,11 @@ static int fake_lookup(void *ctx, const struct sl_addr *src, struct dns_client *
 		return -ENOENT;
 	f->lookups++;
 	*c = (struct dns_client){
-	    .handle = f,
-	    .name = "sb1",
-	    .policy = policy_ref(f->pol),
-	    .synth = f->synth,
-	    .state = &f->st,
+		.handle = f,
+		.name = "sb1",
+		.policy = policy_ref(f->pol),
+		.synth = f->synth,
+		.state = &f->st,
 	};
 	return 0;
 }
@@ -98,10 +98,10 @@ static void fake_count(void *ctx, const char *answer, const char *decision, cons
 }
 
 static const struct dns_server_ops fake_ops = {
-    .lookup = fake_lookup,
-    .put = fake_put,
-    .audit = fake_audit,
-    .count = fake_count,
+	.lookup = fake_lookup,
+	.put = fake_put,
+	.audit = fake_audit,
+	.count = fake_count,
 };
 
 struct fx {
@@ -118,9 +118,9 @@ static int setup(void **state)
 	struct fx *x = calloc(1, sizeof(*x));
 
 	assert_non_null(x);
-	assert_int_equal(policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml),
-					    &x->f.pol, &perr),
-			 0);
+	assert_int_equal(
+		policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), &x->f.pol, &perr),
+		0);
 	assert_int_equal(addr_parse_cidr("198.18.0.0/15", &net, &plen), 0);
 	x->f.synth = dns_synth_new(&net, plen, DNS_SYNTH_MAX_NAMES);
 	assert_non_null(x->f.synth);
@@ -199,8 +199,9 @@ static void watchdog_cb(struct timer *t)
 
 static bool run_until(struct loop *l, bool (*done)(void *), void *arg)
 {
-	struct poll_state p = {.t.cb = poll_cb, .watchdog.cb = watchdog_cb, .l = l,
-			       .done = done, .arg = arg};
+	struct poll_state p = {
+		.t.cb = poll_cb, .watchdog.cb = watchdog_cb, .l = l, .done = done, .arg = arg
+	};
 
 	assert_int_equal(loop_timer_arm(l, &p.t, 0), 0);
 	assert_int_equal(loop_timer_arm(l, &p.watchdog, WAIT_MS), 0);
@@ -227,8 +228,9 @@ static bool got_datagram(void *arg)
 
 static int udp_client(void)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(PORT),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(PORT),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	assert_true(fd >= 0);
@@ -241,7 +243,7 @@ static int udp_client(void)
 static void test_udp_sandbox(void **state)
 {
 	struct fx *x = *state;
-	struct reply r = {0};
+	struct reply r = { 0 };
 	uint8_t q[512];
 	size_t n = make_query("api.example.com", q);
 
@@ -267,7 +269,7 @@ static void test_udp_sandbox(void **state)
 static void test_udp_denied(void **state)
 {
 	struct fx *x = *state;
-	struct reply r = {0};
+	struct reply r = { 0 };
 	uint8_t q[512];
 	size_t n = make_query("elsewhere.example.org", q);
 
@@ -289,7 +291,7 @@ static void test_udp_denied(void **state)
 static void test_udp_unknown(void **state)
 {
 	struct fx *x = *state;
-	struct reply r = {0};
+	struct reply r = { 0 };
 	uint8_t q[512];
 	size_t n = make_query("api.example.com", q);
 
@@ -331,9 +333,10 @@ static bool tcp_slot_back(void *arg)
 static void test_tcp_sandbox(void **state)
 {
 	struct fx *x = *state;
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(PORT),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct reply r = {0};
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(PORT),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct reply r = { 0 };
 	uint8_t q[1024];
 	size_t n1, n2, rlen1;
 
@@ -356,7 +359,7 @@ static void test_tcp_sandbox(void **state)
 	assert_true(run_until(x->l, got_stream, &r));
 	r.want += (size_t)(r.buf[2 + rlen1] << 8 | r.buf[2 + rlen1 + 1]);
 	assert_true(run_until(x->l, got_stream, &r));
-	assert_int_equal(r.buf[2 + 3] & 0x0f, 0);	       /* NOERROR */
+	assert_int_equal(r.buf[2 + 3] & 0x0f, 0);	      /* NOERROR */
 	assert_int_equal(r.buf[2 + rlen1 + 2 + 3] & 0x0f, 3); /* NXDOMAIN */
 	assert_int_equal(atomic_load(&x->f.st.tcp), 1);
 	assert_true(x->f.lookups > x->f.puts); /* the connection's reference */
@@ -367,17 +370,17 @@ static void test_tcp_sandbox(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_udp_sandbox, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_udp_denied, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_udp_unknown, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_tcp_sandbox, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_sandbox, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_denied, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tcp_sandbox, setup, teardown),
 	};
 
 	/* Its own network namespace, lo up: the server binds 0.0.0.0:PORT,
 	 * which then reaches nothing but this process. Not permitted (no
 	 * root): the tests are skipped. */
 	if (unshare(CLONE_NEWNET) == 0) {
-		struct ifreq ifr = {0};
+		struct ifreq ifr = { 0 };
 		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");

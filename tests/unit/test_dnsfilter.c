@@ -42,11 +42,9 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	assert_int_equal(policy_load_buffer("test.yaml", policy_yaml,
-					    strlen(policy_yaml), &f->p, &err),
-			 0);
-	assert_int_equal(addr_parse_cidr("198.18.0.0/15", &f->net, &f->plen),
-			 0);
+	assert_int_equal(
+		policy_load_buffer("test.yaml", policy_yaml, strlen(policy_yaml), &f->p, &err), 0);
+	assert_int_equal(addr_parse_cidr("198.18.0.0/15", &f->net, &f->plen), 0);
 	f->s = dns_synth_new(&f->net, f->plen, DNS_SYNTH_MAX_NAMES);
 	assert_non_null(f->s);
 	*state = f;
@@ -219,8 +217,7 @@ static void read_reply(const uint8_t *m, size_t n, struct reply *r)
 			r->opt = true;
 			r->rcode |= (uint16_t)((ttl >> 24) << 4);
 			while (x + 4 <= o + rdlen) {
-				uint16_t code = g16(m + x),
-					 olen = g16(m + x + 2);
+				uint16_t code = g16(m + x), olen = g16(m + x + 2);
 
 				if (code == 15 && olen >= 2)
 					r->ede = g16(m + x + 4);
@@ -238,8 +235,7 @@ static int ask(struct fx *f, const struct qspec *qs, bool udp, struct reply *r,
 {
 	uint8_t q[600], out[512];
 	size_t ql = mkq(qs, q);
-	int n =
-	    dns_filter_answer(f->p, f->s, q, ql, udp, out, sizeof(out), res);
+	int n = dns_filter_answer(f->p, f->s, q, ql, udp, out, sizeof(out), res);
 
 	if (n > 0)
 		read_reply(out, (size_t)n, r);
@@ -252,8 +248,7 @@ static int ask_audit(struct fx *f, const struct qspec *qs, struct reply *r,
 {
 	uint8_t q[600], out[512];
 	size_t ql = mkq(qs, q);
-	int n = dns_filter_answer_mode(f->p, f->s, true, q, ql, true, out,
-				       sizeof(out), res);
+	int n = dns_filter_answer_mode(f->p, f->s, true, q, ql, true, out, sizeof(out), res);
 
 	if (n > 0)
 		read_reply(out, (size_t)n, r);
@@ -270,8 +265,7 @@ static void a_text(const struct reply *r, char *buf, size_t len)
 static void test_allowed_a(void **state)
 {
 	struct fx *f = *state;
-	struct qspec qs = {
-	    .id = 0x1234, .name = "api.example.com", .qtype = DNS_TYPE_A};
+	struct qspec qs = { .id = 0x1234, .name = "api.example.com", .qtype = DNS_TYPE_A };
 	struct dns_filter_result res;
 	struct reply r;
 	struct sl_addr a;
@@ -313,7 +307,7 @@ static void test_allowed_a(void **state)
 static void test_audit_mode(void **state)
 {
 	struct fx *f = *state;
-	struct qspec qs = {.id = 7, .name = "evil.example.com", .qtype = DNS_TYPE_A};
+	struct qspec qs = { .id = 7, .name = "evil.example.com", .qtype = DNS_TYPE_A };
 	struct dns_filter_result res;
 	struct reply r;
 	char txt[32];
@@ -359,8 +353,8 @@ static int ask_hold(struct fx *f, const struct qspec *qs, struct reply *r,
 {
 	uint8_t q[600], out[512];
 	size_t ql = mkq(qs, q);
-	int n = dns_filter_answer_unlisted(f->p, f->s, DNS_UNLISTED_HOLD, q, ql,
-					   true, out, sizeof(out), res);
+	int n = dns_filter_answer_unlisted(f->p, f->s, DNS_UNLISTED_HOLD, q, ql, true, out,
+					   sizeof(out), res);
 
 	if (n > 0)
 		read_reply(out, (size_t)n, r);
@@ -373,7 +367,7 @@ static int ask_hold(struct fx *f, const struct qspec *qs, struct reply *r,
 static void test_hold_mode(void **state)
 {
 	struct fx *f = *state;
-	struct qspec qs = {.id = 9, .name = "held.example.com", .qtype = DNS_TYPE_A};
+	struct qspec qs = { .id = 9, .name = "held.example.com", .qtype = DNS_TYPE_A };
 	struct dns_filter_result res;
 	struct reply r;
 	char txt[32];
@@ -409,17 +403,16 @@ static void test_hold_mode(void **state)
 static void test_allowed_other_types_nodata(void **state)
 {
 	struct fx *f = *state;
-	static const uint16_t types[] = {
-	    DNS_TYPE_AAAA, DNS_TYPE_TXT,   DNS_TYPE_ANY,  DNS_TYPE_NULL,
-	    DNS_TYPE_MX,   DNS_TYPE_HTTPS, DNS_TYPE_SVCB, DNS_TYPE_CNAME,
-	    DNS_TYPE_PTR,  DNS_TYPE_NS,	   DNS_TYPE_SOA,  DNS_TYPE_SRV,
-	    DNS_TYPE_AXFR, 65280};
+	static const uint16_t types[] = { DNS_TYPE_AAAA, DNS_TYPE_TXT,	 DNS_TYPE_ANY,
+					  DNS_TYPE_NULL, DNS_TYPE_MX,	 DNS_TYPE_HTTPS,
+					  DNS_TYPE_SVCB, DNS_TYPE_CNAME, DNS_TYPE_PTR,
+					  DNS_TYPE_NS,	 DNS_TYPE_SOA,	 DNS_TYPE_SRV,
+					  DNS_TYPE_AXFR, 65280 };
 
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
-		struct qspec qs = {.id = 7,
-				   .name = "api.example.com",
-				   .qtype = types[i],
-				   .edns = i % 2};
+		struct qspec qs = {
+			.id = 7, .name = "api.example.com", .qtype = types[i], .edns = i % 2
+		};
 		struct dns_filter_result res;
 		struct reply r;
 
@@ -444,8 +437,7 @@ static void test_allowed_other_types_nodata(void **state)
 static void test_other_classes(void **state)
 {
 	struct fx *f = *state;
-	struct qspec qs = {
-	    .id = 9, .name = "api.example.com", .qtype = DNS_TYPE_A};
+	struct qspec qs = { .id = 9, .name = "api.example.com", .qtype = DNS_TYPE_A };
 	struct dns_filter_result res;
 	struct reply r;
 
@@ -463,15 +455,13 @@ static void test_other_classes(void **state)
 static void test_blocked_nxdomain_ede(void **state)
 {
 	struct fx *f = *state;
-	static const char *const names[] = {
-	    "evil.example.com", "example.com", "wild.test",
-	    "api.example.com.evil.net", "xapi.example.com"};
+	static const char *const names[] = { "evil.example.com", "example.com", "wild.test",
+					     "api.example.com.evil.net", "xapi.example.com" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		struct qspec qs = {.id = 0x4242,
-				   .name = names[i],
-				   .qtype = DNS_TYPE_A,
-				   .edns = true};
+		struct qspec qs = {
+			.id = 0x4242, .name = names[i], .qtype = DNS_TYPE_A, .edns = true
+		};
 		struct dns_filter_result res;
 		struct reply r;
 
@@ -513,16 +503,12 @@ static void test_wildcards(void **state)
 		const char *name;
 		bool allowed;
 	} t[] = {
-	    {"a.wild.test", true},    {"a.b.c.wild.test", true},
-	    {"WILD.wild.test", true}, {"wild.test", false},
-	    {"awild.test", false},    {"a.wild.test.evil", false},
+		{ "a.wild.test", true }, { "a.b.c.wild.test", true }, { "WILD.wild.test", true },
+		{ "wild.test", false },	 { "awild.test", false },     { "a.wild.test.evil", false },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		struct qspec qs = {.id = 1,
-				   .name = t[i].name,
-				   .qtype = DNS_TYPE_A,
-				   .edns = true};
+		struct qspec qs = { .id = 1, .name = t[i].name, .qtype = DNS_TYPE_A, .edns = true };
 		struct dns_filter_result res;
 		struct reply r;
 
@@ -538,8 +524,7 @@ static void test_wildcards(void **state)
 	}
 	/* A rule restricted to a port still makes the name resolvable. */
 	{
-		struct qspec qs = {
-		    .id = 1, .name = "other.example.com", .qtype = DNS_TYPE_A};
+		struct qspec qs = { .id = 1, .name = "other.example.com", .qtype = DNS_TYPE_A };
 		struct dns_filter_result res;
 		struct reply r;
 
@@ -554,9 +539,8 @@ static void test_stable_and_distinct(void **state)
 	struct dns_filter_result res;
 	struct reply r;
 	char a1[32], a2[32], b1[32], c1[32];
-	struct qspec qa = {
-	    .id = 1, .name = "api.example.com", .qtype = DNS_TYPE_A};
-	struct qspec qb = {.id = 2, .name = "x.wild.test", .qtype = DNS_TYPE_A};
+	struct qspec qa = { .id = 1, .name = "api.example.com", .qtype = DNS_TYPE_A };
+	struct qspec qb = { .id = 2, .name = "x.wild.test", .qtype = DNS_TYPE_A };
 
 	assert_true(ask(f, &qa, true, &r, &res) > 0);
 	a_text(&r, a1, sizeof(a1));
@@ -565,7 +549,7 @@ static void test_stable_and_distinct(void **state)
 	/* many other names in between */
 	for (int i = 0; i < 300; i++) {
 		char n[64];
-		struct qspec qn = {.id = 3, .name = n, .qtype = DNS_TYPE_A};
+		struct qspec qn = { .id = 3, .name = n, .qtype = DNS_TYPE_A };
 
 		snprintf(n, sizeof(n), "n%d.wild.test", i);
 		assert_true(ask(f, &qn, true, &r, &res) > 0);
@@ -600,13 +584,13 @@ static void test_weird_names(void **state)
 		size_t len;
 		const char *reason;
 	} t[] = {
-	    {"dot in label", W("\017api.example.com"), "bad-name"},
-	    {"space", W("\4api \7example\3com"), "bad-name"},
-	    {"NUL", W("\4api\0\7example\3com"), "bad-name"},
-	    {"control", W("\4api\n\7example\3com"), "bad-name"},
-	    {"high byte", W("\4api\351\7example\3com"), "bad-name"},
-	    {"bang", W("\4api!\7example\3com"), "bad-name"},
-	    {"root", W(""), "bad-name"},
+		{ "dot in label", W("\017api.example.com"), "bad-name" },
+		{ "space", W("\4api \7example\3com"), "bad-name" },
+		{ "NUL", W("\4api\0\7example\3com"), "bad-name" },
+		{ "control", W("\4api\n\7example\3com"), "bad-name" },
+		{ "high byte", W("\4api\351\7example\3com"), "bad-name" },
+		{ "bang", W("\4api!\7example\3com"), "bad-name" },
+		{ "root", W(""), "bad-name" },
 	};
 #undef W
 
@@ -618,18 +602,15 @@ static void test_weird_names(void **state)
 		int n;
 
 		printf("# %s\n", t[i].what);
-		memcpy(q, "\xab\xcd\x01\x00\x00\x01\x00\x00\x00\x00\x00\x01",
-		       12);
+		memcpy(q, "\xab\xcd\x01\x00\x00\x01\x00\x00\x00\x00\x00\x01", 12);
 		o = 12;
 		memcpy(q + o, t[i].wire, t[i].len);
 		o += t[i].len;
 		memcpy(q + o, "\x00\x01\x00\x01", 4);
 		o += 4;
-		memcpy(q + o, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00",
-		       11);
+		memcpy(q + o, "\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00", 11);
 		o += 11;
-		n = dns_filter_answer(f->p, f->s, q, o, true, out, sizeof(out),
-				      &res);
+		n = dns_filter_answer(f->p, f->s, q, o, true, out, sizeof(out), &res);
 		assert_true(n > 0);
 		read_reply(out, (size_t)n, &r);
 		assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
@@ -652,25 +633,23 @@ static void test_formerr_and_friends(void **state)
 		uint16_t rcode;
 		const char *reason;
 	} t[] = {
-#define B(...)                                                                 \
-	(const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__})
-	    {"QDCOUNT 0", B(0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-	     DNS_RCODE_FORMERR, "formerr"},
-	    {"name runs off",
-	     B(0, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5, 'a', 'b'),
-	     DNS_RCODE_FORMERR, "formerr"},
-	    {"trailing garbage",
-	     B(0, 3, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1, 0xff),
-	     DNS_RCODE_FORMERR, "formerr"},
-	    {"answer record in a query",
-	     B(0, 4, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1),
-	     DNS_RCODE_FORMERR, "formerr"},
-	    {"opcode STATUS", B(0, 5, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-	     DNS_RCODE_NOTIMP, "notimp"},
-	    {"EDNS version 1",
-	     B(0, 6, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 1, 0, 1, 0, 0,
-	       41, 4, 0, 0, 1, 0, 0, 0, 0),
-	     DNS_RCODE_BADVERS, "badvers"},
+#define B(...) (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ })
+		{ "QDCOUNT 0", B(0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0), DNS_RCODE_FORMERR,
+		  "formerr" },
+		{ "name runs off", B(0, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5, 'a', 'b'),
+		  DNS_RCODE_FORMERR, "formerr" },
+		{ "trailing garbage",
+		  B(0, 3, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1, 0xff),
+		  DNS_RCODE_FORMERR, "formerr" },
+		{ "answer record in a query",
+		  B(0, 4, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1), DNS_RCODE_FORMERR,
+		  "formerr" },
+		{ "opcode STATUS", B(0, 5, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0), DNS_RCODE_NOTIMP,
+		  "notimp" },
+		{ "EDNS version 1",
+		  B(0, 6, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 1, 0, 1, 0, 0, 41, 4, 0, 0, 1,
+		    0, 0, 0, 0),
+		  DNS_RCODE_BADVERS, "badvers" },
 #undef B
 	};
 
@@ -681,8 +660,7 @@ static void test_formerr_and_friends(void **state)
 		int n;
 
 		printf("# %s\n", t[i].what);
-		n = dns_filter_answer(f->p, f->s, t[i].msg, t[i].len, true, out,
-				      sizeof(out), &res);
+		n = dns_filter_answer(f->p, f->s, t[i].msg, t[i].len, true, out, sizeof(out), &res);
 		assert_true(n > 0);
 		read_reply(out, (size_t)n, &r);
 		assert_int_equal(r.id, g16(t[i].msg));
@@ -698,33 +676,25 @@ static void test_formerr_and_friends(void **state)
 static void test_not_answered(void **state)
 {
 	struct fx *f = *state;
-	struct qspec qs = {.id = 1,
-			   .flags = 0x8100,
-			   .name = "api.example.com",
-			   .qtype = DNS_TYPE_A};
+	struct qspec qs = {
+		.id = 1, .flags = 0x8100, .name = "api.example.com", .qtype = DNS_TYPE_A
+	};
 	struct dns_filter_result res;
 	uint8_t q[300], out[512];
 	size_t ql = mkq(&qs, q);
 
 	/* a response (answering it could loop two servers) */
-	assert_int_equal(
-	    dns_filter_answer(f->p, f->s, q, ql, true, out, sizeof(out), &res),
-	    0);
+	assert_int_equal(dns_filter_answer(f->p, f->s, q, ql, true, out, sizeof(out), &res), 0);
 	assert_string_equal(res.metric, "dropped");
 	assert_string_equal(res.answer, "DROPPED");
 	assert_string_equal(res.reason, "not-a-query");
 	/* shorter than a header */
-	assert_int_equal(
-	    dns_filter_answer(f->p, f->s, q, 11, true, out, sizeof(out), &res),
-	    0);
-	assert_int_equal(
-	    dns_filter_answer(f->p, f->s, q, 0, true, out, sizeof(out), &res),
-	    0);
+	assert_int_equal(dns_filter_answer(f->p, f->s, q, 11, true, out, sizeof(out), &res), 0);
+	assert_int_equal(dns_filter_answer(f->p, f->s, q, 0, true, out, sizeof(out), &res), 0);
 	/* no room for the reply: nothing, never a partial message */
 	qs.flags = 0;
 	ql = mkq(&qs, q);
-	assert_int_equal(
-	    dns_filter_answer(f->p, f->s, q, ql, true, out, 20, &res), 0);
+	assert_int_equal(dns_filter_answer(f->p, f->s, q, ql, true, out, 20, &res), 0);
 	assert_string_equal(res.decision, "error");
 }
 
@@ -734,7 +704,7 @@ static void test_longest_name_fits_udp(void **state)
 {
 	struct fx *f = *state;
 	char name[DNS_NAME_TEXT_MAX + 1];
-	static const uint16_t types[] = {DNS_TYPE_A, DNS_TYPE_AAAA};
+	static const uint16_t types[] = { DNS_TYPE_A, DNS_TYPE_AAAA };
 	size_t o = 0;
 
 	/* "x." prefix + labels of 63 under wild.test: 253 characters */
@@ -753,11 +723,11 @@ static void test_longest_name_fits_udp(void **state)
 
 	for (int edns = 0; edns < 2; edns++) {
 		for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
-			struct qspec qs = {.id = 5,
-					   .name = name,
-					   .qtype = types[i],
-					   .edns = edns,
-					   .udp_size = 512};
+			struct qspec qs = { .id = 5,
+					    .name = name,
+					    .qtype = types[i],
+					    .edns = edns,
+					    .udp_size = 512 };
 			struct dns_filter_result res;
 			struct reply r;
 			int n = ask(f, &qs, true, &r, &res);
@@ -771,10 +741,9 @@ static void test_longest_name_fits_udp(void **state)
 		name[o - 10] = '\0';
 		{
 			char bl[DNS_NAME_TEXT_MAX + 1];
-			struct qspec qs = {.id = 6,
-					   .name = bl,
-					   .qtype = DNS_TYPE_A,
-					   .edns = edns};
+			struct qspec qs = {
+				.id = 6, .name = bl, .qtype = DNS_TYPE_A, .edns = edns
+			};
 			struct dns_filter_result res;
 			struct reply r;
 			int n;
@@ -799,8 +768,7 @@ static void test_pool_full(void **state)
 	uint8_t q[300], out[512];
 	struct dns_filter_result res;
 	struct reply r;
-	struct qspec qs = {
-	    .id = 77, .name = "c.wild.test", .qtype = DNS_TYPE_A, .edns = true};
+	struct qspec qs = { .id = 77, .name = "c.wild.test", .qtype = DNS_TYPE_A, .edns = true };
 	size_t ql;
 	int n;
 
@@ -836,8 +804,7 @@ static void test_pool_full(void **state)
 		struct dns_synth *tiny;
 		char t[ADDR_STRLEN];
 
-		assert_int_equal(addr_parse_cidr("198.18.7.0/30", &net, &plen),
-				 0);
+		assert_int_equal(addr_parse_cidr("198.18.7.0/30", &net, &plen), 0);
 		tiny = dns_synth_new(&net, plen, DNS_SYNTH_MAX_NAMES);
 		assert_non_null(tiny);
 		for (int i = 1; i <= 3; i++) {
@@ -919,8 +886,7 @@ static void test_synth_reverse(void **state)
 static void test_synth_per_sandbox(void **state)
 {
 	struct fx *f = *state;
-	struct dns_synth *other =
-	    dns_synth_new(&f->net, f->plen, DNS_SYNTH_MAX_NAMES);
+	struct dns_synth *other = dns_synth_new(&f->net, f->plen, DNS_SYNTH_MAX_NAMES);
 	struct sl_addr a, b;
 	char n[DNS_NAME_TEXT_MAX + 1];
 
@@ -949,8 +915,7 @@ static void test_synth_many(void **state)
 		snprintf(nm, sizeof(nm), "host-%d.many.test", i);
 		assert_int_equal(dns_synth_get(f->s, nm, &got[i]), 0);
 		/* handed out in order: offset i + 1 */
-		assert_int_equal(addr_v4(&got[i]),
-				 addr_v4(&f->net) + (uint32_t)i + 1);
+		assert_int_equal(addr_v4(&got[i]), addr_v4(&f->net) + (uint32_t)i + 1);
 	}
 	for (int i = N - 1; i >= 0; i--) {
 		struct sl_addr again;
@@ -958,8 +923,7 @@ static void test_synth_many(void **state)
 		snprintf(nm, sizeof(nm), "HOST-%d.many.test.", i);
 		assert_int_equal(dns_synth_get(f->s, nm, &again), 0);
 		assert_memory_equal(&again, &got[i], sizeof(again));
-		assert_int_equal(
-		    dns_synth_name(f->s, &got[i], back, sizeof(back)), 0);
+		assert_int_equal(dns_synth_name(f->s, &got[i], back, sizeof(back)), 0);
 		snprintf(nm, sizeof(nm), "host-%d.many.test", i);
 		assert_string_equal(back, nm);
 	}
@@ -983,8 +947,7 @@ static void *race_main(void *arg)
 		snprintf(nm, sizeof(nm), "r%d.race.test", i);
 		if (dns_synth_get(r->s, nm, &r->addrs[i]) < 0)
 			return (void *)1;
-		if (dns_synth_name(r->s, &r->addrs[i], back, sizeof(back)) <
-			0 ||
+		if (dns_synth_name(r->s, &r->addrs[i], back, sizeof(back)) < 0 ||
 		    strcmp(back, nm) != 0)
 			return (void *)1;
 	}
@@ -1003,8 +966,7 @@ static void test_synth_threads(void **state)
 	for (int t = 0; t < T; t++) {
 		r[t].s = f->s;
 		r[t].start = t * 500;
-		assert_int_equal(pthread_create(&th[t], NULL, race_main, &r[t]),
-				 0);
+		assert_int_equal(pthread_create(&th[t], NULL, race_main, &r[t]), 0);
 	}
 	for (int t = 0; t < T; t++) {
 		void *ret;
@@ -1015,18 +977,16 @@ static void test_synth_threads(void **state)
 	assert_int_equal(dns_synth_count(f->s), 2000);
 	for (int i = 0; i < 2000; i++)
 		for (int t = 1; t < T; t++)
-			assert_memory_equal(&r[0].addrs[i], &r[t].addrs[i],
-					    sizeof(r[0].addrs[i]));
+			assert_memory_equal(&r[0].addrs[i], &r[t].addrs[i], sizeof(r[0].addrs[i]));
 }
 
 /* ---- errors without a verdict (unknown source, rate limit) --------------- */
 
 static void test_filter_error(void **state)
 {
-	struct qspec qs = {.id = 0x5151,
-			   .name = "api.example.com",
-			   .qtype = DNS_TYPE_A,
-			   .edns = true};
+	struct qspec qs = {
+		.id = 0x5151, .name = "api.example.com", .qtype = DNS_TYPE_A, .edns = true
+	};
 	struct dns_filter_result res;
 	struct reply r;
 	uint8_t q[300], out[512];
@@ -1034,8 +994,8 @@ static void test_filter_error(void **state)
 	int n;
 
 	(void)state;
-	n = dns_filter_error(q, ql, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED,
-			     "deny", "unknown-source", out, sizeof(out), &res);
+	n = dns_filter_error(q, ql, DNS_RCODE_REFUSED, DNS_EDE_PROHIBITED, "deny", "unknown-source",
+			     out, sizeof(out), &res);
 	assert_true(n > 0);
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.id, 0x5151);
@@ -1047,16 +1007,16 @@ static void test_filter_error(void **state)
 	assert_string_equal(res.metric, "refused");
 	assert_string_equal(res.name, "api.example.com");
 
-	n = dns_filter_error(q, ql, DNS_RCODE_REFUSED, 0, "deny",
-			     "rate-limited", out, sizeof(out), &res);
+	n = dns_filter_error(q, ql, DNS_RCODE_REFUSED, 0, "deny", "rate-limited", out, sizeof(out),
+			     &res);
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.rcode, DNS_RCODE_REFUSED);
 	assert_int_equal(r.ede, -1);
 	assert_string_equal(res.reason, "rate-limited");
 
 	/* a datagram cut short: FORMERR, the ID still echoed */
-	n = dns_filter_error(q, 20, DNS_RCODE_FORMERR, 0, "deny", "formerr",
-			     out, sizeof(out), &res);
+	n = dns_filter_error(q, 20, DNS_RCODE_FORMERR, 0, "deny", "formerr", out, sizeof(out),
+			     &res);
 	assert_true(n > 0);
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.id, 0x5151);
@@ -1066,9 +1026,8 @@ static void test_filter_error(void **state)
 
 	/* a response gets nothing */
 	q[2] |= 0x80;
-	assert_int_equal(dns_filter_error(q, ql, DNS_RCODE_REFUSED, 0, "deny",
-					  "unknown-source", out, sizeof(out),
-					  &res),
+	assert_int_equal(dns_filter_error(q, ql, DNS_RCODE_REFUSED, 0, "deny", "unknown-source",
+					  out, sizeof(out), &res),
 			 0);
 }
 
@@ -1076,7 +1035,7 @@ static void test_filter_error(void **state)
 
 static void test_bucket(void **state)
 {
-	struct dns_bucket b = {0};
+	struct dns_bucket b = { 0 };
 	int ok = 0;
 
 	(void)state;
@@ -1098,50 +1057,38 @@ static void test_bucket(void **state)
 	/* a long pause fills it to the burst, no further */
 	ok = 0;
 	for (int i = 0; i < 5000; i++)
-		ok += dns_bucket_take(&b, 10102 + 3600 * 1000ull, DNS_RATE_QPS,
-				      DNS_RATE_BURST);
+		ok += dns_bucket_take(&b, 10102 + 3600 * 1000ull, DNS_RATE_QPS, DNS_RATE_BURST);
 	assert_int_equal(ok, DNS_RATE_BURST);
 	/* sustained: 10 s at a query per ms gives 500 a second */
 	ok = 0;
 	for (uint64_t t = 0; t < 10000; t++)
-		ok += dns_bucket_take(&b, 20000000 + t, DNS_RATE_QPS,
-				      DNS_RATE_BURST);
+		ok += dns_bucket_take(&b, 20000000 + t, DNS_RATE_QPS, DNS_RATE_BURST);
 	assert_in_range(ok, 1000 + 5000 - 2, 1000 + 5000 + 2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_allowed_a, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_audit_mode, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_hold_mode, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_allowed_other_types_nodata,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_other_classes, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_blocked_nxdomain_ede, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_wildcards, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stable_and_distinct, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_weird_names, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_formerr_and_friends, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_not_answered, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_longest_name_fits_udp, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_pool_full, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_synth_normalise, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_synth_reverse, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_synth_per_sandbox, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_synth_many, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_synth_threads, setup,
-					    teardown),
-	    cmocka_unit_test(test_filter_error),
-	    cmocka_unit_test(test_bucket),
+		cmocka_unit_test_setup_teardown(test_allowed_a, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hold_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_allowed_other_types_nodata, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_classes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_blocked_nxdomain_ede, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wildcards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stable_and_distinct, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weird_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_formerr_and_friends, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_answered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_longest_name_fits_udp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_synth_normalise, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_synth_reverse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_synth_per_sandbox, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_synth_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_synth_threads, setup, teardown),
+		cmocka_unit_test(test_filter_error),
+		cmocka_unit_test(test_bucket),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

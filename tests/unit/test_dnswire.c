@@ -85,18 +85,12 @@ struct real_query {
 
 static const struct real_query real_queries[] = {
 	{ REAL(q_glibc_a), 0x68aa, DNS_TYPE_A, false, 512, "www.example.org" },
-	{ REAL(q_glibc_aaaa), 0x2196, DNS_TYPE_AAAA, false, 512,
-	  "www.example.org" },
-	{ REAL(q_glibc_a_edns), 0x3c87, DNS_TYPE_A, true, 1200,
-	  "www.example.org" },
-	{ REAL(q_glibc_aaaa_edns), 0x8283, DNS_TYPE_AAAA, true, 1200,
-	  "www.example.org" },
-	{ REAL(q_cares_txt), 0x1234, DNS_TYPE_TXT, false, 512,
-	  "_dmarc.example.net" },
-	{ REAL(q_cares_txt_edns), 0x1235, DNS_TYPE_TXT, true, 1232,
-	  "_dmarc.example.net" },
-	{ REAL(q_cares_aaaa_edns), 0x1236, DNS_TYPE_AAAA, true, 4096,
-	  "api.github.com" },
+	{ REAL(q_glibc_aaaa), 0x2196, DNS_TYPE_AAAA, false, 512, "www.example.org" },
+	{ REAL(q_glibc_a_edns), 0x3c87, DNS_TYPE_A, true, 1200, "www.example.org" },
+	{ REAL(q_glibc_aaaa_edns), 0x8283, DNS_TYPE_AAAA, true, 1200, "www.example.org" },
+	{ REAL(q_cares_txt), 0x1234, DNS_TYPE_TXT, false, 512, "_dmarc.example.net" },
+	{ REAL(q_cares_txt_edns), 0x1235, DNS_TYPE_TXT, true, 1232, "_dmarc.example.net" },
+	{ REAL(q_cares_aaaa_edns), 0x1236, DNS_TYPE_AAAA, true, 4096, "api.github.com" },
 };
 
 /* Parse from a heap copy of exactly @n bytes, so that under ASan
@@ -166,16 +160,14 @@ static void test_real_queries_truncated(void **state)
 
 /* ---- crafted queries ---------------------------------------------------- */
 
-#define HDR(fl, qd, an, ns, ar)                                                \
-	0xbe, 0xef, (fl) >> 8, (fl)&0xff, 0, qd, 0, an, 0, ns, 0, ar
+#define HDR(fl, qd, an, ns, ar) 0xbe, 0xef, (fl) >> 8, (fl) & 0xff, 0, qd, 0, an, 0, ns, 0, ar
 #define NAME_EX 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0
 #define QA 0, 1, 0, 1
 /* OPT RR: root owner, TYPE 41, payload 1232, TTL (ext rcode, version,
  * flags), RDLENGTH. */
 #define OPT(ver, rdlen) 0, 0, 41, 0x04, 0xd0, 0, ver, 0, 0, 0, rdlen
-#define BYTES(...)                                                             \
-	.msg = (const uint8_t[]){ __VA_ARGS__ },                               \
-	.len = sizeof((const uint8_t[]){ __VA_ARGS__ })
+#define BYTES(...) \
+	.msg = (const uint8_t[]){ __VA_ARGS__ }, .len = sizeof((const uint8_t[]){ __VA_ARGS__ })
 
 struct bad_query {
 	const char *what;
@@ -188,78 +180,64 @@ struct bad_query {
 };
 
 static const struct bad_query bad_queries[] = {
-	{ "response (QR set)", BYTES(HDR(0x8100, 1, 0, 0, 0), NAME_EX, QA),
-	  -EINVAL, 0, false, false },
-	{ "11-byte message", BYTES(0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0),
-	  -EINVAL, 0, false, false },
-	{ "QDCOUNT 0", BYTES(HDR(0x0100, 0, 0, 0, 0)), -EBADMSG,
+	{ "response (QR set)", BYTES(HDR(0x8100, 1, 0, 0, 0), NAME_EX, QA), -EINVAL, 0, false,
+	  false },
+	{ "11-byte message", BYTES(0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0), -EINVAL, 0, false,
+	  false },
+	{ "QDCOUNT 0", BYTES(HDR(0x0100, 0, 0, 0, 0)), -EBADMSG, DNS_RCODE_FORMERR, false, false },
+	{ "QDCOUNT 2", BYTES(HDR(0x0100, 2, 0, 0, 0), NAME_EX, QA, NAME_EX, QA), -EBADMSG,
 	  DNS_RCODE_FORMERR, false, false },
-	{ "QDCOUNT 2",
-	  BYTES(HDR(0x0100, 2, 0, 0, 0), NAME_EX, QA, NAME_EX, QA),
-	  -EBADMSG, DNS_RCODE_FORMERR, false, false },
-	{ "compression pointer as QNAME",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), 0xc0, 0x0c, QA), -EBADMSG,
+	{ "compression pointer as QNAME", BYTES(HDR(0x0100, 1, 0, 0, 0), 0xc0, 0x0c, QA), -EBADMSG,
 	  DNS_RCODE_FORMERR, false, false },
 	{ "compression pointer after a label",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), 3, 'w', 'w', 'w', 0xc0, 0x0c, QA),
-	  -EBADMSG, DNS_RCODE_FORMERR, false, false },
-	{ "extended label type 01",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), 0x41, 'a', 0, QA), -EBADMSG,
+	  BYTES(HDR(0x0100, 1, 0, 0, 0), 3, 'w', 'w', 'w', 0xc0, 0x0c, QA), -EBADMSG,
 	  DNS_RCODE_FORMERR, false, false },
-	{ "label longer than the message",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), 5, 'a', 'b'), -EBADMSG,
+	{ "extended label type 01", BYTES(HDR(0x0100, 1, 0, 0, 0), 0x41, 'a', 0, QA), -EBADMSG,
 	  DNS_RCODE_FORMERR, false, false },
-	{ "QNAME without QTYPE/QCLASS",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), NAME_EX, 0, 1), -EBADMSG,
+	{ "label longer than the message", BYTES(HDR(0x0100, 1, 0, 0, 0), 5, 'a', 'b'), -EBADMSG,
 	  DNS_RCODE_FORMERR, false, false },
-	{ "ANCOUNT 1", BYTES(HDR(0x0100, 1, 1, 0, 0), NAME_EX, QA), -EBADMSG,
-	  DNS_RCODE_FORMERR, true, false },
-	{ "NSCOUNT 1", BYTES(HDR(0x0100, 1, 0, 1, 0), NAME_EX, QA), -EBADMSG,
-	  DNS_RCODE_FORMERR, true, false },
-	{ "two OPT RRs",
-	  BYTES(HDR(0x0100, 1, 0, 0, 2), NAME_EX, QA, OPT(0, 0), OPT(0, 0)),
+	{ "QNAME without QTYPE/QCLASS", BYTES(HDR(0x0100, 1, 0, 0, 0), NAME_EX, 0, 1), -EBADMSG,
+	  DNS_RCODE_FORMERR, false, false },
+	{ "ANCOUNT 1", BYTES(HDR(0x0100, 1, 1, 0, 0), NAME_EX, QA), -EBADMSG, DNS_RCODE_FORMERR,
+	  true, false },
+	{ "NSCOUNT 1", BYTES(HDR(0x0100, 1, 0, 1, 0), NAME_EX, QA), -EBADMSG, DNS_RCODE_FORMERR,
+	  true, false },
+	{ "two OPT RRs", BYTES(HDR(0x0100, 1, 0, 0, 2), NAME_EX, QA, OPT(0, 0), OPT(0, 0)),
 	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
 	{ "additional record that is not OPT",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, 0, 0, 1, 0, 1, 0, 0, 0,
-		0, 0, 4, 1, 2, 3, 4),
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 1, 2, 3, 4),
 	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
 	{ "OPT owned by a non-root name",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, 1, 'a', 0, 0, 41, 0x04,
-		0xd0, 0, 0, 0, 0, 0, 0),
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, 1, 'a', 0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0,
+		0),
 	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
 	{ "OPT RDLENGTH past the end",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 8), 0, 10, 0, 4),
-	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 8), 0, 10, 0, 4), -EBADMSG,
+	  DNS_RCODE_FORMERR, true, false },
 	{ "OPT option longer than RDATA",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 6), 0, 10, 0, 4,
-		1, 2),
-	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
-	{ "OPT option header cut",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 3), 0, 10, 0),
-	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
-	{ "ARCOUNT 1 without a record",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA), -EBADMSG,
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 6), 0, 10, 0, 4, 1, 2), -EBADMSG,
 	  DNS_RCODE_FORMERR, true, false },
-	{ "trailing byte after the question",
-	  BYTES(HDR(0x0100, 1, 0, 0, 0), NAME_EX, QA, 0), -EBADMSG,
+	{ "OPT option header cut", BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 3), 0, 10, 0),
+	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
+	{ "ARCOUNT 1 without a record", BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA), -EBADMSG,
 	  DNS_RCODE_FORMERR, true, false },
+	{ "trailing byte after the question", BYTES(HDR(0x0100, 1, 0, 0, 0), NAME_EX, QA, 0),
+	  -EBADMSG, DNS_RCODE_FORMERR, true, false },
 	{ "trailing bytes after the OPT RR",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 0), 0xde, 0xad),
-	  -EBADMSG, DNS_RCODE_FORMERR, true, true },
-	{ "OPCODE STATUS", BYTES(HDR(0x1100, 1, 0, 0, 0), NAME_EX, QA),
-	  -EOPNOTSUPP, DNS_RCODE_NOTIMP, true, false },
-	{ "OPCODE NOTIFY with an unreadable question",
-	  BYTES(HDR(0x2000, 1, 0, 0, 0), 0xc0, 0x0c, QA), -EOPNOTSUPP,
-	  DNS_RCODE_NOTIMP, false, false },
-	{ "OPCODE UPDATE with records",
-	  BYTES(HDR(0x2800, 1, 1, 1, 0), NAME_EX, 0, 6, 0, 1), -EOPNOTSUPP,
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(0, 0), 0xde, 0xad), -EBADMSG,
+	  DNS_RCODE_FORMERR, true, true },
+	{ "OPCODE STATUS", BYTES(HDR(0x1100, 1, 0, 0, 0), NAME_EX, QA), -EOPNOTSUPP,
 	  DNS_RCODE_NOTIMP, true, false },
-	{ "EDNS version 1",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(1, 0)),
+	{ "OPCODE NOTIFY with an unreadable question",
+	  BYTES(HDR(0x2000, 1, 0, 0, 0), 0xc0, 0x0c, QA), -EOPNOTSUPP, DNS_RCODE_NOTIMP, false,
+	  false },
+	{ "OPCODE UPDATE with records", BYTES(HDR(0x2800, 1, 1, 1, 0), NAME_EX, 0, 6, 0, 1),
+	  -EOPNOTSUPP, DNS_RCODE_NOTIMP, true, false },
+	{ "EDNS version 1", BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(1, 0)),
 	  -EPROTONOSUPPORT, DNS_RCODE_BADVERS, true, true },
 	{ "EDNS version 1 with options we cannot read",
-	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(1, 3), 1, 2, 3),
-	  -EPROTONOSUPPORT, DNS_RCODE_BADVERS, true, true },
+	  BYTES(HDR(0x0100, 1, 0, 0, 1), NAME_EX, QA, OPT(1, 3), 1, 2, 3), -EPROTONOSUPPORT,
+	  DNS_RCODE_BADVERS, true, true },
 };
 
 static void test_bad_queries(void **state)
@@ -333,8 +311,7 @@ static void mq_header(struct mq *m, uint16_t flags, uint16_t ar)
 }
 
 /* Labels of the given lengths, each filled with @fill. */
-static void mq_name_lengths(struct mq *m, const unsigned *lens, size_t n,
-			    char fill)
+static void mq_name_lengths(struct mq *m, const unsigned *lens, size_t n, char fill)
 {
 	for (size_t i = 0; i < n; i++) {
 		mq_u8(m, (uint8_t)lens[i]);
@@ -344,8 +321,8 @@ static void mq_name_lengths(struct mq *m, const unsigned *lens, size_t n,
 	mq_u8(m, 0);
 }
 
-static void mq_opt(struct mq *m, uint16_t payload, uint32_t ttl,
-		   const uint8_t *rdata, uint16_t rdlen)
+static void mq_opt(struct mq *m, uint16_t payload, uint32_t ttl, const uint8_t *rdata,
+		   uint16_t rdlen)
 {
 	mq_u8(m, 0);
 	mq_u16(m, DNS_TYPE_OPT);
@@ -371,14 +348,10 @@ static void test_edns_fields(void **state)
 		uint16_t udp_size;
 		bool do_bit;
 	} t[] = {
-		{ 1232, 0x00008000, 1232, true },
-		{ 1232, 0x00000000, 1232, false },
-		{ 100, 0, 512, false },
-		{ 0, 0, 512, false },
-		{ 512, 0, 512, false },
-		{ 4096, 0, 4096, false },
-		{ 4097, 0, 4096, false },
-		{ 65535, 0x00008000, 4096, true },
+		{ 1232, 0x00008000, 1232, true }, { 1232, 0x00000000, 1232, false },
+		{ 100, 0, 512, false },		  { 0, 0, 512, false },
+		{ 512, 0, 512, false },		  { 4096, 0, 4096, false },
+		{ 4097, 0, 4096, false },	  { 65535, 0x00008000, 4096, true },
 	};
 	(void)state;
 
@@ -483,16 +456,13 @@ static void test_name_limits(void **state)
 	static struct name_case t[] = {
 		{ "one 63-byte label", { 63 }, 1, 0, 63 },
 		{ "one 64-byte label", { 64 }, 1, -EBADMSG, 0 },
-		{ "63+63+63+61 = 255 wire bytes", { 63, 63, 63, 61 }, 4, 0,
-		  253 },
-		{ "63+63+63+62 = 256 wire bytes", { 63, 63, 63, 62 }, 4,
-		  -EBADMSG, 0 },
+		{ "63+63+63+61 = 255 wire bytes", { 63, 63, 63, 61 }, 4, 0, 253 },
+		{ "63+63+63+62 = 256 wire bytes", { 63, 63, 63, 62 }, 4, -EBADMSG, 0 },
 		{ "root", { 0 }, 0, 0, 0 },
 	};
 	struct name_case ones[2] = {
 		{ "127 one-byte labels = 255 wire bytes", { 0 }, 127, 0, 253 },
-		{ "128 one-byte labels = 257 wire bytes", { 0 }, 128, -EBADMSG,
-		  0 },
+		{ "128 one-byte labels = 257 wire bytes", { 0 }, 128, -EBADMSG, 0 },
 	};
 	(void)state;
 
@@ -501,8 +471,7 @@ static void test_name_limits(void **state)
 			ones[k].lens[i] = 1;
 
 	for (size_t k = 0; k < ARRAY_SIZE(t) + ARRAY_SIZE(ones); k++) {
-		const struct name_case *c =
-			k < ARRAY_SIZE(t) ? &t[k] : &ones[k - ARRAY_SIZE(t)];
+		const struct name_case *c = k < ARRAY_SIZE(t) ? &t[k] : &ones[k - ARRAY_SIZE(t)];
 		struct dns_query q;
 		struct mq m;
 
@@ -611,8 +580,7 @@ static uint32_t g32(const uint8_t *p)
 
 /* Decode the name at @off into dotted text, following pointers (a few at
  * most); returns the offset after the name at @off. */
-static size_t read_name(const uint8_t *b, size_t n, size_t off, char *text,
-			size_t tlen)
+static size_t read_name(const uint8_t *b, size_t n, size_t off, char *text, size_t tlen)
 {
 	size_t p = off, after = 0, t = 0;
 	int jumps = 0;
@@ -702,14 +670,14 @@ static struct dns_query parsed(const uint8_t *msg, size_t len)
 
 static struct sl_addr v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 {
-	struct sl_addr x = { .b = { [10] = 0xff, [11] = 0xff, [12] = a,
-				    [13] = b, [14] = c, [15] = d } };
+	struct sl_addr x = {
+		.b = { [10] = 0xff, [11] = 0xff, [12] = a, [13] = b, [14] = c, [15] = d }
+	};
 	return x;
 }
 
 /* The OPT RR of a reply: owner root, payload 1232, version 0. */
-static void check_opt(const uint8_t *b, const struct rr *rr, uint8_t ext_rcode,
-		      bool do_bit)
+static void check_opt(const uint8_t *b, const struct rr *rr, uint8_t ext_rcode, bool do_bit)
 {
 	assert_int_equal(b[rr->owner], 0);
 	assert_int_equal(rr->type, DNS_TYPE_OPT);
@@ -788,20 +756,17 @@ static void test_build_a_truncation(void **state)
 		bool udp;
 		bool tc;
 	} t[] = {
-		{ "29 answers fit 512", q_glibc_a, sizeof(q_glibc_a), 29, true,
+		{ "29 answers fit 512", q_glibc_a, sizeof(q_glibc_a), 29, true, false },
+		{ "30 answers do not fit 512", q_glibc_a, sizeof(q_glibc_a), 30, true, true },
+		{ "30 answers over TCP", q_glibc_a, sizeof(q_glibc_a), 30, false, false },
+		{ "40 answers fit EDNS 1200", q_glibc_a_edns, sizeof(q_glibc_a_edns), 40, true,
 		  false },
-		{ "30 answers do not fit 512", q_glibc_a, sizeof(q_glibc_a), 30,
+		{ "72 answers fit EDNS 1200", q_glibc_a_edns, sizeof(q_glibc_a_edns), 72, true,
+		  false },
+		{ "73 answers do not fit EDNS 1200", q_glibc_a_edns, sizeof(q_glibc_a_edns), 73,
 		  true, true },
-		{ "30 answers over TCP", q_glibc_a, sizeof(q_glibc_a), 30,
-		  false, false },
-		{ "40 answers fit EDNS 1200", q_glibc_a_edns,
-		  sizeof(q_glibc_a_edns), 40, true, false },
-		{ "72 answers fit EDNS 1200", q_glibc_a_edns,
-		  sizeof(q_glibc_a_edns), 72, true, false },
-		{ "73 answers do not fit EDNS 1200", q_glibc_a_edns,
-		  sizeof(q_glibc_a_edns), 73, true, true },
-		{ "100 answers over TCP", q_glibc_a_edns,
-		  sizeof(q_glibc_a_edns), 100, false, false },
+		{ "100 answers over TCP", q_glibc_a_edns, sizeof(q_glibc_a_edns), 100, false,
+		  false },
 	};
 	(void)state;
 
@@ -815,8 +780,7 @@ static void test_build_a_truncation(void **state)
 		int n;
 
 		printf("# %s\n", t[i].what);
-		n = dns_build_a(&q, many, t[i].n, 5, t[i].udp, out,
-				sizeof(out));
+		n = dns_build_a(&q, many, t[i].n, 5, t[i].udp, out, sizeof(out));
 		assert_true(n > 0);
 		read_reply(out, (size_t)n, &r);
 		assert_int_equal(!!(r.flags & F_TC), t[i].tc);
@@ -838,24 +802,18 @@ static void test_build_a_bad_input(void **state)
 	uint8_t out[512];
 	(void)state;
 
-	assert_int_equal(dns_build_a(&q, &v6, 1, 60, true, out, sizeof(out)),
-			 -EINVAL);
-	assert_int_equal(dns_parse_query((const uint8_t[]){ HDR(0x0100, 1, 0, 0,
-								0),
-							    0xc0, 0x0c, QA },
-					 16, &noq),
-			 -EBADMSG);
-	assert_int_equal(dns_build_a(&noq, NULL, 0, 60, true, out,
-				     sizeof(out)),
-			 -EINVAL);
-	assert_int_equal(dns_build_nodata(&noq, 60, out, sizeof(out)),
-			 -EINVAL);
+	assert_int_equal(dns_build_a(&q, &v6, 1, 60, true, out, sizeof(out)), -EINVAL);
+	assert_int_equal(
+		dns_parse_query((const uint8_t[]){ HDR(0x0100, 1, 0, 0, 0), 0xc0, 0x0c, QA }, 16,
+				&noq),
+		-EBADMSG);
+	assert_int_equal(dns_build_a(&noq, NULL, 0, 60, true, out, sizeof(out)), -EINVAL);
+	assert_int_equal(dns_build_nodata(&noq, 60, out, sizeof(out)), -EINVAL);
 }
 
 static void test_build_nodata(void **state)
 {
-	struct dns_query q =
-		parsed(q_glibc_aaaa_edns, sizeof(q_glibc_aaaa_edns));
+	struct dns_query q = parsed(q_glibc_aaaa_edns, sizeof(q_glibc_aaaa_edns));
 	uint8_t out[512];
 	char name[300];
 	struct reply r;
@@ -899,8 +857,7 @@ static void test_build_error_nxdomain_ede(void **state)
 	int n;
 	(void)state;
 
-	n = dns_build_error(&q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, text, out,
-			    sizeof(out));
+	n = dns_build_error(&q, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, text, out, sizeof(out));
 	assert_true(n > 0);
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.id, 0x1235);
@@ -912,17 +869,16 @@ static void test_build_error_nxdomain_ede(void **state)
 	opt = &r.rr[0];
 	check_opt(out, opt, 0, false);
 	assert_int_equal(opt->rdlen, 4 + 2 + tl);
-	assert_int_equal(g16(out + opt->rdata), 15);	 /* OPTION-CODE EDE */
+	assert_int_equal(g16(out + opt->rdata), 15);	     /* OPTION-CODE EDE */
 	assert_int_equal(g16(out + opt->rdata + 2), 2 + tl); /* OPTION-LENGTH */
-	assert_int_equal(g16(out + opt->rdata + 4), 15); /* INFO-CODE Blocked */
+	assert_int_equal(g16(out + opt->rdata + 4), 15);     /* INFO-CODE Blocked */
 	assert_memory_equal(out + opt->rdata + 6, text, tl);
 }
 
 static void test_build_error_variants(void **state)
 {
 	struct dns_query plain = parsed(q_cares_txt, sizeof(q_cares_txt));
-	struct dns_query edns =
-		parsed(q_cares_txt_edns, sizeof(q_cares_txt_edns));
+	struct dns_query edns = parsed(q_cares_txt_edns, sizeof(q_cares_txt_edns));
 	char longtext[300];
 	uint8_t out[512];
 	struct reply r;
@@ -930,23 +886,20 @@ static void test_build_error_variants(void **state)
 	(void)state;
 
 	/* No EDNS in the query: NXDOMAIN without OPT, EDE dropped. */
-	n = dns_build_error(&plain, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, "x",
-			    out, sizeof(out));
+	n = dns_build_error(&plain, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, "x", out, sizeof(out));
 	assert_int_equal(n, 12 + (int)sizeof(q_cares_txt) - 12);
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.flags, F_QR | F_RD | F_RA | DNS_RCODE_NXDOMAIN);
 	assert_int_equal(r.ar, 0);
 
 	/* No EDE asked: an empty OPT. */
-	n = dns_build_error(&edns, DNS_RCODE_REFUSED, 0, "ignored", out,
-			    sizeof(out));
+	n = dns_build_error(&edns, DNS_RCODE_REFUSED, 0, "ignored", out, sizeof(out));
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.flags & 0xf, DNS_RCODE_REFUSED);
 	assert_int_equal(r.rr[0].rdlen, 0);
 
 	/* SERVFAIL with an EDE code and no text. */
-	n = dns_build_error(&edns, DNS_RCODE_SERVFAIL, DNS_EDE_PROHIBITED, NULL,
-			    out, sizeof(out));
+	n = dns_build_error(&edns, DNS_RCODE_SERVFAIL, DNS_EDE_PROHIBITED, NULL, out, sizeof(out));
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.flags & 0xf, DNS_RCODE_SERVFAIL);
 	assert_int_equal(r.rr[0].rdlen, 6);
@@ -955,29 +908,23 @@ static void test_build_error_variants(void **state)
 	/* Long text is cut at DNS_EDE_TEXT_MAX. */
 	memset(longtext, 'x', sizeof(longtext) - 1);
 	longtext[sizeof(longtext) - 1] = '\0';
-	n = dns_build_error(&edns, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED,
-			    longtext, out, sizeof(out));
+	n = dns_build_error(&edns, DNS_RCODE_NXDOMAIN, DNS_EDE_BLOCKED, longtext, out, sizeof(out));
 	read_reply(out, (size_t)n, &r);
 	assert_int_equal(r.rr[0].rdlen, 6 + DNS_EDE_TEXT_MAX);
 
 	/* BADVERS only with EDNS; rcodes past 12 bits never. */
-	assert_int_equal(dns_build_error(&plain, DNS_RCODE_BADVERS, 0, NULL,
-					 out, sizeof(out)),
+	assert_int_equal(dns_build_error(&plain, DNS_RCODE_BADVERS, 0, NULL, out, sizeof(out)),
 			 -EINVAL);
-	assert_int_equal(dns_build_error(&edns, 0x1000, 0, NULL, out,
-					 sizeof(out)),
-			 -EINVAL);
+	assert_int_equal(dns_build_error(&edns, 0x1000, 0, NULL, out, sizeof(out)), -EINVAL);
 }
 
 static void test_build_error_from_failed_parse(void **state)
 {
-	static const uint8_t compressed[] = { HDR(0x0100, 1, 0, 0, 0), 0xc0,
-					      0x0c, QA };
-	static const uint8_t status[] = { HDR(0x1100, 1, 0, 0, 0), NAME_EX,
-					  QA };
-	static const uint8_t v1[] = { HDR(0x0000, 1, 0, 0, 1), NAME_EX, QA,
-				      0, 0, 41, 0x10, 0x00, 0, 1, 0x80, 0, 0,
-				      0 };
+	static const uint8_t compressed[] = { HDR(0x0100, 1, 0, 0, 0), 0xc0, 0x0c, QA };
+	static const uint8_t status[] = { HDR(0x1100, 1, 0, 0, 0), NAME_EX, QA };
+	static const uint8_t v1[] = {
+		HDR(0x0000, 1, 0, 0, 1), NAME_EX, QA, 0, 0, 41, 0x10, 0x00, 0, 1, 0x80, 0, 0, 0
+	};
 	struct dns_query q;
 	uint8_t out[512];
 	struct reply r;
@@ -985,8 +932,7 @@ static void test_build_error_from_failed_parse(void **state)
 	(void)state;
 
 	/* FORMERR: no question to echo. */
-	assert_int_equal(dns_parse_query(compressed, sizeof(compressed), &q),
-			 -EBADMSG);
+	assert_int_equal(dns_parse_query(compressed, sizeof(compressed), &q), -EBADMSG);
 	n = dns_build_error(&q, q.rcode_hint, 0, NULL, out, sizeof(out));
 	assert_int_equal(n, 12);
 	read_reply(out, (size_t)n, &r);
@@ -995,19 +941,16 @@ static void test_build_error_from_failed_parse(void **state)
 	assert_int_equal(r.qd, 0);
 
 	/* NOTIMP: opcode echoed, question echoed. */
-	assert_int_equal(dns_parse_query(status, sizeof(status), &q),
-			 -EOPNOTSUPP);
+	assert_int_equal(dns_parse_query(status, sizeof(status), &q), -EOPNOTSUPP);
 	n = dns_build_error(&q, q.rcode_hint, 0, NULL, out, sizeof(out));
 	read_reply(out, (size_t)n, &r);
-	assert_int_equal(r.flags,
-			 F_QR | (2 << 11) | F_RD | F_RA | DNS_RCODE_NOTIMP);
+	assert_int_equal(r.flags, F_QR | (2 << 11) | F_RD | F_RA | DNS_RCODE_NOTIMP);
 	assert_int_equal(r.qd, 1);
 	assert_memory_equal(out + 12, status + 12, 17);
 
 	/* BADVERS: 16 = header RCODE 0 + extended RCODE 1 in our OPT, which
 	 * says version 0; DO echoed. */
-	assert_int_equal(dns_parse_query(v1, sizeof(v1), &q),
-			 -EPROTONOSUPPORT);
+	assert_int_equal(dns_parse_query(v1, sizeof(v1), &q), -EPROTONOSUPPORT);
 	assert_true(q.edns_badvers);
 	n = dns_build_error(&q, q.rcode_hint, 0, NULL, out, sizeof(out));
 	read_reply(out, (size_t)n, &r);
@@ -1022,8 +965,7 @@ static void test_build_error_from_failed_parse(void **state)
 static void test_builders_enospc(void **state)
 {
 	struct dns_query q = parsed(q_glibc_a_edns, sizeof(q_glibc_a_edns));
-	struct sl_addr a[3] = { v4(1, 2, 3, 4), v4(5, 6, 7, 8),
-				v4(9, 10, 11, 12) };
+	struct sl_addr a[3] = { v4(1, 2, 3, 4), v4(5, 6, 7, 8), v4(9, 10, 11, 12) };
 	(void)state;
 
 	for (int b = 0; b < 3; b++) {
@@ -1031,13 +973,12 @@ static void test_builders_enospc(void **state)
 		int need;
 
 		if (b == 0)
-			need = dns_build_a(&q, a, 3, 1, false, big,
-					   sizeof(big));
+			need = dns_build_a(&q, a, 3, 1, false, big, sizeof(big));
 		else if (b == 1)
 			need = dns_build_nodata(&q, 1, big, sizeof(big));
 		else
-			need = dns_build_error(&q, DNS_RCODE_NXDOMAIN, 15,
-					       "blocked", big, sizeof(big));
+			need = dns_build_error(&q, DNS_RCODE_NXDOMAIN, 15, "blocked", big,
+					       sizeof(big));
 		assert_true(need > 12);
 		for (int len = 0; len <= need; len++) {
 			uint8_t *out = malloc(len ? (size_t)len : 1);
@@ -1045,13 +986,11 @@ static void test_builders_enospc(void **state)
 
 			assert_non_null(out);
 			if (b == 0)
-				n = dns_build_a(&q, a, 3, 1, false, out,
-						(size_t)len);
+				n = dns_build_a(&q, a, 3, 1, false, out, (size_t)len);
 			else if (b == 1)
 				n = dns_build_nodata(&q, 1, out, (size_t)len);
 			else
-				n = dns_build_error(&q, DNS_RCODE_NXDOMAIN, 15,
-						    "blocked", out,
+				n = dns_build_error(&q, DNS_RCODE_NXDOMAIN, 15, "blocked", out,
 						    (size_t)len);
 			if (len < need) {
 				assert_int_equal(n, -ENOSPC);
@@ -1078,20 +1017,14 @@ static void test_tcp_frame_len(void **state)
 	assert_int_equal(dns_tcp_frame_len(buf, 1), 0);
 	assert_int_equal(dns_tcp_frame_len(buf, 2), 0);
 	assert_int_equal(dns_tcp_frame_len(buf, 1 + sizeof(q_glibc_a)), 0);
-	assert_int_equal(dns_tcp_frame_len(buf, 2 + sizeof(q_glibc_a)),
-			 sizeof(q_glibc_a));
+	assert_int_equal(dns_tcp_frame_len(buf, 2 + sizeof(q_glibc_a)), sizeof(q_glibc_a));
 	/* the next message's first bytes do not matter */
-	assert_int_equal(dns_tcp_frame_len(buf, sizeof(buf)),
-			 sizeof(q_glibc_a));
+	assert_int_equal(dns_tcp_frame_len(buf, sizeof(buf)), sizeof(q_glibc_a));
 	/* too short to be a DNS message */
-	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0, 11 }, 2),
-			 -EBADMSG);
-	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0, 0 }, 2),
-			 -EBADMSG);
+	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0, 11 }, 2), -EBADMSG);
+	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0, 0 }, 2), -EBADMSG);
 	/* a 65535-byte message is announced, not yet there */
-	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0xff, 0xff, 0 },
-					   3),
-			 0);
+	assert_int_equal(dns_tcp_frame_len((const uint8_t[]){ 0xff, 0xff, 0 }, 3), 0);
 }
 
 static void test_type_names(void **state)
@@ -1100,12 +1033,11 @@ static void test_type_names(void **state)
 		uint16_t type;
 		const char *name;
 	} t[] = {
-		{ 1, "A" },	  { 28, "AAAA" },   { 16, "TXT" },
-		{ 10, "NULL" },	  { 255, "ANY" },   { 65, "HTTPS" },
-		{ 64, "SVCB" },	  { 15, "MX" },	    { 5, "CNAME" },
-		{ 12, "PTR" },	  { 33, "SRV" },    { 257, "CAA" },
-		{ 0, "OTHER" },	  { 3, "OTHER" },   { 99, "OTHER" },
-		{ 258, "OTHER" }, { 65535, "OTHER" },
+		{ 1, "A" },	    { 28, "AAAA" },  { 16, "TXT" },   { 10, "NULL" },
+		{ 255, "ANY" },	    { 65, "HTTPS" }, { 64, "SVCB" },  { 15, "MX" },
+		{ 5, "CNAME" },	    { 12, "PTR" },   { 33, "SRV" },   { 257, "CAA" },
+		{ 0, "OTHER" },	    { 3, "OTHER" },  { 99, "OTHER" }, { 258, "OTHER" },
+		{ 65535, "OTHER" },
 	};
 	(void)state;
 

@@ -56,8 +56,7 @@ static struct policy *load(const char *yaml)
 }
 
 /* Runs every row against @yaml's policy; reports every wrong row, returns their count. */
-static size_t count_bad_rows(const char *what, const char *yaml, const struct row *rows,
-			     size_t n)
+static size_t count_bad_rows(const char *what, const char *yaml, const struct row *rows, size_t n)
 {
 	struct policy *p = load(yaml);
 	size_t i, bad = 0;
@@ -76,8 +75,8 @@ static size_t count_bad_rows(const char *what, const char *yaml, const struct ro
 		memset(&res, 0x5a, sizeof(res));
 		v = policy_guard(p, &a, r->port, r->origin, &res);
 		if (v != r->verdict || res.verdict != r->verdict ||
-		    strcmp(res.range, r->range) != 0 || res.rule != r->rule ||
-		    !res.reason || strcmp(res.reason, reason_of[r->verdict]) != 0) {
+		    strcmp(res.range, r->range) != 0 || res.rule != r->rule || !res.reason ||
+		    strcmp(res.reason, reason_of[r->verdict]) != 0) {
 			print_error("%s: %s port %u from %s: got %s range \"%.64s\" rule %d; "
 				    "want %s range \"%s\" rule %d\n",
 				    what, r->addr, r->port, r->origin == NAME ? "name" : "literal",
@@ -468,21 +467,19 @@ static void test_cidr_rules(void **state)
 static void test_cidr_rules_chained(void **state)
 {
 	static const struct row rows[] = {
-		{ "8.8.8.8", 53, LIT, ALLOW, "", 0 },
-		{ "8.8.8.8", 853, LIT, ALLOW, "", 1 },
-		{ "8.8.8.8", 443, LIT, ALLOW, "", 2 },
-		{ "8.8.4.4", 443, LIT, ALLOW, "", 2 },
-		{ "8.8.4.4", 53, LIT, PORT, "", -1 },
-		{ "8.8.8.8", 80, LIT, PORT, "", -1 },
+		{ "8.8.8.8", 53, LIT, ALLOW, "", 0 },  { "8.8.8.8", 853, LIT, ALLOW, "", 1 },
+		{ "8.8.8.8", 443, LIT, ALLOW, "", 2 }, { "8.8.4.4", 443, LIT, ALLOW, "", 2 },
+		{ "8.8.4.4", 53, LIT, PORT, "", -1 },  { "8.8.8.8", 80, LIT, PORT, "", -1 },
 	};
 
 	(void)state;
-	check_rows("chained", "version: 1\n"
-			      "egress:\n"
-			      "  allow:\n"
-			      "    - { cidr: 8.8.8.0/24, ports: [53] }\n"
-			      "    - { cidr: 8.8.8.0/24, ports: [853] }\n"
-			      "    - { cidr: 8.8.0.0/16, ports: [443] }\n",
+	check_rows("chained",
+		   "version: 1\n"
+		   "egress:\n"
+		   "  allow:\n"
+		   "    - { cidr: 8.8.8.0/24, ports: [53] }\n"
+		   "    - { cidr: 8.8.8.0/24, ports: [853] }\n"
+		   "    - { cidr: 8.8.0.0/16, ports: [443] }\n",
 		   rows, ARRAY_SIZE(rows));
 }
 
@@ -511,9 +508,8 @@ static void test_allow_ranges_carve_out(void **state)
 	};
 
 	(void)state;
-	check_rows("allow_ranges 10.1/16",
-		   "version: 1\negress:\n  allow_ranges: [10.1.0.0/16]\n", rows,
-		   ARRAY_SIZE(rows));
+	check_rows("allow_ranges 10.1/16", "version: 1\negress:\n  allow_ranges: [10.1.0.0/16]\n",
+		   rows, ARRAY_SIZE(rows));
 }
 
 static void test_deny_inside_allow(void **state)
@@ -565,8 +561,8 @@ static void test_allow_ranges_whole_default(void **state)
 			     "  deny_ranges: [192.168.1.5/32]\n",
 			     rows, ARRAY_SIZE(rows));
 	bad += count_bad_rows("allow_ranges fc00::/7",
-			      "version: 1\negress:\n  allow_ranges: [\"fc00::/7\"]\n",
-			      rows_v6, ARRAY_SIZE(rows_v6));
+			      "version: 1\negress:\n  allow_ranges: [\"fc00::/7\"]\n", rows_v6,
+			      ARRAY_SIZE(rows_v6));
 	assert_int_equal(bad, 0);
 }
 
@@ -643,8 +639,8 @@ static void test_deny_ranges_over_embedding_prefix(void **state)
 
 	(void)state;
 	check_rows("deny_ranges over 2002::/16 and 64:ff9b::/96",
-		   "version: 1\negress:\n  deny_ranges: [\"2002::/16\", \"64:ff9b::/96\"]\n",
-		   rows, ARRAY_SIZE(rows));
+		   "version: 1\negress:\n  deny_ranges: [\"2002::/16\", \"64:ff9b::/96\"]\n", rows,
+		   ARRAY_SIZE(rows));
 }
 
 static void test_no_policy(void **state)
@@ -655,8 +651,7 @@ static void test_no_policy(void **state)
 	(void)state;
 	/* Fail closed. */
 	assert_int_equal(addr_parse("8.8.8.8", &a), 0);
-	assert_int_equal(policy_guard(NULL, &a, 443, GUARD_FROM_NAME, &res),
-			 GUARD_ADDRESS_DENIED);
+	assert_int_equal(policy_guard(NULL, &a, 443, GUARD_FROM_NAME, &res), GUARD_ADDRESS_DENIED);
 	assert_int_equal(res.verdict, GUARD_ADDRESS_DENIED);
 	assert_string_equal(res.reason, "address-denied");
 	assert_int_equal(res.rule, -1);

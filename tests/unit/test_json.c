@@ -39,23 +39,23 @@ static void test_documents(void **state)
 		{ "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"", true },
 		{ "-0.5e+10", true },
 		{ "0", true },
-		{ "\"\\ud83d\\ude00\"", true },  /* a surrogate pair */
+		{ "\"\\ud83d\\ude00\"", true }, /* a surrogate pair */
 		{ "", false },
 		{ "{", false },
-		{ "{\"a\":1,}", false },	 /* trailing comma */
+		{ "{\"a\":1,}", false }, /* trailing comma */
 		{ "[1,]", false },
 		{ "{\"a\" 1}", false },
-		{ "{a:1}", false },		 /* unquoted key */
+		{ "{a:1}", false }, /* unquoted key */
 		{ "'a'", false },
-		{ "01", false },		 /* leading zero, then a second value */
+		{ "01", false }, /* leading zero, then a second value */
 		{ "1.", false },
 		{ ".5", false },
 		{ "1e", false },
 		{ "+1", false },
 		{ "tru", false },
 		{ "nul", false },
-		{ "\"a", false },		 /* unterminated */
-		{ "\"\\x\"", false },		 /* unknown escape */
+		{ "\"a", false },     /* unterminated */
+		{ "\"\\x\"", false }, /* unknown escape */
 		{ "\"\\u12\"", false },
 		{ "\"\\udc00\"", false },	 /* a lone low surrogate */
 		{ "\"\\ud800\"", false },	 /* a lone high surrogate */
@@ -148,8 +148,7 @@ static void test_depth(void **state)
 	for (n = JSON_DEPTH_MAX; n <= JSON_DEPTH_MAX + 1; n++) {
 		memset(doc, '[', (size_t)n);
 		memset(doc + n, ']', (size_t)n);
-		assert_int_equal(parse_all(doc, 2 * (size_t)n),
-				 n <= JSON_DEPTH_MAX ? 0 : -EINVAL);
+		assert_int_equal(parse_all(doc, 2 * (size_t)n), n <= JSON_DEPTH_MAX ? 0 : -EINVAL);
 	}
 }
 
@@ -199,10 +198,8 @@ static void test_print_string(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_documents),
-		cmocka_unit_test(test_string_unescape),
-		cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_depth),
+		cmocka_unit_test(test_documents),    cmocka_unit_test(test_string_unescape),
+		cmocka_unit_test(test_numbers),	     cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_print_string),
 	};
 

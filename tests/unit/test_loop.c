@@ -45,7 +45,7 @@ static void watchdog_cb(struct timer *t)
 /* Runs @l until someone calls loop_stop(); false if the watchdog did. */
 static bool run_bounded(struct loop *l, uint64_t max_ms)
 {
-	struct watchdog w = {.t.cb = watchdog_cb, .l = l};
+	struct watchdog w = { .t.cb = watchdog_cb, .l = l };
 
 	assert_int_equal(loop_timer_arm(l, &w.t, max_ms), 0);
 	assert_int_equal(loop_run(l), 0);
@@ -80,8 +80,8 @@ static void order_cb(struct timer *t)
 
 static void test_timers_fire_in_order(void **state)
 {
-	static const uint64_t delays[6] = {30, 10, 20, 10, 0, 20};
-	static const int expect[6] = {4, 1, 3, 2, 5, 0};
+	static const uint64_t delays[6] = { 30, 10, 20, 10, 0, 20 };
+	static const int expect[6] = { 4, 1, 3, 2, 5, 0 };
 	struct otimer ot[6];
 	struct loop *l = loop_new();
 
@@ -90,8 +90,7 @@ static void test_timers_fire_in_order(void **state)
 	order_loop = l;
 	order_n = 0;
 	for (int i = 0; i < 6; i++) {
-		ot[i] = (struct otimer){
-		    .t.cb = order_cb, .id = i, .delay = delays[i]};
+		ot[i] = (struct otimer){ .t.cb = order_cb, .id = i, .delay = delays[i] };
 		ot[i].armed_at = loop_now_ms(l);
 		assert_int_equal(loop_timer_arm(l, &ot[i].t, delays[i]), 0);
 		assert_true(loop_timer_armed(&ot[i].t));
@@ -237,8 +236,7 @@ static void test_zero_timer_does_not_starve(void **state)
 	spin.ev.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	assert_true(spin.ev.fd >= 0);
 	assert_int_equal(loop_add(spin.l, &spin.ev, EPOLLIN), 0);
-	assert_int_equal(write(spin.ev.fd, &one, sizeof(one)),
-			 (ssize_t)sizeof(one));
+	assert_int_equal(write(spin.ev.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	assert_int_equal(loop_timer_arm(spin.l, &spin.t, 0), 0);
 	assert_true(run_bounded(spin.l, 2000));
 	/* First iteration: one tick, then the batch with the event. */
@@ -301,9 +299,7 @@ static void test_100k_timers(void **state)
 	for (int i = 0; i < MANY; i++) {
 		seed = seed * 1103515245u + 12345u;
 		many.tm[i].t.cb = many_cb;
-		assert_int_equal(
-		    loop_timer_arm(many.l, &many.tm[i].t, (seed >> 8) % 200),
-		    0);
+		assert_int_equal(loop_timer_arm(many.l, &many.tm[i].t, (seed >> 8) % 200), 0);
 	}
 	/* Cancel every third, re-arm every seventh (a moved deadline). */
 	for (int i = 0; i < MANY; i++) {
@@ -311,9 +307,7 @@ static void test_100k_timers(void **state)
 			loop_timer_cancel(many.l, &many.tm[i].t);
 			many.tm[i].cancelled = true;
 		} else if (i % 7 == 0) {
-			assert_int_equal(loop_timer_arm(many.l, &many.tm[i].t,
-							150 - i % 100),
-					 0);
+			assert_int_equal(loop_timer_arm(many.l, &many.tm[i].t, 150 - i % 100), 0);
 		}
 	}
 	for (int i = 0; i < MANY; i++)
@@ -331,8 +325,7 @@ static void test_100k_timers(void **state)
 	assert_true(many.order_ok);
 	assert_true(many.late_ok);
 	for (int i = 0; i < MANY; i++) {
-		assert_int_equal(many.tm[i].fired,
-				 many.tm[i].cancelled ? 0 : 1);
+		assert_int_equal(many.tm[i].fired, many.tm[i].cancelled ? 0 : 1);
 		assert_false(loop_timer_armed(&many.tm[i].t));
 	}
 	free(many.tm);
@@ -412,8 +405,7 @@ static void mb_cb(struct ev *ev, uint32_t events)
 	other->ev.cb = reused_cb;
 	mb.batch_end.cb = batch_end_cb;
 	assert_int_equal(loop_timer_arm(mb.l, &mb.batch_end, 0), 0);
-	assert_int_equal(write(other->ev.fd, &one, sizeof(one)),
-			 (ssize_t)sizeof(one));
+	assert_int_equal(write(other->ev.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	assert_int_equal(loop_add(mb.l, &other->ev, EPOLLIN), 0);
 }
 
@@ -433,8 +425,7 @@ static void run_mid_batch(bool reuse)
 		mb.p[i]->ev.cb = mb_cb;
 		mb.p[i]->ev.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		assert_true(mb.p[i]->ev.fd >= 0);
-		assert_int_equal(write(mb.p[i]->ev.fd, &one, sizeof(one)),
-				 (ssize_t)sizeof(one));
+		assert_int_equal(write(mb.p[i]->ev.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 		assert_int_equal(loop_add(mb.l, &mb.p[i]->ev, EPOLLIN), 0);
 	}
 	assert_true(run_bounded(mb.l, 2000));
@@ -508,8 +499,7 @@ static void test_ev_frees_itself(void **state)
 		s->ev.cb = selfdel_cb;
 		s->ev.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		assert_true(s->ev.fd >= 0);
-		assert_int_equal(write(s->ev.fd, &one, sizeof(one)),
-				 (ssize_t)sizeof(one));
+		assert_int_equal(write(s->ev.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 		assert_int_equal(loop_add(l, &s->ev, EPOLLIN), 0);
 	}
 	assert_true(run_bounded(l, 2000));
@@ -625,7 +615,7 @@ static void *interrupter(void *arg)
 
 static void test_stop_and_eintr(void **state)
 {
-	struct sigaction sa = {.sa_handler = on_sig}, old;
+	struct sigaction sa = { .sa_handler = on_sig }, old;
 	struct loop *l = loop_new();
 	struct kill_arg k;
 	uint64_t t0, dt;
@@ -665,19 +655,18 @@ static void test_stop_and_eintr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_timers_fire_in_order),
-	    cmocka_unit_test(test_timer_cancel_from_callback),
-	    cmocka_unit_test(test_zero_timer_does_not_starve),
-	    cmocka_unit_test(test_100k_timers),
-	    cmocka_unit_test(test_ev_deleted_mid_batch),
-	    cmocka_unit_test(test_ev_deleted_and_readded_mid_batch),
-	    cmocka_unit_test(test_ev_frees_itself),
-	    cmocka_unit_test(test_post_from_thread),
-	    cmocka_unit_test(test_post_dropped_at_free),
-	    cmocka_unit_test(test_stop_and_eintr),
+		cmocka_unit_test(test_timers_fire_in_order),
+		cmocka_unit_test(test_timer_cancel_from_callback),
+		cmocka_unit_test(test_zero_timer_does_not_starve),
+		cmocka_unit_test(test_100k_timers),
+		cmocka_unit_test(test_ev_deleted_mid_batch),
+		cmocka_unit_test(test_ev_deleted_and_readded_mid_batch),
+		cmocka_unit_test(test_ev_frees_itself),
+		cmocka_unit_test(test_post_from_thread),
+		cmocka_unit_test(test_post_dropped_at_free),
+		cmocka_unit_test(test_stop_and_eintr),
 	};
 
-	alarm(
-	    120); /* a hang (e.g. a timer spinning in one pass) is a failure */
+	alarm(120); /* a hang (e.g. a timer spinning in one pass) is a failure */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

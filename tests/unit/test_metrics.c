@@ -118,8 +118,7 @@ static void test_threads_add_up(void **state)
 	(void)state;
 	for (i = 0; i < NTHREADS; i++) {
 		id[i] = i;
-		assert_int_equal(
-		    pthread_create(&th[i], NULL, counter_main, &id[i]), 0);
+		assert_int_equal(pthread_create(&th[i], NULL, counter_main, &id[i]), 0);
 	}
 	for (i = 0; i < NTHREADS; i++)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
@@ -133,27 +132,18 @@ static void test_threads_add_up(void **state)
 		assert_int_equal(series(name), total / NREASONS);
 	}
 	/* interned once each, however the first uses raced */
-	assert_int_equal(count_lines_starting("sluice_decisions_total{"),
-			 NREASONS);
+	assert_int_equal(count_lines_starting("sluice_decisions_total{"), NREASONS);
 	assert_int_equal(series("sluice_connections_total"), total);
 	assert_int_equal(series("sluice_open_connections"), total / 2);
 	assert_int_equal(series("sluice_bytes_total{direction=\"up\"}"), total);
-	assert_int_equal(series("sluice_bytes_total{direction=\"down\"}"),
-			 2 * total);
-	assert_int_equal(series("sluice_dns_cache_misses_total"),
-			 NTHREADS * ((NITER + 2) / 3));
+	assert_int_equal(series("sluice_bytes_total{direction=\"down\"}"), 2 * total);
+	assert_int_equal(series("sluice_dns_cache_misses_total"), NTHREADS * ((NITER + 2) / 3));
 	assert_int_equal(series("sluice_dns_cache_hits_total"),
 			 total - NTHREADS * ((NITER + 2) / 3));
-	assert_int_equal(
-	    series("sluice_dns_queries_total{answer=\"synthetic\"}"),
-	    total / 2);
-	assert_int_equal(
-	    series("sluice_dns_queries_total{answer=\"nxdomain\"}"), total / 2);
-	assert_int_equal(series("sluice_upstream_connect_seconds_count"),
-			 total);
-	assert_int_equal(
-	    series("sluice_upstream_connect_seconds_bucket{le=\"+Inf\"}"),
-	    total);
+	assert_int_equal(series("sluice_dns_queries_total{answer=\"synthetic\"}"), total / 2);
+	assert_int_equal(series("sluice_dns_queries_total{answer=\"nxdomain\"}"), total / 2);
+	assert_int_equal(series("sluice_upstream_connect_seconds_count"), total);
+	assert_int_equal(series("sluice_upstream_connect_seconds_bucket{le=\"+Inf\"}"), total);
 }
 
 /* --- histogram -------------------------------------------------------------
@@ -165,15 +155,15 @@ static void test_histogram_buckets(void **state)
 		uint64_t us;
 		const char *le; /* the first bucket that counts it */
 	} cases[] = {
-	    {0, "0.0005"},     {500, "0.0005"},		 {501, "0.001"},
-	    {1000, "0.001"}, /* 1 ms is "le 1 ms" */
-	    {1001, "0.0025"},  {2500, "0.0025"},	 {10000, "0.01"},
-	    {99999, "0.1"},    {1000000, "1"},		 {5000000, "5"},
-	    {5000001, "+Inf"}, {UINT64_MAX / 2, "+Inf"},
+		{ 0, "0.0005" },     { 500, "0.0005" },		 { 501, "0.001" },
+		{ 1000, "0.001" }, /* 1 ms is "le 1 ms" */
+		{ 1001, "0.0025" },  { 2500, "0.0025" },	 { 10000, "0.01" },
+		{ 99999, "0.1" },    { 1000000, "1" },		 { 5000000, "5" },
+		{ 5000001, "+Inf" }, { UINT64_MAX / 2, "+Inf" },
 	};
 	static const char *const les[] = {
-	    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
-	    "0.1",    "0.25",  "0.5",	 "1",	  "2.5",  "5",	   "+Inf",
+		"0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+		"0.1",	  "0.25",  "0.5",    "1",     "2.5",  "5",     "+Inf",
 	};
 	char name[128];
 	size_t i, j;
@@ -186,24 +176,19 @@ static void test_histogram_buckets(void **state)
 		render();
 		reached = false;
 		for (j = 0; j < ARRAY_SIZE(les); j++) {
-			snprintf(
-			    name, sizeof(name),
-			    "sluice_upstream_connect_seconds_bucket{le=\"%s\"}",
-			    les[j]);
+			snprintf(name, sizeof(name),
+				 "sluice_upstream_connect_seconds_bucket{le=\"%s\"}", les[j]);
 			if (!strcmp(les[j], cases[i].le))
 				reached = true;
 			if (series(name) != (reached ? 1u : 0u))
 				fail_msg("%llu us: bucket le=%s is %llu",
-					 (unsigned long long)cases[i].us,
-					 les[j], series(name));
+					 (unsigned long long)cases[i].us, les[j], series(name));
 		}
 		assert_true(reached);
-		assert_int_equal(
-		    series("sluice_upstream_connect_seconds_count"), 1);
+		assert_int_equal(series("sluice_upstream_connect_seconds_count"), 1);
 	}
-	assert_int_equal(
-	    count_lines_starting("sluice_upstream_connect_seconds_bucket{"),
-	    ARRAY_SIZE(les));
+	assert_int_equal(count_lines_starting("sluice_upstream_connect_seconds_bucket{"),
+			 ARRAY_SIZE(les));
 }
 
 static void test_histogram_sum(void **state)
@@ -212,8 +197,7 @@ static void test_histogram_sum(void **state)
 	metrics_connect_latency_us(1000);
 	metrics_connect_latency_us(2500001);
 	render();
-	assert_non_null(
-	    strstr(out, "\nsluice_upstream_connect_seconds_sum 2.501001\n"));
+	assert_non_null(strstr(out, "\nsluice_upstream_connect_seconds_sum 2.501001\n"));
 }
 
 /* --- exposition text ---------------------------------------------------------
@@ -237,71 +221,71 @@ static void known_state(void)
 }
 
 static const char known_prometheus[] =
-    "# HELP sluice_decisions_total Broker decisions, by protocol, decision and "
-    "reason.\n"
-    "# TYPE sluice_decisions_total counter\n"
-    "sluice_decisions_total{proto=\"http\",decision=\"deny\",reason=\"not-"
-    "allowlisted\"} 2\n"
-    "sluice_decisions_total{proto=\"tls\",decision=\"allow\",reason="
-    "\"allowed\"} 1\n"
-    "# HELP sluice_open_connections Connections open now.\n"
-    "# TYPE sluice_open_connections gauge\n"
-    "sluice_open_connections 1\n"
-    "# HELP sluice_connections_total Connections accepted.\n"
-    "# TYPE sluice_connections_total counter\n"
-    "sluice_connections_total 2\n"
-    "# HELP sluice_bytes_total Bytes relayed: up is sandbox to upstream, down "
-    "the reverse.\n"
-    "# TYPE sluice_bytes_total counter\n"
-    "sluice_bytes_total{direction=\"up\"} 100\n"
-    "sluice_bytes_total{direction=\"down\"} 2000\n"
-    "# HELP sluice_dns_cache_hits_total Upstream name resolutions answered "
-    "from the cache.\n"
-    "# TYPE sluice_dns_cache_hits_total counter\n"
-    "sluice_dns_cache_hits_total 1\n"
-    "# HELP sluice_dns_cache_misses_total Upstream name resolutions that had "
-    "to ask a resolver.\n"
-    "# TYPE sluice_dns_cache_misses_total counter\n"
-    "sluice_dns_cache_misses_total 2\n"
-    "# HELP sluice_dns_queries_total DNS filter queries, by the answer they "
-    "got.\n"
-    "# TYPE sluice_dns_queries_total counter\n"
-    "sluice_dns_queries_total{answer=\"nxdomain\"} 1\n"
-    "# HELP sluice_log_lines_lost_total Log lines not written to stderr (its "
-    "reader gone, or a failed write).\n"
-    "# TYPE sluice_log_lines_lost_total counter\n"
-    "sluice_log_lines_lost_total 0\n"
-    "# HELP sluice_audit_write_failures_total Audit lines lost to a failed or "
-    "short write.\n"
-    "# TYPE sluice_audit_write_failures_total counter\n"
-    "sluice_audit_write_failures_total 0\n"
-    "# HELP sluice_audit_refusals_folded_total Refusals counted in the "
-    "repeated field of an earlier audit line of their kind.\n"
-    "# TYPE sluice_audit_refusals_folded_total counter\n"
-    "sluice_audit_refusals_folded_total 0\n"
-    "# HELP sluice_audit_refusals_dropped_total Refusals not written beyond a "
-    "sandbox's audit rate, counted in the dropped field of a summary line.\n"
-    "# TYPE sluice_audit_refusals_dropped_total counter\n"
-    "sluice_audit_refusals_dropped_total 0\n"
-    "# HELP sluice_upstream_connect_seconds Time to establish a connection to "
-    "an upstream.\n"
-    "# TYPE sluice_upstream_connect_seconds histogram\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.0005\"} 0\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.001\"} 1\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.0025\"} 1\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.005\"} 1\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.01\"} 1\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.025\"} 1\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.05\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.1\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.25\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"0.5\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"1\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"2.5\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"5\"} 2\n"
-    "sluice_upstream_connect_seconds_bucket{le=\"+Inf\"} 2\n"
-    "sluice_upstream_connect_seconds_sum 0.031000\n"
-    "sluice_upstream_connect_seconds_count 2\n";
+	"# HELP sluice_decisions_total Broker decisions, by protocol, decision and "
+	"reason.\n"
+	"# TYPE sluice_decisions_total counter\n"
+	"sluice_decisions_total{proto=\"http\",decision=\"deny\",reason=\"not-"
+	"allowlisted\"} 2\n"
+	"sluice_decisions_total{proto=\"tls\",decision=\"allow\",reason="
+	"\"allowed\"} 1\n"
+	"# HELP sluice_open_connections Connections open now.\n"
+	"# TYPE sluice_open_connections gauge\n"
+	"sluice_open_connections 1\n"
+	"# HELP sluice_connections_total Connections accepted.\n"
+	"# TYPE sluice_connections_total counter\n"
+	"sluice_connections_total 2\n"
+	"# HELP sluice_bytes_total Bytes relayed: up is sandbox to upstream, down "
+	"the reverse.\n"
+	"# TYPE sluice_bytes_total counter\n"
+	"sluice_bytes_total{direction=\"up\"} 100\n"
+	"sluice_bytes_total{direction=\"down\"} 2000\n"
+	"# HELP sluice_dns_cache_hits_total Upstream name resolutions answered "
+	"from the cache.\n"
+	"# TYPE sluice_dns_cache_hits_total counter\n"
+	"sluice_dns_cache_hits_total 1\n"
+	"# HELP sluice_dns_cache_misses_total Upstream name resolutions that had "
+	"to ask a resolver.\n"
+	"# TYPE sluice_dns_cache_misses_total counter\n"
+	"sluice_dns_cache_misses_total 2\n"
+	"# HELP sluice_dns_queries_total DNS filter queries, by the answer they "
+	"got.\n"
+	"# TYPE sluice_dns_queries_total counter\n"
+	"sluice_dns_queries_total{answer=\"nxdomain\"} 1\n"
+	"# HELP sluice_log_lines_lost_total Log lines not written to stderr (its "
+	"reader gone, or a failed write).\n"
+	"# TYPE sluice_log_lines_lost_total counter\n"
+	"sluice_log_lines_lost_total 0\n"
+	"# HELP sluice_audit_write_failures_total Audit lines lost to a failed or "
+	"short write.\n"
+	"# TYPE sluice_audit_write_failures_total counter\n"
+	"sluice_audit_write_failures_total 0\n"
+	"# HELP sluice_audit_refusals_folded_total Refusals counted in the "
+	"repeated field of an earlier audit line of their kind.\n"
+	"# TYPE sluice_audit_refusals_folded_total counter\n"
+	"sluice_audit_refusals_folded_total 0\n"
+	"# HELP sluice_audit_refusals_dropped_total Refusals not written beyond a "
+	"sandbox's audit rate, counted in the dropped field of a summary line.\n"
+	"# TYPE sluice_audit_refusals_dropped_total counter\n"
+	"sluice_audit_refusals_dropped_total 0\n"
+	"# HELP sluice_upstream_connect_seconds Time to establish a connection to "
+	"an upstream.\n"
+	"# TYPE sluice_upstream_connect_seconds histogram\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.0005\"} 0\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.001\"} 1\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.0025\"} 1\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.005\"} 1\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.01\"} 1\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.025\"} 1\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.05\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.1\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.25\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"0.5\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"1\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"2.5\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"5\"} 2\n"
+	"sluice_upstream_connect_seconds_bucket{le=\"+Inf\"} 2\n"
+	"sluice_upstream_connect_seconds_sum 0.031000\n"
+	"sluice_upstream_connect_seconds_count 2\n";
 
 static void test_prometheus_known_state(void **state)
 {
@@ -338,10 +322,9 @@ static void test_label_values_escaped(void **state)
 	(void)state;
 	metrics_decision("http", "deny", "a\"b\\c");
 	render();
-	assert_int_equal(
-	    series("sluice_decisions_total{proto=\"http\",decision=\"deny\","
-		   "reason=\"a\\\"b\\\\c\"}"),
-	    1);
+	assert_int_equal(series("sluice_decisions_total{proto=\"http\",decision=\"deny\","
+				"reason=\"a\\\"b\\\\c\"}"),
+			 1);
 }
 
 /* Keys that cannot be printed as they are, or do not fit, count as "other". */
@@ -360,19 +343,16 @@ static void test_bad_keys_are_other(void **state)
 	metrics_decision("http", "deny", longv);
 	metrics_dns_query("\x01");
 	render();
-	assert_int_equal(
-	    series("sluice_decisions_total{proto=\"other\",decision=\"other\","
-		   "reason=\"other\"}"),
-	    4);
+	assert_int_equal(series("sluice_decisions_total{proto=\"other\",decision=\"other\","
+				"reason=\"other\"}"),
+			 4);
 	assert_int_equal(count_lines_starting("sluice_decisions_total{"), 2);
-	assert_int_equal(series("sluice_dns_queries_total{answer=\"other\"}"),
-			 1);
+	assert_int_equal(series("sluice_dns_queries_total{answer=\"other\"}"), 1);
 	metrics_decision(NULL, NULL, NULL);
 	render();
-	assert_int_equal(
-	    series("sluice_decisions_total{proto=\"\",decision=\"\","
-		   "reason=\"\"}"),
-	    1);
+	assert_int_equal(series("sluice_decisions_total{proto=\"\",decision=\"\","
+				"reason=\"\"}"),
+			 1);
 }
 
 /* A full table never grows, never drops a count: the rest go to "other". */
@@ -397,23 +377,21 @@ static void test_table_overflow(void **state)
 			 i);
 		assert_int_equal(series(name), 2);
 	}
-	assert_int_equal(
-	    series("sluice_decisions_total{proto=\"other\",decision=\"other\","
-		   "reason=\"other\"}"),
-	    10);
+	assert_int_equal(series("sluice_decisions_total{proto=\"other\",decision=\"other\","
+				"reason=\"other\"}"),
+			 10);
 }
 
 static void test_render_text(void **state)
 {
-	static const char want[] =
-	    "connections: 1 open, 2 accepted\n"
-	    "bytes: 100 up, 2000 down\n"
-	    "decisions: 1 allowed, 2 denied, 0 errors\n"
-	    "  deny http not-allowlisted: 2\n"
-	    "dns: cache 1 hits, 2 misses; filter nxdomain 1\n"
-	    "upstream connect: 2, mean 15.5 ms, p50 <= 1 ms, p99 <= 50 ms\n"
-	    "log: 0 lines lost\n"
-	    "audit: 0 lines lost; refusals 0 folded, 0 dropped\n";
+	static const char want[] = "connections: 1 open, 2 accepted\n"
+				   "bytes: 100 up, 2000 down\n"
+				   "decisions: 1 allowed, 2 denied, 0 errors\n"
+				   "  deny http not-allowlisted: 2\n"
+				   "dns: cache 1 hits, 2 misses; filter nxdomain 1\n"
+				   "upstream connect: 2, mean 15.5 ms, p50 <= 1 ms, p99 <= 50 ms\n"
+				   "log: 0 lines lost\n"
+				   "audit: 0 lines lost; refusals 0 folded, 0 dropped\n";
 	int n;
 
 	(void)state;
@@ -425,8 +403,7 @@ static void test_render_text(void **state)
 	metrics_reset();
 	n = metrics_render_text(out, sizeof(out));
 	assert_true(n > 0);
-	assert_non_null(
-	    strstr(out, "decisions: 0 allowed, 0 denied, 0 errors\n"));
+	assert_non_null(strstr(out, "decisions: 0 allowed, 0 denied, 0 errors\n"));
 	assert_non_null(strstr(out, "filter no queries\n"));
 	assert_non_null(strstr(out, "upstream connect: 0\n"));
 }
@@ -434,7 +411,7 @@ static void test_render_text(void **state)
 /* The failure counter the audit module keeps is what metrics show. */
 static void test_audit_failures_shown(void **state)
 {
-	struct audit_event ev = {.decision = "allow", .reason = "allowed"};
+	struct audit_event ev = { .decision = "allow", .reason = "allowed" };
 
 	(void)state;
 	assert_int_equal(audit_open("/dev/full", NULL), 0);
@@ -455,10 +432,9 @@ static uint64_t fixed_ms(void)
 /* So are the audit module's folded and dropped refusals. */
 static void test_audit_refusals_shown(void **state)
 {
-	struct audit_event ev = {.sandbox = "m1",
-				 .proto = "dns",
-				 .decision = "deny",
-				 .reason = "not-allowlisted"};
+	struct audit_event ev = {
+		.sandbox = "m1", .proto = "dns", .decision = "deny", .reason = "not-allowlisted"
+	};
 	char name[32];
 	unsigned i;
 
@@ -485,18 +461,18 @@ static void test_audit_refusals_shown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    /* first: it asserts that no audit line has failed yet */
-	    cmocka_unit_test_setup(test_prometheus_known_state, reset),
-	    cmocka_unit_test_setup(test_threads_add_up, reset),
-	    cmocka_unit_test_setup(test_histogram_buckets, reset),
-	    cmocka_unit_test_setup(test_histogram_sum, reset),
-	    cmocka_unit_test_setup(test_enospc, reset),
-	    cmocka_unit_test_setup(test_label_values_escaped, reset),
-	    cmocka_unit_test_setup(test_bad_keys_are_other, reset),
-	    cmocka_unit_test_setup(test_table_overflow, reset),
-	    cmocka_unit_test_setup(test_render_text, reset),
-	    cmocka_unit_test_setup(test_audit_refusals_shown, reset),
-	    cmocka_unit_test_setup(test_audit_failures_shown, reset),
+		/* first: it asserts that no audit line has failed yet */
+		cmocka_unit_test_setup(test_prometheus_known_state, reset),
+		cmocka_unit_test_setup(test_threads_add_up, reset),
+		cmocka_unit_test_setup(test_histogram_buckets, reset),
+		cmocka_unit_test_setup(test_histogram_sum, reset),
+		cmocka_unit_test_setup(test_enospc, reset),
+		cmocka_unit_test_setup(test_label_values_escaped, reset),
+		cmocka_unit_test_setup(test_bad_keys_are_other, reset),
+		cmocka_unit_test_setup(test_table_overflow, reset),
+		cmocka_unit_test_setup(test_render_text, reset),
+		cmocka_unit_test_setup(test_audit_refusals_shown, reset),
+		cmocka_unit_test_setup(test_audit_failures_shown, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

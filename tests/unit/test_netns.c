@@ -64,7 +64,7 @@ static void test_no_such_namespace(void **state)
 }
 
 struct lone {
-	int fd;	     /* its namespace, once made; -errno if unshare failed */
+	int fd;	      /* its namespace, once made; -errno if unshare failed */
 	int ready[2]; /* the thread says it is in it */
 	int end[2];   /* the test says it may end */
 };
@@ -298,7 +298,7 @@ static void test_linger(void **state)
 	close(go[0]);
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
-	assert_int_equal(c, 'y'); /* the caller's own copy is closed */
+	assert_int_equal(c, 'y');		/* the caller's own copy is closed */
 	assert_false(eof_within(held[0], 100)); /* the child holds it */
 	assert_int_equal(write(go[1], "x", 1), 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -321,11 +321,21 @@ static void test_ifname_ok(void **state)
 		const char *name;
 		bool ok;
 	} cases[] = {
-		{ "eth0", true },	      { "sl0", true },		   { "a", true },
-		{ "net1.100", true },	      { "x-y_z", true },	   { "123456789012345", true },
-		{ "1234567890123456", false }, { "", false },		   { ".", false },
-		{ "..", false },	      { "a/b", false },		   { "a:b", false },
-		{ "a b", false },	      { "a\tb", false },	   { "\x7f", false },
+		{ "eth0", true },
+		{ "sl0", true },
+		{ "a", true },
+		{ "net1.100", true },
+		{ "x-y_z", true },
+		{ "123456789012345", true },
+		{ "1234567890123456", false },
+		{ "", false },
+		{ ".", false },
+		{ "..", false },
+		{ "a/b", false },
+		{ "a:b", false },
+		{ "a b", false },
+		{ "a\tb", false },
+		{ "\x7f", false },
 	};
 	size_t i;
 
@@ -367,8 +377,9 @@ static void test_state_attach_fields(void **state)
 	snprintf(path, sizeof(path), "%s/sandbox", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fprintf(f, "name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
-		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n",
+	fprintf(f,
+		"name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
+		"transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n",
 		sb.name, sb.link);
 	fclose(f);
 	assert_int_equal(netns_state_read(sb.name, &got, &err), 0);
@@ -380,9 +391,10 @@ static void test_state_attach_fields(void **state)
 	 * with a bad value: refused. */
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fprintf(f, "name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
-		   "transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n"
-		   "attached maybe\n",
+	fprintf(f,
+		"name %s\naddress 10.200.0.6\ngateway 10.200.0.5\nlink %s\nproxy_port 3128\n"
+		"transparent_port 3129\ndns_port 53\nbroker_netns 1:2\nsocket /x\n"
+		"attached maybe\n",
 		sb.name, sb.link);
 	fclose(f);
 	assert_int_equal(netns_state_read(sb.name, &got, &err), -EINVAL);

@@ -43,10 +43,10 @@
 #define RULES V "egress:\n  allow:\n"
 /* Lines 1-5: two host rules; credentials from line 6, the first credential's
  * mapping at 7:5, its name value at 7:11; then SRC (8), INJ (9), SCOPE (10). */
-#define EG                                                                      \
-	V "egress:\n"                                                           \
-	  "  allow:\n"                                                          \
-	  "    - host: api.example.com\n"                                       \
+#define EG                                \
+	V "egress:\n"                     \
+	  "  allow:\n"                    \
+	  "    - host: api.example.com\n" \
 	  "    - host: \"*.x.com\"\n"
 #define CREDS EG "credentials:\n  - name: c\n"
 #define SRC "    source: { env: TOK }\n"
@@ -58,11 +58,11 @@
  * keys from line 10, column 9. */
 #define O2 "    source:\n      oauth2:\n"
 #define O2_URL "        token_url: https://auth.example.com/token\n" /* value at 20 */
-#define O2_ID "        client_id: sluice\n"			      /* value at 20 */
-#define O2_SEC "        client_secret_file: /etc/sluice/cs\n"       /* value at 29 */
+#define O2_ID "        client_id: sluice\n"			     /* value at 20 */
+#define O2_SEC "        client_secret_file: /etc/sluice/cs\n"	     /* value at 29 */
 #define O2_URLV(u) "        token_url: " u "\n"
 #define JW "    source:\n      jwt:\n"
-#define JW_KEY "        key_file: /etc/sluice/jwt.pem\n" /* value at 19 */
+#define JW_KEY "        key_file: /etc/sluice/jwt.pem\n"  /* value at 19 */
 #define JW_ISS "        issuer: https://sluice.example\n" /* value at 17 */
 
 struct bad_row {
@@ -77,7 +77,8 @@ static const struct bad_row bad_rows[] = {
 	{ V "egress:\n  allow: []\n  redirect: any\n", 4, 3, "unknown key `redirect` in `egress`" },
 	{ RULES "    - host: a.example.com\n      portz: [443]\n", 5, 7,
 	  "unknown key `portz` in an allow rule" },
-	{ CREDS SRC INJ SCOPE "    expires: 15m\n", 11, 5, "unknown key `expires` in a credential" },
+	{ CREDS SRC INJ SCOPE "    expires: 15m\n", 11, 5,
+	  "unknown key `expires` in a credential" },
 	{ CREDS SRC INJ "    scope: { hosts: [api.example.com], verbs: [GET] }\n", 10, 40,
 	  "unknown key `verbs` in `scope`" },
 	{ CREDS "    source: { path: /x }\n" INJ SCOPE, 8, 15, "unknown key `path` in `source`" },
@@ -101,7 +102,8 @@ static const struct bad_row bad_rows[] = {
 	{ V "egress:\n  - host: a.example.com\n", 3, 3, "`egress` must be a mapping, not a list" },
 	{ CREDS SRC INJ "    scope: { hosts: api.example.com }\n", 10, 21,
 	  "`hosts` must be a list, not a scalar" },
-	{ RULES "    - host: [a.example.com]\n", 4, 13, "`host` must be a single value, not a list" },
+	{ RULES "    - host: [a.example.com]\n", 4, 13,
+	  "`host` must be a single value, not a list" },
 	{ RULES "    - a.example.com\n", 4, 7, "must be a mapping, not a scalar" },
 	{ V "limits: 5\n", 2, 9, "`limits` must be a mapping, not a scalar" },
 	{ V "credentials: {}\n", 2, 14, "`credentials` must be a list, not a mapping" },
@@ -125,7 +127,8 @@ static const struct bad_row bad_rows[] = {
 	  "bad CIDR `127.1/8` in `deny_ranges`" },
 
 	/* ports */
-	{ RULES "    - host: a.example.com\n      ports: [0]\n", 5, 15, "port `0` out of range 1-65535" },
+	{ RULES "    - host: a.example.com\n      ports: [0]\n", 5, 15,
+	  "port `0` out of range 1-65535" },
 	{ RULES "    - host: a.example.com\n      ports: [65536]\n", 5, 15,
 	  "port `65536` out of range 1-65535" },
 	{ RULES "    - host: a.example.com\n      ports: [99999999999999999999999]\n", 5, 15,
@@ -133,7 +136,8 @@ static const struct bad_row bad_rows[] = {
 	{ RULES "    - host: a.example.com\n      ports: [-1]\n", 5, 15, "bad port `-1`" },
 	{ RULES "    - host: a.example.com\n      ports: [443, http]\n", 5, 20, "bad port `http`" },
 	{ RULES "    - host: a.example.com\n      ports: [0443]\n", 5, 15, "bad port `0443`" },
-	{ RULES "    - host: a.example.com\n      ports: [443, 443]\n", 5, 20, "duplicate port `443`" },
+	{ RULES "    - host: a.example.com\n      ports: [443, 443]\n", 5, 20,
+	  "duplicate port `443`" },
 	{ RULES "    - host: a.example.com\n      ports: []\n", 5, 14, "`ports` is empty" },
 	{ RULES "    - host: a.example.com\n      raw_tcp: yes\n", 5, 16,
 	  "bad value `yes` for `raw_tcp` (true or false)" },
@@ -157,7 +161,9 @@ static const struct bad_row bad_rows[] = {
 	{ RULES "    - host: \"*\"\n", 4, 13, "`*` is allowed only as a leading `*.`" },
 	{ RULES "    - host: \"*.\"\n", 4, 13, "empty name" },
 	{ RULES "    - host: \"*.*.com\"\n", 4, 13, "`*` is allowed only as a leading `*.`" },
-	{ RULES "    - host: b\xc3\xbc" "cher.de\n", 4, 13, "non-ASCII name: write it in punycode" },
+	{ RULES "    - host: b\xc3\xbc"
+		"cher.de\n",
+	  4, 13, "non-ASCII name: write it in punycode" },
 	{ RULES "    - host: 1.2.3.4\n", 4, 13,
 	  "bad host pattern `1.2.3.4`: an address literal is not a host name" },
 	{ RULES "    - host: \"*.10.0.0\"\n", 4, 13, "an address literal is not a host name" },
@@ -171,10 +177,10 @@ static const struct bad_row bad_rows[] = {
 
 	/* credentials */
 	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "  - name: c\n"
-		"    source: { env: TOK2 }\n    placeholder: TOK_B\n" SCOPE,
+		    "    source: { env: TOK2 }\n    placeholder: TOK_B\n" SCOPE,
 	  11, 11, "duplicate credential name `c`" },
 	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "  - name: d\n"
-		"    source: { env: TOK2 }\n    placeholder: TOK_A\n" SCOPE,
+		    "    source: { env: TOK2 }\n    placeholder: TOK_A\n" SCOPE,
 	  13, 18, "placeholder `TOK_A` is used by credential `c` too" },
 	{ CREDS SRC "    placeholder: 1ABC\n" SCOPE, 9, 18,
 	  "placeholder `1ABC` is not a valid environment variable name" },
@@ -213,8 +219,8 @@ static const struct bad_row bad_rows[] = {
 	  "inject value `Bearer` has no `{secret}`" },
 	{ CREDS SRC "    inject: { value: \"Bearer {secret}\" }\n" SCOPE, 9, 13,
 	  "`inject` needs `header` and `value`" },
-	{ CREDS SRC "    inject: { header: \"Auth orization\", value: \"{secret}\" }\n" SCOPE, 9, 23,
-	  "bad header name `Auth orization`" },
+	{ CREDS SRC "    inject: { header: \"Auth orization\", value: \"{secret}\" }\n" SCOPE, 9,
+	  23, "bad header name `Auth orization`" },
 	{ CREDS SRC "    inject: { header: Content-Length, value: \"{secret}\" }\n" SCOPE, 9, 23,
 	  "header `Content-Length` cannot be injected" },
 	{ CREDS SRC "    inject: { header: Proxy-Authorization, value: \"{secret}\" }\n" SCOPE, 9,
@@ -225,7 +231,8 @@ static const struct bad_row bad_rows[] = {
 	  9, 45, "control character in inject value" },
 	{ CREDS "    source: { env: TOK, file: /x }\n" INJ SCOPE, 8, 13,
 	  "`source` needs exactly one of `file`, `env`, `oauth2` or `jwt`" },
-	{ CREDS "    source: {}\n" INJ SCOPE, 8, 13, "`source` needs exactly one of `file`, `env`" },
+	{ CREDS "    source: {}\n" INJ SCOPE, 8, 13,
+	  "`source` needs exactly one of `file`, `env`" },
 	{ CREDS "    source: { env: TOK, jwt: { key_file: /k, issuer: i } }\n" INJ SCOPE, 8, 13,
 	  "`source` needs exactly one of" },
 	{ CREDS "    source: { env: [TOK] }\n" INJ SCOPE, 8, 20, "`env` must be a single value" },
@@ -276,7 +283,8 @@ static const struct bad_row bad_rows[] = {
 	  "`client_id` must be a single value, not a list" },
 	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: [read, \"a b\"]\n" INJ SCOPE, 13, 24,
 	  "bad scope `a b` (visible ASCII without space" },
-	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: []\n" INJ SCOPE, 13, 17, "`scopes` is empty" },
+	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: []\n" INJ SCOPE, 13, 17,
+	  "`scopes` is empty" },
 	{ CREDS O2 O2_URL O2_ID O2_SEC "        scopes: read\n" INJ SCOPE, 13, 17,
 	  "`scopes` must be a list, not a scalar" },
 	{ CREDS O2 O2_URL O2_ID O2_SEC "        audience: api\n" INJ SCOPE, 13, 9,
@@ -306,7 +314,8 @@ static const struct bad_row bad_rows[] = {
 	{ CREDS JW JW_KEY JW_ISS "        scope: [repo]\n" INJ SCOPE, 12, 16,
 	  "`scope` must be a single value, not a list" },
 	{ CREDS JW JW_KEY JW_KEY JW_ISS INJ SCOPE, 11, 9, "duplicate key `key_file` in `jwt`" },
-	{ CREDS "    source: { jwt: [] }\n" INJ SCOPE, 8, 20, "`jwt` must be a mapping, not a list" },
+	{ CREDS "    source: { jwt: [] }\n" INJ SCOPE, 8, 20,
+	  "`jwt` must be a mapping, not a list" },
 	{ CREDS "    source: { file: secrets/tok }\n" INJ SCOPE, 8, 21,
 	  "secret file `secrets/tok` must be an absolute path" },
 	{ CREDS "    source: { env: A-B }\n" INJ SCOPE, 8, 20,
@@ -314,18 +323,19 @@ static const struct bad_row bad_rows[] = {
 	{ CREDS SRC SCOPE, 7, 5, "credential `c` needs `inject` or `placeholder`" },
 	{ CREDS SRC INJ SCOPE "    placeholder_headers: [X-T]\n", 11, 26,
 	  "`placeholder_headers` needs a `placeholder`" },
-	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X-T, Host]\n",
-	  11, 32, "header `Host` cannot carry a placeholder (it frames or routes the request)" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X-T, Host]\n", 11,
+	  32, "header `Host` cannot carry a placeholder (it frames or routes the request)" },
 	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [content-length]\n",
 	  11, 27, "header `content-length` cannot carry a placeholder" },
-	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [Proxy-Authorization]\n",
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE
+		    "    placeholder_headers: [Proxy-Authorization]\n",
 	  11, 27, "header `Proxy-Authorization` cannot carry a placeholder" },
-	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X:T]\n",
-	  11, 27, "bad header name `X:T`" },
-	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: []\n",
-	  11, 26, "`placeholder_headers` is empty" },
-	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: X-T\n",
-	  11, 26, "`placeholder_headers` must be a list, not a scalar" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: [X:T]\n", 11, 27,
+	  "bad header name `X:T`" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: []\n", 11, 26,
+	  "`placeholder_headers` is empty" },
+	{ CREDS SRC "    placeholder: TOK_A\n" SCOPE "    placeholder_headers: X-T\n", 11, 26,
+	  "`placeholder_headers` must be a list, not a scalar" },
 	{ CREDS INJ SCOPE, 7, 5, "credential `c` needs a `source`" },
 	{ CREDS SRC INJ, 7, 5, "credential `c` needs a `scope` with `hosts`" },
 	{ EG "credentials:\n  - source: { env: TOK }\n" INJ SCOPE, 7, 5,
@@ -342,7 +352,8 @@ static const struct bad_row bad_rows[] = {
 	{ V "egress:\n  redirects: maybe\n", 3, 14, "unknown redirects value `maybe`" },
 	{ V "egress:\n  unlisted: ask\n", 3, 13,
 	  "unknown unlisted value `ask` (expected refuse or hold)" },
-	{ V "egress:\n  unlisted: [hold]\n", 3, 13, "`unlisted` must be a single value, not a list" },
+	{ V "egress:\n  unlisted: [hold]\n", 3, 13,
+	  "`unlisted` must be a single value, not a list" },
 	{ V "egress:\n  hold_timeout: 11m\n", 3, 17,
 	  "duration `11m` for `hold_timeout` out of range (1s to 10m)" },
 	{ V "egress:\n  hold_timeout: 0s\n", 3, 17,
@@ -350,13 +361,16 @@ static const struct bad_row bad_rows[] = {
 	{ V "egress:\n  hold_timeout: soon\n", 3, 17, "bad duration `soon` for `hold_timeout`" },
 	{ V "egress:\n  deny_ranges: none\n", 3, 16,
 	  "`deny_ranges` is `default` or a list of CIDRs, not `none`" },
-	{ V "egress:\n  allow_ranges: default\n", 3, 17, "`allow_ranges` must be a list, not a scalar" },
+	{ V "egress:\n  allow_ranges: default\n", 3, 17,
+	  "`allow_ranges` must be a list, not a scalar" },
 
 	/* limits */
 	{ V "limits:\n  idle_timeout: 5 minutes\n", 3, 17,
 	  "bad duration `5 minutes` for `idle_timeout`" },
-	{ V "limits:\n  idle_timeout: 0m\n", 3, 17, "duration `0m` for `idle_timeout` out of range" },
-	{ V "limits:\n  connections: 0\n", 3, 16, "`connections` must be a number 1-1000000, not `0`" },
+	{ V "limits:\n  idle_timeout: 0m\n", 3, 17,
+	  "duration `0m` for `idle_timeout` out of range" },
+	{ V "limits:\n  connections: 0\n", 3, 16,
+	  "`connections` must be a number 1-1000000, not `0`" },
 	{ V "limits:\n  connections: 1000001\n", 3, 16, "not `1000001`" },
 	{ V "limits:\n  connections: -5\n", 3, 16, "not `-5`" },
 	{ V "limits:\n  connections: lots\n", 3, 16, "not `lots`" },
@@ -440,8 +454,8 @@ static void test_empty_value_position(void **state)
 	for (i = 0; i < ARRAY_SIZE(rows); i++) {
 		struct policy_error err;
 		struct policy *p;
-		int ret = policy_load_buffer("t.yaml", rows[i].yaml, strlen(rows[i].yaml), &p,
-					     &err);
+		int ret =
+			policy_load_buffer("t.yaml", rows[i].yaml, strlen(rows[i].yaml), &p, &err);
 
 		if (ret != -EINVAL || err.line != rows[i].line || err.col != rows[i].col ||
 		    !strstr(err.msg, rows[i].msg)) {
@@ -607,8 +621,7 @@ static void test_github_api(void **state)
 	assert_false(c->plaintext_allow);
 
 	assert_int_equal(policy_match_name(p, "github.com", 10, 22, NULL), POLICY_ALLOW);
-	assert_int_equal(policy_match_name(p, "github.com", 10, 80, NULL),
-			 POLICY_PORT_NOT_ALLOWED);
+	assert_int_equal(policy_match_name(p, "github.com", 10, 80, NULL), POLICY_PORT_NOT_ALLOWED);
 	policy_unref(p);
 }
 
@@ -717,9 +730,10 @@ static void test_defaults(void **state)
 /* raw_tcp is per rule: off unless a rule says so, and only on that rule. */
 static void test_raw_tcp(void **state)
 {
-	struct policy *p = load(V "egress:\n  allow:\n    - host: a.example.com\n"
-				  "    - host: a.example.com\n      ports: [22]\n      raw_tcp: true\n"
-				  "    - cidr: 203.0.113.0/24\n      ports: [5432]\n      raw_tcp: false\n");
+	struct policy *p =
+		load(V "egress:\n  allow:\n    - host: a.example.com\n"
+		       "    - host: a.example.com\n      ports: [22]\n      raw_tcp: true\n"
+		       "    - cidr: 203.0.113.0/24\n      ports: [5432]\n      raw_tcp: false\n");
 	int rule = -1;
 
 	(void)state;
@@ -745,9 +759,11 @@ static void test_values_parsed(void **state)
 	} rows[] = {
 		{ V "egress:\n  redirects: same-host\n", POLICY_REDIRECTS_SAME_HOST, 256, 300 },
 		{ V "egress:\n  redirects: any\n", POLICY_REDIRECTS_ANY, 256, 300 },
-		{ V "egress:\n  redirects: within-policy\n", POLICY_REDIRECTS_WITHIN_POLICY, 256, 300 },
+		{ V "egress:\n  redirects: within-policy\n", POLICY_REDIRECTS_WITHIN_POLICY, 256,
+		  300 },
 		{ V "limits: { connections: 1, idle_timeout: 1s }\n", 0, 1, 1 },
-		{ V "limits: { connections: 1000000, idle_timeout: 366d }\n", 0, 1000000, 366 * 86400 },
+		{ V "limits: { connections: 1000000, idle_timeout: 366d }\n", 0, 1000000,
+		  366 * 86400 },
 		{ V "limits: { idle_timeout: 1h30m }\n", 0, 256, 5400 },
 		{ V "limits: { idle_timeout: 90s }\n", 0, 256, 90 },
 		{ V "limits: { idle_timeout: 2d }\n", 0, 256, 172800 },
@@ -776,7 +792,8 @@ static void test_mode(void **state)
 		{ V, POLICY_MODE_ENFORCE },
 		{ V "mode: enforce\n", POLICY_MODE_ENFORCE },
 		{ V "mode: audit\n", POLICY_MODE_AUDIT },
-		{ "mode: audit\n" V "egress:\n  allow:\n    - host: a.example.com\n", POLICY_MODE_AUDIT },
+		{ "mode: audit\n" V "egress:\n  allow:\n    - host: a.example.com\n",
+		  POLICY_MODE_AUDIT },
 	};
 	size_t i;
 
@@ -852,32 +869,34 @@ static void test_credential_fields(void **state)
 	struct policy *p;
 
 	(void)state;
-	p = load(EG "    - host: \"*.com\"\n" /* line 6 */
-		    "credentials:\n"
-		    "  - name: lower-methods\n"
-		    "    source: { env: TOK }\n"
-		    "    placeholder: TOK_P\n"
-		    "    scope:\n"
-		    "      hosts: [api.example.com, \"*.x.com\", \"*.a.x.com\", \"*.y.com\", b.x.com]\n"
-		    "      methods: [get, Post, delete]\n"
-		    "      paths: [\"/v1/*\", /v2]\n"
-		    "    ttl: 1h30m\n"
-		    "    plaintext: allow\n"
-		    "  - name: second\n"
-		    "    source: { file: /run/secrets/second }\n"
-		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
-		    "    scope: { hosts: [API.Example.com.] }\n"
-		    "  - name: third\n"
-		    "    source: { env: TOK3 }\n"
-		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
-		    "    scope: { hosts: [api.example.com] }\n"
-		    "    placeholder: TOK_3\n"
-		    "  - name: fourth\n"
-		    "    source: { env: TOK4 }\n"
-		    "    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
-		    "    scope: { hosts: [api.example.com] }\n"
-		    "    placeholder: TOK_4\n"
-		    "    placeholder_headers: [X-Token, cookie]\n");
+	p = load(
+		EG
+		"    - host: \"*.com\"\n" /* line 6 */
+		"credentials:\n"
+		"  - name: lower-methods\n"
+		"    source: { env: TOK }\n"
+		"    placeholder: TOK_P\n"
+		"    scope:\n"
+		"      hosts: [api.example.com, \"*.x.com\", \"*.a.x.com\", \"*.y.com\", b.x.com]\n"
+		"      methods: [get, Post, delete]\n"
+		"      paths: [\"/v1/*\", /v2]\n"
+		"    ttl: 1h30m\n"
+		"    plaintext: allow\n"
+		"  - name: second\n"
+		"    source: { file: /run/secrets/second }\n"
+		"    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
+		"    scope: { hosts: [API.Example.com.] }\n"
+		"  - name: third\n"
+		"    source: { env: TOK3 }\n"
+		"    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
+		"    scope: { hosts: [api.example.com] }\n"
+		"    placeholder: TOK_3\n"
+		"  - name: fourth\n"
+		"    source: { env: TOK4 }\n"
+		"    inject: { header: X-Api-Key, value: \"{secret}\" }\n"
+		"    scope: { hosts: [api.example.com] }\n"
+		"    placeholder: TOK_4\n"
+		"    placeholder_headers: [X-Token, cookie]\n");
 	assert_int_equal(policy_credential_count(p), 4);
 	c = policy_credential_get(p, 0);
 	assert_string_equal(c->name, "lower-methods");
@@ -1050,32 +1069,34 @@ static void test_good_edge_cases(void **state)
 		policy_unref(p);
 	}
 	/* Wildcard scopes inside wildcard rules load. */
-	policy_unref(load(CREDS SRC INJ "    scope: { hosts: [\"*.x.com\", \"*.deep.a.x.com\"] }\n"));
+	policy_unref(
+		load(CREDS SRC INJ "    scope: { hosts: [\"*.x.com\", \"*.deep.a.x.com\"] }\n"));
 	policy_unref(load(RULES "    - host: \"*.com\"\ncredentials:\n  - name: c\n" SRC INJ
-			  "    scope: { hosts: [\"*.x.com\", y.com] }\n"));
+				"    scope: { hosts: [\"*.x.com\", y.com] }\n"));
 }
 
 /* ---- name matching ------------------------------------------------------- */
 
-static const char match_policy[] = V "egress:\n"
-				     "  allow:\n"
-				     "    - host: api.github.com\n" /* 0 */
-				     "      ports: [443]\n"
-				     "    - host: \"*.githubusercontent.com\"\n" /* 1 */
-				     "      ports: [443]\n"
-				     "    - host: x.com\n" /* 2 */
-				     "    - host: API.github.com.\n" /* 3: same name, another port */
-				     "      ports: [8080]\n"
-				     "    - host: \"*.cdn.example.com\"\n" /* 4 */
-				     "      ports: [443]\n"
-				     "    - host: \"*.example.com\"\n" /* 5 */
-				     "      ports: [80]\n"
-				     "    - cidr: 8.8.8.0/24\n" /* 6 */
-				     "      ports: [53]\n";
+static const char match_policy[] =
+	V "egress:\n"
+	  "  allow:\n"
+	  "    - host: api.github.com\n" /* 0 */
+	  "      ports: [443]\n"
+	  "    - host: \"*.githubusercontent.com\"\n" /* 1 */
+	  "      ports: [443]\n"
+	  "    - host: x.com\n"		  /* 2 */
+	  "    - host: API.github.com.\n" /* 3: same name, another port */
+	  "      ports: [8080]\n"
+	  "    - host: \"*.cdn.example.com\"\n" /* 4 */
+	  "      ports: [443]\n"
+	  "    - host: \"*.example.com\"\n" /* 5 */
+	  "      ports: [80]\n"
+	  "    - cidr: 8.8.8.0/24\n" /* 6 */
+	  "      ports: [53]\n";
 
 static const char *const match_rule_text[] = {
-	"host api.github.com ports 443",	 "host *.githubusercontent.com ports 443",
-	"host x.com ports 80,443",		 "host api.github.com ports 8080",
+	"host api.github.com ports 443",    "host *.githubusercontent.com ports 443",
+	"host x.com ports 80,443",	    "host api.github.com ports 8080",
 	"host *.cdn.example.com ports 443", "host *.example.com ports 80",
 	"cidr 8.8.8.0/24 ports 53",
 };
@@ -1139,7 +1160,9 @@ static const struct match_row match_rows[] = {
 	M("a..x.com", 443, BADNAME, -1),
 	M("raw .githubusercontent.com", 443, BADNAME, -1),
 	M("*.githubusercontent.com", 443, BADNAME, -1),
-	M("b\xc3\xbc" "cher.githubusercontent.com", 443, BADNAME, -1),
+	M("b\xc3\xbc"
+	  "cher.githubusercontent.com",
+	  443, BADNAME, -1),
 	M(L64 ".githubusercontent.com", 443, BADNAME, -1),
 	M(L63 ".githubusercontent.com", 443, ALLOW, 1),
 	/* the length is what counts: an embedded NUL is part of the name, and
@@ -1151,8 +1174,7 @@ static const struct match_row match_rows[] = {
 	{ "x.com.evil.com", 6, 443, ALLOW, 2 },
 };
 
-static enum policy_decision match_row(const struct policy *p, const struct match_row *r,
-				      int *rule)
+static enum policy_decision match_row(const struct policy *p, const struct match_row *r, int *rule)
 {
 	return policy_match_name(p, r->name, r->len ? r->len : strlen(r->name), r->port, rule);
 }
@@ -1260,7 +1282,7 @@ static void test_reasons(void **state)
 	assert_string_equal(policy_decision_reason(POLICY_PORT_NOT_ALLOWED), "port-not-allowed");
 	assert_string_equal(policy_decision_reason(POLICY_BAD_NAME), "bad-name");
 	assert_string_equal(policy_decision_reason(POLICY_DECISION_COUNT), "unknown");
-	assert_string_equal(policy_decision_reason((enum policy_decision)-1), "unknown");
+	assert_string_equal(policy_decision_reason((enum policy_decision) - 1), "unknown");
 	assert_string_equal(policy_rule_text(p, -1), "");
 	assert_string_equal(policy_rule_text(p, 7), "");
 	assert_string_equal(policy_rule_text(p, 1000000), "");
@@ -1285,7 +1307,8 @@ static void test_many_rules(void **state)
 	p = load(yaml);
 	assert_int_equal(policy_rule_count(p), n);
 	for (i = 0; i < n; i++) {
-		int k = snprintf(name, sizeof(name), "%sh%zu.example.com", i % 2 ? "a." : "", i / 2);
+		int k = snprintf(name, sizeof(name), "%sh%zu.example.com", i % 2 ? "a." : "",
+				 i / 2);
 
 		assert_int_equal(policy_match_name(p, name, (size_t)k, (uint16_t)(1000 + i), &rule),
 				 POLICY_ALLOW);
@@ -1328,10 +1351,14 @@ static void test_check_name(void **state)
 		{ N254, false, false, "name longer than 253 characters" },
 		{ "*." N253, true, true, NULL },
 		{ "a.*.com", true, false, "`*` is allowed only as a leading `*.`" },
-		{ "1.2.3.4", false, false, "an address literal is not a host name: use a `cidr` rule" },
-		{ "a.123", false, false, "an address literal is not a host name: use a `cidr` rule" },
+		{ "1.2.3.4", false, false,
+		  "an address literal is not a host name: use a `cidr` rule" },
+		{ "a.123", false, false,
+		  "an address literal is not a host name: use a `cidr` rule" },
 		{ "123.a", false, true, NULL },
-		{ "b\xc3\xbc" "cher.de", false, false, "non-ASCII name: write it in punycode (xn--)" },
+		{ "b\xc3\xbc"
+		  "cher.de",
+		  false, false, "non-ASCII name: write it in punycode (xn--)" },
 		{ "a/b.com", false, false, "invalid character in name" },
 	};
 	size_t i, bad = 0;
@@ -1339,7 +1366,8 @@ static void test_check_name(void **state)
 	(void)state;
 	for (i = 0; i < ARRAY_SIZE(rows); i++) {
 		const char *why = NULL;
-		bool ok = policy_check_name(rows[i].s, strlen(rows[i].s), rows[i].wildcard_ok, &why);
+		bool ok =
+			policy_check_name(rows[i].s, strlen(rows[i].s), rows[i].wildcard_ok, &why);
 
 		if (ok != rows[i].ok || (!ok && (!why || strcmp(why, rows[i].why) != 0))) {
 			print_error("policy_check_name(\"%.40s\") = %d (%s)\n", rows[i].s, ok,

@@ -492,7 +492,8 @@ static void test_placeholders(void **state)
 		assert_int_equal(verdict_differs("unknown, placeholders lost", &v, &lost), 0);
 		plan.verdict = CREDS_OUT_OF_SCOPE;
 		proxy_check_placeholders(&plan, true, &v);
-		assert_int_equal(verdict_differs("out of scope, placeholders lost", &v, &out_of_scope), 0);
+		assert_int_equal(
+			verdict_differs("out of scope, placeholders lost", &v, &out_of_scope), 0);
 	}
 	assert_int_equal(proxy_check_connect_head(plain, strlen(plain), &v), PROXY_ALLOW);
 	assert_int_equal(proxy_check_connect_head(carrying, strlen(carrying), &v), PROXY_DENY);

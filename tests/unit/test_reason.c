@@ -231,7 +231,7 @@ static void test_enum_in_readme(void **state)
 static void test_schema_reasons(void **state)
 {
 	const char *path = getenv("SLUICE_AUDIT_SCHEMA") ? getenv("SLUICE_AUDIT_SCHEMA")
-							  : "docs/audit.schema.json";
+							 : "docs/audit.schema.json";
 	static char buf[1 << 16];
 	bool seen[SL_REASON_COUNT] = { false };
 	FILE *f = fopen(path, "r");
@@ -241,7 +241,8 @@ static void test_schema_reasons(void **state)
 
 	(void)state;
 	if (!f)
-		fail_msg("cannot open %s (run from the repository, or set SLUICE_AUDIT_SCHEMA)", path);
+		fail_msg("cannot open %s (run from the repository, or set SLUICE_AUDIT_SCHEMA)",
+			 path);
 	len = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[len] = '\0';
@@ -284,10 +285,8 @@ static void test_schema_reasons(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_readme_parsed),
-		cmocka_unit_test(test_table_whole),
-		cmocka_unit_test(test_readme_in_enum),
-		cmocka_unit_test(test_enum_in_readme),
+		cmocka_unit_test(test_readme_parsed),  cmocka_unit_test(test_table_whole),
+		cmocka_unit_test(test_readme_in_enum), cmocka_unit_test(test_enum_in_readme),
 		cmocka_unit_test(test_schema_reasons),
 	};
 

@@ -48,9 +48,8 @@ struct fake_name {
 	char name[256];
 	int rcode;
 	uint32_t ttl;
-	bool drop; /* never answer */
-	unsigned int
-	    a_delay_ms; /* hold A answers back (AAAA then arrives first) */
+	bool drop;		 /* never answer */
+	unsigned int a_delay_ms; /* hold A answers back (AAAA then arrives first) */
 	int n4;
 	uint32_t v4[16];
 	int n6;
@@ -97,14 +96,13 @@ static void put32(unsigned char *p, uint32_t v)
 }
 
 /* Builds the reply to query @q into @out; 0 means "do not answer". */
-static size_t fake_answer(struct fake_dns *d, const unsigned char *q,
-			  size_t len, unsigned char *out, size_t outsz,
-			  unsigned int *delay_ms)
+static size_t fake_answer(struct fake_dns *d, const unsigned char *q, size_t len,
+			  unsigned char *out, size_t outsz, unsigned int *delay_ms)
 {
 	char name[256];
 	size_t off = 12, nl = 0, o;
 	unsigned int qtype, an = 0;
-	struct fake_name rec = {.rcode = 3};
+	struct fake_name rec = { .rcode = 3 };
 	bool found = false, drop_unknown;
 
 	if (len < 12 || ((q[4] << 8) | q[5]) != 1 || (q[2] & 0x80)) {
@@ -205,8 +203,7 @@ static int fake_flush(struct fake_dns *d)
 		if (!h->len)
 			continue;
 		if (h->due_ms <= now) {
-			sendto(d->fd, h->buf, h->len, 0,
-			       (struct sockaddr *)&h->to, h->tolen);
+			sendto(d->fd, h->buf, h->len, 0, (struct sockaddr *)&h->to, h->tolen);
 			h->len = 0;
 		} else if (h->due_ms - now < (uint64_t)wait) {
 			wait = (int)(h->due_ms - now);
@@ -216,8 +213,7 @@ static int fake_flush(struct fake_dns *d)
 }
 
 static void fake_hold(struct fake_dns *d, const unsigned char *buf, size_t len,
-		      const struct sockaddr_storage *to, socklen_t tolen,
-		      unsigned int ms)
+		      const struct sockaddr_storage *to, socklen_t tolen, unsigned int ms)
 {
 	for (int i = 0; i < FAKE_DELAYED; i++) {
 		struct fake_delayed *h = &d->delayed[i];
@@ -241,7 +237,7 @@ static void *fake_main(void *arg)
 
 	/* Bounded by the stop flag, checked at least every 20 ms. */
 	while (!atomic_load(&d->stop)) {
-		struct pollfd p = {.fd = d->fd, .events = POLLIN};
+		struct pollfd p = { .fd = d->fd, .events = POLLIN };
 		struct sockaddr_storage from;
 		socklen_t fl = sizeof(from);
 		unsigned int delay = 0;
@@ -250,24 +246,21 @@ static void *fake_main(void *arg)
 
 		if (poll(&p, 1, fake_flush(d)) <= 0)
 			continue;
-		len = recvfrom(d->fd, q, sizeof(q), 0, (struct sockaddr *)&from,
-			       &fl);
+		len = recvfrom(d->fd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
 		if (len < 0)
 			continue;
-		rlen =
-		    fake_answer(d, q, (size_t)len, resp, sizeof(resp), &delay);
+		rlen = fake_answer(d, q, (size_t)len, resp, sizeof(resp), &delay);
 		if (rlen && delay)
 			fake_hold(d, resp, rlen, &from, fl, delay);
 		else if (rlen)
-			sendto(d->fd, resp, rlen, 0, (struct sockaddr *)&from,
-			       fl);
+			sendto(d->fd, resp, rlen, 0, (struct sockaddr *)&from, fl);
 	}
 	return NULL;
 }
 
 static void fake_start(struct fake_dns *d)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sin);
 
 	memset(d, 0, sizeof(*d));
@@ -298,9 +291,8 @@ static void fake_drop_unknown(struct fake_dns *d)
 }
 
 /* Adds (or replaces) a name. @v6 holds @n6 text addresses. */
-static void fake_set(struct fake_dns *d, const char *name, int rcode,
-		     uint32_t ttl, int n4, const uint32_t *v4, int n6,
-		     const char *const *v6)
+static void fake_set(struct fake_dns *d, const char *name, int rcode, uint32_t ttl, int n4,
+		     const uint32_t *v4, int n6, const char *const *v6)
 {
 	struct fake_name *f = NULL;
 
@@ -345,8 +337,8 @@ static void fake_drop(struct fake_dns *d, const char *name)
 }
 
 /* Queries received for @name: A in *a, AAAA in *aaaa; returns the sum. */
-static unsigned int fake_count(struct fake_dns *d, const char *name,
-			       unsigned int *a, unsigned int *aaaa)
+static unsigned int fake_count(struct fake_dns *d, const char *name, unsigned int *a,
+			       unsigned int *aaaa)
 {
 	unsigned int na = 0, naaaa = 0;
 
@@ -397,8 +389,8 @@ struct res {
 	uint64_t at_ms;
 };
 
-static void on_res(struct resolve_req *req, int status,
-		   const struct sl_addr *addrs, size_t n, void *arg)
+static void on_res(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+		   void *arg)
 {
 	struct res *x = arg;
 
@@ -429,7 +421,7 @@ static void watchdog_cb(struct timer *t)
 /* Runs the loop until @target callbacks have run; false on timeout. */
 static bool run_until(int target, uint64_t max_ms)
 {
-	struct watchdog w = {.t.cb = watchdog_cb};
+	struct watchdog w = { .t.cb = watchdog_cb };
 
 	W.done = 0;
 	W.target = target;
@@ -513,11 +505,10 @@ stats(void)
 
 static void test_a_and_aaaa(void **state)
 {
-	static const uint32_t v4[] = {0xc0000201,
-				      0xc0000202}; /* 192.0.2.1, .2 */
-	static const char *const v6[] = {"2001:db8::1"};
-	struct sl_addr want[3] = {A4(v4[0]), A4(v4[1]), A6(v6[0])};
-	struct res x = {0}, y = {0};
+	static const uint32_t v4[] = { 0xc0000201, 0xc0000202 }; /* 192.0.2.1, .2 */
+	static const char *const v6[] = { "2001:db8::1" };
+	struct sl_addr want[3] = { A4(v4[0]), A4(v4[1]), A6(v6[0]) };
+	struct res x = { 0 }, y = { 0 };
 	unsigned int qa, qaaaa;
 	struct resolver_stats st;
 
@@ -525,8 +516,7 @@ static void test_a_and_aaaa(void **state)
 	fake_set(&W.dns, "www.example.test", 0, 300, 2, v4, 1, v6);
 	fake_delay_a(&W.dns, "www.example.test", 100); /* AAAA answers first */
 
-	assert_int_equal(
-	    resolver_lookup(W.r, "WWW.Example.TEST.", &x.req, on_res, &x), 0);
+	assert_int_equal(resolver_lookup(W.r, "WWW.Example.TEST.", &x.req, on_res, &x), 0);
 	assert_int_equal(x.called, 0); /* never from within resolver_lookup() */
 	assert_true(run_until(1, 3000));
 	assert_int_equal(x.called, 1);
@@ -534,16 +524,13 @@ static void test_a_and_aaaa(void **state)
 	assert_int_equal(x.status, 0);
 	assert_int_equal(x.n, 3);
 	assert_memory_equal(x.a, want, sizeof(want));
-	assert_true(addr_is_v4(&x.a[0]) && addr_is_v4(&x.a[1]) &&
-		    !addr_is_v4(&x.a[2]));
-	assert_int_equal(fake_count(&W.dns, "www.example.test", &qa, &qaaaa),
-			 2);
+	assert_true(addr_is_v4(&x.a[0]) && addr_is_v4(&x.a[1]) && !addr_is_v4(&x.a[2]));
+	assert_int_equal(fake_count(&W.dns, "www.example.test", &qa, &qaaaa), 2);
 	assert_int_equal(qa, 1);
 	assert_int_equal(qaaaa, 1);
 
 	/* Cached: same answer, no new query, still not synchronous. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "www.example.test", &y.req, on_res, &y), 0);
+	assert_int_equal(resolver_lookup(W.r, "www.example.test", &y.req, on_res, &y), 0);
 	assert_int_equal(y.called, 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(y.called, 1);
@@ -563,10 +550,9 @@ static void test_a_and_aaaa(void **state)
 static void test_at_most_16_v4_first(void **state)
 {
 	uint32_t v4[12];
-	const char *v6[8] = {"2001:db8::a",  "2001:db8::b", "2001:db8::c",
-			     "2001:db8::d",  "2001:db8::e", "2001:db8::f",
-			     "2001:db8::10", "2001:db8::11"};
-	struct res x = {0};
+	const char *v6[8] = { "2001:db8::a", "2001:db8::b", "2001:db8::c",  "2001:db8::d",
+			      "2001:db8::e", "2001:db8::f", "2001:db8::10", "2001:db8::11" };
+	struct res x = { 0 };
 	int seen6 = 0;
 
 	(void)state;
@@ -574,8 +560,7 @@ static void test_at_most_16_v4_first(void **state)
 		v4[i] = 0xc6336400u + 1 + i; /* 198.51.100.1.. */
 	fake_set(&W.dns, "many.test", 0, 60, 12, v4, 8, v6);
 	fake_delay_a(&W.dns, "many.test", 100); /* AAAA answers first */
-	assert_int_equal(resolver_lookup(W.r, "many.test", &x.req, on_res, &x),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "many.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(x.status, 0);
 	assert_int_equal(x.n, RESOLVE_MAX_ADDRS);
@@ -597,42 +582,37 @@ static void test_at_most_16_v4_first(void **state)
 
 static void test_ttl_honoured(void **state)
 {
-	static const uint32_t v4[] = {0xcb007107}; /* 203.0.113.7 */
-	struct res x = {0}, y = {0}, z = {0}, t0a = {0}, t0b = {0};
+	static const uint32_t v4[] = { 0xcb007107 }; /* 203.0.113.7 */
+	struct res x = { 0 }, y = { 0 }, z = { 0 }, t0a = { 0 }, t0b = { 0 };
 	struct resolver_stats st;
 
 	(void)state;
 	fake_set(&W.dns, "short.test", 0, 1, 1, v4, 0, NULL);
 	fake_set(&W.dns, "zero.test", 0, 0, 1, v4, 0, NULL);
 
-	assert_int_equal(resolver_lookup(W.r, "short.test", &x.req, on_res, &x),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "short.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(x.status, 0);
 	assert_int_equal(x.n, 1); /* AAAA: no data; the A answer stands */
 	assert_int_equal(fake_count(&W.dns, "short.test", NULL, NULL), 2);
 
 	/* Within the TTL: a hit. */
-	assert_int_equal(resolver_lookup(W.r, "short.test", &y.req, on_res, &y),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "short.test", &y.req, on_res, &y), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(y.status, 0);
 	assert_int_equal(fake_count(&W.dns, "short.test", NULL, NULL), 2);
 
 	/* A TTL of 0 is clamped up to 1 s: an immediate repeat is a hit. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "zero.test", &t0a.req, on_res, &t0a), 0);
+	assert_int_equal(resolver_lookup(W.r, "zero.test", &t0a.req, on_res, &t0a), 0);
 	assert_true(run_until(1, 3000));
-	assert_int_equal(
-	    resolver_lookup(W.r, "zero.test", &t0b.req, on_res, &t0b), 0);
+	assert_int_equal(resolver_lookup(W.r, "zero.test", &t0b.req, on_res, &t0b), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(t0b.status, 0);
 	assert_int_equal(fake_count(&W.dns, "zero.test", NULL, NULL), 2);
 
 	/* After the TTL: asked upstream again. */
 	run_for(1300);
-	assert_int_equal(resolver_lookup(W.r, "short.test", &z.req, on_res, &z),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "short.test", &z.req, on_res, &z), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(z.status, 0);
 	assert_int_equal(fake_count(&W.dns, "short.test", NULL, NULL), 4);
@@ -645,15 +625,14 @@ static void test_ttl_honoured(void **state)
 
 static void test_nxdomain_and_nodata(void **state)
 {
-	static const char *const v6[] = {"2001:db8::6"};
-	struct res x = {0}, y = {0}, nd = {0}, o6 = {0};
+	static const char *const v6[] = { "2001:db8::6" };
+	struct res x = { 0 }, y = { 0 }, nd = { 0 }, o6 = { 0 };
 	struct sl_addr w6 = A6(v6[0]);
 	unsigned int before;
 
 	(void)state;
 	/* Not in the server's table: NXDOMAIN. */
-	assert_int_equal(resolver_lookup(W.r, "nope.test", &x.req, on_res, &x),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "nope.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(x.status, -ENOENT);
 	assert_int_equal(x.n, 0);
@@ -661,8 +640,7 @@ static void test_nxdomain_and_nodata(void **state)
 	assert_int_equal(before, 2);
 
 	/* Negative answers are cached too. */
-	assert_int_equal(resolver_lookup(W.r, "nope.test", &y.req, on_res, &y),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "nope.test", &y.req, on_res, &y), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(y.status, -ENOENT);
 	assert_int_equal(fake_unknown(&W.dns), before);
@@ -670,15 +648,13 @@ static void test_nxdomain_and_nodata(void **state)
 
 	/* The name exists but has no address. */
 	fake_set(&W.dns, "nodata.test", 0, 60, 0, NULL, 0, NULL);
-	assert_int_equal(
-	    resolver_lookup(W.r, "nodata.test", &nd.req, on_res, &nd), 0);
+	assert_int_equal(resolver_lookup(W.r, "nodata.test", &nd.req, on_res, &nd), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(nd.status, -ENOENT);
 
 	/* v6 only. */
 	fake_set(&W.dns, "v6only.test", 0, 60, 0, NULL, 1, v6);
-	assert_int_equal(
-	    resolver_lookup(W.r, "v6only.test", &o6.req, on_res, &o6), 0);
+	assert_int_equal(resolver_lookup(W.r, "v6only.test", &o6.req, on_res, &o6), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(o6.status, 0);
 	assert_int_equal(o6.n, 1);
@@ -687,13 +663,12 @@ static void test_nxdomain_and_nodata(void **state)
 
 static void test_servfail(void **state)
 {
-	struct res x = {0}, y = {0};
+	struct res x = { 0 }, y = { 0 };
 	unsigned int first;
 
 	(void)state;
 	fake_set(&W.dns, "broken.test", 2, 60, 0, NULL, 0, NULL);
-	assert_int_equal(
-	    resolver_lookup(W.r, "broken.test", &x.req, on_res, &x), 0);
+	assert_int_equal(resolver_lookup(W.r, "broken.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(x.status, -EIO);
 	assert_int_equal(x.n, 0);
@@ -701,8 +676,7 @@ static void test_servfail(void **state)
 	assert_true(first >= 2);
 
 	/* Failures are not cached: the next lookup asks again. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "broken.test", &y.req, on_res, &y), 0);
+	assert_int_equal(resolver_lookup(W.r, "broken.test", &y.req, on_res, &y), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(y.status, -EIO);
 	assert_true(fake_count(&W.dns, "broken.test", NULL, NULL) > first);
@@ -710,24 +684,20 @@ static void test_servfail(void **state)
 
 static void test_timeout(void **state)
 {
-	struct res x = {0};
+	struct res x = { 0 };
 	uint64_t t0, dt;
 
 	(void)state;
 	fake_drop(&W.dns, "silent.test");
 	t0 = mono_ms();
-	assert_int_equal(
-	    resolver_lookup(W.r, "silent.test", &x.req, on_res, &x), 0);
+	assert_int_equal(resolver_lookup(W.r, "silent.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, RESOLVE_DEADLINE_MS + 3000));
 	dt = x.at_ms - t0;
-	print_message(
-	    "    timeout reported after %llu ms (%u upstream queries)\n",
-	    (unsigned long long)dt,
-	    fake_count(&W.dns, "silent.test", NULL, NULL));
+	print_message("    timeout reported after %llu ms (%u upstream queries)\n",
+		      (unsigned long long)dt, fake_count(&W.dns, "silent.test", NULL, NULL));
 	assert_int_equal(x.called, 1);
 	assert_int_equal(x.status, -ETIMEDOUT);
-	assert_true(dt >=
-		    2 * RESOLVE_TRY_TIMEOUT_MS); /* waited through a retry */
+	assert_true(dt >= 2 * RESOLVE_TRY_TIMEOUT_MS); /* waited through a retry */
 	assert_true(dt <= RESOLVE_DEADLINE_MS + 500);
 	/* Retried: more than one A + one AAAA. */
 	assert_true(fake_count(&W.dns, "silent.test", NULL, NULL) >= 4);
@@ -737,10 +707,10 @@ static void test_timeout(void **state)
  * answers at RESOLVE_DEADLINE_MS while the query itself is left to end. */
 static void test_deadline_with_two_servers(void **state)
 {
-	static const uint32_t kept4[] = {0xc0000207};
+	static const uint32_t kept4[] = { 0xc0000207 };
 	struct fake_dns *second = &W.second;
 	char servers[64];
-	struct res x = {0}, k1 = {0}, k2 = {0};
+	struct res x = { 0 }, k1 = { 0 }, k2 = { 0 };
 	uint64_t t0, dt;
 
 	(void)state;
@@ -749,30 +719,25 @@ static void test_deadline_with_two_servers(void **state)
 	fake_drop_unknown(second);
 	fake_drop_unknown(&W.dns);
 	resolver_free(W.r);
-	snprintf(servers, sizeof(servers), "127.0.0.1:%u,127.0.0.1:%u",
-		 W.dns.port, second->port);
+	snprintf(servers, sizeof(servers), "127.0.0.1:%u,127.0.0.1:%u", W.dns.port, second->port);
 	W.r = resolver_new(W.l, servers, 64, NULL);
 	assert_non_null(W.r);
 
 	/* An answer cached just before: it must outlive its query's deadline.
 	 */
 	fake_set(&W.dns, "kept.test", 0, 300, 1, kept4, 0, NULL);
-	assert_int_equal(
-	    resolver_lookup(W.r, "kept.test", &k1.req, on_res, &k1), 0);
+	assert_int_equal(resolver_lookup(W.r, "kept.test", &k1.req, on_res, &k1), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(k1.status, 0);
 
 	t0 = mono_ms();
-	assert_int_equal(
-	    resolver_lookup(W.r, "silent2.test", &x.req, on_res, &x), 0);
+	assert_int_equal(resolver_lookup(W.r, "silent2.test", &x.req, on_res, &x), 0);
 	assert_true(run_until(1, RESOLVE_DEADLINE_MS + 3000));
 	dt = x.at_ms - t0;
-	print_message(
-	    "    deadline reported after %llu ms (%u + %u upstream queries)\n",
-	    (unsigned long long)dt, fake_unknown(&W.dns), fake_unknown(second));
+	print_message("    deadline reported after %llu ms (%u + %u upstream queries)\n",
+		      (unsigned long long)dt, fake_unknown(&W.dns), fake_unknown(second));
 	assert_int_equal(x.status, -ETIMEDOUT);
-	assert_true(dt >= RESOLVE_DEADLINE_MS - 50 &&
-		    dt <= RESOLVE_DEADLINE_MS + 500);
+	assert_true(dt >= RESOLVE_DEADLINE_MS - 50 && dt <= RESOLVE_DEADLINE_MS + 500);
 	/* Both servers were tried. */
 	assert_true(fake_unknown(&W.dns) >= 2 && fake_unknown(second) >= 2);
 	/* The abandoned query still runs (freed by teardown's resolver_free).
@@ -782,8 +747,7 @@ static void test_deadline_with_two_servers(void **state)
 
 	/* kept.test is still a cached success, more than 5 s after its query.
 	 */
-	assert_int_equal(
-	    resolver_lookup(W.r, "kept.test", &k2.req, on_res, &k2), 0);
+	assert_int_equal(resolver_lookup(W.r, "kept.test", &k2.req, on_res, &k2), 0);
 	assert_true(run_until(1, 3000));
 	assert_int_equal(k2.status, 0);
 	assert_int_equal(k2.n, 1);
@@ -793,9 +757,9 @@ static void test_deadline_with_two_servers(void **state)
 
 static void test_cancel(void **state)
 {
-	static const uint32_t v4[] = {0xcb007108};
+	static const uint32_t v4[] = { 0xcb007108 };
 	struct res *conn = calloc(1, sizeof(*conn));
-	struct res y = {0}, z = {0}, h = {0}, idle = {0};
+	struct res y = { 0 }, z = { 0 }, h = { 0 }, idle = { 0 };
 	uint64_t t0;
 
 	(void)state;
@@ -803,8 +767,7 @@ static void test_cancel(void **state)
 	fake_set(&W.dns, "c.test", 0, 60, 1, v4, 0, NULL);
 
 	/* A connection closes before the answer: cancel, then free it. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "c.test", &conn->req, on_res, conn), 0);
+	assert_int_equal(resolver_lookup(W.r, "c.test", &conn->req, on_res, conn), 0);
 	resolver_cancel(W.r, &conn->req);
 	assert_int_equal(conn->called, 0);
 	free(conn);
@@ -840,8 +803,8 @@ static void test_cancel(void **state)
 
 static void test_eviction_lru(void **state)
 {
-	static const uint32_t v4[] = {0xc0000263};
-	const char *names[] = {"a.test", "b.test", "c.test", "d.test"};
+	static const uint32_t v4[] = { 0xc0000263 };
+	const char *names[] = { "a.test", "b.test", "c.test", "d.test" };
 	struct res x[8];
 	struct resolver_stats st;
 	int k = 0;
@@ -853,20 +816,16 @@ static void test_eviction_lru(void **state)
 
 	/* One at a time, so the LRU order is known: c, b, a. */
 	for (int i = 0; i < 3; i++, k++) {
-		assert_int_equal(
-		    resolver_lookup(W.r, names[i], &x[k].req, on_res, &x[k]),
-		    0);
+		assert_int_equal(resolver_lookup(W.r, names[i], &x[k].req, on_res, &x[k]), 0);
 		assert_true(run_until(1, 3000));
 	}
 	assert_int_equal(stats().entries, 3);
 	/* Touch a: now a, c, b. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "a.test", &x[k].req, on_res, &x[k]), 0);
+	assert_int_equal(resolver_lookup(W.r, "a.test", &x[k].req, on_res, &x[k]), 0);
 	assert_true(run_until(1, 3000));
 	k++;
 	/* d pushes out the least recently used: b. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "d.test", &x[k].req, on_res, &x[k]), 0);
+	assert_int_equal(resolver_lookup(W.r, "d.test", &x[k].req, on_res, &x[k]), 0);
 	assert_true(run_until(1, 3000));
 	k++;
 	st = stats();
@@ -874,13 +833,11 @@ static void test_eviction_lru(void **state)
 	assert_int_equal(st.evictions, 1);
 
 	/* a survived (no new query), b did not. */
-	assert_int_equal(
-	    resolver_lookup(W.r, "a.test", &x[k].req, on_res, &x[k]), 0);
+	assert_int_equal(resolver_lookup(W.r, "a.test", &x[k].req, on_res, &x[k]), 0);
 	assert_true(run_until(1, 3000));
 	k++;
 	assert_int_equal(fake_count(&W.dns, "a.test", NULL, NULL), 2);
-	assert_int_equal(
-	    resolver_lookup(W.r, "b.test", &x[k].req, on_res, &x[k]), 0);
+	assert_int_equal(resolver_lookup(W.r, "b.test", &x[k].req, on_res, &x[k]), 0);
 	assert_true(run_until(1, 3000));
 	k++;
 	assert_int_equal(fake_count(&W.dns, "b.test", NULL, NULL), 4);
@@ -900,9 +857,9 @@ static void test_eviction_lru(void **state)
 
 static void test_concurrent_share_one_query(void **state)
 {
-	static const uint32_t v4[] = {0xc0000205};
-	static const char *const v6[] = {"2001:db8::5"};
-	struct sl_addr want[2] = {A4(v4[0]), A6(v6[0])};
+	static const uint32_t v4[] = { 0xc0000205 };
+	static const char *const v6[] = { "2001:db8::5" };
+	struct sl_addr want[2] = { A4(v4[0]), A6(v6[0]) };
 	struct res x[CONCURRENT];
 	unsigned int qa, qaaaa;
 	struct resolver_stats st;
@@ -911,9 +868,7 @@ static void test_concurrent_share_one_query(void **state)
 	memset(x, 0, sizeof(x));
 	fake_set(&W.dns, "popular.test", 0, 300, 1, v4, 1, v6);
 	for (int i = 0; i < CONCURRENT; i++)
-		assert_int_equal(resolver_lookup(W.r, "popular.test", &x[i].req,
-						 on_res, &x[i]),
-				 0);
+		assert_int_equal(resolver_lookup(W.r, "popular.test", &x[i].req, on_res, &x[i]), 0);
 	assert_true(run_until(CONCURRENT, 3000));
 	for (int i = 0; i < CONCURRENT; i++) {
 		assert_int_equal(x[i].called, 1);
@@ -934,27 +889,25 @@ static void test_concurrent_share_one_query(void **state)
 /* A callback that looks the name up again on its own req (a retry). */
 static int chain_left;
 
-static void on_chain(struct resolve_req *req, int status,
-		     const struct sl_addr *addrs, size_t n, void *arg)
+static void on_chain(struct resolve_req *req, int status, const struct sl_addr *addrs, size_t n,
+		     void *arg)
 {
 	struct res *x = arg;
 
 	on_res(req, status, addrs, n, arg);
 	if (--chain_left > 0)
-		assert_int_equal(
-		    resolver_lookup(W.r, "chain.test", req, on_chain, x), 0);
+		assert_int_equal(resolver_lookup(W.r, "chain.test", req, on_chain, x), 0);
 }
 
 static void test_lookup_from_callback(void **state)
 {
-	static const uint32_t v4[] = {0xc0000206};
-	struct res x = {0};
+	static const uint32_t v4[] = { 0xc0000206 };
+	struct res x = { 0 };
 
 	(void)state;
 	fake_set(&W.dns, "chain.test", 0, 300, 1, v4, 0, NULL);
 	chain_left = 3;
-	assert_int_equal(
-	    resolver_lookup(W.r, "chain.test", &x.req, on_chain, &x), 0);
+	assert_int_equal(resolver_lookup(W.r, "chain.test", &x.req, on_chain, &x), 0);
 	assert_true(run_until(3, 3000));
 	assert_int_equal(x.called, 3);
 	assert_int_equal(x.status, 0);
@@ -965,10 +918,10 @@ static void test_lookup_from_callback(void **state)
 static void test_bad_names(void **state)
 {
 	char lab64[80], lab63[80], long254[300], long253[300];
-	const char *bad[] = {"",	 ".",	"..",	"a..b",
-			     ".a",	 "a b", "a/b",	"caf\xc3\xa9.test",
-			     "a.test..", lab64, long254};
-	struct res x = {0}, ok = {0};
+	const char *bad[] = { "",	  ".",	 "..",	 "a..b",
+			      ".a",	  "a b", "a/b",	 "caf\xc3\xa9.test",
+			      "a.test..", lab64, long254 };
+	struct res x = { 0 }, ok = { 0 };
 
 	(void)state;
 	memset(lab64, 'a', 64);
@@ -986,19 +939,14 @@ static void test_bad_names(void **state)
 	assert_int_equal(strlen(long253), 253);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(
-		    resolver_lookup(W.r, bad[i], &x.req, on_res, &x), -EINVAL);
+		assert_int_equal(resolver_lookup(W.r, bad[i], &x.req, on_res, &x), -EINVAL);
 
 	assert_int_equal(resolver_lookup(W.r, lab63, &ok.req, on_res, &ok), 0);
-	assert_int_equal(resolver_lookup(W.r, lab63, &ok.req, on_res, &ok),
-			 -EBUSY);
+	assert_int_equal(resolver_lookup(W.r, lab63, &ok.req, on_res, &ok), -EBUSY);
 	resolver_cancel(W.r, &ok.req);
-	assert_int_equal(resolver_lookup(W.r, long253, &ok.req, on_res, &ok),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, long253, &ok.req, on_res, &ok), 0);
 	resolver_cancel(W.r, &ok.req);
-	assert_int_equal(resolver_lookup(W.r, "under_score-dash.test.", &ok.req,
-					 on_res, &ok),
-			 0);
+	assert_int_equal(resolver_lookup(W.r, "under_score-dash.test.", &ok.req, on_res, &ok), 0);
 	resolver_cancel(W.r, &ok.req);
 	run_for(50);
 	assert_int_equal(x.called + ok.called, 0);
@@ -1018,17 +966,14 @@ static void test_inflight_bound_and_free(void **state)
 	fake_drop_unknown(&W.dns);
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "n%d.cap.test", i);
-		assert_int_equal(
-		    resolver_lookup(W.r, name, &x[i].req, on_res, &x[i]), 0);
+		assert_int_equal(resolver_lookup(W.r, name, &x[i].req, on_res, &x[i]), 0);
 	}
-	assert_int_equal(
-	    resolver_lookup(W.r, "one-more.cap.test", &x[n].req, on_res, &x[n]),
-	    -EAGAIN);
+	assert_int_equal(resolver_lookup(W.r, "one-more.cap.test", &x[n].req, on_res, &x[n]),
+			 -EAGAIN);
 	assert_int_equal(stats().in_flight, n);
 	/* A name already in flight still joins its query. */
 	resolve_req_init(&x[n].req);
-	assert_int_equal(
-	    resolver_lookup(W.r, "n0.cap.test", &x[n].req, on_res, &x[n]), 0);
+	assert_int_equal(resolver_lookup(W.r, "n0.cap.test", &x[n].req, on_res, &x[n]), 0);
 	run_for(100);
 	resolver_free(W.r);
 	W.r = NULL;
@@ -1058,27 +1003,20 @@ static void test_new_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_a_and_aaaa, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_at_most_16_v4_first, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_ttl_honoured, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_nxdomain_and_nodata, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_servfail, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_deadline_with_two_servers,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_eviction_lru, setup_cache3,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_concurrent_share_one_query,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_lookup_from_callback, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_inflight_bound_and_free, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_and_aaaa, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_at_most_16_v4_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ttl_honoured, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nxdomain_and_nodata, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_servfail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deadline_with_two_servers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eviction_lru, setup_cache3, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_share_one_query, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_from_callback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inflight_bound_and_free, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
 	};
 
 	alarm(300); /* every wait is bounded; this bounds a bug's hang too */

@@ -69,14 +69,10 @@ static void test_bind_option(void **state)
 		const char *src, *dst;
 		bool ro;
 	} cases[] = {
-		{ "/a:/b", 1, "/a", "/b", false },
-		{ "/a:/b:ro", 1, "/a", "/b", true },
-		{ "/a:/b:rw", 1, "/a", "/b", false },
-		{ "rel:/b", 1, "rel", "/b", false },
-		{ "/a", -1, NULL, NULL, false },
-		{ "/a:b", -1, NULL, NULL, false },
-		{ "/a:/b:xx", -1, NULL, NULL, false },
-		{ ":/b", -1, NULL, NULL, false },
+		{ "/a:/b", 1, "/a", "/b", false },     { "/a:/b:ro", 1, "/a", "/b", true },
+		{ "/a:/b:rw", 1, "/a", "/b", false },  { "rel:/b", 1, "rel", "/b", false },
+		{ "/a", -1, NULL, NULL, false },       { "/a:b", -1, NULL, NULL, false },
+		{ "/a:/b:xx", -1, NULL, NULL, false }, { ":/b", -1, NULL, NULL, false },
 		{ "/a:", -1, NULL, NULL, false },
 	};
 	size_t k;

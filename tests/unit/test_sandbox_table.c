@@ -353,7 +353,7 @@ static void test_update(void **state)
 	assert_true(sandbox_update(T, "sb-900", broken, false, &info, &err) < 0);
 	assert_true(strncmp(sl_err_msg(&err), broken, strlen(broken)) == 0);
 	assert_non_null(strstr(sl_err_msg(&err), ":4:7: ")); /* FILE:LINE:COL */
-	assert_int_equal(sl_err_errno(&err), 0); /* a policy error, no system call's */
+	assert_int_equal(sl_err_errno(&err), 0);	     /* a policy error, no system call's */
 	/* A directory is refused (-EINVAL, errno 0), a missing file a failed
 	 * call (its errno): each in the words the user has always read. */
 	assert_int_equal(sandbox_update(T, "sb-900", "/tmp", false, &info, &err), -EINVAL);
@@ -476,12 +476,9 @@ static void test_update_credentials(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_allocation),
-		cmocka_unit_test(test_duplicates),
-		cmocka_unit_test(test_collisions),
-		cmocka_unit_test(test_churn),
-		cmocka_unit_test(test_update),
-		cmocka_unit_test(test_update_credentials),
+		cmocka_unit_test(test_pool_allocation), cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_collisions),	cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_update),		cmocka_unit_test(test_update_credentials),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -67,8 +67,7 @@ static X509 *ca_cert(const struct tls_ca *ca)
 
 static char *cert_cn(X509 *x, char *buf, size_t len)
 {
-	X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, buf,
-				  (int)len);
+	X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, buf, (int)len);
 	return buf;
 }
 
@@ -119,14 +118,13 @@ static void test_ca_fields(void **state)
 	}
 	/* Back-dated an hour, 397 days ahead. */
 	assert_in_range(secs_from_now(X509_get0_notBefore(x)), -3600 - 5, -3600 + 5);
-	assert_in_range(secs_from_now(X509_get0_notAfter(x)),
-			397L * 86400 - 5, 397L * 86400 + 5);
+	assert_in_range(secs_from_now(X509_get0_notAfter(x)), 397L * 86400 - 5, 397L * 86400 + 5);
 	X509_free(x);
 	tls_ca_free(ca);
 
 	/* A long name is cut to fit the CN; a control character refused. */
-	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever",
-			   err, sizeof(err));
+	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever", err,
+			   sizeof(err));
 	assert_non_null(ca);
 	x = ca_cert(ca);
 	cert_cn(x, cn, sizeof(cn));
@@ -313,8 +311,7 @@ static void test_leaf(void **state)
 	assert_int_equal(X509_check_host(leaf, "api.example.com", 0, 0, NULL), 1);
 	assert_int_equal(X509_check_host(leaf, "other.example.com", 0, 0, NULL), 0);
 	assert_int_equal(X509_check_host(leaf, "x.api.example.com", 0, 0, NULL), 0);
-	assert_int_equal(verify_leaf(ca, leaf, "other.example.com"),
-			 X509_V_ERR_HOSTNAME_MISMATCH);
+	assert_int_equal(verify_leaf(ca, leaf, "other.example.com"), X509_V_ERR_HOSTNAME_MISMATCH);
 	assert_string_equal(cert_cn(leaf, cn, sizeof(cn)), "api.example.com");
 
 	/* serverAuth, not a CA, about 7 days, back-dated an hour. */
@@ -414,8 +411,7 @@ static void test_cache(void **state)
 	SSL_CTX_free(c);
 	tls_ca_free(ca);
 	/* ... and so is one handed out before the CA was freed. */
-	assert_int_equal(X509_check_host(SSL_CTX_get0_certificate(a), "a.example",
-					 0, 0, NULL), 1);
+	assert_int_equal(X509_check_host(SSL_CTX_get0_certificate(a), "a.example", 0, 0, NULL), 1);
 	SSL_CTX_free(a);
 }
 
@@ -436,8 +432,7 @@ static void *thr_main(void *p)
 
 		snprintf(host, sizeof(host), "t%d.example", (i * 7 + a->id) % 40);
 		x = tls_leaf_ctx(a->ca, host);
-		if (!x || X509_check_host(SSL_CTX_get0_certificate(x), host, 0, 0,
-					  NULL) != 1)
+		if (!x || X509_check_host(SSL_CTX_get0_certificate(x), host, 0, 0, NULL) != 1)
 			a->fails++;
 		SSL_CTX_free(x);
 	}
@@ -514,8 +509,8 @@ static void pair(SSL *c, SSL *s)
 }
 
 /* A client trusting @trust (or nothing), checking @host, offering @alpn. */
-static SSL *client(const struct tls_ca *trust, const char *host,
-		   const unsigned char *alpn, size_t alpn_len, int max_version)
+static SSL *client(const struct tls_ca *trust, const char *host, const unsigned char *alpn,
+		   size_t alpn_len, int max_version)
 {
 	SSL_CTX *cc = SSL_CTX_new(TLS_client_method());
 	SSL *c;
@@ -636,9 +631,8 @@ static void write_ca_file(const struct tls_ca *ca, char *p, size_t len)
 
 /* Upstream client (from @uctx, prepared for @want) against a server with
  * a leaf for @have.  Return: handshake result, verify result in *vr. */
-static int upstream_try(SSL_CTX *uctx, struct tls_ca *server_ca,
-			const char *have, const char *want, long *vr,
-			char *sni_seen, size_t sni_len)
+static int upstream_try(SSL_CTX *uctx, struct tls_ca *server_ca, const char *have, const char *want,
+			long *vr, char *sni_seen, size_t sni_len)
 {
 	SSL_CTX *sctx = tls_leaf_ctx(server_ca, have);
 	SSL *c = SSL_new(uctx), *s = SSL_new(sctx);
@@ -675,27 +669,24 @@ static void test_upstream(void **state)
 	assert_int_equal(SSL_CTX_get_min_proto_version(uctx), TLS1_2_VERSION);
 
 	/* The right name: verified; SNI sent. */
-	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr,
-				      sni, sizeof(sni)), 0);
+	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr, sni, sizeof(sni)),
+			 0);
 	assert_int_equal(vr, X509_V_OK);
 	assert_string_equal(sni, "a.example");
 
 	/* The server proves a.example, the broker wanted b.example. */
-	assert_int_equal(upstream_try(uctx, ca, "a.example", "b.example", &vr,
-				      NULL, 0), -1);
+	assert_int_equal(upstream_try(uctx, ca, "a.example", "b.example", &vr, NULL, 0), -1);
 	assert_int_equal(vr, X509_V_ERR_HOSTNAME_MISMATCH);
 
 	/* Literals: IP check, and no SNI (RFC 6066). */
-	assert_int_equal(upstream_try(uctx, ca, "192.0.2.7", "192.0.2.7", &vr,
-				      sni, sizeof(sni)), 0);
+	assert_int_equal(upstream_try(uctx, ca, "192.0.2.7", "192.0.2.7", &vr, sni, sizeof(sni)),
+			 0);
 	assert_int_equal(vr, X509_V_OK);
 	assert_string_equal(sni, "");
-	assert_int_equal(upstream_try(uctx, ca, "192.0.2.7", "192.0.2.8", &vr,
-				      NULL, 0), -1);
+	assert_int_equal(upstream_try(uctx, ca, "192.0.2.7", "192.0.2.8", &vr, NULL, 0), -1);
 	assert_int_equal(vr, X509_V_ERR_IP_ADDRESS_MISMATCH);
 	/* A name certificate does not satisfy an address, nor the reverse. */
-	assert_int_equal(upstream_try(uctx, ca, "a.example", "192.0.2.7", &vr,
-				      NULL, 0), -1);
+	assert_int_equal(upstream_try(uctx, ca, "a.example", "192.0.2.7", &vr, NULL, 0), -1);
 	{
 		SSL *x = SSL_new(uctx);
 
@@ -710,23 +701,20 @@ static void test_upstream(void **state)
 	setenv("SSL_CERT_DIR", "/nonexistent-sluice-dir", 1);
 	uctx = tls_upstream_ctx(NULL, err, sizeof(err));
 	assert_non_null(uctx);
-	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr,
-				      NULL, 0), -1);
+	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr, NULL, 0), -1);
 	assert_int_not_equal(vr, X509_V_OK);
 	SSL_CTX_free(uctx);
 	/* ... and SSL_CERT_FILE is honoured for the system store. */
 	setenv("SSL_CERT_FILE", p, 1);
 	uctx = tls_upstream_ctx("", err, sizeof(err));
 	assert_non_null(uctx);
-	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr,
-				      NULL, 0), 0);
+	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr, NULL, 0), 0);
 	SSL_CTX_free(uctx);
 	unsetenv("SSL_CERT_FILE");
 	unsetenv("SSL_CERT_DIR");
 
 	err[0] = '\0';
-	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", err,
-				     sizeof(err)));
+	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", err, sizeof(err)));
 	assert_non_null(strstr(err, "nonexistent-sluice-bundle.pem"));
 	tls_ca_free(ca);
 }

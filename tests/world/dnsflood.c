@@ -46,8 +46,7 @@ static double now_s(void)
 
 static size_t make_query(uint8_t *q, size_t len, const char *name)
 {
-	static const uint8_t head[12] = {0, 0, 0x01, 0x00, 0, 1,
-					 0, 0, 0,    0,	   0, 0};
+	static const uint8_t head[12] = { 0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
 	size_t o = sizeof(head);
 	const char *p = name;
 
@@ -74,7 +73,7 @@ static size_t make_query(uint8_t *q, size_t len, const char *name)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(53)};
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(53) };
 	unsigned long long count = 2000000, sent = 0, answered = 0;
 	const char *server = NULL, *name = "echo.world.test";
 	double secs = 3, t0, deadline;
@@ -109,17 +108,14 @@ int main(int argc, char **argv)
 			goto usage;
 		}
 	}
-	if (!server || nsock < 1 || nsock > MAX_SOCKETS || count < 1 ||
-	    !(secs > 0))
+	if (!server || nsock < 1 || nsock > MAX_SOCKETS || count < 1 || !(secs > 0))
 		goto usage;
 	if (count > MAX_COUNT)
 		count = MAX_COUNT;
 	if (secs > MAX_SECONDS)
 		secs = MAX_SECONDS;
 	if (!in_named_netns()) {
-		fprintf(
-		    stderr,
-		    "dnsflood: not in a named network namespace; refusing\n");
+		fprintf(stderr, "dnsflood: not in a named network namespace; refusing\n");
 		return 1;
 	}
 	colon = strchr(server, ':');
@@ -141,16 +137,14 @@ int main(int argc, char **argv)
 			memcpy(q[k], q[0], qlen);
 		q[k][0] = (uint8_t)(k >> 8);
 		q[k][1] = (uint8_t)k;
-		iov[k] = (struct iovec){q[k], qlen};
+		iov[k] = (struct iovec){ q[k], qlen };
 		memset(&msg[k], 0, sizeof(msg[k]));
 		msg[k].msg_hdr.msg_iov = &iov[k];
 		msg[k].msg_hdr.msg_iovlen = 1;
 	}
 	for (i = 0; i < nsock; i++) {
-		fds[i] = socket(AF_INET,
-				SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fds[i] < 0 ||
-		    connect(fds[i], (struct sockaddr *)&dst, sizeof(dst)) < 0) {
+		fds[i] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&dst, sizeof(dst)) < 0) {
 			perror("dnsflood: socket");
 			return 1;
 		}
@@ -160,23 +154,19 @@ int main(int argc, char **argv)
 	/* Bounded by COUNT and by the clock, read once a round of sockets. */
 	while (sent < count && now_s() < deadline) {
 		for (i = 0; i < nsock && sent < count; i++) {
-			unsigned want = count - sent < BATCH
-					    ? (unsigned)(count - sent)
-					    : BATCH;
+			unsigned want = count - sent < BATCH ? (unsigned)(count - sent) : BATCH;
 			int n = sendmmsg(fds[i], msg, want, MSG_DONTWAIT), r;
 
 			if (n > 0)
 				sent += (unsigned)n;
 			for (r = 0; r < 2 * BATCH; r++) {
-				if (recv(fds[i], junk, sizeof(junk),
-					 MSG_DONTWAIT) <= 0)
+				if (recv(fds[i], junk, sizeof(junk), MSG_DONTWAIT) <= 0)
 					break;
 				answered++;
 			}
 		}
 	}
-	printf("sent %llu answered %llu seconds %.3f\n", sent, answered,
-	       now_s() - t0);
+	printf("sent %llu answered %llu seconds %.3f\n", sent, answered, now_s() - t0);
 	return 0;
 usage:
 	fprintf(stderr, "usage: dnsflood -s SERVER[:PORT] [-n SOCKETS] [-c "
