@@ -154,6 +154,10 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 int netns_linger(int fd);
 int netns_linger_then(int fd, void (*after)(void));
 
+/* --- workspace.c: a sandbox's workspace, removed with it ----------- */
+
+int netns_workspace_remove(const char *name);
+
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
 int netns_nft_install(const struct netns_ports *p, struct sl_err *err);
@@ -185,7 +189,6 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i);
 int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o);
 pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
 			 const sigset_t *mask);
-int netns_workspace_remove(const char *name);
 int netns_seccomp_build(struct sock_filter *prog, size_t max);
 
 /* --- create.c, delete.c, cli/exec.c --------------------------------- */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the contained runner (cli/runner.c, cli/seccomp.c):
+/* Unit tests for the contained runner (cli/runner.c, cli/seccomp.c) and the
+ * workspace removal it relies on (netns/workspace.c):
  * the options of `sluice exec` / `sluice run`; the seccomp filter, loaded
  * in a child: what it refuses (and with which errno) and that what a
  * workload needs (threads, fork, ordinary syscalls) still works; and the
