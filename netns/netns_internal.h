@@ -200,5 +200,8 @@ int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
 int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err);
 int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err);
+int netns_sandbox_create_exiting(const char *name, const char *policy, bool audit,
+				 struct netns_sandbox *out, struct sl_err *err);
+int netns_sandbox_delete_exiting(const char *name, struct sl_err *err);
 
 #endif
