@@ -4,7 +4,7 @@
  *
  * Theory of operation. sluice (root) stays as the parent that passes
  * signals on and waits (exec.c). Before anything runs it prepares, as root
- * and in the host's mount namespace (netns_runner_prepare()): the
+ * and in the host's mount namespace (cli_runner_prepare()): the
  * workspace, an fd of the sandbox's network namespace, detached copies
  * (open_tree()) of what is bound in (the workspace, the --bind sources, the
  * sandbox's resolv.conf and CA bundle: bound as root, so that a directory
@@ -23,7 +23,7 @@
  * per sandbox under /run/netns): one made from the template copies a
  * dozen, whatever the number of sandboxes.
  *
- * netns_runner_spawn() then clones the sandbox's pid 1 into new PID, IPC,
+ * cli_runner_spawn() then clones the sandbox's pid 1 into new PID, IPC,
  * UTS and cgroup namespaces. As root still, it joins the sandbox's network
  * namespace and the template, makes a mount namespace of its own from it,
  * and there a fresh root: the template's pieces bound in, a sysfs of the
@@ -81,9 +81,10 @@
 
 #include "common/err.h"
 #include "netns/netns.h"
+#include "cli/runner.h"
 #include "netns/netns_internal.h"
 
-uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
+uid_t cli_sandbox_uid(const struct netns_sandbox *sb)
 {
 	return NETNS_UID_BASE + (sb->addr & 0xffffffu);
 }
@@ -128,7 +129,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
 }
 
 /**
- * netns_runner_option() - one option of `sluice exec` / `sluice run`
+ * cli_runner_option() - one option of `sluice exec` / `sluice run`
  * @o:    the options so far
  * @argc: the words
  * @argv: ...
@@ -137,7 +138,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
  * Return: 1 when argv[*i] was a runner option, 0 when it is not one, -1
  * for a bad one (the error is printed).
  */
-int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
+int cli_runner_option(struct cli_runner *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 
@@ -175,7 +176,7 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
 	/* --bind SRC:DST[:ro] */
 	{
 		char *s = strdup(v), *c1, *c2;
-		struct netns_bind *b;
+		struct cli_bind *b;
 
 		if (!s) {
 			fprintf(stderr, "sluice: out of memory\n");
@@ -195,8 +196,8 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
 			free(s);
 			return -1;
 		}
-		if (o->nbinds >= NETNS_BINDS_MAX) {
-			fprintf(stderr, "sluice: more than %d --bind\n", NETNS_BINDS_MAX);
+		if (o->nbinds >= CLI_BINDS_MAX) {
+			fprintf(stderr, "sluice: more than %d --bind\n", CLI_BINDS_MAX);
 			free(s);
 			return -1;
 		}
@@ -731,13 +732,13 @@ static int template_open(uint64_t fp)
 }
 
 /**
- * netns_runner_template() - the template's mount namespace (see the top)
+ * cli_runner_template() - the template's mount namespace (see the top)
  * @err:    why not (NULL: not wanted)
  *
  * Builds it when there is none, or when a host file it holds a copy of
  * has changed since. Return: an fd (close-on-exec), or a negative errno.
  */
-static int netns_runner_template(struct sl_err *err)
+static int cli_runner_template(struct sl_err *err)
 {
 	uint64_t fp = template_fingerprint();
 	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 };
@@ -828,12 +829,12 @@ out:
 	return fd;
 }
 
-/* What netns_runner_prepare() readies for netns_runner_spawn(): open
+/* What cli_runner_prepare() readies for cli_runner_spawn(): open
  * descriptors (close-on-exec) and the filter. One command per process. */
 static struct {
 	int netfd, tmplfd, ws, resolv, bundle;
-	int binds[NETNS_BINDS_MAX];
-	bool bind_dir[NETNS_BINDS_MAX];
+	int binds[CLI_BINDS_MAX];
+	bool bind_dir[CLI_BINDS_MAX];
 	uid_t uid;
 	struct sock_filter prog[160];
 	unsigned short nprog;
@@ -866,15 +867,15 @@ static void put_env(const char *key, const char *value, void *arg)
 }
 
 /**
- * netns_runner_prepare() - ready a contained command of @sb (see the top)
+ * cli_runner_prepare() - ready a contained command of @sb (see the top)
  * @sb: the sandbox
  * @o:  the options (not --privileged)
  *
  * In the caller, as root: sets the command's environment (placeholders from
- * the broker's control socket), opens what netns_runner_spawn() binds in.
+ * the broker's control socket), opens what cli_runner_spawn() binds in.
  * Return: 0, or -1 with the error printed (nothing has run).
  */
-int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o)
+int cli_runner_prepare(const struct netns_sandbox *sb, const struct cli_runner *o)
 {
 	struct sl_err err = { 0 };
 	char path[512];
@@ -882,7 +883,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 	unsigned k;
 	int r = 0;
 
-	prep.uid = netns_sandbox_uid(sb);
+	prep.uid = cli_sandbox_uid(sb);
 	prep.ws = prep.resolv = prep.bundle = prep.netfd = prep.tmplfd = -1;
 	for (k = 0; k < o->nbinds; k++) {
 		prep.binds[k] = -1;
@@ -899,7 +900,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 		return -1;
 	}
 	close(r);
-	r = netns_seccomp_build(prep.prog, sizeof(prep.prog) / sizeof(prep.prog[0]));
+	r = cli_seccomp_build(prep.prog, sizeof(prep.prog) / sizeof(prep.prog[0]));
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-r));
 		return -1;
@@ -946,7 +947,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 			strerror(-prep.resolv));
 	netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 	prep.bundle = tree_of(path, true);
-	prep.tmplfd = netns_runner_template(&err);
+	prep.tmplfd = cli_runner_template(&err);
 	if (prep.tmplfd < 0) {
 		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return -1;
@@ -1059,8 +1060,7 @@ fail:
  * a copy of the template: the command's root at TEMPLATE_ROOT, then
  * pivot_root() into it. @what says where it failed.
  */
-static int build_root(const struct netns_sandbox *sb, const struct netns_runner *o,
-		      const char **what)
+static int build_root(const struct netns_sandbox *sb, const struct cli_runner *o, const char **what)
 {
 	char to[600];
 	struct stat st;
@@ -1189,7 +1189,7 @@ static int write_proc(const char *path, const char *s)
  *  4. the inside identity, and no capability left at all;
  *  5. no_new_privs, then the seccomp filter (which needs it).
  */
-static int drop(const struct netns_runner *o, const char **what)
+static int drop(const struct cli_runner *o, const char **what)
 {
 	uid_t uid = prep.uid, in_uid = o->user_set ? o->uid : 0;
 	gid_t in_gid = o->user_set ? o->gid : 0;
@@ -1259,7 +1259,7 @@ static void init_forward(int sig, siginfo_t *si, void *ctx)
 }
 
 /* The sandbox's pid 1 (see the top). Never returns. */
-static void run_init(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
+static void run_init(const struct netns_sandbox *sb, const struct cli_runner *o, char **argv,
 		     const sigset_t *mask)
 {
 	struct sigaction sa = { .sa_sigaction = init_forward, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -1334,8 +1334,8 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
 }
 
 /**
- * netns_runner_spawn() - start @argv contained in @sb, prepared
- * @sb:   the sandbox (netns_runner_prepare() done)
+ * cli_runner_spawn() - start @argv contained in @sb, prepared
+ * @sb:   the sandbox (cli_runner_prepare() done)
  * @o:    the options
  * @argv: the command
  * @mask: the signal mask for the command (the caller holds the forwarded
@@ -1344,8 +1344,8 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
  * Return: the pid of the sandbox's init (whose exit status is the
  * command's), or a negative errno.
  */
-pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
-			 const sigset_t *mask)
+pid_t cli_runner_spawn(const struct netns_sandbox *sb, const struct cli_runner *o, char **argv,
+		       const sigset_t *mask)
 {
 	pid_t pid;
 
