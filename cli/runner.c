@@ -279,9 +279,9 @@ static const char *const etc_files[] = {
 	"terminfo",
 	"python3",
 	"gitconfig",
-	/* apt's configuration, sources and archive keys (apt warns without
-	 * them), not its credentials: no auth.conf, no auth.conf.d. */
-	"apt/apt.conf.d",
+	/* apt's configuration (apt/apt.conf.d: etc_filtered below), sources
+	 * and archive keys (apt warns without them), not its credentials: no
+	 * auth.conf, no auth.conf.d. */
 	"apt/preferences.d",
 	"apt/sources.list",
 	"apt/sources.list.d",
@@ -289,6 +289,14 @@ static const char *const etc_files[] = {
 	"apt/trusted.gpg.d",
 	"apt/keyrings",
 };
+
+/* Directories of the host's /etc whose files are copied one by one, and
+ * only those that hold no credentials (etc_clean()): an admin may put an
+ * apt proxy's password in apt.conf.d (Acquire::http::Proxy
+ * "http://user:secret@host"), in a file every user may read. At most
+ * ETC_FILTERED_MAX files each; links and subdirectories are left out. */
+static const char *const etc_filtered[] = { "apt/apt.conf.d" };
+#define ETC_FILTERED_MAX 256
 
 /* Directories of the host's /etc named by a pattern: a JDK's configuration
  * is /etc/java-N-openjdk for each N installed (Debian's JVM does not start
@@ -306,7 +314,7 @@ static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64",
 #define RUNNER_TEMPLATE NETNS_STATE_DIR "/.runner-ns"
 #define RUNNER_STAMP NETNS_STATE_DIR "/.runner-stamp"
 #define RUNNER_LOCK NETNS_STATE_DIR "/.runner-lock"
-#define RUNNER_LAYOUT 2u
+#define RUNNER_LAYOUT 3u
 #define TEMPLATE_ROOT "/.root"
 /* Mounts that a command's root is built on: bounded, as each is a loop. */
 #define UNMOUNT_MAX 8
@@ -359,6 +367,60 @@ static int make_ro(const char *path, bool dev)
 /* Copies the regular file @from to @to (at most 1 MiB: what /etc holds);
  * 0, or a negative errno. */
 static int copy_file(const char *from, const char *to);
+
+/* Whether the @len bytes at @s name a URL with a user in it
+ * (scheme://user[:password]@host): what an apt proxy's password looks like. */
+static bool has_url_user(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len, *q;
+
+	while ((q = memmem(p, (size_t)(end - p), "://", 3))) {
+		for (q += 3; q < end && !strchr("/\"' \t\r\n;", *q); q++)
+			if (*q == '@')
+				return true;
+		p = q;
+	}
+	return false;
+}
+
+/* Copies the regular file @from to @to, as copy_file(), unless it may hold
+ * a credential: not readable by every user (its owner means it private), a
+ * URL with a user in it, more than 1 MiB or unreadable. Such a file is left
+ * out (0): the sandbox gets less of the host's configuration, never a
+ * secret. */
+static int etc_clean(const char *from, const char *to)
+{
+	size_t max = 1u << 20, len = 0;
+	struct stat st;
+	char *buf;
+	ssize_t n = 1;
+	int in, out, r = 0;
+
+	in = open(from, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (in < 0)
+		return 0;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH) ||
+	    (size_t)st.st_size > max || !(buf = malloc(max + 1))) {
+		close(in);
+		return 0;
+	}
+	while (len <= max && (n = read(in, buf + len, max + 1 - len)) > 0)
+		len += (size_t)n;
+	close(in);
+	if (n < 0 || len > max || has_url_user(buf, len)) {
+		free(buf);
+		return 0;
+	}
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0)
+		r = -errno;
+	else if (write(out, buf, len) != (ssize_t)len)
+		r = -EIO;
+	if (out >= 0 && close(out) < 0 && r == 0)
+		r = -errno;
+	free(buf);
+	return r;
+}
 
 /* Makes @to a symbolic link with the target of the link @from (an empty
  * or unreadable one is left out); 0 or a negative errno. */
@@ -443,6 +505,44 @@ static size_t etc_glob(etc_name *out)
 	return n;
 }
 
+/* The fingerprint of the files of the etc_filtered directory @name (their
+ * names, identities, sizes and times), whatever readdir's order. */
+static uint64_t etc_filtered_fingerprint(const char *name)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	uint64_t sum = 0;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/etc/%s", name);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (n < ETC_FILTERED_MAX && (e = readdir(d))) {
+		uint64_t v[6] = { 0 };
+
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			v[0] = st.st_dev;
+			v[1] = st.st_ino;
+			v[2] = st.st_mode;
+			v[3] = (uint64_t)st.st_size;
+			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_mtim.tv_nsec;
+			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_ctim.tv_nsec;
+		}
+		sum += fnv(fnv(0xcbf29ce484222325ULL, e->d_name, strlen(e->d_name) + 1), v,
+			   sizeof(v));
+	}
+	closedir(d);
+	return sum + n;
+}
+
 /* What the template was built from: the layout, and the identity and
  * times of each host file it copies or links (directories are bound, so
  * live), and the names etc_globs match (a JDK installed or removed).
@@ -457,6 +557,9 @@ static uint64_t template_fingerprint(void)
 
 	for (i = 0; i < g; i++)
 		h = fnv(h, globbed[i], strlen(globbed[i]) + 1);
+	for (i = 0; i < sizeof(etc_filtered) / sizeof(etc_filtered[0]); i++)
+		h = fnv(h, &(uint64_t){ etc_filtered_fingerprint(etc_filtered[i]) },
+			sizeof(uint64_t));
 	for (i = 0; i < n + sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
 		uint64_t v[7] = { 0 };
 
@@ -555,8 +658,46 @@ static int etc_entry(const char *etc, const char *name)
 	return 0;
 }
 
+/* The etc_filtered directory /etc/@name into the template's @etc: made
+ * (and its parents), holding a copy of each file etc_clean() lets in; a
+ * missing one skipped. */
+static int etc_filtered_dir(const char *etc, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX], f[PATH_MAX + NAME_MAX + 2], t[PATH_MAX + NAME_MAX + 2];
+	struct dirent *e;
+	unsigned n = 0;
+	size_t i;
+	DIR *d;
+	int r = 0;
+
+	snprintf(from, sizeof(from), "/etc/%s", name);
+	d = opendir(from);
+	if (!d)
+		return 0;
+	snprintf(to, sizeof(to), "%s/%s", etc, name);
+	for (i = strlen(etc) + 1; to[i] && r == 0; i++)
+		if (to[i] == '/') {
+			to[i] = '\0';
+			if (mkdir(to, 0755) < 0 && errno != EEXIST)
+				r = -errno;
+			to[i] = '/';
+		}
+	if (r == 0 && mkdir(to, 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	while (r == 0 && n < ETC_FILTERED_MAX && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(f, sizeof(f), "%s/%s", from, e->d_name);
+		snprintf(t, sizeof(t), "%s/%s", to, e->d_name);
+		r = etc_clean(f, t);
+	}
+	closedir(d);
+	return r;
+}
+
 /* The template's /etc at @etc: etc_files and what etc_globs match, as
- * etc_entry() brings them in; an empty resolv.conf for each command's to
+ * etc_entry() brings them in, the etc_filtered directories; an empty resolv.conf for each command's to
  * be bound on; all of it read-only. */
 static int template_etc(const char *etc, const char **what)
 {
@@ -578,6 +719,12 @@ static int template_etc(const char *etc, const char **what)
 	for (i = 0; i < g; i++) {
 		*what = globbed[i];
 		r = etc_entry(etc, globbed[i]);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < sizeof(etc_filtered) / sizeof(etc_filtered[0]); i++) {
+		*what = etc_filtered[i];
+		r = etc_filtered_dir(etc, etc_filtered[i]);
 		if (r < 0)
 			return r;
 	}
