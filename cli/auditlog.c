@@ -44,7 +44,7 @@ static int read_u64(struct json *j, uint64_t *v)
 	return 0;
 }
 
-int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
+int cli_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 {
 	struct json j = { .s = s, .len = len };
 	bool have_time = false, have_dst = false, have_old = false;
@@ -82,7 +82,7 @@ int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r)
 		}
 #define STR(field) (read_str(&j, r->field, sizeof(r->field), r))
 		if (!strcmp(key, "time")) {
-			if (STR(time) < 0 || netns_auditlog_time(r->time, &r->t_ms) < 0)
+			if (STR(time) < 0 || cli_auditlog_time(r->time, &r->t_ms) < 0)
 				return -EINVAL;
 			have_time = true;
 		} else if (!strcmp(key, "sandbox")) {
@@ -197,7 +197,7 @@ static int digits(const char **p, int n, int *out)
 	return 0;
 }
 
-int netns_auditlog_time(const char *s, int64_t *ms)
+int cli_auditlog_time(const char *s, int64_t *ms)
 {
 	const char *p = s;
 	int y, mo, d, h, mi, sec, oh = 0, om = 0, frac = 0, scale = 100;
@@ -246,12 +246,12 @@ int netns_auditlog_time(const char *s, int64_t *ms)
 	return 0;
 }
 
-int netns_auditlog_since(const char *arg, int64_t now_ms, int64_t *ms)
+int cli_auditlog_since(const char *arg, int64_t now_ms, int64_t *ms)
 {
 	const char *p = arg;
 	int64_t total = 0;
 
-	if (netns_auditlog_time(arg, ms) == 0)
+	if (cli_auditlog_time(arg, ms) == 0)
 		return 0;
 	if (!*p)
 		return -EINVAL;
@@ -310,9 +310,9 @@ static ssize_t read_line(FILE *f, char *buf)
 	return -E2BIG;
 }
 
-int netns_auditlog_read(FILE *f, const struct auditlog_filter *flt,
-			int (*fn)(const struct auditlog_rec *r, void *ctx), void *ctx,
-			struct auditlog_stats *st)
+int cli_auditlog_read(FILE *f, const struct auditlog_filter *flt,
+		      int (*fn)(const struct auditlog_rec *r, void *ctx), void *ctx,
+		      struct auditlog_stats *st)
 {
 	char *line = malloc(AUDITLOG_LINE_MAX + 2);
 	struct auditlog_rec *rec = malloc(sizeof(*rec));
@@ -328,7 +328,7 @@ int netns_auditlog_read(FILE *f, const struct auditlog_filter *flt,
 		if (n == 0)
 			continue; /* an empty line is no line */
 		st->lines++;
-		if (n < 0 || netns_auditlog_parse(line, (size_t)n, rec) < 0) {
+		if (n < 0 || cli_auditlog_parse(line, (size_t)n, rec) < 0) {
 			st->skipped++;
 			continue;
 		}
@@ -348,7 +348,7 @@ int netns_auditlog_read(FILE *f, const struct auditlog_filter *flt,
 	return ret;
 }
 
-void netns_auditlog_put_safe(FILE *out, const char *s, size_t max)
+void cli_auditlog_put_safe(FILE *out, const char *s, size_t max)
 {
 	size_t i;
 

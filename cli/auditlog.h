@@ -11,8 +11,8 @@
  * header, an SNI, a DNS name, a path): the reader bounds each string,
  * never trusts it to be a host name, and the printers escape what they
  * print. */
-#ifndef SLUICE_NETNS_AUDITLOG_H
-#define SLUICE_NETNS_AUDITLOG_H
+#ifndef SLUICE_CLI_AUDITLOG_H
+#define SLUICE_CLI_AUDITLOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,7 +56,7 @@ struct auditlog_rec {
 };
 
 /**
- * netns_auditlog_parse() - read one audit line
+ * cli_auditlog_parse() - read one audit line
  * @s:   the line, without its newline; untrusted
  * @len: its length
  * @r:   filled on success
@@ -66,20 +66,20 @@ struct auditlog_rec {
  *
  * Return: 0, or -EINVAL for a line that is not an audit line.
  */
-int netns_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r);
+int cli_auditlog_parse(const char *s, size_t len, struct auditlog_rec *r);
 
 /**
- * netns_auditlog_time() - parse an RFC 3339 time
+ * cli_auditlog_time() - parse an RFC 3339 time
  * @s:  "2026-12-01T21:00:00Z", with an optional fraction and a Z or
  *      +HH:MM / -HH:MM offset ('t' and 'z' accepted as well)
  * @ms: milliseconds since the epoch
  *
  * Return: 0 or -EINVAL.
  */
-int netns_auditlog_time(const char *s, int64_t *ms);
+int cli_auditlog_time(const char *s, int64_t *ms);
 
 /**
- * netns_auditlog_since() - the start of a --since window
+ * cli_auditlog_since() - the start of a --since window
  * @arg:    an RFC 3339 time, or a duration back from @now_ms: a sequence
  *          of NUMBER UNIT with units s, m, h, d ("90s", "1h30m", "2d")
  * @now_ms: the present, ms since the epoch
@@ -87,7 +87,7 @@ int netns_auditlog_time(const char *s, int64_t *ms);
  *
  * Return: 0 or -EINVAL.
  */
-int netns_auditlog_since(const char *arg, int64_t now_ms, int64_t *ms);
+int cli_auditlog_since(const char *arg, int64_t now_ms, int64_t *ms);
 
 /* What a pass over the files saw, for the "skipped" note on stderr. */
 struct auditlog_stats {
@@ -102,7 +102,7 @@ struct auditlog_filter {
 };
 
 /**
- * netns_auditlog_read() - feed each audit line of @f that passes @flt to @fn
+ * cli_auditlog_read() - feed each audit line of @f that passes @flt to @fn
  * @f:    an open file; read to its end
  * @flt:  the filter
  * @fn:   called with each kept line; a non-zero return stops the pass
@@ -111,28 +111,28 @@ struct auditlog_filter {
  *
  * Return: 0, @fn's non-zero return, or -errno of a read error.
  */
-int netns_auditlog_read(FILE *f, const struct auditlog_filter *flt,
-			int (*fn)(const struct auditlog_rec *r, void *ctx), void *ctx,
-			struct auditlog_stats *st);
+int cli_auditlog_read(FILE *f, const struct auditlog_filter *flt,
+		      int (*fn)(const struct auditlog_rec *r, void *ctx), void *ctx,
+		      struct auditlog_stats *st);
 
 /* Writes @s for a person's terminal: printable ASCII as is, every other
  * byte (and a backslash) as \xHH, so that no name can move the cursor, end
  * a line or a YAML comment. At most @max bytes of @s. */
-void netns_auditlog_put_safe(FILE *out, const char *s, size_t max);
+void cli_auditlog_put_safe(FILE *out, const char *s, size_t max);
 
 /* --- sluice policy suggest --------------------------------------------------- */
 
 struct suggest;
 
 /* Return: an empty aggregation, or NULL (ENOMEM). */
-struct suggest *netns_suggest_new(void);
-void netns_suggest_free(struct suggest *s); /* accepts NULL */
+struct suggest *cli_suggest_new(void);
+void cli_suggest_free(struct suggest *s); /* accepts NULL */
 
 /* Counts one audit line; never fails the caller (a full table is counted). */
-void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r);
+void cli_suggest_add(struct suggest *s, const struct auditlog_rec *r);
 
 /**
- * netns_suggest_print() - write the suggested policy
+ * cli_suggest_print() - write the suggested policy
  * @s:         the aggregation
  * @wildcards: 0 for exact names only; else N: N or more names one label
  *             under one suffix become one `*.suffix` rule (never over a
@@ -141,18 +141,18 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r);
  *
  * Return: the number of rules written, or -errno.
  */
-int netns_suggest_print(struct suggest *s, unsigned wildcards, FILE *out);
+int cli_suggest_print(struct suggest *s, unsigned wildcards, FILE *out);
 
 /* Is @suffix (a name without "*.") too public to put a wildcard over? */
-bool netns_suggest_public_suffix(const char *suffix);
+bool cli_suggest_public_suffix(const char *suffix);
 
 /* --- sluice report -------------------------------------------------------- */
 
 struct report;
 
-struct report *netns_report_new(void);
-void netns_report_free(struct report *r); /* accepts NULL */
-void netns_report_add(struct report *r, const struct auditlog_rec *rec);
+struct report *cli_report_new(void);
+void cli_report_free(struct report *r); /* accepts NULL */
+void cli_report_add(struct report *r, const struct auditlog_rec *rec);
 
 /* The per-sandbox figures the tests and the printers read. */
 struct report_totals {
@@ -163,21 +163,20 @@ struct report_totals {
 };
 
 /* Totals for @sandbox; -ENOENT when it has no line. */
-int netns_report_totals(const struct report *r, const char *sandbox, struct report_totals *t);
+int cli_report_totals(const struct report *r, const char *sandbox, struct report_totals *t);
 
 /* Requests and bytes to HOST:PORT in @sandbox (0s when never seen). */
-void netns_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
-		       uint64_t *requests, uint64_t *up, uint64_t *down);
+void cli_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
+		     uint64_t *requests, uint64_t *up, uint64_t *down);
 
 /* Refusals of @reason (NULL: any) for @host (NULL: any) in @sandbox. */
-uint64_t netns_report_refused(const struct report *r, const char *sandbox, const char *reason,
-			      const char *host);
+uint64_t cli_report_refused(const struct report *r, const char *sandbox, const char *reason,
+			    const char *host);
 
 /* Writes the report as tables (@json false) or one JSON document. */
-int netns_report_print(const struct report *r, bool json, const struct auditlog_stats *st,
-		       FILE *out);
+int cli_report_print(const struct report *r, bool json, const struct auditlog_stats *st, FILE *out);
 
 int cmd_report(int argc, char **argv);
-int netns_cmd_policy_suggest(int argc, char **argv);
+int cmd_policy_suggest(int argc, char **argv);
 
 #endif

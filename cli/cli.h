@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The subcommands of sluice's dispatch table (cli/main.c). create and
- * delete are netns/netns.h's, cmd_report() is auditlog.h's. */
+/* The subcommands of sluice's dispatch table (cli/main.c). cmd_report()
+ * is auditlog.h's. */
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
 /* Each returns the process exit status: 0, 1 for a failure, 2 for misuse. */
 int cmd_policy(int argc, char **argv);
+/* cmd_sandbox.c: the netns/ library's create and delete, as subcommands. */
+int cmd_create(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
 /* cmd_ctl.c: the subcommands that only talk to the broker. */
 int cmd_register(int argc, char **argv);
 int cmd_unregister(int argc, char **argv);

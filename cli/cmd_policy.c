@@ -292,7 +292,7 @@ int cmd_policy(int argc, char **argv)
 	int i, n = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "suggest") == 0)
-		return netns_cmd_policy_suggest(argc - 2, argv + 2);
+		return cmd_policy_suggest(argc - 2, argv + 2);
 	/* --json may come anywhere after the subcommand: taken out here. */
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))

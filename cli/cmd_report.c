@@ -65,13 +65,13 @@ struct report {
 	struct strtab sbs, hosts, refs, creds;
 };
 
-struct report *netns_report_new(void)
+struct report *cli_report_new(void)
 {
 	struct report *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
-	netns_strtabs_init(
+	cli_strtabs_init(
 		(const struct strtab_spec[]){
 			{ &r->sbs, sizeof(struct sb_ent), REPORT_ENTRIES },
 			{ &r->hosts, sizeof(struct host_ent), REPORT_ENTRIES },
@@ -82,11 +82,11 @@ struct report *netns_report_new(void)
 	return r;
 }
 
-void netns_report_free(struct report *r)
+void cli_report_free(struct report *r)
 {
 	if (!r)
 		return;
-	netns_strtabs_free((struct strtab *const[]){ &r->sbs, &r->hosts, &r->refs, &r->creds }, 4);
+	cli_strtabs_free((struct strtab *const[]){ &r->sbs, &r->hosts, &r->refs, &r->creds }, 4);
 	free(r);
 }
 
@@ -113,7 +113,7 @@ static bool is_conn(const char *proto)
 	return false;
 }
 
-void netns_report_add(struct report *r, const struct auditlog_rec *rec)
+void cli_report_add(struct report *r, const struct auditlog_rec *rec)
 {
 	const char *sbname = rec->sandbox[0] ? rec->sandbox : NO_SANDBOX;
 	/* A refusal before any name (a disguised address literal, say) is
@@ -122,7 +122,7 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 	uint64_t n = rec->repeated ? rec->repeated : 1;
 	bool allowed = !strcmp(rec->decision, "allow");
 	char key[700];
-	struct sb_ent *sb = netns_strtab_get(&r->sbs, sbname);
+	struct sb_ent *sb = cli_strtab_get(&r->sbs, sbname);
 
 	if (!sb)
 		return;
@@ -144,7 +144,7 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 		struct host_ent *h;
 
 		mkkey(key, sizeof(key), sbname, "", rec->port, name);
-		h = netns_strtab_get(&r->hosts, key);
+		h = cli_strtab_get(&r->hosts, key);
 		if (h && !h->host[0] && !h->requests && !h->up && !h->down) {
 			snprintf(h->sandbox, sizeof(h->sandbox), "%s", sbname);
 			snprintf(h->host, sizeof(h->host), "%s", name);
@@ -173,7 +173,7 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 		sb->t.refused += n;
 		snprintf(k2, sizeof(k2), "%s\x01%s", rec->reason, rec->decision);
 		mkkey(key, sizeof(key), sbname, k2, rec->port, name);
-		f = netns_strtab_get(&r->refs, key);
+		f = cli_strtab_get(&r->refs, key);
 		if (f) {
 			if (!f->count) {
 				snprintf(f->sandbox, sizeof(f->sandbox), "%s", sbname);
@@ -191,7 +191,7 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 
 		snprintf(k2, sizeof(k2), "%s\x01%s", sbname, rec->credential);
 		mkkey(key, sizeof(key), k2, "", rec->port, name);
-		c = netns_strtab_get(&r->creds, key);
+		c = cli_strtab_get(&r->creds, key);
 		if (c) {
 			if (!c->requests && !c->refused) {
 				snprintf(c->sandbox, sizeof(c->sandbox), "%s", sbname);
@@ -208,9 +208,9 @@ void netns_report_add(struct report *r, const struct auditlog_rec *rec)
 	}
 }
 
-int netns_report_totals(const struct report *r, const char *sandbox, struct report_totals *t)
+int cli_report_totals(const struct report *r, const char *sandbox, struct report_totals *t)
 {
-	const struct sb_ent *sb = netns_strtab_find(&r->sbs, sandbox);
+	const struct sb_ent *sb = cli_strtab_find(&r->sbs, sandbox);
 	size_t i;
 
 	if (!sb)
@@ -218,34 +218,34 @@ int netns_report_totals(const struct report *r, const char *sandbox, struct repo
 	*t = sb->t;
 	t->hosts = 0;
 	for (i = 0; i < r->hosts.n; i++) {
-		const struct host_ent *h = netns_strtab_at(&r->hosts, i);
+		const struct host_ent *h = cli_strtab_at(&r->hosts, i);
 
 		t->hosts += !strcmp(h->sandbox, sandbox);
 	}
 	return 0;
 }
 
-void netns_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
-		       uint64_t *requests, uint64_t *up, uint64_t *down)
+void cli_report_host(const struct report *r, const char *sandbox, const char *host, uint16_t port,
+		     uint64_t *requests, uint64_t *up, uint64_t *down)
 {
 	char key[700];
 	const struct host_ent *h;
 
 	mkkey(key, sizeof(key), sandbox, "", port, host);
-	h = netns_strtab_find(&r->hosts, key);
+	h = cli_strtab_find(&r->hosts, key);
 	*requests = h ? h->requests : 0;
 	*up = h ? h->up : 0;
 	*down = h ? h->down : 0;
 }
 
-uint64_t netns_report_refused(const struct report *r, const char *sandbox, const char *reason,
-			      const char *host)
+uint64_t cli_report_refused(const struct report *r, const char *sandbox, const char *reason,
+			    const char *host)
 {
 	uint64_t n = 0;
 	size_t i;
 
 	for (i = 0; i < r->refs.n; i++) {
-		const struct ref_ent *f = netns_strtab_at(&r->refs, i);
+		const struct ref_ent *f = cli_strtab_at(&r->refs, i);
 
 		if (!strcmp(f->sandbox, sandbox) && (!reason || !strcmp(f->reason, reason)) &&
 		    (!host || !strcmp(f->host, host)))
@@ -265,7 +265,7 @@ static const char *safe(char *buf, size_t len, const char *s, size_t max)
 		snprintf(buf, len, "?");
 		return buf;
 	}
-	netns_auditlog_put_safe(m, s, max);
+	cli_auditlog_put_safe(m, s, max);
 	fputc('\0', m);
 	fclose(m);
 	buf[len - 1] = '\0';
@@ -365,7 +365,7 @@ static void **pick(const struct strtab *t, const char *sandbox, size_t off,
 	if (!v)
 		return NULL;
 	for (i = 0; i < t->n; i++) {
-		char *e = netns_strtab_at(t, i);
+		char *e = cli_strtab_at(t, i);
 
 		if (!strcmp(e + off, sandbox))
 			v[(*n)++] = e;
@@ -402,7 +402,7 @@ static void print_refusals(FILE *out, struct ref_ent **v, size_t n)
 	size_t i, j;
 
 	for (i = 0; i < n; i++) {
-		struct reason_total *t = netns_strtab_get(&tot, label(rs, sizeof(rs), v[i]));
+		struct reason_total *t = cli_strtab_get(&tot, label(rs, sizeof(rs), v[i]));
 
 		if (t) {
 			t->n += v[i]->count;
@@ -416,7 +416,7 @@ static void print_refusals(FILE *out, struct ref_ent **v, size_t n)
 		size_t shown = 0;
 
 		for (j = 0; j < tot.n; j++) {
-			struct reason_total *t = netns_strtab_at(&tot, j);
+			struct reason_total *t = cli_strtab_at(&tot, j);
 
 			if (!t->shown && (!best || t->n > best->n ||
 					  (t->n == best->n && strcmp(t->key, best->key) < 0)))
@@ -455,7 +455,7 @@ static void print_refusals(FILE *out, struct ref_ent **v, size_t n)
 			fprintf(out, "    %-60s %8llu\n", a, (unsigned long long)rest);
 		}
 	}
-	netns_strtab_free(&tot);
+	cli_strtab_free(&tot);
 }
 
 static void print_text(const struct report *r, const struct sb_ent *sb, FILE *out)
@@ -573,8 +573,7 @@ static void print_json(const struct report *r, const struct sb_ent *sb, FILE *ou
 	fputs("]}", out);
 }
 
-int netns_report_print(const struct report *r, bool json, const struct auditlog_stats *st,
-		       FILE *out)
+int cli_report_print(const struct report *r, bool json, const struct auditlog_stats *st, FILE *out)
 {
 	struct sb_ent **sbs = calloc(r->sbs.n + 1, sizeof(*sbs));
 	uint64_t over = r->sbs.over + r->hosts.over + r->refs.over + r->creds.over;
@@ -583,7 +582,7 @@ int netns_report_print(const struct report *r, bool json, const struct auditlog_
 	if (!sbs)
 		return -ENOMEM;
 	for (i = 0; i < r->sbs.n; i++)
-		sbs[i] = netns_strtab_at(&r->sbs, i);
+		sbs[i] = cli_strtab_at(&r->sbs, i);
 	qsort(sbs, r->sbs.n, sizeof(*sbs), cmp_sb);
 	if (json)
 		fprintf(out,
@@ -614,7 +613,7 @@ int netns_report_print(const struct report *r, bool json, const struct auditlog_
 
 static int report_cb(const struct auditlog_rec *rec, void *ctx)
 {
-	netns_report_add(ctx, rec);
+	cli_report_add(ctx, rec);
 	return 0;
 }
 
@@ -665,9 +664,9 @@ int cmd_report(int argc, char **argv)
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (!strcmp(argv[i], "--since") && i + 1 < argc) {
-			if (netns_auditlog_since(argv[++i],
-						 (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-						 &flt.since_ms) < 0) {
+			if (cli_auditlog_since(argv[++i],
+					       (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+					       &flt.since_ms) < 0) {
 				fprintf(stderr,
 					"sluice: --since `%s`: not an RFC 3339 time or a "
 					"duration (90s, 30m, 1h, 2d)\n",
@@ -705,7 +704,7 @@ int cmd_report(int argc, char **argv)
 		}
 		files[nfiles++] = broker_path;
 	}
-	rep = netns_report_new();
+	rep = cli_report_new();
 	if (!rep) {
 		fprintf(stderr, "sluice: out of memory\n");
 		return 1;
@@ -718,7 +717,7 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "sluice: %s: %s\n", files[i], strerror(errno));
 			goto out;
 		}
-		r = netns_auditlog_read(f, &flt, report_cb, rep, &st);
+		r = cli_auditlog_read(f, &flt, report_cb, rep, &st);
 		if (f != stdin)
 			fclose(f);
 		if (r < 0) {
@@ -731,14 +730,14 @@ int cmd_report(int argc, char **argv)
 			(unsigned long long)st.skipped, (unsigned long long)st.lines);
 	if (flt.sandbox && !rep->sbs.n) {
 		fputs("sluice: no audit line of sandbox `", stderr);
-		netns_auditlog_put_safe(stderr, flt.sandbox, 128);
+		cli_auditlog_put_safe(stderr, flt.sandbox, 128);
 		fprintf(stderr, "` in the %d file%s given%s\n", nfiles, nfiles == 1 ? "" : "s",
 			flt.since_ms != INT64_MIN ? " (since that time)" : "");
 		goto out;
 	}
-	if (netns_report_print(rep, json, &st, stdout) == 0)
+	if (cli_report_print(rep, json, &st, stdout) == 0)
 		ret = 0;
 out:
-	netns_report_free(rep);
+	cli_report_free(rep);
 	return ret;
 }

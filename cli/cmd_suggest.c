@@ -62,7 +62,7 @@ struct bad_ent {
 	uint64_t n;
 };
 
-struct suggest *netns_suggest_new(void)
+struct suggest *cli_suggest_new(void)
 {
 	static const char pol[] = "version: 1\negress:\n  allow: []\n";
 	struct suggest *s = calloc(1, sizeof(*s));
@@ -70,7 +70,7 @@ struct suggest *netns_suggest_new(void)
 
 	if (!s)
 		return NULL;
-	netns_strtabs_init(
+	cli_strtabs_init(
 		(const struct strtab_spec[]){
 			{ &s->names, sizeof(struct sug_ent), SUG_NAMES },
 			{ &s->sandboxes, sizeof(char *), 64 },
@@ -84,11 +84,11 @@ struct suggest *netns_suggest_new(void)
 	return s;
 }
 
-void netns_suggest_free(struct suggest *s)
+void cli_suggest_free(struct suggest *s)
 {
 	if (!s)
 		return;
-	netns_strtabs_free((struct strtab *const[]){ &s->names, &s->sandboxes, &s->bad }, 3);
+	cli_strtabs_free((struct strtab *const[]){ &s->names, &s->sandboxes, &s->bad }, 3);
 	policy_unref(s->deny);
 	free(s);
 }
@@ -177,13 +177,13 @@ static enum sug_kind kind_of(const struct auditlog_rec *r)
 
 static void count_bad(struct suggest *s, const char *name, uint64_t n)
 {
-	struct bad_ent *b = netns_strtab_get(&s->bad, name);
+	struct bad_ent *b = cli_strtab_get(&s->bad, name);
 
 	if (b)
 		b->n += n;
 }
 
-void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
+void cli_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 {
 	enum sug_kind k = kind_of(r);
 	uint64_t n = r->repeated ? r->repeated : 1;
@@ -200,7 +200,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 	if (k == K_IGNORE || !name[0])
 		return;
 	if (r->sandbox[0] && !r->suspect)
-		netns_strtab_get(&s->sandboxes, r->sandbox);
+		cli_strtab_get(&s->sandboxes, r->sandbox);
 	if (!r->suspect && addr_parse(name, &a) == 0) {
 		struct guard_result g;
 
@@ -224,7 +224,7 @@ void netns_suggest_add(struct suggest *s, const struct auditlog_rec *r)
 	}
 	if (k == K_IGNORE)
 		return;
-	e = netns_strtab_get(&s->names, key);
+	e = cli_strtab_get(&s->names, key);
 	if (!e)
 		return; /* counted in s->names.over */
 	e->literal = literal;
@@ -271,7 +271,7 @@ static const char *const public_suffixes[] = {
 };
 /* clang-format on */
 
-bool netns_suggest_public_suffix(const char *suffix)
+bool cli_suggest_public_suffix(const char *suffix)
 {
 	if (!strchr(suffix, '.'))
 		return true; /* one label: com, org, test */
@@ -416,7 +416,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 
 	/* Wildcards: count the names one label under each suffix. */
 	for (i = 0; wildcards && i < s->names.n; i++) {
-		struct sug_ent *e = netns_strtab_at(&s->names, i);
+		struct sug_ent *e = cli_strtab_at(&s->names, i);
 		const char *dot = strchr(e->key, '.');
 		struct {
 			char *key;
@@ -425,7 +425,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 
 		if (e->literal || e->addr_reason[0] || !dot)
 			continue;
-		c = netns_strtab_get(&sfx, dot + 1);
+		c = cli_strtab_get(&sfx, dot + 1);
 		if (c)
 			c->n++;
 	}
@@ -433,13 +433,13 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 		struct {
 			char *key;
 			uint64_t n;
-		} *c = netns_strtab_at(&sfx, i);
+		} *c = cli_strtab_at(&sfx, i);
 		bool covers_refused = false;
 
-		if (c->n < wildcards || netns_suggest_public_suffix(c->key))
+		if (c->n < wildcards || cli_suggest_public_suffix(c->key))
 			continue;
 		for (j = 0; j < s->names.n; j++) {
-			struct sug_ent *e = netns_strtab_at(&s->names, j);
+			struct sug_ent *e = cli_strtab_at(&s->names, j);
 
 			covers_refused |= e->addr_reason[0] && under(e->key, c->key);
 		}
@@ -468,7 +468,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			continue;
 		}
 		for (j = 0; j < s->names.n; j++) {
-			struct sug_ent *e = netns_strtab_at(&s->names, j);
+			struct sug_ent *e = cli_strtab_at(&s->names, j);
 
 			if (e->literal || e->absorbed || !under(e->key, chosen[i]))
 				continue;
@@ -493,7 +493,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 	}
 	/* Exact names and literals. */
 	for (i = 0; i < s->names.n; i++) {
-		struct sug_ent *e = netns_strtab_at(&s->names, i);
+		struct sug_ent *e = cli_strtab_at(&s->names, i);
 		struct rule *ru;
 		unsigned k;
 
@@ -537,7 +537,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 	qsort(rules, nrules, sizeof(*rules), cmp_rule);
 
 	for (i = 0; i < s->sandboxes.n; i++)
-		names[i] = *(char **)netns_strtab_at(&s->sandboxes, i);
+		names[i] = *(char **)cli_strtab_at(&s->sandboxes, i);
 	qsort(names, s->sandboxes.n, sizeof(*names), cmp_str);
 	fprintf(out, "# Suggested by `sluice policy suggest` from %llu audit lines",
 		(unsigned long long)s->lines);
@@ -546,7 +546,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 		fputs(s->sandboxes.n > 1 ? "es " : " ", out);
 		for (i = 0; i < s->sandboxes.n; i++) {
 			fputs(i ? ", " : "", out);
-			netns_auditlog_put_safe(out, names[i], 128);
+			cli_auditlog_put_safe(out, names[i], 128);
 		}
 	}
 	fputs(".\n# Every rule was used, or asked for, in the log: read it before you use it.\n",
@@ -565,7 +565,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 	if (nrefused) {
 		fputs("# refused for address reasons, not suggested:\n", out);
 		for (i = 0, j = 0; i < s->names.n; i++) {
-			struct sug_ent *e = netns_strtab_at(&s->names, i);
+			struct sug_ent *e = cli_strtab_at(&s->names, i);
 
 			if (!e->addr_reason[0] || e->absorbed)
 				continue;
@@ -575,7 +575,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 				break;
 			}
 			fputs("#   ", out);
-			netns_auditlog_put_safe(out, e->key, 255);
+			cli_auditlog_put_safe(out, e->key, 255);
 			/* Our own words: a reason of kind_of()'s list, a range. */
 			fprintf(out, "  %s", e->addr_reason);
 			fprintf(out, "  (%llu time%s)\n",
@@ -587,10 +587,10 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 		fprintf(out, "# names that are not host names, not suggested (%zu%s):\n", s->bad.n,
 			s->bad.over ? " and more" : "");
 		for (i = 0; i < s->bad.n && i < SUG_BAD_SHOWN; i++) {
-			struct bad_ent *b = netns_strtab_at(&s->bad, i);
+			struct bad_ent *b = cli_strtab_at(&s->bad, i);
 
 			fputs("#   ", out);
-			netns_auditlog_put_safe(out, b->key, 80);
+			cli_auditlog_put_safe(out, b->key, 80);
 			fprintf(out, "  (%llu)\n", (unsigned long long)b->n);
 		}
 	}
@@ -604,7 +604,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			(unsigned long long)s->dropped);
 	ret = (int)nrules;
 out:
-	netns_strtab_free(&sfx);
+	cli_strtab_free(&sfx);
 	free(rules);
 	free(chosen);
 	free(names);
@@ -612,7 +612,7 @@ out:
 	return ret;
 }
 
-int netns_suggest_print(struct suggest *s, unsigned wildcards, FILE *out)
+int cli_suggest_print(struct suggest *s, unsigned wildcards, FILE *out)
 {
 	struct policy_error err;
 	struct policy *p = NULL;
@@ -649,7 +649,7 @@ struct sug_ctx {
 
 static int add_cb(const struct auditlog_rec *r, void *ctx)
 {
-	netns_suggest_add(((struct sug_ctx *)ctx)->s, r);
+	cli_suggest_add(((struct sug_ctx *)ctx)->s, r);
 	return 0;
 }
 
@@ -662,7 +662,7 @@ static int usage(void)
 	return 2;
 }
 
-int netns_cmd_policy_suggest(int argc, char **argv)
+int cmd_policy_suggest(int argc, char **argv)
 {
 	struct auditlog_filter flt = { .since_ms = INT64_MIN };
 	struct auditlog_stats st = { 0 };
@@ -676,9 +676,9 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 		if (!strcmp(argv[i], "--sandbox") && i + 1 < argc) {
 			flt.sandbox = argv[++i];
 		} else if (!strcmp(argv[i], "--since") && i + 1 < argc) {
-			if (netns_auditlog_since(argv[++i],
-						 (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-						 &flt.since_ms) < 0) {
+			if (cli_auditlog_since(argv[++i],
+					       (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+					       &flt.since_ms) < 0) {
 				fprintf(stderr,
 					"sluice: --since `%s`: not an RFC 3339 time or a "
 					"duration (90s, 30m, 1h, 2d)\n",
@@ -709,7 +709,7 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage();
-	ctx.s = netns_suggest_new();
+	ctx.s = cli_suggest_new();
 	if (!ctx.s) {
 		fprintf(stderr, "sluice: out of memory\n");
 		return 1;
@@ -722,7 +722,7 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 			fprintf(stderr, "sluice: %s: %s\n", argv[i], strerror(errno));
 			goto out;
 		}
-		r = netns_auditlog_read(f, &flt, add_cb, &ctx, &st);
+		r = cli_auditlog_read(f, &flt, add_cb, &ctx, &st);
 		if (f != stdin)
 			fclose(f);
 		if (r < 0) {
@@ -736,15 +736,15 @@ int netns_cmd_policy_suggest(int argc, char **argv)
 			(unsigned long long)st.skipped, (unsigned long long)st.lines);
 	if (flt.sandbox && !ctx.s->lines) {
 		fprintf(stderr, "sluice: no audit line of sandbox `");
-		netns_auditlog_put_safe(stderr, flt.sandbox, 128);
+		cli_auditlog_put_safe(stderr, flt.sandbox, 128);
 		fprintf(stderr, "` in the %d file%s given%s\n", nfiles, nfiles == 1 ? "" : "s",
 			flt.since_ms != INT64_MIN ? " (since that time)" : "");
 		goto out;
 	}
-	if (netns_suggest_print(ctx.s, wildcards, stdout) < 0)
+	if (cli_suggest_print(ctx.s, wildcards, stdout) < 0)
 		goto out;
 	ret = 0;
 out:
-	netns_suggest_free(ctx.s);
+	cli_suggest_free(ctx.s);
 	return ret;
 }

@@ -22,10 +22,11 @@
 #include "cli/cli.h"
 #include "common/err.h"
 #include "netns/netns.h"
+#include "cli/runner.h"
 #include "netns/netns_internal.h"
 
 /**
- * netns_sandbox_enter() - move this process into a sandbox for good
+ * cli_sandbox_enter() - move this process into a sandbox for good
  * @sb:     the sandbox
  * @err:    why not (NULL: not wanted)
  *
@@ -37,7 +38,7 @@
  *
  * Return: 0 or a negative errno.
  */
-int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err)
+int cli_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err)
 {
 	char resolv[512];
 	int fd, r;
@@ -130,7 +131,7 @@ static int enter_and_exec(const struct netns_sandbox *sb, char **argv)
 		fprintf(stderr, "sluice: cannot set the environment: %s\n", strerror(-r));
 		return 1;
 	}
-	r = netns_sandbox_enter(sb, &e);
+	r = cli_sandbox_enter(sb, &e);
 	if (r < 0) {
 		fprintf(stderr, "sluice: %s\n", sl_err_msg(&e));
 		return 1;
@@ -200,7 +201,7 @@ static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
  * place. Returns the command's wait status, with the handlers removed and
  * the signals held again.
  */
-static int spawn_wait(const struct netns_sandbox *sb, struct netns_runner *o, char **argv,
+static int spawn_wait(const struct netns_sandbox *sb, struct cli_runner *o, char **argv,
 		      sigset_t *old)
 {
 	struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -220,9 +221,9 @@ static int spawn_wait(const struct netns_sandbox *sb, struct netns_runner *o, ch
 		}
 		pid = pid < 0 ? -errno : pid;
 	} else {
-		if (netns_runner_prepare(sb, o) < 0)
+		if (cli_runner_prepare(sb, o) < 0)
 			return status;
-		pid = netns_runner_spawn(sb, o, argv, old);
+		pid = cli_runner_spawn(sb, o, argv, old);
 	}
 	if (pid < 0) {
 		fprintf(stderr, "sluice: cannot start the sandbox's processes: %s\n",
@@ -258,7 +259,7 @@ static int exit_status(int status)
 
 int cmd_exec(int argc, char **argv)
 {
-	static struct netns_runner o;
+	static struct cli_runner o;
 	struct netns_sandbox sb;
 	const char *name = NULL;
 	sigset_t old;
@@ -267,7 +268,7 @@ int cmd_exec(int argc, char **argv)
 	/* Options before the command: before or after NAME, up to "--" or
 	 * the first other word after NAME. */
 	for (i = 1; i < argc; i++) {
-		r = netns_runner_option(&o, argc, argv, &i);
+		r = cli_runner_option(&o, argc, argv, &i);
 		if (r < 0)
 			return 2;
 		if (r > 0)
@@ -304,7 +305,7 @@ usage:
 
 int cmd_run(int argc, char **argv)
 {
-	static struct netns_runner o;
+	static struct cli_runner o;
 	const char *policy = NULL, *name = NULL;
 	char defname[40];
 	struct netns_sandbox sb;
@@ -314,7 +315,7 @@ int cmd_run(int argc, char **argv)
 	int i, status, r;
 
 	for (i = 1; i < argc; i++) {
-		r = netns_runner_option(&o, argc, argv, &i);
+		r = cli_runner_option(&o, argc, argv, &i);
 		if (r < 0)
 			return 2;
 		if (r > 0)

@@ -4,7 +4,7 @@
  *
  * Theory of operation. sluice (root) stays as the parent that passes
  * signals on and waits (exec.c). Before anything runs it prepares, as root
- * and in the host's mount namespace (netns_runner_prepare()): the
+ * and in the host's mount namespace (cli_runner_prepare()): the
  * workspace, an fd of the sandbox's network namespace, detached copies
  * (open_tree()) of what is bound in (the workspace, the --bind sources, the
  * sandbox's resolv.conf and CA bundle: bound as root, so that a directory
@@ -23,7 +23,7 @@
  * per sandbox under /run/netns): one made from the template copies a
  * dozen, whatever the number of sandboxes.
  *
- * netns_runner_spawn() then clones the sandbox's pid 1 into new PID, IPC,
+ * cli_runner_spawn() then clones the sandbox's pid 1 into new PID, IPC,
  * UTS and cgroup namespaces. As root still, it joins the sandbox's network
  * namespace and the template, makes a mount namespace of its own from it,
  * and there a fresh root: the template's pieces bound in, a sysfs of the
@@ -81,15 +81,10 @@
 
 #include "common/err.h"
 #include "netns/netns.h"
+#include "cli/runner.h"
 #include "netns/netns_internal.h"
 
-/* Removing a workspace: one descriptor per level down to RM_DEPTH_MAX; at
- * most RM_MOVES_MAX deeper directories moved up (a tree 2 million levels
- * deep), each pass of the removal moving at least one. */
-#define RM_DEPTH_MAX 200
-#define RM_MOVES_MAX 10000
-
-uid_t netns_sandbox_uid(const struct netns_sandbox *sb)
+uid_t cli_sandbox_uid(const struct netns_sandbox *sb)
 {
 	return NETNS_UID_BASE + (sb->addr & 0xffffffu);
 }
@@ -134,7 +129,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
 }
 
 /**
- * netns_runner_option() - one option of `sluice exec` / `sluice run`
+ * cli_runner_option() - one option of `sluice exec` / `sluice run`
  * @o:    the options so far
  * @argc: the words
  * @argv: ...
@@ -143,7 +138,7 @@ static long parse_id(const char *s, size_t len, bool group, gid_t *primary)
  * Return: 1 when argv[*i] was a runner option, 0 when it is not one, -1
  * for a bad one (the error is printed).
  */
-int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
+int cli_runner_option(struct cli_runner *o, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i], *v;
 
@@ -181,7 +176,7 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
 	/* --bind SRC:DST[:ro] */
 	{
 		char *s = strdup(v), *c1, *c2;
-		struct netns_bind *b;
+		struct cli_bind *b;
 
 		if (!s) {
 			fprintf(stderr, "sluice: out of memory\n");
@@ -201,8 +196,8 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
 			free(s);
 			return -1;
 		}
-		if (o->nbinds >= NETNS_BINDS_MAX) {
-			fprintf(stderr, "sluice: more than %d --bind\n", NETNS_BINDS_MAX);
+		if (o->nbinds >= CLI_BINDS_MAX) {
+			fprintf(stderr, "sluice: more than %d --bind\n", CLI_BINDS_MAX);
 			free(s);
 			return -1;
 		}
@@ -212,93 +207,6 @@ int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i)
 		b->ro = c2 && !strcmp(c2 + 1, "ro");
 		return 1;
 	}
-}
-
-/* Removing a workspace: where a deeper directory goes (a descriptor per
- * level is held down to RM_DEPTH_MAX), and how many it may move. */
-struct rm_ctx {
-	int topfd;
-	unsigned moved;
-};
-
-/* Removes @name in @dfd and, for a directory, all it holds, without
- * following a symbolic link anywhere: the tree was written by the sandbox.
- * A directory deeper than RM_DEPTH_MAX is moved up into the top directory
- * (as .sluice-deep-N), for a later pass: no depth stops a removal. */
-static int rm_at(struct rm_ctx *c, int dfd, const char *name, int depth)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int fd, r = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
-	if (depth >= RM_DEPTH_MAX) {
-		char to[40];
-
-		if (c->moved >= RM_MOVES_MAX)
-			return -ELOOP;
-		snprintf(to, sizeof(to), ".sluice-deep-%u", c->moved++);
-		return renameat(dfd, name, c->topfd, to) < 0 ? -errno : -EAGAIN;
-	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	while ((de = readdir(d))) {
-		int k;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		k = rm_at(c, fd, de->d_name, depth + 1);
-		if (k < 0 && k != -ENOENT && (r == 0 || r == -EAGAIN))
-			r = k;
-	}
-	closedir(d);
-	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		r = -errno;
-	return r;
-}
-
-/**
- * netns_workspace_remove() - remove a sandbox's workspace and all in it
- * @name: the sandbox
- *
- * Return: 0, -ENOENT when it has none, or another negative errno.
- */
-int netns_workspace_remove(const char *name)
-{
-	struct rm_ctx c = { .topfd = -1 };
-	int dfd, r, pass;
-
-	if (!netns_name_ok(name))
-		return -EINVAL;
-	dfd = open(NETNS_WORKSPACE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	c.topfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c.topfd < 0) {
-		r = -errno;
-		if (r == -ENOTDIR || r == -ELOOP) /* not a directory: a file, a link */
-			r = unlinkat(dfd, name, 0) < 0 ? -errno : 0;
-		close(dfd);
-		return r;
-	}
-	/* Each pass removes what is within RM_DEPTH_MAX and moves up what is
-	 * deeper; the moves are bounded, and so the passes. */
-	for (pass = 0, r = -EAGAIN; r == -EAGAIN && pass <= RM_MOVES_MAX; pass++)
-		r = rm_at(&c, dfd, name, 0);
-	close(c.topfd);
-	close(dfd);
-	return r;
 }
 
 /* The workspace of @sb, made if missing, owned by @uid: an open
@@ -371,9 +279,9 @@ static const char *const etc_files[] = {
 	"terminfo",
 	"python3",
 	"gitconfig",
-	/* apt's configuration, sources and archive keys (apt warns without
-	 * them), not its credentials: no auth.conf, no auth.conf.d. */
-	"apt/apt.conf.d",
+	/* apt's configuration (apt/apt.conf.d: etc_filtered below), sources
+	 * and archive keys (apt warns without them), not its credentials: no
+	 * auth.conf, no auth.conf.d. */
 	"apt/preferences.d",
 	"apt/sources.list",
 	"apt/sources.list.d",
@@ -381,6 +289,14 @@ static const char *const etc_files[] = {
 	"apt/trusted.gpg.d",
 	"apt/keyrings",
 };
+
+/* Directories of the host's /etc whose files are copied one by one, and
+ * only those that hold no credentials (etc_clean()): an admin may put an
+ * apt proxy's password in apt.conf.d (Acquire::http::Proxy
+ * "http://user:secret@host"), in a file every user may read. At most
+ * ETC_FILTERED_MAX files each; links and subdirectories are left out. */
+static const char *const etc_filtered[] = { "apt/apt.conf.d" };
+#define ETC_FILTERED_MAX 256
 
 /* Directories of the host's /etc named by a pattern: a JDK's configuration
  * is /etc/java-N-openjdk for each N installed (Debian's JVM does not start
@@ -398,7 +314,7 @@ static const char *const root_dirs[] = { "bin", "sbin", "lib", "lib32", "lib64",
 #define RUNNER_TEMPLATE NETNS_STATE_DIR "/.runner-ns"
 #define RUNNER_STAMP NETNS_STATE_DIR "/.runner-stamp"
 #define RUNNER_LOCK NETNS_STATE_DIR "/.runner-lock"
-#define RUNNER_LAYOUT 2u
+#define RUNNER_LAYOUT 3u
 #define TEMPLATE_ROOT "/.root"
 /* Mounts that a command's root is built on: bounded, as each is a loop. */
 #define UNMOUNT_MAX 8
@@ -451,6 +367,60 @@ static int make_ro(const char *path, bool dev)
 /* Copies the regular file @from to @to (at most 1 MiB: what /etc holds);
  * 0, or a negative errno. */
 static int copy_file(const char *from, const char *to);
+
+/* Whether the @len bytes at @s name a URL with a user in it
+ * (scheme://user[:password]@host): what an apt proxy's password looks like. */
+static bool has_url_user(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len, *q;
+
+	while ((q = memmem(p, (size_t)(end - p), "://", 3))) {
+		for (q += 3; q < end && !strchr("/\"' \t\r\n;", *q); q++)
+			if (*q == '@')
+				return true;
+		p = q;
+	}
+	return false;
+}
+
+/* Copies the regular file @from to @to, as copy_file(), unless it may hold
+ * a credential: not readable by every user (its owner means it private), a
+ * URL with a user in it, more than 1 MiB or unreadable. Such a file is left
+ * out (0): the sandbox gets less of the host's configuration, never a
+ * secret. */
+static int etc_clean(const char *from, const char *to)
+{
+	size_t max = 1u << 20, len = 0;
+	struct stat st;
+	char *buf;
+	ssize_t n = 1;
+	int in, out, r = 0;
+
+	in = open(from, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (in < 0)
+		return 0;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH) ||
+	    (size_t)st.st_size > max || !(buf = malloc(max + 1))) {
+		close(in);
+		return 0;
+	}
+	while (len <= max && (n = read(in, buf + len, max + 1 - len)) > 0)
+		len += (size_t)n;
+	close(in);
+	if (n < 0 || len > max || has_url_user(buf, len)) {
+		free(buf);
+		return 0;
+	}
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0)
+		r = -errno;
+	else if (write(out, buf, len) != (ssize_t)len)
+		r = -EIO;
+	if (out >= 0 && close(out) < 0 && r == 0)
+		r = -errno;
+	free(buf);
+	return r;
+}
 
 /* Makes @to a symbolic link with the target of the link @from (an empty
  * or unreadable one is left out); 0 or a negative errno. */
@@ -535,6 +505,44 @@ static size_t etc_glob(etc_name *out)
 	return n;
 }
 
+/* The fingerprint of the files of the etc_filtered directory @name (their
+ * names, identities, sizes and times), whatever readdir's order. */
+static uint64_t etc_filtered_fingerprint(const char *name)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	struct stat st;
+	uint64_t sum = 0;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/etc/%s", name);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (n < ETC_FILTERED_MAX && (e = readdir(d))) {
+		uint64_t v[6] = { 0 };
+
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			v[0] = st.st_dev;
+			v[1] = st.st_ino;
+			v[2] = st.st_mode;
+			v[3] = (uint64_t)st.st_size;
+			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_mtim.tv_nsec;
+			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
+			       (uint64_t)st.st_ctim.tv_nsec;
+		}
+		sum += fnv(fnv(0xcbf29ce484222325ULL, e->d_name, strlen(e->d_name) + 1), v,
+			   sizeof(v));
+	}
+	closedir(d);
+	return sum + n;
+}
+
 /* What the template was built from: the layout, and the identity and
  * times of each host file it copies or links (directories are bound, so
  * live), and the names etc_globs match (a JDK installed or removed).
@@ -549,6 +557,9 @@ static uint64_t template_fingerprint(void)
 
 	for (i = 0; i < g; i++)
 		h = fnv(h, globbed[i], strlen(globbed[i]) + 1);
+	for (i = 0; i < sizeof(etc_filtered) / sizeof(etc_filtered[0]); i++)
+		h = fnv(h, &(uint64_t){ etc_filtered_fingerprint(etc_filtered[i]) },
+			sizeof(uint64_t));
 	for (i = 0; i < n + sizeof(root_dirs) / sizeof(root_dirs[0]); i++) {
 		uint64_t v[7] = { 0 };
 
@@ -647,8 +658,46 @@ static int etc_entry(const char *etc, const char *name)
 	return 0;
 }
 
+/* The etc_filtered directory /etc/@name into the template's @etc: made
+ * (and its parents), holding a copy of each file etc_clean() lets in; a
+ * missing one skipped. */
+static int etc_filtered_dir(const char *etc, const char *name)
+{
+	char from[PATH_MAX], to[PATH_MAX], f[PATH_MAX + NAME_MAX + 2], t[PATH_MAX + NAME_MAX + 2];
+	struct dirent *e;
+	unsigned n = 0;
+	size_t i;
+	DIR *d;
+	int r = 0;
+
+	snprintf(from, sizeof(from), "/etc/%s", name);
+	d = opendir(from);
+	if (!d)
+		return 0;
+	snprintf(to, sizeof(to), "%s/%s", etc, name);
+	for (i = strlen(etc) + 1; to[i] && r == 0; i++)
+		if (to[i] == '/') {
+			to[i] = '\0';
+			if (mkdir(to, 0755) < 0 && errno != EEXIST)
+				r = -errno;
+			to[i] = '/';
+		}
+	if (r == 0 && mkdir(to, 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	while (r == 0 && n < ETC_FILTERED_MAX && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(f, sizeof(f), "%s/%s", from, e->d_name);
+		snprintf(t, sizeof(t), "%s/%s", to, e->d_name);
+		r = etc_clean(f, t);
+	}
+	closedir(d);
+	return r;
+}
+
 /* The template's /etc at @etc: etc_files and what etc_globs match, as
- * etc_entry() brings them in; an empty resolv.conf for each command's to
+ * etc_entry() brings them in, the etc_filtered directories; an empty resolv.conf for each command's to
  * be bound on; all of it read-only. */
 static int template_etc(const char *etc, const char **what)
 {
@@ -670,6 +719,12 @@ static int template_etc(const char *etc, const char **what)
 	for (i = 0; i < g; i++) {
 		*what = globbed[i];
 		r = etc_entry(etc, globbed[i]);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < sizeof(etc_filtered) / sizeof(etc_filtered[0]); i++) {
+		*what = etc_filtered[i];
+		r = etc_filtered_dir(etc, etc_filtered[i]);
 		if (r < 0)
 			return r;
 	}
@@ -824,13 +879,13 @@ static int template_open(uint64_t fp)
 }
 
 /**
- * netns_runner_template() - the template's mount namespace (see the top)
+ * cli_runner_template() - the template's mount namespace (see the top)
  * @err:    why not (NULL: not wanted)
  *
  * Builds it when there is none, or when a host file it holds a copy of
  * has changed since. Return: an fd (close-on-exec), or a negative errno.
  */
-static int netns_runner_template(struct sl_err *err)
+static int cli_runner_template(struct sl_err *err)
 {
 	uint64_t fp = template_fingerprint();
 	int ready[2] = { -1, -1 }, hold[2] = { -1, -1 };
@@ -921,12 +976,12 @@ out:
 	return fd;
 }
 
-/* What netns_runner_prepare() readies for netns_runner_spawn(): open
+/* What cli_runner_prepare() readies for cli_runner_spawn(): open
  * descriptors (close-on-exec) and the filter. One command per process. */
 static struct {
 	int netfd, tmplfd, ws, resolv, bundle;
-	int binds[NETNS_BINDS_MAX];
-	bool bind_dir[NETNS_BINDS_MAX];
+	int binds[CLI_BINDS_MAX];
+	bool bind_dir[CLI_BINDS_MAX];
 	uid_t uid;
 	struct sock_filter prog[160];
 	unsigned short nprog;
@@ -959,15 +1014,15 @@ static void put_env(const char *key, const char *value, void *arg)
 }
 
 /**
- * netns_runner_prepare() - ready a contained command of @sb (see the top)
+ * cli_runner_prepare() - ready a contained command of @sb (see the top)
  * @sb: the sandbox
  * @o:  the options (not --privileged)
  *
  * In the caller, as root: sets the command's environment (placeholders from
- * the broker's control socket), opens what netns_runner_spawn() binds in.
+ * the broker's control socket), opens what cli_runner_spawn() binds in.
  * Return: 0, or -1 with the error printed (nothing has run).
  */
-int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o)
+int cli_runner_prepare(const struct netns_sandbox *sb, const struct cli_runner *o)
 {
 	struct sl_err err = { 0 };
 	char path[512];
@@ -975,7 +1030,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 	unsigned k;
 	int r = 0;
 
-	prep.uid = netns_sandbox_uid(sb);
+	prep.uid = cli_sandbox_uid(sb);
 	prep.ws = prep.resolv = prep.bundle = prep.netfd = prep.tmplfd = -1;
 	for (k = 0; k < o->nbinds; k++) {
 		prep.binds[k] = -1;
@@ -992,7 +1047,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 		return -1;
 	}
 	close(r);
-	r = netns_seccomp_build(prep.prog, sizeof(prep.prog) / sizeof(prep.prog[0]));
+	r = cli_seccomp_build(prep.prog, sizeof(prep.prog) / sizeof(prep.prog[0]));
 	if (r < 0) {
 		fprintf(stderr, "sluice: cannot build the seccomp filter: %s\n", strerror(-r));
 		return -1;
@@ -1039,7 +1094,7 @@ int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runn
 			strerror(-prep.resolv));
 	netns_path(path, sizeof(path), NETNS_STATE_DIR, sb->name, "ca-bundle.crt");
 	prep.bundle = tree_of(path, true);
-	prep.tmplfd = netns_runner_template(&err);
+	prep.tmplfd = cli_runner_template(&err);
 	if (prep.tmplfd < 0) {
 		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
 		return -1;
@@ -1152,8 +1207,7 @@ fail:
  * a copy of the template: the command's root at TEMPLATE_ROOT, then
  * pivot_root() into it. @what says where it failed.
  */
-static int build_root(const struct netns_sandbox *sb, const struct netns_runner *o,
-		      const char **what)
+static int build_root(const struct netns_sandbox *sb, const struct cli_runner *o, const char **what)
 {
 	char to[600];
 	struct stat st;
@@ -1282,7 +1336,7 @@ static int write_proc(const char *path, const char *s)
  *  4. the inside identity, and no capability left at all;
  *  5. no_new_privs, then the seccomp filter (which needs it).
  */
-static int drop(const struct netns_runner *o, const char **what)
+static int drop(const struct cli_runner *o, const char **what)
 {
 	uid_t uid = prep.uid, in_uid = o->user_set ? o->uid : 0;
 	gid_t in_gid = o->user_set ? o->gid : 0;
@@ -1352,7 +1406,7 @@ static void init_forward(int sig, siginfo_t *si, void *ctx)
 }
 
 /* The sandbox's pid 1 (see the top). Never returns. */
-static void run_init(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
+static void run_init(const struct netns_sandbox *sb, const struct cli_runner *o, char **argv,
 		     const sigset_t *mask)
 {
 	struct sigaction sa = { .sa_sigaction = init_forward, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -1427,8 +1481,8 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
 }
 
 /**
- * netns_runner_spawn() - start @argv contained in @sb, prepared
- * @sb:   the sandbox (netns_runner_prepare() done)
+ * cli_runner_spawn() - start @argv contained in @sb, prepared
+ * @sb:   the sandbox (cli_runner_prepare() done)
  * @o:    the options
  * @argv: the command
  * @mask: the signal mask for the command (the caller holds the forwarded
@@ -1437,8 +1491,8 @@ static void run_init(const struct netns_sandbox *sb, const struct netns_runner *
  * Return: the pid of the sandbox's init (whose exit status is the
  * command's), or a negative errno.
  */
-pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
-			 const sigset_t *mask)
+pid_t cli_runner_spawn(const struct netns_sandbox *sb, const struct cli_runner *o, char **argv,
+		       const sigset_t *mask)
 {
 	pid_t pid;
 

@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cli/runner.h"
 #include "netns/netns_internal.h"
 
 #if defined(__x86_64__)
@@ -123,13 +124,13 @@ static const int refused[] = {
 #define EPERM_RET RET(SECCOMP_RET_ERRNO | EPERM)
 
 /**
- * netns_seccomp_build() - the filter program
+ * cli_seccomp_build() - the filter program
  * @prog: room for it
  * @max:  the number of instructions it holds
  *
  * Return: the number of instructions, or -ENOSPC.
  */
-int netns_seccomp_build(struct sock_filter *prog, size_t max)
+int cli_seccomp_build(struct sock_filter *prog, size_t max)
 {
 	size_t n = 0, i;
 

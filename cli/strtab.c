@@ -18,7 +18,7 @@ static uint64_t hash(const char *s)
 
 static const char *key_of(const struct strtab *t, size_t i)
 {
-	return *(char **)netns_strtab_at(t, i);
+	return *(char **)cli_strtab_at(t, i);
 }
 
 /* The slot of @key in the index: where it is, or the empty one it would take. */
@@ -51,22 +51,22 @@ static int grow_index(struct strtab *t)
 	return 0;
 }
 
-void *netns_strtab_find(const struct strtab *t, const char *key)
+void *cli_strtab_find(const struct strtab *t, const char *key)
 {
 	size_t s;
 
 	if (!t->icap)
 		return NULL;
 	s = slot(t, key);
-	return t->idx[s] ? netns_strtab_at(t, t->idx[s] - 1) : NULL;
+	return t->idx[s] ? cli_strtab_at(t, t->idx[s] - 1) : NULL;
 }
 
-void *netns_strtab_get(struct strtab *t, const char *key)
+void *cli_strtab_get(struct strtab *t, const char *key)
 {
 	size_t s;
 	void *e;
 
-	e = netns_strtab_find(t, key);
+	e = cli_strtab_find(t, key);
 	if (e)
 		return e;
 	if (t->n >= t->max || t->n >= UINT32_MAX - 1) {
@@ -84,7 +84,7 @@ void *netns_strtab_get(struct strtab *t, const char *key)
 		t->ents = ents;
 		t->cap = ncap;
 	}
-	e = netns_strtab_at(t, t->n);
+	e = cli_strtab_at(t, t->n);
 	memset(e, 0, t->esize);
 	*(char **)e = strdup(key);
 	if (!*(char **)e)
@@ -95,12 +95,12 @@ void *netns_strtab_get(struct strtab *t, const char *key)
 	return e;
 }
 
-void netns_strtab_free(struct strtab *t)
+void cli_strtab_free(struct strtab *t)
 {
 	size_t i;
 
 	for (i = 0; i < t->n; i++)
-		free(*(char **)netns_strtab_at(t, i));
+		free(*(char **)cli_strtab_at(t, i));
 	free(t->ents);
 	free(t->idx);
 	t->ents = NULL;
@@ -108,7 +108,7 @@ void netns_strtab_free(struct strtab *t)
 	t->n = t->cap = t->icap = 0;
 }
 
-void netns_strtabs_init(const struct strtab_spec *spec, size_t n)
+void cli_strtabs_init(const struct strtab_spec *spec, size_t n)
 {
 	size_t i;
 
@@ -116,11 +116,11 @@ void netns_strtabs_init(const struct strtab_spec *spec, size_t n)
 		*spec[i].t = (struct strtab){ .esize = spec[i].esize, .max = spec[i].max };
 }
 
-void netns_strtabs_free(struct strtab *const *tabs, size_t n)
+void cli_strtabs_free(struct strtab *const *tabs, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (tabs[i])
-			netns_strtab_free(tabs[i]);
+			cli_strtab_free(tabs[i]);
 }

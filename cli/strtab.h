@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A bounded string-keyed table for the audit log readers (auditlog.h):
  * entries in one growing array, found through an open-addressing index. */
-#ifndef SLUICE_NETNS_STRTAB_H
-#define SLUICE_NETNS_STRTAB_H
+#ifndef SLUICE_CLI_STRTAB_H
+#define SLUICE_CLI_STRTAB_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 /**
  * struct strtab - entries of @esize bytes, each beginning with its key
  * (a char * the table owns)
- * @max: the most entries it holds; netns_strtab_get() then returns NULL
+ * @max: the most entries it holds; cli_strtab_get() then returns NULL
  *       and counts the key in @over
  */
 struct strtab {
@@ -22,7 +22,7 @@ struct strtab {
 };
 
 /**
- * struct strtab_spec - one table of a reader's set, for netns_strtabs_init()
+ * struct strtab_spec - one table of a reader's set, for cli_strtabs_init()
  * @t:     the table (its memory the caller's; emptied here)
  * @esize: bytes of each entry, its char * key first
  * @max:   the most entries it holds
@@ -34,21 +34,21 @@ struct strtab_spec {
 
 /* Empties each table of @spec (@n of them) and sets its entry size and bound:
  * the readers' tables start the same way, so they start in one place. */
-void netns_strtabs_init(const struct strtab_spec *spec, size_t n);
-/* netns_strtab_free() on each of @n tables; NULL entries are skipped. */
-void netns_strtabs_free(struct strtab *const *tabs, size_t n);
+void cli_strtabs_init(const struct strtab_spec *spec, size_t n);
+/* cli_strtab_free() on each of @n tables; NULL entries are skipped. */
+void cli_strtabs_free(struct strtab *const *tabs, size_t n);
 
 /* The entry for @key, made (zeroed, its key copied) if new; NULL when the
  * table is full or memory ran out. */
-void *netns_strtab_get(struct strtab *t, const char *key);
+void *cli_strtab_get(struct strtab *t, const char *key);
 /* The entry for @key, or NULL. */
-void *netns_strtab_find(const struct strtab *t, const char *key);
+void *cli_strtab_find(const struct strtab *t, const char *key);
 /* Entry @i (0 <= i < t->n). */
-static inline void *netns_strtab_at(const struct strtab *t, size_t i)
+static inline void *cli_strtab_at(const struct strtab *t, size_t i)
 {
 	return t->ents + i * t->esize;
 }
 /* Frees the keys, entries and index (not what entries point to). */
-void netns_strtab_free(struct strtab *t);
+void cli_strtab_free(struct strtab *t);
 
 #endif

@@ -880,6 +880,20 @@ int netns_sandbox_create(const char *name, const char *policy, bool audit,
 }
 
 /**
+ * netns_sandbox_create_exiting() - netns_sandbox_create() for a process that
+ * exits next (`sluice create`): the procfs's close, which waits for a grace
+ * period, is left to a child (see netns_linger())
+ * @name, @policy, @audit, @out, @err: as for netns_sandbox_create()
+ *
+ * Return: as netns_sandbox_create().
+ */
+int netns_sandbox_create_exiting(const char *name, const char *policy, bool audit,
+				 struct netns_sandbox *out, struct sl_err *err)
+{
+	return create_umask(name, policy, NULL, NULL, out, true, audit, err);
+}
+
+/**
  * netns_sandbox_attach() - wire a network namespace a runtime made (see
  * netns.h), as netns_sandbox_create() does without making it
  * @name:   the sandbox name
@@ -1155,49 +1169,4 @@ void netns_hold_signals(sigset_t *old)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &set, old);
-}
-
-int cmd_create(int argc, char **argv)
-{
-	const char *name = NULL, *policy = NULL;
-	bool audit = false;
-	struct netns_sandbox sb;
-	struct sl_err err = { 0 };
-	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
-	struct in_addr ia, ig;
-	sigset_t old;
-	int i, r;
-
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--policy") && i + 1 < argc)
-			policy = argv[++i];
-		else if (!strcmp(argv[i], "--audit"))
-			audit = true;
-		else if (!name && argv[i][0] != '-')
-			name = argv[i];
-		else
-			goto usage;
-	}
-	if (!name || !policy)
-		goto usage;
-	netns_hold_signals(&old);
-	r = create_umask(name, policy, NULL, NULL, &sb, true, audit, &err);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (r < 0) {
-		/* A policy error is whole: FILE:LINE:COL: message. */
-		if (sl_err_errno(&err) == EBADMSG)
-			fprintf(stderr, "%s\n", sl_err_msg(&err));
-		else
-			fprintf(stderr, "sluice: create `%s`: %s\n", name, sl_err_msg(&err));
-		return 1;
-	}
-	ia.s_addr = htonl(sb.addr);
-	ig.s_addr = htonl(sb.gw);
-	inet_ntop(AF_INET, &ia, a, sizeof(a));
-	inet_ntop(AF_INET, &ig, g, sizeof(g));
-	printf("%s %s %s\n", sb.name, a, g);
-	return 0;
-usage:
-	fprintf(stderr, "usage: sluice create NAME --policy FILE [--audit]\n");
-	return 2;
 }

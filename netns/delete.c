@@ -413,12 +413,19 @@ static int delete_sandbox(const char *name, bool detach, struct sl_err *err)
 	return finish(name, ans, r, &why, err);
 }
 
-/* Set by cmd_delete(): the trash is swept after the process has exited. */
-static bool sweep_on_exit;
-
-static void sweep(void)
+/* delete_sandbox(), then what an interrupted create left; the trash is
+ * left to the caller. */
+static int remove_keep_trash(const char *name, bool detach, struct sl_err *err)
 {
-	netns_trash_sweep();
+	int r = delete_sandbox(name, detach, err);
+	char mark[600];
+
+	/* What a create that was interrupted left (create.c) is gone now. */
+	if ((r == 0 || r == -ENOENT) && netns_name_ok(name)) {
+		snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", name);
+		unlink(mark);
+	}
+	return r;
 }
 
 /**
@@ -434,21 +441,26 @@ static void sweep(void)
  */
 int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err)
 {
-	int r = delete_sandbox(name, detach, err);
-	char mark[600];
+	int r = remove_keep_trash(name, detach, err);
 
 	/* Its directories went into the trash (the names are free already):
-	 * now they go for good, unless the process's last act will see to it
-	 * (cmd_delete()). */
-	if (!sweep_on_exit)
-		netns_trash_sweep();
-
-	/* What a create that was interrupted left (create.c) is gone now. */
-	if ((r == 0 || r == -ENOENT) && netns_name_ok(name)) {
-		snprintf(mark, sizeof(mark), NETNS_CREATING_PREFIX "%s", name);
-		unlink(mark);
-	}
+	 * now they go for good. */
+	netns_trash_sweep();
 	return r;
+}
+
+/**
+ * netns_sandbox_delete_exiting() - netns_sandbox_delete() for a process that
+ * exits next (`sluice delete`): the sandbox's directories are left in the
+ * trash, for the caller to sweep (netns_trash_sweep()) after it has answered
+ * @name: the sandbox
+ * @err:  why not (NULL: not wanted)
+ *
+ * Return: as netns_sandbox_delete().
+ */
+int netns_sandbox_delete_exiting(const char *name, struct sl_err *err)
+{
+	return remove_keep_trash(name, false, err);
 }
 
 int netns_sandbox_delete(const char *name, struct sl_err *err)
@@ -459,30 +471,4 @@ int netns_sandbox_delete(const char *name, struct sl_err *err)
 int netns_sandbox_detach(const char *name, struct sl_err *err)
 {
 	return netns_sandbox_remove(name, true, err);
-}
-
-int cmd_delete(int argc, char **argv)
-{
-	struct sl_err err = { 0 };
-	sigset_t old;
-	int r;
-
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: sluice delete NAME\n");
-		return 2;
-	}
-	netns_hold_signals(&old);
-	sweep_on_exit = true;
-	r = netns_sandbox_delete(argv[1], &err);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	/* Its directories' removal (slow on some file systems) is left to a
-	 * child that does it once this process has answered. */
-	fflush(stderr);
-	if (netns_linger_then(-1, sweep) < 0)
-		sweep();
-	if (r < 0) {
-		fprintf(stderr, "sluice: %s\n", sl_err_msg(&err));
-		return 1;
-	}
-	return 0;
 }

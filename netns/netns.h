@@ -89,10 +89,4 @@ int netns_sandbox_detach(const char *name, struct sl_err *err);
  * `sluice delete` of an attached sandbox is a detach.
  */
 
-/* `sluice create` and `sluice delete`, beside the functions above in
- * create.c and delete.c; the other subcommands are in cli/cli.h. Each
- * returns the process exit status: 0, 1 for a failure, 2 for misuse. */
-int cmd_create(int argc, char **argv);
-int cmd_delete(int argc, char **argv);
-
 #endif

@@ -52,7 +52,6 @@
  * directory). A sandbox name never starts with '.'. */
 #define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
 #define NETNS_UID_BASE 0x70000000u
-#define NETNS_BINDS_MAX 32
 
 struct mnl_socket;
 
@@ -154,48 +153,26 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 int netns_linger(int fd);
 int netns_linger_then(int fd, void (*after)(void));
 
+/* --- workspace.c: a sandbox's workspace, removed with it ----------- */
+
+int netns_workspace_remove(const char *name);
+
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
 int netns_nft_install(const struct netns_ports *p, struct sl_err *err);
 int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, struct sl_err *err);
 int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *err);
 
-/* --- cli/runner.c, cli/seccomp.c: the contained runner -------------- */
-
-struct netns_bind {
-	const char *src;
-	const char *dst;
-	bool ro;
-};
-
-/* The options of `sluice exec` and `sluice run`. */
-struct netns_runner {
-	bool privileged;
-	bool user_set;
-	uid_t uid; /* inside */
-	gid_t gid;
-	unsigned nbinds;
-	struct netns_bind binds[NETNS_BINDS_MAX];
-};
-
-struct sock_filter;
-
-uid_t netns_sandbox_uid(const struct netns_sandbox *sb);
-int netns_runner_option(struct netns_runner *o, int argc, char **argv, int *i);
-int netns_runner_prepare(const struct netns_sandbox *sb, const struct netns_runner *o);
-pid_t netns_runner_spawn(const struct netns_sandbox *sb, const struct netns_runner *o, char **argv,
-			 const sigset_t *mask);
-int netns_workspace_remove(const char *name);
-int netns_seccomp_build(struct sock_filter *prog, size_t max);
-
-/* --- create.c, delete.c, cli/exec.c --------------------------------- */
+/* --- create.c, delete.c, and the CLI around them --------------------------------- */
 
 int netns_broker_config(struct netns_ports *p, struct sl_err *err);
 int netns_remove_state_dir(const char *name, bool later);
 int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);
 void netns_hold_signals(sigset_t *old);
-int netns_sandbox_enter(const struct netns_sandbox *sb, struct sl_err *err);
 int netns_sandbox_remove(const char *name, bool detach, struct sl_err *err);
+int netns_sandbox_create_exiting(const char *name, const char *policy, bool audit,
+				 struct netns_sandbox *out, struct sl_err *err);
+int netns_sandbox_delete_exiting(const char *name, struct sl_err *err);
 
 #endif

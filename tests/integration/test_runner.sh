@@ -326,8 +326,7 @@ if command -v apt-config >/dev/null; then
 	t_ok "apt-config dump inside" X apt-config dump
 	t_not_contains "no warning about apt.conf.d" "$T_ERR" "apt.conf.d"
 	t_eq "the configuration the host's apt sees" "$(apt-config dump)" "$T_OUT"
-	t_ok "/etc/apt/apt.conf.d: read-only" test -n "$(ro_in /etc/apt/apt.conf.d)"
-	t_contains "/etc/apt/apt.conf.d: ro" "$(ro_in /etc/apt/apt.conf.d)," "ro,"
+	t_fails "/etc/apt/apt.conf.d: read-only" X touch /etc/apt/apt.conf.d/sluice-test
 	# apt's writable directories in the workspace, as README's apt recipe says.
 	t_ok "apt's directories in the workspace" X mkdir -p /workspace/apt-lists/partial /workspace/apt-cache/archives/partial
 	t_ok "apt-get -s inside" X apt-get -s -o Dir::State::Lists=/workspace/apt-lists \
@@ -336,6 +335,44 @@ if command -v apt-config >/dev/null; then
 	t_not_contains "no warning at all" "$T_ERR" "W: "
 else
 	t_skip "apt inside" "no apt on the host"
+fi
+# apt.conf.d's files are copied, not bound, and a file that may hold a
+# credential is left out: an apt proxy's password in a URL, a file only its
+# owner may read. The host's /etc is not touched: a private mount namespace
+# binds a copy of apt.conf.d with those files over it, and the template
+# (built from the namespace of the `sluice exec` that finds it stale) is
+# built from that copy.
+if [ -d /etc/apt/apt.conf.d ] && command -v unshare >/dev/null; then
+	APTSECRET="aptpw-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+	mkdir -p "$D/aptconf"
+	cp -a /etc/apt/apt.conf.d/. "$D/aptconf/"
+	printf 'Acquire::http::Proxy "http://user:%s@proxy.world.test:3128/";\n' "$APTSECRET" \
+		>"$D/aptconf/99sluice-test-proxy"
+	printf 'Sluice::Test::Private "%s";\n' "$APTSECRET" >"$D/aptconf/99sluice-test-private"
+	printf 'Sluice::Test::Visible "yes";\n' >"$D/aptconf/99sluice-test-visible"
+	chmod 644 "$D/aptconf/99sluice-test-proxy" "$D/aptconf/99sluice-test-visible"
+	chmod 600 "$D/aptconf/99sluice-test-private"
+	# AC CMD...: `sluice exec` of CMD in a mount namespace where that copy is
+	# /etc/apt/apt.conf.d.
+	AC() {
+		unshare -m --propagation private -- sh -c \
+			'mount --bind "$1" /etc/apt/apt.conf.d && shift && exec "$@"' ac "$D/aptconf" \
+			"$BIN/sluice" --socket "$BROKER_SOCK" exec "$S1" -- "$@"
+	}
+	t_ok "apt.conf.d's copy: files inside" AC sh -c 'ls -A /etc/apt/apt.conf.d; cat /etc/apt/apt.conf.d/*'
+	t_contains "a file without a credential is there" "$T_OUT" "99sluice-test-visible"
+	t_contains "and what it says" "$T_OUT" 'Sluice::Test::Visible "yes"'
+	t_not_contains "the proxy's password is not" "$T_OUT" "$APTSECRET"
+	t_not_contains "the file that holds it is not there" "$T_OUT" "99sluice-test-proxy"
+	t_not_contains "a file only root may read is not there" "$T_OUT" "99sluice-test-private"
+	t_ok "apt-config dump inside, with that copy" AC apt-config dump
+	t_not_contains "apt sees no password" "$T_OUT$T_ERR" "$APTSECRET"
+	t_contains "apt sees the rest" "$T_OUT" "Sluice::Test::Visible"
+	# The next exec from the host's namespace sees the host's again.
+	t_ok "apt.conf.d inside, from the host's namespace" X ls -A /etc/apt/apt.conf.d
+	t_not_contains "the test's copy is gone" "$T_OUT" "99sluice-test-visible"
+else
+	t_skip "apt.conf.d's files with credentials" "no /etc/apt/apt.conf.d or no unshare"
 fi
 for f in /etc/apt/auth.conf /etc/apt/auth.conf.d /etc/shadow /etc/gshadow /etc/sluice /etc/ssh; do
 	t_fails "$f is not there inside" X test -e "$f"

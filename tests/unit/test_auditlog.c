@@ -19,7 +19,7 @@
 
 static int parse(const char *line, struct auditlog_rec *r)
 {
-	return netns_auditlog_parse(line, strlen(line), r);
+	return cli_auditlog_parse(line, strlen(line), r);
 }
 
 #define T0 "\"time\":\"2026-12-01T21:00:00.250Z\""
@@ -85,7 +85,7 @@ static void test_parse(void **state)
 static void test_parse_schema_versions(void **state)
 {
 	struct auditlog_rec r;
-	struct report *rep = netns_report_new(), *old = netns_report_new();
+	struct report *rep = cli_report_new(), *old = cli_report_new();
 	struct report_totals a, b;
 
 	(void)state;
@@ -106,7 +106,7 @@ static void test_parse_schema_versions(void **state)
 	assert_int_equal(r.port, 80);
 	assert_int_equal(r.bytes_up, 0);
 	assert_int_equal(r.repeated, 0);
-	netns_report_add(rep, &r);
+	cli_report_add(rep, &r);
 
 	/* an old line of a sandbox: its addr and port are the destination */
 	assert_int_equal(parse("{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"addr\":"
@@ -118,13 +118,13 @@ static void test_parse_schema_versions(void **state)
 	assert_int_equal(r.port, 80);
 	assert_string_equal(r.src_addr, "");
 	assert_string_equal(r.target, "");
-	netns_report_add(old, &r);
-	assert_int_equal(netns_report_totals(rep, "s", &a), 0);
-	assert_int_equal(netns_report_totals(old, "s", &b), 0);
+	cli_report_add(old, &r);
+	assert_int_equal(cli_report_totals(rep, "s", &a), 0);
+	assert_int_equal(cli_report_totals(old, "s", &b), 0);
 	assert_int_equal(a.refused, 1);
 	assert_int_equal(b.refused, 1);
-	assert_int_equal(netns_report_refused(rep, "s", "address-literal", "169.254.169.254"), 1);
-	assert_int_equal(netns_report_refused(old, "s", "address-literal", "169.254.169.254"), 1);
+	assert_int_equal(cli_report_refused(rep, "s", "address-literal", "169.254.169.254"), 1);
+	assert_int_equal(cli_report_refused(old, "s", "address-literal", "169.254.169.254"), 1);
 
 	/* an old unknown-source line: its addr and port are the client's */
 	assert_int_equal(parse("{" T0 ",\"proto\":\"connect\",\"addr\":\"10.99.0.6\",\"port\":"
@@ -151,8 +151,8 @@ static void test_parse_schema_versions(void **state)
 	/* nor does "null" pass for a string or a number elsewhere */
 	assert_int_equal(parse("{" T0 ",\"dst_port\":nul}", &r), -EINVAL);
 	assert_int_equal(parse("{" T0 ",\"dst_port\":65536}", &r), -EINVAL);
-	netns_report_free(rep);
-	netns_report_free(old);
+	cli_report_free(rep);
+	cli_report_free(old);
 }
 
 static void test_parse_hostile(void **state)
@@ -183,9 +183,9 @@ static void test_put_safe(void **state)
 	FILE *m = open_memstream(&buf, &len);
 
 	(void)state;
-	netns_auditlog_put_safe(m, "a b\x1b[2J\n\\\xff.test", 100);
+	cli_auditlog_put_safe(m, "a b\x1b[2J\n\\\xff.test", 100);
 	fputc('|', m);
-	netns_auditlog_put_safe(m, "abcdef", 3);
+	cli_auditlog_put_safe(m, "abcdef", 3);
 	fclose(m);
 	assert_string_equal(buf, "a\\x20b\\x1b[2J\\x0a\\x5c\\xff.test|abc...");
 	free(buf);
@@ -216,7 +216,7 @@ static void test_time(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int64_t ms = -1;
-		int ret = netns_auditlog_time(cases[i].s, &ms);
+		int ret = cli_auditlog_time(cases[i].s, &ms);
 
 		if (cases[i].ms < 0 ? ret == 0 : (ret != 0 || ms != cases[i].ms))
 			fail_msg("case `%s`: ret %d, ms %lld", cases[i].s, ret, (long long)ms);
@@ -229,22 +229,22 @@ static void test_since(void **state)
 	int64_t ms;
 
 	(void)state;
-	assert_int_equal(netns_auditlog_since("1h", now, &ms), 0);
+	assert_int_equal(cli_auditlog_since("1h", now, &ms), 0);
 	assert_int_equal(ms, now - 3600000);
-	assert_int_equal(netns_auditlog_since("1h30m", now, &ms), 0);
+	assert_int_equal(cli_auditlog_since("1h30m", now, &ms), 0);
 	assert_int_equal(ms, now - 5400000);
-	assert_int_equal(netns_auditlog_since("90s", now, &ms), 0);
+	assert_int_equal(cli_auditlog_since("90s", now, &ms), 0);
 	assert_int_equal(ms, now - 90000);
-	assert_int_equal(netns_auditlog_since("2d", now, &ms), 0);
+	assert_int_equal(cli_auditlog_since("2d", now, &ms), 0);
 	assert_int_equal(ms, now - 2 * 86400000LL);
-	assert_int_equal(netns_auditlog_since("1970-01-01T00:00:10Z", now, &ms), 0);
+	assert_int_equal(cli_auditlog_since("1970-01-01T00:00:10Z", now, &ms), 0);
 	assert_int_equal(ms, 10000);
-	assert_int_equal(netns_auditlog_since("", now, &ms), -EINVAL);
-	assert_int_equal(netns_auditlog_since("1", now, &ms), -EINVAL);
-	assert_int_equal(netns_auditlog_since("h", now, &ms), -EINVAL);
-	assert_int_equal(netns_auditlog_since("1w", now, &ms), -EINVAL);
-	assert_int_equal(netns_auditlog_since("-1h", now, &ms), -EINVAL);
-	assert_int_equal(netns_auditlog_since("99999999999999h", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("1", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("h", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("1w", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("-1h", now, &ms), -EINVAL);
+	assert_int_equal(cli_auditlog_since("99999999999999h", now, &ms), -EINVAL);
 }
 
 /* --- suggest ---------------------------------------------------------------- */
@@ -262,9 +262,9 @@ static void add_line(struct suggest *s, struct report *rep, const char *fmt, ...
 	if (parse(line, &r) != 0)
 		fail_msg("test line does not parse: %s", line);
 	if (s)
-		netns_suggest_add(s, &r);
+		cli_suggest_add(s, &r);
 	if (rep)
-		netns_report_add(rep, &r);
+		cli_report_add(rep, &r);
 }
 
 #define CONN(proto, name, port, decision, reason)                                                 \
@@ -278,14 +278,14 @@ static char *suggest_text(struct suggest *s, unsigned wildcards, int *rules)
 	FILE *m = open_memstream(&buf, &len);
 
 	assert_non_null(m);
-	*rules = netns_suggest_print(s, wildcards, m);
+	*rules = cli_suggest_print(s, wildcards, m);
 	fclose(m);
 	return buf;
 }
 
 static void test_suggest_rules(void **state)
 {
-	struct suggest *s = netns_suggest_new();
+	struct suggest *s = cli_suggest_new();
 	char *out;
 	int n;
 
@@ -353,12 +353,12 @@ static void test_suggest_rules(void **state)
 	assert_non_null(strstr(out, "# names that are not host names, not suggested (2):\n"));
 	assert_non_null(strstr(out, "#   a\\x20b.test  (1)\n"));
 	free(out);
-	netns_suggest_free(s);
+	cli_suggest_free(s);
 }
 
 static void test_suggest_counts(void **state)
 {
-	struct suggest *s = netns_suggest_new();
+	struct suggest *s = cli_suggest_new();
 	char *out;
 	int n;
 
@@ -384,15 +384,15 @@ static void test_suggest_counts(void **state)
 				    "2026-12-01T21:00:00.100Z, last 2026-12-01T21:00:09.999Z\n"));
 	assert_non_null(strstr(out, "# 7 refusals were dropped by the broker's audit rate"));
 	free(out);
-	netns_suggest_free(s);
+	cli_suggest_free(s);
 
 	/* Nothing seen: a policy that allows nothing, and still loads. */
-	s = netns_suggest_new();
+	s = cli_suggest_new();
 	out = suggest_text(s, 3, &n);
 	assert_int_equal(n, 0);
 	assert_non_null(strstr(out, "version: 1\negress:\n  allow: []\n"));
 	free(out);
-	netns_suggest_free(s);
+	cli_suggest_free(s);
 }
 
 static void test_suggest_wildcards(void **state)
@@ -411,7 +411,7 @@ static void test_suggest_wildcards(void **state)
 					     "n.lab.example.org",
 					     "o.lab.example.org",
 					     "metadata.lab.example.org" };
-	struct suggest *s = netns_suggest_new();
+	struct suggest *s = cli_suggest_new();
 	char line[512], *out;
 	size_t i;
 	int n;
@@ -460,13 +460,13 @@ static void test_suggest_wildcards(void **state)
 				    "for an address reason\n"));
 	assert_null(strstr(out, "host: \"metadata.lab.example.org\""));
 	free(out);
-	netns_suggest_free(s);
+	cli_suggest_free(s);
 
-	assert_true(netns_suggest_public_suffix("com"));
-	assert_true(netns_suggest_public_suffix("co.uk"));
-	assert_true(netns_suggest_public_suffix("github.io"));
-	assert_false(netns_suggest_public_suffix("example.com"));
-	assert_false(netns_suggest_public_suffix("cdn.example.co.uk"));
+	assert_true(cli_suggest_public_suffix("com"));
+	assert_true(cli_suggest_public_suffix("co.uk"));
+	assert_true(cli_suggest_public_suffix("github.io"));
+	assert_false(cli_suggest_public_suffix("example.com"));
+	assert_false(cli_suggest_public_suffix("cdn.example.co.uk"));
 }
 
 /* --- report ------------------------------------------------------------------ */
@@ -478,7 +478,7 @@ static void test_suggest_wildcards(void **state)
 
 static void test_report_counts(void **state)
 {
-	struct report *r = netns_report_new();
+	struct report *r = cli_report_new();
 	struct report_totals t;
 	uint64_t req, up, down;
 
@@ -521,7 +521,7 @@ static void test_report_counts(void **state)
 		 "{" T0 ",\"sandbox\":\"other\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"bytes_up\":7,\"bytes_down\":7}");
 
-	assert_int_equal(netns_report_totals(r, "s", &t), 0);
+	assert_int_equal(cli_report_totals(r, "s", &t), 0);
 	assert_int_equal(t.requests, 4);
 	assert_int_equal(t.bytes_up, 10 + 5 + 300 + 50 + 1000);
 	assert_int_equal(t.bytes_down, 100 + 2000 + 70 + 1000);
@@ -529,27 +529,27 @@ static void test_report_counts(void **state)
 	assert_int_equal(t.dns_answered, 1);
 	assert_int_equal(t.dns_refused, 1);
 	assert_int_equal(t.hosts, 2);
-	netns_report_host(r, "s", "a.test", 80, &req, &up, &down);
+	cli_report_host(r, "s", "a.test", 80, &req, &up, &down);
 	assert_int_equal(req, 3);
 	assert_int_equal(up, 1015);
 	assert_int_equal(down, 1100);
-	netns_report_host(r, "s", "a.test", 443, &req, &up, &down);
+	cli_report_host(r, "s", "a.test", 443, &req, &up, &down);
 	assert_int_equal(req, 1);
 	assert_int_equal(up, 350);
 	assert_int_equal(down, 2070);
-	assert_int_equal(netns_report_refused(r, "s", "not-allowlisted", "b.test"), 10);
-	assert_int_equal(netns_report_refused(r, "s", "audit-rate-limited", NULL), 5);
-	assert_int_equal(netns_report_refused(r, "s", NULL, NULL), 17);
-	assert_int_equal(netns_report_totals(r, "other", &t), 0);
+	assert_int_equal(cli_report_refused(r, "s", "not-allowlisted", "b.test"), 10);
+	assert_int_equal(cli_report_refused(r, "s", "audit-rate-limited", NULL), 5);
+	assert_int_equal(cli_report_refused(r, "s", NULL, NULL), 17);
+	assert_int_equal(cli_report_totals(r, "other", &t), 0);
 	assert_int_equal(t.requests, 1);
 	assert_int_equal(t.bytes_up, 7);
-	assert_int_equal(netns_report_totals(r, "nobody", &t), -ENOENT);
-	netns_report_free(r);
+	assert_int_equal(cli_report_totals(r, "nobody", &t), -ENOENT);
+	cli_report_free(r);
 }
 
 static void test_report_print(void **state)
 {
-	struct report *r = netns_report_new();
+	struct report *r = cli_report_new();
 	struct auditlog_stats st = { .lines = 4 };
 	char *buf = NULL;
 	size_t len = 0;
@@ -565,7 +565,7 @@ static void test_report_print(void **state)
 		 "{" T0 ",\"sandbox\":\"s\",\"proto\":\"http\",\"name\":\"a.test\",\"port\":80,"
 		 "\"decision\":\"allow\",\"reason\":\"allowed\",\"credential\":\"gh\"}");
 	m = open_memstream(&buf, &len);
-	assert_int_equal(netns_report_print(r, false, &st, m), 0);
+	assert_int_equal(cli_report_print(r, false, &st, m), 0);
 	fclose(m);
 	assert_non_null(strstr(
 		buf, "sandbox s: 2026-12-01T21:00:00Z to 2026-12-01T21:00:00Z, 4 audit lines\n"));
@@ -579,7 +579,7 @@ static void test_report_print(void **state)
 
 	buf = NULL;
 	m = open_memstream(&buf, &len);
-	assert_int_equal(netns_report_print(r, true, &st, m), 0);
+	assert_int_equal(cli_report_print(r, true, &st, m), 0);
 	fclose(m);
 	assert_non_null(strstr(buf, "\"host\":\"evil\\u001b[2J\\\"x\""));
 	assert_non_null(strstr(buf,
@@ -587,7 +587,7 @@ static void test_report_print(void **state)
 			       "\"requests\":1,\"refused\":0}]"));
 	assert_null(strchr(buf, '\x1b'));
 	free(buf);
-	netns_report_free(r);
+	cli_report_free(r);
 }
 
 int main(void)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for the contained runner (cli/runner.c, cli/seccomp.c):
+/* Unit tests for the contained runner (cli/runner.c, cli/seccomp.c) and the
+ * workspace removal it relies on (netns/workspace.c):
  * the options of `sluice exec` / `sluice run`; the seccomp filter, loaded
  * in a child: what it refuses (and with which errno) and that what a
  * workload needs (threads, fork, ordinary syscalls) still works; and the
@@ -30,18 +31,19 @@
 
 #include <cmocka.h>
 
+#include "cli/runner.h"
 #include "netns/netns_internal.h"
 
-static int opt(struct netns_runner *o, int argc, char **argv)
+static int opt(struct cli_runner *o, int argc, char **argv)
 {
 	int i = 0;
 
-	return netns_runner_option(o, argc, argv, &i);
+	return cli_runner_option(o, argc, argv, &i);
 }
 
 static void test_user_option(void **state)
 {
-	struct netns_runner o = { 0 };
+	struct cli_runner o = { 0 };
 	char *a1[] = { "--user", "1000:1001" }, *a2[] = { "--user", "root" },
 	     *a3[] = { "--user", "no-such-user-x" }, *a4[] = { "--user", "0:no-such-group-x" },
 	     *a5[] = { "--user" }, *a6[] = { "--user", "12x" }, *a7[] = { "--nope", "x" };
@@ -79,7 +81,7 @@ static void test_bind_option(void **state)
 
 	(void)state;
 	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-		struct netns_runner o = { 0 };
+		struct cli_runner o = { 0 };
 		char *argv[] = { "--bind", (char *)cases[k].arg };
 
 		assert_int_equal(opt(&o, 2, argv), cases[k].r);
@@ -163,9 +165,9 @@ static void test_seccomp_filter(void **state)
 	pid_t pid;
 
 	(void)state;
-	n = netns_seccomp_build(prog, sizeof(prog) / sizeof(prog[0]));
+	n = cli_seccomp_build(prog, sizeof(prog) / sizeof(prog[0]));
 	assert_true(n > 10);
-	assert_int_equal(netns_seccomp_build(prog, 5), -ENOSPC);
+	assert_int_equal(cli_seccomp_build(prog, 5), -ENOSPC);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
