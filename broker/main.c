@@ -433,9 +433,9 @@ int main(int argc, char **argv)
 	/* Before the control socket, which a refused broker must not touch. */
 	check_ports_free(b);
 	/* Intercepted connections' upstream side; read before privileges go. */
-	b->upstream_ctx = tls_upstream_ctx(b->cfg.upstream_ca, err, sizeof(err));
+	b->upstream_ctx = tls_upstream_ctx(b->cfg.upstream_ca, &e);
 	if (!b->upstream_ctx)
-		die("sluiced: upstream_ca: %s", err);
+		die("sluiced: upstream_ca: %s", sl_err_msg(&e));
 	broker_collect_local_addresses(b);
 
 	/* Signals are taken by the main loop's signalfd; workers never see them. */

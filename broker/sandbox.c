@@ -765,15 +765,16 @@ static int load_secrets(struct policy *p, struct sl_err *err)
  * the saved one for a restored sandbox. */
 static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, struct sl_err *err)
 {
-	char dir[600], e[256];
+	char dir[600];
 
 	if (!fresh) {
+		struct sl_err e = { 0 };
 		char what[64];
 		int k;
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, sb->name);
 		k = tls_ca_check_sums(dir, what, sizeof(what));
-		sb->ca = tls_ca_load(dir, e, sizeof(e));
+		sb->ca = tls_ca_load(dir, &e);
 		if (sb->ca) {
 			ca_sums_report(sb->name, dir, k, what);
 			return 0;
@@ -783,18 +784,18 @@ static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh,
 		 * until the sandbox is made again; other hosts keep working. */
 		log_err("sandbox: `%s`: cannot load its CA (%s%s%s): a new one is made; "
 			"intercepted hosts fail for it until it is re-created",
-			sb->name, e, k == -EILSEQ ? "; checksum mismatch: " : "",
+			sb->name, sl_err_msg(&e), k == -EILSEQ ? "; checksum mismatch: " : "",
 			k == -EILSEQ ? what : "");
 		sandbox_state_audit(sb->name, dir, "damaged");
-		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
+		sb->ca = tls_ca_create(sb->name, err);
 		if (sb->ca &&
 		    ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
 	} else {
-		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
+		sb->ca = tls_ca_create(sb->name, err);
 	}
 	if (!sb->ca) {
-		sl_err_set(err, 0, "sandbox CA: %s", e);
+		sl_err_wrap(err, "sandbox CA");
 		return -EIO;
 	}
 	return 0;

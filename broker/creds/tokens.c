@@ -1054,6 +1054,7 @@ static void fetchers_free(void)
 
 int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t errlen)
 {
+	struct sl_err e = { 0 };
 	sigset_t all, old;
 	unsigned i;
 	int r = 0;
@@ -1072,7 +1073,9 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t 
 			     : CREDS_TOKENS_FETCH_MAX_MS;
 	if (T.connect_ms > T.fetch_ms)
 		T.connect_ms = T.fetch_ms;
-	T.ctx = tls_upstream_ctx(T.ca, err, errlen);
+	T.ctx = tls_upstream_ctx(T.ca, &e);
+	if (!T.ctx)
+		snprintf(err, errlen, "%s", sl_err_msg(&e));
 	T.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!T.ctx || T.stop_fd < 0) {
 		r = T.ctx ? -errno : -EINVAL;

@@ -331,7 +331,7 @@ static int op_ca_load(const struct keys_req *q)
 {
 	const unsigned char *p = q->data;
 	unsigned char id[KEYS_ID_LEN], *buf = NULL;
-	char name[2 * KEYS_ID_LEN + 8], e[200];
+	char name[2 * KEYS_ID_LEN + 8];
 	X509 *cert = d2i_X509(NULL, &p, (long)q->len);
 	EVP_PKEY *key = NULL;
 	size_t len = 0;
@@ -351,7 +351,7 @@ static int op_ca_load(const struct keys_req *q)
 		return 0;
 	}
 	key_name(id, name, ".key");
-	r = S.dirfd < 0 ? -EBADF : tls_read_small_at(S.dirfd, name, true, &buf, &len, e, sizeof(e));
+	r = S.dirfd < 0 ? -EBADF : tls_read_small_at(S.dirfd, name, true, &buf, &len, NULL);
 	if (r < 0) {
 		X509_free(cert);
 		return r;
@@ -697,7 +697,6 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 		size_t kl = 0, cl = 0;
 		EVP_PKEY *key = NULL;
 		X509 *cert = NULL;
-		char e[200];
 		BIO *b;
 		int sub;
 
@@ -706,11 +705,11 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 		sub = openat(ca_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		if (tls_read_small_at(sub, "ca.key", false, &kb, &kl, e, sizeof(e)) < 0) {
+		if (tls_read_small_at(sub, "ca.key", false, &kb, &kl, NULL) < 0) {
 			close(sub);
 			continue; /* none: taken over already, or never saved */
 		}
-		if (tls_read_small_at(sub, "ca.crt", false, &cb, &cl, e, sizeof(e)) == 0) {
+		if (tls_read_small_at(sub, "ca.crt", false, &cb, &cl, NULL) == 0) {
 			key = key_from_pem(kb, kl);
 			b = BIO_new_mem_buf(cb, (int)cl);
 			cert = b ? PEM_read_bio_X509(b, NULL, no_password, NULL) : NULL;
