@@ -976,23 +976,18 @@ static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const
 	}
 }
 
-int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+int keys_start(const char *state_dir, uid_t uid, gid_t gid, struct sl_err *err)
 {
 	struct timeval tv = { .tv_sec = 30 };
 	pid_t parent = getpid(), pid;
 	char ready = 0;
 	int sv[2], e;
 
-	if (uid == 0 || gid == 0) {
-		snprintf(err, errlen, "key process: %u:%u is not an unprivileged user",
-			 (unsigned)uid, (unsigned)gid);
-		return -EINVAL;
-	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		e = errno;
-		snprintf(err, errlen, "key process: socketpair: %s", strerror(e));
-		return -e;
-	}
+	if (uid == 0 || gid == 0)
+		return sl_err_set(err, 0, "key process: %u:%u is not an unprivileged user",
+				  (unsigned)uid, (unsigned)gid);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sl_err_sys(err, errno, "key process: socketpair");
 	/* What the parent has buffered is not written twice. */
 	fflush(NULL);
 	pid = fork();
@@ -1000,8 +995,7 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 		e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		snprintf(err, errlen, "key process: fork: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "key process: fork");
 	}
 	if (pid == 0) {
 		close(sv[0]);
@@ -1013,8 +1007,8 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 	if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    recv(sv[0], &ready, 1, 0) != 1 || ready != 1) {
 		close(sv[0]);
-		snprintf(err, errlen,
-			 "key process: it did not start (its own line above says why)");
+		/* Errno 0: the child's own line says why, not this recv(). */
+		sl_err_set(err, 0, "key process: it did not start (its own line above says why)");
 		return -EIO;
 	}
 	tv.tv_sec = 5;
@@ -1022,8 +1016,7 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 	    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
 		e = errno;
 		close(sv[0]);
-		snprintf(err, errlen, "key process: setsockopt: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "key process: setsockopt");
 	}
 	keys_client_set(sv[0], pid);
 	return 0;
