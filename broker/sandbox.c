@@ -749,18 +749,6 @@ static void ca_sums_report(const char *name, const char *dir, int k, const char 
 	}
 }
 
-/* creds_load_secrets() into @err: creds/ keeps a char buffer until the
- * key process's work there is merged. */
-static int load_secrets(struct policy *p, struct sl_err *err)
-{
-	char e[700] = "";
-	int r = creds_load_secrets(p, e, sizeof(e));
-
-	if (r < 0)
-		sl_err_set(err, r, "%s", e);
-	return r;
-}
-
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
 static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, struct sl_err *err)
@@ -934,7 +922,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		free(sb);
 		return r;
 	}
-	r = load_secrets(sb->policy, err);
+	r = creds_load_secrets(sb->policy, err);
 	if (r < 0) {
 		policy_unref(sb->policy);
 		free(sb);
@@ -1285,7 +1273,7 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 		if (r < 0)
 			policy_error_to_err(&perr, r, err);
 		else
-			r = load_secrets(fresh[i], err);
+			r = creds_load_secrets(fresh[i], err);
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
@@ -1365,7 +1353,7 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = load_secrets(fresh, err);
+	r = creds_load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;
@@ -1646,7 +1634,7 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, struct sl_er
 		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = load_secrets(fresh, err);
+	r = creds_load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;
