@@ -1297,7 +1297,6 @@ static void *maker_main(void *arg)
 	struct control *ctl = arg;
 	struct ca_job *job;
 	uint64_t one = 1;
-	char e[256];
 
 	(void)arg;
 	pthread_mutex_lock(&ctl->maker.lock);
@@ -1312,7 +1311,7 @@ static void *maker_main(void *arg)
 			ctl->maker.todo_tail = NULL;
 		pthread_mutex_unlock(&ctl->maker.lock);
 		/* On failure the main thread tries again and reports it. */
-		job->ca = tls_ca_create(job->w[1], e, sizeof(e));
+		job->ca = tls_ca_create(job->w[1], NULL);
 		pthread_mutex_lock(&ctl->maker.lock);
 		job_push(&ctl->maker.done, &ctl->maker.done_tail, job);
 		(void)!write(ctl->maker.done_ev.fd, &one, sizeof(one));

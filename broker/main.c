@@ -340,7 +340,6 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	sigset_t mask;
 	struct sl_err e = { 0 };
-	char err[700];
 	unsigned i, n;
 	uint32_t cap;
 	bool check_only = false;
@@ -423,9 +422,8 @@ int main(int argc, char **argv)
 		if (b->cfg.key_uid == b->cfg.user_uid || b->cfg.key_uid == 0)
 			die("sluiced: key_user %s: must be neither root nor the broker's user %s",
 			    b->cfg.key_user, b->cfg.user);
-		if (keys_start(b->cfg.state_dir, b->cfg.key_uid, b->cfg.key_gid, err, sizeof(err)) <
-		    0)
-			die("sluiced: %s", err);
+		if (keys_start(b->cfg.state_dir, b->cfg.key_uid, b->cfg.key_gid, &e) < 0)
+			die("sluiced: %s", sl_err_msg(&e));
 		log_info("sluiced: CA keys held by sluiced-keys (pid %d) as user %s (%u:%u)",
 			 (int)keys_pid(), b->cfg.key_user, (unsigned)b->cfg.key_uid,
 			 (unsigned)b->cfg.key_gid);
@@ -433,9 +431,9 @@ int main(int argc, char **argv)
 	/* Before the control socket, which a refused broker must not touch. */
 	check_ports_free(b);
 	/* Intercepted connections' upstream side; read before privileges go. */
-	b->upstream_ctx = tls_upstream_ctx(b->cfg.upstream_ca, err, sizeof(err));
+	b->upstream_ctx = tls_upstream_ctx(b->cfg.upstream_ca, &e);
 	if (!b->upstream_ctx)
-		die("sluiced: upstream_ca: %s", err);
+		die("sluiced: upstream_ca: %s", sl_err_msg(&e));
 	broker_collect_local_addresses(b);
 
 	/* Signals are taken by the main loop's signalfd; workers never see them. */

@@ -749,31 +749,20 @@ static void ca_sums_report(const char *name, const char *dir, int k, const char 
 	}
 }
 
-/* creds_load_secrets() into @err: creds/ keeps a char buffer until the
- * key process's work there is merged. */
-static int load_secrets(struct policy *p, struct sl_err *err)
-{
-	char e[700] = "";
-	int r = creds_load_secrets(p, e, sizeof(e));
-
-	if (r < 0)
-		sl_err_set(err, r, "%s", e);
-	return r;
-}
-
 /* The sandbox's CA: a new one for a new sandbox (saved once registered),
  * the saved one for a restored sandbox. */
 static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh, struct sl_err *err)
 {
-	char dir[600], e[256];
+	char dir[600];
 
 	if (!fresh) {
+		struct sl_err e = { 0 };
 		char what[64];
 		int k;
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, sb->name);
 		k = tls_ca_check_sums(dir, what, sizeof(what));
-		sb->ca = tls_ca_load(dir, e, sizeof(e));
+		sb->ca = tls_ca_load(dir, &e);
 		if (sb->ca) {
 			ca_sums_report(sb->name, dir, k, what);
 			return 0;
@@ -783,18 +772,18 @@ static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh,
 		 * until the sandbox is made again; other hosts keep working. */
 		log_err("sandbox: `%s`: cannot load its CA (%s%s%s): a new one is made; "
 			"intercepted hosts fail for it until it is re-created",
-			sb->name, e, k == -EILSEQ ? "; checksum mismatch: " : "",
+			sb->name, sl_err_msg(&e), k == -EILSEQ ? "; checksum mismatch: " : "",
 			k == -EILSEQ ? what : "");
 		sandbox_state_audit(sb->name, dir, "damaged");
-		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
+		sb->ca = tls_ca_create(sb->name, err);
 		if (sb->ca &&
 		    ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
 	} else {
-		sb->ca = tls_ca_create(sb->name, e, sizeof(e));
+		sb->ca = tls_ca_create(sb->name, err);
 	}
 	if (!sb->ca) {
-		sl_err_set(err, 0, "sandbox CA: %s", e);
+		sl_err_wrap(err, "sandbox CA");
 		return -EIO;
 	}
 	return 0;
@@ -933,7 +922,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		free(sb);
 		return r;
 	}
-	r = load_secrets(sb->policy, err);
+	r = creds_load_secrets(sb->policy, err);
 	if (r < 0) {
 		policy_unref(sb->policy);
 		free(sb);
@@ -1284,7 +1273,7 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 		if (r < 0)
 			policy_error_to_err(&perr, r, err);
 		else
-			r = load_secrets(fresh[i], err);
+			r = creds_load_secrets(fresh[i], err);
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
@@ -1364,7 +1353,7 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = load_secrets(fresh, err);
+	r = creds_load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;
@@ -1645,7 +1634,7 @@ static int recompile(struct sandbox_table *tab, struct sandbox *sb, struct sl_er
 		policy_error_to_err(&perr, r, err);
 		return r;
 	}
-	r = load_secrets(fresh, err);
+	r = creds_load_secrets(fresh, err);
 	if (r < 0) {
 		policy_unref(fresh);
 		return r;

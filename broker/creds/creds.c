@@ -39,6 +39,7 @@
 
 #include "broker/broker_internal.h"
 #include "broker/creds/creds_internal.h"
+#include "common/err.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "common/siphash.h"
@@ -323,7 +324,7 @@ void creds_shutdown(void)
 
 /* The fetcher starts with the first oauth2 credential, on the broker's
  * upstream trust, resolvers and timeouts (as they are then). */
-static int start_fetcher(char *err, size_t errlen)
+static int start_fetcher(struct sl_err *err)
 {
 	struct creds_tokens_config tc = {
 		.upstream_ca = fetch_cfg->upstream_ca,
@@ -332,7 +333,7 @@ static int start_fetcher(char *err, size_t errlen)
 		.fetch_timeout_ms = fetch_cfg->response_timeout_ms,
 	};
 
-	return creds_tokens_start(&tc, err, errlen);
+	return creds_tokens_start(&tc, err);
 }
 
 /* RFC 7638: SHA-256 of the required members, in order, without spaces. */
@@ -368,58 +369,53 @@ static int jwk_thumbprint(EVP_PKEY *key, char out[48])
 }
 
 static int load_one(const struct policy_credential *c, struct source *src, bool *new_token,
-		    char *err, size_t errlen)
+		    struct sl_err *err)
 {
 	struct creds_secret cs = { 0 };
-	char e[400] = "";
 	int r;
 
 	switch (c->source_kind) {
 	case POLICY_SOURCE_FILE:
 	case POLICY_SOURCE_ENV:
-		return creds_secret_load(c, &src->secret, err, errlen);
+		return creds_secret_load(c, &src->secret, err);
 	case POLICY_SOURCE_OAUTH2:
 		/* The client secret, read at every load: a rotated file
 		 * takes effect with the reload. */
-		r = creds_secret_load(c, &cs, e, sizeof(e));
+		r = creds_secret_load(c, &cs, err);
 		if (r < 0) {
-			snprintf(err, errlen, "credential `%s`: client_secret_file: %s", c->name,
-				 e);
+			sl_err_wrap(err, "credential `%s`: client_secret_file", c->name);
 			return r;
 		}
-		r = start_fetcher(e, sizeof(e));
+		r = start_fetcher(err);
 		if (r < 0) {
 			creds_secret_free(&cs);
-			snprintf(err, errlen, "credential `%s`: %s", c->name, e);
+			sl_err_wrap(err, "credential `%s`", c->name);
 			return r;
 		}
 		src->token = creds_tokens_get(c, &cs);
 		r = src->token ? 0 : -errno;
 		creds_secret_free(&cs);
-		if (r < 0) {
-			snprintf(err, errlen, "credential `%s`: %s", c->name, strerror(-r));
-			return r;
-		}
+		if (r < 0)
+			return sl_err_sys(err, r, "credential `%s`", c->name);
 		*new_token = true;
 		return 0;
 	case POLICY_SOURCE_JWT:
-		r = creds_jwt_key_load(c->source, &src->key, e, sizeof(e));
-		if (r == 0)
-			r = jwk_thumbprint(src->key, src->thumb);
+		r = creds_jwt_key_load(c->source, &src->key, err);
 		if (r < 0) {
-			snprintf(err, errlen, "credential `%s`: key_file: %s", c->name,
-				 e[0] ? e : "unusable key");
+			sl_err_wrap(err, "credential `%s`: key_file", c->name);
+			return r;
+		}
+		r = jwk_thumbprint(src->key, src->thumb);
+		if (r < 0) {
+			sl_err_set(err, 0, "credential `%s`: key_file: unusable key", c->name);
 			return r;
 		}
 		src->kid = strdup(c->jwt.kid ? c->jwt.kid : src->thumb);
-		if (!src->kid) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
+		if (!src->kid)
+			return sl_err_set(err, ENOMEM, "out of memory");
 		return 0;
 	}
-	snprintf(err, errlen, "credential `%s`: unknown source", c->name);
-	return -EINVAL;
+	return sl_err_set(err, 0, "credential `%s`: unknown source", c->name);
 }
 
 /* Does @a's kid name another key than @b's? */
@@ -433,9 +429,10 @@ static bool kid_clash_one(const struct source *a, const struct source *b)
  * one kid (in this policy, or in one loaded already, another sandbox's or
  * the one a reload replaces) would make tokens of one of them fail to
  * verify, or a verifier trust the wrong key. Refused; a new key takes a
- * new kid. Caller holds jwt_keys.lock. Return: 0 or -EEXIST (@err says).
+ * new kid. Caller holds jwt_keys.lock. Return: 0 or -EEXIST (@err says, with
+ * errno 0: a refusal).
  */
-static int kid_clash(const struct secrets *sec, char *err, size_t errlen)
+static int kid_clash(const struct secrets *sec, struct sl_err *err)
 {
 	const struct secrets *o;
 	size_t i, j;
@@ -450,27 +447,27 @@ static int kid_clash(const struct secrets *sec, char *err, size_t errlen)
 		for (o = jwt_keys.head; o; o = o->next) {
 			for (j = 0; j < o->n; j++) {
 				if (kid_clash_one(a, &o->src[j])) {
-					snprintf(err, errlen,
-						 "credential `%s`: kid `%s` names another key "
-						 "already (credential `%s` of a loaded policy); "
-						 "give each key its own kid",
-						 a->name, a->kid, o->src[j].name);
+					sl_err_set(err, 0,
+						   "credential `%s`: kid `%s` names another key "
+						   "already (credential `%s` of a loaded policy); "
+						   "give each key its own kid",
+						   a->name, a->kid, o->src[j].name);
 					return -EEXIST;
 				}
 			}
 		}
 		continue;
 clash_here:
-		snprintf(err, errlen,
-			 "credential `%s`: kid `%s` names another key already (credential `%s`); "
-			 "give each key its own kid",
-			 a->name, a->kid, sec->src[j].name);
+		sl_err_set(err, 0,
+			   "credential `%s`: kid `%s` names another key already (credential `%s`); "
+			   "give each key its own kid",
+			   a->name, a->kid, sec->src[j].name);
 		return -EEXIST;
 	}
 	return 0;
 }
 
-int creds_load_secrets(struct policy *p, char *err, size_t errlen)
+int creds_load_secrets(struct policy *p, struct sl_err *err)
 {
 	size_t i, n = policy_credential_count(p);
 	uint64_t waited_from;
@@ -482,20 +479,20 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 		return 0;
 	sec = calloc(1, sizeof(*sec));
 	if (!sec)
-		return -ENOMEM;
+		return sl_err_set(err, ENOMEM, "out of memory");
 	sec->n = n;
 	sec->src = calloc(n, sizeof(*sec->src));
 	sec->ptr = calloc(n, sizeof(*sec->ptr));
 	if (!sec->src || !sec->ptr) {
 		secrets_free(sec);
-		return -ENOMEM;
+		return sl_err_set(err, ENOMEM, "out of memory");
 	}
 	for (i = 0; i < n; i++) {
 		const struct policy_credential *c = policy_credential_get(p, i);
 
 		/* Fail closed: a credential that cannot be had makes the
 		 * policy unusable, rather than requests without it. */
-		r = load_one(c, &sec->src[i], &tokens, err, errlen);
+		r = load_one(c, &sec->src[i], &tokens, err);
 		if (r < 0) {
 			secrets_free(sec);
 			return r;
@@ -508,7 +505,7 @@ int creds_load_secrets(struct policy *p, char *err, size_t errlen)
 	}
 	if (sec->has_jwt) {
 		pthread_mutex_lock(&jwt_keys.lock);
-		r = kid_clash(sec, err, errlen);
+		r = kid_clash(sec, err);
 		if (r < 0) {
 			pthread_mutex_unlock(&jwt_keys.lock);
 			secrets_free(sec);

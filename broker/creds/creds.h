@@ -17,6 +17,7 @@
 struct policy;
 struct policy_credential;
 struct sandbox;
+struct sl_err; /* common/err.h */
 
 /* "sluice-ph-" and 32 lowercase hex digits: 128 random bits. */
 #define CREDS_PLACEHOLDER_PREFIX "sluice-ph-"
@@ -372,8 +373,9 @@ struct broker_config;
 /* @cfg: the broker's, kept (it outlives the module): its state_dir, and
  * the fetcher's upstream trust, resolvers and timeouts. */
 int creds_init(const struct broker_config *cfg);
-/* Reads the secrets of @p's credentials and attaches them to @p. */
-int creds_load_secrets(struct policy *p, char *err, size_t errlen);
+/* Reads the secrets of @p's credentials and attaches them to @p; @err
+ * (common/err.h) names the credential and its source, never a value. */
+int creds_load_secrets(struct policy *p, struct sl_err *err);
 /* The secrets attached to @p, by credential index (NULL: none). */
 const struct creds_secret *const *creds_secrets(const struct policy *p);
 /* Largest number of credentials in a policy (policy/load.c refuses more). */

@@ -62,7 +62,7 @@ int creds_basic_decode(struct http_slice v, unsigned char *out);
  * @c:      the credential (file path or environment variable)
  * @s:      filled on success; creds_secret_free() it
  * @err:    on failure, a message naming the source, never the secret
- * @errlen: its size
+ *          (errno 0 for a refusal: unset, too long, bad bytes)
  *
  * A file is opened O_RDONLY|O_NOFOLLOW|O_CLOEXEC (a symlink is refused;
  * the mode is not checked: the file is the operator's), must be a regular
@@ -74,22 +74,22 @@ int creds_basic_decode(struct http_slice v, unsigned char *out);
  * Return: 0; -ENOENT, -ELOOP (symlink), -EFBIG, -EINVAL (bad content or
  * not a regular file), -ENOMEM, or another negative errno.
  */
-int creds_secret_load(const struct policy_credential *c, struct creds_secret *s, char *err,
-		      size_t errlen);
+int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
+		      struct sl_err *err);
 
 /**
  * creds_file_read() - read a small file the broker owns, raw
  * @path:   absolute path; a symlink is refused (O_NOFOLLOW)
  * @out:    the bytes, in secret memory; creds_secret_free() it
- * @err:    on failure, a message
- * @errlen: its size
+ * @err:    on failure, a message (errno 0 for a refusal: not absolute,
+ *          not a regular file, too big, changed while read)
  *
  * No content checks (for PEM keys and the like).
  *
  * Return: 0 or a negative errno (-ELOOP for a symlink, -EFBIG above
  * CREDS_SECRET_MAX, -EAGAIN when the file grew while read).
  */
-int creds_file_read(const char *path, struct creds_secret *out, char *err, size_t errlen);
+int creds_file_read(const char *path, struct creds_secret *out, struct sl_err *err);
 
 /* ---- scopes -------------------------------------------------------------- */
 
@@ -187,12 +187,11 @@ int creds_base64_decode(const char *in, size_t len, unsigned char *out, size_t o
  *            symlink is refused
  * @key:      the key (EVP_PKEY_free() it)
  * @err:      on failure, a message
- * @errlen:   its size
  *
  * Return: 0; -EINVAL for another key type or an unreadable PEM; or a
  * negative errno from reading the file.
  */
-int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key, char *err, size_t errlen);
+int creds_jwt_key_load(const char *pem_file, struct evp_pkey_st **key, struct sl_err *err);
 
 /* Frees a key of creds_jwt_key_load(): one the key process holds is
  * dropped there too. NULL is fine. */
@@ -341,8 +340,7 @@ struct creds_tokens_request {
  * @token:      on success, the access token (the cache takes it over)
  * @expires_in: on success, seconds; 0 when the server did not say
  * @err:        on failure, why (an HTTP status, a parse error; never a
- *              secret or a token)
- * @errlen:     its size
+ *              secret or a token; errno 0 when no call failed)
  *
  * Called on a fetcher thread, without the cache's lock; up to
  * CREDS_TOKENS_FETCHERS calls (for different entries, never two for one) may
@@ -353,15 +351,14 @@ struct creds_tokens_request {
  * Return: 0 or a negative errno (-ECANCELED when cancelled).
  */
 typedef int creds_tokens_fetch_fn(void *ctx, const struct creds_tokens_request *rq,
-				  struct creds_secret *token, uint64_t *expires_in, char *err,
-				  size_t errlen);
+				  struct creds_secret *token, uint64_t *expires_in,
+				  struct sl_err *err);
 
 /**
  * creds_tokens_start() - start the CREDS_TOKENS_FETCHERS fetcher threads (once; later
  * calls return 0)
  * @cfg:    TLS trust, resolvers and timeouts (copied)
  * @err:    on failure, a message
- * @errlen: its size
  *
  * Each thread drops every capability of its own before it fetches (they
  * may be started while the broker still holds them) and takes no
@@ -369,7 +366,7 @@ typedef int creds_tokens_fetch_fn(void *ctx, const struct creds_tokens_request *
  *
  * Return: 0, or a negative errno (-EINVAL for an unusable upstream_ca).
  */
-int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t errlen);
+int creds_tokens_start(const struct creds_tokens_config *cfg, struct sl_err *err);
 
 /**
  * creds_tokens_stop() - end the fetcher threads and wipe every cached token

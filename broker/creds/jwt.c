@@ -30,6 +30,7 @@
 
 #include "broker/creds/creds_internal.h"
 #include "broker/keys/keys.h"
+#include "common/err.h"
 #include "common/file.h"
 
 /* Longest claim or kid accepted (a host name is 253). */
@@ -100,7 +101,7 @@ static uint32_t remote_handle(EVP_PKEY *key)
  * opened by the key process as its own user: a key file given to the key
  * user (0600) is out of the broker's reach altogether.
  */
-static int remote_load(const char *pem_file, EVP_PKEY **key, char *err, size_t errlen)
+static int remote_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 {
 	unsigned char *spki = NULL;
 	const unsigned char *p;
@@ -110,16 +111,16 @@ static int remote_load(const char *pem_file, EVP_PKEY **key, char *err, size_t e
 	int fd, r;
 
 	if (!pem_file || pem_file[0] != '/') {
-		if (err && errlen)
-			snprintf(err, errlen, "JWT key `%s` is not an absolute path",
-				 pem_file ? pem_file : "");
+		sl_err_set(err, 0, "JWT key `%s` is not an absolute path",
+			   pem_file ? pem_file : "");
 		return -EINVAL;
 	}
 	fd = file_open_read(pem_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && fd != -EACCES && fd != -EPERM) {
-		if (err && errlen)
-			snprintf(err, errlen, "JWT key `%s`: %s", pem_file,
-				 fd == -ELOOP ? "is a symlink (refused)" : strerror(-fd));
+		if (fd == -ELOOP)
+			sl_err_set(err, ELOOP, "JWT key `%s`: is a symlink (refused)", pem_file);
+		else
+			sl_err_sys(err, fd, "JWT key `%s`", pem_file);
 		return fd;
 	}
 	r = keys_jwt_load(pem_file, fd, &handle, &spki, &len);
@@ -140,13 +141,17 @@ static int remote_load(const char *pem_file, EVP_PKEY **key, char *err, size_t e
 	free(spki);
 	ERR_clear_error();
 	if (r < 0) {
-		if (err && errlen)
-			snprintf(err, errlen, "JWT key `%s`: %s", pem_file,
-				 r == -EINVAL
-					 ? "not a PEM private key, EC P-256 (ES256) or Ed25519 "
-					   "(EdDSA)"
-				 : r == -EPIPE ? "the key process is gone"
-					       : strerror(-r));
+		/* -EINVAL is the key process's refusal, no failed call:
+		 * errno 0 for it. */
+		if (r == -EINVAL)
+			sl_err_set(err, 0,
+				   "JWT key `%s`: not a PEM private key, EC P-256 (ES256) or "
+				   "Ed25519 (EdDSA)",
+				   pem_file);
+		else if (r == -EPIPE)
+			sl_err_set(err, EPIPE, "JWT key `%s`: the key process is gone", pem_file);
+		else
+			sl_err_sys(err, r, "JWT key `%s`", pem_file);
 		return r;
 	}
 	*key = k;
@@ -162,7 +167,7 @@ void creds_jwt_key_free(EVP_PKEY *key)
 	EVP_PKEY_free(key);
 }
 
-int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err, size_t errlen)
+int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 {
 	struct creds_secret pem;
 	EVP_PKEY *k = NULL;
@@ -171,8 +176,8 @@ int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err, size_t e
 
 	*key = NULL;
 	if (keys_active())
-		return remote_load(pem_file, key, err, errlen);
-	ret = creds_file_read(pem_file, &pem, err, errlen);
+		return remote_load(pem_file, key, err);
+	ret = creds_file_read(pem_file, &pem, err);
 	if (ret < 0)
 		return ret;
 	b = pem.len <= INT_MAX ? BIO_new_mem_buf(pem.buf, (int)pem.len) : NULL;
@@ -182,15 +187,12 @@ int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, char *err, size_t e
 	creds_secret_free(&pem);
 	ERR_clear_error();
 	if (!k) {
-		if (err && errlen)
-			snprintf(err, errlen, "JWT key `%s`: not a PEM private key", pem_file);
+		sl_err_set(err, 0, "JWT key `%s`: not a PEM private key", pem_file);
 		return -EINVAL;
 	}
 	if (key_alg(k) == JWT_NONE) {
-		if (err && errlen)
-			snprintf(err, errlen,
-				 "JWT key `%s`: want an EC P-256 (ES256) or Ed25519 (EdDSA) key",
-				 pem_file);
+		sl_err_set(err, 0, "JWT key `%s`: want an EC P-256 (ES256) or Ed25519 (EdDSA) key",
+			   pem_file);
 		EVP_PKEY_free(k);
 		return -EINVAL;
 	}

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +13,9 @@
 #include <openssl/crypto.h>
 
 #include "broker/creds/creds_internal.h"
+#include "common/err.h"
 #include "common/file.h"
 #include "policy/policy.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- secrets ------------------------------------------------------------- */
 
@@ -72,7 +58,7 @@ int creds_secret_set(struct creds_secret *s, const void *p, size_t len)
 	return 0;
 }
 
-int creds_file_read(const char *path, struct creds_secret *out, char *err, size_t errlen)
+int creds_file_read(const char *path, struct creds_secret *out, struct sl_err *err)
 {
 	struct stat st;
 	unsigned char *b;
@@ -82,7 +68,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err, size_
 	out->buf = NULL;
 	out->len = 0;
 	if (!path || path[0] != '/') {
-		seterr(err, errlen, "secret file `%s` is not an absolute path", path ? path : "");
+		sl_err_set(err, 0, "secret file `%s` is not an absolute path", path ? path : "");
 		return -EINVAL;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the broker; O_NOFOLLOW: the last
@@ -92,24 +78,26 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err, size_
 	fd = file_open_read(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ret = fd;
-		seterr(err, errlen, "secret file `%s`: %s", path,
-		       ret == -ELOOP ? "is a symlink (refused)" : strerror(-ret));
+		if (ret == -ELOOP)
+			sl_err_set(err, ELOOP, "secret file `%s`: is a symlink (refused)", path);
+		else
+			sl_err_sys(err, ret, "secret file `%s`", path);
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		seterr(err, errlen, "secret file `%s`: %s", path, strerror(-ret));
+		sl_err_sys(err, ret, "secret file `%s`", path);
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		seterr(err, errlen, "secret file `%s` is not a regular file", path);
+		sl_err_set(err, 0, "secret file `%s` is not a regular file", path);
 		goto fail;
 	}
 	if (st.st_size > CREDS_SECRET_MAX) {
 		ret = -EFBIG;
-		seterr(err, errlen, "secret file `%s` is larger than %d bytes", path,
-		       CREDS_SECRET_MAX);
+		sl_err_set(err, 0, "secret file `%s` is larger than %d bytes", path,
+			   CREDS_SECRET_MAX);
 		goto fail;
 	}
 	/* One byte more than fstat said, to notice a file that grew. */
@@ -117,7 +105,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err, size_
 	b = OPENSSL_secure_malloc(cap);
 	if (!b) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		sl_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
 	while (got < cap) {
@@ -128,7 +116,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err, size_
 		if (r < 0) {
 			ret = -errno;
 			OPENSSL_secure_clear_free(b, cap);
-			seterr(err, errlen, "secret file `%s`: %s", path, strerror(-ret));
+			sl_err_sys(err, ret, "secret file `%s`", path);
 			goto fail;
 		}
 		if (r == 0)
@@ -138,7 +126,7 @@ int creds_file_read(const char *path, struct creds_secret *out, char *err, size_
 	if (got == cap) {
 		ret = -EAGAIN;
 		OPENSSL_secure_clear_free(b, cap);
-		seterr(err, errlen, "secret file `%s` changed while read", path);
+		sl_err_set(err, 0, "secret file `%s` changed while read", path);
 		goto fail;
 	}
 	close(fd);
@@ -152,8 +140,7 @@ fail:
 	return ret;
 }
 
-int creds_secret_load(const struct policy_credential *c, struct creds_secret *s, char *err,
-		      size_t errlen)
+int creds_secret_load(const struct policy_credential *c, struct creds_secret *s, struct sl_err *err)
 {
 	struct creds_secret raw;
 	const char *v;
@@ -163,33 +150,34 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
 	s->buf = NULL;
 	s->len = 0;
 	if (!c || !c->source) {
-		seterr(err, errlen, "credential without a source");
+		sl_err_set(err, 0, "credential without a source");
 		return -EINVAL;
 	}
 	if (c->source_kind == POLICY_SOURCE_ENV) {
 		v = getenv(c->source);
 		if (!v) {
-			seterr(err, errlen, "credential `%s`: environment variable `%s` is not set",
-			       c->name ? c->name : "", c->source);
+			sl_err_set(err, 0, "credential `%s`: environment variable `%s` is not set",
+				   c->name ? c->name : "", c->source);
 			return -ENOENT;
 		}
 		len = strlen(v);
 		if (len > CREDS_SECRET_MAX) {
-			seterr(err, errlen, "credential `%s`: `%s` is longer than %d bytes",
-			       c->name ? c->name : "", c->source, CREDS_SECRET_MAX);
+			sl_err_set(err, 0, "credential `%s`: `%s` is longer than %d bytes",
+				   c->name ? c->name : "", c->source, CREDS_SECRET_MAX);
 			return -EFBIG;
 		}
 		ret = creds_secret_set(s, v, len);
 		if (ret == -EINVAL)
-			seterr(err, errlen,
-			       "credential `%s`: `%s` is empty or holds a control character (CR, LF, NUL...)",
-			       c->name ? c->name : "", c->source);
+			sl_err_set(
+				err, 0,
+				"credential `%s`: `%s` is empty or holds a control character (CR, LF, NUL...)",
+				c->name ? c->name : "", c->source);
 		else if (ret < 0)
-			seterr(err, errlen, "out of memory");
+			sl_err_set(err, ENOMEM, "out of memory");
 		return ret;
 	}
 
-	ret = creds_file_read(c->source, &raw, err, errlen);
+	ret = creds_file_read(c->source, &raw, err);
 	if (ret < 0)
 		return ret;
 	len = raw.len;
@@ -199,14 +187,15 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
 			len--;
 	}
 	if (len == 0 || !secret_bytes_ok(raw.buf, len)) {
-		seterr(err, errlen,
-		       "secret file `%s` is empty or holds a control character (CR, LF, NUL...)",
-		       c->source);
+		sl_err_set(
+			err, 0,
+			"secret file `%s` is empty or holds a control character (CR, LF, NUL...)",
+			c->source);
 		ret = -EINVAL;
 	} else {
 		ret = creds_secret_set(s, raw.buf, len);
 		if (ret < 0)
-			seterr(err, errlen, "out of memory");
+			sl_err_set(err, ENOMEM, "out of memory");
 	}
 	creds_secret_free(&raw);
 	return ret;

@@ -87,7 +87,7 @@ struct creds_tokens_entry {
 };
 
 static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
-		       uint64_t *expires_in, char *err, size_t errlen);
+		       uint64_t *expires_in, struct sl_err *err);
 
 /* One fetcher thread; the HTTPS fetch's context. */
 struct fetcher {
@@ -622,7 +622,7 @@ static const char *parse_error(int r)
 
 /* Reads the whole answer into @buf (CREDS_TOKENS_RESPONSE_MAX); sets the head. */
 static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char *buf, size_t *got,
-		       struct http_response *resp, size_t *head_len, char *err, size_t errlen)
+		       struct http_response *resp, size_t *head_len, struct sl_err *err)
 {
 	int r;
 
@@ -632,8 +632,8 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 		int k;
 
 		if (*got == CREDS_TOKENS_RESPONSE_MAX) {
-			snprintf(err, errlen, "answer larger than %d bytes",
-				 CREDS_TOKENS_RESPONSE_MAX);
+			sl_err_set(err, 0, "answer larger than %d bytes",
+				   CREDS_TOKENS_RESPONSE_MAX);
 			return -EFBIG;
 		}
 		errno = 0; /* ssl_wait() tells an EOF from a socket error by it */
@@ -644,18 +644,17 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 			r = ssl_wait(ssl, k, fd, deadline, cancel_fd);
 			if (r == -ENODATA)
 				break; /* the server closed (Connection: close) */
-			if (r < 0) {
-				snprintf(err, errlen, "reading the answer: %s",
-					 r == -ETIMEDOUT ? "timed out" : strerror(-r));
-				return r;
-			}
+			if (r == -ETIMEDOUT)
+				return sl_err_set(err, r, "reading the answer: timed out");
+			if (r < 0)
+				return sl_err_sys(err, r, "reading the answer");
 			continue;
 		}
 		if (!*head_len) {
 			r = http_parse_response(buf, *got, CREDS_TOKENS_HEAD_MAX, false, resp);
 			if (r < 0) {
-				snprintf(err, errlen, "bad HTTP answer (%s)",
-					 resp->error ? resp->error : "malformed");
+				sl_err_set(err, 0, "bad HTTP answer (%s)",
+					   resp->error ? resp->error : "malformed");
 				return -EBADMSG;
 			}
 			*head_len = (size_t)r;
@@ -666,7 +665,7 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 			break;
 	}
 	if (!*head_len) {
-		snprintf(err, errlen, "the connection closed before an answer");
+		sl_err_set(err, 0, "the connection closed before an answer");
 		return -EBADMSG;
 	}
 	return 0;
@@ -674,7 +673,7 @@ static int read_answer(SSL *ssl, int fd, uint64_t deadline, int cancel_fd, char 
 
 /* @ctx: the struct fetcher of the thread it runs on. */
 static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
-		       uint64_t *expires_in, char *err, size_t errlen)
+		       uint64_t *expires_in, struct sl_err *err)
 {
 	struct fetcher *f = ctx;
 	uint64_t deadline = mono_ms() + T.fetch_ms;
@@ -694,13 +693,15 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		lk.n = 1;
 	} else {
 		r = resolve_host(f, rq->host, &lk, deadline);
-		if (r < 0) {
-			snprintf(err, errlen, "cannot resolve %s: %s", rq->host,
-				 r == -ENOENT	   ? "no such name"
-				 : r == -ETIMEDOUT ? "timed out"
-						   : strerror(-r));
+		/* -ENOENT is the name's absence, no failed call: errno 0. */
+		if (r == -ENOENT)
+			sl_err_set(err, 0, "cannot resolve %s: no such name", rq->host);
+		else if (r == -ETIMEDOUT)
+			sl_err_set(err, r, "cannot resolve %s: timed out", rq->host);
+		else if (r < 0)
+			sl_err_sys(err, r, "cannot resolve %s", rq->host);
+		if (r < 0)
 			return r;
-		}
 	}
 
 	/* What: the form body after the head, in one buffer to wipe. */
@@ -713,14 +714,17 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 	resp = malloc(sizeof(*resp));
 	ans = malloc(CREDS_TOKENS_RESPONSE_MAX);
 	if (!req || !form || !resp || !ans) {
-		snprintf(err, errlen, "out of memory");
-		r = -ENOMEM;
+		r = sl_err_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	n = creds_oauth2_request_body(rq->client_id, rq->client_secret, rq->scopes, rq->n_scopes,
 				      form, bcap);
 	if (n < 0) {
-		snprintf(err, errlen, "cannot form the request (%s)", strerror(-n));
+		char why[64];
+
+		/* Its own limits (the sizes), no failed call: errno 0. */
+		sl_err_set(err, 0, "cannot form the request (%s)",
+			   strerror_r(-n, why, sizeof(why)));
 		r = n;
 		goto out;
 	}
@@ -739,7 +743,7 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		       rq->path, hostport, n, form);
 	OPENSSL_cleanse(form, bcap);
 	if (len < 0 || (size_t)len >= rcap) {
-		snprintf(err, errlen, "request too large");
+		sl_err_set(err, 0, "request too large");
 		r = -ENOSPC;
 		goto out;
 	}
@@ -760,8 +764,10 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		char a[ADDR_STRLEN];
 
 		addr_format(&lk.addrs[0], a, sizeof(a));
-		snprintf(err, errlen, "cannot connect to %s port %u: %s", a, rq->port,
-			 r == -ETIMEDOUT ? "timed out" : strerror(-r));
+		if (r == -ETIMEDOUT)
+			sl_err_set(err, r, "cannot connect to %s port %u: timed out", a, rq->port);
+		else
+			sl_err_sys(err, r, "cannot connect to %s port %u", a, rq->port);
 		goto out;
 	}
 
@@ -769,8 +775,7 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 	 * the name (or address) against the certificate. */
 	ssl = SSL_new(T.ctx);
 	if (!ssl || tls_upstream_prepare(ssl, rq->host) < 0 || SSL_set_fd(ssl, fd) != 1) {
-		snprintf(err, errlen, "cannot set up TLS");
-		r = -ENOMEM;
+		r = sl_err_set(err, ENOMEM, "cannot set up TLS");
 		goto out;
 	}
 	while ((k = SSL_connect(ssl)) != 1) {
@@ -779,11 +784,12 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 			long v = SSL_get_verify_result(ssl);
 
 			if (v != X509_V_OK)
-				snprintf(err, errlen, "TLS: certificate not trusted: %s",
-					 X509_verify_cert_error_string(v));
+				sl_err_set(err, 0, "TLS: certificate not trusted: %s",
+					   X509_verify_cert_error_string(v));
 			else
-				snprintf(err, errlen, "TLS handshake failed%s",
-					 r == -ETIMEDOUT ? ": timed out" : "");
+				sl_err_set(err, r == -ETIMEDOUT ? ETIMEDOUT : 0,
+					   "TLS handshake failed%s",
+					   r == -ETIMEDOUT ? ": timed out" : "");
 			r = -EPROTO;
 			goto out;
 		}
@@ -796,14 +802,14 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		}
 		r = ssl_wait(ssl, k, fd, deadline, rq->cancel_fd);
 		if (r < 0) {
-			snprintf(err, errlen, "sending the request: %s",
-				 r == -ETIMEDOUT ? "timed out" : "connection lost");
+			sl_err_set(err, r, "sending the request: %s",
+				   r == -ETIMEDOUT ? "timed out" : "connection lost");
 			goto out;
 		}
 	}
 	OPENSSL_cleanse(req, rcap);
 
-	r = read_answer(ssl, fd, deadline, rq->cancel_fd, ans, &got, resp, &hl, err, errlen);
+	r = read_answer(ssl, fd, deadline, rq->cancel_fd, ans, &got, resp, &hl, err);
 	if (r < 0)
 		goto out;
 	body = ans + hl;
@@ -812,27 +818,27 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 		long d = creds_tokens_dechunk(ans + hl, blen);
 
 		if (d < 0) {
-			snprintf(err, errlen, "bad chunked answer");
+			sl_err_set(err, 0, "bad chunked answer");
 			r = -EBADMSG;
 			goto out;
 		}
 		blen = (size_t)d;
 	} else if (resp->has_content_length) {
 		if (blen < resp->content_length) {
-			snprintf(err, errlen, "answer cut short");
+			sl_err_set(err, 0, "answer cut short");
 			r = -EBADMSG;
 			goto out;
 		}
 		blen = (size_t)resp->content_length;
 	}
 	if (resp->status != 200) {
-		snprintf(err, errlen, "HTTP %u", resp->status);
+		sl_err_set(err, 0, "HTTP %u", resp->status);
 		r = -EPROTO;
 		goto out;
 	}
 	r = creds_oauth2_parse_response(body, blen, token, expires_in);
 	if (r < 0)
-		snprintf(err, errlen, "%s", parse_error(r));
+		sl_err_set(err, r == -ENOMEM ? ENOMEM : 0, "%s", parse_error(r));
 out:
 	if (ssl)
 		SSL_free(ssl);
@@ -895,8 +901,7 @@ static struct creds_tokens_entry *next_due(void)
 static void *fetcher(void *arg)
 {
 	struct fetcher *f = arg;
-	struct sl_err rerr = { 0 };
-	char err[300];
+	struct sl_err rerr = { 0 }, err;
 	bool https;
 
 	drop_own_caps();
@@ -957,11 +962,11 @@ static void *fetcher(void *arg)
 		fn_ctx = fn == fetch_https ? f : T.fetch_ctx;
 		pthread_mutex_unlock(&T.lock);
 
-		err[0] = '\0';
+		sl_err_clear(&err);
 		if (r == 0)
-			r = fn(fn_ctx, &rq, &tok, &exp, err, sizeof(err));
+			r = fn(fn_ctx, &rq, &tok, &exp, &err);
 		else
-			snprintf(err, sizeof(err), "out of memory");
+			sl_err_set(&err, ENOMEM, "out of memory");
 		creds_secret_free(&cs);
 		RAND_bytes((unsigned char *)&jitter, sizeof(jitter));
 
@@ -985,7 +990,7 @@ static void *fetcher(void *arg)
 				(unsigned long long)wait_s);
 		} else {
 			if (r == 0)
-				snprintf(err, sizeof(err), "empty token");
+				sl_err_set(&err, 0, "empty token");
 			e->failures++;
 			e->due = now + creds_tokens_backoff_ms(e->failures);
 			T.failed++;
@@ -993,7 +998,7 @@ static void *fetcher(void *arg)
 			snprintf(
 				msg, sizeof(msg),
 				"tokens: credential `%s`: token from %s failed: %s; retry in %llu s%s",
-				name, host, err, (unsigned long long)wait_s,
+				name, host, sl_err_msg(&err), (unsigned long long)wait_s,
 				e->token.len && now < e->usable_until ? " (the current token stays)"
 								      : "");
 		}
@@ -1052,7 +1057,7 @@ static void fetchers_free(void)
 	}
 }
 
-int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t errlen)
+int creds_tokens_start(const struct creds_tokens_config *cfg, struct sl_err *err)
 {
 	sigset_t all, old;
 	unsigned i;
@@ -1072,12 +1077,14 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t 
 			     : CREDS_TOKENS_FETCH_MAX_MS;
 	if (T.connect_ms > T.fetch_ms)
 		T.connect_ms = T.fetch_ms;
-	T.ctx = tls_upstream_ctx(T.ca, err, errlen);
+	T.ctx = tls_upstream_ctx(T.ca, err);
+	if (!T.ctx) {
+		r = -EINVAL;
+		goto fail;
+	}
 	T.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!T.ctx || T.stop_fd < 0) {
-		r = T.ctx ? -errno : -EINVAL;
-		if (T.ctx)
-			snprintf(err, errlen, "token fetcher: %s", strerror(-r));
+	if (T.stop_fd < 0) {
+		r = sl_err_sys(err, errno, "token fetcher");
 		goto fail;
 	}
 	for (i = 0; i < CREDS_TOKENS_FETCHERS; i++) {
@@ -1085,8 +1092,7 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t 
 		T.fetchers[i].res = NULL;
 		T.fetchers[i].loop = loop_new();
 		if (!T.fetchers[i].loop) {
-			r = -ENOMEM;
-			snprintf(err, errlen, "token fetcher: %s", strerror(-r));
+			r = sl_err_sys(err, ENOMEM, "token fetcher");
 			goto fail;
 		}
 	}
@@ -1105,7 +1111,7 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, char *err, size_t 
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot start the token fetchers: %s", strerror(-r));
+		sl_err_sys(err, r, "cannot start the token fetchers");
 		/* All or none: end those that started. */
 		T.stopping = true;
 		pthread_mutex_unlock(&T.lock);

@@ -331,7 +331,7 @@ static int op_ca_load(const struct keys_req *q)
 {
 	const unsigned char *p = q->data;
 	unsigned char id[KEYS_ID_LEN], *buf = NULL;
-	char name[2 * KEYS_ID_LEN + 8], e[200];
+	char name[2 * KEYS_ID_LEN + 8];
 	X509 *cert = d2i_X509(NULL, &p, (long)q->len);
 	EVP_PKEY *key = NULL;
 	size_t len = 0;
@@ -351,7 +351,7 @@ static int op_ca_load(const struct keys_req *q)
 		return 0;
 	}
 	key_name(id, name, ".key");
-	r = S.dirfd < 0 ? -EBADF : tls_read_small_at(S.dirfd, name, true, &buf, &len, e, sizeof(e));
+	r = S.dirfd < 0 ? -EBADF : tls_read_small_at(S.dirfd, name, true, &buf, &len, NULL);
 	if (r < 0) {
 		X509_free(cert);
 		return r;
@@ -697,7 +697,6 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 		size_t kl = 0, cl = 0;
 		EVP_PKEY *key = NULL;
 		X509 *cert = NULL;
-		char e[200];
 		BIO *b;
 		int sub;
 
@@ -706,11 +705,11 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 		sub = openat(ca_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		if (tls_read_small_at(sub, "ca.key", false, &kb, &kl, e, sizeof(e)) < 0) {
+		if (tls_read_small_at(sub, "ca.key", false, &kb, &kl, NULL) < 0) {
 			close(sub);
 			continue; /* none: taken over already, or never saved */
 		}
-		if (tls_read_small_at(sub, "ca.crt", false, &cb, &cl, e, sizeof(e)) == 0) {
+		if (tls_read_small_at(sub, "ca.crt", false, &cb, &cl, NULL) == 0) {
 			key = key_from_pem(kb, kl);
 			b = BIO_new_mem_buf(cb, (int)cl);
 			cert = b ? PEM_read_bio_X509(b, NULL, no_password, NULL) : NULL;
@@ -977,23 +976,18 @@ static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const
 	}
 }
 
-int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+int keys_start(const char *state_dir, uid_t uid, gid_t gid, struct sl_err *err)
 {
 	struct timeval tv = { .tv_sec = 30 };
 	pid_t parent = getpid(), pid;
 	char ready = 0;
 	int sv[2], e;
 
-	if (uid == 0 || gid == 0) {
-		snprintf(err, errlen, "key process: %u:%u is not an unprivileged user",
-			 (unsigned)uid, (unsigned)gid);
-		return -EINVAL;
-	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		e = errno;
-		snprintf(err, errlen, "key process: socketpair: %s", strerror(e));
-		return -e;
-	}
+	if (uid == 0 || gid == 0)
+		return sl_err_set(err, 0, "key process: %u:%u is not an unprivileged user",
+				  (unsigned)uid, (unsigned)gid);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sl_err_sys(err, errno, "key process: socketpair");
 	/* What the parent has buffered is not written twice. */
 	fflush(NULL);
 	pid = fork();
@@ -1001,8 +995,7 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 		e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		snprintf(err, errlen, "key process: fork: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "key process: fork");
 	}
 	if (pid == 0) {
 		close(sv[0]);
@@ -1014,8 +1007,8 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 	if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    recv(sv[0], &ready, 1, 0) != 1 || ready != 1) {
 		close(sv[0]);
-		snprintf(err, errlen,
-			 "key process: it did not start (its own line above says why)");
+		/* Errno 0: the child's own line says why, not this recv(). */
+		sl_err_set(err, 0, "key process: it did not start (its own line above says why)");
 		return -EIO;
 	}
 	tv.tv_sec = 5;
@@ -1023,8 +1016,7 @@ int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t er
 	    setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
 		e = errno;
 		close(sv[0]);
-		snprintf(err, errlen, "key process: setsockopt: %s", strerror(e));
-		return -e;
+		return sl_err_sys(err, e, "key process: setsockopt");
 	}
 	keys_client_set(sv[0], pid);
 	return 0;

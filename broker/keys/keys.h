@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct sl_err; /* common/err.h */
+
 /* A CA's id: the SHA-256 of its certificate's DER. */
 #define KEYS_ID_LEN 32
 /* The key directory, in state_dir: the key process's, 0700. */
@@ -18,7 +20,7 @@
  * @state_dir: the broker's; the keys live in @state_dir/keys
  * @uid:       the key process's user (not 0, not the broker's)
  * @gid:       its group
- * @err:       on failure, why (@errlen its size)
+ * @err:       on failure, why (common/err.h), or NULL
  *
  * Call as root, while the process has one thread, before the broker
  * switches user. The child takes over the CA keys an older broker left in
@@ -30,7 +32,7 @@
  *
  * Return: 0 or a negative errno.
  */
-int keys_start(const char *state_dir, uid_t uid, gid_t gid, char *err, size_t errlen);
+int keys_start(const char *state_dir, uid_t uid, gid_t gid, struct sl_err *err);
 
 /* The key process was started: the CAs are its. */
 bool keys_active(void);

@@ -50,26 +50,27 @@
 #define CA_SUM_FILE "ca.sum"
 #define CA_SUM_KIND "ca-sums"
 
-/* Appends OpenSSL's newest queued reason, then empties the queue. */
-void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
+/* Appends OpenSSL's newest queued reason, then empties the queue (an
+ * error left there would be appended to the next, unrelated message). */
+int tls_err_at(struct sl_err *err, const char *file, unsigned line, const char *func, int errnum,
+	       const char *fmt, ...)
 {
 	unsigned long e = ERR_peek_last_error();
+	char msg[SL_ERR_MSG_MAX], why[256];
 	va_list ap;
-	size_t n;
+	int r;
 
-	if (!err || !errlen) {
-		ERR_clear_error();
-		return;
-	}
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	n = strlen(err);
-	if (e && n + 3 < errlen) {
-		snprintf(err + n, errlen - n, ": ");
-		ERR_error_string_n(e, err + n + 2, errlen - n - 2);
+	if (e) {
+		ERR_error_string_n(e, why, sizeof(why));
+		r = sl_err_set_at(err, file, line, func, errnum, "%s: %s", msg, why);
+	} else {
+		r = sl_err_set_at(err, file, line, func, errnum, "%s", msg);
 	}
 	ERR_clear_error();
+	return r;
 }
 
 static EVP_PKEY *new_p256_key(void)
@@ -167,12 +168,12 @@ fail:
 	return NULL;
 }
 
-static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen)
+static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, struct sl_err *err)
 {
 	struct tls_ca *ca = calloc(1, sizeof(*ca));
 
 	if (!ca) {
-		tls_seterr(err, errlen, "out of memory");
+		tls_err(err, ENOMEM, "out of memory");
 		return NULL;
 	}
 	ca->key = key;
@@ -180,7 +181,7 @@ static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, char *err, size_t errlen
 	ca->not_after = tls_asn1_time(X509_get0_notAfter(cert));
 	ca->leaf_key = new_p256_key();
 	if (!ca->leaf_key || pthread_mutex_init(&ca->lock, NULL) != 0) {
-		tls_seterr(err, errlen, "cannot make the leaf key");
+		tls_err(err, 0, "cannot make the leaf key");
 		EVP_PKEY_free(ca->leaf_key);
 		free(ca);
 		return NULL;
@@ -208,17 +209,17 @@ int tls_cert_id(X509 *cert, unsigned char id[32])
 }
 
 /* A CA whose key the key process holds: @cert (taken) and its id. */
-static struct tls_ca *remote_ca(X509 *cert, char *err, size_t errlen)
+static struct tls_ca *remote_ca(X509 *cert, struct sl_err *err)
 {
 	unsigned char id[32];
 	struct tls_ca *ca;
 
 	if (tls_cert_id(cert, id) < 0) {
-		tls_seterr(err, errlen, "cannot hash the CA certificate");
+		tls_err(err, 0, "cannot hash the CA certificate");
 		X509_free(cert);
 		return NULL;
 	}
-	ca = ca_new(NULL, cert, err, errlen);
+	ca = ca_new(NULL, cert, err);
 	if (!ca) {
 		X509_free(cert);
 		return NULL;
@@ -242,7 +243,7 @@ static X509 *cert_from_der(const unsigned char *der, size_t len)
 	return x;
 }
 
-static struct tls_ca *remote_create(const char *sandbox_name, char *err, size_t errlen)
+static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err)
 {
 	unsigned char *der = NULL;
 	size_t len = 0;
@@ -251,44 +252,44 @@ static struct tls_ca *remote_create(const char *sandbox_name, char *err, size_t 
 
 	r = keys_ca_create(sandbox_name, &der, &len);
 	if (r < 0) {
-		tls_seterr(err, errlen, "the key process made no CA: %s", strerror(-r));
+		tls_err(err, r, "the key process made no CA: %s", strerror(-r));
 		return NULL;
 	}
 	cert = cert_from_der(der, len);
 	free(der);
 	/* What came back is checked as a loaded one is: a CA, in date. */
 	if (!cert || X509_check_ca(cert) < 1) {
-		tls_seterr(err, errlen, "the key process answered with no CA certificate");
+		tls_err(err, 0, "the key process answered with no CA certificate");
 		X509_free(cert);
 		return NULL;
 	}
-	return remote_ca(cert, err, errlen);
+	return remote_ca(cert, err);
 }
 
-struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen)
+struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err)
 {
 	struct tls_ca *ca;
 	EVP_PKEY *key;
 	X509 *cert;
 
 	if (!sandbox_name || !*sandbox_name || !name_ok(sandbox_name)) {
-		tls_seterr(err, errlen, "bad sandbox name for a CA");
+		tls_err(err, 0, "bad sandbox name for a CA");
 		return NULL;
 	}
 	if (keys_active())
-		return remote_create(sandbox_name, err, errlen);
+		return remote_create(sandbox_name, err);
 	key = new_p256_key();
 	if (!key) {
-		tls_seterr(err, errlen, "cannot make the CA key");
+		tls_err(err, 0, "cannot make the CA key");
 		return NULL;
 	}
 	cert = tls_ca_make_cert(key, sandbox_name);
 	if (!cert) {
-		tls_seterr(err, errlen, "cannot make the CA certificate");
+		tls_err(err, 0, "cannot make the CA certificate");
 		EVP_PKEY_free(key);
 		return NULL;
 	}
-	ca = ca_new(key, cert, err, errlen);
+	ca = ca_new(key, cert, err);
 	if (!ca) {
 		X509_free(cert);
 		EVP_PKEY_free(key);
@@ -406,7 +407,7 @@ out:
  * others may access.  The caller frees *buf with OPENSSL_secure_clear_free.
  */
 int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **buf, size_t *len,
-		      char *err, size_t errlen)
+		      struct sl_err *err)
 {
 	struct stat st;
 	unsigned char *b;
@@ -417,35 +418,35 @@ int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **b
 	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
-		tls_seterr(err, errlen, "`%s`: %s", name,
-			   ret == -ELOOP ? "is a symlink" : strerror(-ret));
+		tls_err(err, ret, "`%s`: %s", name,
+			ret == -ELOOP ? "is a symlink" : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		tls_seterr(err, errlen, "`%s`: %s", name, strerror(-ret));
+		tls_err(err, ret, "`%s`: %s", name, strerror(-ret));
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		tls_seterr(err, errlen, "`%s`: not a regular file", name);
+		tls_err(err, 0, "`%s`: not a regular file", name);
 		goto fail;
 	}
 	if (private && (st.st_mode & 077)) {
 		ret = -EPERM;
-		tls_seterr(err, errlen, "`%s`: mode %03o lets others read the key", name,
-			   (unsigned)(st.st_mode & 0777));
+		tls_err(err, 0, "`%s`: mode %03o lets others read the key", name,
+			(unsigned)(st.st_mode & 0777));
 		goto fail;
 	}
 	if (st.st_size <= 0 || st.st_size > CA_FILE_MAX) {
 		ret = -EFBIG;
-		tls_seterr(err, errlen, "`%s`: empty or larger than %d bytes", name, CA_FILE_MAX);
+		tls_err(err, 0, "`%s`: empty or larger than %d bytes", name, CA_FILE_MAX);
 		goto fail;
 	}
 	b = OPENSSL_secure_malloc((size_t)st.st_size);
 	if (!b) {
 		ret = -ENOMEM;
-		tls_seterr(err, errlen, "out of memory");
+		tls_err(err, ENOMEM, "out of memory");
 		goto fail;
 	}
 	while (got < (size_t)st.st_size) {
@@ -456,7 +457,7 @@ int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **b
 		if (r <= 0) {
 			ret = r < 0 ? -errno : -EIO;
 			OPENSSL_secure_clear_free(b, (size_t)st.st_size);
-			tls_seterr(err, errlen, "`%s`: short read", name);
+			tls_err(err, ret, "`%s`: short read", name);
 			goto fail;
 		}
 		got += (size_t)r;
@@ -482,7 +483,7 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 
 /* The certificate from DIR, its key in the key process (which checks
  * that the two match, and that it is a CA in date). */
-static struct tls_ca *remote_load(int dfd, const char *dir, char *err, size_t errlen)
+static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 {
 	unsigned char *cbuf = NULL, *der = NULL;
 	size_t clen = 0;
@@ -490,7 +491,7 @@ static struct tls_ca *remote_load(int dfd, const char *dir, char *err, size_t er
 	BIO *b;
 	int n, r;
 
-	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err, errlen) < 0)
+	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err) < 0)
 		return NULL;
 	b = BIO_new_mem_buf(cbuf, (int)clen);
 	if (b)
@@ -498,29 +499,32 @@ static struct tls_ca *remote_load(int dfd, const char *dir, char *err, size_t er
 	BIO_free(b);
 	OPENSSL_secure_clear_free(cbuf, clen);
 	if (!cert) {
-		tls_seterr(err, errlen, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
+		tls_err(err, 0, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
 		return NULL;
 	}
 	n = i2d_X509(cert, &der);
 	if (n <= 0) {
-		tls_seterr(err, errlen, "`%s/%s`: cannot encode", dir, CA_CRT_FILE);
+		tls_err(err, 0, "`%s/%s`: cannot encode", dir, CA_CRT_FILE);
 		X509_free(cert);
 		return NULL;
 	}
 	r = keys_ca_load(der, (size_t)n);
 	OPENSSL_free(der);
 	if (r < 0) {
-		tls_seterr(err, errlen, "`%s/%s`: the key process %s", dir, CA_CRT_FILE,
-			   r == -ENOENT	  ? "holds no key for it"
-			   : r == -EINVAL ? "refuses it (not a CA in date, or not its key's)"
-					  : strerror(-r));
+		/* -ENOENT and -EINVAL are the key process's answers, not a
+		 * failed call: errno 0 for them. */
+		tls_err(err, r == -ENOENT || r == -EINVAL ? 0 : r, "`%s/%s`: the key process %s",
+			dir, CA_CRT_FILE,
+			r == -ENOENT   ? "holds no key for it"
+			: r == -EINVAL ? "refuses it (not a CA in date, or not its key's)"
+				       : strerror(-r));
 		X509_free(cert);
 		return NULL;
 	}
-	return remote_ca(cert, err, errlen);
+	return remote_ca(cert, err);
 }
 
-struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
+struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
 {
 	unsigned char *kbuf = NULL, *cbuf = NULL;
 	size_t klen = 0, clen = 0;
@@ -531,21 +535,21 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 	int dfd;
 
 	if (!dir) {
-		tls_seterr(err, errlen, "no directory");
+		tls_err(err, 0, "no directory");
 		return NULL;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		tls_seterr(err, errlen, "`%s`: %s", dir, strerror(errno));
+		tls_err(err, errno, "`%s`: %s", dir, strerror(errno));
 		return NULL;
 	}
 	if (keys_active()) {
-		ca = remote_load(dfd, dir, err, errlen);
+		ca = remote_load(dfd, dir, err);
 		close(dfd);
 		return ca;
 	}
-	if (tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, err, errlen) < 0 ||
-	    tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err, errlen) < 0)
+	if (tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, err) < 0 ||
+	    tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err) < 0)
 		goto out;
 
 	b = BIO_new_mem_buf(kbuf, (int)klen);
@@ -553,7 +557,7 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 		key = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
 	BIO_free(b);
 	if (!key || !EVP_PKEY_is_a(key, "EC")) {
-		tls_seterr(err, errlen, "`%s/%s`: not an EC private key", dir, CA_KEY_FILE);
+		tls_err(err, 0, "`%s/%s`: not an EC private key", dir, CA_KEY_FILE);
 		goto out;
 	}
 	b = BIO_new_mem_buf(cbuf, (int)clen);
@@ -561,23 +565,22 @@ struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen)
 		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
 	BIO_free(b);
 	if (!cert) {
-		tls_seterr(err, errlen, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
+		tls_err(err, 0, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
 		goto out;
 	}
 	if (X509_check_private_key(cert, key) != 1) {
-		tls_seterr(err, errlen, "`%s`: certificate and key do not match", dir);
+		tls_err(err, 0, "`%s`: certificate and key do not match", dir);
 		goto out;
 	}
 	if (X509_check_ca(cert) < 1) {
-		tls_seterr(err, errlen, "`%s/%s`: not a CA certificate", dir, CA_CRT_FILE);
+		tls_err(err, 0, "`%s/%s`: not a CA certificate", dir, CA_CRT_FILE);
 		goto out;
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
-		tls_seterr(err, errlen, "`%s/%s`: the CA certificate has expired", dir,
-			   CA_CRT_FILE);
+		tls_err(err, 0, "`%s/%s`: the CA certificate has expired", dir, CA_CRT_FILE);
 		goto out;
 	}
-	ca = ca_new(key, cert, err, errlen);
+	ca = ca_new(key, cert, err);
 	if (ca)
 		key = NULL, cert = NULL;
 out:
@@ -633,14 +636,13 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
 	struct sumfile_result res;
 	struct sums x = { 0 };
 	bool remote = keys_active();
-	char e[200];
 	int dfd, r;
 
 	what[0] = '\0';
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = tls_read_small_at(dfd, CA_SUM_FILE, false, &sbuf, &slen, e, sizeof(e));
+	r = tls_read_small_at(dfd, CA_SUM_FILE, false, &sbuf, &slen, NULL);
 	if (r < 0) {
 		close(dfd);
 		return r == -ENOENT ? -ENOENT : -EBADMSG;
@@ -654,13 +656,12 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen)
 		return -EBADMSG;
 	}
 	r = 0;
-	if (!remote &&
-	    (tls_read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, e, sizeof(e)) < 0 ||
-	     sumfile_sum((const char *)kbuf, klen) != x.key)) {
+	if (!remote && (tls_read_small_at(dfd, CA_KEY_FILE, false, &kbuf, &klen, NULL) < 0 ||
+			sumfile_sum((const char *)kbuf, klen) != x.key)) {
 		snprintf(what, whatlen, "%s", CA_KEY_FILE);
 		r = -EILSEQ;
 	}
-	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e)) < 0 ||
+	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL) < 0 ||
 	    sumfile_sum((const char *)cbuf, clen) != x.crt) {
 		size_t n = strlen(what);
 
@@ -680,16 +681,14 @@ int tls_ca_write_sums(const char *dir)
 {
 	unsigned char *kbuf = NULL, *cbuf = NULL;
 	size_t klen = 0, clen = 0;
-	char e[200];
 	int dfd, r;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = keys_active() ? 0
-			  : tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, e, sizeof(e));
+	r = keys_active() ? 0 : tls_read_small_at(dfd, CA_KEY_FILE, true, &kbuf, &klen, NULL);
 	if (r == 0)
-		r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, e, sizeof(e));
+		r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL);
 	if (r == 0) {
 		uint64_t ks = kbuf ? sumfile_sum((const char *)kbuf, klen) : 0;
 
@@ -740,7 +739,7 @@ int tls_ca_delete_saved(const char *dir)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL, 0);
+	r = tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, NULL);
 	close(dfd);
 	if (r < 0)
 		return r;

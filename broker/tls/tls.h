@@ -14,6 +14,7 @@
  * file that includes this header. */
 struct ssl_ctx_st;
 struct ssl_st;
+struct sl_err; /* common/err.h */
 
 struct tls_ca;
 
@@ -37,8 +38,7 @@ struct tls_leaf_stats {
  * tls_ca_create() - a new CA for one sandbox
  * @sandbox_name: names the CA ("sluice sandbox NAME CA"; cut to fit the
  *                64 characters of a CN); printable ASCII only
- * @err:          on failure, a message
- * @errlen:       its size
+ * @err:          on failure, a message (common/err.h), or NULL
  *
  * The CA key is EC P-256.  The certificate is self-signed X509v3:
  * basicConstraints critical CA:TRUE pathlen:0, keyUsage critical
@@ -48,7 +48,7 @@ struct tls_leaf_stats {
  *
  * Return: the CA (tls_ca_free() it), or NULL.
  */
-struct tls_ca *tls_ca_create(const char *sandbox_name, char *err, size_t errlen);
+struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err);
 
 /**
  * tls_ca_save() - write DIR/ca.key (0600) and DIR/ca.crt (0644)
@@ -68,8 +68,7 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir);
 /**
  * tls_ca_load() - read a CA tls_ca_save() wrote
  * @dir:    the directory
- * @err:    on failure, a message (never key material)
- * @errlen: its size
+ * @err:    on failure, a message (never key material), or NULL
  *
  * Refuses a key file that is a symlink, not a regular file, larger than
  * 64 KiB or accessible to group or others; a certificate that is not a
@@ -77,7 +76,7 @@ int tls_ca_save(const struct tls_ca *ca, const char *dir);
  *
  * Return: the CA (tls_ca_free() it), or NULL.
  */
-struct tls_ca *tls_ca_load(const char *dir, char *err, size_t errlen);
+struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err);
 
 /**
  * tls_ca_check_sums() - do DIR/ca.key and DIR/ca.crt match DIR/ca.sum?
@@ -134,15 +133,14 @@ void tls_leaf_stats(struct tls_ca *ca, struct tls_leaf_stats *st);
  * tls_upstream_ctx() - the client context for the broker's upstream side
  * @ca_file: a PEM bundle to trust; NULL or "" for the system store
  *           (SSL_CERT_FILE and SSL_CERT_DIR are honoured)
- * @err:     on failure, a message
- * @errlen:  its size
+ * @err:     on failure, a message, or NULL
  *
  * SSL_VERIFY_PEER, TLS 1.2 or later, ALPN "http/1.1".  Every SSL made
  * from it must go through tls_upstream_prepare() before the handshake.
  *
  * Return: a context (SSL_CTX_free() it), or NULL.
  */
-struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, char *err, size_t errlen);
+struct ssl_ctx_st *tls_upstream_ctx(const char *ca_file, struct sl_err *err);
 
 /**
  * tls_upstream_prepare() - name the server an upstream SSL must prove

@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 
 #include "broker/tls/tls.h"
+#include "common/err.h"
 
 #define TLS_HOST_MAX 253
 #define TLS_DAY_SEC 86400
@@ -54,10 +55,12 @@ struct tls_host {
 	int ip_len;
 };
 
-/* ca.c: a message in @err, with OpenSSL's newest queued reason appended;
- * the queue is emptied. */
-void tls_seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* ca.c: sl_err_set() with OpenSSL's newest queued reason appended to the
+ * message; the queue is emptied. Returns what sl_err_set() does. */
+int tls_err_at(struct sl_err *err, const char *file, unsigned line, const char *func, int errnum,
+	       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+#define tls_err(err, errnum, ...) \
+	tls_err_at((err), __FILE__, __LINE__, __func__, (errnum), __VA_ARGS__)
 /* ca.c: certificate fields that the CA and its leaves both set. */
 int tls_set_random_serial(X509 *x);
 int tls_add_ext(X509 *x, X509 *issuer, int nid, const char *value);
@@ -69,9 +72,12 @@ X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name);
 int tls_cert_id(X509 *cert, unsigned char id[32]);
 /* ca.c: reads the small regular file @name in @dfd, never through a
  * symlink, into OPENSSL_secure memory (OPENSSL_secure_clear_free it);
- * @private refuses one that group or others may access. 0 or -errno. */
+ * @private refuses one that group or others may access. 0 or -errno; the
+ * refusals (not a regular file, its mode, its size) keep their return
+ * codes (-EINVAL, -EPERM, -EFBIG) for the key process's answers but have
+ * errno 0 in @err. */
 int tls_read_small_at(int dfd, const char *name, bool private, unsigned char **buf, size_t *len,
-		      char *err, size_t errlen);
+		      struct sl_err *err);
 
 /* leaf.c: a leaf for @h with the public key of @pub, signed by @ca_key for
  * @ca_cert, valid from TLS_BACKDATE_SEC before @now for TLS_LEAF_DAYS but

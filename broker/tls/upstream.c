@@ -11,34 +11,34 @@
 
 #include "broker/tls/tls_internal.h"
 
-SSL_CTX *tls_upstream_ctx(const char *ca_file, char *err, size_t errlen)
+SSL_CTX *tls_upstream_ctx(const char *ca_file, struct sl_err *err)
 {
 	static const unsigned char alpn[] = "\x08http/1.1";
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 
 	if (!ctx) {
-		tls_seterr(err, errlen, "cannot make a TLS client context");
+		tls_err(err, 0, "cannot make a TLS client context");
 		return NULL;
 	}
 	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)) {
-		tls_seterr(err, errlen, "cannot set the TLS version");
+		tls_err(err, 0, "cannot set the TLS version");
 		goto fail;
 	}
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (ca_file && *ca_file) {
 		if (SSL_CTX_load_verify_file(ctx, ca_file) != 1) {
-			tls_seterr(err, errlen, "upstream CA bundle `%s`", ca_file);
+			tls_err(err, 0, "upstream CA bundle `%s`", ca_file);
 			goto fail;
 		}
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
 		/* Reads SSL_CERT_FILE / SSL_CERT_DIR when set. */
-		tls_seterr(err, errlen, "system trust store");
+		tls_err(err, 0, "system trust store");
 		goto fail;
 	}
 	/* Returns 0 on success, unlike the rest of the API. */
 	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1) != 0) {
-		tls_seterr(err, errlen, "cannot set ALPN");
+		tls_err(err, 0, "cannot set ALPN");
 		goto fail;
 	}
 	ERR_clear_error();

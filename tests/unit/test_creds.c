@@ -25,6 +25,7 @@
 
 #include "broker/creds/creds_internal.h"
 #include "broker/http.h"
+#include "common/err.h"
 #include "policy/policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -477,28 +478,29 @@ static void test_secret_load(void **state)
 {
 	struct policy_credential c = { .name = (char *)"t", .source_kind = POLICY_SOURCE_FILE };
 	struct creds_secret s = { 0 };
-	char p[256], p2[256], err[256];
+	struct sl_err err = { 0 };
+	char p[256], p2[256];
 	static char big[CREDS_SECRET_MAX + 2];
 
 	(void)state;
 	write_file("ok", "hunter2\n", 8, p, sizeof(p));
 	c.source = p;
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	assert_int_equal(s.len, 7);
 	assert_memory_equal(s.buf, "hunter2", 7);
 	creds_secret_free(&s);
 
 	/* Mode does not matter: the file is the operator's. */
 	assert_int_equal(chmod(p, 0644), 0);
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	creds_secret_free(&s);
 
 	write_file("crlf", "hunter2\r\n", 9, p, sizeof(p));
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	assert_int_equal(s.len, 7);
 	creds_secret_free(&s);
 	write_file("nonl", "tab\tinside", 10, p, sizeof(p));
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	assert_int_equal(s.len, 10);
 	creds_secret_free(&s);
 
@@ -521,11 +523,11 @@ static void test_secret_load(void **state)
 
 		for (i = 0; i < ARRAY_SIZE(bad); i++) {
 			write_file("bad", bad[i].data, bad[i].len, p, sizeof(p));
-			err[0] = '\0';
-			assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+			sl_err_clear(&err);
+			assert_int_equal(creds_secret_load(&c, &s, &err), -EINVAL);
 			assert_null(s.buf);
-			assert_non_null(strstr(err, p));
-			assert_null(strstr(err, "hunter2"));
+			assert_non_null(strstr(sl_err_msg(&err), p));
+			assert_null(strstr(sl_err_msg(&err), "hunter2"));
 		}
 	}
 
@@ -533,41 +535,57 @@ static void test_secret_load(void **state)
 	write_file("target", "hunter2", 7, p2, sizeof(p2));
 	snprintf(p, sizeof(p), "%s/link", tmpdir);
 	assert_int_equal(symlink(p2, p), 0);
-	err[0] = '\0';
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ELOOP);
-	assert_non_null(strstr(err, "symlink"));
+	sl_err_clear(&err);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -ELOOP);
+	assert_non_null(strstr(sl_err_msg(&err), "symlink"));
+	assert_int_equal(sl_err_errno(&err), ELOOP);
 
 	/* Too large, missing, a directory, relative. */
 	memset(big, 'a', sizeof(big));
 	write_file("big", big, CREDS_SECRET_MAX + 1, p, sizeof(p));
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EFBIG);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -EFBIG);
+	assert_int_equal(sl_err_errno(&err), 0); /* a refusal: no call failed */
 	write_file("max", big, CREDS_SECRET_MAX, p, sizeof(p));
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	assert_int_equal(s.len, CREDS_SECRET_MAX);
 	creds_secret_free(&s);
 	snprintf(p, sizeof(p), "%s/missing", tmpdir);
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -ENOENT);
+	{
+		char want[320];
+
+		snprintf(want, sizeof(want), "secret file `%s`: No such file or directory", p);
+		assert_string_equal(sl_err_msg(&err), want);
+	}
+	assert_int_equal(sl_err_errno(&err), ENOENT);
 	c.source = tmpdir;
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -EINVAL);
+	assert_int_equal(sl_err_errno(&err), 0);
 	c.source = (char *)"relative/path";
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -EINVAL);
+	assert_string_equal(sl_err_msg(&err),
+			    "secret file `relative/path` is not an absolute path");
+	assert_int_equal(sl_err_errno(&err), 0);
 
 	/* Environment. */
 	c.source_kind = POLICY_SOURCE_ENV;
 	c.source = (char *)"SLUICE_TEST_SECRET";
 	unsetenv("SLUICE_TEST_SECRET");
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -ENOENT);
+	assert_string_equal(sl_err_msg(&err),
+			    "credential `t`: environment variable `SLUICE_TEST_SECRET` is not set");
+	assert_int_equal(sl_err_errno(&err), 0); /* -ENOENT is no failed call's here */
 	setenv("SLUICE_TEST_SECRET", "env-hunter2", 1);
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(creds_secret_load(&c, &s, &err), 0);
 	assert_int_equal(s.len, 11);
 	assert_memory_equal(s.buf, "env-hunter2", 11);
 	creds_secret_free(&s);
 	setenv("SLUICE_TEST_SECRET", "env-hunter2\r\nX-Evil: 1", 1);
-	err[0] = '\0';
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
-	assert_null(strstr(err, "hunter2"));
+	sl_err_clear(&err);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -EINVAL);
+	assert_null(strstr(sl_err_msg(&err), "hunter2"));
 	setenv("SLUICE_TEST_SECRET", "", 1);
-	assert_int_equal(creds_secret_load(&c, &s, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_secret_load(&c, &s, &err), -EINVAL);
 	unsetenv("SLUICE_TEST_SECRET");
 
 	/* creds_secret_set() has the same checks. */
@@ -1441,13 +1459,14 @@ static void jwt_part(const char *tok, int part, char *out, size_t cap)
 
 static void check_jwt(const char *kind, const char *param, const char *alg)
 {
-	char p[256], err[256], tok[2048], hdr[512], claims[1024], want[256];
+	struct sl_err err = { 0 };
+	char p[256], tok[2048], hdr[512], claims[1024], want[256];
 	EVP_PKEY *gen, *key;
 	bool es256 = strcmp(alg, "ES256") == 0;
 	int n;
 
 	gen = keygen_to_file(kind, param, "jwt.pem", p, sizeof(p));
-	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), 0);
+	assert_int_equal(creds_jwt_key_load(p, &key, &err), 0);
 	n = creds_jwt_mint(key, "k1", "sluice", "sandbox-1", "api.example.com", "repo read", NOW,
 			   300, tok, sizeof(tok));
 	assert_true(n > 0);
@@ -1556,7 +1575,8 @@ static void check_jwt(const char *kind, const char *param, const char *alg)
 
 static void test_jwt(void **state)
 {
-	char p[256], err[256];
+	struct sl_err err = { 0 };
+	char p[256];
 	EVP_PKEY *k, *key = NULL;
 
 	(void)state;
@@ -1565,19 +1585,18 @@ static void test_jwt(void **state)
 
 	/* Other key types are refused, not half-supported. */
 	k = keygen_to_file("EC", "P-384", "p384.pem", p, sizeof(p));
-	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_jwt_key_load(p, &key, &err), -EINVAL);
 	assert_null(key);
-	assert_non_null(strstr(err, "P-256"));
+	assert_non_null(strstr(sl_err_msg(&err), "P-256"));
 	EVP_PKEY_free(k);
 	k = keygen_to_file("RSA", NULL, "rsa.pem", p, sizeof(p));
-	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
+	assert_int_equal(creds_jwt_key_load(p, &key, &err), -EINVAL);
 	assert_int_equal(creds_jwt_mint(k, NULL, "i", "s", "a", NULL, NOW, 60, p, sizeof(p)),
 			 -EINVAL);
 	EVP_PKEY_free(k);
 	write_file("junk.pem", "not a key\n", 10, p, sizeof(p));
-	assert_int_equal(creds_jwt_key_load(p, &key, err, sizeof(err)), -EINVAL);
-	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, err, sizeof(err)),
-			 -ENOENT);
+	assert_int_equal(creds_jwt_key_load(p, &key, &err), -EINVAL);
+	assert_int_equal(creds_jwt_key_load("/nonexistent/key.pem", &key, &err), -ENOENT);
 }
 
 /* ---- OAuth2 -------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "broker/creds/creds_internal.h"
+#include "common/err.h"
 #include "policy/policy.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -206,7 +207,7 @@ static int fake_block(struct fake *f, int cancel_fd)
 }
 
 static int fake_fetch(void *ctx, const struct creds_tokens_request *rq, struct creds_secret *token,
-		      uint64_t *expires_in, char *err, size_t errlen)
+		      uint64_t *expires_in, struct sl_err *err)
 {
 	struct fake *f = ctx;
 	char tok[64];
@@ -216,8 +217,7 @@ static int fake_fetch(void *ctx, const struct creds_tokens_request *rq, struct c
 	if (strncmp(rq->host, "hang", 4) == 0) {
 		r = fake_block(f, rq->cancel_fd);
 		if (r < 0) {
-			snprintf(err, errlen, "fake: %s",
-				 r == -ECANCELED ? "cancelled" : "timed out");
+			sl_err_set(err, r, "fake: %s", r == -ECANCELED ? "cancelled" : "timed out");
 			return r;
 		}
 	}
@@ -240,7 +240,7 @@ static int fake_fetch(void *ctx, const struct creds_tokens_request *rq, struct c
 	}
 	pthread_mutex_unlock(&f->lock);
 	if (r < 0) {
-		snprintf(err, errlen, "fake failure");
+		sl_err_set(err, r, "fake failure");
 		return r;
 	}
 	return creds_secret_set(token, tok, strlen(tok));
@@ -360,7 +360,7 @@ static struct policy_credential cred_at(const char *name, const char *host, char
 static int setup(void **state)
 {
 	static const struct creds_tokens_config cfg = { .resolvers = "" };
-	char err[300];
+	struct sl_err err = { 0 };
 	uint64_t v;
 
 	(void)state;
@@ -380,8 +380,8 @@ static int setup(void **state)
 	fake.timed_out = 0;
 	pthread_mutex_unlock(&fake.lock);
 	creds_tokens_set_fetch(fake_fetch, &fake);
-	if (creds_tokens_start(&cfg, err, sizeof(err)) < 0) {
-		print_error("creds_tokens_start: %s\n", err);
+	if (creds_tokens_start(&cfg, &err) < 0) {
+		print_error("creds_tokens_start: %s\n", sl_err_msg(&err));
 		return -1;
 	}
 	return 0;

@@ -26,6 +26,7 @@
 #include <openssl/x509v3.h>
 
 #include "broker/tls/tls.h"
+#include "common/err.h"
 
 static char tmpdir[64];
 
@@ -82,7 +83,8 @@ static long secs_from_now(const ASN1_TIME *t)
 
 static void test_ca_fields(void **state)
 {
-	char err[256] = "", cn[128];
+	struct sl_err err = { 0 };
+	char cn[128];
 	struct tls_ca *ca;
 	BASIC_CONSTRAINTS *bc;
 	ASN1_BIT_STRING *ku;
@@ -90,7 +92,7 @@ static void test_ca_fields(void **state)
 	int crit = -1;
 
 	(void)state;
-	ca = tls_ca_create("demo-1", err, sizeof(err));
+	ca = tls_ca_create("demo-1", &err);
 	assert_non_null(ca);
 	x = ca_cert(ca);
 	assert_string_equal(cert_cn(x, cn, sizeof(cn)), "sluice sandbox demo-1 CA");
@@ -123,8 +125,7 @@ static void test_ca_fields(void **state)
 	tls_ca_free(ca);
 
 	/* A long name is cut to fit the CN; a control character refused. */
-	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever", err,
-			   sizeof(err));
+	ca = tls_ca_create("a-very-long-sandbox-name-that-goes-on-and-on-and-on-forever", &err);
 	assert_non_null(ca);
 	x = ca_cert(ca);
 	cert_cn(x, cn, sizeof(cn));
@@ -132,19 +133,20 @@ static void test_ca_fields(void **state)
 	assert_string_equal(cn + 61, " CA");
 	X509_free(x);
 	tls_ca_free(ca);
-	assert_null(tls_ca_create("bad\nname", err, sizeof(err)));
-	assert_null(tls_ca_create("", err, sizeof(err)));
+	assert_null(tls_ca_create("bad\nname", &err));
+	assert_null(tls_ca_create("", &err));
 }
 
 static void test_save_load(void **state)
 {
-	char err[256] = "", p[256], p2[256];
+	struct sl_err err = { 0 };
+	char p[256], p2[256];
 	struct tls_ca *ca, *ca2;
 	char *pem1, *pem2;
 	struct stat st;
 
 	(void)state;
-	ca = tls_ca_create("roundtrip", err, sizeof(err));
+	ca = tls_ca_create("roundtrip", &err);
 	assert_non_null(ca);
 	assert_int_equal(tls_ca_save(ca, tmpdir), 0);
 
@@ -158,9 +160,9 @@ static void test_save_load(void **state)
 	path(p, sizeof(p), "ca.key.tmp");
 	assert_int_equal(lstat(p, &st), -1);
 
-	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_load(tmpdir, &err);
 	if (!ca2)
-		fail_msg("load: %s", err);
+		fail_msg("load: %s", sl_err_msg(&err));
 	assert_int_equal(tls_ca_cert_pem(ca, &pem1), 0);
 	assert_int_equal(tls_ca_cert_pem(ca2, &pem2), 0);
 	assert_string_equal(pem1, pem2);
@@ -183,10 +185,10 @@ static void test_save_load(void **state)
 	tls_ca_free(ca2);
 
 	/* Saving again replaces both files (a new CA here). */
-	ca2 = tls_ca_create("other", err, sizeof(err));
+	ca2 = tls_ca_create("other", &err);
 	assert_int_equal(tls_ca_save(ca2, tmpdir), 0);
 	tls_ca_free(ca2);
-	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_load(tmpdir, &err);
 	assert_non_null(ca2);
 	assert_int_equal(tls_ca_cert_pem(ca2, &pem2), 0);
 	assert_int_equal(tls_ca_cert_pem(ca, &pem1), 0);
@@ -198,24 +200,26 @@ static void test_save_load(void **state)
 	/* A key readable by others is refused. */
 	path(p, sizeof(p), "ca.key");
 	assert_int_equal(chmod(p, 0644), 0);
-	err[0] = '\0';
-	assert_null(tls_ca_load(tmpdir, err, sizeof(err)));
-	assert_non_null(strstr(err, "mode"));
+	sl_err_clear(&err);
+	assert_null(tls_ca_load(tmpdir, &err));
+	assert_string_equal(sl_err_msg(&err), "`ca.key`: mode 644 lets others read the key");
+	assert_int_equal(sl_err_errno(&err), 0); /* a refusal, no failed call */
 	assert_int_equal(chmod(p, 0600), 0);
 
 	/* A key that is a symlink is refused (not followed). */
 	path(p2, sizeof(p2), "real.key");
 	assert_int_equal(rename(p, p2), 0);
 	assert_int_equal(symlink(p2, p), 0);
-	err[0] = '\0';
-	assert_null(tls_ca_load(tmpdir, err, sizeof(err)));
-	assert_non_null(strstr(err, "symlink"));
+	sl_err_clear(&err);
+	assert_null(tls_ca_load(tmpdir, &err));
+	assert_string_equal(sl_err_msg(&err), "`ca.key`: is a symlink");
+	assert_int_equal(sl_err_errno(&err), ELOOP);
 
 	/* tls_ca_save() replaces the symlink, never writes through it. */
 	assert_int_equal(tls_ca_save(ca, tmpdir), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
-	ca2 = tls_ca_load(tmpdir, err, sizeof(err));
+	ca2 = tls_ca_load(tmpdir, &err);
 	assert_non_null(ca2);
 	tls_ca_free(ca2);
 	{
@@ -243,7 +247,7 @@ static void test_save_load(void **state)
 
 	/* Certificate and key of different CAs. */
 	{
-		struct tls_ca *ca3 = tls_ca_create("third", err, sizeof(err));
+		struct tls_ca *ca3 = tls_ca_create("third", &err);
 		char sub[256];
 
 		snprintf(sub, sizeof(sub), "%s/sub", tmpdir);
@@ -252,11 +256,11 @@ static void test_save_load(void **state)
 		path(p, sizeof(p), "sub/ca.crt");
 		path(p2, sizeof(p2), "ca.crt");
 		assert_int_equal(rename(p2, p), 0);
-		assert_null(tls_ca_load(sub, err, sizeof(err)));
-		assert_non_null(strstr(err, "do not match"));
+		assert_null(tls_ca_load(sub, &err));
+		assert_non_null(strstr(sl_err_msg(&err), "do not match"));
 		tls_ca_free(ca3);
 	}
-	assert_null(tls_ca_load("/nonexistent-sluice-dir", err, sizeof(err)));
+	assert_null(tls_ca_load("/nonexistent-sluice-dir", &err));
 	assert_int_equal(tls_ca_save(ca, "/nonexistent-sluice-dir"), -ENOENT);
 	tls_ca_free(ca);
 }
@@ -293,8 +297,9 @@ static int verify_leaf(const struct tls_ca *ca, X509 *leaf, const char *host)
 
 static void test_leaf(void **state)
 {
-	char err[256], cn[128];
-	struct tls_ca *ca = tls_ca_create("leafy", err, sizeof(err)), *other;
+	struct sl_err err = { 0 };
+	char cn[128];
+	struct tls_ca *ca = tls_ca_create("leafy", &err), *other;
 	SSL_CTX *ctx;
 	X509 *leaf;
 	EXTENDED_KEY_USAGE *eku;
@@ -329,7 +334,7 @@ static void test_leaf(void **state)
 	assert_in_range(secs_from_now(X509_get0_notBefore(leaf)), -3605, -3595);
 
 	/* Another sandbox's CA does not vouch for it. */
-	other = tls_ca_create("other", err, sizeof(err));
+	other = tls_ca_create("other", &err);
 	assert_int_not_equal(verify_leaf(other, leaf, "api.example.com"), X509_V_OK);
 	tls_ca_free(other);
 	SSL_CTX_free(ctx);
@@ -361,8 +366,9 @@ static void test_leaf(void **state)
 
 static void test_cache(void **state)
 {
-	char err[256], host[64];
-	struct tls_ca *ca = tls_ca_create("cache", err, sizeof(err));
+	struct sl_err err = { 0 };
+	char host[64];
+	struct tls_ca *ca = tls_ca_create("cache", &err);
 	struct tls_leaf_stats st;
 	SSL_CTX *a, *b, *c;
 	int i;
@@ -441,8 +447,8 @@ static void *thr_main(void *p)
 
 static void test_threads(void **state)
 {
-	char err[256];
-	struct tls_ca *ca = tls_ca_create("threads", err, sizeof(err));
+	struct sl_err err = { 0 };
+	struct tls_ca *ca = tls_ca_create("threads", &err);
 	struct thr_arg args[4];
 	pthread_t th[4];
 	struct tls_leaf_stats st;
@@ -534,9 +540,10 @@ static void test_handshake(void **state)
 {
 	static const unsigned char both[] = "\x02h2\x08http/1.1";
 	static const unsigned char h2[] = "\x02h2";
-	char err[256], buf[64];
-	struct tls_ca *ca = tls_ca_create("hs", err, sizeof(err));
-	struct tls_ca *other = tls_ca_create("other", err, sizeof(err));
+	struct sl_err err = { 0 };
+	char buf[64];
+	struct tls_ca *ca = tls_ca_create("hs", &err);
+	struct tls_ca *other = tls_ca_create("other", &err);
 	SSL_CTX *sctx = tls_leaf_ctx(ca, "api.example.com");
 	const unsigned char *sel;
 	unsigned sel_len;
@@ -655,16 +662,17 @@ static int upstream_try(SSL_CTX *uctx, struct tls_ca *server_ca, const char *hav
 
 static void test_upstream(void **state)
 {
-	char err[256] = "", p[256], sni[300];
-	struct tls_ca *ca = tls_ca_create("upstream", err, sizeof(err));
+	struct sl_err err = { 0 };
+	char p[256], sni[300];
+	struct tls_ca *ca = tls_ca_create("upstream", &err);
 	SSL_CTX *uctx;
 	long vr;
 
 	(void)state;
 	write_ca_file(ca, p, sizeof(p));
-	uctx = tls_upstream_ctx(p, err, sizeof(err));
+	uctx = tls_upstream_ctx(p, &err);
 	if (!uctx)
-		fail_msg("%s", err);
+		fail_msg("%s", sl_err_msg(&err));
 	assert_int_equal(SSL_CTX_get_verify_mode(uctx), SSL_VERIFY_PEER);
 	assert_int_equal(SSL_CTX_get_min_proto_version(uctx), TLS1_2_VERSION);
 
@@ -699,23 +707,23 @@ static void test_upstream(void **state)
 	/* An upstream the system store does not know fails. */
 	setenv("SSL_CERT_FILE", "/nonexistent-sluice-bundle.pem", 1);
 	setenv("SSL_CERT_DIR", "/nonexistent-sluice-dir", 1);
-	uctx = tls_upstream_ctx(NULL, err, sizeof(err));
+	uctx = tls_upstream_ctx(NULL, &err);
 	assert_non_null(uctx);
 	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr, NULL, 0), -1);
 	assert_int_not_equal(vr, X509_V_OK);
 	SSL_CTX_free(uctx);
 	/* ... and SSL_CERT_FILE is honoured for the system store. */
 	setenv("SSL_CERT_FILE", p, 1);
-	uctx = tls_upstream_ctx("", err, sizeof(err));
+	uctx = tls_upstream_ctx("", &err);
 	assert_non_null(uctx);
 	assert_int_equal(upstream_try(uctx, ca, "a.example", "a.example", &vr, NULL, 0), 0);
 	SSL_CTX_free(uctx);
 	unsetenv("SSL_CERT_FILE");
 	unsetenv("SSL_CERT_DIR");
 
-	err[0] = '\0';
-	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", err, sizeof(err)));
-	assert_non_null(strstr(err, "nonexistent-sluice-bundle.pem"));
+	sl_err_clear(&err);
+	assert_null(tls_upstream_ctx("/nonexistent-sluice-bundle.pem", &err));
+	assert_non_null(strstr(sl_err_msg(&err), "nonexistent-sluice-bundle.pem"));
 	tls_ca_free(ca);
 }
 
