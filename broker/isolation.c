@@ -207,32 +207,41 @@ uint64_t isolation_seccomp_refused(void)
 	return atomic_load_explicit(&refused, memory_order_relaxed);
 }
 
-/* Async-signal-safe: formats with no library call, one write(). */
+void isolation_sigsys_say(const char *pre, size_t prelen, int nr, const char *post, size_t postlen)
+{
+	char line[256], num[12];
+	size_t len = 0;
+	int k = 0;
+
+	if (prelen + sizeof(num) + postlen > sizeof(line))
+		return;
+	if (nr < 0)
+		nr = 0;
+	do {
+		num[k++] = (char)('0' + nr % 10);
+		nr /= 10;
+	} while (nr && k < (int)sizeof(num));
+	memcpy(line, pre, prelen);
+	len = prelen;
+	while (k)
+		line[len++] = num[--k];
+	memcpy(line + len, post, postlen);
+	len += postlen;
+	if (write(STDERR_FILENO, line, len) < 0) {
+		/* nothing to be done: the caller's count or exit still says it */
+	}
+}
+
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
 	static const char pre[] = "sluiced: seccomp: system call ";
 	static const char post[] = " refused (EPERM): not in broker/isolation.c's allowlist\n";
-	char line[sizeof(pre) + 12 + sizeof(post)], num[12];
-	int e = errno, n = si->si_syscall, k = 0, len;
+	int e = errno;
 
 	(void)sig;
 	atomic_fetch_add_explicit(&refused, 1, memory_order_relaxed);
 	ISO_RET((ucontext_t *)ctx) = -EPERM;
-	if (n < 0)
-		n = 0;
-	do {
-		num[k++] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n && k < (int)sizeof(num));
-	memcpy(line, pre, sizeof(pre) - 1);
-	len = (int)sizeof(pre) - 1;
-	while (k)
-		line[len++] = num[--k];
-	memcpy(line + len, post, sizeof(post) - 1);
-	len += (int)sizeof(post) - 1;
-	if (write(STDERR_FILENO, line, (size_t)len) < 0) {
-		/* nothing to be done: the count above still says it */
-	}
+	isolation_sigsys_say(pre, sizeof(pre) - 1, si->si_syscall, post, sizeof(post) - 1);
 	errno = e;
 }
 

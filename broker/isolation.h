@@ -25,6 +25,10 @@ int isolation_seccomp_install(struct sl_err *err);
 /* System calls refused since the filter was installed (any thread). */
 uint64_t isolation_seccomp_refused(void);
 
+/* For a SIGSYS handler (async-signal-safe: no library call, one write()
+ * to stderr): "@pre@nr@post", @pre and @post string literals. */
+void isolation_sigsys_say(const char *pre, size_t prelen, int nr, const char *post, size_t postlen);
+
 /**
  * isolation_opener_start() - fork the reader of root-only files
  * @err:    on failure, why (NULL: not wanted)

@@ -30,6 +30,7 @@
 
 #include "broker/creds/creds_internal.h"
 #include "broker/keys/keys.h"
+#include "broker/tls/tls.h"
 #include "common/err.h"
 #include "common/file.h"
 
@@ -59,16 +60,6 @@ static enum jwt_alg key_alg(EVP_PKEY *key)
 static const char *alg_name(enum jwt_alg a)
 {
 	return a == JWT_ES256 ? "ES256" : "EdDSA";
-}
-
-/* An encrypted key is refused, never prompted for. */
-static int no_password(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rwflag;
-	(void)u;
-	return -1;
 }
 
 /*
@@ -182,7 +173,7 @@ int creds_jwt_key_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 		return ret;
 	b = pem.len <= INT_MAX ? BIO_new_mem_buf(pem.buf, (int)pem.len) : NULL;
 	if (b)
-		k = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
+		k = PEM_read_bio_PrivateKey(b, NULL, tls_no_password, NULL);
 	BIO_free(b);
 	creds_secret_free(&pem);
 	ERR_clear_error();

@@ -246,20 +246,10 @@ out:
 	return r;
 }
 
-/* An encrypted key is refused, never prompted for. */
-static int no_password(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rwflag;
-	(void)u;
-	return -1;
-}
-
 static EVP_PKEY *key_from_pem(const unsigned char *buf, size_t len)
 {
 	BIO *b = len <= INT_MAX ? BIO_new_mem_buf(buf, (int)len) : NULL;
-	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, no_password, NULL) : NULL;
+	EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, tls_no_password, NULL) : NULL;
 
 	BIO_free(b);
 	if (k && !EVP_PKEY_is_a(k, "EC")) {
@@ -480,7 +470,7 @@ static int jwt_read_key(int fd, EVP_PKEY **key)
 	}
 	if (r == 0) {
 		bio = BIO_new_mem_buf(b, (int)got);
-		*key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_password, NULL) : NULL;
+		*key = bio ? PEM_read_bio_PrivateKey(bio, NULL, tls_no_password, NULL) : NULL;
 		BIO_free(bio);
 		if (!*key || !creds_jwt_key_ok(*key)) {
 			EVP_PKEY_free(*key);
@@ -712,7 +702,7 @@ static void migrate(int state_fd, int keys_fd, uid_t uid, gid_t gid)
 		if (tls_read_small_at(sub, "ca.crt", false, &cb, &cl, NULL) == 0) {
 			key = key_from_pem(kb, kl);
 			b = BIO_new_mem_buf(cb, (int)cl);
-			cert = b ? PEM_read_bio_X509(b, NULL, no_password, NULL) : NULL;
+			cert = b ? PEM_read_bio_X509(b, NULL, tls_no_password, NULL) : NULL;
 			BIO_free(b);
 		}
 		if (key && cert && X509_check_private_key(cert, key) == 1 &&
@@ -823,26 +813,10 @@ static void keyproc_sigsys(int sig, siginfo_t *si, void *ctx)
 {
 	static const char pre[] = "sluiced-keys: seccomp: system call ";
 	static const char post[] = " is not in broker/keys/keyproc.c's allowlist: exiting\n";
-	char line[sizeof(pre) + 12 + sizeof(post)], num[12];
-	int n = si->si_syscall, k = 0, len;
 
 	(void)sig;
 	(void)ctx;
-	if (n < 0)
-		n = 0;
-	do {
-		num[k++] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n && k < (int)sizeof(num));
-	memcpy(line, pre, sizeof(pre) - 1);
-	len = (int)sizeof(pre) - 1;
-	while (k)
-		line[len++] = num[--k];
-	memcpy(line + len, post, sizeof(post) - 1);
-	len += (int)sizeof(post) - 1;
-	if (write(STDERR_FILENO, line, (size_t)len) < 0) {
-		/* nothing left to do */
-	}
+	isolation_sigsys_say(pre, sizeof(pre) - 1, si->si_syscall, post, sizeof(post) - 1);
 	_exit(70);
 }
 

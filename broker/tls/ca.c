@@ -471,8 +471,9 @@ fail:
 	return ret;
 }
 
-/* An encrypted key is not ours: never prompt on a terminal for it. */
-static int no_password(char *buf, int size, int rwflag, void *u)
+/* An encrypted key is not ours: never prompt on a terminal for it (the
+ * key process and the JWT keys use this one too). */
+int tls_no_password(char *buf, int size, int rwflag, void *u)
 {
 	(void)buf;
 	(void)size;
@@ -495,7 +496,7 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 		return NULL;
 	b = BIO_new_mem_buf(cbuf, (int)clen);
 	if (b)
-		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+		cert = PEM_read_bio_X509(b, NULL, tls_no_password, NULL);
 	BIO_free(b);
 	OPENSSL_secure_clear_free(cbuf, clen);
 	if (!cert) {
@@ -554,7 +555,7 @@ struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
 
 	b = BIO_new_mem_buf(kbuf, (int)klen);
 	if (b)
-		key = PEM_read_bio_PrivateKey(b, NULL, no_password, NULL);
+		key = PEM_read_bio_PrivateKey(b, NULL, tls_no_password, NULL);
 	BIO_free(b);
 	if (!key || !EVP_PKEY_is_a(key, "EC")) {
 		tls_err(err, 0, "`%s/%s`: not an EC private key", dir, CA_KEY_FILE);
@@ -562,7 +563,7 @@ struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
 	}
 	b = BIO_new_mem_buf(cbuf, (int)clen);
 	if (b)
-		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+		cert = PEM_read_bio_X509(b, NULL, tls_no_password, NULL);
 	BIO_free(b);
 	if (!cert) {
 		tls_err(err, 0, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
@@ -745,7 +746,7 @@ int tls_ca_delete_saved(const char *dir)
 		return r;
 	b = BIO_new_mem_buf(cbuf, (int)clen);
 	if (b)
-		cert = PEM_read_bio_X509(b, NULL, no_password, NULL);
+		cert = PEM_read_bio_X509(b, NULL, tls_no_password, NULL);
 	BIO_free(b);
 	OPENSSL_secure_clear_free(cbuf, clen);
 	r = cert ? tls_cert_id(cert, id) : -EINVAL;

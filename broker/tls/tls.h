@@ -96,6 +96,10 @@ int tls_ca_check_sums(const char *dir, char *what, size_t whatlen);
 /* Writes DIR/ca.sum for the pair in DIR as it is (an upgrade). 0 or -errno. */
 int tls_ca_write_sums(const char *dir);
 
+/* OpenSSL's pem_password_cb that refuses: an encrypted key is never
+ * prompted for on a terminal, it fails to load. */
+int tls_no_password(char *buf, int size, int rwflag, void *u);
+
 /**
  * tls_ca_cert_pem() - the CA certificate in PEM, for the sandbox's bundle
  * @ca:  the CA
