@@ -483,14 +483,13 @@ static int opener_open_one(const struct opener_req *q, int *fd)
 	return r;
 }
 
-static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
+int isolation_helper_begin(int sock, pid_t parent, const char *name)
 {
-	struct opener_req q;
-	int fd, r, i;
+	int i;
 
 	/* It ends with the broker, however the broker ends. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-		_exit(1);
+		return -1;
 	/* Signals for the broker's process group (^C, a HUP) are not for it. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -499,8 +498,16 @@ static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
 	for (i = 3; i < 4096; i++)
 		if (i != sock)
 			close(i);
-	prctl(PR_SET_NAME, "sluiced-opener", 0, 0, 0);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || drop_all_caps() < 0 ||
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ? -1 : 0;
+}
+
+static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
+{
+	struct opener_req q;
+	int fd, r;
+
+	if (isolation_helper_begin(sock, parent, "sluiced-opener") < 0 || drop_all_caps() < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || opener_filter() < 0)
 		_exit(1);
 	for (;;) {

@@ -29,6 +29,13 @@ uint64_t isolation_seccomp_refused(void);
  * to stderr): "@pre@nr@post", @pre and @post string literals. */
 void isolation_sigsys_say(const char *pre, size_t prelen, int nr, const char *post, size_t postlen);
 
+/* The first steps of a helper process the broker forks as root (the
+ * opener, the key process): it ends with the broker (@parent), ignores the
+ * signals meant for the broker's process group, keeps only @sock and
+ * stdin/out/err of the broker's descriptors, is named @name and is not
+ * dumpable. Return: 0, or -1 (the caller exits). */
+int isolation_helper_begin(int sock, pid_t parent, const char *name);
+
 /**
  * isolation_opener_start() - fork the reader of root-only files
  * @err:    on failure, why (NULL: not wanted)

@@ -505,6 +505,18 @@ static size_t etc_glob(etc_name *out)
 	return n;
 }
 
+/* A file's identity, size and times, as a template's fingerprint takes
+ * them (v[0..5]). */
+static void stat_words(const struct stat *st, uint64_t *v)
+{
+	v[0] = st->st_dev;
+	v[1] = st->st_ino;
+	v[2] = st->st_mode;
+	v[3] = (uint64_t)st->st_size;
+	v[4] = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+	v[5] = (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+}
+
 /* The fingerprint of the files of the etc_filtered directory @name (their
  * names, identities, sizes and times), whatever readdir's order. */
 static uint64_t etc_filtered_fingerprint(const char *name)
@@ -526,16 +538,8 @@ static uint64_t etc_filtered_fingerprint(const char *name)
 		if (e->d_name[0] == '.')
 			continue;
 		n++;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			v[0] = st.st_dev;
-			v[1] = st.st_ino;
-			v[2] = st.st_mode;
-			v[3] = (uint64_t)st.st_size;
-			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
-			       (uint64_t)st.st_mtim.tv_nsec;
-			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
-			       (uint64_t)st.st_ctim.tv_nsec;
-		}
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			stat_words(&st, v);
 		sum += fnv(fnv(0xcbf29ce484222325ULL, e->d_name, strlen(e->d_name) + 1), v,
 			   sizeof(v));
 	}
@@ -568,14 +572,7 @@ static uint64_t template_fingerprint(void)
 		else
 			snprintf(path, sizeof(path), "/%s", root_dirs[i - n]);
 		if (lstat(path, &st) == 0) {
-			v[0] = st.st_dev;
-			v[1] = st.st_ino;
-			v[2] = st.st_mode;
-			v[3] = (uint64_t)st.st_size;
-			v[4] = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
-			       (uint64_t)st.st_mtim.tv_nsec;
-			v[5] = (uint64_t)st.st_ctim.tv_sec * 1000000000u +
-			       (uint64_t)st.st_ctim.tv_nsec;
+			stat_words(&st, v);
 			v[6] = 1;
 		}
 		h = fnv(h, v, sizeof(v));

@@ -869,19 +869,10 @@ static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const
 {
 	static unsigned char in[KEYS_MSG_MAX + 1], out[KEYS_MSG_MAX];
 	struct sl_err serr = { 0 };
-	int state_fd, keys_fd, i;
+	int state_fd, keys_fd;
 	char ready = 1;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-		_exit(1);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	for (i = 3; i < 4096; i++)
-		if (i != sock)
-			close(i);
-	prctl(PR_SET_NAME, "sluiced-keys", 0, 0, 0);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+	if (isolation_helper_begin(sock, parent, "sluiced-keys") < 0)
 		_exit(1);
 	/* The key directory, made or taken (chown, 0700) as root. */
 	state_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
