@@ -1073,6 +1073,18 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		r = -EBADMSG;
 		goto fail;
 	}
+	/*
+	 * The configuration's answer before the namespace: a send on a unix
+	 * socket wakes the broker on this CPU (a synchronous wakeup), where
+	 * it would wait behind the unshare below (about 1 ms in the kernel)
+	 * before even taking the registration. Waiting here lets it run now:
+	 * it answers the configuration and hands the registration to its CA
+	 * maker, which then works while this process makes the namespace.
+	 */
+	r = config_answer(b.cfg_fd, &b.sb.ports, err);
+	b.cfg_fd = -1;
+	if (r < 0)
+		goto fail;
 	if (nspath) {
 		int saved;
 
@@ -1091,10 +1103,6 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		if (r < 0)
 			sl_err_sys(err, r, "cannot make the sandbox's network namespace");
 	}
-	if (r < 0)
-		goto fail;
-	r = config_answer(b.cfg_fd, &b.sb.ports, err);
-	b.cfg_fd = -1;
 	if (r < 0)
 		goto fail;
 	r = netns_nft_install(&b.sb.ports, err);
