@@ -314,6 +314,19 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 		X509_free(cert);
 		return r;
 	}
+	/* Its key file now, not at a CA_SAVE: the broker's registration
+	 * then waits for no second round trip. Until the broker has written
+	 * the certificate beside its sandbox's state, nothing names the file:
+	 * the broker drops it (CA_DROP) if the registration fails. */
+	r = S.dirfd < 0 ? -EBADF : write_key(S.dirfd, id, (*find(id))->key, -1, -1);
+	if (r < 0) {
+		struct held **pp = find(id), *h = *pp;
+
+		*pp = h->next;
+		S.n--;
+		held_free(h);
+		return r;
+	}
 	return n;
 }
 

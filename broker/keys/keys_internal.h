@@ -30,6 +30,9 @@
  *              1..KEYS_TBS_MAX bytes
  *   JWT_DROP   a uint32 handle
  *
+ * CA_CREATE also writes the new key's file (so a CA_SAVE of it after is
+ * a no-op that writes it again).
+ *
  * An answer is an int32 (0 or a negative errno), then with 0: for
  * CA_CREATE and LEAF_SIGN a certificate in DER; for JWT_LOAD the handle
  * (uint32) and the key's public half (DER SubjectPublicKeyInfo); for

@@ -153,7 +153,7 @@ X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name)
 					-1, -1, 0) ||
 	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
 					0) ||
-	    !X509_set_issuer_name(x, name) || !X509_set_pubkey(x, key))
+	    !X509_set_issuer_name(x, name) || tls_set_pubkey(x, key) < 0)
 		goto fail;
 	if (tls_add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
 	    tls_add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
@@ -245,7 +245,9 @@ static X509 *cert_from_der(const unsigned char *der, size_t len)
 
 static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err)
 {
-	unsigned char *der = NULL;
+	unsigned char *der = NULL, id[32];
+	unsigned int idlen = 0;
+	struct tls_ca *ca = NULL;
 	size_t len = 0;
 	X509 *cert;
 	int r;
@@ -255,15 +257,27 @@ static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err
 		tls_err(err, r, "the key process made no CA: %s", strerror(-r));
 		return NULL;
 	}
+	/* Its id (tls_cert_id()'s: the SHA-256 of the DER), to drop the key
+	 * the key process made, and wrote, should anything below fail. */
+	if (!EVP_Digest(der, len, id, &idlen, EVP_sha256(), NULL) || idlen != sizeof(id)) {
+		tls_err(err, 0, "cannot hash the CA certificate");
+		free(der);
+		return NULL;
+	}
 	cert = cert_from_der(der, len);
 	free(der);
 	/* What came back is checked as a loaded one is: a CA, in date. */
 	if (!cert || X509_check_ca(cert) < 1) {
 		tls_err(err, 0, "the key process answered with no CA certificate");
 		X509_free(cert);
-		return NULL;
+	} else {
+		ca = remote_ca(cert, err);
 	}
-	return remote_ca(cert, err);
+	if (!ca)
+		(void)keys_ca_drop(id);
+	else
+		ca->key_file_loose = true;
+	return ca;
 }
 
 struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err)
@@ -340,7 +354,7 @@ static int write_sums(const char *dir, const uint64_t *key_sum, uint64_t crt_sum
 /* The key process writes the key in its own directory (asked first: a
  * certificate without its key is useless); DIR gets the certificate and
  * its sum. */
-static int remote_save(const struct tls_ca *ca, const char *dir)
+static int remote_save(struct tls_ca *ca, const char *dir)
 {
 	BIO *cb = BIO_new(BIO_s_mem());
 	char *cp;
@@ -352,18 +366,21 @@ static int remote_save(const struct tls_ca *ca, const char *dir)
 	cl = BIO_get_mem_data(cb, &cp);
 	if (cl <= 0)
 		goto out;
-	ret = keys_ca_save(ca->id);
+	/* A CA made here has its key file already (CA_CREATE wrote it). */
+	ret = ca->key_file_loose ? 0 : keys_ca_save(ca->id);
 	if (ret == 0)
 		ret = write_file_in(dir, CA_CRT_FILE, cp, (size_t)cl, 0640);
 	if (ret == 0)
 		ret = write_sums(dir, NULL, sumfile_sum(cp, (size_t)cl));
+	if (ret == 0)
+		ca->key_file_loose = false;
 out:
 	BIO_free(cb);
 	ERR_clear_error();
 	return ret;
 }
 
-int tls_ca_save(const struct tls_ca *ca, const char *dir)
+int tls_ca_save(struct tls_ca *ca, const char *dir)
 {
 	BIO *kb = NULL, *cb = NULL;
 	char *kp, *cp;
@@ -765,9 +782,10 @@ void tls_ca_free(struct tls_ca *ca)
 {
 	if (!ca)
 		return;
-	/* Out of the key process's memory (a saved key stays on its disk). */
+	/* Out of the key process's memory (a saved key stays on its disk;
+	 * one that no saved certificate names goes). */
 	if (ca->remote)
-		(void)keys_ca_forget(ca->id);
+		(void)(ca->key_file_loose ? keys_ca_drop(ca->id) : keys_ca_forget(ca->id));
 	tls_leaf_cache_free(ca);
 	pthread_mutex_destroy(&ca->lock);
 	EVP_PKEY_free(ca->leaf_key);

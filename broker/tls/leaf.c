@@ -150,7 +150,7 @@ X509 *tls_leaf_make(EVP_PKEY *ca_key, X509 *ca_cert, time_t ca_not_after, EVP_PK
 		    (const unsigned char *)(strlen(h->name) <= 64 ? h->name
 								  : "sluice intercepted host"),
 		    -1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) || !X509_set_pubkey(x, pub))
+	    !X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) || tls_set_pubkey(x, pub) < 0)
 		goto fail;
 	if (tls_add_ext(x, ca_cert, NID_basic_constraints, "critical,CA:FALSE") < 0 ||
 	    tls_add_ext(x, ca_cert, NID_key_usage, "critical,digitalSignature") < 0 ||

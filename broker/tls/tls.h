@@ -63,7 +63,7 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err);
  *
  * Return: 0, or a negative errno.
  */
-int tls_ca_save(const struct tls_ca *ca, const char *dir);
+int tls_ca_save(struct tls_ca *ca, const char *dir);
 
 /**
  * tls_ca_load() - read a CA tls_ca_save() wrote

@@ -35,6 +35,10 @@ struct tls_ca {
 	 * there (broker/keys/keys.h). */
 	EVP_PKEY *key;
 	bool remote;
+	/* @remote, and the key process wrote the key's file when it made the
+	 * CA, but no saved certificate names it yet: tls_ca_save() clears
+	 * it, tls_ca_free() removes the file while it is set. */
+	bool key_file_loose;
 	unsigned char id[32];
 	X509 *cert;
 	time_t not_after; /* the CA's; no leaf outlives it */
@@ -65,6 +69,9 @@ int tls_err_at(struct sl_err *err, const char *file, unsigned line, const char *
 int tls_set_random_serial(X509 *x);
 int tls_add_ext(X509 *x, X509 *issuer, int nid, const char *value);
 int tls_set_validity(X509 *x, time_t from, time_t to);
+/* pubkey.c: X509_set_pubkey(), without OpenSSL 3.0's encoder for an EC
+ * key. 0 or -errno. */
+int tls_set_pubkey(X509 *x, EVP_PKEY *key);
 time_t tls_asn1_time(const ASN1_TIME *t);
 /* ca.c: the self-signed CA certificate of tls_ca_create() for @key. */
 X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name);

@@ -119,6 +119,14 @@ t_eq "  ... its key is in state_dir/keys, 0600" "600 $KU" \
 	"$(stat -c '%a %u' "$STATE/keys/$ID2.key" 2>/dev/null)"
 t_ok "  ... it intercepts" X "$S2" echo.world.test/api/new
 t_contains "  ... and injects" "$(origin /api/new)" "Bearer $SECRET"
+# The key process writes a new CA's key when it makes it; a registration
+# refused after that (the name is taken: the broker finds out once the CA
+# is made) must not leave the key behind.
+keys_before=$(find "$STATE/keys" -name '*.key' | sort)
+t_fails "a second registration of the same name is refused" \
+	S register "$S2" --addr 10.200.255.2 --policy "$D/pol.yaml"
+t_eq "  ... and leaves no key in state_dir/keys" "$keys_before" \
+	"$(find "$STATE/keys" -name '*.key' | sort)"
 
 # --- a JWT signing key only the key user may read ----------------------------------
 # Neither the broker nor its opener (root without capabilities) may read a
