@@ -361,10 +361,13 @@ static int op_ca_load(const struct keys_req *q)
 	}
 	key = key_from_pem(buf, len);
 	OPENSSL_secure_clear_free(buf, len);
+	/* An answer of its own, so that the broker does not take it for
+	 * tls_read_small_at()'s -EINVAL (a key file that is not a regular
+	 * file) or for a request it sent wrong. */
 	if (!key || !ca_pair_ok(cert, key)) {
 		EVP_PKEY_free(key);
 		X509_free(cert);
-		return -EINVAL;
+		return -EKEYREJECTED;
 	}
 	r = hold(key, cert, id);
 	if (r < 0) {

@@ -30,6 +30,12 @@
  *              1..KEYS_TBS_MAX bytes
  *   JWT_DROP   a uint32 handle
  *
+ * CA_LOAD answers -ENOENT when no key file is there for the certificate,
+ * -EKEYREJECTED when the file holds no key, or not the certificate's, or
+ * the certificate is not a CA in date, and tls_read_small_at()'s errno
+ * when the file cannot be used (-EINVAL: not a regular file; -ELOOP, a
+ * symlink; -EPERM, others may read it; -EFBIG).
+ *
  * CA_CREATE also writes the new key's file (so a CA_SAVE of it after is
  * a no-op that writes it again).
  *

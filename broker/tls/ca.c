@@ -529,13 +529,19 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 	r = keys_ca_load(der, (size_t)n);
 	OPENSSL_free(der);
 	if (r < 0) {
-		/* -ENOENT and -EINVAL are the key process's answers, not a
-		 * failed call: errno 0 for them. */
-		tls_err(err, r == -ENOENT || r == -EINVAL ? 0 : r, "`%s/%s`: the key process %s",
-			dir, CA_CRT_FILE,
-			r == -ENOENT   ? "holds no key for it"
-			: r == -EINVAL ? "refuses it (not a CA in date, or not its key's)"
-				       : strerror(-r));
+		/* The key process's answers (broker/keys/keys_internal.h),
+		 * not a failed call: errno 0 for them. */
+		const char *why = r == -ENOENT ? "holds no key for it"
+				  : r == -EKEYREJECTED
+					  ? "refuses it (not a CA in date, or not its key's)"
+				  : r == -EINVAL ? "cannot use its key file: not a regular file"
+				  : r == -ELOOP	 ? "cannot use its key file: a symlink"
+				  : r == -EPERM	 ? "cannot use its key file: others may read it"
+				  : r == -EFBIG	 ? "cannot use its key file: empty or too large"
+						 : NULL;
+
+		tls_err(err, why ? 0 : r, "`%s/%s`: the key process %s", dir, CA_CRT_FILE,
+			why ? why : strerror(-r));
 		X509_free(cert);
 		return NULL;
 	}

@@ -339,7 +339,16 @@ static void test_ca_and_leaves(void **state)
 		assert_int_equal(rename(opath, path), 0);
 	}
 	X509_free(leaf);
+	assert_int_equal(ask(m, msg(m, KEYS_CA_LOAD, der, (size_t)n), NULL), -EKEYREJECTED);
+	/* A key file that cannot be used says why, each in its own way: a
+	 * FIFO (never opened to block), a symlink. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(ask(m, msg(m, KEYS_CA_LOAD, der, (size_t)n), NULL), -EINVAL);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink("/etc/hostname", path), 0);
+	assert_int_equal(ask(m, msg(m, KEYS_CA_LOAD, der, (size_t)n), NULL), -ELOOP);
+	assert_int_equal(unlink(path), 0);
 
 	/* An unknown op is answered, not obeyed. */
 	assert_int_equal(ask(m, msg(m, 99, NULL, 0), NULL), -EOPNOTSUPP);
