@@ -1050,19 +1050,19 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	snprintf(b.sb.socket, sizeof(b.sb.socket), "%s", netns_socket_path);
 
 	/*
-	 * Both requests go to the broker at once, and while it works on them
-	 * (the registration is most of a create's time) this process checks
-	 * the policy (the broker refuses a bad one too, and registers
-	 * nothing), makes the sandbox's namespace, still nameless, and checks
-	 * the firewall's table. Their answers are read after; whatever fails,
-	 * rollback() reads the registration's answer first, so as to withdraw
-	 * it.
+	 * Both requests go to the broker at once, and while it works on the
+	 * registration (most of a create's time) this process checks the
+	 * policy (the broker refuses a bad one too, and registers nothing),
+	 * reads the configuration's answer (below: why there), makes the
+	 * sandbox's namespace, still nameless, and checks the firewall's
+	 * table. The registration's answer is read after; whatever fails,
+	 * rollback() reads it first, so as to withdraw it.
 	 */
-	b.cfg_fd = netns_ctl_send(CTL_CONFIG);
-	if (b.cfg_fd >= 0)
-		b.reg_fd = register_send(&b, abs);
+	b.reg_fd = register_send(&b, abs);
+	if (b.reg_fd >= 0)
+		b.cfg_fd = netns_ctl_send(CTL_CONFIG);
 	if (b.cfg_fd < 0 || b.reg_fd < 0) {
-		r = b.cfg_fd < 0 ? b.cfg_fd : b.reg_fd;
+		r = b.reg_fd < 0 ? b.reg_fd : b.cfg_fd;
 		if (policy_bad(policy, err))
 			r = -EBADMSG;
 		else
@@ -1077,9 +1077,12 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	 * The configuration's answer before the namespace: a send on a unix
 	 * socket wakes the broker on this CPU (a synchronous wakeup), where
 	 * it would wait behind the unshare below (about 1 ms in the kernel)
-	 * before even taking the registration. Waiting here lets it run now:
-	 * it answers the configuration and hands the registration to its CA
-	 * maker, which then works while this process makes the namespace.
+	 * before even taking the registration. Waiting here lets it run now.
+	 * The registration went first: the broker takes connections in turn,
+	 * so once the configuration is answered the registration is with its
+	 * CA maker, which then works while this process makes the namespace
+	 * (the other way round, the answer woke this process, which then
+	 * held the CPU before the broker had taken the registration).
 	 */
 	r = config_answer(b.cfg_fd, &b.sb.ports, err);
 	b.cfg_fd = -1;

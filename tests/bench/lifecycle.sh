@@ -7,8 +7,9 @@
 # Theory of operation: one test world (tests/world/world.sh) whose broker
 # namespace runs sluiced (sandbox_pool 10.204.0.0/19: 2,048 /30s). Every
 # command runs as a user runs it, `ip netns exec BRK sluice ...`, and is
-# timed from outside ($EPOCHREALTIME just before and after, no fork in
-# between). The fixed cost of `ip netns exec` and of starting sluice (a
+# timed from outside by tests/bench/timed.c, from its fork to its reaping,
+# with nothing around it (before, each ran under timeout(1), a process of
+# its own that no caller pays for). The fixed cost of `ip netns exec` and of starting sluice (a
 # mount namespace, the dynamic loader and sluice's libraries) is timed the
 # same way with a no-op, `sluice help`, run just before each create; "net"
 # is a create or a delete less the no-op of its own cycle, so that other
@@ -140,11 +141,18 @@ BIN=$D/bin
 broker_start || fail "sluiced did not come up"
 BPID=$BROKER_PID
 
-# sl (broker.sh) with a time limit: a create or delete that hangs fails.
-B() { timeout "$CMD_TIMEOUT" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
-# The same without ip netns exec: sluice enters the broker's namespace
-# itself (--broker-netns), from this shell's namespace.
-BD() { timeout "$CMD_TIMEOUT" "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@"; }
+# The two forms a caller runs: through ip netns exec (B), and without it,
+# sluice entering the broker's namespace itself (--broker-netns) from this
+# shell's namespace (BD). timed runs them bare; B and BD, for what is not
+# timed, with a time limit: a create or delete that hangs fails.
+B_CMD=(ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK")
+BD_CMD=("$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK")
+B() { timeout "$CMD_TIMEOUT" "${B_CMD[@]}" "$@"; }
+BD() { timeout "$CMD_TIMEOUT" "${BD_CMD[@]}" "$@"; }
+# tests/bench/timed.c: times one command from its fork to its reaping,
+# with no process around it (see there why not timeout(1)).
+TIMED=$D/timed
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$TIMED" tests/bench/timed.c || fail "timed did not compile"
 elements() { ip netns exec "$WORLD_BRK" nft -j list set inet sluice sandbox_src 2>/dev/null |
 	python3 -c 'import json,sys; d=json.load(sys.stdin)
 for o in d["nftables"]:
@@ -155,17 +163,24 @@ PROBLEMS=$D/problems
 : >"$PROBLEMS"
 problem() { echo "$*" >>"$PROBLEMS"; note "PROBLEM: $*"; }
 
-# timed VAR CMD...: runs CMD (output to $D/cmd.out, $D/cmd.err); VAR gets
-# its wall time in microseconds; returns CMD's status.
+# timed VAR FORM ARGS...: runs sluice ARGS in FORM (B or BD: ip netns
+# exec, or --broker-netns), output to $D/cmd.out and $D/cmd.err; VAR gets
+# its wall time in microseconds, as tests/bench/timed.c measures it (fork
+# to reaping, nothing around the command: a caller's view; killed after
+# CMD_TIMEOUT seconds); returns its status.
 timed() {
-	local __v=$1 t0 t1 rc
-	shift
-	t0=$EPOCHREALTIME
-	"$@" >"$D/cmd.out" 2>"$D/cmd.err"
-	rc=$?
-	t1=$EPOCHREALTIME
-	printf -v "$__v" '%s' $((${t1/[.,]/} - ${t0/[.,]/}))
-	return $rc
+	local __v=$1 form=$2 rc us
+	shift 2
+	case $form in
+	B) set -- "${B_CMD[@]}" "$@" ;;
+	BD) set -- "${BD_CMD[@]}" "$@" ;;
+	*) fail "timed: no form $form" ;;
+	esac
+	: >"$D/timed.out"
+	"$TIMED" "$D/timed.out" "$CMD_TIMEOUT" "$@" >"$D/cmd.out" 2>"$D/cmd.err"
+	read -r rc us <"$D/timed.out" || { rc=2 us=0; }
+	printf -v "$__v" '%s' "$us"
+	return "$rc"
 }
 
 # stats US...: "median p99 min max" in ms (nearest-rank p99).
@@ -447,7 +462,7 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 		"load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 	echo "  /run is on $(stat -f -c %T /run), the broker's state_dir ($D/state) on $(stat -f -c %T "$D")."
 	echo "Each command: ip netns exec BROKER sluice --socket S create|delete NAME, timed from outside"
-	echo "(\$EPOCHREALTIME around it). no-op: ip netns exec BROKER sluice help, timed the same way just before"
+	echo "(tests/bench/timed.c: its fork to its reaping, nothing around it). no-op: ip netns exec BROKER sluice help, timed the same way just before"
 	echo "each create, is the fixed cost of ip netns exec (a mount namespace, /sys remounted) and of starting"
 	echo "sluice (the dynamic loader, libraries). net: each create and delete less the no-op of its own cycle."
 	echo "All figures in ms; p99 by nearest rank (of $CYCLES samples: the largest)."

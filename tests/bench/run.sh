@@ -205,15 +205,37 @@ wait_for() {
 }
 tcp_open() { timeout 1 ip netns exec "$1" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "$3"; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
-# B ARGS...: sluice on this world's broker, as a caller runs it, bounded
-# (timeout(1), as tests/bench/lifecycle.sh has it, is part of what is timed).
-B() { timeout 30 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
+# B ARGS...: sluice on this world's broker, as a caller runs it, bounded.
+B_CMD=(ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK")
+B() { timeout 30 "${B_CMD[@]}" "$@"; }
 # The same without ip netns exec: sluice enters the broker's namespace
 # itself (--broker-netns); exec runs from wherever the caller is, as README
 # has it. ip netns exec copies every mount of the caller and tears the
 # copy down again: a cost of ip, not of sluice, that grows with the number
 # of sandboxes (one /run/netns mount each).
-H() { timeout 30 "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@"; }
+H_CMD=("$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK")
+H() { timeout 30 "${H_CMD[@]}" "$@"; }
+# tests/bench/timed.c times the create, exec and delete rows: one command
+# from its fork to its reaping, with no process around it (timeout(1)
+# around each, as before, is a process no caller pays for).
+TIMED=$D/timed
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$TIMED" tests/bench/timed.c || fail "timed did not compile"
+# lc_timed FORM ARGS...: sluice ARGS in FORM (B, H, or X: exec from the
+# host, no --broker-netns) under timed, output to the lifecycle log; sets
+# LC_US to its wall time in microseconds; returns its status.
+lc_timed() {
+	local form=$1 rc
+	shift
+	case $form in
+	B) set -- "${B_CMD[@]}" "$@" ;;
+	H) set -- "${H_CMD[@]}" "$@" ;;
+	X) set -- "$BIN/sluice" --socket "$BROKER_SOCK" "$@" ;;
+	esac
+	: >"$D/timed.out"
+	"$TIMED" "$D/timed.out" 30 "$@" >>"$D/lifecycle.log" 2>&1
+	read -r rc LC_US <"$D/timed.out" || { rc=2 LC_US=0; }
+	return "$rc"
+}
 # A client that is to use no proxy gets none from this shell's environment.
 NOPX=(env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u all_proxy -u ALL_PROXY)
 
@@ -497,35 +519,30 @@ alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the rounds
 alive "$QPID" || problem "squid (pid $QPID) died during the rounds"
 
 # --- whole-process create, exec, delete -------------------------------------------
-# Each as a caller pays it: ip netns exec BRK sluice ..., timed around the
-# command (no fork in between), nothing subtracted; NLC in a row.
+# Each as a caller pays it: ip netns exec BRK sluice ..., timed by
+# tests/bench/timed.c (fork to reaping), nothing subtracted; NLC in a row.
 note "sluice create, exec -- true, delete: $NLC each"
 LC_C="" LC_X="" LC_D="" LC_FAIL=0
 HC_C="" HC_X="" HC_D=""
 # lc_cycle FORM NAME: create, exec and delete NAME with FORM (B or H),
 # appending the times (10 us units) to CC, CX, CD.
 lc_cycle() {
-	local form=$1 s=$2 t0 t1 rc
-	t0=$(now_us)
-	$form create "$s" --policy "$D/bench-policy.yaml" >>"$D/lifecycle.log" 2>&1
-	rc=$?
-	t1=$(now_us)
-	[ $rc = 0 ] || { LC_FAIL=$((LC_FAIL + 1)); return; }
-	CC="$CC $(((t1 - t0) / 10))"
-	t0=$(now_us)
-	if [ "$form" = H ]; then
-		timeout 30 "$BIN/sluice" --socket "$BROKER_SOCK" exec "$s" -- true >>"$D/lifecycle.log" 2>&1
-	else
-		$form exec "$s" -- true >>"$D/lifecycle.log" 2>&1
+	local form=$1 s=$2
+	if ! lc_timed "$form" create "$s" --policy "$D/bench-policy.yaml"; then
+		LC_FAIL=$((LC_FAIL + 1))
+		return
 	fi
-	rc=$?
-	t1=$(now_us)
-	if [ $rc = 0 ]; then CX="$CX $(((t1 - t0) / 10))"; else LC_FAIL=$((LC_FAIL + 1)); fi
-	t0=$(now_us)
-	$form delete "$s" >>"$D/lifecycle.log" 2>&1
-	rc=$?
-	t1=$(now_us)
-	if [ $rc = 0 ]; then CD="$CD $(((t1 - t0) / 10))"; else LC_FAIL=$((LC_FAIL + 1)); fi
+	CC="$CC $((LC_US / 10))"
+	if lc_timed "$([ "$form" = H ] && echo X || echo B)" exec "$s" -- true; then
+		CX="$CX $((LC_US / 10))"
+	else
+		LC_FAIL=$((LC_FAIL + 1))
+	fi
+	if lc_timed "$form" delete "$s"; then
+		CD="$CD $((LC_US / 10))"
+	else
+		LC_FAIL=$((LC_FAIL + 1))
+	fi
 }
 for ((n = 1; n <= NLC; n++)); do
 	CC=$LC_C CX=$LC_X CD=$LC_D
@@ -703,7 +720,7 @@ dl_row() {
 	printf "$ROW" "  ip netns exec BRK sluice delete" "" "" "$LIFE_D ($LIFE_DP)" "" "" ""
 	# shellcheck disable=SC2059
 	printf "$ROW" "  ip netns exec BRK sluice exec" "" "" "$LIFE_X ($LIFE_XP)" "" "" ""
-	echo "  (create, exec, delete: whole processes as a caller runs them, timed around timeout 30 sluice ...,"
+	echo "  (create, exec, delete: whole processes as a caller runs them, timed from fork to reaping by tests/bench/timed.c,"
 	echo "  nothing subtracted; the goals are judged on the forms without ip netns exec, which README uses;"
 	echo "  the ip netns exec form is shown below them: ip copies every mount of the caller per command)"
 	for f in lifecycle exec; do
