@@ -577,52 +577,101 @@ static void note_rm(int rc, const char *path, int *r, char *what, size_t whatlen
 	}
 }
 
-/* A CA directory that remove_state() emptied and moved aside, by its name
- * in state_dir/ca; the broker removes those left by a crash at start-up. */
+/* A CA directory that remove_state() moved aside, by its name in
+ * state_dir/ca; the broker removes those left by a crash at start-up. */
 #define CA_GONE_PREFIX ".gone."
 /* At most this many are removed at start-up. */
 #define CA_GONE_SWEEP_MAX 4096
 
-static void *rmdir_main(void *arg)
-{
-	char *path = arg;
+/* What a CA directory may hold, with the temporaries a crash mid-write
+ * leaves. */
+static const char *const ca_files[] = { "ca.key",     "ca.crt",	    "ca.sum",
+					"ca.key.tmp", "ca.crt.tmp", "ca.sum.tmp" };
 
-	if (rmdir(path) < 0 && errno != ENOENT)
-		log_warn("sandbox: cannot remove %s: %s", path, strerror(errno));
-	free(path);
+/* Empties and removes the CA directory @path moved aside. 0 or -errno. */
+static int ca_dir_remove(const char *path)
+{
+	char f[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++) {
+		if (snprintf(f, sizeof(f), "%s/%s", path, ca_files[i]) >= (int)sizeof(f))
+			return -ENAMETOOLONG;
+		if (unlink(f) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* What remove_state() leaves to a thread: a CA directory moved aside, and
+ * the CA's key in the key process, if it has one there. */
+struct ca_gone {
+	char *path;
+	bool drop;
+	unsigned char id[32];
+};
+
+static void ca_gone_finish(struct ca_gone *g)
+{
+	int r = ca_dir_remove(g->path);
+
+	if (r < 0)
+		log_warn("sandbox: cannot remove %s: %s", g->path, strerror(-r));
+	if (g->drop && tls_ca_delete_id(g->id) < 0)
+		log_warn("sandbox: the key process did not delete the CA key of %s", g->path);
+	free(g->path);
+	free(g);
+}
+
+static void *ca_gone_main(void *arg)
+{
+	ca_gone_finish(arg);
 	return NULL;
 }
 
 /*
- * Removes the empty directory @path on a thread of its own, or here when
- * none can be started. An rmdir can take milliseconds (a file system that
- * frees and discards the directory's block there and then: ext4 mounted
- * with -o discard), and unregister runs on the control thread under the
- * table's write lock, which stalls every lookup meanwhile.
+ * Removes the CA directory moved aside as @path (and with @drop the CA's
+ * key in the key process, by @id) on a thread of its own, or here when none
+ * can be started. An unlink or an rmdir can take milliseconds (a file
+ * system that frees and discards the blocks there and then: ext4 mounted
+ * with -o discard), so can the key process's answer, and unregister runs
+ * on the control thread, partly under the table's write lock, which stalls
+ * every lookup meanwhile; the caller of `sluice delete` waits for it too.
  */
-static void rmdir_later(const char *path)
+static void ca_gone_later(const char *path, bool drop, const unsigned char id[32])
 {
+	struct ca_gone *g = calloc(1, sizeof(*g));
 	pthread_attr_t attr;
 	pthread_t t;
-	char *copy = strdup(path);
-	int r = copy ? pthread_attr_init(&attr) : ENOMEM;
+	int r = ENOMEM;
 
+	if (!g || !(g->path = strdup(path))) {
+		free(g);
+		r = ca_dir_remove(path);
+		if (r < 0)
+			log_warn("sandbox: cannot remove %s: %s", path, strerror(-r));
+		if (drop && tls_ca_delete_id(id) < 0)
+			log_warn("sandbox: the key process did not delete the CA key of %s", path);
+		return;
+	}
+	g->drop = drop;
+	if (drop)
+		memcpy(g->id, id, sizeof(g->id));
+	r = pthread_attr_init(&attr);
 	if (r == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&attr, 64 << 10);
-		r = pthread_create(&t, &attr, rmdir_main, copy);
+		r = pthread_create(&t, &attr, ca_gone_main, g);
 		pthread_attr_destroy(&attr);
 	}
-	if (r == 0)
-		return;
-	free(copy);
-	if (rmdir(path) < 0 && errno != ENOENT)
-		log_warn("sandbox: cannot remove %s: %s", path, strerror(errno));
+	if (r != 0)
+		ca_gone_finish(g);
 }
 
 /* At start-up: the CA directories a broker that died left moved aside. */
 static void ca_gone_sweep(struct sandbox_table *tab)
 {
+	char path[PATH_MAX];
 	struct dirent *de;
 	unsigned n = 0;
 	DIR *d = opendir(tab->ca_dir);
@@ -632,27 +681,27 @@ static void ca_gone_sweep(struct sandbox_table *tab)
 	while (n < CA_GONE_SWEEP_MAX && (de = readdir(d))) {
 		if (strncmp(de->d_name, CA_GONE_PREFIX, sizeof(CA_GONE_PREFIX) - 1))
 			continue;
-		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		if (snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, de->d_name) <
+		    (int)sizeof(path))
+			(void)ca_dir_remove(path);
 		n++;
 	}
 	closedir(d);
 }
 
 /* Removes the files of sandbox @name from state_dir: its registration, its
- * synthetic names and its CA. The CA's directory, emptied, is renamed out
- * of the way (the name is free for a new registration at once) and
- * removed by rmdir_later(). Return: 0, or the first error other than
- * ENOENT (the others are tried all the same), with its path in @what. */
-static int remove_state(struct sandbox_table *tab, const char *name, char *what, size_t whatlen)
+ * synthetic names and its CA. The CA's directory is renamed out of the way
+ * (the name is free for a new registration at once), and emptied and
+ * removed by ca_gone_later(); with @drop, the CA's key in the key process
+ * (broker/keys/) is deleted there too, once all the rest went (a restart
+ * restores the sandbox while its state is there). Return: 0, or the first
+ * error other than ENOENT (@what names its path). */
+static int remove_state(struct sandbox_table *tab, const char *name, const struct tls_ca *drop,
+			char *what, size_t whatlen)
 {
-	/* With the temporaries a crash mid-write leaves: the directory is
-	 * moved aside only once it is empty. */
-	static const char *const files[] = { "ca.key",	   "ca.crt",	 "ca.sum",
-					     "ca.key.tmp", "ca.crt.tmp", "ca.sum.tmp" };
 	static unsigned gone;
+	unsigned char id[32];
 	char gone_path[760];
-	bool emptied = true;
-	int rc;
 	char path[700];
 	int r = 0;
 	size_t i;
@@ -663,19 +712,26 @@ static int remove_state(struct sandbox_table *tab, const char *name, char *what,
 	note_rm(unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab->synth_dir, name);
 	note_rm(unlink(path), path, &r, what, whatlen);
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", tab->ca_dir, name, files[i]);
-		rc = unlink(path);
-		if (rc < 0 && errno != ENOENT)
-			emptied = false;
-		note_rm(rc, path, &r, what, whatlen);
-	}
 	snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
 	snprintf(gone_path, sizeof(gone_path), "%s/" CA_GONE_PREFIX "%u", tab->ca_dir, gone++);
-	if (emptied && rename(path, gone_path) == 0)
-		rmdir_later(gone_path);
-	else
-		note_rm(rmdir(path), path, &r, what, whatlen);
+	if (rename(path, gone_path) == 0) {
+		ca_gone_later(gone_path, r == 0 && tls_ca_key_id(drop, id), id);
+		return r;
+	}
+	if (errno == ENOENT) {
+		if (r == 0 && tls_ca_key_id(drop, id) && tls_ca_delete_id(id) < 0)
+			log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
+		return r;
+	}
+	/* Not moved: emptied and removed here, as far as it goes. */
+	for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", tab->ca_dir, name, ca_files[i]);
+		note_rm(unlink(path), path, &r, what, whatlen);
+	}
+	snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
+	note_rm(rmdir(path), path, &r, what, whatlen);
+	if (r == 0 && tls_ca_key_id(drop, id) && tls_ca_delete_id(id) < 0)
+		log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
 	return r;
 }
 
@@ -812,7 +868,7 @@ static void undo_register(struct sandbox_table *tab, struct sandbox *reg)
 
 	pthread_rwlock_wrlock(&tab->lock);
 	sb = table_take(tab, reg->name);
-	r = remove_state(tab, reg->name, what, sizeof(what));
+	r = remove_state(tab, reg->name, NULL, what, sizeof(what));
 	pthread_rwlock_unlock(&tab->lock);
 	if (r < 0)
 		log_err("sandbox: `%s`: cannot remove %s: %s", reg->name, what, strerror(-r));
@@ -1090,7 +1146,7 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_er
 	pthread_rwlock_wrlock(&tab->lock);
 	sb = table_take(tab, name);
 	if (sb)
-		r = remove_state(tab, name, what, sizeof(what));
+		r = remove_state(tab, name, sb->ca, what, sizeof(what));
 	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
 		sl_err_set(err, 0, "no such sandbox `%s`", name);
@@ -1101,10 +1157,9 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_er
 		if (sb->approvals[i].until_ms)
 			tab->timed_approvals--; /* they go with it */
 	atomic_store(&sb->dead, true);
-	/* Its CA key, where the key process keeps it; kept while the rest of
-	 * its state is (a restart restores the sandbox then). */
-	if (r == 0 && tls_ca_delete(sb->ca) < 0)
-		log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
+	/* Its CA key, where the key process keeps it, went with remove_state()
+	 * (kept while the rest of its state is: a restart restores the
+	 * sandbox then). */
 	creds_sandbox_forget(sb); /* its placeholders are worthless from now */
 	/* Every worker closes the sandbox's open flows; each holds a reference
 	 * until it has. A put in the loop drops only the reference just taken,
@@ -1426,7 +1481,7 @@ static void drop_stale(struct sandbox_table *tab, const char *name, const char *
 	/* Its CA key first, named by the certificate about to go. */
 	snprintf(what, sizeof(what), "%s/%s", tab->ca_dir, name);
 	(void)tls_ca_delete_saved(what);
-	r = remove_state(tab, name, what, sizeof(what));
+	r = remove_state(tab, name, NULL, what, sizeof(what));
 	creds_sandbox_remove_state(name);
 	if (r < 0)
 		log_err("sandbox: `%s` at %s has no namespace (/run/netns/%s is gone), but "

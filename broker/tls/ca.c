@@ -784,6 +784,19 @@ int tls_ca_delete(const struct tls_ca *ca)
 	return ca && ca->remote ? keys_ca_drop(ca->id) : 0;
 }
 
+bool tls_ca_key_id(const struct tls_ca *ca, unsigned char id[32])
+{
+	if (!ca || !ca->remote)
+		return false;
+	memcpy(id, ca->id, sizeof(ca->id));
+	return true;
+}
+
+int tls_ca_delete_id(const unsigned char id[32])
+{
+	return keys_ca_drop(id);
+}
+
 void tls_ca_free(struct tls_ca *ca)
 {
 	if (!ca)

@@ -171,6 +171,14 @@ void tls_ca_free(struct tls_ca *ca);
  */
 int tls_ca_delete(const struct tls_ca *ca);
 
+/* tls_ca_delete() in two halves, for a caller that deletes the key later,
+ * on another thread, when @ca may be freed: tls_ca_key_id() copies the id
+ * the key process knows @ca by into @id (false: no key process key, as
+ * tls_ca_delete() would have nothing to do); tls_ca_delete_id() deletes
+ * it (0 or a negative errno). */
+bool tls_ca_key_id(const struct tls_ca *ca, unsigned char id[32]);
+int tls_ca_delete_id(const unsigned char id[32]);
+
 /* The same for a CA not loaded, by the certificate tls_ca_save() left in
  * @dir (a registration dropped at start-up). 0 or a negative errno. */
 int tls_ca_delete_saved(const char *dir);
