@@ -1635,6 +1635,22 @@ int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 	closedir(d);
 	log_info("sandbox: restored %d registrations (%d failed, %d dropped: namespace gone)", n,
 		 bad, dropped);
+	/* Every CA that a registration names is loaded now: a key the key
+	 * process holds no CA for belongs to no sandbox (deleted while the key
+	 * process was gone, or never registered: a crash between the CA's
+	 * making and its saving). Not while a registration could not be
+	 * restored: its CA's key stays until it is fixed or removed. */
+	if (bad == 0) {
+		int k = tls_ca_sweep();
+
+		if (k < 0)
+			log_warn("sandbox: cannot sweep the CA keys no sandbox has: %s",
+				 strerror(-k));
+		else if (k > 0)
+			log_info("sandbox: deleted %d CA keys no sandbox has", k);
+	} else {
+		log_info("sandbox: CA keys kept: %d registrations could not be restored", bad);
+	}
 	return n;
 }
 

@@ -16,6 +16,7 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -266,4 +267,20 @@ int keys_jwt_drop(uint32_t handle)
 	struct keys_req q = { .op = KEYS_JWT_DROP, .handle = handle };
 
 	return call(&q, -1, NULL, NULL);
+}
+
+int keys_ca_sweep(void)
+{
+	struct keys_req q = { .op = KEYS_CA_SWEEP };
+	unsigned char *ans = NULL;
+	uint32_t n = 0;
+	size_t len = 0;
+	int r = call(&q, -1, &ans, &len);
+
+	if (r == 0 && len != sizeof(n))
+		r = -EIO;
+	if (r == 0)
+		memcpy(&n, ans, sizeof(n));
+	free(ans);
+	return r < 0 ? r : n > INT_MAX ? INT_MAX : (int)n;
 }

@@ -411,6 +411,89 @@ static int op_ca_forget(const struct keys_req *q, bool drop)
 	return h ? 0 : -ENOENT;
 }
 
+/* The id that NAME, 64 hex digits then @suffix, names; false if it is not
+ * such a name. */
+static bool key_file_id(const char *name, const char *suffix, unsigned char id[KEYS_ID_LEN])
+{
+	size_t i;
+
+	if (strlen(name) != 2 * KEYS_ID_LEN + strlen(suffix) ||
+	    strcmp(name + 2 * KEYS_ID_LEN, suffix))
+		return false;
+	for (i = 0; i < KEYS_ID_LEN; i++) {
+		unsigned v = 0;
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			char c = name[2 * i + (size_t)k];
+
+			if (c >= '0' && c <= '9')
+				v = v << 4 | (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v = v << 4 | (unsigned)(c - 'a' + 10);
+			else
+				return false;
+		}
+		id[i] = (unsigned char)v;
+	}
+	return true;
+}
+
+/*
+ * Removes the key files of CAs it does not hold, and the temporaries of
+ * writes a crash cut short: the broker asks once it has loaded every CA of
+ * the sandboxes it restored (a key whose sandbox was deleted while this
+ * process was gone, or whose registration never got saved, has no other
+ * way out). Files of any other name are left alone. Single-threaded, so
+ * no write_key() is half-way meanwhile. Return: bytes of the count in
+ * @out (a uint32), or a negative errno.
+ */
+static int op_ca_sweep(unsigned char *out, size_t cap)
+{
+	/* getdents64() by hand: readdir()'s fdopendir() wants fcntl(), which
+	 * this process's filter does not allow for this alone. */
+	struct dirent64_rec {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	unsigned char id[KEYS_ID_LEN];
+	char buf[4096] __attribute__((aligned(8)));
+	uint32_t n = 0;
+	long got, at;
+	int fd, r = 0;
+
+	if (S.dirfd < 0)
+		return -EBADF;
+	if (cap < sizeof(n))
+		return -EMSGSIZE;
+	fd = openat(S.dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (at = 0; at < got;) {
+			const struct dirent64_rec *de = (const void *)(buf + at);
+			bool tmp;
+
+			at += de->reclen;
+			tmp = key_file_id(de->name, ".tmp", id);
+			if (!tmp && (!key_file_id(de->name, ".key", id) || *find(id)))
+				continue;
+			if (unlinkat(S.dirfd, de->name, 0) == 0)
+				n++;
+		}
+	}
+	if (got < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		return r;
+	memcpy(out, &n, sizeof(n));
+	return sizeof(n);
+}
+
 static int op_leaf_sign(const struct keys_req *q, unsigned char *out, size_t cap)
 {
 	struct held *h = *find(q->id);
@@ -629,6 +712,9 @@ size_t keys_serve_one(const unsigned char *buf, size_t len, int fd, unsigned cha
 		case KEYS_JWT_DROP:
 			n = op_jwt_drop(&q);
 			break;
+		case KEYS_CA_SWEEP:
+			n = op_ca_sweep(out + sizeof(r), cap - sizeof(r));
+			break;
 		default:
 			n = -EOPNOTSUPP;
 			break;
@@ -774,6 +860,8 @@ static const int keyproc_allowed[] = {
 	__NR_lseek,
 	__NR_renameat,
 	__NR_unlinkat,
+	/* CA_SWEEP lists its directory (readdir). */
+	__NR_getdents64,
 #ifdef __NR_renameat2
 	__NR_renameat2,
 #endif

@@ -53,6 +53,9 @@ int keys_ca_load(const unsigned char *der, size_t len);
 int keys_ca_save(const unsigned char id[KEYS_ID_LEN]);
 int keys_ca_forget(const unsigned char id[KEYS_ID_LEN]);
 int keys_ca_drop(const unsigned char id[KEYS_ID_LEN]);
+/* Deletes the key files of CAs not held (and temporaries): how many went,
+ * or a negative errno. */
+int keys_ca_sweep(void);
 int keys_leaf_sign(const unsigned char id[KEYS_ID_LEN], const char *host, const unsigned char *pub,
 		   size_t publen, unsigned char **der, size_t *len);
 

@@ -29,6 +29,8 @@
  *   JWT_SIGN   a uint32 handle, then the JWS signing input,
  *              1..KEYS_TBS_MAX bytes
  *   JWT_DROP   a uint32 handle
+ *   CA_SWEEP   nothing: every CA key file (ID.key) of its directory that
+ *              holds no CA it holds, and every temporary (ID.tmp), goes
  *
  * CA_LOAD answers -ENOENT when no key file is there for the certificate,
  * -EKEYREJECTED when the file holds no key, or not the certificate's, or
@@ -42,7 +44,8 @@
  * An answer is an int32 (0 or a negative errno), then with 0: for
  * CA_CREATE and LEAF_SIGN a certificate in DER; for JWT_LOAD the handle
  * (uint32) and the key's public half (DER SubjectPublicKeyInfo); for
- * JWT_SIGN the 64-byte JWS signature (ES256 R||S, or Ed25519).
+ * JWT_SIGN the 64-byte JWS signature (ES256 R||S, or Ed25519); for
+ * CA_SWEEP how many files went (uint32).
  */
 #define KEYS_NAME_MAX 63  /* SANDBOX_NAME_MAX */
 #define KEYS_HOST_MAX 255 /* 253, or an IPv6 literal in brackets */
@@ -64,6 +67,7 @@ enum keys_op {
 	KEYS_JWT_LOAD,
 	KEYS_JWT_SIGN,
 	KEYS_JWT_DROP,
+	KEYS_CA_SWEEP,
 	KEYS_OP_END,
 };
 

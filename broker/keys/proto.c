@@ -88,6 +88,7 @@ int keys_req_parse(const unsigned char *buf, size_t len, struct keys_req *req)
 		req->len = len;
 		return 0;
 	case KEYS_PING:
+	case KEYS_CA_SWEEP:
 		return len ? -EINVAL : 0;
 	case KEYS_JWT_LOAD:
 		if (len > KEYS_PATH_MAX)
@@ -174,6 +175,7 @@ int keys_req_build(const struct keys_req *req, unsigned char *buf, size_t cap)
 			r = put(buf, cap, &at, req->data, req->len);
 		break;
 	case KEYS_PING:
+	case KEYS_CA_SWEEP:
 		break;
 	case KEYS_JWT_LOAD:
 		n = strnlen(req->path, sizeof(req->path));

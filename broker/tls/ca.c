@@ -797,6 +797,11 @@ int tls_ca_delete_id(const unsigned char id[32])
 	return keys_ca_drop(id);
 }
 
+int tls_ca_sweep(void)
+{
+	return keys_active() ? keys_ca_sweep() : 0;
+}
+
 void tls_ca_free(struct tls_ca *ca)
 {
 	if (!ca)

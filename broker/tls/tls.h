@@ -177,6 +177,10 @@ int tls_ca_delete(const struct tls_ca *ca);
  * tls_ca_delete() would have nothing to do); tls_ca_delete_id() deletes
  * it (0 or a negative errno). */
 bool tls_ca_key_id(const struct tls_ca *ca, unsigned char id[32]);
+/* Once every sandbox's CA is loaded: the key process deletes the keys of
+ * CAs it does not hold. How many went (0 without a key process), or a
+ * negative errno. */
+int tls_ca_sweep(void);
 int tls_ca_delete_id(const unsigned char id[32]);
 
 /* The same for a CA not loaded, by the certificate tls_ca_save() left in

@@ -234,4 +234,33 @@ t_contains "  ... drops the registration whose namespace is gone" "$(cat "$BROKE
 t_rc "  ... and its CA key" 1 test -e "$STATE/keys/$ID4.key"
 t_ok "  ... not the others'" test -e "$STATE/keys/$ID1.key"
 broker_stop
+
+# --- keys no sandbox has go at the next start ---------------------------------------
+# A key file whose CA no registration names (its sandbox deleted while the
+# key process was gone, or a crash between the CA's making and its saving),
+# and a temporary a crash cut short: deleted once every CA is loaded; but
+# not while a registration could not be restored (its key stays for the
+# operator).
+ORPH=0011223344556677889900aabbccddeeff0011223344556677889900aabbccdd
+install -o $KU -g $KU -m 0600 /dev/null "$STATE/keys/$ORPH.key"
+install -o $KU -g $KU -m 0600 /dev/null "$STATE/keys/$ORPH.tmp"
+install -o $KU -g $KU -m 0600 /dev/null "$STATE/keys/notes.txt"
+install -o $U -g $U -m 0600 /dev/null "$STATE/sandboxes/$WORLD_PREFIX-broken"
+echo "not a registration" >"$STATE/sandboxes/$WORLD_PREFIX-broken"
+from=$(($(wc -l <"$BROKER_LOG") + 1))
+started "the broker starts with a registration it cannot restore"
+t_ok "  ... keeps a key no sandbox has" test -e "$STATE/keys/$ORPH.key"
+t_contains "  ... and says why" "$(tail -n +"$from" "$BROKER_LOG")" \
+	"CA keys kept: 1 registrations could not be restored"
+broker_stop
+rm -f "$STATE/sandboxes/$WORLD_PREFIX-broken"
+from=$(($(wc -l <"$BROKER_LOG") + 1))
+started "the broker starts with every registration restored"
+t_rc "  ... deletes the key no sandbox has" 1 test -e "$STATE/keys/$ORPH.key"
+t_rc "  ... and the temporary" 1 test -e "$STATE/keys/$ORPH.tmp"
+t_contains "  ... and says so" "$(tail -n +"$from" "$BROKER_LOG")" "deleted 2 CA keys no sandbox has"
+t_ok "  ... keeps the keys of the sandboxes" test -e "$STATE/keys/$ID1.key"
+t_ok "  ... and a file of another name" test -e "$STATE/keys/notes.txt"
+t_ok "  ... the first sandbox still intercepts" X "$S1" echo.world.test/api/after-sweep
+broker_stop
 t_done

@@ -360,6 +360,85 @@ static void test_ca_and_leaves(void **state)
 	EVP_PKEY_free(rsa);
 }
 
+/* CA_SWEEP: the key files of CAs not held, and temporaries, go; the held
+ * CA's key and files of other names stay; it asks for no payload. */
+static void touch(const char *name)
+{
+	char path[400];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static bool there(const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	return access(path, F_OK) == 0;
+}
+
+static void test_sweep(void **state)
+{
+	static const char orphan[] =
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	unsigned char m[600], out[64], id[KEYS_ID_LEN];
+	char held[2 * KEYS_ID_LEN + 8], name[200];
+	X509 *ca = NULL;
+	uint32_t swept;
+	int32_t st;
+	size_t n;
+	int i;
+
+	(void)state;
+	assert_int_equal(ask(m, msg(m, KEYS_CA_CREATE, "sweep-1", 7), &ca), 0);
+	id_of(ca, id);
+	for (i = 0; i < KEYS_ID_LEN; i++)
+		snprintf(held + 2 * i, 3, "%02x", id[i]);
+	snprintf(held + 2 * KEYS_ID_LEN, 5, ".key");
+	assert_true(there(held));
+	snprintf(name, sizeof(name), "%s.key", orphan);
+	touch(name);
+	snprintf(name, sizeof(name), "%s.tmp", orphan);
+	touch(name);
+	touch("README");
+	touch("0011.key");				    /* not an id */
+	snprintf(name, sizeof(name), "%.63sG.key", orphan); /* not hex */
+	touch(name);
+	snprintf(name, sizeof(name), "%s.key.bak", orphan);
+	touch(name);
+
+	assert_int_equal(keys_req_parse(m, msg(m, KEYS_CA_SWEEP, "x", 1), &(struct keys_req){ 0 }),
+			 -EINVAL);
+	n = keys_serve_one(m, msg(m, KEYS_CA_SWEEP, NULL, 0), -1, out, sizeof(out));
+	assert_int_equal(n, sizeof(st) + sizeof(swept));
+	memcpy(&st, out, sizeof(st));
+	memcpy(&swept, out + sizeof(st), sizeof(swept));
+	assert_int_equal(st, 0);
+	assert_int_equal(swept, 2);
+	assert_true(there(held));
+	snprintf(name, sizeof(name), "%s.key", orphan);
+	assert_false(there(name));
+	snprintf(name, sizeof(name), "%s.tmp", orphan);
+	assert_false(there(name));
+	assert_true(there("README"));
+	assert_true(there("0011.key"));
+	snprintf(name, sizeof(name), "%.63sG.key", orphan);
+	assert_true(there(name));
+	snprintf(name, sizeof(name), "%s.key.bak", orphan);
+	assert_true(there(name));
+	/* Once it is forgotten, its key is no CA's it holds: swept too. */
+	assert_int_equal(ask(m, msg(m, KEYS_CA_FORGET, id, KEYS_ID_LEN), NULL), 0);
+	n = keys_serve_one(m, msg(m, KEYS_CA_SWEEP, NULL, 0), -1, out, sizeof(out));
+	memcpy(&swept, out + sizeof(st), sizeof(swept));
+	assert_int_equal(swept, 1);
+	assert_false(there(held));
+	X509_free(ca);
+}
+
 /* Writes @key as PEM (private) at DIR/@name; returns the path. */
 static const char *write_pem(const char *name, EVP_PKEY *key)
 {
@@ -506,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_build_roundtrip),
 		cmocka_unit_test_setup_teardown(test_ca_and_leaves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jwt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
