@@ -132,13 +132,17 @@ static int remote_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 	free(spki);
 	ERR_clear_error();
 	if (r < 0) {
-		/* -EINVAL is the key process's refusal, no failed call:
-		 * errno 0 for it. */
-		if (r == -EINVAL)
+		/* The key process's refusals, no failed call: errno 0 for
+		 * them (broker/keys/keys_internal.h). */
+		if (r == -EKEYREJECTED)
 			sl_err_set(err, 0,
 				   "JWT key `%s`: not a PEM private key, EC P-256 (ES256) or "
 				   "Ed25519 (EdDSA)",
 				   pem_file);
+		else if (r == -EINVAL)
+			sl_err_set(err, 0, "JWT key `%s`: not a regular file", pem_file);
+		else if (r == -EFBIG)
+			sl_err_set(err, 0, "JWT key `%s`: empty or too large", pem_file);
 		else if (r == -EPIPE)
 			sl_err_set(err, EPIPE, "JWT key `%s`: the key process is gone", pem_file);
 		else

@@ -574,7 +574,7 @@ static int jwt_read_key(int fd, EVP_PKEY **key)
 		if (!*key || !creds_jwt_key_ok(*key)) {
 			EVP_PKEY_free(*key);
 			*key = NULL;
-			r = -EINVAL;
+			r = -EKEYREJECTED; /* not -EINVAL: a file that is not regular */
 		}
 	}
 	OPENSSL_secure_clear_free(b, (size_t)st.st_size);

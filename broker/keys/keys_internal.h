@@ -38,6 +38,10 @@
  * when the file cannot be used (-EINVAL: not a regular file; -ELOOP, a
  * symlink; -EPERM, others may read it; -EFBIG).
  *
+ * JWT_LOAD answers -EKEYREJECTED for a file that holds no key it takes,
+ * -EINVAL for one that is not a regular file, -EFBIG for an empty or too
+ * large one.
+ *
  * CA_CREATE also writes the new key's file (so a CA_SAVE of it after is
  * a no-op that writes it again).
  *

@@ -557,7 +557,7 @@ static void test_jwt(void **state)
 	assert_true(jws_ok(ed, "header.claims", sig));
 
 	/* Keys jwt.c refuses, here too; and files that are not keys. */
-	assert_int_equal(jwt_load(write_pem("p384.pem", p384), -1, p384, &h), -EINVAL);
+	assert_int_equal(jwt_load(write_pem("p384.pem", p384), -1, p384, &h), -EKEYREJECTED);
 	assert_int_equal(jwt_load("/nonexistent-sluice-key", -1, es, &h), -ENOENT);
 	snprintf(fifo, sizeof(fifo), "%s/fifo", tmpdir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
