@@ -1313,7 +1313,8 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 	if (!fresh || !sha) {
 		free(fresh);
 		free(sha);
-		return -ENOMEM;
+		return sl_err_set(err, ENOMEM,
+				  "out of memory for the sandboxes' policies; nothing changed");
 	}
 	/* The control thread is the only writer, so the set of sandboxes cannot
 	 * change between the two passes; the read lock keeps workers going. */
