@@ -206,15 +206,13 @@ wait_for() {
 tcp_open() { timeout 1 ip netns exec "$1" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "$3"; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
 # B ARGS...: sluice on this world's broker, as a caller runs it, bounded.
-B_CMD=(ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK")
-B() { timeout 30 "${B_CMD[@]}" "$@"; }
+B() { timeout 30 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
 # The same without ip netns exec: sluice enters the broker's namespace
 # itself (--broker-netns); exec runs from wherever the caller is, as README
 # has it. ip netns exec copies every mount of the caller and tears the
 # copy down again: a cost of ip, not of sluice, that grows with the number
 # of sandboxes (one /run/netns mount each).
-H_CMD=("$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK")
-H() { timeout 30 "${H_CMD[@]}" "$@"; }
+H() { timeout 30 "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@"; }
 # tests/bench/timed.c times the create, exec and delete rows: one command
 # from its fork to its reaping, with no process around it (timeout(1)
 # around each, as before, is a process no caller pays for).
@@ -226,9 +224,10 @@ cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$TIMED" tests/bench/timed.c || fail 
 lc_timed() {
 	local form=$1 rc
 	shift
+	# (The broker's socket is known once it runs: read here, not above.)
 	case $form in
-	B) set -- "${B_CMD[@]}" "$@" ;;
-	H) set -- "${H_CMD[@]}" "$@" ;;
+	B) set -- ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@" ;;
+	H) set -- "$BIN/sluice" --socket "$BROKER_SOCK" --broker-netns "$WORLD_BRK" "$@" ;;
 	X) set -- "$BIN/sluice" --socket "$BROKER_SOCK" "$@" ;;
 	esac
 	: >"$D/timed.out"
