@@ -535,7 +535,7 @@ E_FIRST=("${E_US[@]:0:100}") E_LAST=("${E_US[@]: -100}")
 	echo "   delete < 5 ms, $made present: $l_dw ms: $(verdict "$l_dw" 5)   (net $l_dm)"
 	echo "   create flat with $made present (within max(25%, 1 ms)): $(flat "$a_cw" "$l_cw")   (net $(flat "$a_cm" "$l_cm"))"
 	echo "   delete flat with $made present (within max(25%, 1 ms)): $(flat "$a_dw" "$l_dw")   (net $(flat "$a_dm" "$l_dm"))"
-	echo "the same as whole processes of sluice --broker-netns BROKER, without ip netns exec (not the README's form):"
+	echo "the same as whole processes of sluice --broker-netns BROKER, without ip netns exec (the form README scripts: --broker-netns):"
 	echo "   create < 5 ms, none present: $a_xw ms: $(verdict "$a_xw" 5); $made present: $l_xw ms: $(verdict "$l_xw" 5)"
 	echo "   delete < 5 ms, none present: $a_yw ms: $(verdict "$a_yw" 5); $made present: $l_yw ms: $(verdict "$l_yw" 5)"
 	echo "   create flat: $(flat "$a_xw" "$l_xw"); delete flat: $(flat "$a_yw" "$l_yw")"
