@@ -317,8 +317,10 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 	/* Its key file now, not at a CA_SAVE: the broker's registration
 	 * then waits for no second round trip. Until the broker has written
 	 * the certificate beside its sandbox's state, nothing names the file:
-	 * the broker drops it (CA_DROP) if the registration fails. */
-	r = S.dirfd < 0 ? -EBADF : write_key(S.dirfd, id, (*find(id))->key, -1, -1);
+	 * the broker drops it (CA_DROP) if the registration fails. Without a
+	 * directory (the process is always started with one: only unit tests
+	 * and the fuzzer serve without), the key is held only. */
+	r = S.dirfd < 0 ? 0 : write_key(S.dirfd, id, (*find(id))->key, -1, -1);
 	if (r < 0) {
 		struct held **pp = find(id), *h = *pp;
 

@@ -17,8 +17,9 @@
  * format has one spelling); names and hosts are NUL-terminated within
  * their bounds; every answer is a status of 0 or a negative errno, with a
  * certificate only after 0 and only for CA_CREATE and LEAF_SIGN (a
- * 64-byte signature for JWT_SIGN); a leaf is never a CA and names exactly
- * one host.
+ * 64-byte signature for JWT_SIGN, a count for CA_SWEEP); a leaf is never
+ * a CA and names exactly one host. CA_CREATE holds the key only (no
+ * directory to write it in).
  */
 
 #include <errno.h>
@@ -117,9 +118,14 @@ static void check_answer(const uint8_t *buf, size_t len)
 	if (st < 0 || n == 4)
 		return;
 	CHECK(keys_req_parse(buf, len, &q) == 0);
-	CHECK(q.op == KEYS_CA_CREATE || q.op == KEYS_LEAF_SIGN || q.op == KEYS_JWT_SIGN);
+	CHECK(q.op == KEYS_CA_CREATE || q.op == KEYS_LEAF_SIGN || q.op == KEYS_JWT_SIGN ||
+	      q.op == KEYS_CA_SWEEP);
 	if (q.op == KEYS_JWT_SIGN) {
 		CHECK(n == 4 + 64);
+		return;
+	}
+	if (q.op == KEYS_CA_SWEEP) { /* a count (never here: no directory) */
+		CHECK(n == 4 + sizeof(uint32_t));
 		return;
 	}
 	x = d2i_X509(NULL, &p, (long)(n - 4));
