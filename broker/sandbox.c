@@ -603,29 +603,32 @@ static int ca_dir_remove(const char *path)
 	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-/* What remove_state() leaves to a thread: a CA directory moved aside, and
- * the CA's key in the key process, if it has one there. */
+/* Removes the CA directory moved aside as @path and, with @drop, the CA's
+ * key in the key process, by @id. */
+static void ca_gone_finish(const char *path, bool drop, const unsigned char id[32])
+{
+	int r = ca_dir_remove(path);
+
+	if (r < 0)
+		log_warn("sandbox: cannot remove %s: %s", path, strerror(-r));
+	if (drop && tls_ca_delete_id(id) < 0)
+		log_warn("sandbox: the key process did not delete the CA key of %s", path);
+}
+
+/* What remove_state() leaves to a thread: ca_gone_finish()'s arguments. */
 struct ca_gone {
 	char *path;
 	bool drop;
 	unsigned char id[32];
 };
 
-static void ca_gone_finish(struct ca_gone *g)
-{
-	int r = ca_dir_remove(g->path);
-
-	if (r < 0)
-		log_warn("sandbox: cannot remove %s: %s", g->path, strerror(-r));
-	if (g->drop && tls_ca_delete_id(g->id) < 0)
-		log_warn("sandbox: the key process did not delete the CA key of %s", g->path);
-	free(g->path);
-	free(g);
-}
-
 static void *ca_gone_main(void *arg)
 {
-	ca_gone_finish(arg);
+	struct ca_gone *g = arg;
+
+	ca_gone_finish(g->path, g->drop, g->id);
+	free(g->path);
+	free(g);
 	return NULL;
 }
 
@@ -643,15 +646,11 @@ static void ca_gone_later(const char *path, bool drop, const unsigned char id[32
 	struct ca_gone *g = calloc(1, sizeof(*g));
 	pthread_attr_t attr;
 	pthread_t t;
-	int r = ENOMEM;
+	int r;
 
 	if (!g || !(g->path = strdup(path))) {
 		free(g);
-		r = ca_dir_remove(path);
-		if (r < 0)
-			log_warn("sandbox: cannot remove %s: %s", path, strerror(-r));
-		if (drop && tls_ca_delete_id(id) < 0)
-			log_warn("sandbox: the key process did not delete the CA key of %s", path);
+		ca_gone_finish(path, drop, id);
 		return;
 	}
 	g->drop = drop;
@@ -665,7 +664,7 @@ static void ca_gone_later(const char *path, bool drop, const unsigned char id[32
 		pthread_attr_destroy(&attr);
 	}
 	if (r != 0)
-		ca_gone_finish(g);
+		ca_gone_main(g);
 }
 
 /* At start-up: the CA directories a broker that died left moved aside. */
@@ -718,18 +717,15 @@ static int remove_state(struct sandbox_table *tab, const char *name, const struc
 		ca_gone_later(gone_path, r == 0 && tls_ca_key_id(drop, id), id);
 		return r;
 	}
-	if (errno == ENOENT) {
-		if (r == 0 && tls_ca_key_id(drop, id) && tls_ca_delete_id(id) < 0)
-			log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
-		return r;
+	if (errno != ENOENT) {
+		/* Not moved: emptied and removed here, as far as it goes. */
+		for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++) {
+			snprintf(path, sizeof(path), "%s/%s/%s", tab->ca_dir, name, ca_files[i]);
+			note_rm(unlink(path), path, &r, what, whatlen);
+		}
+		snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
+		note_rm(rmdir(path), path, &r, what, whatlen);
 	}
-	/* Not moved: emptied and removed here, as far as it goes. */
-	for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s", tab->ca_dir, name, ca_files[i]);
-		note_rm(unlink(path), path, &r, what, whatlen);
-	}
-	snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
-	note_rm(rmdir(path), path, &r, what, whatlen);
 	if (r == 0 && tls_ca_key_id(drop, id) && tls_ca_delete_id(id) < 0)
 		log_warn("sandbox: `%s`: the key process did not delete its CA key", name);
 	return r;

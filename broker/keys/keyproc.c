@@ -149,6 +149,16 @@ static void held_free(struct held *h)
 	free(h);
 }
 
+/* Lets go of the CA *@pp (held), and unlinks it from its bucket. */
+static void unhold(struct held **pp)
+{
+	struct held *h = *pp;
+
+	*pp = h->next;
+	S.n--;
+	held_free(h);
+}
+
 /* Takes @key and @cert on success. */
 static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN])
 {
@@ -322,11 +332,7 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 	 * and the fuzzer serve without), the key is held only. */
 	r = S.dirfd < 0 ? 0 : write_key(S.dirfd, id, (*find(id))->key, -1, -1);
 	if (r < 0) {
-		struct held **pp = find(id), *h = *pp;
-
-		*pp = h->next;
-		S.n--;
-		held_free(h);
+		unhold(find(id));
 		return r;
 	}
 	return n;
@@ -396,11 +402,8 @@ static int op_ca_forget(const struct keys_req *q, bool drop)
 	char name[2 * KEYS_ID_LEN + 8];
 	int r = 0;
 
-	if (h) {
-		*pp = h->next;
-		S.n--;
-		held_free(h);
-	}
+	if (h)
+		unhold(pp);
 	if (drop) {
 		/* Named by the id, in hex: no path of the broker's choosing. */
 		key_name(q->id, name, ".key");
@@ -452,15 +455,9 @@ static bool key_file_id(const char *name, const char *suffix, unsigned char id[K
  */
 static int op_ca_sweep(unsigned char *out, size_t cap)
 {
-	/* getdents64() by hand: readdir()'s fdopendir() wants fcntl(), which
-	 * this process's filter does not allow for this alone. */
-	struct dirent64_rec {
-		uint64_t ino;
-		int64_t off;
-		unsigned short reclen;
-		unsigned char type;
-		char name[];
-	};
+	/* getdents64() by hand (glibc's struct dirent64 is the kernel's
+	 * record): readdir()'s fdopendir() wants fcntl(), which this
+	 * process's filter does not allow for this alone. */
 	unsigned char id[KEYS_ID_LEN];
 	char buf[4096] __attribute__((aligned(8)));
 	uint32_t n = 0;
@@ -476,14 +473,14 @@ static int op_ca_sweep(unsigned char *out, size_t cap)
 		return -errno;
 	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
 		for (at = 0; at < got;) {
-			const struct dirent64_rec *de = (const void *)(buf + at);
+			const struct dirent64 *de = (const void *)(buf + at);
 			bool tmp;
 
-			at += de->reclen;
-			tmp = key_file_id(de->name, ".tmp", id);
-			if (!tmp && (!key_file_id(de->name, ".key", id) || *find(id)))
+			at += de->d_reclen;
+			tmp = key_file_id(de->d_name, ".tmp", id);
+			if (!tmp && (!key_file_id(de->d_name, ".key", id) || *find(id)))
 				continue;
-			if (unlinkat(S.dirfd, de->name, 0) == 0)
+			if (unlinkat(S.dirfd, de->d_name, 0) == 0)
 				n++;
 		}
 	}

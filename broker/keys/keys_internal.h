@@ -42,8 +42,8 @@
  * -EINVAL for one that is not a regular file, -EFBIG for an empty or too
  * large one.
  *
- * CA_CREATE also writes the new key's file (so a CA_SAVE of it after is
- * a no-op that writes it again).
+ * CA_CREATE also writes the new key's file, when it has a directory (a
+ * CA_SAVE after it writes the file again).
  *
  * An answer is an int32 (0 or a negative errno), then with 0: for
  * CA_CREATE and LEAF_SIGN a certificate in DER; for JWT_LOAD the handle

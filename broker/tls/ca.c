@@ -208,13 +208,16 @@ int tls_cert_id(X509 *cert, unsigned char id[32])
 	return 0;
 }
 
-/* A CA whose key the key process holds: @cert (taken) and its id. */
-static struct tls_ca *remote_ca(X509 *cert, struct sl_err *err)
+/* A CA whose key the key process holds: @cert (taken) and its id, @known
+ * when the caller has it already (else it is computed). */
+static struct tls_ca *remote_ca(X509 *cert, const unsigned char *known, struct sl_err *err)
 {
 	unsigned char id[32];
 	struct tls_ca *ca;
 
-	if (tls_cert_id(cert, id) < 0) {
+	if (known)
+		memcpy(id, known, sizeof(id));
+	else if (tls_cert_id(cert, id) < 0) {
 		tls_err(err, 0, "cannot hash the CA certificate");
 		X509_free(cert);
 		return NULL;
@@ -271,7 +274,7 @@ static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err
 		tls_err(err, 0, "the key process answered with no CA certificate");
 		X509_free(cert);
 	} else {
-		ca = remote_ca(cert, err);
+		ca = remote_ca(cert, id, err);
 	}
 	if (!ca)
 		(void)keys_ca_drop(id);
@@ -545,7 +548,7 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 		X509_free(cert);
 		return NULL;
 	}
-	return remote_ca(cert, err);
+	return remote_ca(cert, NULL, err);
 }
 
 struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
@@ -780,8 +783,10 @@ int tls_ca_delete_saved(const char *dir)
 
 int tls_ca_delete(const struct tls_ca *ca)
 {
+	unsigned char id[32];
+
 	/* A local key goes with DIR (sandbox.c removes it). */
-	return ca && ca->remote ? keys_ca_drop(ca->id) : 0;
+	return tls_ca_key_id(ca, id) ? tls_ca_delete_id(id) : 0;
 }
 
 bool tls_ca_key_id(const struct tls_ca *ca, unsigned char id[32])
