@@ -319,8 +319,12 @@ t_ok "sluiced starts with its state_dir on a tmpfs of 256 KiB" fault_wait
 in_ns sh -c 'i=0; while [ $i -lt 100 ] && dd if=/dev/zero of="$1/fill$i" bs=4k count=1 \
 	status=none 2>/dev/null; do i=$((i + 1)); done; rm -f "$1/fill0"' sh "$SD"
 t_rc "create with its state_dir nearly full fails" 1 sl create "$F1" --policy "$D/pol.yaml"
-t_contains "saying why" "$T_ERR" "$SD/"
-t_contains "  ... no space" "$T_ERR" ": No space left on device"
+ca_full="cannot save the sandbox's CA in $SD/ca/$F1: No space left on device"
+reg_full="cannot write registration in $SD/sandboxes: No space left on device"
+case $T_ERR in
+*"$ca_full"* | *"$reg_full"*) t_ok "saying why" true ;;
+*) t_contains "saying why" "$T_ERR" "$ca_full" ;;
+esac
 t_eq "and nothing of it is left" "" "$(left "$F1" 10.202.0.2)"
 t_eq "  ... nor its CA key in state_dir/keys" "" "$(in_ns sh -c 'ls "$1/keys"' sh "$SD")"
 in_ns sh -c 'rm -f "$1"/fill*' sh "$SD"
