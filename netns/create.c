@@ -67,6 +67,7 @@ struct build {
 	bool no_store;	       /* there is no system trust store */
 	int proc;	       /* a procfs of our own (netns_procfs_private()), or -1 */
 	int lock;	       /* holds this name's byte of NETNS_CREATE_LOCK, or -1 */
+	int nft_held[2];       /* nf_tables sockets whose last close waits, or -1 */
 	bool keep_mark;	       /* what an interrupted create left is still there */
 	bool registered, state_dir, netns, etc_dir, link, element;
 	bool audit;	   /* `sluice create --audit`: register asks for audit mode */
@@ -826,6 +827,16 @@ static int create_begin(struct build *b, struct sl_err *err)
 }
 
 /* The create ended, made or undone: the mark goes, then the lock. */
+/* Closes the nf_tables sockets that create() held (see nfnl_hand_over()). */
+static void drop_held(struct build *b)
+{
+	for (size_t i = 0; i < sizeof(b->nft_held) / sizeof(b->nft_held[0]); i++)
+		if (b->nft_held[i] >= 0) {
+			close(b->nft_held[i]);
+			b->nft_held[i] = -1;
+		}
+}
+
 static void create_end(struct build *b)
 {
 	char mark[600];
@@ -973,9 +984,12 @@ static int attach_open(struct build *b, struct sl_err *err)
 static int create(const char *name, const char *policy, const char *nspath, const char *ifname,
 		  struct netns_sandbox *out, bool linger, bool audit, struct sl_err *err)
 {
+	/* clang-format off */
 	struct build b = {
-		.nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .bundle_fd = -1, .proc = -1, .lock = -1
+		.nsfd = -1, .cfg_fd = -1, .reg_fd = -1, .bundle_fd = -1, .proc = -1, .lock = -1,
+		.nft_held = { -1, -1 }
 	};
+	/* clang-format on */
 	char abs[PATH_MAX], path[512];
 	int r;
 
@@ -1108,7 +1122,7 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	}
 	if (r < 0)
 		goto fail;
-	r = netns_nft_install(&b.sb.ports, err);
+	r = netns_nft_install(&b.sb.ports, &b.nft_held[0], err);
 	if (r < 0)
 		goto fail;
 	/* What needs neither the address nor the CA is done before their
@@ -1140,7 +1154,7 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */
-	r = netns_nft_element(true, b.sb.link, b.sb.addr, NULL, err);
+	r = netns_nft_element(true, b.sb.link, b.sb.addr, &b.nft_held[1], err);
 	if (r < 0)
 		goto fail;
 	b.element = true;
@@ -1151,18 +1165,22 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	close(b.nsfd);
 	/* Before the child below, which would hold the lock as long as it lives. */
 	create_end(&b);
-	/* The procfs's close waits for a grace period; `sluice create` leaves
-	 * it, and the teardown of its mount namespace, to a child. */
+	/* The procfs's close waits for a grace period, and so may the
+	 * nf_tables sockets' (when a delete came just before: see
+	 * nfnl_hand_over()); `sluice create` leaves them, and the teardown of
+	 * its mount namespace, to a child, which has a copy of each. */
 	if (linger)
 		netns_linger(b.proc);
 	else if (b.proc >= 0)
 		close(b.proc);
+	drop_held(&b);
 	if (out)
 		*out = b.sb;
 	return 0;
 fail:
 	rollback(&b);
 	create_end(&b);
+	drop_held(&b);
 	return r;
 }
 

@@ -159,7 +159,7 @@ int netns_workspace_remove(const char *name);
 
 /* --- nft.c: the table inet sluice and its set elements ---------------- */
 
-int netns_nft_install(const struct netns_ports *p, struct sl_err *err);
+int netns_nft_install(const struct netns_ports *p, int *held, struct sl_err *err);
 int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, struct sl_err *err);
 int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *err);
 

@@ -265,6 +265,24 @@ static void nfnl_close(struct nfnl *n)
 	n->nl = NULL;
 }
 
+/*
+ * nfnl_close(), but first, with @held, a copy of the socket goes there
+ * (-1 if none can be made): the last close of an nf_tables socket waits
+ * until the kernel has freed what every transaction before it, of any
+ * process, removed (nft_rcv_nl_event() flushes the deferred destruction,
+ * which waits for an RCU grace period): after a `sluice delete`,
+ * milliseconds, for nothing the caller needs. With @held the caller
+ * chooses where that close happens (`sluice create` and `sluice delete`
+ * leave it to a child that outlives them, netns_linger()). Without a copy,
+ * the close here is the last.
+ */
+static void nfnl_hand_over(struct nfnl *n, int *held)
+{
+	if (held)
+		*held = fcntl(mnl_socket_get_fd(n->nl), F_DUPFD_CLOEXEC, 3);
+	nfnl_close(n);
+}
+
 /* An nfnetlink message header at @buf. */
 static struct nlmsghdr *nfnl_put(char *buf, uint16_t type, uint16_t flags, uint8_t family,
 				 uint16_t res_id, uint32_t seq)
@@ -341,14 +359,17 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
  * sandboxes. Return: 1, 0 (no table, no chain, no such rule), or a
  * negative errno.
  */
-static int ruleset_in_force(const char *sig)
+static int ruleset_in_force(const char *sig, int *held)
 {
 	struct sig_search s = { .sig = sig };
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
 	struct nfnl n;
-	int r = nfnl_open(&n);
+	int r;
 
+	if (held)
+		*held = -1;
+	r = nfnl_open(&n);
 	if (r < 0)
 		return r;
 	nlh = nfnl_put(buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP, NFPROTO_INET,
@@ -359,7 +380,7 @@ static int ruleset_in_force(const char *sig)
 		r = -errno;
 	else
 		r = nfnl_wait(&n, n.seq, rule_cb, &s);
-	nfnl_close(&n);
+	nfnl_hand_over(&n, held);
 	if (r == -ENOENT)
 		return 0;
 	return r < 0 ? r : s.found;
@@ -368,6 +389,8 @@ static int ruleset_in_force(const char *sig)
 /**
  * netns_nft_install() - make sure table inet sluice is in force for @p
  * @p:      the broker's ports
+ * @held:   NULL, or where a descriptor of the socket goes (-1 if none); the
+ *          caller closes it (see nfnl_hand_over())
  * @err:    why not (NULL: not wanted)
  *
  * Works in the calling thread's network namespace (the broker's). When the
@@ -376,14 +399,14 @@ static int ruleset_in_force(const char *sig)
  *
  * Return: 0 or a negative errno.
  */
-int netns_nft_install(const struct netns_ports *p, struct sl_err *err)
+int netns_nft_install(const struct netns_ports *p, int *held, struct sl_err *err)
 {
 	char sig[96], cmd[sizeof(RULESET) + 256];
 	int fd, r, n;
 
 	snprintf(sig, sizeof(sig), "sluice ruleset %d ports %u %u %u", RULESET_VERSION, p->proxy,
 		 p->transparent, p->dns);
-	if (ruleset_in_force(sig) == 1)
+	if (ruleset_in_force(sig, held) == 1)
 		return 0;
 	fd = lock_take();
 	if (fd < 0)
@@ -391,7 +414,7 @@ int netns_nft_install(const struct netns_ports *p, struct sl_err *err)
 	/* Another create may have installed it while we waited for the lock.
 	 * Should the check itself fail, installing again does no harm: it is
 	 * one transaction that keeps the sets. */
-	if (ruleset_in_force(sig) == 1) {
+	if (ruleset_in_force(sig, NULL) == 1) {
 		r = 0;
 		goto out;
 	}
@@ -455,18 +478,11 @@ static void element_put(struct nlmsghdr *nlh, const uint8_t key[KEY_LEN])
  * @link:   the broker-side link
  * @addr:   the sandbox address, host byte order
  * @held:   NULL, or where a descriptor of the socket goes (-1 if none); the
- *          caller closes it
+ *          caller closes it (see nfnl_hand_over())
  * @err:    why not (NULL: not wanted)
  *
  * One nf_tables transaction (batch begin, the element, batch end), sent in
  * one message and acknowledged once, in the calling thread's namespace.
- *
- * The last close of an nf_tables socket waits until the kernel has freed
- * what every transaction before it removed (nft_rcv_nl_event() flushes
- * the deferred destruction, which waits for an RCU grace period): after a
- * delete, milliseconds, for nothing the caller needs. With @held the caller
- * chooses where that close happens (`sluice delete` leaves it to a child
- * that outlives it).
  *
  * Return: 0; -ENOENT when deleting an element (or a table) that is not
  * there; another negative errno.
@@ -506,10 +522,7 @@ int netns_nft_element(bool add, const char *link, uint32_t addr, int *held, stru
 		r = -errno;
 	else
 		r = nfnl_wait(&n, seq, NULL, NULL);
-	/* Without a descriptor to hand over, the close below is the last. */
-	if (held)
-		*held = fcntl(mnl_socket_get_fd(n.nl), F_DUPFD_CLOEXEC, 3);
-	nfnl_close(&n);
+	nfnl_hand_over(&n, held);
 	if (r < 0)
 		sl_err_sys(err, r, "nftables: cannot %s element { \"%s\" . %s } of inet %s %s",
 			   add ? "add" : "delete", link, a, TABLE, SET);
