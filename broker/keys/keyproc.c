@@ -286,7 +286,7 @@ static EVP_PKEY *new_key(void)
 {
 	if (S.npool)
 		return S.pool[--S.npool];
-	return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	return tls_new_p256_key();
 }
 
 /* Return: bytes of DER in @out, or a negative errno. */
@@ -959,7 +959,7 @@ static void refill_pool(int sock)
 	/* Only while no request waits: a request is never behind a keygen
 	 * it did not ask for. */
 	while (S.npool < KEYS_POOL && poll(&p, 1, 0) == 0) {
-		EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+		EVP_PKEY *k = tls_new_p256_key();
 
 		if (!k)
 			break;

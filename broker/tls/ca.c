@@ -73,11 +73,6 @@ int tls_err_at(struct sl_err *err, const char *file, unsigned line, const char *
 	return r;
 }
 
-static EVP_PKEY *new_p256_key(void)
-{
-	return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-}
-
 /* 128 random bits, never zero; DER may add a leading zero octet. */
 int tls_set_random_serial(X509 *x)
 {
@@ -168,25 +163,57 @@ fail:
 	return NULL;
 }
 
-static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, struct sl_err *err)
+/* A CA of @der (taken: freed here on failure), and with @key (local) also
+ * of @cert, its parsed form (taken only on success). */
+static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, unsigned char *der, size_t der_len,
+			     struct sl_err *err)
 {
 	struct tls_ca *ca = calloc(1, sizeof(*ca));
 
 	if (!ca) {
 		tls_err(err, ENOMEM, "out of memory");
+		free(der);
 		return NULL;
 	}
 	ca->key = key;
 	ca->cert = cert;
-	ca->not_after = tls_asn1_time(X509_get0_notAfter(cert));
-	ca->leaf_key = new_p256_key();
+	ca->der = der;
+	ca->der_len = der_len;
+	ca->not_after = cert ? tls_asn1_time(X509_get0_notAfter(cert)) : 0;
+	ca->leaf_key = tls_new_p256_key();
 	if (!ca->leaf_key || pthread_mutex_init(&ca->lock, NULL) != 0) {
 		tls_err(err, 0, "cannot make the leaf key");
 		EVP_PKEY_free(ca->leaf_key);
+		free(der);
 		free(ca);
 		return NULL;
 	}
 	return ca;
+}
+
+/* A local CA of @key and @cert (both taken on success). */
+static struct tls_ca *local_ca(EVP_PKEY *key, X509 *cert, struct sl_err *err)
+{
+	unsigned char *der = NULL, *p;
+	int n = i2d_X509(cert, NULL);
+
+	if (n > 0)
+		der = malloc((size_t)n);
+	p = der;
+	if (!der || i2d_X509(cert, &p) != n) {
+		tls_err(err, 0, "cannot encode the CA certificate");
+		free(der);
+		ERR_clear_error();
+		return NULL;
+	}
+	return ca_new(key, cert, der, (size_t)n, err);
+}
+
+/* Writes @ca's certificate to @b as PEM, from its DER. Return: true. */
+static bool ca_pem_bio(BIO *b, const struct tls_ca *ca)
+{
+	return ca->der_len <= LONG_MAX &&
+	       PEM_write_bio(b, PEM_STRING_X509, "", ca->der, (long)ca->der_len) > 0;
 }
 
 static bool name_ok(const char *s)
@@ -208,42 +235,46 @@ int tls_cert_id(X509 *cert, unsigned char id[32])
 	return 0;
 }
 
-/* A CA whose key the key process holds: @cert (taken) and its id, @known
- * when the caller has it already (else it is computed). */
-static struct tls_ca *remote_ca(X509 *cert, const unsigned char *known, struct sl_err *err)
+/* A CA whose key the key process holds: @der, its certificate (taken),
+ * and its id, @known or else hashed here. */
+static struct tls_ca *remote_ca(unsigned char *der, size_t len, const unsigned char *known,
+				struct sl_err *err)
 {
 	unsigned char id[32];
+	unsigned int idlen = 0;
 	struct tls_ca *ca;
 
-	if (known)
+	if (known) {
 		memcpy(id, known, sizeof(id));
-	else if (tls_cert_id(cert, id) < 0) {
+	} else if (!EVP_Digest(der, len, id, &idlen, EVP_sha256(), NULL) || idlen != sizeof(id)) {
 		tls_err(err, 0, "cannot hash the CA certificate");
-		X509_free(cert);
+		free(der);
+		ERR_clear_error();
 		return NULL;
 	}
-	ca = ca_new(NULL, cert, err);
-	if (!ca) {
-		X509_free(cert);
+	ca = ca_new(NULL, NULL, der, len, err);
+	if (!ca)
 		return NULL;
-	}
 	ca->remote = true;
 	memcpy(ca->id, id, sizeof(id));
 	return ca;
 }
 
-/* X509 from @len bytes of DER, all of them, or NULL. */
-static X509 *cert_from_der(const unsigned char *der, size_t len)
+/* Is @der one DER SEQUENCE, @len bytes long with its header? What the key
+ * process answered is not parsed (see struct tls_ca's @der); this is only
+ * to refuse an answer that cannot be a certificate. */
+static bool der_one_sequence(const unsigned char *der, size_t len)
 {
 	const unsigned char *p = der;
-	X509 *x = len <= LONG_MAX ? d2i_X509(NULL, &p, (long)len) : NULL;
+	long n = 0;
+	int tag = 0, xclass = 0;
 
-	if (x && p != der + len) {
-		X509_free(x);
-		x = NULL;
+	if (len > LONG_MAX || (ASN1_get_object(&p, &n, &tag, &xclass, (long)len) & 0x80) ||
+	    tag != V_ASN1_SEQUENCE || xclass != V_ASN1_UNIVERSAL) {
+		ERR_clear_error();
+		return false;
 	}
-	ERR_clear_error();
-	return x;
+	return (size_t)(p - der) + (size_t)n == len;
 }
 
 static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err)
@@ -252,7 +283,6 @@ static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err
 	unsigned int idlen = 0;
 	struct tls_ca *ca = NULL;
 	size_t len = 0;
-	X509 *cert;
 	int r;
 
 	r = keys_ca_create(sandbox_name, &der, &len);
@@ -267,14 +297,11 @@ static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err
 		free(der);
 		return NULL;
 	}
-	cert = cert_from_der(der, len);
-	free(der);
-	/* What came back is checked as a loaded one is: a CA, in date. */
-	if (!cert || X509_check_ca(cert) < 1) {
-		tls_err(err, 0, "the key process answered with no CA certificate");
-		X509_free(cert);
+	if (!der_one_sequence(der, len)) {
+		tls_err(err, 0, "the key process answered with no certificate");
+		free(der);
 	} else {
-		ca = remote_ca(cert, id, err);
+		ca = remote_ca(der, len, id, err);
 	}
 	if (!ca)
 		(void)keys_ca_drop(id);
@@ -295,7 +322,7 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err)
 	}
 	if (keys_active())
 		return remote_create(sandbox_name, err);
-	key = new_p256_key();
+	key = tls_new_p256_key();
 	if (!key) {
 		tls_err(err, 0, "cannot make the CA key");
 		return NULL;
@@ -306,7 +333,7 @@ struct tls_ca *tls_ca_create(const char *sandbox_name, struct sl_err *err)
 		EVP_PKEY_free(key);
 		return NULL;
 	}
-	ca = ca_new(key, cert, err);
+	ca = local_ca(key, cert, err);
 	if (!ca) {
 		X509_free(cert);
 		EVP_PKEY_free(key);
@@ -364,7 +391,7 @@ static int remote_save(struct tls_ca *ca, const char *dir)
 	long cl;
 	int ret = -ENOMEM;
 
-	if (!cb || !PEM_write_bio_X509(cb, ca->cert))
+	if (!cb || !ca_pem_bio(cb, ca))
 		goto out;
 	cl = BIO_get_mem_data(cb, &cp);
 	if (cl <= 0)
@@ -398,7 +425,7 @@ int tls_ca_save(struct tls_ca *ca, const char *dir)
 	kb = BIO_new(BIO_s_secmem());
 	cb = BIO_new(BIO_s_mem());
 	if (!kb || !cb || !PEM_write_bio_PrivateKey(kb, ca->key, NULL, NULL, 0, NULL, NULL) ||
-	    !PEM_write_bio_X509(cb, ca->cert))
+	    !ca_pem_bio(cb, ca))
 		goto out;
 	kl = BIO_get_mem_data(kb, &kp);
 	cl = BIO_get_mem_data(cb, &cp);
@@ -506,7 +533,7 @@ int tls_no_password(char *buf, int size, int rwflag, void *u)
  * that the two match, and that it is a CA in date). */
 static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 {
-	unsigned char *cbuf = NULL, *der = NULL;
+	unsigned char *cbuf = NULL, *der = NULL, *p;
 	size_t clen = 0;
 	X509 *cert = NULL;
 	BIO *b;
@@ -523,14 +550,18 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 		tls_err(err, 0, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
 		return NULL;
 	}
-	n = i2d_X509(cert, &der);
-	if (n <= 0) {
+	n = i2d_X509(cert, NULL);
+	der = n > 0 ? malloc((size_t)n) : NULL;
+	p = der;
+	if (!der || i2d_X509(cert, &p) != n) {
 		tls_err(err, 0, "`%s/%s`: cannot encode", dir, CA_CRT_FILE);
 		X509_free(cert);
+		free(der);
+		ERR_clear_error();
 		return NULL;
 	}
+	X509_free(cert);
 	r = keys_ca_load(der, (size_t)n);
-	OPENSSL_free(der);
 	if (r < 0) {
 		/* The key process's answers (broker/keys/keys_internal.h),
 		 * not a failed call: errno 0 for them. */
@@ -545,10 +576,10 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 
 		tls_err(err, why ? 0 : r, "`%s/%s`: the key process %s", dir, CA_CRT_FILE,
 			why ? why : strerror(-r));
-		X509_free(cert);
+		free(der);
 		return NULL;
 	}
-	return remote_ca(cert, NULL, err);
+	return remote_ca(der, (size_t)n, NULL, err);
 }
 
 struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
@@ -607,7 +638,7 @@ struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
 		tls_err(err, 0, "`%s/%s`: the CA certificate has expired", dir, CA_CRT_FILE);
 		goto out;
 	}
-	ca = ca_new(key, cert, err);
+	ca = local_ca(key, cert, err);
 	if (ca)
 		key = NULL, cert = NULL;
 out:
@@ -736,7 +767,7 @@ int tls_ca_cert_pem(const struct tls_ca *ca, char **pem)
 	long n;
 
 	*pem = NULL;
-	if (!b || !PEM_write_bio_X509(b, ca->cert)) {
+	if (!b || !ca_pem_bio(b, ca)) {
 		BIO_free(b);
 		return -ENOMEM;
 	}
@@ -820,5 +851,6 @@ void tls_ca_free(struct tls_ca *ca)
 	EVP_PKEY_free(ca->leaf_key);
 	EVP_PKEY_free(ca->key);
 	X509_free(ca->cert);
+	free(ca->der);
 	free(ca);
 }

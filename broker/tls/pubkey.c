@@ -13,6 +13,13 @@
  * (test_tls compares them). Those calls are deprecated in 3.0, hence this
  * file of its own with the deprecation warnings off; any other kind of
  * key goes the slow way.
+ *
+ * tls_new_p256_key() makes a key in that form from the start: the copy is
+ * not needed then, and the key's PEM (the key process writes one for every
+ * CA) is encoded by its method too, 0.07 ms where a provider key's took
+ * 0.15 ms. A signature with it costs 0.03 ms more (OpenSSL hands the key
+ * to its provider once, and keeps that). Making a CA, key file included,
+ * went from 0.21-0.31 ms to 0.11-0.16 ms (200 of each, one machine).
  */
 #define OPENSSL_SUPPRESS_DEPRECATED
 
@@ -21,9 +28,25 @@
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/obj_mac.h>
 #include <openssl/x509.h>
 
 #include "broker/tls/tls_internal.h"
+
+EVP_PKEY *tls_new_p256_key(void)
+{
+	EC_KEY *ec = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+	EVP_PKEY *key = ec ? EVP_PKEY_new() : NULL;
+
+	if (!key || !EC_KEY_generate_key(ec) || !EVP_PKEY_assign_EC_KEY(key, ec)) {
+		EC_KEY_free(ec);
+		EVP_PKEY_free(key);
+		ERR_clear_error();
+		/* The provider's way, should the legacy one be unavailable. */
+		return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	}
+	return key;
+}
 
 int tls_set_pubkey(X509 *x, EVP_PKEY *key)
 {

@@ -40,8 +40,15 @@ struct tls_ca {
 	 * it, tls_ca_free() removes the file while it is set. */
 	bool key_file_loose;
 	unsigned char id[32];
-	X509 *cert;
-	time_t not_after; /* the CA's; no leaf outlives it */
+	/* The certificate's DER: what is saved, answered and hashed. @cert is
+	 * its parsed form, only where the broker signs leaves itself
+	 * (!@remote): a parse costs more than making the CA (OpenSSL 3.0
+	 * decodes the public key through its decoders), and the key process
+	 * signs a remote CA's leaves. */
+	unsigned char *der;
+	size_t der_len;
+	X509 *cert;	  /* NULL when @remote */
+	time_t not_after; /* the CA's; no leaf outlives it (0 when @remote) */
 	EVP_PKEY *leaf_key;
 
 	pthread_mutex_t lock; /* guards everything below */
@@ -72,6 +79,9 @@ int tls_set_validity(X509 *x, time_t from, time_t to);
 /* pubkey.c: X509_set_pubkey(), without OpenSSL 3.0's encoder for an EC
  * key. 0 or -errno. */
 int tls_set_pubkey(X509 *x, EVP_PKEY *key);
+/* pubkey.c: a new P-256 key, in the form that is cheap to encode (see
+ * there), or NULL. */
+EVP_PKEY *tls_new_p256_key(void);
 time_t tls_asn1_time(const ASN1_TIME *t);
 /* ca.c: the self-signed CA certificate of tls_ca_create() for @key. */
 X509 *tls_ca_make_cert(EVP_PKEY *key, const char *sandbox_name);

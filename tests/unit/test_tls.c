@@ -132,6 +132,37 @@ static void test_set_pubkey(void **state)
 	EVP_PKEY_free(ed);
 }
 
+/* tls_new_p256_key(): a P-256 key in the legacy form, whose PEM reads
+ * back as the same key, and that makes a CA that verifies. */
+static void test_new_p256_key(void **state)
+{
+	EVP_PKEY *k = tls_new_p256_key(), *back;
+	char name[32];
+	BIO *b;
+	X509 *ca;
+
+	(void)state;
+	assert_non_null(k);
+	assert_true(EVP_PKEY_is_a(k, "EC"));
+	assert_int_equal(EVP_PKEY_get_bits(k), 256);
+	assert_int_equal(EVP_PKEY_get_group_name(k, name, sizeof(name), NULL), 1);
+	assert_string_equal(name, "prime256v1");
+	b = BIO_new(BIO_s_mem());
+	assert_int_equal(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL), 1);
+	back = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	BIO_free(b);
+	assert_non_null(back);
+	assert_int_equal(EVP_PKEY_eq(k, back), 1);
+	spki_same(k);
+	ca = tls_ca_make_cert(k, "legacy");
+	assert_non_null(ca);
+	assert_int_equal(X509_verify(ca, back), 1);
+	assert_int_equal(X509_check_private_key(ca, back), 1);
+	X509_free(ca);
+	EVP_PKEY_free(back);
+	EVP_PKEY_free(k);
+}
+
 static void test_ca_fields(void **state)
 {
 	struct sl_err err = { 0 };
@@ -782,6 +813,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_pubkey),
+		cmocka_unit_test(test_new_p256_key),
 		cmocka_unit_test(test_ca_fields),
 		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
 		cmocka_unit_test(test_leaf),
