@@ -450,10 +450,17 @@ static int make_etc_dir(struct build *b, struct sl_err *err)
 	return 0;
 }
 
-/* Writes 1 to disable_ipv6 of @dev in the calling thread's namespace,
- * through the procfs @proc (see netns_procfs_private()), or /proc when it
- * is negative. A kernel without IPv6 has no such file, which is as good. */
-static int ipv6_off(int proc, const char *dev)
+/**
+ * netns_ipv6_off() - IPv6 off for a link
+ * @proc: a procfs (see netns_procfs_private()), or negative for /proc
+ * @dev:  the link, or "all", "default"
+ *
+ * Writes 1 to disable_ipv6 of @dev in the calling thread's namespace. A
+ * kernel without IPv6 has no such file, which is as good.
+ *
+ * Return: 0 or a negative errno.
+ */
+int netns_ipv6_off(int proc, const char *dev)
 {
 	const char *root = proc >= 0 ? "sys/net/ipv6" : "/proc/sys/net/ipv6";
 	int dfd = proc >= 0 ? proc : AT_FDCWD;
@@ -508,12 +515,59 @@ static int sandbox_inside(void *arg)
 
 	b->proc = netns_procfs_private();
 	for (i = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
-		e = ipv6_off(b->proc, v6_links[i]);
+		e = netns_ipv6_off(b->proc, v6_links[i]);
 	return e < 0 ? e : netns_rtnl_open(&b->in);
 }
 
+/*
+ * A namespace from the pool (pool.c) into @b, as netns_ns_new() with
+ * sandbox_inside() leaves it: entered to run sandbox_inside() there (IPv6
+ * off again costs little, and holds whatever was done to it), and to check
+ * that it holds no link but lo. Return: 0; a negative errno, with nothing
+ * of it left in @b, when there is none or it is not fit.
+ */
+static int pool_take(struct build *b)
+{
+	int fd, saved, r;
+
+	r = netns_pool_take(&fd);
+	if (r < 0)
+		return r;
+	r = netns_ns_enter(fd, &saved);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	r = sandbox_inside(b);
+	if (r == 0)
+		r = netns_pool_only_lo(&b->in) == 1 ? 0 : -EINVAL;
+	netns_ns_leave(saved);
+	if (r < 0) {
+		log_debug("netns: a namespace of the pool was not fit: %s", strerror(-r));
+		netns_rtnl_close(&b->in);
+		if (b->proc >= 0)
+			close(b->proc);
+		b->proc = -1;
+		close(fd);
+		return r;
+	}
+	b->nsfd = fd;
+	return 0;
+}
+
+/* The pool's mount namespace, for pool_refill(): found by the parent, whose
+ * ancestors lead to it. */
+static int pool_mntfd = -ENOENT;
+
+/* What the lingering child of a plain `sluice create` does once its parent
+ * has exited. */
+static void pool_refill(void)
+{
+	netns_pool_refill(pool_mntfd);
+}
+
 /* disable_ipv6 of @dev in the calling thread's namespace: '0', '1', or 0
- * when it has none (no IPv6), through @proc as ipv6_off(). */
+ * when it has none (no IPv6), through @proc as netns_ipv6_off(). */
 static char ipv6_get(int proc, const char *dev)
 {
 	char path[128], c = 0;
@@ -556,7 +610,7 @@ static int attach_inside(void *arg)
 		b->v6_old[i] = ipv6_get(b->proc, v6_links[i]);
 	b->v6_set = true;
 	for (i = 0, e = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
-		e = ipv6_off(b->proc, v6_links[i]);
+		e = netns_ipv6_off(b->proc, v6_links[i]);
 	return e;
 }
 
@@ -634,7 +688,7 @@ static int wire(struct build *b, struct sl_err *err)
 		 * down walks every IPv6 route of the broker's namespace: a
 		 * create would grow with the number of sandboxes. */
 		step = "turn IPv6 off on the broker side";
-		e = ipv6_off(b->proc, b->sb.link);
+		e = netns_ipv6_off(b->proc, b->sb.link);
 	}
 	if (e == 0) {
 		step = "address and set up the broker side";
@@ -1099,7 +1153,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		else if (r < 0)
 			sl_err_sys(err, r, "cannot prepare the network namespace `%s`", nspath);
 	} else {
-		r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
+		r = -ENOENT;
+		if (linger)
+			r = pool_take(&b);
+		if (r < 0)
+			r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
 		if (r < 0)
 			sl_err_sys(err, r, "cannot make the sandbox's network namespace");
 	}
@@ -1149,11 +1207,17 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	/* Before the child below, which would hold the lock as long as it lives. */
 	create_end(&b);
 	/* The procfs's close waits for a grace period; `sluice create` leaves
-	 * it, and the teardown of its mount namespace, to a child. */
-	if (linger)
+	 * it, and the teardown of its mount namespace, to a child, which then
+	 * makes the next create's namespace (pool.c). */
+	if (linger && !nspath && netns_pool_enabled()) {
+		pool_mntfd = netns_host_mount_ns();
+		if (netns_linger_then(b.proc, pool_refill) < 0 && pool_mntfd >= 0)
+			close(pool_mntfd);
+	} else if (linger) {
 		netns_linger(b.proc);
-	else if (b.proc >= 0)
+	} else if (b.proc >= 0) {
 		close(b.proc);
+	}
 	if (out)
 		*out = b.sb;
 	return 0;
