@@ -144,10 +144,10 @@ static bool marker(int dfd, const char *name, size_t base, const char *suffix, t
 {
 	char path[NAME_MAX + 1];
 	struct stat st;
+	int n = snprintf(path, sizeof(path), "%.*s%s", (int)base, name, suffix);
 
-	if (base + strlen(suffix) >= sizeof(path))
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return false;
-	snprintf(path, sizeof(path), "%.*s%s", (int)base, name, suffix);
 	if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
 	/* A rename sets the ctime: when the entry was claimed. */
@@ -173,6 +173,7 @@ int netns_pool_sweep(int dfd, time_t now, void (*drop)(int dfd, const char *id, 
 	struct dirent *de;
 	unsigned n = 0;
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ready = 0;
+	time_t stale = now - NETNS_POOL_STALE_S;
 	DIR *d;
 
 	if (fd < 0)
@@ -187,26 +188,25 @@ int netns_pool_sweep(int dfd, time_t now, void (*drop)(int dfd, const char *id, 
 		const char *name = de->d_name;
 		char entry[NAME_MAX + 16];
 		size_t base;
-		bool ready_m, taken_m;
+		bool is_ready, ready_m, taken_m;
 
 		if (name[0] == '.')
 			continue;
-		if (has_suffix(name, SUFFIX_READY, &base) || has_suffix(name, SUFFIX_TAKEN, &base)) {
+		is_ready = has_suffix(name, SUFFIX_READY, &base);
+		if (is_ready || has_suffix(name, SUFFIX_TAKEN, &base)) {
 			/* A marker whose entry is gone: the entry's end went
 			 * wrong, or a taker died between its two unlinks. */
 			snprintf(entry, sizeof(entry), "%.*s", (int)base, name);
-			if (faccessat(dfd, entry, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-				if (has_suffix(name, SUFFIX_READY, &base) ||
-				    !marker(dfd, name, base, SUFFIX_TAKEN, now - NETNS_POOL_STALE_S))
-					unlinkat(dfd, name, 0);
-			} else if (has_suffix(name, SUFFIX_READY, &base)) {
-				ready++;
-			}
+			if (faccessat(dfd, entry, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+			    errno != ENOENT)
+				ready += is_ready;
+			else if (is_ready || !marker(dfd, name, strlen(name), "", stale))
+				unlinkat(dfd, name, 0);
 			continue;
 		}
 		base = strlen(name);
 		ready_m = marker(dfd, name, base, SUFFIX_READY, 0);
-		taken_m = marker(dfd, name, base, SUFFIX_TAKEN, now - NETNS_POOL_STALE_S);
+		taken_m = marker(dfd, name, base, SUFFIX_TAKEN, stale);
 		if (ready_m || taken_m)
 			continue;
 		drop(dfd, name, arg);
