@@ -71,6 +71,9 @@ struct build {
 	bool registered, state_dir, netns, etc_dir, link, element;
 	bool audit;	   /* `sluice create --audit`: register asks for audit mode */
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
+	/* The pool's entry of the namespace taken from it (pool.c): removed
+	 * after the answer, or by rollback(). */
+	char pool_id[NAME_MAX + 1];
 	/* attach: the runtime's namespace, and what was in it before sluice
 	 * changed it (rollback() puts that back): disable_ipv6 of all,
 	 * default and lo ('0', '1'; 0 where there was none), lo's state. */
@@ -519,6 +522,20 @@ static int sandbox_inside(void *arg)
 	return e < 0 ? e : netns_rtnl_open(&b->in);
 }
 
+/* Removes the pool's entry of the namespace @b took, now. */
+static void pool_release_now(struct build *b)
+{
+	int mntfd;
+
+	if (!b->pool_id[0])
+		return;
+	mntfd = netns_host_mount_ns();
+	netns_pool_release(mntfd, b->pool_id);
+	if (mntfd >= 0)
+		close(mntfd);
+	b->pool_id[0] = '\0';
+}
+
 /*
  * A namespace from the pool (pool.c) into @b, as netns_ns_new() with
  * sandbox_inside() leaves it: entered to run sandbox_inside() there (IPv6
@@ -530,12 +547,13 @@ static int pool_take(struct build *b)
 {
 	int fd, saved, r;
 
-	r = netns_pool_take(&fd);
+	r = netns_pool_take(&fd, b->pool_id, sizeof(b->pool_id));
 	if (r < 0)
 		return r;
 	r = netns_ns_enter(fd, &saved);
 	if (r < 0) {
 		close(fd);
+		pool_release_now(b);
 		return r;
 	}
 	r = sandbox_inside(b);
@@ -549,20 +567,24 @@ static int pool_take(struct build *b)
 			close(b->proc);
 		b->proc = -1;
 		close(fd);
+		pool_release_now(b);
 		return r;
 	}
 	b->nsfd = fd;
 	return 0;
 }
 
-/* The pool's mount namespace, for pool_refill(): found by the parent, whose
- * ancestors lead to it. */
+/* For pool_after(): the pool's mount namespace, found by the parent, whose
+ * ancestors lead to it, and the entry it took. */
 static int pool_mntfd = -ENOENT;
+static char pool_taken[NAME_MAX + 1];
 
 /* What the lingering child of a plain `sluice create` does once its parent
- * has exited. */
-static void pool_refill(void)
+ * has exited: remove the entry taken, make the next. */
+static void pool_after(void)
 {
+	if (pool_taken[0])
+		netns_pool_release(pool_mntfd, pool_taken);
 	netns_pool_refill(pool_mntfd);
 }
 
@@ -768,6 +790,7 @@ static void rollback(struct build *b)
 		close(b->nsfd);
 		b->nsfd = -1;
 	}
+	pool_release_now(b);
 	if (b->etc_dir && (k = netns_remove_etc_dir(b->sb.name, false)) < 0)
 		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_ETC_DIR,
 			b->sb.name, strerror(-k));
@@ -1211,8 +1234,12 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	 * makes the next create's namespace (pool.c). */
 	if (linger && !nspath && netns_pool_enabled()) {
 		pool_mntfd = netns_host_mount_ns();
-		if (netns_linger_then(b.proc, pool_refill) < 0 && pool_mntfd >= 0)
-			close(pool_mntfd);
+		snprintf(pool_taken, sizeof(pool_taken), "%s", b.pool_id);
+		if (netns_linger_then(b.proc, pool_after) < 0) {
+			pool_release_now(&b);
+			if (pool_mntfd >= 0)
+				close(pool_mntfd);
+		}
 	} else if (linger) {
 		netns_linger(b.proc);
 	} else if (b.proc >= 0) {

@@ -171,7 +171,8 @@ const char *netns_pool_dir(void);
 int netns_pool_claim(int dfd, char *id, size_t len);
 int netns_pool_sweep(int dfd, time_t now, void (*drop)(int dfd, const char *id, void *arg),
 		     void *arg);
-int netns_pool_take(int *nsfd);
+int netns_pool_take(int *nsfd, char *id, size_t len);
+void netns_pool_release(int mntfd, const char *id);
 int netns_pool_only_lo(struct netns_rtnl *r);
 void netns_pool_refill(int mntfd);
 

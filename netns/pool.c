@@ -262,45 +262,74 @@ static bool is_netns(int fd)
 	       sfs.f_type == NSFS_MAGIC && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
 }
 
-/* In the pool's mount namespace, with this process's descriptors: open
- * and remove the entry claimed (system calls only). */
-static int take_there(void *arg)
+/* In the pool's mount namespace, with this process's descriptors: open the
+ * entry claimed (system calls only). */
+static int open_there(void *arg)
 {
 	struct take *t = arg;
-	char path[600], taken[NAME_MAX + 16];
-	int fd;
 
-	fd = openat(t->dfd, t->id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && !is_netns(fd)) {
-		close(fd);
-		fd = -1;
-	}
-	/* The entry goes whatever it held: the namespace lives on in @fd. */
-	snprintf(path, sizeof(path), "%s/%s", t->dir, t->id);
+	t->fd = openat(t->dfd, t->id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return t->fd < 0 ? -errno : 0;
+}
+
+struct release {
+	char dir[300];
+	const char *id;
+};
+
+/* In the pool's mount namespace: unmount and remove an entry taken, then
+ * its claim (system calls only). */
+static int release_there(void *arg)
+{
+	const struct release *rl = arg;
+	char path[600], taken[NAME_MAX + 16];
+	int dfd = open_checked(rl->dir);
+
+	if (dfd < 0)
+		return dfd;
+	snprintf(path, sizeof(path), "%s/%s", rl->dir, rl->id);
 	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
-	unlinkat(t->dfd, t->id, 0);
-	snprintf(taken, sizeof(taken), "%s" SUFFIX_TAKEN, t->id);
-	unlinkat(t->dfd, taken, 0);
-	if (fd < 0)
-		return -EINVAL;
-	t->fd = fd;
+	unlinkat(dfd, rl->id, 0);
+	snprintf(taken, sizeof(taken), "%s" SUFFIX_TAKEN, rl->id);
+	unlinkat(dfd, taken, 0);
+	close(dfd);
 	return 0;
+}
+
+/**
+ * netns_pool_release() - remove the entry of a namespace taken from the pool
+ * @mntfd: the pool's mount namespace (netns_host_mount_ns()); not closed
+ * @id:    the entry, as netns_pool_take() named it
+ *
+ * The namespace lives on in whatever holds it. What is slow (an unmount,
+ * two unlinks) need not be done before the create answers: its claim keeps
+ * the entry from every other taker meanwhile.
+ */
+void netns_pool_release(int mntfd, const char *id)
+{
+	struct release rl = { .id = id };
+
+	snprintf(rl.dir, sizeof(rl.dir), "%s/" NETNS_POOL_VERSION, netns_pool_dir());
+	netns_in_mount_ns(mntfd, release_there, &rl);
 }
 
 /**
  * netns_pool_take() - a network namespace from the pool
  * @nsfd: on success, the namespace (the caller closes it)
+ * @id:   on success, its entry, still there, for netns_pool_release()
+ * @len:  room in @id (NAME_MAX + 1)
  *
  * The namespace is as the pool's maker left it, if nobody has been at it:
  * the caller checks what it holds (netns_pool_only_lo()) before using it.
  *
  * Return: 0; -ENOENT when the pool is off, absent or empty; another
- * negative errno when the entry taken was no network namespace (dropped).
+ * negative errno when the entry taken was no network namespace (then it is
+ * removed here).
  */
-int netns_pool_take(int *nsfd)
+int netns_pool_take(int *nsfd, char *id, size_t len)
 {
 	struct take t = { .fd = -1 };
-	int r;
+	int r, mntfd;
 
 	if (!netns_pool_enabled())
 		return -ENOENT;
@@ -308,16 +337,26 @@ int netns_pool_take(int *nsfd)
 	t.dfd = open_checked(t.dir);
 	if (t.dfd < 0)
 		return t.dfd == -EPERM ? -EPERM : -ENOENT;
-	/* Claimed here: the directory is the same in every mount namespace,
-	 * its mounts are not, and they are the host's to unmount. */
+	/* Claimed here: the directory is the same in every mount namespace;
+	 * its mounts are not, and the entry is opened where they are. */
 	r = netns_pool_claim(t.dfd, t.id, sizeof(t.id) - sizeof(SUFFIX_TAKEN));
 	if (r == 0)
-		r = netns_in_host_mount_ns_files(take_there, &t);
+		r = netns_in_host_mount_ns_files(open_there, &t);
 	close(t.dfd);
-	if (r < 0)
+	if (r == -ENOENT && !t.id[0])
 		return r;
-	*nsfd = t.fd;
-	return 0;
+	if (r == 0 && is_netns(t.fd) && strlen(t.id) < len) {
+		snprintf(id, len, "%s", t.id);
+		*nsfd = t.fd;
+		return 0;
+	}
+	if (t.fd >= 0)
+		close(t.fd);
+	mntfd = netns_host_mount_ns();
+	netns_pool_release(mntfd, t.id);
+	if (mntfd >= 0)
+		close(mntfd);
+	return r < 0 ? r : -EINVAL;
 }
 
 static int link_cb(const struct nlmsghdr *nlh, void *data)
