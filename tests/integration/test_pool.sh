@@ -204,6 +204,21 @@ t_ok "the pool settles" settled
 t_eq "the next refill removed it" "" "$(ls "$V" | grep -F deadbeef)"
 t_ok "and its mount" test "$(stat -f -c %T "$V" 2>&1)" = "$(stat -f -c %T "$POOL" 2>&1)"
 
+# --- a create that fails after taking one -----------------------------------------
+# The broker refuses the registration (the name is registered already): the
+# create has taken its namespace by then, and removes the entry at once.
+BEFORE=$(wait_ready | sort | paste -sd' ')
+t_ok "entries are ready" test -n "$BEFORE"
+t_ok "the broker holds a registration of $P-qr" sl register "$P-qr" --addr 10.209.0.250 \
+	--policy "$D/pol.yaml"
+t_rc "so create $P-qr fails" 1 sl create "$P-qr" --policy "$D/pol.yaml"
+t_eq "one entry fewer" "$(($(wc -w <<<"$BEFORE") - 1))" \
+	"$(for e in $BEFORE; do [ -e "$V/$e" ] && echo "$e"; done | wc -l)"
+t_eq "nothing of it left in the pool: no claim, no entry without its marker" "" \
+	"$(ls "$V" | grep -v '\.ready$' | while read -r e; do [ -e "$V/$e.ready" ] || echo "$e"; done)"
+t_ok "unregister $P-qr" sl unregister "$P-qr"
+t_ok "the pool settles" settled
+
 # --- delete, and nothing left ---------------------------------------------------
 for n in $(our_sandboxes); do
 	t_ok "delete $n" sl delete "$n"
