@@ -7,9 +7,11 @@
  * 0700, made a private mount of its own (bound on itself): an entry's
  * unmount then propagates nowhere (under the shared /run/netns it reaches
  * every mount namespace sharing it: 1.3 ms of a delete in one measurement).
- * The price: a mount namespace made while an entry is here (`ip netns
- * exec`, a service's private mounts) keeps its copy of the entry, and so
- * that namespace, until it ends; at most NETNS_POOL_MAX each. In its versioned
+ * A mount namespace made while an entry is here (`ip netns exec`, a
+ * service's private mounts) has a copy of its mount all the same; the
+ * entry's unlink detaches that too (the kernel drops the mounts on a
+ * removed file in every mount namespace), so no copy keeps a namespace
+ * taken from the pool. In its versioned
  * subdirectory (NETNS_POOL_VERSION: a binary takes only entries of its own
  * making) each entry is a file ID, bind-mounted with a namespace's nsfs
  * file as /run/netns/NAME is, holding nothing but lo, IPv6 off for all,
