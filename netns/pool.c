@@ -425,7 +425,7 @@ struct fill {
 	char dir[300]; /* its versioned subdirectory */
 	int lock;      /* the versioned directory, flock()ed */
 	int nsfd;
-	char id[32];
+	char id[48]; /* unique over time: inode numbers of namespaces are reused */
 	unsigned ndrop;
 	char drop[DROP_MAX][NAME_MAX + 1]; /* entries the sweep found half-made */
 };
@@ -541,6 +541,7 @@ void netns_pool_refill(int mntfd)
 {
 	struct fill f = { .lock = -1, .nsfd = -1 };
 	struct stat st;
+	struct timespec now;
 	int r, ready;
 
 	snprintf(f.top, sizeof(f.top), "%s", netns_pool_dir());
@@ -559,9 +560,13 @@ void netns_pool_refill(int mntfd)
 	if (r == 0 && ready < NETNS_POOL_MAX) {
 		r = netns_ns_new(&f.nsfd, fill_inside, NULL);
 		if (r == 0)
-			r = fstat(f.nsfd, &st) < 0 ? -errno : 0;
+			r = fstat(f.nsfd, &st) < 0 || clock_gettime(CLOCK_REALTIME, &now) < 0
+				    ? -errno
+				    : 0;
 		if (r == 0)
-			snprintf(f.id, sizeof(f.id), "%llx", (unsigned long long)st.st_ino);
+			snprintf(f.id, sizeof(f.id), "%llx-%llx", (unsigned long long)st.st_ino,
+				 (unsigned long long)now.tv_sec * 1000000000ull +
+					 (unsigned long long)now.tv_nsec);
 		else if (f.nsfd >= 0)
 			close(f.nsfd), f.nsfd = -1;
 	}

@@ -118,11 +118,22 @@ t_eq "nor a named namespace" "" "$(ip netns list | grep -F "pool")"
 
 # --- the next create takes it -----------------------------------------------
 N1=$(entry_ns "$E1")
+# A mount namespace made now holds a copy of the entry's mount.
+unshare -m --propagation unchanged sleep 60 &
+HOLD=$!
+wait_for 1 grep -F "net:[$N1]" "/proc/$HOLD/mountinfo"
+t_eq "a mount namespace made meanwhile has a copy of the entry" "1" \
+	"$(grep -F "net:[$N1]" "/proc/$HOLD/mountinfo" | grep -cF " $V/")"
 t_ok "create $P-q2" sl create "$P-q2" --policy "$D/pol.yaml"
 read -r _ A2 G2 <<<"$T_OUT"
 t_eq "its namespace is the pooled one" "$N1" "$(ns_of "$P-q2")"
 t_ok "the pool made its next entry" settled
 t_eq "and the entry taken is gone" "" "$(ls "$V" | grep -F "$E1")"
+# (/run/netns/NAME, shared, reaches it: only the pool's copy is looked for.)
+t_eq "so is that copy (it keeps no namespace taken)" "0" \
+	"$(grep -F "net:[$N1]" "/proc/$HOLD/mountinfo" | grep -cF " $V/")"
+kill "$HOLD"
+wait "$HOLD" 2>/dev/null
 t_eq "the sandbox has lo and eth0" "lo eth0" \
 	"$(IN "$P-q2" ip -o link show | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | paste -sd' ')"
 t_contains "eth0 holds its address" "$(IN "$P-q2" ip -4 addr show dev eth0)" "inet $A2/30"
