@@ -112,10 +112,19 @@ int sandbox_register(struct sandbox_table *tab, const char *name, const char *ad
 		     struct sl_err *err);
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
- * taken in any case. NULL: one is made here. */
+ * taken in any case. NULL: one is made here. @reserved: @addr is what
+ * sandbox_reserve() gave, released here unless the sandbox now holds it. */
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			struct sl_addr *assigned, struct sl_err *err);
+			bool reserved, struct sl_addr *assigned, struct sl_err *err);
+/* The address that a register of @name with "auto" will get, held for it
+ * until sandbox_register_ca(..., reserved) (or sandbox_unreserve()):
+ * `sluice create` builds the sandbox's wire while its CA is made. 0;
+ * -EEXIST (@name is registered) or -ENOSPC (the pool is full), with @err. */
+int sandbox_reserve(struct sandbox_table *tab, const char *name, struct sl_addr *out,
+		    struct sl_err *err);
+/* Lets go of a sandbox_reserve() address that no sandbox holds. */
+void sandbox_unreserve(struct sandbox_table *tab, const struct sl_addr *a);
 /* Is @sb in audit mode with policy @p (its registration says so, or the
  * policy's `mode: audit`)? Names outside the allowlist then pass, audited
  * would-deny. */

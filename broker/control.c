@@ -746,7 +746,7 @@ static int words(char *line, char **w, int max)
  * certificate for its trust bundle. */
 static void register_answer(struct control *ctl, const char *name, const char *addr,
 			    const char *policy, bool netns, bool audit, struct tls_ca *ca,
-			    char *out, size_t outlen)
+			    bool reserved, char *out, size_t outlen)
 {
 	struct sl_err err = { 0 };
 	char as[ADDR_STRLEN], *pem = NULL;
@@ -755,7 +755,8 @@ static void register_answer(struct control *ctl, const char *name, const char *a
 
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
-	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, &a, &err);
+	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, reserved,
+				&a, &err);
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return;
@@ -1113,7 +1114,7 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
 		register_answer(ctl, w[1], w[2], w[3], register_has(w, n, CTL_REGISTER_NETNS),
-				register_has(w, n, CTL_REGISTER_AUDIT), NULL, out, outlen);
+				register_has(w, n, CTL_REGISTER_AUDIT), NULL, false, out, outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(ctl->b->sandboxes, w[1], &err);
@@ -1280,6 +1281,13 @@ struct ca_job {
 	char *w[6];
 	int n;		   /* words in w[] */
 	struct tls_ca *ca; /* made by the maker; NULL: it failed */
+	/* For "auto": the address sandbox_reserve() held for it (@reserved),
+	 * and the head of the answer sent before the CA was made (@early, the
+	 * first @sent bytes of it gone; see job_start()). */
+	bool reserved;
+	char addr[ADDR_STRLEN];
+	char early[ADDR_STRLEN + 8];
+	size_t sent;
 };
 
 static void job_push(struct ca_job **head, struct ca_job **tail, struct ca_job *job)
@@ -1321,7 +1329,7 @@ static void *maker_main(void *arg)
 }
 
 static void conn_close(struct cconn *c);
-static void conn_answer(struct cconn *c, char *resp);
+static void conn_answer_at(struct cconn *c, char *resp, size_t off);
 
 /* Registers @job's sandbox and answers its caller, if still there. */
 static void job_finish(struct ca_job *job)
@@ -1330,21 +1338,35 @@ static void job_finish(struct ca_job *job)
 	struct cconn *c = job->conn;
 	struct control *ctl = job->ctl;
 
+	size_t sent = job->sent, elen = strlen(job->early);
+
 	register_answer(ctl, job->w[1], job->w[2], job->w[3],
 			register_has(job->w, job->n, CTL_REGISTER_NETNS),
-			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, out,
-			sizeof(out));
+			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, job->reserved,
+			out, sizeof(out));
+	if (!c) {
+		free(job->line);
+		free(job);
+		return;
+	}
+	c->job = NULL;
+	/* Once its head is out, the answer goes on from there: the rest of a
+	 * success (which starts with that head: the address held), or the
+	 * error after it. */
+	if (sent && strncmp(out, job->early, elen) != 0) {
+		resp = malloc(elen + strlen(out) + 1);
+		if (resp)
+			sprintf(resp, "%s%s", job->early, out);
+	} else {
+		resp = strdup(out);
+	}
 	free(job->line);
 	free(job);
-	if (!c)
-		return;
-	c->job = NULL;
-	resp = strdup(out);
 	if (!resp) {
 		conn_close(c);
 		return;
 	}
-	conn_answer(c, resp);
+	conn_answer_at(c, resp, sent);
 }
 
 static void on_jobs_done(struct ev *ev, uint32_t events)
@@ -1363,6 +1385,35 @@ static void on_jobs_done(struct ev *ev, uint32_t events)
 		list = job->next;
 		job_finish(job);
 	}
+}
+
+/*
+ * A register of NAME with "auto": the address is held for it now, and the
+ * head of its answer (CTL_OK, the address, a newline) goes to the caller
+ * at once, before the CA is made; job_finish() sends the rest, the CA's
+ * certificate or CTL_ERR and why. The caller builds the sandbox's wire
+ * meanwhile (netns/create.c). One who reads the answer whole sees the
+ * same bytes as before, when it succeeds. Without an address held (the
+ * name is taken, the pool is full), nothing is sent early, and the
+ * registration says why as before.
+ */
+static void job_reserve(struct cconn *c, struct ca_job *job)
+{
+	struct sl_err err = { 0 };
+	struct sl_addr a;
+	ssize_t k;
+
+	if (job->n < 4 || strcmp(job->w[2], "auto") ||
+	    sandbox_reserve(c->ctl->b->sandboxes, job->w[1], &a, &err) < 0)
+		return;
+	job->reserved = true;
+	addr_format(&a, job->addr, sizeof(job->addr));
+	job->w[2] = job->addr;
+	snprintf(job->early, sizeof(job->early), CTL_OK "%s\n", job->addr);
+	/* An empty socket takes these few bytes; what it does not is sent
+	 * with the rest. */
+	k = send(c->ev.fd, job->early, strlen(job->early), MSG_NOSIGNAL | MSG_DONTWAIT);
+	job->sent = k > 0 ? (size_t)k : 0;
 }
 
 /*
@@ -1396,10 +1447,15 @@ static int job_start(struct cconn *c)
 			return r;
 		}
 	}
+	pthread_mutex_unlock(&ctl->maker.lock);
 	/* As handle() does, before the registration. */
 	peer_audit(&c->peer, job->w[1], job->w[0], "allow", "control-register");
+	/* Once the job will be done: from here the caller has its answer's
+	 * head, and only job_finish() can send the rest. */
+	job_reserve(c, job);
 	job->conn = c;
 	c->job = job;
+	pthread_mutex_lock(&ctl->maker.lock);
 	job_push(&ctl->maker.todo, &ctl->maker.todo_tail, job);
 	pthread_cond_signal(&ctl->maker.cond);
 	pthread_mutex_unlock(&ctl->maker.lock);
@@ -1467,12 +1523,18 @@ static void conn_write(struct cconn *c)
 /* Answers @resp (malloc'd, taken) on @c, and closes it once written. */
 static void conn_answer(struct cconn *c, char *resp)
 {
+	conn_answer_at(c, resp, 0);
+}
+
+/* conn_answer() of @resp, whose first @off bytes the caller has already. */
+static void conn_answer_at(struct cconn *c, char *resp, size_t off)
+{
 	struct control *ctl = c->ctl;
 
 	c->state = C_WRITE;
 	c->resp = resp;
 	c->len = strlen(resp);
-	c->off = 0;
+	c->off = off < c->len ? off : c->len;
 	if (loop_timer_arm(ctl->loop, &c->timer, ANSWER_MS) < 0) {
 		conn_close(c);
 		return;

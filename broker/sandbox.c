@@ -773,6 +773,41 @@ static int allocate(struct sandbox_table *tab, struct sl_addr *out)
 	return -ENOSPC;
 }
 
+/* Is @a's /30 held by a sandbox_reserve() that is not registered yet? */
+static bool block_reserved(struct sandbox_table *tab, const struct sl_addr *a)
+{
+	int64_t b = pool_block(tab, a);
+
+	return b >= 0 && (tab->used[b / 64] & (1ull << (b % 64))) && find_slot(tab, a, false) < 0;
+}
+
+int sandbox_reserve(struct sandbox_table *tab, const char *name, struct sl_addr *out,
+		    struct sl_err *err)
+{
+	int r = 0;
+
+	pthread_rwlock_wrlock(&tab->lock);
+	if (name_slot(tab, name, false) >= 0) {
+		r = -EEXIST;
+		sl_err_set(err, 0, "sandbox `%s` exists", name);
+	} else if (allocate(tab, out) < 0) {
+		r = -ENOSPC;
+		sl_err_set(err, 0, "sandbox_pool is full");
+	} else {
+		block_mark(tab, out, true);
+	}
+	pthread_rwlock_unlock(&tab->lock);
+	return r;
+}
+
+void sandbox_unreserve(struct sandbox_table *tab, const struct sl_addr *a)
+{
+	pthread_rwlock_wrlock(&tab->lock);
+	if (block_reserved(tab, a))
+		block_mark(tab, a, false);
+	pthread_rwlock_unlock(&tab->lock);
+}
+
 /* Says what the checksums of a restored sandbox's CA said (@k from
  * tls_ca_check_sums()), when the CA itself loaded. */
 static void ca_sums_report(const char *name, const char *dir, int k, const char *what)
@@ -930,7 +965,7 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
 /* sandbox_register(), with the CA in *@ca when not NULL: taken (*@ca set
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(struct sandbox_table *tab, const char *name, const char *addr,
-		       const char *policy_path, bool save, bool netns, bool audit,
+		       const char *policy_path, bool save, bool netns, bool audit, bool reserved,
 		       struct tls_ca **ca, struct sl_addr *assigned, struct sl_err *err)
 {
 	char astr[ADDR_STRLEN];
@@ -1011,6 +1046,9 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	} else if ((nslot = name_slot(tab, name, true)) == -EEXIST) {
 		r = -EEXIST;
 		sl_err_set(err, 0, "sandbox `%s` exists", name);
+	} else if (!reserved && block_reserved(tab, &sb->addr)) {
+		r = -EEXIST;
+		sl_err_set(err, 0, "address `%s` is being registered", addr);
 	} else if (nslot < 0 || (slot = find_slot(tab, &sb->addr, true)) < 0 ||
 		   tab->n >= SANDBOX_MAX) {
 		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
@@ -1115,16 +1153,21 @@ int sandbox_register(struct sandbox_table *tab, const char *name, const char *ad
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(tab, name, addr, policy_path, save, false, false, &ca, assigned, err);
+	return do_register(tab, name, addr, policy_path, save, false, false, false, &ca, assigned,
+			   err);
 }
 
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			struct sl_addr *assigned, struct sl_err *err)
+			bool reserved, struct sl_addr *assigned, struct sl_err *err)
 {
-	int r = do_register(tab, name, addr, policy_path, true, netns, audit, &ca, assigned, err);
+	int r = do_register(tab, name, addr, policy_path, true, netns, audit, reserved, &ca,
+			    assigned, err);
+	struct sl_addr a;
 
 	tls_ca_free(ca); /* not taken: refused before the sandbox needed it */
+	if (r < 0 && reserved && addr_parse(addr, &a) == 0)
+		sandbox_unreserve(tab, &a);
 	return r;
 }
 
@@ -1615,8 +1658,8 @@ int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 			dropped++;
 			continue;
 		}
-		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, &ca,
-				NULL, &e) < 0) {
+		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, false,
+				&ca, NULL, &e) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, sl_err_msg(&e));

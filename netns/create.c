@@ -63,6 +63,7 @@ struct build {
 	struct netns_rtnl out; /* and in the broker's */
 	int link_index;	       /* of sb.link, in the broker's namespace */
 	int cfg_fd, reg_fd;    /* requests to the broker not answered yet */
+	size_t reg_got;	       /* bytes in @reg */
 	int bundle_fd;	       /* the trust bundle being written, or -1 */
 	bool no_store;	       /* there is no system trust store */
 	int proc;	       /* a procfs of our own (netns_procfs_private()), or -1 */
@@ -72,6 +73,7 @@ struct build {
 	bool registered, state_dir, netns, etc_dir, link, element;
 	bool audit;	   /* `sluice create --audit`: register asks for audit mode */
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
+	char reg[20480];   /* the answer to register so far (reg_read()) */
 	/* The pool's entry of the namespace taken from it (pool.c): removed
 	 * after the answer, or by rollback(). */
 	char pool_id[NAME_MAX + 1];
@@ -162,50 +164,118 @@ static int register_send(const struct build *b, const char *policy)
 	return netns_ctl_send(line);
 }
 
-/* The answer to register on @fd (closed here; a negative errno is passed
- * on): the broker's address and the sandbox's CA into @b. */
-static int register_answer(struct build *b, int fd, struct sl_err *err)
+/* The length of the answer's head, or 0 while it is not all in (or the
+ * answer is not CTL_OK's). */
+static size_t reg_head_len(const struct build *b)
 {
-	struct in_addr ia;
-	char *resp;
+	size_t ok = strlen(CTL_OK);
+	const char *nl;
+
+	if (b->reg_got < ok || strncmp(b->reg, CTL_OK, ok) != 0)
+		return 0;
+	nl = memchr(b->reg + ok, '\n', b->reg_got - ok);
+	return nl ? (size_t)(nl - b->reg) + 1 : 0;
+}
+
+/*
+ * The answer to register, read as it comes, into @b->reg: the broker sends
+ * its head (CTL_OK, the address, a newline) as soon as it holds the
+ * address, and the rest (the sandbox CA's certificate, or CTL_ERR and why)
+ * once the CA is made and the registration saved (broker/control.c,
+ * job_reserve()), so that the wire is built meanwhile. A broker that
+ * answers in one piece gives the same bytes. @head: return once the head
+ * is in; else read to the end (the connection is closed then). Return: 0,
+ * or a negative errno (-EMSGSIZE: an answer longer than @b->reg).
+ */
+static int reg_read(struct build *b, bool head)
+{
 	int r;
 
-	r = netns_ctl_recv(fd, &resp);
-	if (r == -EPROTO) {
-		sl_err_set(err, r, "broker: %s", resp);
-		free(resp);
-		return r;
-	}
-	if (r < 0) {
-		sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
-		return r;
-	}
-	b->registered = true;
-	/* "ADDR\n" then the PEM of the sandbox's CA, for its trust bundle. */
-	{
-		const char *pem = resp + strcspn(resp, "\n");
+	for (;;) {
+		ssize_t k;
 
-		if (*pem)
-			pem++;
-		if (strlen(pem) >= sizeof(b->ca_pem) ||
-		    !strstr(pem, "-----BEGIN CERTIFICATE-----")) {
-			sl_err_set(err, EPROTO, "broker: no sandbox CA certificate in its answer");
-			free(resp);
-			return -EPROTO;
+		if ((head && reg_head_len(b)) || b->reg_fd < 0)
+			return 0;
+		if (b->reg_got == sizeof(b->reg) - 1)
+			return -EMSGSIZE;
+		k = recv(b->reg_fd, b->reg + b->reg_got, sizeof(b->reg) - 1 - b->reg_got, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r = k < 0 ? -errno : 0;
+			close(b->reg_fd);
+			b->reg_fd = -1;
+			return r;
 		}
-		snprintf(b->ca_pem, sizeof(b->ca_pem), "%s", pem);
+		b->reg_got += (size_t)k;
+		b->reg[b->reg_got] = '\0';
 	}
-	resp[strcspn(resp, "\n")] = '\0';
+}
+
+/* Did the whole answer (read to its end) register the sandbox: a head,
+ * then something that is not CTL_ERR? */
+static bool reg_registered(const struct build *b)
+{
+	size_t h = reg_head_len(b);
+
+	return h && b->reg_fd < 0 && b->reg_got > h &&
+	       strncmp(b->reg + h, CTL_ERR, strlen(CTL_ERR)) != 0;
+}
+
+/* Why an answer read to its end refused the registration, into @err: the
+ * broker's CTL_ERR line (after the head, when one came first); -EPROTO,
+ * or -EIO for an answer that is neither. */
+static int reg_refused(struct build *b, int r, struct sl_err *err)
+{
+	const char *e = b->reg + reg_head_len(b);
+
+	if (r < 0 && r != -EMSGSIZE)
+		return sl_err_sys(err, r, "cannot reach sluiced at %s", netns_socket_path);
+	if (strncmp(e, CTL_ERR, strlen(CTL_ERR)) == 0) {
+		e += strlen(CTL_ERR);
+		return sl_err_set(err, EPROTO, "broker: %.*s", (int)strcspn(e, "\n"), e);
+	}
+	return sl_err_sys(err, r < 0 ? r : -EIO, "cannot reach sluiced at %s", netns_socket_path);
+}
+
+/* The address in the answer's head, into @b (its gateway, its link). */
+static int register_address(struct build *b, struct sl_err *err)
+{
+	char a[INET_ADDRSTRLEN + 1];
+	struct in_addr ia;
+	size_t h, ok = strlen(CTL_OK);
+	int r = reg_read(b, true);
+
+	h = reg_head_len(b);
+	if (r < 0 || !h) {
+		if (r == 0)
+			r = reg_read(b, false); /* to its end: why */
+		return reg_refused(b, r, err);
+	}
+	snprintf(a, sizeof(a), "%.*s", (int)(h - 1 - ok), b->reg + ok);
 	/* The broker allocates x.x.x.(4k+2) of a /30 whose .1 is the gateway. */
-	if (inet_pton(AF_INET, resp, &ia) != 1 || (ntohl(ia.s_addr) & 3) != 2) {
-		sl_err_set(err, EPROTO, "broker: unexpected address `%.64s`", resp);
-		free(resp);
-		return -EPROTO;
-	}
-	free(resp);
+	if (h - 1 - ok >= sizeof(a) - 1 || inet_pton(AF_INET, a, &ia) != 1 ||
+	    (ntohl(ia.s_addr) & 3) != 2)
+		return sl_err_set(err, EPROTO, "broker: unexpected address `%.64s`", a);
 	b->sb.addr = ntohl(ia.s_addr);
 	b->sb.gw = b->sb.addr - 1;
 	netns_link_name(b->sb.addr, b->sb.link);
+	return 0;
+}
+
+/* The rest of the answer: the registration's outcome, and the sandbox's CA
+ * (for its trust bundle) into @b. After register_address(). */
+static int register_answer(struct build *b, struct sl_err *err)
+{
+	int r = reg_read(b, false);
+	const char *pem = b->reg + reg_head_len(b);
+
+	b->registered = reg_registered(b);
+	if (r < 0 || !b->registered)
+		return reg_refused(b, r, err);
+	if (strlen(pem) >= sizeof(b->ca_pem) || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
+		return sl_err_set(err, EPROTO, "broker: no sandbox CA certificate in its answer");
+	snprintf(b->ca_pem, sizeof(b->ca_pem), "%s", pem);
 	return 0;
 }
 
@@ -764,9 +834,8 @@ static void rollback(struct build *b)
 	}
 	/* Was it registered? Only its answer says. */
 	if (b->reg_fd >= 0) {
-		k = netns_ctl_recv(b->reg_fd, &resp);
-		b->registered = k == 0;
-		free(resp);
+		(void)reg_read(b, false);
+		b->registered = reg_registered(b);
 	}
 
 	if (b->element && netns_nft_element(false, b->sb.link, b->sb.addr, NULL, &se) < 0)
@@ -1221,17 +1290,23 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		goto fail;
 	}
 	b.netns = b.sb.ns_named;
-	r = register_answer(&b, b.reg_fd, err);
-	b.reg_fd = -1;
-	if (r < 0)
-		goto fail;
-	r = state_dir_end(&b, err);
+	/* The address comes first, the CA after (reg_read()): what needs only
+	 * the address is built while the broker makes the CA. */
+	r = register_address(&b, err);
 	if (r < 0)
 		goto fail;
 	r = make_etc_dir(&b, err);
 	if (r < 0)
 		goto fail;
 	r = wire(&b, err);
+	if (r < 0)
+		goto fail;
+	/* The record once the registration is whole: a `sluice delete` of an
+	 * interrupted create finds the address from the broker until then. */
+	r = register_answer(&b, err);
+	if (r < 0)
+		goto fail;
+	r = state_dir_end(&b, err);
 	if (r < 0)
 		goto fail;
 	/* Last: the element is what lets the sandbox's packets in. */

@@ -329,6 +329,10 @@ t_eq "and nothing of it is left" "" "$(left "$F1" 10.202.0.2)"
 t_eq "  ... nor its CA key in state_dir/keys" "" "$(in_ns sh -c 'ls "$1/keys"' sh "$SD")"
 in_ns sh -c 'rm -f "$1"/fill*' sh "$SD"
 t_ok "with room again, the same name is created" sl create "$F1" --policy "$D/pol.yaml"
+# The failed create was told its address before its CA was made (the wire
+# is built meanwhile); the failure let that address go.
+t_eq "at the address the failed create had held" 10.202.0.2 \
+	"$(sl list | awk -v n="$F1" '$1 == n { print $2 }')"
 t_contains "its state is saved" "$(left "$F1" 10.202.0.2)" "state_dir: ca/$F1"
 t_ok "and it is deleted" sl delete "$F1"
 t_eq "leaving nothing" "" "$(left "$F1" 10.202.0.2)"

@@ -182,6 +182,64 @@ static void test_duplicates(void **state)
 	assert_int_equal(sandbox_unregister(T, "sb-0", &err), -ENOENT);
 }
 
+/* sandbox_reserve(): the address a create's register will get, held from
+ * every other until the registration takes it or lets it go. */
+static void test_reserve(void **state)
+{
+	struct sl_addr a, b, c;
+	struct sl_err err;
+	char got[64];
+
+	(void)state;
+	assert_int_equal(reg(0, "auto"), 0); /* 10.77.0.2 */
+	/* A name registered already gets nothing held. */
+	assert_int_equal(sandbox_reserve(T, "sb-0", &a, &err), -EEXIST);
+	assert_int_equal(sandbox_reserve(T, "sb-1", &a, &err), 0);
+	addr_format(&a, got, sizeof(got));
+	assert_string_equal(got, "10.77.0.6");
+	/* Held: "auto" passes it by, and it cannot be asked for by hand. */
+	assert_int_equal(reg(2, "auto"), 0);
+	addr_format(&addr_of[2], got, sizeof(got));
+	assert_string_equal(got, "10.77.0.10");
+	assert_int_equal(sandbox_register(T, "sb-3", "10.77.0.6", policy_path, true, NULL, &err),
+			 -EEXIST);
+	assert_non_null(strstr(sl_err_msg(&err), "being registered"));
+	/* The registration it was held for takes it. */
+	assert_int_equal(sandbox_register_ca(T, "sb-1", "10.77.0.6", policy_path, false, false,
+					     NULL, true, &b, &err),
+			 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	present[1] = true;
+	addr_of[1] = b;
+	check_all(4);
+	/* One that fails lets it go: the next gets the same address. */
+	assert_int_equal(sandbox_reserve(T, "sb-3", &a, &err), 0);
+	addr_format(&a, got, sizeof(got));
+	assert_string_equal(got, "10.77.0.14");
+	assert_true(sandbox_register_ca(T, "sb-3", "10.77.0.14", "/nonexistent/p.yaml", false,
+					false, NULL, true, &b, &err) < 0);
+	assert_int_equal(sandbox_reserve(T, "sb-3", &b, &err), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	/* So does sandbox_unreserve(); never an address a sandbox holds. */
+	sandbox_unreserve(T, &b);
+	sandbox_unreserve(T, &addr_of[1]);
+	assert_int_equal(sandbox_reserve(T, "sb-4", &c, &err), 0);
+	assert_memory_equal(&a, &c, sizeof(a));
+	assert_int_equal(reg(5, "auto"), 0);
+	addr_format(&addr_of[5], got, sizeof(got));
+	assert_string_equal(got, "10.77.0.18");
+	check_all(8);
+	/* A full pool holds nothing more. */
+	for (unsigned i = 6; i < 17; i++)
+		assert_int_equal(reg(i, "auto"), 0);
+	assert_int_equal(sandbox_reserve(T, "sb-99", &a, &err), -ENOSPC);
+	sandbox_unreserve(T, &c);
+	assert_int_equal(sandbox_reserve(T, "sb-99", &a, &err), 0);
+	assert_memory_equal(&a, &c, sizeof(a));
+	sandbox_unreserve(T, &a);
+	unreg_all(32);
+}
+
 /* Is slot @h among the eight around the table's wrap-around (60-63, 0-3)? */
 static bool near_wrap(size_t h)
 {
@@ -476,9 +534,13 @@ static void test_update_credentials(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_allocation), cmocka_unit_test(test_duplicates),
-		cmocka_unit_test(test_collisions),	cmocka_unit_test(test_churn),
-		cmocka_unit_test(test_update),		cmocka_unit_test(test_update_credentials),
+		cmocka_unit_test(test_pool_allocation),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_reserve),
+		cmocka_unit_test(test_collisions),
+		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_update_credentials),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
