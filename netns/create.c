@@ -74,9 +74,6 @@ struct build {
 	bool audit;	   /* `sluice create --audit`: register asks for audit mode */
 	char ca_pem[4096]; /* the sandbox CA's certificate, from the broker */
 	char reg[20480];   /* the answer to register so far (reg_read()) */
-	/* The pool's entry of the namespace taken from it (pool.c): removed
-	 * after the answer, or by rollback(). */
-	char pool_id[NAME_MAX + 1];
 	/* attach: the runtime's namespace, and what was in it before sluice
 	 * changed it (rollback() puts that back): disable_ipv6 of all,
 	 * default and lo ('0', '1'; 0 where there was none), lo's state. */
@@ -524,17 +521,10 @@ static int make_etc_dir(struct build *b, struct sl_err *err)
 	return 0;
 }
 
-/**
- * netns_ipv6_off() - IPv6 off for a link
- * @proc: a procfs (see netns_procfs_private()), or negative for /proc
- * @dev:  the link, or "all", "default"
- *
- * Writes 1 to disable_ipv6 of @dev in the calling thread's namespace. A
- * kernel without IPv6 has no such file, which is as good.
- *
- * Return: 0 or a negative errno.
- */
-int netns_ipv6_off(int proc, const char *dev)
+/* Writes 1 to disable_ipv6 of @dev in the calling thread's namespace,
+ * through the procfs @proc (see netns_procfs_private()), or /proc when it
+ * is negative. A kernel without IPv6 has no such file, which is as good. */
+static int ipv6_off(int proc, const char *dev)
 {
 	const char *root = proc >= 0 ? "sys/net/ipv6" : "/proc/sys/net/ipv6";
 	int dfd = proc >= 0 ? proc : AT_FDCWD;
@@ -589,78 +579,12 @@ static int sandbox_inside(void *arg)
 
 	b->proc = netns_procfs_private();
 	for (i = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
-		e = netns_ipv6_off(b->proc, v6_links[i]);
+		e = ipv6_off(b->proc, v6_links[i]);
 	return e < 0 ? e : netns_rtnl_open(&b->in);
 }
 
-/* Removes the pool's entry of the namespace @b took, now. */
-static void pool_release_now(struct build *b)
-{
-	int mntfd;
-
-	if (!b->pool_id[0])
-		return;
-	mntfd = netns_host_mount_ns();
-	netns_pool_release(mntfd, b->pool_id);
-	if (mntfd >= 0)
-		close(mntfd);
-	b->pool_id[0] = '\0';
-}
-
-/*
- * A namespace from the pool (pool.c) into @b, as netns_ns_new() with
- * sandbox_inside() leaves it: entered to run sandbox_inside() there (IPv6
- * off again costs little, and holds whatever was done to it), and to check
- * that it holds no link but lo. Return: 0; a negative errno, with nothing
- * of it left in @b, when there is none or it is not fit.
- */
-static int pool_take(struct build *b)
-{
-	int fd, saved, r;
-
-	r = netns_pool_take(&fd, b->pool_id, sizeof(b->pool_id));
-	if (r < 0)
-		return r;
-	r = netns_ns_enter(fd, &saved);
-	if (r < 0) {
-		close(fd);
-		pool_release_now(b);
-		return r;
-	}
-	r = sandbox_inside(b);
-	if (r == 0)
-		r = netns_pool_only_lo(&b->in) == 1 ? 0 : -EINVAL;
-	netns_ns_leave(saved);
-	if (r < 0) {
-		log_debug("netns: a namespace of the pool was not fit: %s", strerror(-r));
-		netns_rtnl_close(&b->in);
-		if (b->proc >= 0)
-			close(b->proc);
-		b->proc = -1;
-		close(fd);
-		pool_release_now(b);
-		return r;
-	}
-	b->nsfd = fd;
-	return 0;
-}
-
-/* For pool_after(): the pool's mount namespace, found by the parent, whose
- * ancestors lead to it, and the entry it took. */
-static int pool_mntfd = -ENOENT;
-static char pool_taken[NAME_MAX + 1];
-
-/* What the lingering child of a plain `sluice create` does once its parent
- * has exited: remove the entry taken, make the next. */
-static void pool_after(void)
-{
-	if (pool_taken[0])
-		netns_pool_release(pool_mntfd, pool_taken);
-	netns_pool_refill(pool_mntfd);
-}
-
 /* disable_ipv6 of @dev in the calling thread's namespace: '0', '1', or 0
- * when it has none (no IPv6), through @proc as netns_ipv6_off(). */
+ * when it has none (no IPv6), through @proc as ipv6_off(). */
 static char ipv6_get(int proc, const char *dev)
 {
 	char path[128], c = 0;
@@ -703,7 +627,7 @@ static int attach_inside(void *arg)
 		b->v6_old[i] = ipv6_get(b->proc, v6_links[i]);
 	b->v6_set = true;
 	for (i = 0, e = 0; i < sizeof(v6_links) / sizeof(v6_links[0]) && e == 0; i++)
-		e = netns_ipv6_off(b->proc, v6_links[i]);
+		e = ipv6_off(b->proc, v6_links[i]);
 	return e;
 }
 
@@ -781,7 +705,7 @@ static int wire(struct build *b, struct sl_err *err)
 		 * down walks every IPv6 route of the broker's namespace: a
 		 * create would grow with the number of sandboxes. */
 		step = "turn IPv6 off on the broker side";
-		e = netns_ipv6_off(b->proc, b->sb.link);
+		e = ipv6_off(b->proc, b->sb.link);
 	}
 	if (e == 0) {
 		step = "address and set up the broker side";
@@ -860,7 +784,6 @@ static void rollback(struct build *b)
 		close(b->nsfd);
 		b->nsfd = -1;
 	}
-	pool_release_now(b);
 	if (b->etc_dir && (k = netns_remove_etc_dir(b->sb.name, false)) < 0)
 		fprintf(stderr, "sluice: undo: cannot remove %s/%s: %s\n", NETNS_ETC_DIR,
 			b->sb.name, strerror(-k));
@@ -1262,11 +1185,7 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		else if (r < 0)
 			sl_err_sys(err, r, "cannot prepare the network namespace `%s`", nspath);
 	} else {
-		r = -ENOENT;
-		if (linger)
-			r = pool_take(&b);
-		if (r < 0)
-			r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
+		r = netns_ns_new(&b.nsfd, sandbox_inside, &b);
 		if (r < 0)
 			sl_err_sys(err, r, "cannot make the sandbox's network namespace");
 	}
@@ -1324,21 +1243,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 	/* The procfs's close waits for a grace period, and so may the
 	 * nf_tables sockets' (when a delete came just before: see
 	 * nfnl_hand_over()); `sluice create` leaves them, and the teardown of
-	 * its mount namespace, to a child, which has a copy of each, and
-	 * which then makes the next create's namespace (pool.c). */
-	if (linger && !nspath && netns_pool_enabled()) {
-		pool_mntfd = netns_host_mount_ns();
-		snprintf(pool_taken, sizeof(pool_taken), "%s", b.pool_id);
-		if (netns_linger_then(b.proc, pool_after) < 0) {
-			pool_release_now(&b);
-			if (pool_mntfd >= 0)
-				close(pool_mntfd);
-		}
-	} else if (linger) {
+	 * its mount namespace, to a child, which has a copy of each. */
+	if (linger)
 		netns_linger(b.proc);
-	} else if (b.proc >= 0) {
+	else if (b.proc >= 0)
 		close(b.proc);
-	}
 	drop_held(&b);
 	if (out)
 		*out = b.sb;

@@ -51,14 +51,6 @@
  * mount namespace of its own (a tmpfs there; on the host an empty
  * directory). A sandbox name never starts with '.'. */
 #define NETNS_RUNNER_STAGE NETNS_STATE_DIR "/.runner"
-/* The pool of network namespaces made ahead (pool.c): a dot entry, so that
- * no scan of NETNS_STATE_DIR sees it; entries in NETNS_POOL_VERSION below
- * it, at most NETNS_POOL_MAX of them; a claim older than
- * NETNS_POOL_STALE_S is a dead taker's. */
-#define NETNS_POOL_DIR NETNS_STATE_DIR "/.pool"
-#define NETNS_POOL_VERSION "v1"
-#define NETNS_POOL_MAX 2
-#define NETNS_POOL_STALE_S 10
 #define NETNS_UID_BASE 0x70000000u
 
 struct mnl_socket;
@@ -114,9 +106,6 @@ int netns_ns_name(const char *name, int nsfd);
 int netns_ns_remove(const char *name);
 int netns_ns_open(const char *name);
 int netns_in_host_mount_ns(int (*fn)(void *arg), void *arg);
-int netns_in_host_mount_ns_files(int (*fn)(void *arg), void *arg);
-int netns_host_mount_ns(void);
-int netns_in_mount_ns(int mntfd, int (*fn)(void *arg), void *arg);
 int netns_ns_in_use(uint64_t dev, uint64_t ino);
 int netns_ns_enter(int nsfd, int *saved);
 int netns_ns_leave(int saved);
@@ -164,18 +153,6 @@ int netns_link_wait_running(struct netns_rtnl *r1, const char *name1, struct net
 int netns_linger(int fd);
 int netns_linger_then(int fd, void (*after)(void));
 
-/* --- pool.c: network namespaces made ahead ---------------------------- */
-
-bool netns_pool_enabled(void);
-const char *netns_pool_dir(void);
-int netns_pool_claim(int dfd, char *id, size_t len);
-int netns_pool_sweep(int dfd, time_t now, void (*drop)(int dfd, const char *id, void *arg),
-		     void *arg);
-int netns_pool_take(int *nsfd, char *id, size_t len);
-void netns_pool_release(int mntfd, const char *id);
-int netns_pool_only_lo(struct netns_rtnl *r);
-void netns_pool_refill(int mntfd);
-
 /* --- workspace.c: a sandbox's workspace, removed with it ----------- */
 
 int netns_workspace_remove(const char *name);
@@ -189,7 +166,6 @@ int netns_nft_element_present(const char *link, uint32_t addr, struct sl_err *er
 /* --- create.c, delete.c, and the CLI around them --------------------------------- */
 
 int netns_broker_config(struct netns_ports *p, struct sl_err *err);
-int netns_ipv6_off(int proc, const char *dev);
 int netns_remove_state_dir(const char *name, bool later);
 int netns_remove_etc_dir(const char *name, bool later);
 int netns_trash_sweep(void);

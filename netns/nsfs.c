@@ -417,10 +417,10 @@ static int in_mount_ns_child(void *p)
  *
  * Return: @fn's result (0 or a negative errno).
  */
-static int in_mount_ns_at(int mntfd, int (*fn)(void *), void *arg, int flags)
+static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
 {
 	static char stack[64 << 10] __attribute__((aligned(16)));
-	struct in_mount_ns c = { .mntfd = mntfd, .fn = fn, .arg = arg };
+	struct in_mount_ns c = { .mntfd = mount_ns_of_run_netns(), .fn = fn, .arg = arg };
 	cpu_set_t old, here;
 	bool pinned = false;
 	int cpu, status, e;
@@ -442,11 +442,11 @@ static int in_mount_ns_at(int mntfd, int (*fn)(void *), void *arg, int flags)
 		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
 	}
 	/* Returns once the child has exited. */
-	pid = clone(in_mount_ns_child, stack + sizeof(stack),
-		    CLONE_VM | CLONE_VFORK | SIGCHLD | flags, &c);
+	pid = clone(in_mount_ns_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	e = pid < 0 ? -errno : 0;
 	if (pinned)
 		sched_setaffinity(0, sizeof(old), &old);
+	close(c.mntfd);
 	if (e < 0)
 		return e;
 	while (waitpid(pid, &status, 0) < 0) {
@@ -456,20 +456,6 @@ static int in_mount_ns_at(int mntfd, int (*fn)(void *), void *arg, int flags)
 	if (!WIFEXITED(status))
 		return -EIO;
 	return -WEXITSTATUS(status);
-}
-
-static int in_run_netns_mount_ns_flags(int (*fn)(void *), void *arg, int flags)
-{
-	int mntfd = mount_ns_of_run_netns(), r = in_mount_ns_at(mntfd, fn, arg, flags);
-
-	if (mntfd >= 0)
-		close(mntfd);
-	return r;
-}
-
-static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
-{
-	return in_run_netns_mount_ns_flags(fn, arg, 0);
 }
 
 /**
@@ -485,52 +471,6 @@ static int in_run_netns_mount_ns(int (*fn)(void *), void *arg)
 int netns_in_host_mount_ns(int (*fn)(void *arg), void *arg)
 {
 	return in_run_netns_mount_ns(fn, arg);
-}
-
-/**
- * netns_in_host_mount_ns_files() - netns_in_host_mount_ns(), sharing this
- * process's descriptors with @fn (CLONE_FILES)
- * @fn:  what to do there; a descriptor it opens is this process's too
- * @arg: passed to @fn
- *
- * For the pool of namespaces (pool.c): an entry is opened, and the pool's
- * lock held, where the pool's mounts are.
- *
- * Return: @fn's result, or a negative errno.
- */
-int netns_in_host_mount_ns_files(int (*fn)(void *arg), void *arg)
-{
-	return in_run_netns_mount_ns_flags(fn, arg, CLONE_FILES);
-}
-
-/**
- * netns_host_mount_ns() - the mount namespace where /run/netns mounts
- * belong, for netns_in_mount_ns() later
- *
- * Found through this process's ancestors: a child that outlives this
- * process (linger.c) must be given it, as it cannot find it any more.
- *
- * Return: an fd (the caller closes it); -ENOENT when it is this process's
- * own; another negative errno when it cannot be reached.
- */
-int netns_host_mount_ns(void)
-{
-	return mount_ns_of_run_netns();
-}
-
-/**
- * netns_in_mount_ns() - run @fn(@arg) in the mount namespace @mntfd
- * @mntfd: from netns_host_mount_ns(); -ENOENT: this process's own
- * @fn:    as for netns_in_host_mount_ns()
- * @arg:   passed to @fn
- *
- * Return: @fn's result, or a negative errno.
- */
-int netns_in_mount_ns(int mntfd, int (*fn)(void *arg), void *arg)
-{
-	if (mntfd < 0 && mntfd != -ENOENT)
-		return mntfd;
-	return in_mount_ns_at(mntfd, fn, arg, 0);
 }
 
 /* As iproute2: /run/netns becomes a shared mount point, so that netns
