@@ -1388,9 +1388,11 @@ static void on_jobs_done(struct ev *ev, uint32_t events)
 }
 
 /*
- * A register of NAME with "auto": the address is held for it now, and the
- * head of its answer (CTL_OK, the address, a newline) goes to the caller
- * at once, before the CA is made; job_finish() sends the rest, the CA's
+ * A register of NAME with "auto" from `sluice create` (CTL_REGISTER_NETNS:
+ * the one caller that reads the answer in two parts; `sluice register`
+ * reads it whole): the address is held for it now, and the head of its
+ * answer (CTL_OK, the address, a newline) goes to the caller at once,
+ * before the CA is made; job_finish() sends the rest, the CA's
  * certificate or CTL_ERR and why. The caller builds the sandbox's wire
  * meanwhile (netns/create.c). One who reads the answer whole sees the
  * same bytes as before, when it succeeds. Without an address held (the
@@ -1404,6 +1406,7 @@ static void job_reserve(struct cconn *c, struct ca_job *job)
 	ssize_t k;
 
 	if (job->n < 4 || strcmp(job->w[2], "auto") ||
+	    !register_has(job->w, job->n, CTL_REGISTER_NETNS) ||
 	    sandbox_reserve(c->ctl->b->sandboxes, job->w[1], &a, &err) < 0)
 		return;
 	job->reserved = true;

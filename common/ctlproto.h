@@ -6,7 +6,15 @@
  * separated by spaces, ended by '\n', at most CTL_REQ_MAX bytes with it.
  * The broker answers CTL_OK followed by the body, or CTL_ERR followed by
  * a one-line message, and closes; the answer is at most CTL_RESP_MAX
- * bytes. The CLI reads until the broker closes. */
+ * bytes. The CLI reads until the broker closes.
+ *
+ * register with "auto" and "netns" (`sluice create`'s) is the one answer
+ * sent in two parts: its head, CTL_OK and the address held for the
+ * sandbox and '\n', as soon as the broker holds the address; the rest,
+ * the CA's PEM or CTL_ERR and why, once the CA is made and the
+ * registration saved. Read whole, a success is the same bytes as in one
+ * part; a failure after the head reads "ok\nADDR\nerror: WHY". `sluice
+ * create` builds the wire between the two (netns/create.c, reg_read()). */
 #ifndef SLUICE_COMMON_CTLPROTO_H
 #define SLUICE_COMMON_CTLPROTO_H
 

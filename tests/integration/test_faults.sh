@@ -327,6 +327,12 @@ case $T_ERR in
 esac
 t_eq "and nothing of it is left" "" "$(left "$F1" 10.202.0.2)"
 t_eq "  ... nor its CA key in state_dir/keys" "" "$(in_ns sh -c 'ls "$1/keys"' sh "$SD")"
+# `sluice register` reads the answer whole: it is never sent in two parts
+# (only create's, with the netns word, is), so its failure reads as one.
+t_rc "register --addr auto with state_dir full fails too" 1 \
+	sl register "$F1-r" --addr auto --policy "$D/pol.yaml"
+t_contains "  ... saying why" "$T_ERR" "No space left on device"
+t_eq "  ... and is not registered" "" "$(sl list | awk -v n="$F1-r" '$1 == n')"
 in_ns sh -c 'rm -f "$1"/fill*' sh "$SD"
 t_ok "with room again, the same name is created" sl create "$F1" --policy "$D/pol.yaml"
 # The failed create was told its address before its CA was made (the wire
