@@ -108,12 +108,22 @@ static void spki_same(EVP_PKEY *key)
 	X509_free(slow);
 }
 
+/* A CA certificate made with @key verifies with @pub, which is its key. */
+static void ca_made_with(EVP_PKEY *key, EVP_PKEY *pub, const char *name)
+{
+	X509 *ca = tls_ca_make_cert(key, name);
+
+	assert_non_null(ca);
+	assert_int_equal(X509_verify(ca, pub), 1);
+	assert_int_equal(X509_check_private_key(ca, pub), 1);
+	X509_free(ca);
+}
+
 static void test_set_pubkey(void **state)
 {
 	EVP_PKEY *p256 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	EVP_PKEY *p384 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
 	EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	X509 *ca;
 
 	(void)state;
 	assert_non_null(p256);
@@ -122,11 +132,7 @@ static void test_set_pubkey(void **state)
 	spki_same(p256);
 	spki_same(p384);
 	spki_same(ed);
-	ca = tls_ca_make_cert(p256, "fast");
-	assert_non_null(ca);
-	assert_int_equal(X509_verify(ca, p256), 1);
-	assert_int_equal(X509_check_private_key(ca, p256), 1);
-	X509_free(ca);
+	ca_made_with(p256, p256, "fast");
 	EVP_PKEY_free(p256);
 	EVP_PKEY_free(p384);
 	EVP_PKEY_free(ed);
@@ -139,7 +145,6 @@ static void test_new_p256_key(void **state)
 	EVP_PKEY *k = tls_new_p256_key(), *back;
 	char name[32];
 	BIO *b;
-	X509 *ca;
 
 	(void)state;
 	assert_non_null(k);
@@ -154,11 +159,7 @@ static void test_new_p256_key(void **state)
 	assert_non_null(back);
 	assert_int_equal(EVP_PKEY_eq(k, back), 1);
 	spki_same(k);
-	ca = tls_ca_make_cert(k, "legacy");
-	assert_non_null(ca);
-	assert_int_equal(X509_verify(ca, back), 1);
-	assert_int_equal(X509_check_private_key(ca, back), 1);
-	X509_free(ca);
+	ca_made_with(k, back, "legacy");
 	EVP_PKEY_free(back);
 	EVP_PKEY_free(k);
 }
