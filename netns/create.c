@@ -895,7 +895,6 @@ static int create_begin(struct build *b, struct sl_err *err)
 	return 0;
 }
 
-/* The create ended, made or undone: the mark goes, then the lock. */
 /* Closes the nf_tables sockets that create() held (see nfnl_hand_over()). */
 static void drop_held(struct build *b)
 {
@@ -906,6 +905,7 @@ static void drop_held(struct build *b)
 		}
 }
 
+/* The create ended, made or undone: the mark goes, then the lock. */
 static void create_end(struct build *b)
 {
 	char mark[600];
