@@ -1337,7 +1337,6 @@ static void job_finish(struct ca_job *job)
 	char out[16384], *resp;
 	struct cconn *c = job->conn;
 	struct control *ctl = job->ctl;
-
 	size_t sent = job->sent, elen = strlen(job->early);
 
 	register_answer(ctl, job->w[1], job->w[2], job->w[3],

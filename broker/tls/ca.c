@@ -191,8 +191,9 @@ static struct tls_ca *ca_new(EVP_PKEY *key, X509 *cert, unsigned char *der, size
 	return ca;
 }
 
-/* A local CA of @key and @cert (both taken on success). */
-static struct tls_ca *local_ca(EVP_PKEY *key, X509 *cert, struct sl_err *err)
+/* @cert's DER, malloc'd (the caller frees it), its length in *@len; NULL
+ * when it cannot be encoded. */
+static unsigned char *cert_der(X509 *cert, size_t *len)
 {
 	unsigned char *der = NULL, *p;
 	int n = i2d_X509(cert, NULL);
@@ -200,16 +201,41 @@ static struct tls_ca *local_ca(EVP_PKEY *key, X509 *cert, struct sl_err *err)
 	if (n > 0)
 		der = malloc((size_t)n);
 	p = der;
-	if (!der || i2d_X509(cert, &p) != n) {
-		tls_err(err, 0, "cannot encode the CA certificate");
+	if (der && i2d_X509(cert, &p) != n) {
 		free(der);
-		ERR_clear_error();
-		return NULL;
+		der = NULL;
 	}
-	return ca_new(key, cert, der, (size_t)n, err);
+	ERR_clear_error();
+	*len = der ? (size_t)n : 0;
+	return der;
 }
 
-/* Writes @ca's certificate to @b as PEM, from its DER. Return: true. */
+/* The id of a certificate of @len bytes of DER (tls_cert_id()'s: their
+ * SHA-256). Return: true. */
+static bool der_id(const unsigned char *der, size_t len, unsigned char id[32])
+{
+	unsigned int n = 0;
+	bool ok = EVP_Digest(der, len, id, &n, EVP_sha256(), NULL) && n == 32;
+
+	ERR_clear_error();
+	return ok;
+}
+
+/* A local CA of @key and @cert (both taken on success). */
+static struct tls_ca *local_ca(EVP_PKEY *key, X509 *cert, struct sl_err *err)
+{
+	size_t n;
+	unsigned char *der = cert_der(cert, &n);
+
+	if (!der) {
+		tls_err(err, 0, "cannot encode the CA certificate");
+		return NULL;
+	}
+	return ca_new(key, cert, der, n, err);
+}
+
+/* Writes @ca's certificate to @b as PEM, from its DER. Return: true if
+ * it did. */
 static bool ca_pem_bio(BIO *b, const struct tls_ca *ca)
 {
 	return ca->der_len <= LONG_MAX &&
@@ -241,15 +267,13 @@ static struct tls_ca *remote_ca(unsigned char *der, size_t len, const unsigned c
 				struct sl_err *err)
 {
 	unsigned char id[32];
-	unsigned int idlen = 0;
 	struct tls_ca *ca;
 
 	if (known) {
 		memcpy(id, known, sizeof(id));
-	} else if (!EVP_Digest(der, len, id, &idlen, EVP_sha256(), NULL) || idlen != sizeof(id)) {
+	} else if (!der_id(der, len, id)) {
 		tls_err(err, 0, "cannot hash the CA certificate");
 		free(der);
-		ERR_clear_error();
 		return NULL;
 	}
 	ca = ca_new(NULL, NULL, der, len, err);
@@ -280,7 +304,6 @@ static bool der_one_sequence(const unsigned char *der, size_t len)
 static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err)
 {
 	unsigned char *der = NULL, id[32];
-	unsigned int idlen = 0;
 	struct tls_ca *ca = NULL;
 	size_t len = 0;
 	int r;
@@ -290,9 +313,9 @@ static struct tls_ca *remote_create(const char *sandbox_name, struct sl_err *err
 		tls_err(err, r, "the key process made no CA: %s", strerror(-r));
 		return NULL;
 	}
-	/* Its id (tls_cert_id()'s: the SHA-256 of the DER), to drop the key
-	 * the key process made, and wrote, should anything below fail. */
-	if (!EVP_Digest(der, len, id, &idlen, EVP_sha256(), NULL) || idlen != sizeof(id)) {
+	/* Its id, to drop the key the key process made, and wrote, should
+	 * anything below fail. */
+	if (!der_id(der, len, id)) {
 		tls_err(err, 0, "cannot hash the CA certificate");
 		free(der);
 		return NULL;
@@ -533,11 +556,11 @@ int tls_no_password(char *buf, int size, int rwflag, void *u)
  * that the two match, and that it is a CA in date). */
 static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 {
-	unsigned char *cbuf = NULL, *der = NULL, *p;
-	size_t clen = 0;
+	unsigned char *cbuf = NULL, *der;
+	size_t clen = 0, n;
 	X509 *cert = NULL;
 	BIO *b;
-	int n, r;
+	int r;
 
 	if (tls_read_small_at(dfd, CA_CRT_FILE, false, &cbuf, &clen, err) < 0)
 		return NULL;
@@ -550,18 +573,13 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 		tls_err(err, 0, "`%s/%s`: not a PEM certificate", dir, CA_CRT_FILE);
 		return NULL;
 	}
-	n = i2d_X509(cert, NULL);
-	der = n > 0 ? malloc((size_t)n) : NULL;
-	p = der;
-	if (!der || i2d_X509(cert, &p) != n) {
+	der = cert_der(cert, &n);
+	X509_free(cert);
+	if (!der) {
 		tls_err(err, 0, "`%s/%s`: cannot encode", dir, CA_CRT_FILE);
-		X509_free(cert);
-		free(der);
-		ERR_clear_error();
 		return NULL;
 	}
-	X509_free(cert);
-	r = keys_ca_load(der, (size_t)n);
+	r = keys_ca_load(der, n);
 	if (r < 0) {
 		/* The key process's answers (broker/keys/keys_internal.h),
 		 * not a failed call: errno 0 for them. */
@@ -579,7 +597,7 @@ static struct tls_ca *remote_load(int dfd, const char *dir, struct sl_err *err)
 		free(der);
 		return NULL;
 	}
-	return remote_ca(der, (size_t)n, NULL, err);
+	return remote_ca(der, n, NULL, err);
 }
 
 struct tls_ca *tls_ca_load(const char *dir, struct sl_err *err)
