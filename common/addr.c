@@ -143,13 +143,37 @@ static void format_v6(const uint8_t *b, char *buf, size_t len)
 	memcpy(buf, tmp, (size_t)o + 1);
 }
 
+/* Dotted quad. By hand: glibc's inet_ntop goes through sprintf, and the
+ * proxy formats two addresses for every audit line. */
+static void format_v4(uint32_t v, char *buf, size_t len)
+{
+	char tmp[sizeof("255.255.255.255")];
+	size_t o = 0;
+	int shift;
+
+	for (shift = 24; shift >= 0; shift -= 8) {
+		unsigned octet = (v >> shift) & 0xff;
+
+		if (octet >= 100)
+			tmp[o++] = (char)('0' + octet / 100);
+		if (octet >= 10)
+			tmp[o++] = (char)('0' + octet / 10 % 10);
+		tmp[o++] = (char)('0' + octet % 10);
+		tmp[o++] = shift ? '.' : '\0';
+	}
+	/* Too small: an empty string, never a cut address. */
+	if (o > len) {
+		if (len)
+			buf[0] = '\0';
+		return;
+	}
+	memcpy(buf, tmp, o);
+}
+
 void addr_format(const struct sl_addr *a, char *buf, size_t len)
 {
 	if (addr_is_v4(a)) {
-		struct in_addr v4 = { .s_addr = htonl(addr_v4(a)) };
-
-		if (!inet_ntop(AF_INET, &v4, buf, (socklen_t)len) && len)
-			buf[0] = '\0';
+		format_v4(addr_v4(a), buf, len);
 	} else {
 		format_v6(a->b, buf, len);
 	}

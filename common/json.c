@@ -327,9 +327,24 @@ size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 	while (i < srclen && s[i]) {
 		char tmp[6];
 		const char *piece = tmp;
-		size_t plen, adv;
+		size_t plen, adv, run = 0;
 		bool ok;
 
+		/* Printable ASCII needs no escape: copied as a run, as far as
+		 * there is room (one byte is one whole character). */
+		while (i + run < srclen && s[i + run] >= 0x20 && s[i + run] < 0x7f &&
+		       s[i + run] != '"' && s[i + run] != '\\')
+			run++;
+		if (run) {
+			if (run > dstlen - 1 - o)
+				run = dstlen - 1 - o;
+			memcpy(dst + o, s + i, run);
+			o += run;
+			i += run;
+			if (o == dstlen - 1)
+				break;
+			continue;
+		}
 		if (s[i] == '"' || s[i] == '\\') {
 			tmp[0] = '\\';
 			tmp[1] = (char)s[i];

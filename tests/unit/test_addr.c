@@ -278,6 +278,47 @@ static void test_format(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* The dotted quad is written by hand: it must be what inet_ntop writes,
+ * for every octet value in every position. */
+static void test_format_v4_like_inet_ntop(void **state)
+{
+	uint32_t seed = 0x9e3779b9u;
+	size_t i, bad = 0;
+
+	(void)state;
+	for (i = 0; i < 4 * 256 + 20000; i++) {
+		struct sl_addr a;
+		struct in_addr in;
+		char got[ADDR_STRLEN], want[INET_ADDRSTRLEN];
+		uint32_t v;
+
+		if (i < 4 * 256) {
+			/* each octet value alone in each position, the rest 1 */
+			v = 0x01010101u & ~(0xffu << (8 * (i / 256)));
+			v |= (uint32_t)(i % 256) << (8 * (i / 256));
+		} else {
+			seed = seed * 1664525u + 1013904223u;
+			v = seed;
+		}
+		addr_from_v4(&a, v);
+		in.s_addr = htonl(v);
+		assert_non_null(inet_ntop(AF_INET, &in, want, sizeof(want)));
+		addr_format(&a, got, sizeof(got));
+		if (strcmp(got, want) != 0 && bad++ < 5)
+			print_error("addr_format(%s) = \"%s\"\n", want, got);
+		/* A buffer of exactly the length fits; one byte less does not. */
+		memset(got, 'x', sizeof(got));
+		addr_format(&a, got, strlen(want) + 1);
+		if (strcmp(got, want) != 0 && bad++ < 5)
+			print_error("addr_format(%s, exact length) = \"%s\"\n", want, got);
+		memset(got, 'x', sizeof(got));
+		addr_format(&a, got, strlen(want));
+		if (got[0] != '\0' && bad++ < 5)
+			print_error("addr_format(%s, one byte short) wrote \"%.16s\"\n", want, got);
+	}
+	assert_int_equal(bad, 0);
+}
+
 static void test_format_small_buffer(void **state)
 {
 	struct sl_addr a = bytes_of("::ffff:255.255.255.255");
@@ -552,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_v4_helpers),
 		cmocka_unit_test(test_parse_cidr),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_format_v4_like_inet_ntop),
 		cmocka_unit_test(test_format_small_buffer),
 		cmocka_unit_test(test_format_longest),
 		cmocka_unit_test(test_format_cidr_round_trip),

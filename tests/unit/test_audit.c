@@ -358,6 +358,57 @@ static void test_escape_bound(void **state)
 	assert_int_equal(out[0], 'X');
 }
 
+/* For random strings of printable runs, quotes, control bytes and whole,
+ * cut and invalid UTF-8, and every bound: what comes out is the whole escape
+ * of some prefix of the input (never a split escape or character), as long
+ * as fits, and nothing is written past the bound. */
+static void test_escape_bound_random(void **state)
+{
+	static const char *const pieces[] = {
+		"abc",	    "x",    "\"",	"\\",		"\n",
+		"\x01",	    "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+		"\xe2\x82", "\xff", "\x80",	"/path?q=1 "
+	};
+	uint32_t seed = 12345;
+	char in[80], full[6 * sizeof(in)], prefix[6 * sizeof(in)], out[6 * sizeof(in) + 1];
+	size_t round, n, fl, bound, got, k;
+
+	(void)state;
+	for (round = 0; round < 300; round++) {
+		n = 0;
+		for (;;) {
+			const char *p;
+
+			seed = seed * 1664525u + 1013904223u;
+			p = pieces[(seed >> 16) % ARRAY_SIZE(pieces)];
+			if (n + strlen(p) >= sizeof(in))
+				break;
+			memcpy(in + n, p, strlen(p));
+			n += strlen(p);
+		}
+		in[n] = '\0';
+		fl = sl_json_escape(full, sizeof(full), in, n);
+		assert_int_equal(fl, strlen(full));
+		for (bound = 1; bound <= fl + 1; bound++) {
+			bool whole = false;
+
+			memset(out, 'X', sizeof(out));
+			got = sl_json_escape(out, bound, in, n);
+			assert_true(got < bound);
+			assert_int_equal(got, strlen(out));
+			assert_int_equal(out[bound], 'X');
+			/* as long as fits: no piece is longer than 6 bytes */
+			assert_true(got + 6 >= bound - 1 || got == fl);
+			for (k = 0; k <= n && !whole; k++)
+				whole = sl_json_escape(prefix, sizeof(prefix), in, k) == got &&
+					memcmp(prefix, out, got) == 0;
+			if (!whole)
+				fail_msg("round %zu bound %zu: `%s` is no prefix's whole escape",
+					 round, bound, out);
+		}
+	}
+}
+
 /* --- fields ----------------------------------------------------------------
  */
 
@@ -1872,6 +1923,7 @@ int main(void)
 		cmocka_unit_test(test_checker_rejects),
 		cmocka_unit_test(test_escape_table),
 		cmocka_unit_test(test_escape_bound),
+		cmocka_unit_test(test_escape_bound_random),
 		cmocka_unit_test(test_full_line),
 		cmocka_unit_test(test_numbers_and_time),
 		cmocka_unit_test(test_omitted_fields),
