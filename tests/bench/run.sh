@@ -59,7 +59,9 @@
 # CPU per operation, because the machine is shared: the proxy's user+system
 # time (all threads, from /proc) per GiB carried and per request, and the
 # origin's share of the CPU during the direct rows. The load average is
-# printed at the start and the end.
+# printed at the start and the end, and the host's steal time (the CPU the
+# hypervisor gave to other guests while ours wanted it) per round and per
+# GET run: the c=1 p99 of every path moves with it on a shared host.
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_TLS_BYTES, BENCH_BYTES,
 # BENCH_DURATION, BENCH_LIFECYCLE, BENCH_TUNNELS, as above. With the
@@ -205,6 +207,11 @@ wait_for() {
 }
 tcp_open() { timeout 1 ip netns exec "$1" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "$3"; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
+# steal_ms: CPU time the hypervisor gave to others while this machine's
+# CPUs wanted to run (/proc/stat "steal", all CPUs), in ms. On a shared
+# host it is what no figure here can control: the report gives it per round
+# and per GET run, so that a slow round can be told from a slow proxy.
+steal_ms() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%d\n", $9 * 1000 / hz; exit }' /proc/stat; }
 # B ARGS...: sluice on this world's broker, as a caller runs it, bounded.
 B() { timeout 30 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
 # The same without ip netns exec: sluice enters the broker's namespace
@@ -495,9 +502,11 @@ set +f
 
 # --- the rounds ------------------------------------------------------------------
 declare -A TLS HTTP RATE
-declare -a LOADR
+declare -A WSTEAL
+declare -a LOADR STEALR
 for ((r = 1; r <= ROUNDS; r++)); do
 	LOADR[$r]=$(cut -d' ' -f1-3 /proc/loadavg)
+	STEALR[$r]=$(steal_ms)
 	note "round $r of $ROUNDS (load average ${LOADR[$r]})"
 	for p in direct squid explicit transparent; do
 		TLS[$p,$r]=$(dl "$p" https)
@@ -509,10 +518,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 	for conc in 50 1; do
 		for p in direct squid explicit; do
+			WSTEAL[$p,$conc,$r]=$(steal_ms)
 			RATE[$p,$conc,$r]=$(wrk_run "$p" "$conc" "$r")
+			WSTEAL[$p,$conc,$r]=$(($(steal_ms) - WSTEAL[$p,$conc,$r]))
 			note "  1 KiB GET c=$conc $p: ${RATE[$p,$conc,$r]} (req/s p50ms p99ms errors proxy-CPU-us/req origin-CPU)"
 		done
 	done
+	STEALR[$r]=$(($(steal_ms) - STEALR[$r]))
 done
 alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the rounds"
 alive "$QPID" || problem "squid (pid $QPID) died during the rounds"
@@ -737,6 +749,7 @@ dl_row() {
 	echo
 	echo "Each round (figure, then the proxy's CPU: s per GiB carried or us per request; then the origin's CPU share)."
 	echo "  load average at the start of each round: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${LOADR[$r]} | "; done)"
+	echo "  host steal time during each round, ms: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${STEALR[$r]} | "; done)"
 	for p in direct squid explicit transparent; do
 		printf '  %-30s %s\n' "HTTPS $p" "$(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${TLS[$p,$r]:-nan} | "; done)"
 	done
@@ -747,12 +760,13 @@ dl_row() {
 		for p in direct squid explicit; do
 			printf '  %-30s %s\n' "GET c=$conc $p" "$(for ((r = 1; r <= ROUNDS; r++)); do
 				set -- ${RATE[$p,$conc,$r]:-nan}
-				echo -n "$1 req/s p99 ${3:-nan} ms ${5:--} ${6:--} | "
+				echo -n "$1 req/s p99 ${3:-nan} ms ${5:--} ${6:--} st ${WSTEAL[$p,$conc,$r]:-?} | "
 			done)"
 		done
 	done
 	echo "  (origin CPU: nginx's workers' CPU time over the wall time, 200% = both CPUs; in the direct rows"
-	echo "   it shows how near the origin itself is to its limit)"
+	echo "   it shows how near the origin itself is to its limit; st: host steal time during that run, ms,"
+	echo "   the time the hypervisor ran something else while this machine's CPUs were busy)"
 	echo
 	if [ "$TUNNELS" -gt 0 ]; then
 		echo "Memory per idle CONNECT tunnel: $TUNNELS tunnels, each carried one GET and then idled; twice per proxy"
