@@ -205,6 +205,7 @@ int creds_plan_request(struct creds_table *t, const struct policy *p, const char
 {
 	struct planner x = { .t = t, .p = p, .req = req, .now = now, .flags = flags, .plan = plan };
 	unsigned char basic[CREDS_BASIC_MAX];
+	bool basic_used = false; /* 4 KiB to wipe: only once written to */
 	size_t i, k, n;
 	int bl;
 
@@ -235,12 +236,14 @@ int creds_plan_request(struct creds_table *t, const struct policy *p, const char
 		 * placeholder header; this says so again). */
 		scan(&x, h->value.ptr, h->value.len, creds_is_host(h->name) ? NULL : &h->name);
 		if (creds_is_authorization(h->name)) {
+			basic_used = true;
 			bl = creds_basic_decode(h->value, basic);
 			if (bl > 0)
 				scan(&x, (const char *)basic, (size_t)bl, &h->name);
 		}
 	}
-	OPENSSL_cleanse(basic, sizeof(basic));
+	if (basic_used)
+		OPENSSL_cleanse(basic, sizeof(basic));
 	if (plan->verdict != CREDS_FORWARD) {
 		plan->nuse = 0;
 		return 0;
