@@ -468,6 +468,7 @@ void proxy_close_all(struct worker *w)
 		proxy_conn_run(w->conns);
 	}
 	proxy_parsed_spare_drop();
+	proxy_buf_spare_drop();
 }
 
 struct worker *proxy_cur_worker(void)

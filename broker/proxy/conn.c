@@ -255,6 +255,10 @@ static void conn_free(struct conn *c)
 	policy_unref(c->pol);
 	sandbox_put(c->sb);
 	free(c);
+	/* The spares serve the next requests of a busy worker; one with no
+	 * connection left keeps none, and the memory goes back (io.c). */
+	if (!w->conns)
+		proxy_buf_spare_drop();
 }
 
 const char *proxy_status_text(int status)

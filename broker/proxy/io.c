@@ -37,15 +37,58 @@ uint64_t proxy_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * Spare buffers. A kept-alive connection between requests gives its
+ * buffers back (proxy_buf_park()) and takes them again with its next
+ * request, so that idle connections hold none: without this, 1,000 idle
+ * ones held 14.9 KiB each, mostly the touched pages of three buffers. A
+ * thread keeps up to PROXY_SPARE_BUFS of them for the next taker (a busy
+ * worker's connections wait between requests most of the time); the rest
+ * go back to malloc. A worker whose last connection closes frees them
+ * (conn_free()), so that memory goes back once its connections are gone.
+ */
+static __thread struct buf *spare_bufs[PROXY_SPARE_BUFS];
+static __thread unsigned n_spare;
+
 struct buf *proxy_buf_new(size_t cap)
 {
-	struct buf *b = malloc(sizeof(*b) + cap);
+	struct buf *b = NULL;
+	unsigned i;
 
+	for (i = n_spare; i-- > 0;) {
+		if (spare_bufs[i]->cap == cap) {
+			b = spare_bufs[i];
+			spare_bufs[i] = spare_bufs[--n_spare];
+			break;
+		}
+	}
+	if (!b)
+		b = malloc(sizeof(*b) + cap);
 	if (b) {
 		b->pos = b->len = 0;
 		b->cap = cap;
 	}
 	return b;
+}
+
+void proxy_buf_park(struct buf **bp)
+{
+	struct buf *b = *bp;
+
+	*bp = NULL;
+	if (!b)
+		return;
+	if (n_spare < PROXY_SPARE_BUFS) {
+		spare_bufs[n_spare++] = b;
+		return;
+	}
+	free(b);
+}
+
+void proxy_buf_spare_drop(void)
+{
+	while (n_spare > 0)
+		free(spare_bufs[--n_spare]);
 }
 
 /* Moves unread bytes to the front so that reads can append. */

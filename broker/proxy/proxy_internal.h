@@ -42,6 +42,9 @@ struct tls_hello;
 #define PIPE_CAP (64 * 1024)
 #define LINGER_MS 2000
 #define REPLY_CAP 1024
+/* Spare buffers a worker thread keeps for its connections' next requests
+ * (io.c, proxy_buf_park()). */
+#define PROXY_SPARE_BUFS 64
 /* Transparent: how long the client may stay silent before the broker
  * connects to see whether the server speaks first. */
 #define SNIFF_MS 300
@@ -267,6 +270,8 @@ struct proxy_bound {
 /* io.c */
 uint64_t proxy_now_us(void);
 struct buf *proxy_buf_new(size_t cap);
+void proxy_buf_park(struct buf **bp);
+void proxy_buf_spare_drop(void);
 void proxy_buf_compact(struct buf *b);
 uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
 			  uint32_t events);

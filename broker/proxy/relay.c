@@ -590,11 +590,21 @@ enum step proxy_relay_response(struct conn *c)
 	c->uin->pos = c->uin->len = 0;
 	if (!c->client_keepalive)
 		return proxy_close(c);
-	/* Next request on the kept-alive connection. */
+	/* Next request on the kept-alive connection. Until it comes the
+	 * connection holds no buffers but what the client sent ahead: the
+	 * upstream's is empty, the head sent and wiped (proxy_send_request()),
+	 * and what c->out held last (body bytes) is wiped too. */
+	proxy_buf_park(&c->uin);
+	if (c->out && c->out->pos == c->out->len) {
+		explicit_bzero(c->out->data, c->out->len);
+		proxy_buf_park(&c->out);
+	}
 	c->up = c->down = 0;
 	c->status = 0;
 	c->head_started = false;
 	c->c_idle = !c->cssl && !(c->cev_mask & EPOLLET) && c->in && c->in->len == c->in->pos;
+	if (c->in && c->in->pos == c->in->len)
+		proxy_buf_park(&c->in);
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	return STEP_NEXT;
