@@ -602,9 +602,11 @@ enum step proxy_relay_response(struct conn *c)
 	c->up = c->down = 0;
 	c->status = 0;
 	c->head_started = false;
-	c->c_idle = !c->cssl && !(c->cev_mask & EPOLLET) && c->in && c->in->len == c->in->pos;
-	if (c->in && c->in->pos == c->in->len)
+	c->c_idle = false;
+	if (c->in && c->in->pos == c->in->len) {
+		c->c_idle = !c->cssl && !(c->cev_mask & EPOLLET);
 		proxy_buf_park(&c->in);
+	}
 	c->st = CS_HEAD;
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
 	return STEP_NEXT;
