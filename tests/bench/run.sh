@@ -211,7 +211,7 @@ now_us() { local t=$EPOCHREALTIME; echo "${t/[.,]/}"; }
 # CPUs wanted to run (/proc/stat "steal", all CPUs), in ms. On a shared
 # host it is what no figure here can control: the report gives it per round
 # and per GET run, so that a slow round can be told from a slow proxy.
-steal_ms() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%d\n", $9 * 1000 / hz; exit }' /proc/stat; }
+steal_ms() { awk -v hz="$HZ" '/^cpu / { printf "%d\n", $9 * 1000 / hz; exit }' /proc/stat; }
 # B ARGS...: sluice on this world's broker, as a caller runs it, bounded.
 B() { timeout 30 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
 # The same without ip netns exec: sluice enters the broker's namespace
