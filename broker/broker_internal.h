@@ -35,6 +35,7 @@ struct sl_err;
 struct sandbox {
 	atomic_int refs;
 	struct sandbox_table *table; /* whose it is, for its life */
+	size_t all_ix;		     /* its place in the table's list of all (under its lock) */
 	char name[SANDBOX_NAME_MAX + 1];
 	struct sl_addr addr;
 	char policy_path[256];

@@ -56,11 +56,17 @@
 /* Blocks of the pool the bitmap tracks: at most SANDBOX_MAX are taken at
  * once, so the first free one is always among the first SANDBOX_MAX + 1. */
 #define POOL_BITS_MAX ((uint32_t)SANDBOX_MAX + 1)
+/* Entries of the list of all sandboxes: the hash tables hold no more. */
+#define ALL_MAX (SANDBOX_MAX < HASH_SLOTS ? SANDBOX_MAX : HASH_SLOTS)
 
 struct sandbox_table {
 	pthread_rwlock_t lock;
 	struct sandbox **slot;	  /* by address; NULL empty */
 	struct sandbox **by_name; /* the same sandboxes, by name */
+	/* The same sandboxes again, in @all[0, @n), each at its all_ix: what
+	 * goes through all of them costs their number, not the hash tables'
+	 * size (2 x SANDBOX_MAX slots, 1 MiB each). */
+	struct sandbox **all;
 	size_t n;
 	char dir[300];
 	struct sl_addr pool; /* sandbox_pool */
@@ -167,8 +173,9 @@ void sandbox_table_free(struct sandbox_table *tab)
 
 	if (!tab)
 		return;
-	for (i = 0; tab->slot && i < HASH_SLOTS; i++)
-		sandbox_put(tab->slot[i]);
+	for (i = 0; tab->all && i < tab->n; i++)
+		sandbox_put(tab->all[i]);
+	free(tab->all);
 	free(tab->slot);
 	free(tab->by_name);
 	free(tab->used);
@@ -206,13 +213,14 @@ static int table_init(struct sandbox_table *tab, const struct broker_config *cfg
 
 	tab->slot = calloc(HASH_SLOTS, sizeof(*tab->slot));
 	tab->by_name = calloc(HASH_SLOTS, sizeof(*tab->by_name));
+	tab->all = calloc(ALL_MAX, sizeof(*tab->all));
 	/* A /30 per sandbox: 2^(host bits - 2) blocks, at most POOL_BITS_MAX
 	 * tracked (2^16 < POOL_BITS_MAX < 2^17). */
 	tab->nblocks = host_bits < 2	     ? 0
 		       : host_bits - 2 >= 17 ? POOL_BITS_MAX
 					     : (uint32_t)1 << (host_bits - 2);
 	tab->used = calloc((tab->nblocks + 63) / 64 + 1, sizeof(*tab->used));
-	if (!tab->slot || !tab->by_name || !tab->used)
+	if (!tab->slot || !tab->by_name || !tab->all || !tab->used)
 		return -ENOMEM;
 	snprintf(tab->dir, sizeof(tab->dir), "%s/sandboxes", cfg->state_dir);
 	tab->pool = cfg->pool_net;
@@ -747,7 +755,11 @@ static struct sandbox *table_take(struct sandbox_table *tab, const char *name)
 	if (ai >= 0)
 		slot_remove(tab->slot, (size_t)ai, addr_home);
 	block_mark(tab, &sb->addr, false);
+	/* The last of the list takes its place. */
 	tab->n--;
+	tab->all[sb->all_ix] = tab->all[tab->n];
+	tab->all[sb->all_ix]->all_ix = sb->all_ix;
+	tab->all[tab->n] = NULL;
 	return sb;
 }
 
@@ -1049,13 +1061,12 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	} else if (!reserved && block_reserved(tab, &sb->addr)) {
 		r = -EEXIST;
 		sl_err_set(err, 0, "address `%s` is being registered", addr);
-	} else if (nslot < 0 || (slot = find_slot(tab, &sb->addr, true)) < 0 ||
-		   tab->n >= SANDBOX_MAX) {
+	} else if (nslot < 0 || (slot = find_slot(tab, &sb->addr, true)) < 0 || tab->n >= ALL_MAX) {
 		r = slot == -EEXIST ? -EEXIST : -ENOSPC;
 		if (r == -EEXIST)
 			sl_err_set(err, 0, "address `%s` is registered already", addr);
 		else
-			sl_err_set(err, 0, "too many sandboxes (at most %d)", SANDBOX_MAX);
+			sl_err_set(err, 0, "too many sandboxes (at most %d)", (int)ALL_MAX);
 	} else {
 		r = save ? persist(tab, sb) : 0;
 		if (r < 0) {
@@ -1064,7 +1075,8 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 			tab->slot[slot] = sb;
 			tab->by_name[nslot] = sb;
 			block_mark(tab, &sb->addr, true);
-			tab->n++;
+			sb->all_ix = tab->n;
+			tab->all[tab->n++] = sb;
 			got = sb->addr;
 			reg = sb;
 			sb = NULL;
@@ -1234,12 +1246,10 @@ int sandbox_list(struct sandbox_table *tab, char *buf, size_t len)
 	int k;
 
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS && o < len; i++) {
-		struct sandbox *s = tab->slot[i];
+	for (i = 0; i < tab->n && o < len; i++) {
+		struct sandbox *s = tab->all[i];
 		char a[ADDR_STRLEN];
 
-		if (!s)
-			continue;
 		addr_format(&s->addr, a, sizeof(a));
 		/* The fifth word says what state a restart lost ("ok" when
 		 * none): a client that reads four words ignores it. */
@@ -1271,8 +1281,8 @@ size_t sandbox_audit_count(struct sandbox_table *tab)
 	size_t i, n = 0;
 
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab->slot[i] && sandbox_audit(tab->slot[i], tab->slot[i]->policy))
+	for (i = 0; i < tab->n; i++)
+		if (sandbox_audit(tab->all[i], tab->all[i]->policy))
 			n++;
 	pthread_rwlock_unlock(&tab->lock);
 	return n;
@@ -1286,9 +1296,8 @@ void sandbox_each(struct sandbox_table *tab, void (*fn)(const struct sandbox *sb
 	size_t i;
 
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab->slot[i])
-			fn(tab->slot[i], arg);
+	for (i = 0; i < tab->n; i++)
+		fn(tab->all[i], arg);
 	pthread_rwlock_unlock(&tab->lock);
 }
 
@@ -1297,8 +1306,8 @@ size_t sandbox_state_lost_count(struct sandbox_table *tab)
 	size_t i, n = 0;
 
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS; i++)
-		if (tab->slot[i] && (tab->slot[i]->placeholders_lost || tab->slot[i]->names_lost))
+	for (i = 0; i < tab->n; i++)
+		if (tab->all[i]->placeholders_lost || tab->all[i]->names_lost)
 			n++;
 	pthread_rwlock_unlock(&tab->lock);
 	return n;
@@ -1320,11 +1329,11 @@ void sandbox_tls_stats(struct sandbox_table *tab, struct tls_leaf_stats *sum)
 
 	memset(sum, 0, sizeof(*sum));
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS; i++) {
-		struct sandbox *sb = tab->slot[i];
+	for (i = 0; i < tab->n; i++) {
+		struct sandbox *sb = tab->all[i];
 		struct tls_leaf_stats st;
 
-		if (!sb || !sb->ca)
+		if (!sb->ca)
 			continue;
 		tls_leaf_stats(sb->ca, &st);
 		sum->hits += st.hits;
@@ -1343,27 +1352,26 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 {
 	struct policy **fresh;
 	char(*sha)[65];
-	size_t i;
+	size_t i, n;
 	int r = 0;
 
-	fresh = calloc(HASH_SLOTS, sizeof(*fresh));
-	/* Pages of it are touched only for the slots in use. */
-	sha = calloc(HASH_SLOTS, sizeof(*sha));
+	/* The control thread is the only writer, so the set of sandboxes, and
+	 * their places in tab->all, cannot change until this returns; the
+	 * read lock keeps workers going. */
+	n = tab->n;
+	fresh = calloc(n + 1, sizeof(*fresh));
+	sha = calloc(n + 1, sizeof(*sha));
 	if (!fresh || !sha) {
 		free(fresh);
 		free(sha);
 		return sl_err_set(err, ENOMEM,
 				  "out of memory for the sandboxes' policies; nothing changed");
 	}
-	/* The control thread is the only writer, so the set of sandboxes cannot
-	 * change between the two passes; the read lock keeps workers going. */
 	pthread_rwlock_rdlock(&tab->lock);
-	for (i = 0; i < HASH_SLOTS && r == 0; i++) {
-		struct sandbox *s = tab->slot[i];
+	for (i = 0; i < n && r == 0; i++) {
+		struct sandbox *s = tab->all[i];
 		struct policy_error perr;
 
-		if (!s)
-			continue;
 		r = load_policy_extra(s->policy_path, s, &fresh[i], sha[i], &perr);
 		if (r < 0)
 			policy_error_to_err(&perr, r, err);
@@ -1373,11 +1381,11 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
 		pthread_rwlock_wrlock(&tab->lock);
-		for (i = 0; i < HASH_SLOTS; i++) {
-			struct sandbox *s = tab->slot[i];
+		for (i = 0; i < n; i++) {
+			struct sandbox *s = tab->all[i];
 			struct policy *old;
 
-			if (!s || !fresh[i])
+			if (!fresh[i])
 				continue;
 			old = s->policy;
 			s->policy = fresh[i];
@@ -1386,10 +1394,10 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 		}
 		pthread_rwlock_unlock(&tab->lock);
 		/* New credentials get placeholders; dropped ones read as revoked. */
-		for (i = 0; i < HASH_SLOTS; i++) {
-			struct sandbox *s = tab->slot[i];
+		for (i = 0; i < n; i++) {
+			struct sandbox *s = tab->all[i];
 
-			if (s && s->creds)
+			if (s->creds)
 				creds_sandbox_sync(s, s->policy, false);
 		}
 		/* Open connections meet the new policies too: each worker closes
@@ -1398,7 +1406,7 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 			loop_post(tab->workers[i].loop, proxy_policy_changed_post,
 				  &tab->workers[i]);
 	}
-	for (i = 0; i < HASH_SLOTS; i++)
+	for (i = 0; i < n; i++)
 		policy_unref(fresh[i]);
 	free(fresh);
 	free(sha);
@@ -1855,11 +1863,11 @@ size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms)
 		return 0;
 	/* The control thread is the table's only writer: no lock to read it,
 	 * and recompile() takes the write lock itself. */
-	for (i = 0; i < HASH_SLOTS; i++) {
+	for (i = 0; i < tab->n; i++) {
 		bool gone = false;
 
-		sb = tab->by_name[i];
-		if (!sb || !sb->approvals)
+		sb = tab->all[i];
+		if (!sb->approvals)
 			continue;
 		for (j = k = 0; j < sb->n_approvals; j++) {
 			const struct sandbox_approval *a = &sb->approvals[j];

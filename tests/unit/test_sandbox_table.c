@@ -94,11 +94,34 @@ static void unreg(unsigned i)
 	present[i] = false;
 }
 
+/* sandbox_each()'s visits, by number: each present one once. (Nothing
+ * is asserted in the callback: a failure would leave the table's lock
+ * held.) */
+static unsigned visits[4096], strange_visits;
+
+static void visit(const struct sandbox *sb, void *arg)
+{
+	unsigned i;
+
+	(void)arg;
+	if (sscanf(sb->name, "sb-%u", &i) == 1 && i < 4096)
+		visits[i]++;
+	else
+		strange_visits++;
+}
+
 /* Every sandbox of @present is found by address and by name, with its
- * own address; no other one is. */
+ * own address, and visited once by sandbox_each(); no other one is. */
 static void check_all(unsigned upto)
 {
 	unsigned i, n = 0;
+
+	memset(visits, 0, sizeof(visits));
+	strange_visits = 0;
+	sandbox_each(T, visit, NULL);
+	assert_int_equal(strange_visits, 0);
+	for (i = 0; i < 4096; i++)
+		assert_int_equal(visits[i], i < upto && present[i] ? 1 : 0);
 
 	for (i = 0; i < upto; i++) {
 		char name[32];
