@@ -31,8 +31,8 @@ struct loader {
 	const char *file;
 	struct ytree_error *err;
 	struct policy *p;
-	struct range *user_ranges;
-	size_t n_user_ranges;
+	struct range *user_ranges; /* grown as needed, to at most MAX_RANGES */
+	size_t n_user_ranges, cap_user_ranges;
 	/* Rules appended after the file's own (policy_load_buffer_extra()). */
 	const struct policy_extra_host *extra;
 	size_t n_extra;
@@ -451,7 +451,19 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 			continue;
 		if (ld->n_user_ranges >= MAX_RANGES)
 			return fail(ld, it, "more than %d ranges", MAX_RANGES);
+		if (ld->n_user_ranges == ld->cap_user_ranges) {
+			size_t cap = ld->cap_user_ranges ? 2 * ld->cap_user_ranges : 8;
+
+			if (cap > MAX_RANGES)
+				cap = MAX_RANGES;
+			rg = realloc(ld->user_ranges, cap * sizeof(*rg));
+			if (!rg)
+				return -ENOMEM;
+			ld->user_ranges = rg;
+			ld->cap_user_ranges = cap;
+		}
 		rg = &ld->user_ranges[ld->n_user_ranges];
+		memset(rg, 0, sizeof(*rg));
 		r = cidr(ld, it, key, &rg->net, &rg->plen);
 		if (r < 0)
 			return r;
@@ -1285,8 +1297,7 @@ int policy_load_buffer_extra(const char *name, const char *buf, size_t len,
 	if (r < 0)
 		goto out;
 	ld.p = calloc(1, sizeof(*ld.p));
-	ld.user_ranges = calloc(MAX_RANGES, sizeof(*ld.user_ranges));
-	if (!ld.p || !ld.user_ranges) {
+	if (!ld.p) {
 		r = -ENOMEM;
 		goto out;
 	}

@@ -643,6 +643,75 @@ static void test_deny_ranges_over_embedding_prefix(void **state)
 		   ARRAY_SIZE(rows));
 }
 
+/* ---- many ranges -----------------------------------------------------------
+ * The loader grows its list of ranges as it reads them: each of 300
+ * deny_ranges (and 300 allow_ranges inside them) decides, as when they
+ * were few, up to the limit of 4096; one more is refused where it is. */
+
+static void test_many_ranges(void **state)
+{
+	size_t cap = 64 * 1024, o, i;
+	char *yaml = malloc(cap);
+	struct policy_error err;
+	struct policy *p = NULL;
+
+	(void)state;
+	assert_non_null(yaml);
+	o = (size_t)snprintf(yaml, cap, "version: 1\negress:\n  deny_ranges:\n");
+	for (i = 0; i < 300; i++)
+		o += (size_t)snprintf(yaml + o, cap - o, "    - 100.%zu.%zu.0/24\n", 100 + i / 200,
+				      i % 200);
+	o += (size_t)snprintf(yaml + o, cap - o, "  allow_ranges:\n");
+	for (i = 0; i < 300; i++)
+		o += (size_t)snprintf(yaml + o, cap - o, "    - 100.%zu.%zu.128/25\n",
+				      100 + i / 200, i % 200);
+	assert_true(o < cap);
+	p = load(yaml);
+	for (i = 0; i < 300; i++) {
+		struct guard_result res;
+		char a[32], want[32];
+		struct sl_addr in;
+
+		snprintf(a, sizeof(a), "100.%zu.%zu.7", 100 + i / 200, i % 200);
+		snprintf(want, sizeof(want), "100.%zu.%zu.0/24", 100 + i / 200, i % 200);
+		assert_int_equal(addr_parse(a, &in), 0);
+		assert_int_equal(policy_guard(p, &in, 443, NAME, &res), GUARD_ADDRESS_DENIED);
+		assert_string_equal(res.range, want);
+		snprintf(a, sizeof(a), "100.%zu.%zu.200", 100 + i / 200, i % 200);
+		assert_int_equal(addr_parse(a, &in), 0);
+		assert_int_equal(policy_guard(p, &in, 443, NAME, &res), GUARD_ALLOW);
+	}
+	policy_unref(p);
+
+	/* 4096 load; the 4097th is refused at its line. */
+	cap = 4200 * 24;
+	yaml = realloc(yaml, cap);
+	assert_non_null(yaml);
+	for (i = 4096; i <= 4097; i++) {
+		size_t k;
+		int r;
+
+		o = (size_t)snprintf(yaml, cap, "version: 1\negress:\n  deny_ranges:\n");
+		for (k = 0; k < i; k++)
+			o += (size_t)snprintf(yaml + o, cap - o, "    - 100.%zu.%zu.0/24\n",
+					      64 + k / 256, k % 256);
+		assert_true(o < cap);
+		p = NULL;
+		r = policy_load_buffer("t.yaml", yaml, o, &p, &err);
+		if (i == 4096) {
+			assert_int_equal(r, 0);
+			policy_unref(p);
+			continue;
+		}
+		assert_true(r < 0);
+		assert_null(p);
+		assert_int_equal(err.line, 4 + 4096);
+		assert_int_equal(err.col, 7);
+		assert_non_null(strstr(err.msg, "more than 4096 ranges"));
+	}
+	free(yaml);
+}
+
 static void test_no_policy(void **state)
 {
 	struct guard_result res;
@@ -672,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_same_prefix_deny_wins),
 		cmocka_unit_test(test_deny_ranges_add_to_defaults),
 		cmocka_unit_test(test_deny_ranges_over_embedding_prefix),
+		cmocka_unit_test(test_many_ranges),
 		cmocka_unit_test(test_no_policy),
 	};
 
