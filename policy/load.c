@@ -31,8 +31,8 @@ struct loader {
 	const char *file;
 	struct ytree_error *err;
 	struct policy *p;
-	struct range *user_ranges; /* grown as needed, to at most MAX_RANGES */
-	size_t n_user_ranges, cap_user_ranges;
+	struct range *user_ranges; /* grown by each list, to at most MAX_RANGES */
+	size_t n_user_ranges;
 	/* Rules appended after the file's own (policy_load_buffer_extra()). */
 	const struct policy_extra_host *extra;
 	size_t n_extra;
@@ -430,7 +430,7 @@ static int extra_rules(struct loader *ld)
 
 static int ranges(struct loader *ld, const struct ynode *n, const char *key, bool allow)
 {
-	size_t i;
+	size_t i, room;
 	int r;
 
 	if (!allow && n->type == YNODE_SCALAR) {
@@ -442,6 +442,15 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 	r = want(ld, n, YNODE_SEQ, key);
 	if (r < 0)
 		return r;
+	/* Room for this list's entries (the limit is checked one by one). */
+	room = ld->n_user_ranges + n->n < MAX_RANGES ? ld->n_user_ranges + n->n : MAX_RANGES;
+	if (room > ld->n_user_ranges) {
+		struct range *v = realloc(ld->user_ranges, room * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ld->user_ranges = v;
+	}
 	for (i = 0; i < n->n; i++) {
 		const struct ynode *it = n->kids[i];
 		struct range *rg;
@@ -451,17 +460,6 @@ static int ranges(struct loader *ld, const struct ynode *n, const char *key, boo
 			continue;
 		if (ld->n_user_ranges >= MAX_RANGES)
 			return fail(ld, it, "more than %d ranges", MAX_RANGES);
-		if (ld->n_user_ranges == ld->cap_user_ranges) {
-			size_t cap = ld->cap_user_ranges ? 2 * ld->cap_user_ranges : 8;
-
-			if (cap > MAX_RANGES)
-				cap = MAX_RANGES;
-			rg = realloc(ld->user_ranges, cap * sizeof(*rg));
-			if (!rg)
-				return -ENOMEM;
-			ld->user_ranges = rg;
-			ld->cap_user_ranges = cap;
-		}
 		rg = &ld->user_ranges[ld->n_user_ranges];
 		memset(rg, 0, sizeof(*rg));
 		r = cidr(ld, it, key, &rg->net, &rg->plen);
