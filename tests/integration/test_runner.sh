@@ -195,15 +195,18 @@ t_ok "which is gone" test ! -e "$WS/$S3/note"
 t_eq "the runner's template is kept" "nsfs" "$(stat -f -c %T /run/sluice-sandboxes/.runner-ns 2>&1)"
 # A host file the template copies (/etc/passwd, say) that another test
 # running beside this one changes makes the next exec build a new one, as
-# it should: then the pair is tried once more. An exec that never takes
-# the template it finds fails both.
+# it should: then the pair (stamp, exec, stamp) is tried once more. An
+# exec that never takes the template it finds fails both.
 same_template() {
-	local stamp
-	stamp=$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)
-	X true || return 1
-	[ "$stamp" = "$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)" ]
+	local k stamp
+	for k in 1 2; do
+		stamp=$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)
+		X true || return 1
+		[ "$stamp" = "$(cat /run/sluice-sandboxes/.runner-stamp 2>&1)" ] && return 0
+	done
+	return 1
 }
-t_ok "another exec takes the same template" eval "same_template || same_template"
+t_ok "another exec takes the same template" same_template
 t_ok "mounts inside" X sh -c 'wc -l </proc/self/mountinfo'
 t_ok "a few dozen, however many the host has ($(wc -l </proc/self/mountinfo))" test "$T_OUT" -le 60
 
