@@ -36,6 +36,7 @@
 #include "broker/tls/tls.h"
 #include "broker/metrics.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/version.h"
 
@@ -124,6 +125,22 @@ static void drop_privileges(const struct broker *b)
 	}
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		die("sluiced: capset: %s", strerror(errno));
+}
+
+/* The broker's spare inodes, as its user (common/file.c): a state file
+ * removed becomes the next one made. Without them it works as before. */
+static void spare_start(const struct broker *b)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/" FILE_SPARE_DIR, b->cfg.state_dir) >=
+	    (int)sizeof(path))
+		return;
+	r = file_spare_init_at(AT_FDCWD, path);
+	if (r < 0)
+		log_warn("sluiced: %s: %s; state files are made afresh each time", path,
+			 strerror(-r));
 }
 
 /* Stage 3, once the registrations are back (as the broker's user: the
@@ -503,6 +520,7 @@ int main(int argc, char **argv)
 			die("sluiced: dns port %u: %s", b->cfg.dns_port, strerror(-r));
 	}
 	drop_privileges(b);
+	spare_start(b);
 	/* Registrations come back before anything is accepted, read by the
 	 * broker's user from the state_dir just taken over; it logs each one
 	 * it cannot restore (its result is not used, as before). */

@@ -601,14 +601,17 @@ static int ca_dir_remove(const char *path)
 {
 	char f[PATH_MAX];
 	size_t i;
+	int r;
 
 	for (i = 0; i < sizeof(ca_files) / sizeof(ca_files[0]); i++) {
 		if (snprintf(f, sizeof(f), "%s/%s", path, ca_files[i]) >= (int)sizeof(f))
 			return -ENAMETOOLONG;
-		if (unlink(f) < 0 && errno != ENOENT)
-			return -errno;
+		r = file_unlink(f);
+		if (r < 0 && r != -ENOENT)
+			return r;
 	}
-	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
+	r = file_rmdir(path);
+	return r == -ENOENT ? 0 : r;
 }
 
 /* Removes the CA directory moved aside as @path and, with @drop, the CA's
@@ -714,11 +717,11 @@ static int remove_state(struct sandbox_table *tab, const char *name, const struc
 	size_t i;
 
 	snprintf(path, sizeof(path), "%s/%s", tab->dir, name);
-	note_rm(unlink(path), path, &r, what, whatlen);
+	note_rm(file_unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s.names", tab->synth_dir, name);
-	note_rm(unlink(path), path, &r, what, whatlen);
+	note_rm(file_unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s.names.hwm", tab->synth_dir, name);
-	note_rm(unlink(path), path, &r, what, whatlen);
+	note_rm(file_unlink(path), path, &r, what, whatlen);
 	snprintf(path, sizeof(path), "%s/%s", tab->ca_dir, name);
 	snprintf(gone_path, sizeof(gone_path), "%s/" CA_GONE_PREFIX "%u", tab->ca_dir, gone++);
 	if (rename(path, gone_path) == 0) {
@@ -875,8 +878,8 @@ static int sandbox_ca(struct sandbox_table *tab, struct sandbox *sb, bool fresh,
 			k == -EILSEQ ? what : "");
 		sandbox_state_audit(sb->name, dir, "damaged");
 		sb->ca = tls_ca_create(sb->name, err);
-		if (sb->ca &&
-		    ((mkdir(dir, 0700) < 0 && errno != EEXIST) || tls_ca_save(sb->ca, dir) < 0))
+		if (sb->ca && (((k = file_mkdir(dir, 0700)) < 0 && k != -EEXIST) ||
+			       tls_ca_save(sb->ca, dir) < 0))
 			log_err("sandbox: `%s`: cannot save its CA in %s", sb->name, dir);
 	} else {
 		sb->ca = tls_ca_create(sb->name, err);
@@ -911,6 +914,7 @@ static void undo_register(struct sandbox_table *tab, struct sandbox *reg)
 
 	pthread_rwlock_wrlock(&tab->lock);
 	sb = table_take(tab, reg->name);
+	dns_synth_journal_end(reg->synth); /* before its file goes */
 	r = remove_state(tab, reg->name, NULL, what, sizeof(what));
 	pthread_rwlock_unlock(&tab->lock);
 	if (r < 0)
@@ -1099,7 +1103,8 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		char dir[600];
 
 		snprintf(dir, sizeof(dir), "%s/%s", tab->ca_dir, name);
-		r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : tls_ca_save(reg->ca, dir);
+		r = file_mkdir(dir, 0700);
+		r = r < 0 && r != -EEXIST ? r : tls_ca_save(reg->ca, dir);
 		if (r < 0)
 			sl_err_sys(err, r, "cannot save the sandbox's CA in %s", dir);
 	}
@@ -1196,8 +1201,12 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_er
 		err = &local; /* logged below */
 	pthread_rwlock_wrlock(&tab->lock);
 	sb = table_take(tab, name);
-	if (sb)
+	if (sb) {
+		/* No DNS answer appends to its journal once that is removed
+		 * (its file may become another one's: file_unlink()). */
+		dns_synth_journal_end(sb->synth);
 		r = remove_state(tab, name, sb->ca, what, sizeof(what));
+	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (!sb) {
 		sl_err_set(err, 0, "no such sandbox `%s`", name);

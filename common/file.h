@@ -55,6 +55,52 @@ struct sl_err;
  */
 int file_read_all_err(const char *path, size_t max, char **buf, size_t *len, struct sl_err *err);
 
+/* The spares' directory's name where sluice keeps one: in state_dir for
+ * the broker, in state_dir/keys for its key process. */
+#define FILE_SPARE_DIR ".spare"
+
+/**
+ * file_spare_init_at() - keep the inodes of removed files for new ones
+ * @dirfd: where @name is (AT_FDCWD: the working directory)
+ * @name:  the directory of spares: made 0700 when missing; it must be this
+ *         process's user's and closed to others. What is in it is removed.
+ *
+ * From then on file_unlink_at(), file_unlink() and file_rmdir() move what
+ * they remove (emptied) into it, up to 64 files and 64 directories, and
+ * file_new_at(), file_create_tmp(), file_write_atomic() and file_mkdir()
+ * take from it before they allocate (file.c says why). For one process:
+ * another that shares the directory would take spares this one counts.
+ *
+ * Return: 0, or a negative errno (-EPERM: the directory is another's or
+ * open to others); without it nothing is kept, as before.
+ */
+int file_spare_init_at(int dirfd, const char *name);
+
+/* No more spares (those in the directory stay there until the next
+ * file_spare_init_at()). */
+void file_spare_end(void);
+
+/* How many spare files (@dir: directories) the pool holds. */
+unsigned file_spare_count(int dir);
+
+/**
+ * file_new_at() - open(DIRFD/@name, O_WRONLY | O_CREAT | O_EXCL |
+ * O_NOFOLLOW | O_CLOEXEC) with @mode exactly, from a spare when there is one
+ *
+ * Return: a descriptor, or a negative errno (-EEXIST: @name is taken).
+ */
+int file_new_at(int dirfd, const char *name, mode_t mode);
+
+/* unlinkat(DIRFD, @name, 0) / unlink(@path), keeping a regular file that
+ * is this user's and has no other name as a spare. 0 or a negative errno. */
+int file_unlink_at(int dirfd, const char *name);
+int file_unlink(const char *path);
+
+/* mkdir(@path, @mode) / rmdir(@path), through the spares' directories
+ * (an empty directory of this user's is kept). 0 or a negative errno. */
+int file_mkdir(const char *path, mode_t mode);
+int file_rmdir(const char *path);
+
 /**
  * file_commit() - finish a file written as @tmp and put it at @path
  * @f:    the stream @tmp was written through (closed here, in every case)

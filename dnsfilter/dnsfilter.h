@@ -352,6 +352,11 @@ struct dns_synth_replay {
 int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,
 		      struct dns_synth_replay *rep);
 
+/* Stops journalling @s (its sandbox is gone): the journal is closed, and
+ * no append reaches its file, which its owner may then remove or reuse;
+ * names given meanwhile are not journalled. */
+void dns_synth_journal_end(struct dns_synth *s);
+
 /* ------------------------------------------------------------------------
  * The filter's decision (dnsfilter/filter.c)
  *

@@ -307,9 +307,7 @@ static int side_hwm(struct dns_synth *s, uint32_t hwm)
 
 	if (!s->hwm_path)
 		return 0;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", s->hwm_path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
+	f = file_create_tmp(s->hwm_path, 0600, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
 	sumfile_begin(&w, f, JOURNAL_KIND "-hwm");
@@ -592,19 +590,10 @@ static int journal_rewrite(struct dns_synth *s, const char *path)
 	struct sumfile_writer w;
 	uint32_t i;
 	FILE *f;
-	int fd;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	f = file_create_tmp(path, 0600, tmp, sizeof(tmp));
+	if (!f)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return -ENOMEM;
-	}
 	sumfile_begin(&w, f, JOURNAL_KIND);
 	for (i = 0; i < s->n; i++)
 		if (s->entries[i].name)
@@ -617,6 +606,19 @@ static int journal_rewrite(struct dns_synth *s, const char *path)
 	}
 	/* Open-ended: no end line; the journal goes on with appends. */
 	return file_commit(f, tmp, path);
+}
+
+void dns_synth_journal_end(struct dns_synth *s)
+{
+	if (!s)
+		return;
+	pthread_rwlock_wrlock(&s->lock);
+	if (s->journal >= 0)
+		close(s->journal);
+	s->journal = -1;
+	free(s->hwm_path); /* nor the mark's */
+	s->hwm_path = NULL;
+	pthread_rwlock_unlock(&s->lock);
 }
 
 int dns_synth_journal(struct dns_synth *s, const char *path, bool replay,

@@ -79,6 +79,7 @@
 #include "broker/keys/keys_internal.h"
 #include "broker/tls/tls_internal.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/log.h"
 
 #if defined(__x86_64__)
@@ -222,9 +223,10 @@ static int write_key(int dirfd, const unsigned char id[KEYS_ID_LEN], EVP_PKEY *k
 	if (len <= 0)
 		goto out;
 	(void)unlinkat(dirfd, tmp, 0);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* (A spare inode when there is one: keyproc_main().) */
+	fd = file_new_at(dirfd, tmp, 0600);
 	if (fd < 0) {
-		r = -errno;
+		r = fd;
 		goto out;
 	}
 	if (owner_uid >= 0 && fchown(fd, (uid_t)owner_uid, (gid_t)owner_gid) < 0) {
@@ -409,8 +411,8 @@ static int op_ca_forget(const struct keys_req *q, bool drop)
 		key_name(q->id, name, ".key");
 		if (S.dirfd < 0)
 			r = -EBADF;
-		else if (unlinkat(S.dirfd, name, 0) < 0)
-			r = -errno;
+		else
+			r = file_unlink_at(S.dirfd, name);
 		return r == -ENOENT && h ? 0 : r;
 	}
 	return h ? 0 : -ENOENT;
@@ -857,6 +859,8 @@ static const int keyproc_allowed[] = {
 	__NR_fstat,
 	__NR_newfstatat,
 	__NR_lseek,
+	/* (A key file removed is emptied and kept as a spare: file.c.) */
+	__NR_ftruncate,
 	__NR_renameat,
 	__NR_unlinkat,
 	/* CA_SWEEP lists its directory (readdir). */
@@ -981,7 +985,7 @@ static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const
 {
 	static unsigned char in[KEYS_MSG_MAX + 1], out[KEYS_MSG_MAX];
 	struct sl_err serr = { 0 };
-	int state_fd, keys_fd;
+	int state_fd, keys_fd, spare;
 	char ready = 1;
 
 	if (isolation_helper_begin(sock, parent, "sluiced-keys") < 0)
@@ -1003,6 +1007,13 @@ static void __attribute__((noreturn)) keyproc_main(int sock, pid_t parent, const
 		log_err("sluiced-keys: %s", sl_err_msg(&serr));
 		_exit(1);
 	}
+	/* Spare inodes for its key files (common/file.c), as its user and
+	 * before the filter: a CA dropped leaves its file's inode to the next
+	 * CA made. Without them the files are made afresh. */
+	spare = file_spare_init_at(keys_fd, FILE_SPARE_DIR);
+	if (spare < 0)
+		log_warn("sluiced-keys: `%s/%s/%s`: %s; key files are made afresh each time",
+			 state_dir, KEYS_DIR, FILE_SPARE_DIR, strerror(-spare));
 	/* The switch may have made it dumpable again (suid_dumpable). */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    keyproc_filter() < 0) {

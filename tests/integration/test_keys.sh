@@ -221,6 +221,13 @@ t_ok "the sandbox from before still intercepts, the same CA" X "$S1" other.world
 t_ok "  ... its certificate unchanged" cmp "$D/ca1.crt" "$STATE/ca/$S1/ca.crt"
 t_ok "delete the second sandbox" S delete "$S2"
 t_rc "  ... its key is gone from state_dir/keys" 1 test -e "$STATE/keys/$ID2.key"
+# Its file's inode is kept for the next key (common/file.c: spares), emptied.
+t_ok "  ... its file kept as a spare, in state_dir/keys/.spare" \
+	test -n "$(find "$STATE/keys/.spare" -type f 2>/dev/null)"
+t_eq "  ... empty: no key material is left there, nor in state_dir/.spare" "" \
+	"$(find "$STATE/keys/.spare" "$STATE/.spare" -type f -size +0c 2>&1)"
+t_eq "  ... whose directory is the key process's alone" "700 $KU" \
+	"$(stat -c '%a %u' "$STATE/keys/.spare" 2>/dev/null)"
 t_ok "  ... the first's is still there" test -e "$STATE/keys/$ID1.key"
 t_eq "no seccomp refusal in the log after the restart" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
 # A sandbox deleted while the broker is down: the broker drops its
