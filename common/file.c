@@ -329,8 +329,8 @@ int file_new_at(int dirfd, const char *name, mode_t mode)
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
-	/* The mode exactly, whatever the umask took from open's: fchmod only
-	 * when it did (the key process's system calls have no fchmod). */
+	/* The mode exactly, whatever the umask took from open's (fchmod only
+	 * when it took something). */
 	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
 		e = -errno;
 		close(fd);

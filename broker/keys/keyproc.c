@@ -859,8 +859,10 @@ static const int keyproc_allowed[] = {
 	__NR_fstat,
 	__NR_newfstatat,
 	__NR_lseek,
-	/* (A key file removed is emptied and kept as a spare: file.c.) */
+	/* (A key file removed is emptied and kept as a spare, and a new one
+	 * gets its mode exactly: file.c.) */
 	__NR_ftruncate,
+	__NR_fchmod,
 	__NR_renameat,
 	__NR_unlinkat,
 	/* CA_SWEEP lists its directory (readdir). */
