@@ -685,12 +685,29 @@ dl_row() {
 	printf "$ROW" "$label" "$(f2 "$d")" "$(f2 "$q") ($(f2 "$rq"))" "$(f2 "$s")" \
 		"$(f2 "$rs") ($rr)" ">= $goal of direct" "$(verdict "$rs" '>=' "$goal")"
 }
+# The file system under $1, and for ext4 whether it has a journal (without
+# one, a new inode's search passes over every inode freed in the last
+# minutes: common/file.c).
+fs_of() {
+	local src fs j=""
+
+	read -r src fs < <(findmnt -no SOURCE,FSTYPE -T "$1" 2>/dev/null | head -1)
+	if [ "$fs" = ext4 ] && [ -r "/sys/fs/ext4/${src##*/}/journal_task" ]; then
+		if [ "$(cat "/sys/fs/ext4/${src##*/}/journal_task")" = "<none>" ]; then
+			j=" without a journal"
+		else
+			j=" with a journal"
+		fi
+	fi
+	echo "${fs:-an unknown file system}$j"
+}
 {
 	echo "sluice bench, $(date -u '+%Y-%m-%d %H:%M UTC'), sluice $(git -C "$REPO" describe --always --dirty 2>/dev/null)," \
 		"$(($(date +%s) - T_START)) s"
 	echo "machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), kernel $(uname -r);" \
 		"load average $LOAD0 at the start, $LOAD1 at the end."
 	echo "  Client, proxy and origin share these $(nproc) CPUs, and other work on the machine skews every figure."
+	echo "  The broker's state_dir is on $(fs_of "$WORLD_DIR") (a create's cost depends on its inodes' and files'; README: Performance)."
 	echo "origin: nginx $($NGINX -v 2>&1 | sed 's|.*/||') (2 workers, sendfile, access log off) on $SRV ($SRVNAME), inet namespace."
 	echo "sluice: sluiced, workers 2, audit log on, client a \`sluice create\` sandbox. squid $($SQUID -v | awk 'NR == 1 { print $4 }'):" \
 		"one process, caching off, access log on, client c1."
