@@ -239,59 +239,45 @@ static bool spare_on(void)
 	return __atomic_load_n(&spare.fd, __ATOMIC_RELAXED) >= 0;
 }
 
-/* Renames a spare (a directory with @dir) to DIRFD/NAME. 0; -EEXIST when
- * NAME is taken (the spare stays); -ENOENT when there is none. */
-static int spare_take(int dir, int dirfd, const char *name)
+/*
+ * Moves a spare (a directory with @dir) to DIRFD/@name (@take), or
+ * DIRFD/@name into the pool, by a rename that replaces nothing. Return: 0;
+ * -EEXIST when @name is taken (a spare not taken stays); when there is
+ * none to take, or it went meanwhile, -ENOENT; when the pool is full,
+ * -ENOSPC; the rename's error otherwise.
+ */
+static int spare_move(int dir, bool take, int dirfd, const char *name)
 {
 	char sname[16];
 	unsigned id;
 	int pfd, e;
 
 	pthread_mutex_lock(&spare.lock);
-	if (spare.fd < 0 || !spare.n[dir]) {
+	if (spare.fd < 0 || (take && !spare.n[dir])) {
 		pthread_mutex_unlock(&spare.lock);
 		return -ENOENT;
 	}
-	id = spare.id[dir][--spare.n[dir]];
-	spare.busy[dir]++;
-	pfd = spare.fd;
-	pthread_mutex_unlock(&spare.lock);
-	spare_name(sname, sizeof(sname), dir, id);
-	e = renameat2(pfd, sname, dirfd, name, RENAME_NOREPLACE) < 0 ? -errno : 0;
-	pthread_mutex_lock(&spare.lock);
-	spare.busy[dir]--;
-	/* Taken; or, NAME being taken, still there for the next one. */
-	if (e == -EEXIST && spare.n[dir] < SPARE_MAX)
-		spare.id[dir][spare.n[dir]++] = id;
-	pthread_mutex_unlock(&spare.lock);
-	return e == -EEXIST ? e : e < 0 ? -ENOENT : 0;
-}
-
-/* Moves DIRFD/NAME (checked by the caller) into the pool. 0, or -ENOSPC
- * when it is full, or the rename's -errno. */
-static int spare_put(int dir, int dirfd, const char *name)
-{
-	char sname[16];
-	unsigned id;
-	int pfd, e;
-
-	pthread_mutex_lock(&spare.lock);
-	if (spare.fd < 0 || spare.n[dir] + spare.busy[dir] >= SPARE_MAX) {
+	if (!take && spare.n[dir] + spare.busy[dir] >= SPARE_MAX) {
 		pthread_mutex_unlock(&spare.lock);
 		return -ENOSPC;
 	}
-	id = spare.next++;
-	spare.busy[dir]++;
+	id = take ? spare.id[dir][--spare.n[dir]] : spare.next++;
+	spare.busy[dir]++; /* its place kept while the lock is let go */
 	pfd = spare.fd;
 	pthread_mutex_unlock(&spare.lock);
 	spare_name(sname, sizeof(sname), dir, id);
-	e = renameat2(dirfd, name, pfd, sname, RENAME_NOREPLACE) < 0 ? -errno : 0;
+	if (take)
+		e = renameat2(pfd, sname, dirfd, name, RENAME_NOREPLACE);
+	else
+		e = renameat2(dirfd, name, pfd, sname, RENAME_NOREPLACE);
+	e = e < 0 ? -errno : 0;
 	pthread_mutex_lock(&spare.lock);
 	spare.busy[dir]--;
-	if (e == 0)
+	/* In the pool: one put there, or one not taken since NAME is. */
+	if ((take ? e == -EEXIST : e == 0) && spare.n[dir] < SPARE_MAX)
 		spare.id[dir][spare.n[dir]++] = id;
 	pthread_mutex_unlock(&spare.lock);
-	return e;
+	return take && e < 0 && e != -EEXIST ? -ENOENT : e;
 }
 
 /* Whether @st is what a spare may be: ours, one name, the right type.
@@ -308,7 +294,7 @@ int file_new_at(int dirfd, const char *name, mode_t mode)
 	struct stat st;
 	int fd, e;
 
-	e = spare_take(0, dirfd, name);
+	e = spare_move(0, true, dirfd, name);
 	if (e == -EEXIST)
 		return e;
 	if (e == 0) {
@@ -351,7 +337,7 @@ int file_unlink_at(int dirfd, const char *name)
 		bool ok = fstat(fd, &st) == 0 && spare_ok(&st, 0) && ftruncate(fd, 0) == 0;
 
 		close(fd);
-		if (ok && spare_put(0, dirfd, name) == 0)
+		if (ok && spare_move(0, false, dirfd, name) == 0)
 			return 0;
 	}
 	return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
@@ -386,7 +372,7 @@ int file_mkdir(const char *path, mode_t mode)
 	struct stat st;
 	int fd, e;
 
-	e = spare_take(1, AT_FDCWD, path);
+	e = spare_move(1, true, AT_FDCWD, path);
 	if (e == -EEXIST)
 		return e;
 	if (e == 0) {
@@ -415,7 +401,7 @@ int file_rmdir(const char *path)
 		bool ok = fstat(fd, &st) == 0 && spare_ok(&st, 1) && dir_empty(fd);
 
 		close(fd);
-		if (ok && spare_put(1, AT_FDCWD, path) == 0)
+		if (ok && spare_move(1, false, AT_FDCWD, path) == 0)
 			return 0;
 	}
 	return rmdir(path) < 0 ? -errno : 0;
