@@ -191,10 +191,12 @@ int file_spare_init_at(int dirfd, const char *name)
 	e = dup(fd);
 	d = e < 0 ? NULL : fdopendir(e);
 	if (!d) {
+		int err = -errno;
+
 		if (e >= 0)
 			close(e);
 		close(fd);
-		return -ENOMEM;
+		return err;
 	}
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
