@@ -228,6 +228,20 @@ t_eq "  ... empty: no key material is left there, nor in state_dir/.spare" "" \
 	"$(find "$STATE/keys/.spare" "$STATE/.spare" -type f -size +0c 2>&1)"
 t_eq "  ... whose directory is the key process's alone" "700 $KU" \
 	"$(stat -c '%a %u' "$STATE/keys/.spare" 2>/dev/null)"
+# The next create takes them. The CA directory is emptied on a thread of
+# the broker's: its files and itself are spares once that is done.
+for ((i = 0; i < 50; i++)); do
+	[ -z "$(find "$STATE/ca" -maxdepth 1 -name '.gone.*')" ] && break
+	sleep 0.1
+done
+spare_n() { find "$1" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+t_eq "  ... the broker keeps its record, journal, mark, CA files and directory" 6 \
+	"$(spare_n "$STATE/.spare")"
+t_ok "a new sandbox" S create "$S5" --policy "$D/pol.yaml"
+t_eq "  ... takes the broker's spares" 0 "$(spare_n "$STATE/.spare")"
+t_eq "  ... and the key process's" 0 "$(spare_n "$STATE/keys/.spare")"
+t_ok "  ... and intercepts with the CA written into them" X "$S5" other.world.test/
+t_ok "  ... deleted again" S delete "$S5"
 t_ok "  ... the first's is still there" test -e "$STATE/keys/$ID1.key"
 t_eq "no seccomp refusal in the log after the restart" "" "$(grep "seccomp: system call" "$BROKER_LOG")"
 # A sandbox deleted while the broker is down: the broker drops its
