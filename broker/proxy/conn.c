@@ -540,13 +540,16 @@ void proxy_on_timer(struct timer *t)
 		c->connect_error = SL_REASON_CONNECT_TIMEOUT;
 		c->st = CS_RESOLVE; /* try the next address */
 		break;
-	case CS_TUNNEL:
-		if (now - c->t_last < idle_ms) {
-			loop_timer_arm(c->w->loop, t, idle_ms - (now - c->t_last));
+	case CS_TUNNEL: {
+		uint64_t next = proxy_tunnel_quiet(c, now, idle_ms);
+
+		if (next > 0) {
+			loop_timer_arm(c->w->loop, t, next);
 			return;
 		}
 		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
 		break;
+	}
 	case CS_REQ:
 	case CS_RESP_HEAD:
 		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);

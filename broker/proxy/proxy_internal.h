@@ -436,6 +436,9 @@ void proxy_transparent_restart(struct conn *c);
 int proxy_make_pipe(int p[2]);
 void proxy_pipes_close(struct conn *c);
 enum step proxy_tunnel(struct conn *c);
+/* A tunnel's idle timer at @now: parks its pipes when it has been quiet;
+ * returns the ms to its next look, 0 once it has been idle for @idle_ms. */
+uint64_t proxy_tunnel_quiet(struct conn *c, uint64_t now, uint64_t idle_ms);
 enum step proxy_tunnel_after_peek(struct conn *c);
 enum step proxy_establish(struct conn *c);
 

@@ -7,7 +7,8 @@
 # spliced body; a body the broker must scan (a credential's response) is
 # not spliced and is redacted; the audit line counts every byte exactly;
 # while a body moves the broker holds splice pipes, and an idle kept-alive
-# connection holds none.
+# connection holds none; a spliced HTTPS tunnel gives its pipes back once
+# it is quiet and makes them again when bytes come.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -30,6 +31,8 @@ egress:
   allow:
     - host: other.world.test
       ports: [8088]
+    - host: echo.world.test
+      ports: [443]
 credentials:
   - name: reflect-token
     source: { file: $D/secret }
@@ -161,6 +164,63 @@ sleep 0.3
 idle=$(pipes)
 wait $cpid
 t_eq "an idle kept-alive connection holds none" "$PIPES0" "$idle"
+
+# --- a quiet spliced tunnel parks its pipes ---------------------------------------------------
+# One HTTPS connection through a CONNECT tunnel (spliced: no credential for
+# echo.world.test), a GET, then quiet; a second GET when told to.
+rm -f "$D/tun.one" "$D/tun.go" "$D/tun.two"
+c1 timeout 30 python3 -c '
+import os, socket, ssl, sys, time
+ca, one, go, two = sys.argv[1:5]
+s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT echo.world.test:443 HTTP/1.1\r\nHost: echo.world.test:443\r\n\r\n")
+h = b""
+while b"\r\n\r\n" not in h:
+    d = s.recv(1)
+    if not d: sys.exit("proxy closed")
+    h += d
+if b" 200 " not in h.split(b"\r\n")[0]: sys.exit("CONNECT: %r" % h)
+t = ssl.create_default_context(cafile=ca).wrap_socket(s, server_hostname="echo.world.test")
+f = t.makefile("rb")
+def get(path, pad=b"-"):
+    t.sendall(b"GET %s HTTP/1.1\r\nHost: echo.world.test\r\nX-Pad: %s\r\n\r\n" % (path, pad))
+    status = f.readline().split()[1].decode()
+    n = 0
+    while True:
+        l = f.readline().strip()
+        if not l: break
+        k, _, v = l.partition(b":")
+        if k.lower() == b"content-length": n = int(v)
+    body = f.read(n)
+    return "%s %s" % (status, path.decode() in body.decode())
+open(one, "w").write(get(b"/first"))
+for _ in range(200):
+    if os.path.exists(go): break
+    time.sleep(0.1)
+open(two, "w").write(get(b"/second", b"p" * 5000))
+time.sleep(0.5)' "$WORLD_DIR/pki/ca.crt" "$D/tun.one" "$D/tun.go" "$D/tun.two" &
+cpid=$!
+for ((n = 0; n < 100; n++)); do [ -s "$D/tun.one" ] && break; sleep 0.1; done
+t_eq "a GET over a spliced HTTPS tunnel" "200 True" "$(cat "$D/tun.one" 2>/dev/null)"
+# The tunnel parks its pipes after 1 s of quiet: wait for it, bounded.
+for ((n = 0; n < 50; n++)); do [ "$(pipes)" -le "$PIPES0" ] && break; sleep 0.1; done
+t_eq "the quiet tunnel gives its pipes back" "$PIPES0" "$(pipes)"
+touch "$D/tun.go"
+for ((n = 0; n < 100; n++)); do [ -s "$D/tun.two" ] && break; sleep 0.1; done
+t_eq "and carries the next request when bytes come" "200 True" "$(cat "$D/tun.two" 2>/dev/null)"
+wait $cpid
+t_eq "the client saw both answers and closed" 0 $?
+for ((n = 0; n < 50; n++)); do grep -q '"name":"echo.world.test".*"dst_port":443,.*"bytes_up":[0-9]' "$BROKER_AUDIT" && break; sleep 0.1; done
+# The second request and its answer carry 5,000 bytes of padding each way:
+# the line counts what moved after the pipes were made again.
+t_eq "the tunnel's audit line: allowed, bytes both ways across the pause" "allowed yes" \
+	"$(python3 -c 'import json, sys
+last = "none"
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e.get("name") == "echo.world.test" and e.get("dst_port") == 443 and e.get("bytes_up") is not None:
+        last = "%s %s" % (e.get("reason"), "yes" if e.get("bytes_up", 0) > 5000 and e.get("bytes_down", 0) > 5000 else "%s %s" % (e.get("bytes_up"), e.get("bytes_down")))
+print(last)' "$BROKER_AUDIT")"
 
 # --- a body the broker must scan ----------------------------------------------------------------
 c1 curl -sS -m 4 $P --limit-rate 1M -o /dev/null "http://$ORIGIN/reflect/200000000" 2>/dev/null &
