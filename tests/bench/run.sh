@@ -52,6 +52,13 @@
 # when present; `make bench BENCH_ALL=1` runs them first): their target lines are quoted
 # under the table with the time they were written.
 #
+# Under the table, what bounds the download rows: the whole machine's CPU
+# per GiB carried on each path (/proc/stat, every process and the kernel's
+# packet work) and its idle share, and the ratio to direct that the path
+# could reach with every CPU busy at that cost. Where that bound is under a
+# goal, no change to the broker's own share alone can meet it on this
+# machine.
+#
 # Then, unless BENCH_TUNNELS is 0, memory per idle CONNECT tunnel:
 # BENCH_TUNNELS (1000) tunnels (tests/bench/tunnels.py) through each proxy,
 # each having carried one GET, VmRSS before, while open and after; twice.
@@ -405,13 +412,19 @@ PROBLEMS=$D/problems
 : >"$PROBLEMS"
 problem() { echo "$*" >>"$PROBLEMS"; note "PROBLEM: $*"; }
 
+# machine_ticks: "busy idle" clock ticks of the whole machine, all CPUs
+# (/proc/stat: user, nice, system, irq and softirq; idle and iowait).
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6; exit }' /proc/stat; }
 # dl PATH KIND: one curl download through PATH (direct squid explicit
 # transparent) of KIND (https: TLS_BYTES over a CONNECT tunnel or the
 # transparent TLS path; http: BYTES plain). Prints "Gbit/s
-# proxy-CPU-s-per-GiB origin-CPU-share" ("-" where there is no proxy), or
-# "nan - -" after recording what went wrong.
+# proxy-CPU-s-per-GiB origin-CPU-share machine-CPU-s-per-GiB
+# machine-idle-share" ("-" where there is no proxy), or "nan - - - -"
+# after recording what went wrong. The machine's figures count every
+# process and the kernel's work on both CPUs (the client's, the origin's,
+# the proxy's, the packets' in softirq): what a path costs in all.
 dl() {
-	local p=$1 kind=$2 pid=${PPID_OF[$1]} want url out rc code size secs t0=0 t1=0 o0 o1 w0 w1
+	local p=$1 kind=$2 pid=${PPID_OF[$1]} want url out rc code size secs t0=0 t1=0 o0 o1 w0 w1 m0 m1
 	local -a extra=()
 	if [ "$kind" = https ]; then
 		want=$TLS_BYTES url=$HTTPS_URL/tls extra=(--cacert "$CA")
@@ -420,6 +433,7 @@ dl() {
 	fi
 	[ "$pid" != - ] && t0=$(cpu_ticks "$pid")
 	o0=$(ng_cpu)
+	m0=$(machine_ticks)
 	w0=$(now_us)
 	set -f
 	out=$(timeout -k 5 300 ${CLI[$p]} -sS -m 240 -o /dev/null "${extra[@]}" \
@@ -427,20 +441,24 @@ dl() {
 	rc=$?
 	set +f
 	w1=$(now_us)
+	m1=$(machine_ticks)
 	o1=$(ng_cpu)
 	[ "$pid" != - ] && t1=$(cpu_ticks "$pid")
 	read -r code size secs <<<"$out"
 	if [ $rc != 0 ] || [ "$code" != 200 ] || [ "$size" != "$want" ]; then
 		problem "$kind download, $p: curl exit $rc, status ${code:-?}, ${size:-0} of $want bytes;" \
 			"curl said: $(tr '\n' ' ' <"$D/curl.err")"
-		echo nan - -
+		echo nan - - - -
 		return
 	fi
 	awk -v b="$size" -v s="$secs" -v p="$pid" -v t="$((t1 - t0))" -v hz="$HZ" \
-		-v o="$((o1 - o0))" -v w="$((w1 - w0))" 'BEGIN {
+		-v o="$((o1 - o0))" -v w="$((w1 - w0))" -v m0="$m0" -v m1="$m1" 'BEGIN {
+		split(m0, a, " "); split(m1, z, " ")
+		busy = z[1] - a[1]; idle = z[2] - a[2]
 		printf "%.2f ", b * 8 / s / 1e9
 		if (p == "-") printf "- "; else printf "%.2f ", t / hz / (b / 2^30)
-		printf "%.0f%%\n", o / hz * 1e6 / w * 100 }'
+		printf "%.0f%% ", o / hz * 1e6 / w * 100
+		printf "%.2f %.0f%%\n", busy / hz / (b / 2^30), (busy + idle > 0 ? idle * 100 / (busy + idle) : 0) }'
 }
 
 # wrk_run PATH CONC: prints "req/s p50_ms p99_ms errors
@@ -670,6 +688,7 @@ rratio() {
 }
 # f2 VALUE: two decimals, or n/a.
 f2() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.2f\n", v; else print "n/a" }'; }
+f0() { awk -v v="$1" 'BEGIN { if (v ~ /^[0-9.]+$/) printf "%.0f\n", v; else print "n/a" }'; }
 kr() { awk -v v="$1" 'BEGIN { if (v == "nan") print "nan"; else printf "%.1fk\n", v / 1000 }'; }
 ROW='%-40s %10s %16s %16s %18s  %-24s %s\n'
 # dl_row LABEL ARRAY SLUICE-PATH GOAL: a download row, ratio to direct.
@@ -684,6 +703,25 @@ dl_row() {
 	# shellcheck disable=SC2059
 	printf "$ROW" "$label" "$(f2 "$d")" "$(f2 "$q") ($(f2 "$rq"))" "$(f2 "$s")" \
 		"$(f2 "$rs") ($rr)" ">= $goal of direct" "$(verdict "$rs" '>=' "$goal")"
+}
+# bound_row LABEL ARRAY SLUICE-PATH: the whole machine's CPU per GiB and
+# idle share of direct, squid and the sluice path, and the sluice path's
+# bound: nproc CPUs / its CPU-s per GiB, over direct's GiB/s in that round.
+bound_row() {
+	local label=$1 sp=$3 p r x y b=""
+	local -a cells=()
+	local -n arr=$2
+	for p in direct squid "$sp"; do
+		cells+=("$(f2 "$(field "$2" "$p" 4 | median)") CPU-s, idle $(f0 "$(field "$2" "$p" 5 | tr -d % | median)")%")
+	done
+	for ((r = 1; r <= ROUNDS; r++)); do
+		read -ra x <<<"${arr[$sp,$r]:-nan}"
+		read -ra y <<<"${arr[direct,$r]:-nan}"
+		b+="$(awk -v c="$(nproc)" -v m="${x[3]:-nan}" -v d="${y[0]:-nan}" 'BEGIN {
+			if (m !~ /^[0-9.]+$/ || d !~ /^[0-9.]+$/ || m + 0 == 0 || d + 0 == 0) print "nan";
+			else printf "%.2f\n", c / m / (d * 1e9 / 8 / 2^30) }') "
+	done
+	printf '  %-40s %24s %24s %24s %10s\n' "$label" "${cells[@]}" "$(f2 "$(echo "$b" | median)")"
 }
 # The file system under $1, and for ext4 whether it has a journal (without
 # one, a new inode's search passes over every inode freed in the last
@@ -764,7 +802,19 @@ fs_of() {
 		fi
 	done
 	echo
-	echo "Each round (figure, then the proxy's CPU: s per GiB carried or us per request; then the origin's CPU share)."
+	echo "What bounds the downloads: the whole machine's CPU per GiB carried (every process and the kernel's"
+	echo "  packet work, all $(nproc) CPUs; medians) and its idle share, then the most that path could carry"
+	echo "  with every CPU busy at that cost, as a ratio to what direct carried in the same round:"
+	printf '  %-40s %24s %24s %24s %10s\n' figure direct squid sluice "at most"
+	bound_row "HTTPS via CONNECT tunnel" TLS explicit
+	bound_row "HTTPS, transparent" TLS transparent
+	bound_row "plain HTTP, explicit" HTTP explicit
+	bound_row "plain HTTP, transparent" HTTP transparent
+	echo "  (a path that needs more CPU per GiB than direct cannot reach direct's rate once direct keeps the"
+	echo "   CPUs busy: its 'at most' is below the goal whatever the proxy does with its own share)"
+	echo
+	echo "Each round (figure, then the proxy's CPU: s per GiB carried or us per request; then the origin's CPU share;"
+	echo "  for downloads then the whole machine's CPU s per GiB and its idle share)."
 	echo "  load average at the start of each round: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${LOADR[$r]} | "; done)"
 	echo "  host steal time during each round, ms: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${STEALR[$r]} | "; done)"
 	for p in direct squid explicit transparent; do
