@@ -102,6 +102,11 @@ print(last)' "$BROKER_AUDIT" "$1"
 # uphead PATH: the size of the last request head for PATH as the origin got
 # it; the audit line's bytes_up counts it, with the body.
 uphead() { awk -v p="$1" '$1 == p { n = $2 } END { print n + 0 }' "$D/heads.splice"; }
+# wait_ready FILE: until a client writes FILE (10 s at the most).
+wait_ready() {
+	local n
+	for ((n = 0; n < 100; n++)); do [ -s "$1" ] && break; sleep 0.1; done
+}
 # pipes: how many pipe descriptors sluiced holds now.
 pipes() { find "/proc/$BROKER_PID/fd" -mindepth 1 -maxdepth 1 -lname 'pipe:*' 2>/dev/null | wc -l; }
 # max_pipes PID: the most pipe descriptors sluiced held while PID ran
@@ -193,7 +198,7 @@ while n < 3000000 + 40:
 open(sys.argv[2], "w").write(str(n))
 time.sleep(2)' "$ORIGIN" "$D/idle.ready" &
 cpid=$!
-for ((n = 0; n < 100; n++)); do [ -s "$D/idle.ready" ] && break; sleep 0.1; done
+wait_ready "$D/idle.ready"
 sleep 0.3
 idle=$(pipes)
 wait $cpid
@@ -234,13 +239,13 @@ for _ in range(200):
 open(two, "w").write(get(b"/second", b"p" * 5000))
 time.sleep(0.5)' "$WORLD_DIR/pki/ca.crt" "$D/tun.one" "$D/tun.go" "$D/tun.two" &
 cpid=$!
-for ((n = 0; n < 100; n++)); do [ -s "$D/tun.one" ] && break; sleep 0.1; done
+wait_ready "$D/tun.one"
 t_eq "a GET over a spliced HTTPS tunnel" "200 True" "$(cat "$D/tun.one" 2>/dev/null)"
 # The tunnel parks its pipes after 1 s of quiet: wait for it, bounded.
 for ((n = 0; n < 50; n++)); do [ "$(pipes)" -le "$PIPES0" ] && break; sleep 0.1; done
 t_eq "the quiet tunnel gives its pipes back" "$PIPES0" "$(pipes)"
 touch "$D/tun.go"
-for ((n = 0; n < 100; n++)); do [ -s "$D/tun.two" ] && break; sleep 0.1; done
+wait_ready "$D/tun.two"
 t_eq "and carries the next request when bytes come" "200 True" "$(cat "$D/tun.two" 2>/dev/null)"
 wait $cpid
 t_eq "the client saw both answers and closed" 0 $?
@@ -288,7 +293,7 @@ for i in range(2):
 open(sys.argv[2], "w").write("idle")
 time.sleep(1.5)' "$ORIGIN" "$D/refl.idle" &
 rpid=$!
-for ((n = 0; n < 100; n++)); do [ -s "$D/refl.idle" ] && break; sleep 0.1; done
+wait_ready "$D/refl.idle"
 sleep 0.3
 C1=$(secret_copies)
 wait $rpid
