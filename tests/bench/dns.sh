@@ -22,7 +22,8 @@
 #   dnsmasq        the world's own (11.0.1.53), answering from its
 #                  --host-record config, as the world runs it: with
 #                  --log-queries to a file; asked from the broker namespace
-#   dnsmasq-nolog  a second dnsmasq with the same records on 11.0.1.54,
+#   dnsmasq-nolog  a second dnsmasq with the same records on 11.0.1.55
+#                  (11.0.1.54 is the world's silent resolver),
 #                  without query logging
 #
 # Each load crosses one veth pair. The load tool, the servers and everything
@@ -134,15 +135,15 @@ start_sluiced audit "$PORT" 3128 "$D/audit.log"
 start_sluiced noaudit $((PORT + 1)) 3228 /dev/null
 
 # A second dnsmasq, the world's records without query logging.
-ip -n "$WORLD_INET" addr add 11.0.1.54/32 dev lo || fail "cannot add 11.0.1.54"
+ip -n "$WORLD_INET" addr add 11.0.1.55/32 dev lo || fail "cannot add 11.0.1.55"
 world_spawn inet dnsmasq-nolog "$WORLD_DNSMASQ" --keep-in-foreground \
 	--conf-file=/dev/null --no-resolv --no-hosts --user=root \
-	--bind-interfaces --listen-address=11.0.1.54 --pid-file="$D/dnsmasq-nolog.pid" \
+	--bind-interfaces --listen-address=11.0.1.55 --pid-file="$D/dnsmasq-nolog.pid" \
 	--local=/#/ --host-record=echo.world.test,11.0.2.10,2600:1::10 ||
 	fail "the second dnsmasq did not start"
 NPID=$WORLD_LAST_PID
 wait_for "dnsmasq on 11.0.1.53" 50 ask "$WORLD_BRK" 11.0.1.53 53 11.0.0.2 || fail "dnsmasq does not answer"
-wait_for "dnsmasq on 11.0.1.54" 50 ask "$WORLD_BRK" 11.0.1.54 53 11.0.0.2 || fail "dnsmasq-nolog does not answer"
+wait_for "dnsmasq on 11.0.1.55" 50 ask "$WORLD_BRK" 11.0.1.55 53 11.0.0.2 || fail "dnsmasq-nolog does not answer"
 DPID=$(cat "$D/dnsmasq.pid" 2>/dev/null)
 [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null || fail "no pid for the world's dnsmasq"
 note "world $WORLD_PREFIX up: sluiced (pids $PID_audit, $PID_noaudit) with $NSB sandboxes each, dnsmasq (pid $DPID), dnsmasq-nolog (pid $NPID)"
@@ -166,7 +167,7 @@ run() {
 	sluiced) ns=$C sns=$WORLD_BRK server=$GW:$PORT src=$FIRST step=1 pid=$PID_audit ;;
 	sluiced-noaudit) ns=$C sns=$WORLD_BRK server=$GW:$((PORT + 1)) src=$FIRST step=1 pid=$PID_noaudit ;;
 	dnsmasq) ns=$WORLD_BRK sns=$WORLD_INET server=11.0.1.53 src=11.0.0.2 step=0 pid=$DPID ;;
-	dnsmasq-nolog) ns=$WORLD_BRK sns=$WORLD_INET server=11.0.1.54 src=11.0.0.2 step=0 pid=$NPID ;;
+	dnsmasq-nolog) ns=$WORLD_BRK sns=$WORLD_INET server=11.0.1.55 src=11.0.0.2 step=0 pid=$NPID ;;
 	esac
 	out=$D/load-$t.out
 	tf=$D/load-$t.time
