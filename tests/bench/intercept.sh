@@ -231,6 +231,17 @@ X() {
 	timeout -k 5 "$secs" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" \
 		exec "$SB" -- "$@"
 }
+# XT SECS ARGS...: tlsload with ARGS in the sandbox's network, with the
+# host's files (exec --privileged): a contained command sees neither this
+# tree nor /run/netns, by which tlsload checks that it runs in a namespace
+# of the test world (tests/bench/netns_guard.h). What is measured is the
+# broker, which sees the same connections either way.
+XT() {
+	local secs=$1
+	shift
+	timeout -k 5 "$secs" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" \
+		exec "$SB" --privileged -- "$TLSLOAD" "$@" 2> >(grep -v '^sluice: warning: --privileged' >&2)
+}
 # leaf_stats: "hits misses cached" of the broker's leaf cache, or "- - -".
 leaf_stats() {
 	timeout 10 ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" status 2>/dev/null |
@@ -297,14 +308,31 @@ wait_for "squid on $GW:$QPORT" 100 tcp_open "$C" "$GW" "$QPORT" || {
 }
 
 # --- smoke tests: the origin as the echo server sees it, then tlsload once ----------------
-# The world's echo server (443) prints the headers it got: the injected one
-# must be there, with the secret (checked, never printed).
+# The world's echo server (443) logs each request it got before answering
+# (WORLD_DIR/echo.log, one JSON object a line): the last one must carry
+# the injected header, with the secret (checked, never printed). Its answer
+# echoes the headers too, but sluiced redacts a secret reflected to the
+# sandbox, so the answer is not where to look.
+# origin_saw_secret N: whether the echo server got N requests for
+# /bench-sample and the last one had it.
+origin_saw_secret() {
+	python3 - "$WORLD_DIR/echo.log" "Bearer $SECRET" "$1" <<'PY'
+import json, sys
+seen = []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("path") == "/bench-sample":
+        seen.append(e)
+ok = len(seen) == int(sys.argv[3]) and ["Authorization", sys.argv[2]] in seen[-1].get("headers", [])
+sys.exit(0 if ok else 1)
+PY
+}
 got=$(X 30 curl -sS -m 10 "https://$HOST/bench-sample" 2>&1)
-grep -qF "[\"Authorization\", \"Bearer $SECRET\"]" <<<"$got" ||
+origin_saw_secret 1 ||
 	fail "sluiced: the echo server did not see the injected Authorization header; it answered: $(head -c 300 <<<"${got//$SECRET/SECRET}")"
 got=$(timeout 30 ip netns exec "$C" curl -sS -m 10 --cacert "$SQ/ca.crt" -x "http://$GW:$QPORT" \
 	"https://$HOST/bench-sample" 2>&1)
-grep -qF "[\"Authorization\", \"Bearer $SECRET\"]" <<<"$got" ||
+origin_saw_secret 2 ||
 	fail "squid: the echo server did not see the injected Authorization header; it answered: $(head -c 300 <<<"${got//$SECRET/SECRET}")"
 note "injection sample: the echo server saw \"Authorization: Bearer <the secret>\" through sluiced and through squid"
 
@@ -341,7 +369,7 @@ tls_run() {
 	esac
 	p0=$(cpu_ticks "$pid") o0=$(cpu_ticks "$OPID") w0=$(usec)
 	if [ "$name" = sluiced ]; then
-		X $((secs + 45)) "$TLSLOAD" client -H "$hosts" -p "$OPORT" -c "$conc" -d "$secs" -n "$n" \
+		XT $((secs + 45)) client -H "$hosts" -p "$OPORT" -c "$conc" -d "$secs" -n "$n" \
 			>"$out" 2>&1
 	elif [ "$name" = direct ]; then
 		timeout -k 5 $((secs + 45)) ip netns exec "$C" "$TLSLOAD" client -D "$WORLD_ECHO4:$OPORT" \
@@ -442,10 +470,15 @@ LEAF1=$(leaf_stats)
 alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) is not running at the end; its log: $(tail -n 5 "$D/sluiced.log" | tr '\n' ' ')"
 alive "$QPID" || problem "squid (pid $QPID) is not running at the end"
 alive "$OPID" || problem "the origin (pid $OPID) is not running at the end"
-n_err=$(grep -c -i -E 'error|err:|warn|fatal|abort' "$D/sluiced.log" 2>/dev/null)
+# Not counted: what the bench makes happen on purpose (the tlsload runs
+# are uncontained, XT; the smoke test's answer reflects the secret).
+unexpected() {
+	grep -i -E 'error|err:|warn|fatal|abort' "$D/sluiced.log" 2>/dev/null |
+		grep -v -e 'runs an uncontained command in sandbox' -e 'the response carried a secret back'
+}
+n_err=$(unexpected | wc -l)
 if [ "${n_err:-0}" -gt 0 ]; then
-	problem "sluiced logged $n_err error/warning lines; the first: $(grep -i -E 'error|err:|warn|fatal|abort' \
-		"$D/sluiced.log" | head -n 5 | tr '\n' '|')"
+	problem "sluiced logged $n_err error/warning lines; the first: $(unexpected | head -n 5 | tr '\n' '|')"
 fi
 for f in "$D/audit.log" "$D/sluiced.log"; do
 	[ -f "$f" ] && grep -qF "$SECRET" "$f" && problem "the secret's bytes are in $(basename "$f")"
