@@ -133,10 +133,11 @@ uint64_t proxy_tunnel_quiet(struct conn *c, uint64_t now, uint64_t idle_ms)
  * parked; the timer looks at them again once the tunnel is quiet. */
 static int tunnel_pipes(struct conn *c)
 {
-	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
+	uint64_t idle_ms;
 
 	if (c->pu[0] >= 0 && c->pd[0] >= 0)
-		return 0;
+		return 0; /* every wakeup of a tunnel passes here */
+	idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
 	proxy_pipes_close(c);
 	if (proxy_make_pipe(c->pu) < 0 || proxy_make_pipe(c->pd) < 0)
 		return -1;
