@@ -240,7 +240,7 @@ XT() {
 	local secs=$1
 	shift
 	timeout -k 5 "$secs" ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" \
-		exec "$SB" --privileged -- "$TLSLOAD" "$@" 2> >(grep -v '^sluice: warning: --privileged' >&2)
+		exec "$SB" --privileged -- "$TLSLOAD" "$@"
 }
 # leaf_stats: "hits misses cached" of the broker's leaf cache, or "- - -".
 leaf_stats() {
