@@ -59,6 +59,12 @@
 # goal, no change to the broker's own share alone can meet it on this
 # machine.
 #
+# Beside it, where sluiced's own CPU goes: perf record -g of its threads
+# during one more explicit download of each kind (not in the table), the
+# share of its samples in its own code and libc, and under handle_softirqs
+# (the other hops' packet work that the kernel runs on the broker's CPU);
+# BENCH_PROFILE=0 skips it, and without perf it says so.
+#
 # Then, unless BENCH_TUNNELS is 0, memory per idle CONNECT tunnel:
 # BENCH_TUNNELS (1000) tunnels (tests/bench/tunnels.py) through each proxy,
 # each having carried one GET, VmRSS before, while open and after; twice.
@@ -71,9 +77,9 @@
 # GET run: the c=1 p99 of every path moves with it on a shared host.
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_TLS_BYTES, BENCH_BYTES,
-# BENCH_DURATION, BENCH_LIFECYCLE, BENCH_TUNNELS, as above. With the
-# defaults it takes 5-8 minutes on 2 cores of its own, 13 with a load
-# average of 20 from other work.
+# BENCH_DURATION, BENCH_LIFECYCLE, BENCH_TUNNELS, BENCH_PROFILE, as above.
+# With the defaults it takes 5-8 minutes on 2 cores of its own, 13 with a
+# load average of 20 from other work.
 #
 # The report goes to stdout and build/bench/results.txt; the daemons' logs,
 # wrk's output and an audit summary stay in build/bench/logs/. A goal missed
@@ -181,6 +187,7 @@ with open(sys.argv[3], "w") as o:
 PY
 }
 bench_down() {
+	[ -n "${PERF_PID:-}" ] && kill -INT "$PERF_PID" 2>/dev/null && wait "$PERF_PID"
 	save_logs
 	# Sandboxes are not world processes: delete what this run made.
 	[ "$SB_MADE" = 1 ] && B delete "$SB" >/dev/null 2>&1
@@ -547,6 +554,46 @@ done
 alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the rounds"
 alive "$QPID" || problem "squid (pid $QPID) died during the rounds"
 
+# --- where the broker's CPU goes ----------------------------------------------------
+# One more explicit download of each kind, not in the table, with perf
+# record -g on sluiced's threads: the share of its samples in its own code
+# and libc (user space), and the share under handle_softirqs, the packet
+# work of the other hops (the client's receive, the origin's ACKs and its
+# sends) that the kernel runs on the CPU that sends or reads. What a change
+# to the broker's code can save is at most the first. BENCH_PROFILE=0 skips
+# it; without perf it says so.
+declare -A PROF
+PERF_PID=""
+# prof_share DATA: "samples user% softirq%" from perf report, or nothing.
+prof_share() {
+	local n u q
+	n=$(timeout 60 perf script -i "$1" -F tid 2>/dev/null | wc -l)
+	u=$(timeout 60 perf report -i "$1" --no-children -g none --sort dso --stdio -q 2>/dev/null |
+		awk '$2 != "[kernel.kallsyms]" { s += $1 } END { printf "%.1f\n", s }')
+	q=$(timeout 60 perf report -i "$1" --children -g none --sort sym --stdio -q 2>/dev/null |
+		awk '$NF == "handle_softirqs" { v = $1 } END { printf "%.1f\n", v }')
+	[ "${n:-0}" -gt 0 ] && echo "$n $u $q"
+}
+if [ "${BENCH_PROFILE:-1}" = 0 ]; then
+	PROF[why]="skipped (BENCH_PROFILE=0)"
+elif ! command -v perf >/dev/null 2>&1; then
+	PROF[why]="skipped: perf is not installed (Debian: linux-perf)"
+else
+	note "where sluiced's CPU goes: one more explicit download of each kind under perf record"
+	for k in https http; do
+		rm -f "$D/prof-$k.data"
+		perf record -q -g -F 999 -p "$BROKER_PID" -o "$D/prof-$k.data" -- sleep 300 >"$D/perf-$k.log" 2>&1 &
+		PERF_PID=$!
+		sleep 0.5
+		PROF[$k,dl]=$(dl explicit "$k")
+		kill -INT "$PERF_PID" 2>/dev/null
+		wait "$PERF_PID"
+		PERF_PID=""
+		PROF[$k]=$(prof_share "$D/prof-$k.data")
+		[ -n "${PROF[$k]}" ] || problem "perf record of sluiced during the $k download gave no samples: $(tr '\n' ' ' <"$D/perf-$k.log")"
+	done
+fi
+
 # --- whole-process create, exec, delete -------------------------------------------
 # Each as a caller pays it: ip netns exec BRK sluice ..., timed by
 # tests/bench/timed.c (fork to reaping), nothing subtracted; NLC in a row.
@@ -812,6 +859,20 @@ fs_of() {
 	bound_row "plain HTTP, transparent" HTTP transparent
 	echo "  (a path that needs more CPU per GiB than direct cannot reach direct's rate once direct keeps the"
 	echo "   CPUs busy: its 'at most' is below the goal whatever the proxy does with its own share)"
+	if [ -n "${PROF[why]:-}" ]; then
+		echo "  Where sluiced's CPU goes: ${PROF[why]}."
+	else
+		echo "  Where sluiced's CPU goes (perf record -g, 999 Hz, of its threads during one more explicit download"
+		echo "  of each kind, not in the table): share of its samples in its own code and libc, and under"
+		echo "  handle_softirqs (the other hops' TCP: the client's receive, the origin's ACKs and sends, run by the"
+		echo "  kernel on the CPU that sends or reads):"
+		for k in https http; do
+			read -r n u q <<<"${PROF[$k]:-- - -}"
+			read -r g c _ <<<"${PROF[$k,dl]:-nan -}"
+			printf '  %-40s %6s samples: own code and libc %5s%%, softirq packet work %5s%% (%s Gbit/s, %s s/GiB)\n' \
+				"$([ "$k" = https ] && echo "HTTPS via CONNECT tunnel" || echo "plain HTTP, explicit")" "$n" "$u" "$q" "$g" "$c"
+		done
+	fi
 	echo
 	echo "Each round (figure, then the proxy's CPU: s per GiB carried or us per request; then the origin's CPU share;"
 	echo "  for downloads then the whole machine's CPU s per GiB and its idle share)."
