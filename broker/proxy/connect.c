@@ -138,6 +138,22 @@ struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p
 }
 
 /*
+ * May the next request go over the kept-alive upstream? Its address was
+ * judged when it was connected, on the policy of that time: the policy
+ * now in force (an update, a reload) judges it again, so that a range it
+ * denies is not reached over a connection kept from before. Refused, the
+ * caller resolves again and the usual checks refuse or pick another.
+ */
+static bool upstream_still_allowed(struct conn *c)
+{
+	struct proxy_verdict v;
+
+	return proxy_check_address(c->pol, &c->conn_dst, c->conn_port, GUARD_FROM_NAME,
+				   broker_is_local(c->w->b, &c->conn_dst, c->conn_port),
+				   &v) == PROXY_ALLOW;
+}
+
+/*
  * The policy's verdict on c->host:c->port (a name, or a literal in c->dst),
  * acted on: a refusal, else resolution or, for a literal allowed by a cidr
  * rule, a connect.
@@ -186,7 +202,8 @@ enum step proxy_decide_target(struct conn *c)
 		c->intercept = (!c->transparent || !strcmp(c->proto, "tls")) &&
 			       proxy_intercepted(c->pol, c->host);
 	if (!c->is_connect && c->uev.fd >= 0 && c->upstream_reusable &&
-	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port)
+	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port &&
+	    upstream_still_allowed(c))
 		return STEP_NEXT; /* st is set by the caller */
 	proxy_close_upstream(c);
 	c->st = CS_RESOLVE;
@@ -312,6 +329,7 @@ enum step proxy_connected(struct conn *c)
 	loop_timer_cancel(c->w->loop, &c->timer);
 	snprintf(c->conn_host, sizeof(c->conn_host), "%s", c->host);
 	c->conn_port = c->port;
+	c->conn_dst = c->dst;
 	if (c->is_connect && c->transparent) {
 		c->st = CS_ESTABLISH; /* the peeked bytes are still in the socket */
 		return STEP_NEXT;

@@ -159,6 +159,7 @@ struct conn {
 	enum sl_reason connect_error; /* why the last address failed (connect-timeout) */
 	char conn_host[256];	      /* upstream currently connected, for reuse */
 	uint16_t conn_port;
+	struct sl_addr conn_dst; /* its address (judged again at each reuse) */
 	bool upstream_reusable;
 
 	/* First bytes (first_bytes.c): request heads, a tunnel's first bytes. */

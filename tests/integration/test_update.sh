@@ -186,6 +186,49 @@ t_eq "the tunnel stays open and works" "open alive" "$(tr '\n' ' ' <"$D/hold.out
 t_eq "nothing withdrawn" "$withdrawn" "$(audited policy-withdrawn | wc -l)"
 t_eq "yet a new connection to A's host is refused" "403 not-allowlisted" "$(code http://other.world.test/new)"
 
+# --- a kept-alive upstream meets the new policy's address ranges --------------------------
+# Sandbox u2 (policy A) holds one keep-alive plain-HTTP connection to the
+# explicit proxy; its first request to echo.world.test leaves the broker's
+# upstream open for the next. The update keeps the name allowed but puts
+# its addresses in deny_ranges: the second request on the same connection
+# must not go out over the upstream kept from before.
+{
+	printf 'version: 1\negress:\n  allow:\n    - host: echo.world.test\n'
+	printf '    - host: other.world.test\n'
+	printf '  deny_ranges: [%s/32, %s/128]\ncredentials:\n' "$WORLD_ECHO4" "$WORLD_ECHO6"
+	cred keep KEEP_TOKEN
+	cred gone GONE_TOKEN
+} >"$D/a-denied.yaml"
+t_ok "policy A with echo.world.test's addresses denied checks" S policy check "$D/a-denied.yaml"
+PROXY2=$(S env "$S2" | sed -n 's|^HTTP_PROXY=http://||p')
+cp "$D/a.yaml" "$D/a-again.yaml"
+# hold2 TAG POLICY: the two requests, sluice update u2 to POLICY between them.
+hold2() {
+	rm -f "$D/ready" "$D/go"
+	ip netns exec "$S2" python3 tests/integration/holdtunnel.py "${PROXY2%:*}" "${PROXY2##*:}" \
+		echo.world.test - "$D/ready" "$D/go" --plain "$1" >"$D/hold.out" 2>&1 &
+	local hold=$! i
+	for ((i = 0; i < 100; i++)); do [ -f "$D/ready" ] && break; sleep 0.1; done
+	t_ok "u2 ($1): a keep-alive connection's first request answered" test -f "$D/ready"
+	t_ok "u2 ($1): sluice update to $(basename "$2")" S update "$S2" --policy "$2"
+	touch "$D/go"
+	wait "$hold"
+}
+# peers TAG: the addresses and ports the origin saw the two requests from.
+peers() { for n in 1 2; do origin "/hold/$1/$n" | sed -n 's/.*"peer": "\([^"]*\)".*/\1/p'; done | tr '\n' ' '; }
+hold2 same "$D/a-again.yaml"
+t_eq "an update that allows the address: the second request answered" "open alive" \
+	"$(tr '\n' ' ' <"$D/hold.out" | sed 's/ $//')"
+read -r p1 p2 _ <<<"$(peers same)"
+t_ok "over the upstream kept from the first ($p1, $p2)" test -n "$p1" -a "$p1" = "$p2"
+hold2 denied "$D/a-denied.yaml"
+t_eq "the second request on it is refused by the new ranges" "open refused 403 address-denied" \
+	"$(tr '\n' ' ' <"$D/hold.out" | sed 's/ $//')"
+t_eq "and audited as address-denied" 1 \
+	"$(grep -F "\"sandbox\":\"$S2\"" "$BROKER_AUDIT" | grep -F '"reason":"address-denied"' | grep -cF '/hold/denied/2')"
+t_eq "the origin saw only the first" "1 0" "$(origin /hold/denied/1 | wc -l) $(origin /hold/denied/2 | wc -l)"
+t_ok "sluice update u2 back to A" S update "$S2" --policy "$D/a.yaml"
+
 # --- under load: a client running through 20 updates ------------------------------------
 # Each round: explicit proxy (two requests on one keep-alive connection), the
 # transparent path, and a CONNECT tunnel with TLS (intercepted: the host
@@ -222,8 +265,8 @@ t_ok "the client sent requests through the updates ($sent)" test "$sent" -ge 8
 t_eq "every request answered 200 ($sent sent, $ok ok: $(sort "$D/load.out" | uniq -c | tr -s ' \n' ' '))" "$sent" "$ok"
 t_eq "no refusal or error in the audit log for the sandbox meanwhile" "$deny_before" \
 	"$(grep -F "\"sandbox\":\"$S1\"" "$BROKER_AUDIT" | grep -vc '"decision":"allow"')"
-t_eq "one policy-update audit line per update (23 in all)" "23" \
-	"$(grep -F '"reason":"policy-update"' "$BROKER_AUDIT" | grep -c '"decision":"allow"')"
+t_eq "one policy-update audit line per update of u1 (23 in all)" "23" \
+	"$(audited policy-update | grep -c '"decision":"allow"')"
 
 # --- a restart keeps the new policy -----------------------------------------------------
 broker_stop
