@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -114,6 +115,9 @@ static const int refused[] = {
 	__NR_adjtimex,
 };
 
+/* The calls that make a socket of a family (cli_seccomp_build()). */
+static const int socket_calls[] = { __NR_socket, __NR_socketpair };
+
 /* Namespace flags of clone(2): the same reasons as unshare. */
 #define CLONE_NS_FLAGS                                                                             \
 	(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
@@ -176,6 +180,26 @@ int cli_seccomp_build(struct sock_filter *prog, size_t max)
 	EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, 0, 1));
 	EMIT(EPERM_RET);
 	EMIT(RET(SECCOMP_RET_ALLOW));
+	/* socket and socketpair: the families a workload uses (Unix, IPv4,
+	 * IPv6, and netlink, which the C library asks for the interfaces'
+	 * addresses), no other. AF_VSOCK above all: vsock is not network
+	 * namespaced, so on a virtual machine with a vsock transport a
+	 * socket of it reaches the hypervisor's host (CID 2) and other
+	 * guests' listeners without passing the broker's veth. The rest
+	 * (TIPC, RDS, CAN, Bluetooth, AF_ALG, XDP, KCM, ...) are kernel
+	 * attack surface no workload here needs. EAFNOSUPPORT, as on a
+	 * kernel without them. The family is the low 32 bits of the first
+	 * argument (the kernel's type for it is int). */
+	for (i = 0; i < sizeof(socket_calls) / sizeof(socket_calls[0]); i++) {
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (__u32)socket_calls[i], 0, 7));
+		EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)));
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 0));
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0));
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0));
+		EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1));
+		EMIT(RET(SECCOMP_RET_ALLOW));
+		EMIT(RET(SECCOMP_RET_ERRNO | EAFNOSUPPORT));
+	}
 	/* TIOCSTI pushes characters into the terminal's input: a command that
 	 * shares the caller's terminal could type into the caller's shell once
 	 * it exits. Refused here instead of a new session (setsid), which
