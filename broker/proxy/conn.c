@@ -681,6 +681,31 @@ void proxy_on_resume(struct timer *t)
 	proxy_conn_run(container_of(t, struct conn, resume));
 }
 
+/*
+ * A hang-up or an error of one side that its connection is not reading or
+ * writing now. In a tunnel an error (a reset) ends it: nothing more will
+ * pass that side. Otherwise the side leaves the loop until the connection
+ * wants it again (proxy_park()): epoll would report it at every wait. A
+ * tunnel whose side has ended (its EOF read, its sending side shut) waits
+ * so for the other. Return: true when the event is dealt with (the caller
+ * runs nothing more), false when the connection's step is to run.
+ */
+static bool hung_up_idle(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
+			 uint32_t events)
+{
+	if (!(events & (EPOLLERR | EPOLLHUP)) || c->st == CS_CLOSE)
+		return false;
+	if (c->st == CS_TUNNEL && (events & EPOLLERR)) {
+		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
+		proxy_conn_run(c); /* frees it */
+		return true;
+	}
+	if (wanted & (EPOLLIN | EPOLLOUT))
+		return false; /* the step reads or writes it and finds the end */
+	proxy_park(c, ev, cur);
+	return true;
+}
+
 void proxy_on_client(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, cev);
@@ -702,6 +727,8 @@ void proxy_on_client(struct ev *ev, uint32_t events)
 			proxy_close(c); /* between requests: nothing to audit */
 		else
 			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_CLIENT_GONE);
+	} else if (hung_up_idle(c, &c->cev, &c->cev_mask, c->cev_want, events)) {
+		return;
 	}
 	proxy_conn_run(c); /* frees it if it ended */
 }
@@ -721,5 +748,7 @@ void proxy_on_upstream(struct ev *ev, uint32_t events)
 		proxy_want(c, EPOLLIN, 0);
 		return;
 	}
+	if (hung_up_idle(c, &c->uev, &c->uev_mask, c->uev_want, events))
+		return;
 	proxy_conn_run(c);
 }

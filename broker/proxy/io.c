@@ -117,6 +117,14 @@ static void set_mask(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t *wan
 	*wanted = want;
 	if (ev->fd < 0)
 		return;
+	if (*cur == PROXY_MASK_PARKED) {
+		/* Its hang-up is known: watched again only once the step
+		 * wants to read or write it (and then finds what is left, or
+		 * the error). */
+		if ((want & (EPOLLIN | EPOLLOUT)) && loop_add(c->w->loop, ev, want) == 0)
+			*cur = want;
+		return;
+	}
 	keep = *cur & ~want & (EPOLLIN | EPOLLRDHUP);
 	if ((*cur & ~keep) == want)
 		return;
@@ -138,6 +146,18 @@ uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t
 		*cur = wanted;
 	}
 	return events & (wanted | EPOLLERR | EPOLLHUP);
+}
+
+/*
+ * Stops watching @ev, which hung up or failed while its connection waits for
+ * something else: epoll reports a hang-up or an error whatever the mask, at
+ * every wait, and the worker would spin on it until a timeout. set_mask()
+ * watches it again when the connection next wants to read or write it.
+ */
+void proxy_park(struct conn *c, struct ev *ev, uint32_t *cur)
+{
+	loop_del(c->w->loop, ev);
+	*cur = PROXY_MASK_PARKED;
 }
 
 void proxy_want(struct conn *c, uint32_t cmask, uint32_t umask)

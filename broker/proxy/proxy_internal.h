@@ -277,6 +277,9 @@ void proxy_buf_compact(struct buf *b);
 uint32_t proxy_events_for(struct conn *c, struct ev *ev, uint32_t *cur, uint32_t wanted,
 			  uint32_t events);
 void proxy_want(struct conn *c, uint32_t cmask, uint32_t umask);
+/* cev_mask or uev_mask of a side proxy_park() took out of the loop. */
+#define PROXY_MASK_PARKED 0xffffffffu
+void proxy_park(struct conn *c, struct ev *ev, uint32_t *cur);
 ssize_t proxy_ssl_result(struct conn *c, bool up, SSL *ssl, int k);
 ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n);
 ssize_t proxy_read_into_max(struct conn *c, bool up, struct buf *b, size_t max);

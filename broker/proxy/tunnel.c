@@ -174,7 +174,13 @@ enum step proxy_tunnel(struct conn *c)
 		um |= EPOLLIN;
 	if (c->pu_n > 0)
 		um |= EPOLLOUT;
-	proxy_want(c, cm | EPOLLRDHUP, um | EPOLLRDHUP);
+	/* A side's half-close is looked for until its EOF is read: after it,
+	 * epoll would report it at every wait. */
+	if (!c->c_eof)
+		cm |= EPOLLRDHUP;
+	if (!c->u_eof)
+		um |= EPOLLRDHUP;
+	proxy_want(c, cm, um);
 	return STEP_AGAIN;
 }
 

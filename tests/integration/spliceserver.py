@@ -16,9 +16,11 @@
 #                         Authorization value, then 1000 more
 #   POST /sum             the request body (Content-Length or chunked) read and
 #                         answered as "LEN SHA256"
+#   POST /early           413 before the body is read, then a reset (SO_LINGER 0)
 # pattern(N) is the first N bytes of b"0123456789abcdefghijklmnopqrstuv" repeated.
 import hashlib
 import socket
+import struct
 import sys
 import threading
 
@@ -127,6 +129,13 @@ def serve(s):
             if HEADLOG:
                 with open(HEADLOG, "a") as f:
                     f.write("%s %d\n" % (path, hlen))
+            if method == b"POST" and path == "/early":
+                # Answered before the body has come, then reset: the
+                # body's sender meets an error next.
+                s.sendall(b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n"
+                          b"Connection: close\r\n\r\n")
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return
             n, digest = body_of(c, hdrs)
             if method == b"POST" and path == "/sum":
                 b = b"%d %s" % (n, digest.encode())

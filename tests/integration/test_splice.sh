@@ -261,6 +261,102 @@ for l in open(sys.argv[1]):
         last = "%s %s" % (e.get("reason"), "yes" if e.get("bytes_up", 0) > 5000 and e.get("bytes_down", 0) > 5000 else "%s %s" % (e.get("bytes_up"), e.get("bytes_down")))
 print(last)' "$BROKER_AUDIT")"
 
+# --- a tunnel whose origin has hung up, while the client stays ---------------------------------
+# broker_ticks: the broker's CPU so far (utime + stime of all its threads, in
+# clock ticks; fields 14 and 15 of stat, after the last ')').
+TICK=$(getconf CLK_TCK)
+broker_ticks() {
+	local rest
+	rest=$(cat "/proc/$BROKER_PID/stat") || return 1
+	rest=${rest##*) }
+	set -- $rest
+	echo $((${12} + ${13}))
+}
+# tunnel_lines: the audit lines of ended tunnels to echo.world.test:443.
+tunnel_lines() { grep -c '"name":"echo.world.test".*"dst_port":443,.*"bytes_up":' "$BROKER_AUDIT"; }
+# An HTTPS request through a CONNECT tunnel with "Connection: close": the
+# origin answers and hangs up (its end is reset once closed), and the
+# client, like a pool's idle connection, neither reads nor closes until told.
+rm -f "$D/half.ready" "$D/half.go"
+n0=$(tunnel_lines)
+c1 timeout 30 python3 -c '
+import os, socket, ssl, sys, time
+ca, ready, go = sys.argv[1:4]
+s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT echo.world.test:443 HTTP/1.1\r\nHost: echo.world.test:443\r\n\r\n")
+h = b""
+while b"\r\n\r\n" not in h:
+    d = s.recv(1)
+    if not d: sys.exit("proxy closed")
+    h += d
+if b" 200 " not in h.split(b"\r\n")[0]: sys.exit("CONNECT: %r" % h)
+t = ssl.create_default_context(cafile=ca).wrap_socket(s, server_hostname="echo.world.test")
+t.sendall(b"GET /half HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n")
+got = b""
+while True:
+    try:
+        d = t.recv(65536)
+    except (ssl.SSLError, OSError):
+        break
+    if not d: break
+    got += d
+open(ready, "w").write(got.split(b"\r\n")[0].decode(errors="replace"))
+for _ in range(200):
+    if os.path.exists(go): break
+    time.sleep(0.1)' "$WORLD_DIR/pki/ca.crt" "$D/half.ready" "$D/half.go" &
+cpid=$!
+wait_ready "$D/half.ready"
+t_eq "the origin answered through the tunnel and hung up" "HTTP/1.1 200 OK" "$(cat "$D/half.ready" 2>/dev/null)"
+sleep 0.5
+b0=$(broker_ticks)
+sleep 2
+b1=$(broker_ticks)
+echo "# $((b1 - b0)) ticks of the broker's CPU in 2 s ($TICK a second)"
+# Before the change a worker woke at every turn of its loop on the
+# origin's hang-up and took a whole CPU: 200 ticks in 2 s.
+t_ok "the broker does not spin on the origin's hang-up ($((b1 - b0)) ticks in 2 s)" \
+	test $(((b1 - b0) * 1000 / TICK)) -lt 300
+t_eq "the tunnel whose origin is gone has ended (its audit line), the client still there" \
+	"$((n0 + 1)) running" "$(tunnel_lines) $(kill -0 $cpid 2>/dev/null && echo running)"
+touch "$D/half.go"
+wait $cpid
+t_eq "the client saw its answer and closed" 0 $?
+
+# --- an origin that resets while the broker waits for the client's body --------------------------
+# POST /early: the origin answers 413 before the body and resets. The client
+# sent 1,000 of the 1,000,000 bytes it announced and pauses: the broker
+# waits for it without spinning on the origin's reset, and when the next
+# bytes come the request ends (the client's connection is closed, or an
+# error is answered).
+rm -f "$D/early.ready" "$D/early.go"
+c1 timeout 30 python3 -c '
+import os, socket, sys, time
+origin, ready, go = sys.argv[1:4]
+s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
+s.sendall(b"POST http://%s/early HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\n\r\n" % (origin.encode(), origin.encode()) + b"x" * 1000)
+time.sleep(0.5)
+open(ready, "w").write("sent")
+for _ in range(200):
+    if os.path.exists(go): break
+    time.sleep(0.1)
+try:
+    s.sendall(b"y" * 1000)
+    d = s.recv(4096)
+    print("answer" if d else "closed")
+except OSError:
+    print("closed")' "$ORIGIN" "$D/early.ready" "$D/early.go" >"$D/early.out" 2>&1 &
+cpid=$!
+wait_ready "$D/early.ready"
+b0=$(broker_ticks)
+sleep 2
+b1=$(broker_ticks)
+echo "# $((b1 - b0)) ticks of the broker's CPU in 2 s ($TICK a second)"
+t_ok "the broker does not spin on the origin's reset ($((b1 - b0)) ticks in 2 s)" \
+	test $(((b1 - b0) * 1000 / TICK)) -lt 300
+touch "$D/early.go"
+wait $cpid
+t_ok "the client's next bytes end the request ($(cat "$D/early.out"))" grep -qxE 'answer|closed' "$D/early.out"
+
 # --- a body the broker must scan ----------------------------------------------------------------
 c1 curl -sS -m 4 $P --limit-rate 1M -o /dev/null "http://$ORIGIN/reflect/200000000" 2>/dev/null &
 cpid=$!
