@@ -141,13 +141,21 @@ struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p
  * May the next request go over the kept-alive upstream? Its address was
  * judged when it was connected, on the policy of that time: the policy
  * now in force (an update, a reload) judges it again, so that a range it
- * denies is not reached over a connection kept from before. Refused, the
- * caller resolves again and the usual checks refuse or pick another.
+ * denies is not reached over a connection kept from before. And a plain
+ * upstream must have said nothing since its last answer: bytes it sent
+ * while the connection idled (an answer nobody asked for) would pass for
+ * the next request's answer; an EOF means it is gone. (A TLS upstream may
+ * send records of its own, a session ticket, between requests.) Refused,
+ * the caller connects anew: resolved again, the usual checks refuse or
+ * pick another address.
  */
-static bool upstream_still_allowed(struct conn *c)
+static bool upstream_still_usable(struct conn *c)
 {
 	struct proxy_verdict v;
+	char b;
 
+	if (!c->ussl && (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN))
+		return false;
 	return proxy_check_address(c->pol, &c->conn_dst, c->conn_port, GUARD_FROM_NAME,
 				   broker_is_local(c->w->b, &c->conn_dst, c->conn_port),
 				   &v) == PROXY_ALLOW;
@@ -203,7 +211,7 @@ enum step proxy_decide_target(struct conn *c)
 			       proxy_intercepted(c->pol, c->host);
 	if (!c->is_connect && c->uev.fd >= 0 && c->upstream_reusable &&
 	    strcmp(c->conn_host, c->host) == 0 && c->conn_port == c->port &&
-	    upstream_still_allowed(c))
+	    upstream_still_usable(c))
 		return STEP_NEXT; /* st is set by the caller */
 	proxy_close_upstream(c);
 	c->st = CS_RESOLVE;

@@ -8,6 +8,7 @@
 # that a test can predict the exact bytes and audit counts:
 #   GET  /cl/N            200, Content-Length N, body pattern(N)
 #   GET  /chunked         200, chunked: odd sizes, extensions, a trailer
+#   GET  /late/N          /cl/N's answer; 0.3 s later a second answer nobody asked for
 #   GET  /cut/N/M         Content-Length N, M bytes of it, then close
 #   GET  /smuggle/N       /cl/N's answer, then a second answer nobody asked for
 #                         ("HTTP/1.1 200 OK", Content-Length 5, "EVIL!") in the same write
@@ -23,6 +24,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 PAT = b"0123456789abcdefghijklmnopqrstuv"
 CHUNKS = [(1, b""), (17, b";ext=1"), (65537, b""), (100003, b';a="b c";d'), (3, b""),
@@ -147,6 +149,11 @@ def serve(s):
             elif path.startswith("/smuggle/"):
                 k = int(path[9:])
                 s.sendall(head(k) + pattern(k) + head(5) + b"EVIL!")
+            elif path.startswith("/late/"):
+                k = int(path[6:])
+                s.sendall(head(k) + pattern(k))
+                time.sleep(0.3)
+                s.sendall(head(5) + b"EVIL!")
             elif path == "/chunked":
                 s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked_raw())
             elif path.startswith("/cut/"):

@@ -176,6 +176,27 @@ t_ok "an answer with another one after its spliced body, then a second request" 
 	c1 curl -sS -m 30 $P -o /dev/null -o /dev/null -w '%{size_download} ' \
 	"http://$ORIGIN/smuggle/3000000" "http://$ORIGIN/cl/10"
 t_eq "the second request gets its own answer, not what followed the first" "3000000 10 " "$T_OUT"
+# The same, with the answer nobody asked for coming while the connection
+# idles between requests: the upstream is not used again.
+t_ok "an answer, another one 0.3 s after it, then a second request 0.8 s later" c1 timeout 20 python3 -c '
+import socket, sys, time
+o = sys.argv[1].encode()
+s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
+f = s.makefile("rb")
+def get(path):
+    s.sendall(b"GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (o, path, o))
+    f.readline()
+    n = 0
+    while True:
+        l = f.readline().strip()
+        if not l: break
+        k, _, v = l.partition(b":")
+        if k.lower() == b"content-length": n = int(v)
+    return f.read(n).decode()
+a = get(b"/late/10")
+time.sleep(0.8)
+print(a, get(b"/cl/10"))' "$ORIGIN"
+t_eq "the second gets its own answer, not the late one" "0123456789 0123456789" "$T_OUT"
 
 # --- pipes while a body moves, none when idle ------------------------------------------------
 # A slow reader of a large body: what the socket buffers cannot hold waits
