@@ -141,7 +141,12 @@ int dns_filter_answer_unlisted(const struct policy *p, struct dns_synth *s,
 	}
 	nlen = strlen(q.name);
 	if (!policy_name_allowed(p, q.name, nlen)) {
-		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) == POLICY_BAD_NAME;
+		const char *why;
+		/* Bad: not a host name, an address literal among them
+		 * ("11.0.2.10", "0177.0.0.1"): the resolver would answer it
+		 * with the address itself, which no cidr rule allowed. */
+		bool bad = policy_match_name(p, q.name, nlen, 0, NULL) == POLICY_BAD_NAME ||
+			   !policy_check_name(q.name, nlen, false, &why);
 
 		/* Audit mode, and `unlisted: hold`: answered as an allowed
 		 * name is, so that the client connects and the proxy sees

@@ -304,6 +304,9 @@ static void test_allowed_a(void **state)
 
 /* Audit mode: a name outside the policy gets a synthetic address (would-deny,
  * not-allowlisted), an allowed one is as before, a bad name stays NXDOMAIN. */
+static int ask_hold(struct fx *f, const struct qspec *qs, struct reply *r,
+		    struct dns_filter_result *res);
+
 static void test_audit_mode(void **state)
 {
 	struct fx *f = *state;
@@ -345,6 +348,27 @@ static void test_audit_mode(void **state)
 	assert_true(ask_audit(f, &qs, &r, &res) > 0);
 	assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
 	assert_string_equal(res.decision, "deny");
+
+	/* An address literal asked as a name (the resolver would answer it
+	 * itself): a synthetic address for it would lead to that address
+	 * with no cidr rule to allow it. Refused in audit and hold mode. */
+	{
+		static const char *const literals[] = { "11.0.2.10", "0177.0.0.1", "10.0.0.5.",
+							"123" };
+		size_t i;
+
+		for (i = 0; i < sizeof(literals) / sizeof(literals[0]); i++) {
+			qs.name = literals[i];
+			assert_true(ask_audit(f, &qs, &r, &res) > 0);
+			assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
+			assert_int_equal(r.n_a, 0);
+			assert_string_equal(res.decision, "deny");
+			assert_string_equal(res.reason, "bad-name");
+			assert_true(ask_hold(f, &qs, &r, &res) > 0);
+			assert_int_equal(r.rcode, DNS_RCODE_NXDOMAIN);
+			assert_string_equal(res.reason, "bad-name");
+		}
+	}
 }
 
 /* ask(), for a sandbox whose policy says `unlisted: hold`. */
