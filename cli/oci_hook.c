@@ -42,8 +42,10 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #include "common/err.h"
 #include "common/file.h"
@@ -246,15 +248,29 @@ static int bind_resolv(pid_t pid, const char *root, const char *src)
 		return -errno;
 	}
 	if (child == 0) {
+		/* The image's /etc/resolv.conf is looked up inside ROOT: an
+		 * image's symbolic link (/etc -> /etc/netns/x, say) resolves
+		 * there as it would in the container, never to a host path
+		 * that the mount would then cover. */
+		struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						    MOUNT_ATTR_NODEV };
 		struct stat st;
+		int rootfd, at, tree;
 
 		if (setns(fd, CLONE_NEWNS) < 0)
 			_exit(1);
-		if (lstat(target, &st) < 0 || !S_ISREG(st.st_mode))
+		rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0)
+			_exit(2);
+		at = (int)syscall(SYS_openat2, rootfd, "etc/resolv.conf", &how, sizeof(how));
+		if (at < 0 || fstat(at, &st) < 0 || !S_ISREG(st.st_mode))
 			_exit(3);
-		if (mount(src, target, NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, target, NULL,
-			  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0 ||
+		    move_mount(tree, "", at, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			_exit(2);
 		_exit(0);
 	}

@@ -408,6 +408,20 @@ else
 	t_rc "oci-hook: its name is gone" 1 test -e "/run/netns/$HOOKSB"
 	t_rc "oci-hook: its record is gone" 1 test -e "$STATE/$HOOKSB"
 
+	# An image whose /etc is an absolute symbolic link: the hook finds
+	# /etc/resolv.conf as the container will, inside the root, never at
+	# the host path the link names (which does not exist here).
+	ROOTFS2=$D/rootfs-etclink
+	mkdir -p "$ROOTFS2" && cp -a "$ROOTFS"/. "$ROOTFS2"/ && rm -rf "$ROOTFS2/etc" &&
+		mkdir -p "$ROOTFS2/$WORLD_PREFIX-etc" && touch "$ROOTFS2/$WORLD_PREFIX-etc/resolv.conf" &&
+		ln -s "/$WORLD_PREFIX-etc" "$ROOTFS2/etc"
+	t_rc "oci-hook: (the link's target is no host path)" 1 test -e "/$WORLD_PREFIX-etc"
+	t_ok "oci-hook: an image whose /etc is a link to /$WORLD_PREFIX-etc runs" hk "$OCI/hooks.d" \
+		--annotation sluice.io/policy=web --rootfs "$ROOTFS2" sh -c 'cat /etc/resolv.conf'
+	t_contains "oci-hook: its resolv.conf, found inside the root, is the sandbox's" "$T_OUT" \
+		"nameserver 10.200."
+	t_rc "oci-hook: and nothing was made at the host path" 1 test -e "/$WORLD_PREFIX-etc"
+
 	# Fail closed: the container does not start.
 	el0=$(elements)
 	t_fails "oci-hook: an unknown policy: the container does not start" hk "$OCI/hooks.d" \
