@@ -984,12 +984,14 @@ static struct {
 	unsigned short nprog;
 } prep;
 
-/* A detached copy of the tree at @path, read-only if @ro: an fd, or a
- * negative errno. */
-static int tree_of(const char *path, bool ro)
+/* A detached copy of the tree at @path (from @at; "" is @at itself),
+ * read-only if @ro: an fd, or a negative errno. */
+static int tree_at(int at, const char *path, bool ro)
 {
 	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
-	int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int fd = open_tree(at, path,
+			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+				   (path[0] ? 0 : AT_EMPTY_PATH));
 
 	if (fd < 0)
 		return -errno;
@@ -1000,6 +1002,95 @@ static int tree_of(const char *path, bool ro)
 		return r;
 	}
 	return fd;
+}
+
+static int tree_of(const char *path, bool ro)
+{
+	return tree_at(AT_FDCWD, path, ro);
+}
+
+/* The most links bind_source_open() follows, as the kernel's MAXSYMLINKS. */
+#define BIND_LINKS_MAX 40
+
+/*
+ * Opens a --bind source (O_PATH) one component at a time, following only
+ * symbolic links that root owns. A link that is not root's is one a
+ * sandbox may have made (in its workspace, or in a directory it was given
+ * to write), and root following it would bind what it names, the host's
+ * `/` say, into the new sandbox. Each link is read through a descriptor of
+ * it, so the link that was judged is the link that is followed.
+ * Return: the descriptor; -ELOOP for a link that is not root's or more
+ * than BIND_LINKS_MAX links; another negative errno.
+ */
+static int bind_source_open(const char *path)
+{
+	char buf[2 * PATH_MAX], link[PATH_MAX], *rest = buf;
+	int dfd, links = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	dfd = open(buf[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	for (;;) {
+		char *comp, *slash;
+		struct stat st;
+		ssize_t n;
+		int fd, r;
+
+		while (*rest == '/')
+			rest++;
+		if (!*rest)
+			return dfd;
+		comp = rest;
+		slash = strchr(comp, '/');
+		if (slash) {
+			*slash = '\0';
+			rest = slash + 1;
+		} else {
+			rest = comp + strlen(comp);
+		}
+		fd = openat(dfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			r = -errno;
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			return r;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(dfd);
+			dfd = fd;
+			continue;
+		}
+		n = st.st_uid == 0 && ++links <= BIND_LINKS_MAX
+			    ? readlinkat(fd, "", link, sizeof(link) - 1)
+			    : (errno = ELOOP, -1);
+		r = -errno;
+		close(fd);
+		if (n <= 0) {
+			close(dfd);
+			return n < 0 ? r : -ENOENT;
+		}
+		link[n] = '\0';
+		/* The rest of the path now follows what the link says. */
+		{
+			char next[2 * PATH_MAX];
+
+			if (snprintf(next, sizeof(next), "%s/%s", link, rest) >= PATH_MAX) {
+				close(dfd);
+				return -ENAMETOOLONG;
+			}
+			memcpy(buf, next, strlen(next) + 1);
+			rest = buf;
+		}
+		if (link[0] == '/') {
+			close(dfd);
+			dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dfd < 0)
+				return -errno;
+		}
+	}
 }
 
 static void put_env(const char *key, const char *value, void *arg)
@@ -1029,11 +1120,21 @@ int cli_runner_prepare(const struct netns_sandbox *sb, const struct cli_runner *
 
 	prep.uid = cli_sandbox_uid(sb);
 	prep.ws = prep.resolv = prep.bundle = prep.netfd = prep.tmplfd = -1;
-	for (k = 0; k < o->nbinds; k++) {
+	for (k = 0; k < o->nbinds; k++)
 		prep.binds[k] = -1;
-		if (stat(o->binds[k].src, &st) < 0) {
+	for (k = 0; k < o->nbinds; k++) {
+		/* An O_PATH descriptor until the tree is cloned from it below. */
+		prep.binds[k] = bind_source_open(o->binds[k].src);
+		if (prep.binds[k] == -ELOOP) {
+			fprintf(stderr,
+				"sluice: --bind `%s`: a symbolic link on the way is not root's "
+				"(a sandbox may have made it), or there are more than %d: refused\n",
+				o->binds[k].src, BIND_LINKS_MAX);
+			return -1;
+		}
+		if (prep.binds[k] < 0 || fstat(prep.binds[k], &st) < 0) {
 			fprintf(stderr, "sluice: --bind `%s`: %s\n", o->binds[k].src,
-				strerror(errno));
+				strerror(prep.binds[k] < 0 ? -prep.binds[k] : errno));
 			return -1;
 		}
 		prep.bind_dir[k] = S_ISDIR(st.st_mode);
@@ -1075,7 +1176,10 @@ int cli_runner_prepare(const struct netns_sandbox *sb, const struct cli_runner *
 		return -1;
 	}
 	for (k = 0; k < o->nbinds; k++) {
-		prep.binds[k] = tree_of(o->binds[k].src, o->binds[k].ro);
+		int src = prep.binds[k];
+
+		prep.binds[k] = tree_at(src, "", o->binds[k].ro);
+		close(src);
 		if (prep.binds[k] < 0) {
 			fprintf(stderr, "sluice: --bind `%s`: %s\n", o->binds[k].src,
 				strerror(-prep.binds[k]));

@@ -284,6 +284,21 @@ t_ok "a --bind DST in the workspace is made, owned by the sandbox" \
 t_eq "owner" "$(stat -c %u "$WS/$S1/sub")" "$(stat -c %u "$WS/$S1")"
 t_rc "--bind of a missing source" 1 S exec --bind "$D/nope:/mnt/x" "$S1" -- touch ran
 t_contains "says which" "$T_ERR" "--bind \`$D/nope\`: No such file or directory"
+# A --bind source is opened one part at a time, following only links root
+# owns: a link a sandbox left (in its workspace, owned by its uid) must not
+# bring the host's / into the next sandbox.
+t_ok "the sandbox leaves a link to / in its workspace" S exec "$S1" -- ln -sfn / dist
+t_fails "a --bind whose SRC goes through that link is refused" \
+	S exec --bind "$WS/$S1/dist:/mnt/dist:ro" "$S1" -- ls /mnt/dist/proc
+t_contains "saying why" "$T_ERR" "a symbolic link on the way is not root's"
+t_fails "also as the last part of a longer SRC" \
+	S exec --bind "$WS/$S1/dist/etc:/mnt/etc:ro" "$S1" -- true
+ln -sfn "$D/rw" "$D/rootlink"
+t_ok "a link root owns is followed" S exec --bind "$D/rootlink:/mnt/rl:ro" "$S1" -- cat /mnt/rl/in
+ln -sfn "../rw" "$D/closed/rel"
+t_ok "a relative one too" S exec --bind "$D/closed/rel/:/mnt/rel:ro" "$S1" -- cat /mnt/rel/in
+ln -sfn loop1 "$D/loop2" && ln -sfn loop2 "$D/loop1"
+t_fails "a loop of links is refused" S exec --bind "$D/loop1:/mnt/l" "$S1" -- true
 t_rc "--bind without DST" 2 S exec --bind "$D/rw" "$S1" -- touch ran
 t_rc "--bind with a relative DST" 2 S exec --bind "$D/rw:mnt" "$S1" -- touch ran
 t_ok "nothing ran" test ! -e "$WS/$S1/ran"
