@@ -1815,6 +1815,7 @@ const struct probe_check probe_checks[] = {
 	{ "netns-etc", "/etc/netns lists no namespace's settings", probe_c_netns_etc },
 	{ "caps-init-userns", "No effective capability over the initial user namespace (the host's)", probe_c_caps_init_userns },
 	{ "secret-files", "No --secret-file can be opened for reading", probe_c_secret_files },
+	{ "vsock", "No AF_VSOCK socket can be made (vsock is not network namespaced)", probe_c_vsock },
 };
 /* clang-format on */
 

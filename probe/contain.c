@@ -768,3 +768,24 @@ void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r)
 		close(fd);
 	}
 }
+
+/*
+ * vsock is not network namespaced: on a virtual machine with a vsock
+ * transport (Firecracker, QEMU's vhost-vsock, Kata, Hyper-V) a socket of
+ * it reaches the hypervisor's host (CID 2) and its services without
+ * passing the sandbox's veth or the broker. Only making the socket is
+ * tried: nothing is connected or sent.
+ */
+void probe_c_vsock(const struct probe_ctx *ctx, struct probe_result *r)
+{
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)ctx;
+	if (fd < 0)
+		return ADD(r, PROBE_PASS, "socket(AF_VSOCK) is refused (%s)", strerror(errno));
+	close(fd);
+	ADD(r, PROBE_FAIL,
+	    "an AF_VSOCK socket can be made: no network namespace confines vsock, and on a "
+	    "virtual machine with a vsock transport it reaches the host past the broker "
+	    "(nothing was connected)");
+}

@@ -213,6 +213,7 @@ void probe_c_netns_run(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_netns_etc(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_caps_init_userns(const struct probe_ctx *ctx, struct probe_result *r);
 void probe_c_secret_files(const struct probe_ctx *ctx, struct probe_result *r);
+void probe_c_vsock(const struct probe_ctx *ctx, struct probe_result *r);
 
 /* out.c */
 void probe_sanitize(char *dst, size_t n, const char *src, size_t len);

@@ -344,7 +344,7 @@ else
 		--canary canary.world.test --resolver 11.0.1.53 --public-addr 11.0.2.10 \
 		--private-addr 10.0.0.5 --metadata-addr 169.254.169.254 --udp-addr 11.0.3.1 \
 		--udp-port 9999 --dns-name other.world.test \
-		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files
+		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files,vsock
 	t_eq "podman: no container left" "" "$(pm ps -aq 2>&1)"
 	t_ok "podman: sluice detach" sl detach "$SBP"
 	t_none "podman: nothing left" $(left "$SBP" eth0 ip netns exec "$SBP" | tr ' ' _)

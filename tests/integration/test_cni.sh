@@ -499,7 +499,7 @@ else
 		--canary canary.world.test --resolver 11.0.1.53 --public-addr 11.0.2.10 \
 		--private-addr 10.0.0.5 --metadata-addr 169.254.169.254 --udp-addr 11.0.3.1 \
 		--udp-port 9999 --dns-name other.world.test \
-		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files
+		--skip caps-init-userns,control-socket,host-processes,netns-etc,netns-run,secret-files,vsock
 	t_eq "podman: the resolver never saw the canary" "" "$(grep -F "$canary" "$D/dnsmasq.log")"
 	t_eq "podman: no decoy was hit" "" "$(world_decoy_hits)"
 	PADDR=$(sl list | awk -v n="$PSB" '$1 == n { print $2 }')
