@@ -40,6 +40,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -131,10 +132,11 @@ static const int allowed[] = {
 	/* Memory: malloc, thread stacks, OpenSSL. */
 	__NR_mmap, __NR_munmap, __NR_mremap, __NR_mprotect, __NR_madvise, __NR_brk,
 	/* Threads: the CA maker and token fetchers start and end threads
-	 * while the broker runs; glibc's pthread_create uses clone3 (clone
-	 * where it is refused), and a thread's exit, its robust list and
-	 * rseq area. No exec follows a clone here: exec is not allowed. */
-	__NR_clone, __NR_clone3, __NR_exit, __NR_exit_group, __NR_futex, __NR_set_robust_list,
+	 * while the broker runs; a thread's exit, its robust list and rseq
+	 * area. clone and clone3 are judged before this list
+	 * (isolation_seccomp_install()): threads yes, namespaces no. No exec
+	 * follows a clone here: exec is not allowed. */
+	__NR_exit, __NR_exit_group, __NR_futex, __NR_set_robust_list,
 	__NR_rseq, __NR_sched_yield, __NR_sched_getaffinity, __NR_set_tid_address,
 #ifdef __NR_futex_waitv
 	__NR_futex_waitv,
@@ -252,6 +254,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
  * x32 call has this arch value too, with 0x40000000 set in its number: it
  * matches no entry, and is refused. Return: how many were written.
  */
+/* clone(2)'s namespace flags. */
+#define ISO_CLONE_NS_FLAGS                                                                         \
+	(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
+	 CLONE_NEWCGROUP)
+
 static unsigned filter_head(struct sock_filter *f)
 {
 	unsigned k = 0;
@@ -268,7 +275,7 @@ static unsigned filter_head(struct sock_filter *f)
 int isolation_seccomp_install(struct sl_err *err)
 {
 	enum { N = sizeof(allowed) / sizeof(allowed[0]), H = sizeof(hot) / sizeof(hot[0]) };
-	struct sock_filter f[4 + N + 2];
+	struct sock_filter f[4 + 7 + N + 2];
 	int order[N];
 	unsigned n = 0;
 	struct sock_fprog prog = { .filter = f };
@@ -276,6 +283,21 @@ int isolation_seccomp_install(struct sl_err *err)
 	unsigned i, k;
 
 	k = filter_head(f);
+	/* clone3 passes its flags in memory, where a filter cannot look:
+	 * ENOSYS makes glibc's pthread_create fall back to clone. clone: a
+	 * thread yes, a new namespace no (a user and network namespace of
+	 * its own would hand a compromised broker CAP_NET_ADMIN there, and
+	 * the nf_tables and netlink surface with it); refused as any call
+	 * off the list is, logged and counted. The flags are the low 32 bits
+	 * of the first argument. */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, args[0]));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, ISO_CLONE_NS_FLAGS, 0, 1);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	/* The hot calls first, then the rest, each once. */
 	for (i = 0; i < H; i++)
 		if (listed(allowed, N, hot[i]) && !listed(order, n, hot[i]))

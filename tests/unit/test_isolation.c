@@ -4,6 +4,7 @@
  * and logged, and the process goes on; the calls the broker makes work. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +38,11 @@ enum {
 	BAD_SETID = 1 << 7,
 };
 
+static void *thread_noop(void *arg)
+{
+	return arg;
+}
+
 static int child(int logfd)
 {
 	struct sl_err err = { 0 };
@@ -64,6 +70,22 @@ static int child(int logfd)
 	errno = 0;
 	if (syscall(SYS_mount, "none", "/", "tmpfs", 0, NULL) != -1 || errno != EPERM)
 		bad |= BAD_MOUNT;
+	/* clone: a new user and network namespace no (refused and counted);
+	 * clone3 ENOSYS, so that threads still start through clone. */
+	errno = 0;
+	if (syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL) !=
+		    -1 ||
+	    errno != EPERM)
+		bad |= BAD_UNSHARE;
+	errno = 0;
+	if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
+		bad |= BAD_UNSHARE;
+	{
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, thread_noop, NULL) != 0 || pthread_join(t, NULL) != 0)
+			bad |= BAD_ALLOWED;
+	}
 	/* What the broker does: sockets, files, pipes. */
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || close(fd) < 0 || pipe2(sv, O_CLOEXEC) < 0 || write(sv[1], "x", 1) != 1 ||
@@ -83,7 +105,7 @@ static int child(int logfd)
 	errno = 0;
 	if (syscall(SYS_setgroups, 0, NULL) != -1 || errno != EPERM)
 		bad |= BAD_SETID;
-	if (isolation_seccomp_refused() != 7)
+	if (isolation_seccomp_refused() != 8)
 		bad |= BAD_COUNT;
 	return bad;
 }
