@@ -539,6 +539,23 @@ static int ipv6_off(int proc, const char *dev)
 }
 
 /*
+ * The broker side answers ARP only for its own gateway address (arp_ignore
+ * 1, through @proc as ipv6_off()): a sandbox does not learn the broker's
+ * other addresses, the other sandboxes' gateways among them. (Forwarding
+ * is not turned off here: the next `sysctl net.ipv4.ip_forward=1`, which
+ * Docker's start does, sets every link's back to 1. The guard and forward
+ * chains refuse it.)
+ */
+static int arp_own_only(int proc, const char *dev)
+{
+	const char *root = proc >= 0 ? "sys/net/ipv4" : "/proc/sys/net/ipv4";
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/conf/%s/arp_ignore", root, dev);
+	return netns_sysctl_write(proc >= 0 ? proc : AT_FDCWD, path, "1");
+}
+
+/*
  * The link @name is in the way of a new sandbox's. The broker gives an
  * address out again as soon as its sandbox is unregistered, and `sluice
  * delete` leaves the removal of that sandbox's link, marked by then
@@ -706,6 +723,10 @@ static int wire(struct build *b, struct sl_err *err)
 		 * create would grow with the number of sandboxes. */
 		step = "turn IPv6 off on the broker side";
 		e = ipv6_off(b->proc, b->sb.link);
+		if (e == 0) {
+			step = "set arp_ignore on the broker side";
+			e = arp_own_only(b->proc, b->sb.link);
+		}
 	}
 	if (e == 0) {
 		step = "address and set up the broker side";

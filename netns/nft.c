@@ -66,6 +66,11 @@
 /*
  * %1$u proxy port, %2$u transparent port, %3$u dns port, %4$s signature.
  *
+ * fragments (prerouting at -450, before defragmentation at -400): IPv4
+ * fragments from a sandbox link are dropped. TCP sets DF and DNS queries
+ * are small; held for reassembly they would fill the namespace's
+ * reassembly memory (ipfrag_high_thresh), and the kernel would drop every
+ * fragmented datagram there, other sandboxes' and the host's.
  * guard (prerouting, before conntrack): IPv6 and spoofed sources are
  * dropped (a reject would answer the forged address); TCP and DNS go on;
  * everything else is refused at once with admin-prohibited, wherever it
@@ -101,14 +106,17 @@
 	"add counter inet sluice refused\n" \
 	"add counter inet sluice forward_refused\n" \
 	"add counter inet sluice dns_flood\n" \
+	"add chain inet sluice fragments { type filter hook prerouting priority -450; policy accept; }\n" \
 	"add chain inet sluice guard { type filter hook prerouting priority raw; policy accept; }\n" \
 	"add chain inet sluice divert { type nat hook prerouting priority dstnat; policy accept; }\n" \
 	"add chain inet sluice input { type filter hook input priority filter; policy accept; }\n" \
 	"add chain inet sluice forward { type filter hook forward priority filter; policy accept; }\n" \
+	"flush chain inet sluice fragments\n" \
 	"flush chain inet sluice guard\n" \
 	"flush chain inet sluice divert\n" \
 	"flush chain inet sluice input\n" \
 	"flush chain inet sluice forward\n" \
+	"add rule inet sluice fragments iifname \"sl-*\" ip frag-off & 0x3fff != 0 counter name \"refused\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" meta nfproto ipv6 counter name \"ipv6_dropped\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" iifname . ip saddr != @sandbox_src counter name \"spoofed\" drop\n" \
 	"add rule inet sluice guard iifname \"sl-*\" meta l4proto tcp accept\n" \

@@ -164,6 +164,16 @@ elif mode == "synfin":  # synfin SRC DST PORT: a segment conntrack calls invalid
     hdr = hdr[:16] + struct.pack("!H", csum(pseudo + hdr)) + hdr[18:]
     s.sendto(hdr, (dst, 0))
     done("sent", True)
+elif mode == "frag":  # frag SRC DST N: N first fragments of UDP datagrams to DST:53
+    src, dst, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    for i in range(n):
+        udp = struct.pack("!HHHH", 40002, 53, 8 + 1400, 0) + b"f" * 64
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x1000 + i, 0x2000, 64, 17, 0,
+                         socket.inet_aton(src), socket.inet_aton(dst))
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        s.sendto(ip + udp, (dst, 0))
+    done("sent", True)
 EOF
 
 # IN NAME CMD...: CMD as root inside sandbox NAME, bypassing sluice exec (the
@@ -245,6 +255,8 @@ t_eq "resolv.conf names the gateway" "nameserver $G1" "$(cat "/etc/netns/$S1/res
 t_ok "broker side $L1 exists" ip -n "$WORLD_BRK" -4 addr show dev "$L1"
 t_contains "broker side holds the gateway /30" "$T_OUT" "inet $G1/30"
 t_contains "broker side is up" "$(ip -n "$WORLD_BRK" link show dev "$L1")" "state UP"
+t_eq "broker side answers ARP for its own address only (arp_ignore)" "1" \
+	"$(ip netns exec "$WORLD_BRK" cat "/proc/sys/net/ipv4/conf/$L1/arp_ignore")"
 t_contains "sandbox eth0 holds ADDR/30" "$(IN "$S1" ip -4 addr show dev eth0)" "inet $A1/30"
 t_contains "sandbox eth0 is up" "$(IN "$S1" ip link show dev eth0)" "state UP"
 t_eq "sandbox has one route out: default via the gateway" "default via $G1 dev eth0" \
@@ -367,7 +379,11 @@ IN "$S1" curl -s -m 3 -o /dev/null http://11.0.2.10:8080/reroute-a
 IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999 >/dev/null
 t_ok "the sandbox's root routes via the broker's uplink address" IN "$S1" sh -c \
 	"ip route del default && ip route add default via 11.0.0.2 dev eth0 onlink"
-t_ok "UDP out is still refused at once" IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+# The link answers ARP for the gateway's address only (arp_ignore 1): the
+# uplink address is no neighbour there, and nothing is sent at all.
+t_rc "UDP out: nothing goes (no neighbour 11.0.0.2 on the link)" 1 \
+	IN "$S1" $PY "$D/probe.py" udp "$WORLD_UDP4" 9999
+t_contains "no answer at all" "$T_OUT" "timeout"
 IN "$S1" curl -s -m 5 -o /dev/null http://11.0.2.10:8080/reroute-b
 t_ok "the sandbox's root sends everything straight onto the wire, to the broker's MAC" IN "$S1" sh -c \
 	"ip route del default && ip route add default dev eth0 &&
@@ -632,6 +648,22 @@ t_ok "no directory left in the trash (within 5 s)" trash_settles
 t_not_contains "the broker holds none" "$(sl list)" "$P-x"
 t_eq "the ruleset was installed once, not per sandbox" "1" \
 	"$(nft_brk list ruleset | grep -c 'comment "sluice ruleset')"
+
+# --- fragments: dropped before the kernel holds them for reassembly -------------------------
+# IPv4 fragments from a sandbox link are dropped ahead of defragmentation:
+# held for reassembly they would fill the broker namespace's reassembly
+# memory, and every fragmented datagram there would be dropped with them.
+S3=$P-x3
+t_ok "a sandbox for the fragments" sl create "$S3" --policy "$D/pol.yaml"
+read -r _ A3 G3 <<<"$T_OUT"
+reasm() { ip netns exec "$WORLD_BRK" awk '$1 == "Ip:" && !h { for (i = 1; i <= NF; i++) k[i] = $i; h = 1; next }
+	$1 == "Ip:" { for (i = 1; i <= NF; i++) if (k[i] == "ReasmReqds") print $i }' /proc/net/snmp; }
+r0=$(reasm)
+t_ok "first fragments of 20 UDP datagrams to the gateway's port 53" IN "$S3" $PY "$D/probe.py" frag "$A3" "$G3" 20
+sleep 0.3
+t_eq "none was taken for reassembly (ReasmReqds $r0)" "$r0" "$(reasm)"
+
+sl delete "$S3" >/dev/null 2>&1
 
 # --- nothing leaked ---------------------------------------------------------------------------------
 t_eq "no decoy was hit" "" "$(world_decoy_hits)"
