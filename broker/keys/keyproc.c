@@ -584,10 +584,40 @@ static int jwt_read_key(int fd, EVP_PKEY **key)
 }
 
 /*
+ * Is the file open at @fd one of the key directory's (a sandbox CA's key)?
+ * Judged by the directory it is in, as the kernel names it: a path through
+ * /proc/self/fd/N (this process's own descriptor of the directory) or
+ * through state_dir lands there all the same. Unknown counts as yes.
+ */
+static bool in_key_dir(int fd)
+{
+	char self[40], path[PATH_MAX];
+	struct stat d, k;
+	ssize_t n;
+	char *slash;
+
+	if (S.dirfd < 0)
+		return false;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlinkat(AT_FDCWD, self, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return true;
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	if (stat(slash == path ? "/" : path, &d) < 0 || fstat(S.dirfd, &k) < 0)
+		return true;
+	return d.st_dev == k.st_dev && d.st_ino == k.st_ino;
+}
+
+/*
  * @fd: the file as the broker opened it (its own right to read it, or its
  * opener's), or -1: then opened here by path, as the key user, which is
  * how a key file that only the key user may read works (neither the broker
- * nor its opener can read it then).
+ * nor its opener can read it then). Never a file of the key directory: a
+ * sandbox CA's key loaded as a JWT key would sign whatever the broker asks
+ * (an X.509 certificate's body among them), and the key process's limits
+ * on what it signs with a CA key would be gone.
  */
 static int op_jwt_load(const struct keys_req *q, int fd, unsigned char *out, size_t cap)
 {
@@ -617,6 +647,11 @@ static int op_jwt_load(const struct keys_req *q, int fd, unsigned char *out, siz
 		close(pfd);
 		if (fd < 0)
 			return r;
+	}
+	if (in_key_dir(fd)) {
+		if (own >= 0)
+			close(own);
+		return -EPERM;
 	}
 	r = jwt_read_key(fd, &key);
 	if (own >= 0)
@@ -867,6 +902,9 @@ static const int keyproc_allowed[] = {
 	__NR_unlinkat,
 	/* CA_SWEEP lists its directory (readdir). */
 	__NR_getdents64,
+	/* JWT_LOAD reads where the file it opened is (/proc/self/fd/N): never
+	 * in the key directory (in_key_dir()). */
+	__NR_readlinkat,
 #ifdef __NR_renameat2
 	__NR_renameat2,
 #endif
@@ -903,7 +941,6 @@ static const int keyproc_allowed[] = {
 	__NR_kill,
 	__NR_clone,
 	__NR_clone3,
-	__NR_readlinkat,
 	__NR_getdents64,
 	__NR_sched_getaffinity,
 	__NR_set_robust_list,

@@ -445,7 +445,10 @@ static const char *write_pem(const char *name, EVP_PKEY *key)
 	static char path[200];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	/* Not in the key directory (tmpdir): the key process refuses those. */
+	snprintf(path, sizeof(path), "%s/jwt", tmpdir);
+	assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/jwt/%s", tmpdir, name);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	assert_int_equal(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), 1);
@@ -565,6 +568,30 @@ static void test_jwt(void **state)
 	assert_int_equal(jwt_load(tmpdir, -1, es, &h), -EINVAL);
 	/* A relative path is not even a request. */
 	assert_int_equal(ask(m, msg(m, KEYS_JWT_LOAD, "es.pem", 6), NULL), -EINVAL);
+	/* A sandbox CA's key is no JWT key: not by its path, not through
+	 * this process's descriptor of the key directory, not passed open. */
+	{
+		unsigned char id[KEYS_ID_LEN];
+		char hex[2 * KEYS_ID_LEN + 1], kpath[300];
+		X509 *ca = NULL;
+		int i;
+
+		assert_int_equal(ask(m, msg(m, KEYS_CA_CREATE, "jwt-ca", 6), &ca), 0);
+		assert_non_null(ca);
+		id_of(ca, id);
+		for (i = 0; i < KEYS_ID_LEN; i++)
+			snprintf(hex + 2 * i, 3, "%02x", id[i]);
+		snprintf(kpath, sizeof(kpath), "%s/%s.key", tmpdir, hex);
+		assert_int_equal(access(kpath, R_OK), 0);
+		assert_int_equal(jwt_load(kpath, -1, es, &h), -EPERM);
+		snprintf(kpath, sizeof(kpath), "/proc/self/fd/%d/%s.key", dirfd_, hex);
+		assert_int_equal(jwt_load(kpath, -1, es, &h), -EPERM);
+		fd = open(kpath, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(jwt_load("/not/used", fd, es, &h), -EPERM);
+		close(fd);
+		X509_free(ca);
+	}
 
 	/* Unknown and dropped handles sign nothing. */
 	assert_int_equal(jwt_sign(hes + hed + 1, "x", sig), -ENOENT);
