@@ -79,6 +79,7 @@ struct build {
 	 * default and lo ('0', '1'; 0 where there was none), lo's state. */
 	const char *nspath;
 	bool v6_set, lo_set, lo_was_up;
+	char others[160]; /* attach: the links that were in the way */
 	char v6_old[3];
 };
 
@@ -638,6 +639,12 @@ static int attach_inside(void *arg)
 	e = netns_link_index(&b->in, b->sb.ifname);
 	if (e != -ENODEV)
 		return e > 0 ? -EEXIST : e;
+	/* Sluice's link must be the only way out: another (a runtime's own
+	 * network, a second one beside it) would carry what the broker never
+	 * sees, by its routes or SO_BINDTODEVICE. */
+	e = netns_link_others(&b->in, b->others, sizeof(b->others));
+	if (e != 0)
+		return e > 0 ? -ENOTUNIQ : e;
 	flags = netns_link_flags(&b->in, "lo");
 	b->lo_was_up = flags > 0 && (flags & IFF_UP);
 	for (i = 0; i < sizeof(v6_links) / sizeof(v6_links[0]); i++)
@@ -1206,6 +1213,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		if (r == -EEXIST)
 			sl_err_set(err, r, "`%s` exists in the network namespace `%s`", b.sb.ifname,
 				   nspath);
+		else if (r == -ENOTUNIQ)
+			sl_err_set(err, r,
+				   "the network namespace `%s` has another way out: %s; sluice's "
+				   "link must be its only one",
+				   nspath, b.others);
 		else if (r < 0)
 			sl_err_sys(err, r, "cannot prepare the network namespace `%s`", nspath);
 	} else {

@@ -138,6 +138,7 @@ int netns_veth_add(struct netns_rtnl *r, const char *name, const char *peer, int
 int netns_link_del(struct netns_rtnl *r, int index);
 int netns_link_retire(struct netns_rtnl *r, int index);
 int netns_link_retired(struct netns_rtnl *r, const char *name);
+int netns_link_others(struct netns_rtnl *r, char *names, size_t len);
 pid_t netns_link_del_begin(int index);
 void netns_link_del_reap(pid_t pid);
 void netns_rtnl_batch_init(struct netns_rtnl_batch *b);

@@ -27,6 +27,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -405,6 +406,95 @@ int netns_link_retired(struct netns_rtnl *r, const char *name)
 	if (k == MNL_CB_ERROR)
 		return errno ? -errno : -EIO;
 	return a.retired;
+}
+
+/* Links that lead nowhere by themselves: their packets go out, if at all,
+ * over another link of the namespace (sluice's, to the broker, whose guard
+ * refuses what is not TCP or DNS). The kernel makes fallback devices of
+ * these kinds (tunl0, sit0, gre0, ...) in every new namespace once their
+ * module is loaded. */
+static bool leads_nowhere(const char *kind)
+{
+	static const char *const kinds[] = { "ipip",	  "sit",    "gre",    "gretap",
+					     "erspan",	  "ip6tnl", "ip6gre", "ip6gretap",
+					     "ip6erspan", "vti",    "vti6",   "dummy" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
+struct others_seen {
+	char *names;
+	size_t len;
+	int n;
+};
+
+static int others_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct others_seen *o = data;
+	const struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
+	const char *name = "?", *kind = NULL;
+	struct nlattr *at, *li;
+	size_t used;
+
+	if (nlh->nlmsg_type != RTM_NEWLINK || (ifm->ifi_flags & IFF_LOOPBACK))
+		return MNL_CB_OK;
+	mnl_attr_for_each(at, nlh, sizeof(*ifm)) {
+		if (mnl_attr_get_type(at) == IFLA_IFNAME &&
+		    mnl_attr_validate(at, MNL_TYPE_NUL_STRING) == 0)
+			name = mnl_attr_get_str(at);
+		else if (mnl_attr_get_type(at) == IFLA_LINKINFO)
+			mnl_attr_for_each_nested(li, at)
+				if (mnl_attr_get_type(li) == IFLA_INFO_KIND &&
+				    mnl_attr_validate(li, MNL_TYPE_NUL_STRING) == 0)
+					kind = mnl_attr_get_str(li);
+	}
+	if (kind && leads_nowhere(kind))
+		return MNL_CB_OK;
+	used = strlen(o->names);
+	if (used + 1 < o->len)
+		snprintf(o->names + used, o->len - used, "%s%s (%s)", used ? ", " : "", name,
+			 kind ? kind : "a device");
+	o->n++;
+	return MNL_CB_OK;
+}
+
+/**
+ * netns_link_others() - the links of the socket's namespace that could lead
+ * out of it: every one but loopback and those leads_nowhere() names
+ * @r:     a socket in the namespace
+ * @names: their names and kinds, ", " between them (cut to fit)
+ * @len:   its size
+ *
+ * Return: how many there are, or a negative errno.
+ */
+int netns_link_others(struct netns_rtnl *r, char *names, size_t len)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct others_seen o = { names, len, 0 };
+	struct ifinfomsg *ifm;
+	struct nlmsghdr *nlh = link_msg(buf, RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, &ifm);
+	unsigned seq;
+	int k;
+
+	names[0] = '\0';
+	seq = nlh->nlmsg_seq = ++r->seq;
+	if (mnl_socket_sendto(r->nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	do {
+		ssize_t n = mnl_socket_recvfrom(r->nl, buf, sizeof(buf));
+
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		errno = 0;
+		k = mnl_cb_run(buf, (size_t)n, seq, r->portid, others_cb, &o);
+		if (k == MNL_CB_ERROR)
+			return errno ? -errno : -EIO;
+	} while (k > MNL_CB_STOP);
+	return o.n;
 }
 
 /* A link-deleting child's request, made before it starts. */

@@ -260,12 +260,27 @@ t_ok "detach the busy name" sl detach "$P-ab"
 el0=$(elements)
 ln0=$(brk_links)
 # A failure late in the attach (the default route, after the broker's
-# register, the files and the veth): all of it undone.
-t_ok "a default route in the namespace" sh -c "ip -n $NSX link add d0 type veth peer name d1 && ip -n $NSX link set d0 up &&
-	ip -n $NSX addr add 192.0.2.1/24 dev d0 && ip -n $NSX route add default via 192.0.2.254"
+# register, the files and the veth): all of it undone. (A default route on
+# lo: any other link is refused before anything is made, below.)
+t_ok "a default route in the namespace" sh -c "ip -n $NSX link set lo up && ip -n $NSX route add default dev lo"
 before=$(ns_state "${INX[@]}")
 fails "$NSX" "the default route is taken" "default route" --netns "/run/netns/$NSX" --policy "$D/pol.yaml"
-t_contains "the namespace's own route is untouched" "$(ip -n "$NSX" route show default)" "via 192.0.2.254 dev d0"
+t_contains "the namespace's own route is untouched" "$(ip -n "$NSX" route show default)" "default dev lo"
+ip -n "$NSX" route del default dev lo
+# Another link is another way out, whatever its routes: a default route of
+# a higher metric, or only a route to one network, would still carry what
+# the broker never sees (by route, or SO_BINDTODEVICE).
+t_ok "another link, with a default route of metric 100" sh -c "ip -n $NSX link add d0 type veth peer name d1 &&
+	ip -n $NSX link set d0 up && ip -n $NSX addr add 192.0.2.1/24 dev d0 &&
+	ip -n $NSX route add default via 192.0.2.254 metric 100"
+before=$(ns_state "${INX[@]}")
+fails "$NSX" "another link (metric 100)" "has another way out: d1 (veth), d0 (veth)" \
+	--netns "/run/netns/$NSX" --policy "$D/pol.yaml"
+t_ok "only a route to one network on it" sh -c "ip -n $NSX route del default via 192.0.2.254 metric 100 &&
+	ip -n $NSX route add 198.51.100.0/24 via 192.0.2.254"
+before=$(ns_state "${INX[@]}")
+fails "$NSX" "another link (one route)" "has another way out" --netns "/run/netns/$NSX" --policy "$D/pol.yaml"
+ip -n "$NSX" link del d0
 
 # --- runtimes --------------------------------------------------------------------
 # Each gets an exploded root file system built from the host's binaries

@@ -334,7 +334,7 @@ t_ok "another plugin's interface and default route in it" sh -c "ip -n $P-c5 lin
 	ip -n $P-c5 link set p0 up && ip -n $P-c5 addr add 192.0.2.1/24 dev p0 && ip -n $P-c5 route add default via 192.0.2.254"
 t_rc "ADD into a namespace with a default route: exit 1" 1 cni ADD "$ID5" "$NS5" "" "$D/net.json"
 t_eq "code 101 (wiring)" 101 "$(code)"
-t_contains "saying why" "$(jq -r .msg <<<"$T_OUT")" "default route"
+t_contains "saying why" "$(jq -r .msg <<<"$T_OUT")" "has another way out: p1 (veth), p0 (veth)"
 t_contains "the namespace's own route is untouched" "$(ip -n "$P-c5" route show default)" "via 192.0.2.254 dev p0"
 t_eq "nothing of the sandbox is left" "" "$(leftovers "$ID5" "" "")"
 t_ok "DEL of what ADD refused" cni DEL "$ID5" "$NS5" "" "$D/net.json"
