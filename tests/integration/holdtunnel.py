@@ -67,6 +67,16 @@ def request(s, host, path):
     return answer(s, host, path) == "200"
 
 
+def hold(ready, go):
+    """Says "open" (on stdout and in READY), then waits at most 30 s for GO."""
+    print("open", flush=True)
+    with open(ready, "w") as f:
+        f.write("open\n")
+    deadline = time.time() + 30
+    while not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def plain(paddr, pport, host, ready, go, tag):
     """Two absolute-form GETs on one keep-alive connection to the proxy."""
     s = socket.create_connection((paddr, int(pport)), timeout=10)
@@ -74,12 +84,7 @@ def plain(paddr, pport, host, ready, go, tag):
     if first != "200":
         print("refused %s" % first)
         return 1
-    print("open", flush=True)
-    with open(ready, "w") as f:
-        f.write("open\n")
-    deadline = time.time() + 30
-    while not os.path.exists(go) and time.time() < deadline:
-        time.sleep(0.05)
+    hold(ready, go)
     try:
         second = answer(s, host, "http://%s/hold/%s/2" % (host, tag))
     except OSError:
@@ -112,12 +117,7 @@ def main():
     if not request(s, host, "/hold/1"):
         print("refused")
         return 1
-    print("open", flush=True)
-    with open(ready, "w") as f:
-        f.write("open\n")
-    deadline = time.time() + 30
-    while not os.path.exists(go) and time.time() < deadline:
-        time.sleep(0.05)
+    hold(ready, go)
     try:
         print("alive" if request(s, host, "/hold/2") else "closed")
     except (OSError, ssl.SSLError):

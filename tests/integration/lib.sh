@@ -205,6 +205,20 @@ t_none() {
 
 t_run() { _t_run "$@"; }
 
+# proc_ticks PID: the CPU the process has used so far, utime + stime of all
+# its threads in clock ticks (fields 14 and 15 of stat, counted after the
+# last ')', as comm may hold spaces); 0 when it is gone.
+proc_ticks() {
+	local rest
+	rest=$(cat "/proc/$1/stat" 2>/dev/null) || {
+		echo 0
+		return
+	}
+	rest=${rest##*) }
+	set -- $rest
+	echo $((${12} + ${13}))
+}
+
 t_skip() {
 	T_SKIP=$((T_SKIP + 1))
 	echo "ok - $1 # SKIP ${2:-}"

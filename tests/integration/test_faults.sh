@@ -167,15 +167,8 @@ print("held", len(socks), flush=True)
 time.sleep(secs)
 EOF2
 TICK=$(getconf CLK_TCK)
-# cpu_ticks: utime + stime of FPID, every thread (fields 14 and 15 of stat,
-# counted after the last ')' as comm may hold spaces).
-cpu_ticks() {
-	local rest
-	rest=$(cat "/proc/$FPID/stat") || return 1
-	rest=${rest##*) }
-	set -- $rest
-	echo $((${12} + ${13}))
-}
+# cpu_ticks: the CPU of FPID so far (proc_ticks).
+cpu_ticks() { proc_ticks "$FPID"; }
 # fd_lines: the log's lines about descriptors and connection limits.
 fd_lines() { grep -cE 'descriptor|cannot accept|connection limit' "$BROKER_LOG"; }
 # over_2s WHAT: CPU ticks and new fd_lines of the broker over 2 s, checked.

@@ -505,11 +505,10 @@ chk "explicit HTTP to a cidr-allowed literal twice on one connection, the client
 # A kept-alive connection whose upstream closes its side while the client
 # idles (the same 1 s echo server, by a name this time): the broker is not
 # to busy itself with the closed upstream meanwhile.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 pid=$BROKER_PID
-c0=$(cpu_ticks "$pid")
+c0=$(proc_ticks "$pid")
 t_run P1 get:http://evil-echo.world.test:8081/spin hold:3
-c1=$(cpu_ticks "$pid")
+c1=$(proc_ticks "$pid")
 PROBLEMS=()
 [ "$(outcome)" = "200 -" ] || PROBLEMS+=("the client got \"$(outcome)\"" "$T_OUT")
 [ "$pid" = "$BROKER_PID" ] && [ $((c1 - c0)) -lt 50 ] ||

@@ -232,15 +232,9 @@ rm -f "$D/tun.one" "$D/tun.go" "$D/tun.two"
 c1 timeout 30 python3 -c '
 import os, socket, ssl, sys, time
 ca, one, go, two = sys.argv[1:5]
-s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
-s.sendall(b"CONNECT echo.world.test:443 HTTP/1.1\r\nHost: echo.world.test:443\r\n\r\n")
-h = b""
-while b"\r\n\r\n" not in h:
-    d = s.recv(1)
-    if not d: sys.exit("proxy closed")
-    h += d
-if b" 200 " not in h.split(b"\r\n")[0]: sys.exit("CONNECT: %r" % h)
-t = ssl.create_default_context(cafile=ca).wrap_socket(s, server_hostname="echo.world.test")
+sys.path.insert(0, sys.argv[-1])
+from tlstunnel import tls_tunnel
+t = tls_tunnel(("10.99.0.1", 3128), "echo.world.test", ca)
 f = t.makefile("rb")
 def get(path, pad=b"-"):
     t.sendall(b"GET %s HTTP/1.1\r\nHost: echo.world.test\r\nX-Pad: %s\r\n\r\n" % (path, pad))
@@ -258,7 +252,7 @@ for _ in range(200):
     if os.path.exists(go): break
     time.sleep(0.1)
 open(two, "w").write(get(b"/second", b"p" * 5000))
-time.sleep(0.5)' "$WORLD_DIR/pki/ca.crt" "$D/tun.one" "$D/tun.go" "$D/tun.two" &
+time.sleep(0.5)' "$WORLD_DIR/pki/ca.crt" "$D/tun.one" "$D/tun.go" "$D/tun.two" "$HERE" &
 cpid=$!
 wait_ready "$D/tun.one"
 t_eq "a GET over a spliced HTTPS tunnel" "200 True" "$(cat "$D/tun.one" 2>/dev/null)"
@@ -283,16 +277,9 @@ for l in open(sys.argv[1]):
 print(last)' "$BROKER_AUDIT")"
 
 # --- a tunnel whose origin has hung up, while the client stays ---------------------------------
-# broker_ticks: the broker's CPU so far (utime + stime of all its threads, in
-# clock ticks; fields 14 and 15 of stat, after the last ')').
+# broker_ticks: the broker's CPU so far (proc_ticks).
 TICK=$(getconf CLK_TCK)
-broker_ticks() {
-	local rest
-	rest=$(cat "/proc/$BROKER_PID/stat") || return 1
-	rest=${rest##*) }
-	set -- $rest
-	echo $((${12} + ${13}))
-}
+broker_ticks() { proc_ticks "$BROKER_PID"; }
 # tunnel_lines: the audit lines of ended tunnels to echo.world.test:443.
 tunnel_lines() { grep -c '"name":"echo.world.test".*"dst_port":443,.*"bytes_up":' "$BROKER_AUDIT"; }
 # An HTTPS request through a CONNECT tunnel with "Connection: close": the
@@ -303,15 +290,9 @@ n0=$(tunnel_lines)
 c1 timeout 30 python3 -c '
 import os, socket, ssl, sys, time
 ca, ready, go = sys.argv[1:4]
-s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
-s.sendall(b"CONNECT echo.world.test:443 HTTP/1.1\r\nHost: echo.world.test:443\r\n\r\n")
-h = b""
-while b"\r\n\r\n" not in h:
-    d = s.recv(1)
-    if not d: sys.exit("proxy closed")
-    h += d
-if b" 200 " not in h.split(b"\r\n")[0]: sys.exit("CONNECT: %r" % h)
-t = ssl.create_default_context(cafile=ca).wrap_socket(s, server_hostname="echo.world.test")
+sys.path.insert(0, sys.argv[-1])
+from tlstunnel import tls_tunnel
+t = tls_tunnel(("10.99.0.1", 3128), "echo.world.test", ca)
 t.sendall(b"GET /half HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n")
 got = b""
 while True:
@@ -324,7 +305,7 @@ while True:
 open(ready, "w").write(got.split(b"\r\n")[0].decode(errors="replace"))
 for _ in range(200):
     if os.path.exists(go): break
-    time.sleep(0.1)' "$WORLD_DIR/pki/ca.crt" "$D/half.ready" "$D/half.go" &
+    time.sleep(0.1)' "$WORLD_DIR/pki/ca.crt" "$D/half.ready" "$D/half.go" "$HERE" &
 cpid=$!
 wait_ready "$D/half.ready"
 t_eq "the origin answered through the tunnel and hung up" "HTTP/1.1 200 OK" "$(cat "$D/half.ready" 2>/dev/null)"
