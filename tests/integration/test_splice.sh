@@ -183,19 +183,14 @@ import socket, sys, time
 o = sys.argv[1].encode()
 s = socket.create_connection(("10.99.0.1", 3128), timeout=10)
 f = s.makefile("rb")
+sys.path.insert(0, sys.argv[-1])
+from tlstunnel import read_answer
 def get(path):
     s.sendall(b"GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n" % (o, path, o))
-    f.readline()
-    n = 0
-    while True:
-        l = f.readline().strip()
-        if not l: break
-        k, _, v = l.partition(b":")
-        if k.lower() == b"content-length": n = int(v)
-    return f.read(n).decode()
+    return read_answer(f)[1].decode()
 a = get(b"/late/10")
 time.sleep(0.8)
-print(a, get(b"/cl/10"))' "$ORIGIN"
+print(a, get(b"/cl/10"))' "$ORIGIN" "$HERE"
 t_eq "the second gets its own answer, not the late one" "0123456789 0123456789" "$T_OUT"
 
 # --- pipes while a body moves, none when idle ------------------------------------------------
@@ -233,19 +228,12 @@ c1 timeout 30 python3 -c '
 import os, socket, ssl, sys, time
 ca, one, go, two = sys.argv[1:5]
 sys.path.insert(0, sys.argv[-1])
-from tlstunnel import tls_tunnel
+from tlstunnel import read_answer, tls_tunnel
 t = tls_tunnel(("10.99.0.1", 3128), "echo.world.test", ca)
 f = t.makefile("rb")
 def get(path, pad=b"-"):
     t.sendall(b"GET %s HTTP/1.1\r\nHost: echo.world.test\r\nX-Pad: %s\r\n\r\n" % (path, pad))
-    status = f.readline().split()[1].decode()
-    n = 0
-    while True:
-        l = f.readline().strip()
-        if not l: break
-        k, _, v = l.partition(b":")
-        if k.lower() == b"content-length": n = int(v)
-    body = f.read(n)
+    status, body = read_answer(f)
     return "%s %s" % (status, path.decode() in body.decode())
 open(one, "w").write(get(b"/first"))
 for _ in range(200):
