@@ -274,10 +274,11 @@ int sl_json_value(struct json *j, int depth)
  * Valid means shortest form, no surrogates, at most U+10FFFF (RFC 3629).
  * When invalid, the length is that of the "maximal subpart" (Unicode 15,
  * 3.9): the bytes that could have begun a valid sequence, at least one, so
- * that one bad sequence becomes one U+FFFD. @s is NUL-terminated, and a NUL
- * is never a continuation byte, so reading stops at the terminator.
+ * that one bad sequence becomes one U+FFFD. At most @avail bytes of @s are
+ * read (at least 1): a sequence they cut is invalid (@s need not be
+ * NUL-terminated: the caller's length bounds it).
  */
-static size_t utf8_seq(const unsigned char *s, bool *ok)
+static size_t utf8_seq(const unsigned char *s, size_t avail, bool *ok)
 {
 	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
 	size_t need, i;
@@ -307,7 +308,7 @@ static size_t utf8_seq(const unsigned char *s, bool *ok)
 		return 1;
 	}
 	for (i = 1; i <= need; i++) {
-		if (s[i] < lo || s[i] > hi)
+		if (i >= avail || s[i] < lo || s[i] > hi)
 			return i;
 		lo = 0x80;
 		hi = 0xbf;
@@ -358,12 +359,8 @@ size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 			plen = 6;
 			adv = 1;
 		} else {
-			adv = utf8_seq(s + i, &ok);
 			/* A sequence cut by @srclen is cut, hence invalid. */
-			if (adv > srclen - i) {
-				ok = false;
-				adv = srclen - i;
-			}
+			adv = utf8_seq(s + i, srclen - i, &ok);
 			if (ok) {
 				piece = (const char *)s + i;
 				plen = adv;

@@ -356,6 +356,21 @@ static void test_escape_bound(void **state)
 	out[0] = 'X';
 	assert_int_equal(sl_json_escape(out, 0, "abc", strlen("abc")), 0);
 	assert_int_equal(out[0], 'X');
+	/* A sequence's lead byte last of @src, which has no terminator: no
+	 * byte past @srclen is read (an ASan build sees any), and the cut
+	 * sequence is one U+FFFD. Also when the bytes past @srclen would
+	 * complete it. */
+	{
+		char *cut = malloc(2);
+
+		assert_non_null(cut);
+		memcpy(cut, "a\xf0", 2);
+		assert_int_equal(sl_json_escape(out, sizeof(out), cut, 2), 7);
+		assert_string_equal(out, "a\\ufffd");
+		free(cut);
+	}
+	assert_int_equal(sl_json_escape(out, sizeof(out), "a\xe2\x82\xac", 2), 7);
+	assert_string_equal(out, "a\\ufffd");
 }
 
 /* For random strings of printable runs, quotes, control bytes and whole,
