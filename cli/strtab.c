@@ -1,19 +1,39 @@
 // SPDX-License-Identifier: MIT
-/* A bounded string-keyed table (strtab.h). FNV-1a is enough: the keys are
- * read from a file once by a CLI, and the bound on entries, not the hash,
- * is what stops a hostile log from costing memory. */
+/* A bounded string-keyed table (strtab.h). The bound on entries is what
+ * stops a hostile log from costing memory; the keys (names a sandbox chose)
+ * are hashed with SipHash under a key drawn at random once per process, so
+ * that nobody can pick names that all fall in one run of the index and make
+ * a reader's every lookup walk it (an unkeyed hash's low bits are easy to
+ * collide on purpose). */
 #include "cli/strtab.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/siphash.h"
 
 static uint64_t hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ULL;
+	static uint64_t k[2];
+	static bool keyed;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
+	if (!keyed) {
+		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k)) {
+			/* No randomness: a key of this run all the same. */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			k[0] = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
+			k[1] = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^
+			       (uint64_t)(uintptr_t)&ts;
+		}
+		keyed = true;
+	}
+	return siphash24(k[0], k[1], s, strlen(s));
 }
 
 static const char *key_of(const struct strtab *t, size_t i)
