@@ -261,21 +261,38 @@ static const char *const public_suffixes[] = {
 	"ne.jp", "or.jp", "ac.jp", "co.kr", "or.kr", "co.in", "net.in", "org.in",
 	"co.za", "org.za", "com.br", "net.br", "org.br", "com.cn", "net.cn", "org.cn",
 	"com.mx", "com.tr", "com.tw", "com.hk", "com.sg", "com.ar", "co.il", "com.pl",
+	NULL,
+};
+/* Platforms whose every name below may be another tenant's: neither they nor
+ * any suffix under them (s3.us-east-1.amazonaws.com, storage.googleapis.com,
+ * blob.core.windows.net) is a wildcard's. */
+static const char *const shared_platforms[] = {
 	"github.io", "githubusercontent.com", "gitlab.io", "pages.dev", "workers.dev",
 	"netlify.app", "vercel.app", "herokuapp.com", "appspot.com", "web.app",
 	"firebaseapp.com", "blogspot.com", "azurewebsites.net", "cloudfront.net",
-	"amazonaws.com", "s3.amazonaws.com", "elasticbeanstalk.com", "fly.dev",
-	"onrender.com", "ngrok.io", "ngrok-free.app", "trycloudflare.com", "repl.co",
-	"glitch.me", "surge.sh", "readthedocs.io", "duckdns.org", "no-ip.org",
-	"dyndns.org", NULL,
+	"amazonaws.com", "elasticbeanstalk.com", "fly.dev", "googleapis.com",
+	"googleusercontent.com", "windows.net", "azureedge.net", "azurefd.net",
+	"digitaloceanspaces.com", "r2.dev", "r2.cloudflarestorage.com",
+	"backblazeb2.com", "wasabisys.com", "onrender.com", "ngrok.io",
+	"ngrok-free.app", "trycloudflare.com", "repl.co", "glitch.me", "surge.sh",
+	"readthedocs.io", "duckdns.org", "no-ip.org", "dyndns.org", NULL,
 };
 /* clang-format on */
 
+static bool under(const char *name, const char *suffix);
+
 bool cli_suggest_public_suffix(const char *suffix)
 {
+	size_t i;
+
 	if (!strchr(suffix, '.'))
 		return true; /* one label: com, org, test */
-	return in(suffix, public_suffixes);
+	if (in(suffix, public_suffixes))
+		return true;
+	for (i = 0; shared_platforms[i]; i++)
+		if (!strcmp(suffix, shared_platforms[i]) || under(suffix, shared_platforms[i]))
+			return true;
+	return false;
 }
 
 static unsigned labels(const char *s)

@@ -467,6 +467,13 @@ static void test_suggest_wildcards(void **state)
 	assert_true(cli_suggest_public_suffix("github.io"));
 	assert_false(cli_suggest_public_suffix("example.com"));
 	assert_false(cli_suggest_public_suffix("cdn.example.co.uk"));
+	/* Below a shared platform: every suffix is another tenant's too. */
+	assert_true(cli_suggest_public_suffix("s3.amazonaws.com"));
+	assert_true(cli_suggest_public_suffix("s3.us-east-1.amazonaws.com"));
+	assert_true(cli_suggest_public_suffix("storage.googleapis.com"));
+	assert_true(cli_suggest_public_suffix("blob.core.windows.net"));
+	assert_true(cli_suggest_public_suffix("my-bucket.s3.amazonaws.com"));
+	assert_false(cli_suggest_public_suffix("amazonaws.com.example.com"));
 }
 
 /* --- report ------------------------------------------------------------------ */
