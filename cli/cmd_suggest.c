@@ -32,6 +32,11 @@
 #define SUG_NAMES 100000      /* names kept; beyond, counted */
 #define SUG_BAD_SHOWN 20      /* not-host-names listed in the comment */
 #define SUG_REFUSED_SHOWN 100 /* address-refused names listed */
+/* What one policy holds: allow rules (policy/load.c's MAX_RULES) and bytes
+ * (YTREE_MAX_BYTES, 1 MiB; the rules get this much of it, the comments
+ * around them the rest). */
+#define SUG_RULES 4096
+#define SUG_RULE_BYTES (896u << 10)
 
 struct ports {
 	uint16_t p[SUG_PORTS];
@@ -346,6 +351,17 @@ static int cmp_rule(const void *a, const void *b)
 	return c ? c : x->raw - y->raw;
 }
 
+/* The most used first (allowed and refused), then by pattern. */
+static int cmp_use(const void *a, const void *b)
+{
+	const struct rule *x = a, *y = b;
+	uint64_t nx = x->allowed + x->refused, ny = y->allowed + y->refused;
+
+	if (nx != ny)
+		return nx > ny ? -1 : 1;
+	return cmp_rule(a, b);
+}
+
 static int cmp_port(const void *a, const void *b)
 {
 	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
@@ -412,6 +428,41 @@ rule:
 }
 
 /* Writes the policy into @out (a memory stream); returns the rule count. */
+/*
+ * Keeps of @rules (*@n of them) what one policy holds, the most used first:
+ * at most SUG_RULES, their text at most SUG_RULE_BYTES. A sandbox that asks
+ * for more names than that must not leave the operator with no policy at
+ * all. Return: how many were left out (*@n is what is kept).
+ */
+static size_t keep_within_bounds(struct rule *rules, size_t *n)
+{
+	size_t i, keep = 0, bytes = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	qsort(rules, *n, sizeof(*rules), cmp_use);
+	m = open_memstream(&buf, &len);
+	for (i = 0; i < *n && keep < SUG_RULES; i++) {
+		long end;
+
+		if (!m || fseek(m, 0, SEEK_SET) < 0)
+			break;
+		print_rule(m, &rules[i]);
+		end = ftell(m);
+		if (end < 0 || bytes + (size_t)end > SUG_RULE_BYTES)
+			break;
+		bytes += (size_t)end;
+		keep++;
+	}
+	if (m)
+		fclose(m);
+	free(buf);
+	i = *n - keep;
+	*n = keep;
+	return i;
+}
+
 static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 {
 	struct strtab sfx = { .esize = sizeof(struct {
@@ -421,7 +472,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			      .max = SUG_NAMES };
 	struct rule *rules = NULL;
 	char **chosen = NULL, **names = NULL, **covering = NULL;
-	size_t i, j, nrules = 0, nchosen = 0, nrefused = 0, ncovering = 0;
+	size_t i, j, nrules = 0, nchosen = 0, nrefused = 0, ncovering = 0, nleft;
 	int ret = -ENOMEM;
 
 	rules = calloc(2 * s->names.n + 1, sizeof(*rules));
@@ -551,6 +602,7 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 			ports_merge(&ru->ports, &e->raw);
 		}
 	}
+	nleft = keep_within_bounds(rules, &nrules);
 	qsort(rules, nrules, sizeof(*rules), cmp_rule);
 
 	for (i = 0; i < s->sandboxes.n; i++)
@@ -575,6 +627,11 @@ static int write_policy(struct suggest *s, unsigned wildcards, FILE *out)
 		fputs("  allow:\n", out);
 	for (i = 0; i < nrules; i++)
 		print_rule(out, &rules[i]);
+	if (nleft)
+		fprintf(out,
+			"# %zu more rules not suggested, the least used: one policy holds at most %d "
+			"allow rules and 1 MiB (sluice report lists every name)\n",
+			nleft, SUG_RULES);
 
 	for (i = 0; i < ncovering; i++)
 		fprintf(out, "# no \"*.%s\": it would cover a name refused for an address reason\n",

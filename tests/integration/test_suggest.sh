@@ -145,6 +145,34 @@ t_not_contains "no escape byte reaches the output" "$T_OUT" $'\e'
 t_not_contains "a name with a NUL is no rule" "$T_OUT" 'evil.test"'
 printf '%s\n' "$T_OUT" >"$D/hostile.yaml"
 t_ok "and what it prints still loads" "$BIN/sluice" policy check "$D/hostile.yaml"
+# More names than one policy holds: what suggest prints still loads, the
+# most used kept (4,096 allow rules at most, 1 MiB at most).
+python3 - "$D" "$S1" <<'PY'
+import json, sys
+d, sb = sys.argv[1:3]
+def line(f, name, port, n=1):
+    f.write(json.dumps({"time": "2026-12-01T21:00:00Z", "sandbox": sb, "proto": "http" if port else "dns",
+                        "name": name, "dst_port": port, "decision": "deny", "reason": "not-allowlisted",
+                        "repeated": n}, separators=(",", ":")) + "\n")
+with open(d + "/many.log", "w") as f:
+    for i in range(4200):
+        line(f, "h%d.example%d.com" % (i, i), None, 100 if i == 4199 else 1)
+with open(d + "/wide.log", "w") as f:
+    for i in range(1750):
+        name = ("n%d-" % i).ljust(60, "a") + "." + "b" * 60 + "." + "c" * 60 + ".example.com"
+        for p in range(64):
+            line(f, name, 1000 + p)
+PY
+t_ok "suggest over 4,200 names" "$BIN/sluice" policy suggest "$D/many.log"
+printf '%s\n' "$T_OUT" >"$D/many.yaml"
+t_ok "what it prints loads" "$BIN/sluice" policy check "$D/many.yaml"
+t_contains "4,096 rules" "$T_OUT" "(4096 rules, 0 credentials)"
+t_contains "the rest counted in a comment" "$(cat "$D/many.yaml")" "# 104 more rules not suggested, the least used"
+t_contains "the most used is kept" "$(cat "$D/many.yaml")" 'host: "h4199.example4199.com"'
+t_ok "suggest over 1,750 long names on 64 ports each" "$BIN/sluice" policy suggest "$D/wide.log"
+printf '%s\n' "$T_OUT" >"$D/wide.yaml"
+t_ok "what it prints loads (under 1 MiB)" "$BIN/sluice" policy check "$D/wide.yaml"
+t_contains "the rest counted in a comment" "$(cat "$D/wide.yaml")" "more rules not suggested, the least used"
 t_ok "report over a hostile log" "$BIN/sluice" report "$D/hostile.log"
 t_not_contains "no escape byte reaches the table" "$T_OUT" $'\e'
 t_contains "the name is shown escaped" "$T_OUT" 'evil\x1b[2J\x0ax.test'
