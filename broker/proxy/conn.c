@@ -551,11 +551,23 @@ void proxy_on_timer(struct timer *t)
 		break;
 	}
 	case CS_REQ:
+	case CS_RESP_BODY:
+		/* A body that moved since the timer was armed is not idle: an
+		 * upload or a download may take longer than either limit. */
+		if (c->up + c->down != c->timer_moved) {
+			c->timer_moved = c->up + c->down;
+			loop_timer_arm(c->w->loop, t,
+				       c->st == CS_REQ ? c->w->limits->response_timeout_ms
+						       : idle_ms);
+			return;
+		}
+		if (c->st == CS_REQ)
+			proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
+		else
+			proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
+		break;
 	case CS_RESP_HEAD:
 		proxy_reply(c, 504, PROXY_ERROR, SL_REASON_UPSTREAM_TIMEOUT);
-		break;
-	case CS_RESP_BODY:
-		proxy_conn_end(c, PROXY_ALLOW, SL_REASON_IDLE_TIMEOUT);
 		break;
 	default:
 		proxy_close(c);

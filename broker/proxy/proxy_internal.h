@@ -161,6 +161,10 @@ struct conn {
 	uint16_t conn_port;
 	struct sl_addr conn_dst; /* its address (judged again at each reuse) */
 	bool upstream_reusable;
+	/* up + down when the timer of a request's body (CS_REQ) or response's
+	 * (CS_RESP_BODY) was armed: a body still moving when it fires is not
+	 * idle, and the timer starts again (proxy_on_timer()). */
+	uint64_t timer_moved;
 
 	/* First bytes (first_bytes.c): request heads, a tunnel's first bytes. */
 	struct buf *in; /* from the client: head, then body and what follows */

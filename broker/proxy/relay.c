@@ -290,6 +290,7 @@ enum step proxy_start_request(struct conn *c)
 	c->uin->pos = c->uin->len = 0;
 	c->interim = c->resp_partial = false;
 	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
+	c->timer_moved = c->up + c->down;
 	c->st = CS_REQ;
 	return STEP_NEXT;
 }
@@ -386,6 +387,8 @@ enum step proxy_send_request(struct conn *c)
 	}
 	c->u_idle = !c->ussl && !(c->uev_mask & EPOLLET) && c->uin->len == c->uin->pos;
 	proxy_pipes_close(c);
+	/* The request is sent: its response head is due in response_timeout. */
+	loop_timer_arm(c->w->loop, &c->timer, c->w->limits->response_timeout_ms);
 	c->st = CS_RESP_HEAD;
 	return STEP_NEXT;
 }
@@ -467,6 +470,7 @@ enum step proxy_read_response_head(struct conn *c)
 		c->client_keepalive = false;
 	/* The response head goes to the client as received. */
 	loop_timer_arm(c->w->loop, &c->timer, policy_limits(c->pol)->idle_timeout_sec * 1000);
+	c->timer_moved = c->up + c->down;
 	c->st = CS_RESP_BODY;
 	return STEP_NEXT;
 }

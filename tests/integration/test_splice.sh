@@ -24,7 +24,9 @@ ORIGIN=other.world.test:8088
 SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
 chmod 600 "$D/secret"
-broker_config
+# response_timeout 3 s: an upload that takes longer, moving all the time,
+# is not cut (below).
+broker_config "response_timeout: 3s"
 cat >"$D/pol.yaml" <<POL
 version: 1
 egress:
@@ -344,6 +346,30 @@ quiet_broker "the origin's reset"
 touch "$D/early.go"
 wait $cpid
 t_ok "the client's next bytes end the request ($(cat "$D/early.out"))" grep -qxE 'answer|closed' "$D/early.out"
+
+# --- bodies that take longer than the limits, moving all the time --------------------------
+# Client c2's policy has an idle_timeout of 2 s, and the broker's
+# response_timeout is 3 s: a download of 40 MB at 8 MB/s and an upload of
+# 1 MB at 200 KB/s take 5 s each, never idle (the download more than the
+# socket buffers hold). Before the change the download was cut 2 s after
+# its head, the upload answered 504 after 3 s.
+cat >"$D/pol-short.yaml" <<POL
+version: 1
+egress:
+  allow:
+    - host: other.world.test
+      ports: [8088]
+limits: { idle_timeout: 2s }
+POL
+world_add_client c2 10.99.0.6/30 10.99.0.5 || echo "client c2 failed"
+t_ok "register c2 (idle_timeout 2 s)" sl register c2 --addr 10.99.0.6 --policy "$D/pol-short.yaml"
+t_ok "a download slower than idle_timeout, never idle" client_exec c2 curl -sS -m 30 -x http://10.99.0.5:3128 \
+	--limit-rate 8M -o /dev/null -w '%{http_code} %{size_download}' "http://$ORIGIN/cl/40000000"
+t_eq "arrives whole" "200 40000000" "$T_OUT"
+head -c 1000000 /dev/urandom >"$D/up.bin"
+t_ok "an upload slower than response_timeout, never idle" client_exec c2 curl -sS -m 30 -x http://10.99.0.5:3128 \
+	--limit-rate 200K --data-binary "@$D/up.bin" "http://$ORIGIN/sum"
+t_eq "arrives whole" "1000000 $(sha256sum "$D/up.bin" | cut -d' ' -f1)" "$T_OUT"
 
 # --- a body the broker must scan ----------------------------------------------------------------
 c1 curl -sS -m 4 $P --limit-rate 1M -o /dev/null "http://$ORIGIN/reflect/200000000" 2>/dev/null &
