@@ -138,23 +138,48 @@ struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p
 }
 
 /*
- * May the next request go over the kept-alive upstream? Its address was
- * judged when it was connected, on the policy of that time: the policy
- * now in force (an update, a reload) judges it again, so that a range it
- * denies is not reached over a connection kept from before. And a plain
- * upstream must have said nothing since its last answer: bytes it sent
- * while the connection idled (an answer nobody asked for) would pass for
- * the next request's answer; an EOF means it is gone. (A TLS upstream may
- * send records of its own, a session ticket, between requests.) Refused,
- * the caller connects anew: resolved again, the usual checks refuse or
- * pick another address.
+ * Has the kept-alive upstream said nothing since its last answer? Bytes it
+ * sent while the connection idled (an answer nobody asked for) would pass
+ * for the next request's answer; an EOF means it is gone. A TLS upstream
+ * may send records of its own between requests (a session ticket, a key
+ * update): what is waiting is read through OpenSSL, which takes those in
+ * and says WANT_READ when no application data came with them. A byte of
+ * application data (it is dropped with the connection), a close_notify,
+ * an alert or a record it must answer first all mean a new connection.
+ */
+static bool upstream_quiet(struct conn *c)
+{
+	char b;
+	int k;
+
+	if (c->ussl && SSL_pending(c->ussl) > 0)
+		return false;
+	if (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == -1 && errno == EAGAIN)
+		return true;
+	if (!c->ussl)
+		return false;
+	ERR_clear_error();
+	k = SSL_read(c->ussl, &b, 1);
+	if (k > 0 || SSL_get_error(c->ussl, k) != SSL_ERROR_WANT_READ) {
+		ERR_clear_error();
+		return false;
+	}
+	return SSL_pending(c->ussl) == 0;
+}
+
+/*
+ * May the next request go over the kept-alive upstream? It must be quiet
+ * (upstream_quiet()), and its address, judged when it was connected on the
+ * policy of that time, is judged again by the policy now in force (an
+ * update, a reload), so that a range it denies is not reached over a
+ * connection kept from before. Refused, the caller connects anew: resolved
+ * again, the usual checks refuse or pick another address.
  */
 static bool upstream_still_usable(struct conn *c)
 {
 	struct proxy_verdict v;
-	char b;
 
-	if (!c->ussl && (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN))
+	if (!upstream_quiet(c))
 		return false;
 	return proxy_check_address(c->pol, &c->conn_dst, c->conn_port, GUARD_FROM_NAME,
 				   broker_is_local(c->w->b, &c->conn_dst, c->conn_port),

@@ -151,6 +151,35 @@ t_fails "a ClientHello whose SNI is not the CONNECT host is reset" \
 	-p -x "http://$(X printenv HTTPS_PROXY | sed 's|http://||')" https://canary.world.test/
 t_ok "logged as sni-mismatch" grep -q '"reason":"sni-mismatch"' "$BROKER_AUDIT"
 
+# A kept-alive TLS upstream is used again only if it said nothing while it
+# idled: the TLS 1.3 session tickets it sends are no reason for a new
+# connection; an answer nobody asked for (/late: a second one 0.3 s after the
+# first) is, or it would pass for the next request's answer.
+kept_alive() {
+	X timeout 20 python3 -c '
+import http.client, json, os, ssl, sys, time
+h, p = os.environ["HTTPS_PROXY"].split("//")[1].rstrip("/").rsplit(":", 1)
+c = http.client.HTTPSConnection(h, int(p), context=ssl.create_default_context(), timeout=10)
+c.set_tunnel("echo.world.test", 443)
+def get(path):
+    c.request("GET", path)
+    b = c.getresponse().read()
+    try:
+        return json.loads(b)["path"]
+    except ValueError:
+        return b.decode(errors="replace")
+a = get(sys.argv[1])
+time.sleep(0.8)
+print(a, get(sys.argv[2]))' "$@"
+}
+t_eq "an HTTPS answer, another 0.3 s after it, then a second request 0.8 s later" \
+	"/api/late /api/after-late" "$(kept_alive /api/late /api/after-late)"
+t_eq "two requests 0.8 s apart on one kept-alive connection" "/api/k1 /api/k2" "$(kept_alive /api/k1 /api/k2)"
+peer() { origin "$1" | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["peer"].rsplit(":", 1)[1])'; }
+t_eq "go over one upstream connection (the broker's port as the origin saw it)" "$(peer /api/k1)" "$(peer /api/k2)"
+PL=$(peer /api/late) PA=$(peer /api/after-late)
+t_ok "  ... and the request after /late a new one ($PL, then $PA)" test -n "$PL" -a -n "$PA" -a "$PL" != "$PA"
+
 # Plain HTTP inside a CONNECT tunnel goes through the HTTP path, each request
 # bound to the tunnel's host.
 t_ok "plain HTTP through a CONNECT tunnel (curl -p)" X curl -sf -m 10 -p http://echo.world.test/tunnel

@@ -22,6 +22,8 @@
 #                                typed by extension, 404 if absent; what a
 #                                client that parses its answer needs (a
 #                                package index, a registry, a git repository)
+#   .../late                     200, then 0.3 s later a second answer
+#                                nobody asked for (Content-Length 5, EVIL!)
 #   anything else                200
 # The body of every non-/bytes answer is JSON:
 #   {"server": "ADDR:PORT", "scheme", "peer", "method", "path", "version",
@@ -251,6 +253,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.bad("bytes must be 0..%d" % MAX_BYTES)
                 return
             self.send_bytes(int(n))
+        elif path.endswith("/late"):
+            self.answer(200, rec)
+            self.wfile.flush()
+            time.sleep(0.3)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!")
+            self.wfile.flush()
         elif path.startswith("/files/") and self.server.files:
             self.send_file(path[len("/files/"):])
         else:
