@@ -154,7 +154,7 @@ static bool upstream_quiet(struct conn *c)
 
 	if (c->ussl && SSL_pending(c->ussl) > 0)
 		return false;
-	if (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == -1 && errno == EAGAIN)
+	if (proxy_fd_quiet(c->uev.fd))
 		return true;
 	if (!c->ussl)
 		return false;

@@ -159,13 +159,9 @@ static enum step start_inner_http(struct conn *c)
  */
 static bool server_spoke(struct conn *c)
 {
-	char b;
-	ssize_t k;
-
 	if (!c->raw_ok || c->head_started || c->uev.fd < 0)
 		return false;
-	k = recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	return k >= 0 || (errno != EAGAIN && errno != EINTR);
+	return !proxy_fd_quiet(c->uev.fd);
 }
 
 /*

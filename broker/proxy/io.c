@@ -258,6 +258,25 @@ ssize_t proxy_read_into(struct conn *c, bool up, struct buf *b)
 	return proxy_read_into_max(c, up, b, SIZE_MAX);
 }
 
+/*
+ * Has nothing arrived on socket @fd, not even an EOF? One byte is peeked,
+ * never taken; any answer but "would block" (a byte, an EOF, an error)
+ * means the peer has spoken. Used where bytes nobody asked for must not
+ * pass for the next answer, and where a server may speak first.
+ */
+bool proxy_fd_quiet(int fd)
+{
+	char b;
+	ssize_t k = -1;
+
+	for (int i = 0; i < 4; i++) {
+		k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (k != -1 || errno != EINTR)
+			break;
+	}
+	return k == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 /* Are both sides plain sockets (no TLS ends here), so that bytes can go
  * from one to the other by splice? */
 bool proxy_plain_both(const struct conn *c)

@@ -288,6 +288,7 @@ ssize_t proxy_ssl_result(struct conn *c, bool up, SSL *ssl, int k);
 ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n);
 ssize_t proxy_read_into_max(struct conn *c, bool up, struct buf *b, size_t max);
 ssize_t proxy_read_into(struct conn *c, bool up, struct buf *b);
+bool proxy_fd_quiet(int fd);
 bool proxy_plain_both(const struct conn *c);
 int proxy_write_out(struct conn *c, bool up, struct buf *b, size_t upto, uint64_t *count);
 

@@ -78,10 +78,8 @@ static enum sb_result splice_body(struct framer *f, int from, int to, int p[2], 
 				if (proxy_framer_skip(f, (size_t)k) < 0)
 					return SB_FROM_GONE;
 				progress = true;
-			} else if (k == 0) {
-				return SB_FROM_GONE;
-			} else if (errno != EAGAIN && errno != EINTR) {
-				return SB_FROM_GONE;
+			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+				return SB_FROM_GONE; /* an EOF or an error */
 			}
 		}
 		if (*inpipe > 0) {
@@ -583,9 +581,7 @@ enum step proxy_relay_response(struct conn *c)
 		/* Spliced: what upstream sent after the body is still in the
 		 * socket, where the copying path would have read it. It is not
 		 * part of this response, and must not pass for the next one. */
-		char b;
-
-		if (recv(c->uev.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		if (!proxy_fd_quiet(c->uev.fd))
 			c->upstream_reusable = false;
 	}
 	proxy_pipes_close(c);
