@@ -24,7 +24,7 @@ version: 1
 egress:
   allow:
     - host: echo.world.test
-      ports: [80, 443]
+      ports: [80, 443, 8444]
     - host: other.world.test
       ports: [443, 8443]
     - host: canary.world.test
@@ -155,12 +155,12 @@ t_ok "logged as sni-mismatch" grep -q '"reason":"sni-mismatch"' "$BROKER_AUDIT"
 # idled: the TLS 1.3 session tickets it sends are no reason for a new
 # connection; an answer nobody asked for (/late: a second one 0.3 s after the
 # first) is, or it would pass for the next request's answer.
-kept_alive() {
-	X timeout 20 python3 -c '
+kept_alive() { # [PORT=N] kept_alive PATH1 PATH2
+	X env PORT="${PORT:-443}" timeout 20 python3 -c '
 import http.client, json, os, ssl, sys, time
 h, p = os.environ["HTTPS_PROXY"].split("//")[1].rstrip("/").rsplit(":", 1)
 c = http.client.HTTPSConnection(h, int(p), context=ssl.create_default_context(), timeout=10)
-c.set_tunnel("echo.world.test", 443)
+c.set_tunnel("echo.world.test", int(os.environ["PORT"]))
 def get(path):
     c.request("GET", path)
     b = c.getresponse().read()
@@ -179,6 +179,20 @@ peer() { origin "$1" | python3 -c 'import json, sys; print(json.loads(sys.stdin.
 t_eq "go over one upstream connection (the broker's port as the origin saw it)" "$(peer /api/k1)" "$(peer /api/k2)"
 PL=$(peer /api/late) PA=$(peer /api/after-late)
 t_ok "  ... and the request after /late a new one ($PL, then $PA)" test -n "$PL" -a -n "$PA" -a "$PL" != "$PA"
+# Records an origin sends while it idles that are not data (a session ticket,
+# a key update) are taken in: the next request goes over the same connection.
+# tests/world/tlsidle.c sends both 0.2 s after each answer, which says how
+# many connections it accepted.
+if t_ok "compile the idle-records origin (tests/world/tlsidle.c)" cc -std=gnu11 -O2 -Wall -Wextra \
+	-Werror -D_GNU_SOURCE -o "$D/tlsidle" tests/world/tlsidle.c -lssl -lcrypto &&
+	world_spawn inet tlsidle "$D/tlsidle" "$WORLD_ECHO4" 8444 "$WORLD_DIR/pki/server.crt" \
+		"$WORLD_DIR/pki/server.key" "$D/tlsidle.ready" 60 &&
+	t_ok "  ... it listens" wait_for 1 ls "$D/tlsidle.ready"; then
+	t_eq "a ticket and a key update while idle: the next request over the same connection" \
+		"/api/i1 conn=1 /api/i2 conn=1" "$(PORT=8444 kept_alive /api/i1 /api/i2)"
+	t_ok "  ... the origin sent both after the first answer" \
+		grep -q "conn 1: /api/i1 answered; ticket and key update sent" "$WORLD_DIR/tlsidle.log"
+fi
 
 # Plain HTTP inside a CONNECT tunnel goes through the HTTP path, each request
 # bound to the tunnel's host.
