@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* ASCII case folding for protocol text (header names, hosts): never the
- * locale's idea of case. */
+ * locale's idea of case. Unsigned numbers in such text, strictly. */
 #ifndef SLUICE_COMMON_TEXT_H
 #define SLUICE_COMMON_TEXT_H
 
+#include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 static inline char text_lower(char c)
 {
@@ -23,6 +26,40 @@ static inline bool text_eq_ci(const char *a, size_t alen, const char *b, size_t 
 		if (text_lower(a[i]) != text_lower(b[i]))
 			return false;
 	}
+	return true;
+}
+
+/*
+ * The unsigned number in @base at @s into *@v, and the byte after it into
+ * *@end. Unlike strtoull() (and sscanf's %u), no space or sign before it:
+ * a field such text holds starts with its first digit. Return: false when
+ * @s does not start with a digit, or the number does not fit.
+ */
+static inline bool text_ull(const char *s, int base, const char **end, unsigned long long *v)
+{
+	char *e;
+	bool digit = (*s >= '0' && *s <= '9') ||
+		     (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')));
+
+	if (!digit)
+		return false;
+	errno = 0;
+	*v = strtoull(s, &e, base);
+	if (errno)
+		return false;
+	*end = e;
+	return true;
+}
+
+/* All of @s, a decimal, as an unsigned int. */
+static inline bool text_uint(const char *s, unsigned *v)
+{
+	unsigned long long x;
+	const char *end;
+
+	if (!text_ull(s, 10, &end, &x) || *end || x > UINT_MAX)
+		return false;
+	*v = (unsigned)x;
 	return true;
 }
 

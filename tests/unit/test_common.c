@@ -74,6 +74,39 @@ static void test_text_eq_ci(void **state)
 	assert_int_equal(text_lower('@'), '@');
 }
 
+/* What replaced sscanf's %u: a field starts with its digit, and a number
+ * that does not fit is refused, not wrapped. */
+static void test_text_numbers(void **state)
+{
+	unsigned long long v;
+	const char *end = NULL;
+	unsigned u;
+
+	(void)state;
+	assert_true(text_ull("123:45", 10, &end, &v));
+	assert_true(v == 123);
+	assert_int_equal(*end, ':');
+	assert_true(text_ull("ffFF 1", 16, &end, &v));
+	assert_true(v == 0xffff);
+	assert_int_equal(*end, ' ');
+	assert_true(text_ull("18446744073709551615", 10, &end, &v));
+	assert_true(v == 18446744073709551615ull);
+	assert_false(text_ull("18446744073709551616", 10, &end, &v));
+	assert_false(text_ull(" 1", 10, &end, &v));
+	assert_false(text_ull("-1", 10, &end, &v));
+	assert_false(text_ull("+1", 10, &end, &v));
+	assert_false(text_ull("", 10, &end, &v));
+	assert_false(text_ull("g", 16, &end, &v));
+
+	assert_true(text_uint("4294967295", &u));
+	assert_true(u == 4294967295u);
+	assert_false(text_uint("4294967296", &u));
+	assert_false(text_uint("12x", &u));
+	assert_false(text_uint("-1", &u));
+	assert_true(text_uint("0", &u));
+	assert_int_equal(u, 0);
+}
+
 static void test_file_read_all(void **state)
 {
 	char path[] = "/tmp/sluice-test-file.XXXXXX";
@@ -181,7 +214,7 @@ int main(void)
 		cmocka_unit_test(test_siphash_reference), cmocka_unit_test(test_obuf),
 		cmocka_unit_test(test_text_eq_ci),	  cmocka_unit_test(test_file_read_all),
 		cmocka_unit_test(test_file_read_all_err), cmocka_unit_test(test_log_dead_stderr),
-		cmocka_unit_test(test_log_every),
+		cmocka_unit_test(test_log_every),	  cmocka_unit_test(test_text_numbers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
