@@ -12,6 +12,7 @@
 #include "common/ctlproto.h"
 #include "common/err.h"
 #include "common/json.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -123,13 +124,15 @@ int cmd_list(int argc, char **argv)
 	else
 		printf("[");
 	for (line = strtok_r(resp, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char name[64], addr[64], pol[PATH_MAX], state[64] = "ok", mode[16] = "enforce";
+		char name[64], addr[64], pol[PATH_MAX], cw[24], state[64] = "ok",
+								mode[16] = "enforce";
 		unsigned conns;
 
 		/* The state and mode words are new: an older broker does not
 		 * send them. */
-		if (sscanf(line, "%63s %63s %4095s %u %63s %15s", name, addr, pol, &conns, state,
-			   mode) < 4)
+		if (sscanf(line, "%63s %63s %4095s %23s %63s %15s", name, addr, pol, cw, state,
+			   mode) < 4 ||
+		    !text_uint(cw, &conns))
 			continue;
 		if (json) {
 			printf("%s{\"name\":", n ? "," : "");

@@ -16,6 +16,7 @@
 #include "common/ctlproto.h"
 #include "common/err.h"
 #include "common/json.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "policy/policy.h"
 
@@ -167,11 +168,15 @@ int cmd_pending(int argc, char **argv)
 		printf("[");
 	for (l = strtok_r(resp, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char sb[128], host[256], method[32], path[512], when[32];
+		char pw[24], fw[24], cw[24], hw[24];
 		unsigned port, count, held;
 		unsigned long long first;
+		const char *end;
 
-		if (sscanf(l, "%127s %255s %u %31s %511s %llu %u %u", sb, host, &port, method, path,
-			   &first, &count, &held) != 8)
+		if (sscanf(l, "%127s %255s %23s %31s %511s %23s %23s %23s", sb, host, pw, method,
+			   path, fw, cw, hw) != 8 ||
+		    !text_uint(pw, &port) || !text_ull(fw, 10, &end, &first) || *end ||
+		    !text_uint(cw, &count) || !text_uint(hw, &held))
 			continue;
 		iso_time(first, when, sizeof(when));
 		if (json) {

@@ -80,6 +80,7 @@
 #include <linux/seccomp.h>
 
 #include "common/err.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "cli/runner.h"
 #include "netns/netns_internal.h"
@@ -836,6 +837,7 @@ static int template_open(uint64_t fp)
 	unsigned long long ino, sfp;
 	struct statfs sfs;
 	struct stat st;
+	const char *p;
 	char buf[64];
 	ssize_t n;
 	int fd, sf, k;
@@ -848,7 +850,9 @@ static int template_open(uint64_t fp)
 	if (n <= 0)
 		return -ESTALE;
 	buf[n] = '\0';
-	if (sscanf(buf, "%llx %llx", &ino, &sfp) != 2 || sfp != fp)
+	/* "%llx %llx\n", as cli_runner_template() writes it. */
+	if (!text_ull(buf, 16, &p, &ino) || *p != ' ' || !text_ull(p + 1, 16, &p, &sfp) ||
+	    sfp != fp)
 		return -ESTALE;
 	fd = open(RUNNER_TEMPLATE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
