@@ -1283,7 +1283,6 @@ static int make_path(const char *path, bool dir, int *fdp)
 		}
 		close(cur);
 		cur = fd;
-		fd = -1;
 	}
 	if (!dir) {
 		struct stat st;
