@@ -138,11 +138,14 @@ int cli_seccomp_build(struct sock_filter *prog, size_t max)
 {
 	size_t n = 0, i;
 
-#define EMIT(ins)                                    \
-	do {                                         \
-		if (n >= max)                        \
-			return -ENOSPC;              \
-		prog[n++] = (struct sock_filter)ins; \
+/* @ins is a brace initializer (BPF_STMT, BPF_JUMP), valid only as an
+ * initializer: not in parentheses, nor after a cast without them. */
+#define EMIT(ins)                              \
+	do {                                   \
+		struct sock_filter one_ = ins; \
+		if (n >= max)                  \
+			return -ENOSPC;        \
+		prog[n++] = one_;              \
 	} while (0)
 
 	/* Another architecture's syscall numbers mean other syscalls: a
