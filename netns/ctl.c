@@ -42,11 +42,12 @@ int netns_ctl_send(const char *line)
 	struct iovec iov[2] = { { .iov_base = (void *)line, .iov_len = strlen(line) },
 				{ .iov_base = "\n", .iov_len = 1 } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+	size_t plen = strlen(netns_socket_path);
 	int fd, r;
 
-	if (strlen(netns_socket_path) >= sizeof(sun.sun_path))
+	if (plen >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, netns_socket_path);
+	memcpy(sun.sun_path, netns_socket_path, plen + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

@@ -218,12 +218,13 @@ static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags, struc
  */
 int netns_link_index(struct netns_rtnl *r, const char *name)
 {
+	size_t len = strlen(name);
 	struct ifreq ifr;
 
-	if (strlen(name) >= sizeof(ifr.ifr_name))
+	if (len >= sizeof(ifr.ifr_name))
 		return -EINVAL;
 	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, name);
+	memcpy(ifr.ifr_name, name, len + 1);
 	/* A netlink socket takes the interface ioctls, in its own namespace. */
 	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFINDEX, &ifr) < 0)
 		return -errno;
@@ -240,14 +241,15 @@ int netns_link_index(struct netns_rtnl *r, const char *name)
  */
 int netns_link_mac(struct netns_rtnl *r, const char *name, char out[18])
 {
+	size_t len = strlen(name);
 	const unsigned char *m;
 	struct ifreq ifr;
 
 	out[0] = '\0';
-	if (strlen(name) >= sizeof(ifr.ifr_name))
+	if (len >= sizeof(ifr.ifr_name))
 		return -EINVAL;
 	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, name);
+	memcpy(ifr.ifr_name, name, len + 1);
 	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFHWADDR, &ifr) < 0)
 		return -errno;
 	m = (const unsigned char *)ifr.ifr_hwaddr.sa_data;
