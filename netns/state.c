@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "common/file.h"
 #include "common/sumfile.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -319,11 +320,22 @@ static int parse_v4(const char *v, uint32_t *out)
 	return 0;
 }
 
+/* @v, whole, into @dst of @cap bytes; -EINVAL when it does not fit. */
+static int copy_value(char *dst, size_t cap, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n >= cap)
+		return -EINVAL;
+	memcpy(dst, v, n + 1);
+	return 0;
+}
+
 /* One "key value" line of the record into @sb; -EINVAL for anything else. */
 static int state_line(struct netns_sandbox *sb, const char *key, const char *v, unsigned *seen)
 {
 	unsigned long long dev, ino;
-	char tail;
+	const char *p;
 
 	if (!strcmp(key, "name")) {
 		if (strcmp(v, sb->name))
@@ -338,9 +350,9 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 			return -EINVAL;
 		*seen |= 4;
 	} else if (!strcmp(key, "link")) {
-		if (strlen(v) >= sizeof(sb->link) || strncmp(v, NETNS_LINK_PREFIX, 3))
+		if (strncmp(v, NETNS_LINK_PREFIX, 3) ||
+		    copy_value(sb->link, sizeof(sb->link), v) < 0)
 			return -EINVAL;
-		strcpy(sb->link, v);
 		*seen |= 8;
 	} else if (!strcmp(key, "proxy_port")) {
 		if (parse_port(v, &sb->ports.proxy) < 0)
@@ -355,21 +367,19 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 			return -EINVAL;
 		*seen |= 64;
 	} else if (!strcmp(key, "broker_netns")) {
-		if (sscanf(v, "%llu:%llu%c", &dev, &ino, &tail) != 2)
+		if (!text_ull(v, 10, &p, &dev) || *p != ':' || !text_ull(p + 1, 10, &p, &ino) || *p)
 			return -EINVAL;
 		sb->broker_ns_dev = dev;
 		sb->broker_ns_ino = ino;
 		*seen |= 128;
 	} else if (!strcmp(key, "socket")) {
-		if (strlen(v) >= sizeof(sb->socket))
+		if (copy_value(sb->socket, sizeof(sb->socket), v) < 0)
 			return -EINVAL;
-		strcpy(sb->socket, v);
 	} else if (!strcmp(key, "ifname")) {
 		/* The three below are optional: a record from before attach
 		 * is a created sandbox's, with eth0, named by sluice. */
-		if (!netns_ifname_ok(v))
+		if (!netns_ifname_ok(v) || copy_value(sb->ifname, sizeof(sb->ifname), v) < 0)
 			return -EINVAL;
-		strcpy(sb->ifname, v);
 	} else if (!strcmp(key, "attached") || !strcmp(key, "ns_named")) {
 		bool *b = key[0] == 'a' ? &sb->attached : &sb->ns_named;
 
