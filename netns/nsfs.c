@@ -38,6 +38,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 
@@ -55,6 +56,7 @@
  */
 /* 457 wherever the new system calls share one number (not alpha, mips). */
 #if !defined(__NR_statmount) && !defined(__alpha__) && !defined(__mips__)
+// NOLINTNEXTLINE(bugprone-reserved-identifier): the syscall number old headers lack, by its name
 #define __NR_statmount 457
 #endif
 #define SL_STATX_MNT_ID_UNIQUE 0x00004000U
@@ -120,17 +122,19 @@ struct netns_mnt {
 
 /*
  * The whole of a /proc text file (mountinfo), NUL-terminated, in *@out
- * (the caller frees it). Whole, in large reads: each read of a seq_file
- * starts over from where the last one stopped, and small reads multiply
- * that.
+ * (the caller frees it; NULL on a failure). Whole, in large reads: each
+ * read of a seq_file starts over from where the last one stopped, and
+ * small reads multiply that.
  * Return: 0 or a negative errno.
  */
 static int read_whole(const char *path, char **out)
 {
 	size_t cap = 64 << 10, len = 0;
 	char *buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd;
 
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	for (;;) {
@@ -305,9 +309,10 @@ static int run_netns_groups(pid_t pid, int mntfd, struct netns_mnt *m)
 static pid_t parent_of(pid_t pid)
 {
 	char path[64], buf[512], *p;
+	unsigned long long pp;
+	const char *end;
 	ssize_t n;
 	int fd;
-	long pp;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -318,9 +323,10 @@ static pid_t parent_of(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* comm may hold spaces and ')': the state and ppid follow the last ')'. */
+	/* comm may hold spaces and ')': " STATE PPID " follow the last ')'. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %ld", &pp) != 1 || pp <= 0)
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ' || !text_ull(p + 4, 10, &end, &pp) ||
+	    pp == 0 || pp > INT_MAX)
 		return 0;
 	return (pid_t)pp;
 }
