@@ -250,6 +250,7 @@ static int nfnl_open(struct nfnl *n)
 	struct timeval tv = { .tv_sec = 5 };
 	int e;
 
+	memset(n, 0, sizeof(*n));
 	n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
 	if (!n->nl)
 		return -errno;
@@ -453,10 +454,12 @@ static int element_key(const char *link, uint32_t addr, uint8_t key[KEY_LEN], st
 	size_t nlen = strlen(link);
 	int r;
 
-	if (nlen == 0 || nlen >= KEY_IFNAME_LEN)
-		return sl_err_set(err, EINVAL, "nftables: bad link name `%s`", link);
+	if (nlen == 0 || nlen >= KEY_IFNAME_LEN) {
+		sl_err_set(err, EINVAL, "nftables: bad link name `%s`", link);
+		return -EINVAL;
+	}
 	memset(key, 0, KEY_LEN);
-	memcpy(key, link, nlen);
+	memcpy(key, link, nlen + 1); /* fits: nlen < KEY_IFNAME_LEN */
 	memcpy(key + KEY_IFNAME_LEN, &be, 4);
 	r = nfnl_open(n);
 	if (r < 0)
