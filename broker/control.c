@@ -363,13 +363,12 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 
 static int link_nsid_cb(const struct nlmsghdr *nlh, void *data)
 {
-	const struct ifinfomsg *ifi = mnl_nlmsg_get_payload(nlh);
 	struct nsid_answer *a = data;
 	struct nlattr *at;
 
 	if (nlh->nlmsg_type != RTM_NEWLINK)
 		return MNL_CB_OK;
-	mnl_attr_for_each(at, nlh, sizeof(*ifi)) {
+	mnl_attr_for_each(at, nlh, sizeof(struct ifinfomsg)) {
 		if (mnl_attr_get_type(at) == IFLA_LINK_NETNSID &&
 		    mnl_attr_validate(at, MNL_TYPE_U32) == 0) {
 			a->nsid = (int32_t)mnl_attr_get_u32(at);
@@ -1930,6 +1929,7 @@ void control_shutdown(struct control *ctl)
 	if (!ctl)
 		return;
 	struct ca_job *job;
+	struct cconn *c, *next;
 
 	control_stop(ctl);
 	pthread_mutex_lock(&ctl->maker.lock);
@@ -1951,8 +1951,10 @@ void control_shutdown(struct control *ctl)
 		job_finish(job);
 	}
 	ctl->maker.done_tail = NULL;
-	while (ctl->oldest)
-		conn_close(ctl->oldest);
+	for (c = ctl->oldest; c; c = next) {
+		next = c->next;
+		conn_close(c);
+	}
 	if (ctl->maker.done_ev.fd >= 0) {
 		loop_del(ctl->loop, &ctl->maker.done_ev);
 		close(ctl->maker.done_ev.fd);
