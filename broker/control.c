@@ -294,7 +294,7 @@ static int known_cmp(const void *a, const void *b)
 
 static struct known *known_find(struct control *ctl, const char *name)
 {
-	struct known key;
+	struct known key = { 0 }; /* known_cmp() reads the name only */
 
 	if (!ctl->seen.n)
 		return NULL;
@@ -1604,36 +1604,34 @@ static void conn_dispatch(struct cconn *c)
 		if (n >= 1 && !strcmp(w[0], CTL_APPROVE) && c->check >= 0) {
 			char msg[1024];
 
-			if (approve_start(c, w, n, msg, sizeof(msg)) < 0) {
-				resp = strdup(msg);
-				goto answer;
+			if (approve_start(c, w, n, msg, sizeof(msg)) >= 0) {
+				c->state = C_WORK;
+				loop_timer_cancel(ctl->loop, &c->timer);
+				if (c->watched)
+					loop_del(ctl->loop, &c->ev);
+				c->watched = false;
+				return;
 			}
+			resp = strdup(msg);
+		} else if (register_words(w, n) && job_start(c) == 0) {
 			c->state = C_WORK;
 			loop_timer_cancel(ctl->loop, &c->timer);
 			if (c->watched)
 				loop_del(ctl->loop, &c->ev);
 			c->watched = false;
 			return;
-		}
-		if (register_words(w, n) && job_start(c) == 0) {
-			c->state = C_WORK;
-			loop_timer_cancel(ctl->loop, &c->timer);
-			if (c->watched)
-				loop_del(ctl->loop, &c->ev);
-			c->watched = false;
-			return;
-		}
-		/* One buffer for the largest answer, kept: the answer is
-		 * copied out at its length. */
-		if (!ctl->out)
-			ctl->out = malloc(CTL_RESP_MAX);
-		resp = NULL;
-		if (ctl->out) {
-			handle(ctl, c->req, ctl->out, CTL_RESP_MAX, &c->peer);
-			resp = strdup(ctl->out);
+		} else {
+			/* One buffer for the largest answer, kept: the answer
+			 * is copied out at its length. */
+			if (!ctl->out)
+				ctl->out = malloc(CTL_RESP_MAX);
+			resp = NULL;
+			if (ctl->out) {
+				handle(ctl, c->req, ctl->out, CTL_RESP_MAX, &c->peer);
+				resp = strdup(ctl->out);
+			}
 		}
 	}
-answer:
 	if (!resp) {
 		conn_close(c);
 		return;
