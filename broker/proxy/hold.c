@@ -352,8 +352,10 @@ int proxy_hold_answer_all(struct broker *b, struct sandbox *sb, const char *host
 	a->status = status;
 	for (i = 0; i < b->n_workers; i++) {
 		atomic_fetch_add(&a->refs, 1);
+		/* Never the last reference: this function holds one until
+		 * its end. */
 		if (loop_post(b->workers[i].loop, answer_post, a) < 0)
-			answer_put(a);
+			atomic_fetch_sub(&a->refs, 1);
 	}
 	answer_put(a);
 	return 0;
