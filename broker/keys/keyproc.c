@@ -150,18 +150,20 @@ static void held_free(struct held *h)
 	free(h);
 }
 
-/* Lets go of the CA *@pp (held), and unlinks it from its bucket. */
+/* Lets go of the CA *@pp, if one is held, and unlinks it from its bucket. */
 static void unhold(struct held **pp)
 {
 	struct held *h = *pp;
 
+	if (!h)
+		return;
 	*pp = h->next;
 	S.n--;
 	held_free(h);
 }
 
-/* Takes @key and @cert on success. */
-static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN])
+/* Takes @key and @cert on success; *@held is then the CA held as @id. */
+static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN], struct held **held)
 {
 	struct held *h, **pp;
 
@@ -172,6 +174,7 @@ static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN])
 		/* Held already (a CA_LOAD again): the one held stays. */
 		EVP_PKEY_free(key);
 		X509_free(cert);
+		*held = *pp;
 		return 0;
 	}
 	if (S.n >= KEYS_HELD_MAX)
@@ -186,6 +189,7 @@ static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN])
 	h->next = S.bucket[bucket_of(id)];
 	S.bucket[bucket_of(id)] = h;
 	S.n++;
+	*held = h;
 	return 0;
 }
 
@@ -307,6 +311,7 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 	unsigned char id[KEYS_ID_LEN];
 	EVP_PKEY *key = new_key();
 	X509 *cert = key ? tls_ca_make_cert(key, q->name) : NULL;
+	struct held *h;
 	int n, r;
 
 	if (!cert) {
@@ -320,7 +325,7 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 		X509_free(cert);
 		return n;
 	}
-	r = hold(key, cert, id);
+	r = hold(key, cert, id, &h);
 	if (r < 0) {
 		EVP_PKEY_free(key);
 		X509_free(cert);
@@ -332,7 +337,7 @@ static int op_ca_create(const struct keys_req *q, unsigned char *out, size_t cap
 	 * the broker drops it (CA_DROP) if the registration fails. Without a
 	 * directory (the process is always started with one: only unit tests
 	 * and the fuzzer serve without), the key is held only. */
-	r = S.dirfd < 0 ? 0 : write_key(S.dirfd, id, (*find(id))->key, -1, -1);
+	r = S.dirfd < 0 ? 0 : write_key(S.dirfd, id, h->key, -1, -1);
 	if (r < 0) {
 		unhold(find(id));
 		return r;
@@ -346,6 +351,7 @@ static int op_ca_load(const struct keys_req *q)
 	unsigned char id[KEYS_ID_LEN], *buf = NULL;
 	char name[2 * KEYS_ID_LEN + 8];
 	X509 *cert = d2i_X509(NULL, &p, (long)q->len);
+	struct held *h;
 	EVP_PKEY *key = NULL;
 	size_t len = 0;
 	int r;
@@ -379,7 +385,7 @@ static int op_ca_load(const struct keys_req *q)
 		X509_free(cert);
 		return -EKEYREJECTED;
 	}
-	r = hold(key, cert, id);
+	r = hold(key, cert, id, &h);
 	if (r < 0) {
 		EVP_PKEY_free(key);
 		X509_free(cert);
