@@ -239,7 +239,7 @@ void creds_tokens_put(struct creds_tokens_entry *e)
 
 static char *entry_key(const struct policy_oauth2 *o)
 {
-	size_t i, len = strlen(o->token_url) + strlen(o->client_id) + 3;
+	size_t i, off, len = strlen(o->token_url) + strlen(o->client_id) + 3;
 	char *k;
 
 	for (i = 0; i < o->n_scopes; i++)
@@ -247,12 +247,10 @@ static char *entry_key(const struct policy_oauth2 *o)
 	k = malloc(len);
 	if (!k)
 		return NULL;
-	snprintf(k, len, "%s\n%s\n", o->token_url, o->client_id);
-	for (i = 0; i < o->n_scopes; i++) {
-		strcat(k, o->scopes[i]);
-		if (i + 1 < o->n_scopes)
-			strcat(k, " ");
-	}
+	off = (size_t)snprintf(k, len, "%s\n%s\n", o->token_url, o->client_id);
+	for (i = 0; i < o->n_scopes; i++)
+		off += (size_t)snprintf(k + off, len - off, "%s%s", o->scopes[i],
+					i + 1 < o->n_scopes ? " " : "");
 	return k;
 }
 
@@ -711,7 +709,7 @@ static int fetch_https(void *ctx, const struct creds_tokens_request *rq, struct 
 	rcap = bcap + strlen(rq->path) + 1024;
 	req = malloc(rcap);
 	form = malloc(bcap);
-	resp = malloc(sizeof(*resp));
+	resp = calloc(1, sizeof(*resp));
 	ans = malloc(CREDS_TOKENS_RESPONSE_MAX);
 	if (!req || !form || !resp || !ans) {
 		r = sl_err_set(err, ENOMEM, "out of memory");
