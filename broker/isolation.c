@@ -540,10 +540,10 @@ static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
 		if (n <= 0)
 			_exit(0); /* the broker closed its end, or is gone */
 		fd = -1;
-		if ((size_t)n <= offsetof(struct opener_req, path) || ((char *)&q)[n - 1] != '\0')
+		/* Malformed, or asking for more than reading. */
+		if ((size_t)n <= offsetof(struct opener_req, path) || ((char *)&q)[n - 1] != '\0' ||
+		    (q.flags & ~OPENER_FLAGS) != O_RDONLY)
 			r = -EINVAL;
-		else if ((q.flags & ~OPENER_FLAGS) != O_RDONLY)
-			r = -EINVAL; /* reading only */
 		else
 			r = opener_open_one(&q, &fd);
 		opener_reply(sock, r, fd);
