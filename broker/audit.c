@@ -178,7 +178,7 @@ static size_t mask_placeholders(const char *s, size_t n, char *out)
 		for (k = 0; q + k < end && isxdigit((unsigned char)q[k]); k++)
 			;
 		if (k) {
-			memcpy(out + o, "***", 3);
+			memset(out + o, '*', 3);
 			o += 3;
 		}
 		p = q + k;
