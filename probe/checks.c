@@ -249,6 +249,7 @@ static void direct_http(const struct probe_ctx *ctx, struct probe_result *r,
 {
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	char req[1024], what[96], hh[300];
+	int tmo = T(ctx); /* before @host is tested: it may be a field of ctx->o */
 	size_t n;
 
 	if (!x)
@@ -265,7 +266,7 @@ static void direct_http(const struct probe_ctx *ctx, struct probe_result *r,
 	}
 	n = http_req(req, sizeof(req), method, path, host, extra);
 	ipport(ip, port, what, sizeof(what));
-	probe_tcp_exchange(ip, port, req, n, PR_HTTP, T(ctx), x);
+	probe_tcp_exchange(ip, port, req, n, PR_HTTP, tmo, x);
 	judge_http(r, what, x, ip->af);
 	free(x);
 }
@@ -276,6 +277,7 @@ static void direct_tls(const struct probe_ctx *ctx, struct probe_result *r,
 	struct probe_xchg *x = calloc(1, sizeof(*x));
 	uint8_t hello[800];
 	char what[96 + PROBE_NAME_MAX];
+	int tmo = T(ctx); /* before @sni is tested: it may be a field of ctx->o */
 	size_t n = probe_tls_client_hello(hello, sizeof(hello), sni);
 
 	if (!x)
@@ -283,7 +285,7 @@ static void direct_tls(const struct probe_ctx *ctx, struct probe_result *r,
 	ipport(ip, port, what, sizeof(what) - PROBE_NAME_MAX);
 	if (sni)
 		probe_bfmt(what + strlen(what), PROBE_NAME_MAX + 8, " (SNI %s)", sni);
-	probe_tcp_exchange(ip, port, hello, n, PR_TLS, T(ctx), x);
+	probe_tcp_exchange(ip, port, hello, n, PR_TLS, tmo, x);
 	judge_tls(r, what, x, ip->af);
 	free(x);
 }
@@ -721,6 +723,16 @@ static void c_tcp_private_v6(const struct probe_ctx *ctx, struct probe_result *r
 	direct_http(ctx, r, &ctx->o->private6, 80, "GET", "/", NULL, NULL);
 }
 
+/* The same address: the family's bytes only, not the rest of the union. */
+static bool ip_same(const struct probe_ip *a, const struct probe_ip *b)
+{
+	if (a->af != b->af)
+		return false;
+	if (a->af == AF_INET)
+		return a->u.v4.s_addr == b->u.v4.s_addr;
+	return !memcmp(&a->u.v6, &b->u.v6, sizeof(a->u.v6));
+}
+
 static void c_gw_direct_ports(const struct probe_ctx *ctx, struct probe_result *r)
 {
 	int i, tried = 0;
@@ -731,7 +743,7 @@ static void c_gw_direct_ports(const struct probe_ctx *ctx, struct probe_result *
 		uint16_t p = ctx->o->gw_ports[i];
 
 		if (p == 53 || (ctx->have_proxy && p == ctx->proxy_port &&
-				!memcmp(&ctx->proxy_ip, &ctx->gateway, sizeof(ctx->gateway))))
+				ip_same(&ctx->proxy_ip, &ctx->gateway)))
 			continue; /* the resolver and the proxy are meant to be
 				     there */
 		direct_http(ctx, r, &ctx->gateway, p, "GET", "/", NULL, NULL);
