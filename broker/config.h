@@ -18,12 +18,12 @@ struct sl_err;
  * an id no distribution hands out (65534 is nobody, which other daemons
  * share; the broker's files must be its own). */
 #define BROKER_DEFAULT_USER "sluice"
-#define BROKER_DEFAULT_UID 65533
-#define BROKER_DEFAULT_GID 65533
+#define BROKER_DEFAULT_UID 65533u
+#define BROKER_DEFAULT_GID 65533u
 /* The key process's, likewise (`key_user`). */
 #define BROKER_KEYS_DEFAULT_USER "sluice-keys"
-#define BROKER_KEYS_DEFAULT_UID 65532
-#define BROKER_KEYS_DEFAULT_GID 65532
+#define BROKER_KEYS_DEFAULT_UID 65532u
+#define BROKER_KEYS_DEFAULT_GID 65532u
 
 struct broker_config {
 	char control_socket[108];

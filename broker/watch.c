@@ -284,13 +284,13 @@ void watch_emit(const char *line, size_t len)
 void watch_audit(const struct audit_event *ev)
 {
 	static const char tag[] = "{\"event\":\"decision\",";
-	char line[AUDIT_LINE_MAX + sizeof(tag)];
+	char line[AUDIT_LINE_MAX + sizeof(tag)], *body = line + sizeof(tag) - 2;
 	int n;
 
 	if (!watch_active())
 		return;
-	n = audit_format(ev, line + sizeof(tag) - 2, AUDIT_LINE_MAX);
-	if (n < 2 || line[sizeof(tag) - 2] != '{')
+	n = audit_format(ev, body, AUDIT_LINE_MAX);
+	if (n < 2 || body[0] != '{')
 		return;
 	/* The audit line, as the log has it, tagged as a decision. */
 	memcpy(line, tag, sizeof(tag) - 1);

@@ -352,7 +352,7 @@ void cli_auditlog_put_safe(FILE *out, const char *s, size_t max)
 {
 	size_t i;
 
-	for (i = 0; s[i] && i < max; i++) {
+	for (i = 0; i < max && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c > 0x20 && c < 0x7f && c != '\\')
