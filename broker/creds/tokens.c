@@ -2,8 +2,9 @@
 /* OAuth2 client-credentials tokens: the broker's cache and its fetcher threads.
  *
  * Theory of operation: an oauth2 credential of a loaded policy holds a
- * reference on one cache entry, keyed by (token_url, client_id, scopes),
- * so that sandboxes and reloads with the same credential share one token.
+ * reference on one cache entry, keyed by (token_url, client_id, scopes)
+ * and the client secret, so that sandboxes and reloads with the same
+ * credential share one token, and only they.
  * A fixed pool of CREDS_TOKENS_FETCHERS threads, started together with the first
  * oauth2 credential, does the fetches, each thread one at a time: an idle
  * thread sleeps on the cache's condition variable until the earliest entry
@@ -305,18 +306,23 @@ struct creds_tokens_entry *creds_tokens_get(const struct policy_credential *c,
 	}
 	pthread_once(&conds_once, conds_init);
 	pthread_mutex_lock(&T.lock);
+	/* Shared only with the same client secret: a token fetched with
+	 * one secret is never handed to a policy that holds another (which
+	 * could name another client's endpoint, id and scopes, and a secret
+	 * of its own, to be injected the other's token), and no policy's
+	 * secret replaces another's. A reload that read a rotated secret
+	 * makes a new entry; the old one goes with the old policy. */
 	for (e = T.head; e; e = e->next) {
-		if (strcmp(e->key, key) == 0)
+		if (strcmp(e->key, key) == 0 && e->client_secret.len == cs.len &&
+		    CRYPTO_memcmp(e->client_secret.buf, cs.buf, cs.len) == 0)
 			break;
 	}
 	if (e) {
-		/* A reload may have read a rotated secret: the next fetch uses
-		 * it; and log lines name the credential loaded last. */
+		/* Log lines name the credential loaded last. */
 		e->refs++;
 		snprintf(e->cred_name, sizeof(e->cred_name), "%s", c->name);
-		creds_secret_free(&e->client_secret);
-		e->client_secret = cs;
 		pthread_mutex_unlock(&T.lock);
+		creds_secret_free(&cs);
 		free(key);
 		return e;
 	}

@@ -254,6 +254,26 @@ t_ok "sluice status counts cached JWTs (${J0:-none}, both sandboxes')" test "${J
 t_ok "delete the second sandbox" S delete "$S2"
 t_eq "its one cached JWT is dropped with it" "$((${J0:-0} - 1))" "$(jwt_cached)"
 
+# A token is shared only with the same client secret. A policy that names
+# the same endpoint, client and scopes with a secret of its own (here one
+# the endpoint refuses) gets a fetch of its own, never the cached token
+# (which its scope could send to a host of its choosing), and the first
+# sandbox's entry, token and secret stay as they were.
+sed "s|^        client_secret_file: .*|        client_secret_file: $D/wrong_secret|" "$D/pol.yaml" >"$D/pol-other.yaml"
+refused() { ep count | python3 -c 'import json,sys; print(json.load(sys.stdin)["refused"])'; }
+R0=$(refused)
+t_ok "a sandbox whose policy has the same endpoint, client and scopes, another secret" \
+	S create "$S2" --policy "$D/pol-other.yaml"
+t_eq "does not get the cached token: 502" "502 credential-unavailable" \
+	"$(S exec "$S2" -- curl -s -m 10 -o /dev/null -D - http://echo.world.test/oauth/other | t_status_reason)"
+t_eq "the origin saw no request from it" "" "$(origin /oauth/other)"
+t_ok "its own fetch was made, with its secret, and refused (${R0:-?} before, $(refused) now)" \
+	test "$(refused)" -gt "${R0:-0}"
+t_ok "the first sandbox" X curl -sf -m 10 http://echo.world.test/oauth/after-other
+t_contains "still gets its token" "$(origin /oauth/after-other)" "\"Authorization\", \"Bearer $TOK\""
+t_eq "which was not fetched again" "1" "$(issued 'read write')"
+t_ok "delete that sandbox" S delete "$S2"
+
 # ---- oauth2: an endpoint that hangs --------------------------------------------
 # other.world.test:9444 accepts connections and never answers (not even the
 # TLS handshake). A fetch from it holds one fetcher thread until its
