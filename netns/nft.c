@@ -25,6 +25,7 @@
  * dynamic loader of every sluice process, a list or a delete too, would
  * map and relocate all five for an install that a broker needs once. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/log.h"
 #include "netns/netns_internal.h"
 
 #define RULESET_VERSION 2
@@ -395,6 +397,51 @@ static int ruleset_in_force(const char *sig, int *held)
 	return r < 0 ? r : s.found;
 }
 
+/*
+ * The elements of the sandboxes this namespace's broker already has, back
+ * into a table that was just installed. The table is missing when another
+ * tool flushed the ruleset (Layout 2: an nftables.service restart); the
+ * sandboxes made before would reach nothing until made again. Their
+ * records (NETNS_STATE_DIR/NAME/sandbox, written once a sandbox is wired
+ * and registered) name their link and address; a record of another
+ * broker's namespace is not ours. An element that is there already (a
+ * table kept across a new ruleset version) is no error. Best effort: a
+ * sandbox left out stays cut off, as before, and is logged.
+ * Return: the number of elements put back.
+ */
+static unsigned restore_elements(void)
+{
+	uint64_t dev, ino;
+	unsigned n = 0, seen = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (netns_self_ns_id(&dev, &ino) < 0)
+		return 0;
+	d = opendir(NETNS_STATE_DIR);
+	if (!d)
+		return 0;
+	/* Bounded: at most 65,536 entries looked at. */
+	while ((e = readdir(d)) && seen++ < 65536) {
+		struct netns_sandbox sb;
+		int r;
+
+		if (e->d_name[0] == '.' || !netns_name_ok(e->d_name) ||
+		    netns_state_read(e->d_name, &sb, NULL) < 0 || sb.broker_ns_dev != dev ||
+		    sb.broker_ns_ino != ino || !sb.link[0] || !sb.addr)
+			continue;
+		r = netns_nft_element(true, sb.link, sb.addr, NULL, NULL);
+		if (r == 0 || r == -EEXIST)
+			n++;
+		else
+			log_warn("netns: sandbox `%s`: its element could not be put back into "
+				 "table inet %s: %s; it stays cut off until made again",
+				 sb.name, TABLE, strerror(-r));
+	}
+	closedir(d);
+	return n;
+}
+
 /**
  * netns_nft_install() - make sure table inet sluice is in force for @p
  * @p:      the broker's ports
@@ -436,6 +483,14 @@ int netns_nft_install(const struct netns_ports *p, int *held, struct sl_err *err
 		goto out;
 	}
 	r = run(cmd, err);
+	if (r == 0) {
+		unsigned k = restore_elements();
+
+		if (k)
+			log_info("netns: table inet %s installed again, with the elements of the "
+				 "%u sandboxes made before",
+				 TABLE, k);
+	}
 out:
 	close(fd); /* releases the lock */
 	return r;

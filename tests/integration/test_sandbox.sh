@@ -620,6 +620,26 @@ t_contains "says which" "$T_ERR" "cannot open network namespace \`/run/netns/$WO
 t_rc "--broker-netns naming no namespace" 1 "$BIN/sluice" --broker-netns /etc/hostname list
 t_contains "says so" "$T_ERR" "\`/etc/hostname\` is not a namespace"
 
+# --- another tool flushes the ruleset ------------------------------------------------------------
+# Layout 2's hazard, played in the broker's namespace: table inet sluice is
+# deleted under a sandbox (an nftables.service restart flushes the whole
+# ruleset). The next create installs the table again with the elements of
+# the sandboxes made before, which then reach the broker again (without
+# their element the table drops all they send).
+t_ok "create $P-xt1" sl create "$P-xt1" --policy "$D/pol.yaml"
+read -r _ AF _ <<<"$T_OUT"
+GF=${AF%.*}.$((${AF##*.} - 1))
+t_ok "it reaches the echo server through the broker" \
+	IN "$P-xt1" curl -sf -m 10 -o /dev/null -x "http://$GF:3128" http://echo.world.test/flush-before
+t_ok "another tool deletes table inet sluice" nft_brk delete table inet sluice
+t_ok "the next create installs it again" sl create "$P-xt2" --policy "$D/pol.yaml"
+t_eq "with the element of the sandbox made before, and its own" "2" "$(elements)"
+t_ok "the sandbox made before reaches the echo server again" \
+	IN "$P-xt1" curl -sf -m 10 -o /dev/null -x "http://$GF:3128" http://echo.world.test/flush-after
+t_ok "delete them" sl delete "$P-xt1"
+t_ok "  ... both" sl delete "$P-xt2"
+t_eq "no set element is left" "0" "$(elements)"
+
 # --- 100 creates and deletes ---------------------------------------------------------------------
 links0=$(ip -n "$WORLD_BRK" -o link show | wc -l)
 # Counted by this world's prefix: other worlds may come and go meanwhile.
