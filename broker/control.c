@@ -1580,6 +1580,17 @@ static void watch_take(struct cconn *c)
 	conn_close(c);
 }
 
+/* The request went to work (a CA made, an approval asked): no timer and no
+ * reading until its answer comes back on this thread. */
+static void conn_to_work(struct control *ctl, struct cconn *c)
+{
+	c->state = C_WORK;
+	loop_timer_cancel(ctl->loop, &c->timer);
+	if (c->watched)
+		loop_del(ctl->loop, &c->ev);
+	c->watched = false;
+}
+
 /* The request of @c is in (whole, cut at CTL_REQ_MAX, or ended by EOF). */
 static void conn_dispatch(struct cconn *c)
 {
@@ -1605,20 +1616,12 @@ static void conn_dispatch(struct cconn *c)
 			char msg[1024];
 
 			if (approve_start(c, w, n, msg, sizeof(msg)) >= 0) {
-				c->state = C_WORK;
-				loop_timer_cancel(ctl->loop, &c->timer);
-				if (c->watched)
-					loop_del(ctl->loop, &c->ev);
-				c->watched = false;
+				conn_to_work(ctl, c);
 				return;
 			}
 			resp = strdup(msg);
 		} else if (register_words(w, n) && job_start(c) == 0) {
-			c->state = C_WORK;
-			loop_timer_cancel(ctl->loop, &c->timer);
-			if (c->watched)
-				loop_del(ctl->loop, &c->ev);
-			c->watched = false;
+			conn_to_work(ctl, c);
 			return;
 		} else {
 			/* One buffer for the largest answer, kept: the answer
