@@ -143,9 +143,11 @@ struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p
  * for the next request's answer; an EOF means it is gone. A TLS upstream
  * may send records of its own between requests (a session ticket, a key
  * update): what is waiting is read through OpenSSL, which takes those in
- * and says WANT_READ when no application data came with them. A byte of
- * application data (it is dropped with the connection), a close_notify,
- * an alert or a record it must answer first all mean a new connection.
+ * and says WANT_READ when no application data came with them (a key
+ * update that asks for one back too: OpenSSL sends the broker's with the
+ * next request; tests/world/tlsidle.c). A byte of application data (it is
+ * dropped with the connection), a close_notify, an alert, or anything
+ * OpenSSL must write before it can read on, all mean a new connection.
  */
 static bool upstream_quiet(struct conn *c)
 {

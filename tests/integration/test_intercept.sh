@@ -24,7 +24,7 @@ version: 1
 egress:
   allow:
     - host: echo.world.test
-      ports: [80, 443, 8444]
+      ports: [80, 443, 8444, 8445]
     - host: other.world.test
       ports: [443, 8443]
     - host: canary.world.test
@@ -192,6 +192,17 @@ if t_ok "compile the idle-records origin (tests/world/tlsidle.c)" cc -std=gnu11 
 		"/api/i1 conn=1 /api/i2 conn=1" "$(PORT=8444 kept_alive /api/i1 /api/i2)"
 	t_ok "  ... the origin sent both after the first answer" \
 		grep -q "conn 1: /api/i1 answered; ticket and key update sent" "$WORLD_DIR/tlsidle.log"
+fi
+# A key update that asks the broker to update its keys too: the broker owes
+# one of its own, which OpenSSL sends with the next request; whether that
+# goes over the same connection or a new one, it is answered.
+if world_spawn inet tlsidle-rq "$D/tlsidle" "$WORLD_ECHO4" 8445 "$WORLD_DIR/pki/server.crt" \
+	"$WORLD_DIR/pki/server.key" "$D/tlsidle-rq.ready" 60 requested &&
+	t_ok "  ... the origin that asks for a key update listens" wait_for 1 ls "$D/tlsidle-rq.ready"; then
+	KU=$(PORT=8445 kept_alive /api/j1 /api/j2)
+	t_ok "a key update requested while idle: the next request is answered ($KU)" \
+		bash -c '[[ $1 =~ ^"/api/j1 conn=1 /api/j2 conn="[12]$ ]]' _ "$KU"
+	t_ok "  ... the origin saw no error" bash -c "! grep -q failed '$WORLD_DIR/tlsidle-rq.log'"
 fi
 
 # Plain HTTP inside a CONNECT tunnel goes through the HTTP path, each request

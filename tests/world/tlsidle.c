@@ -7,7 +7,11 @@
  * answer is "PATH conn=N", N counting the connections accepted, so that a
  * test sees whether two requests went over one connection.
  *
- *   tlsidle ADDR PORT CERT KEY READYFILE SECONDS
+ *   tlsidle ADDR PORT CERT KEY READYFILE SECONDS [requested]
+ *
+ * With "requested", the key update asks the peer to update its own keys
+ * too (update_requested): the peer owes a KeyUpdate of its own, which
+ * OpenSSL sends with its next write.
  *
  * Connections are served one at a time; the program ends after SECONDS
  * (alarm) or 16 connections, whichever is first.
@@ -70,6 +74,8 @@ static int read_head(SSL *ssl, char *path, size_t pathsz)
 	return 1;
 }
 
+static int key_update_type = SSL_KEY_UPDATE_NOT_REQUESTED;
+
 static void serve(SSL *ssl, int conn_no)
 {
 	char path[1024], body[1200], out[1400];
@@ -87,8 +93,7 @@ static void serve(SSL *ssl, int conn_no)
 		nanosleep(&pause, NULL);
 		/* While the connection idles: a ticket, then a key update. */
 		if (SSL_new_session_ticket(ssl) != 1 || SSL_do_handshake(ssl) != 1 ||
-		    SSL_key_update(ssl, SSL_KEY_UPDATE_NOT_REQUESTED) != 1 ||
-		    SSL_do_handshake(ssl) != 1) {
+		    SSL_key_update(ssl, key_update_type) != 1 || SSL_do_handshake(ssl) != 1) {
 			fprintf(stderr, "tlsidle: conn %d: sending a ticket or key update failed\n",
 				conn_no);
 			ERR_print_errors_fp(stderr);
@@ -106,10 +111,13 @@ int main(int argc, char **argv)
 	FILE *ready;
 	struct timeval tv = { 10, 0 };
 
-	if (argc != 7) {
-		fprintf(stderr, "usage: tlsidle ADDR PORT CERT KEY READYFILE SECONDS\n");
+	if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "requested"))) {
+		fprintf(stderr,
+			"usage: tlsidle ADDR PORT CERT KEY READYFILE SECONDS [requested]\n");
 		return 2;
 	}
+	if (argc == 8)
+		key_update_type = SSL_KEY_UPDATE_REQUESTED;
 	alarm((unsigned)atoi(argv[6]));
 	signal(SIGPIPE, SIG_IGN); /* a peer gone while we write ends that connection only */
 	ctx = SSL_CTX_new(TLS_server_method());
