@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline char text_lower(char c)
 {
@@ -26,6 +27,18 @@ static inline bool text_eq_ci(const char *a, size_t alen, const char *b, size_t 
 		if (text_lower(a[i]) != text_lower(b[i]))
 			return false;
 	}
+	return true;
+}
+
+/* All of @src, its NUL included, into @dst of @cap bytes; false (and
+ * nothing copied) when it does not fit. */
+static inline bool text_copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		return false;
+	memcpy(dst, src, n + 1);
 	return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/ctlproto.h"
 #include "common/err.h"
+#include "common/text.h"
 #include "netns/netns.h"
 
 /* A refusal that passes (netns_ctl_transient()) is asked again, bounded:
@@ -42,12 +43,10 @@ int netns_ctl_send(const char *line)
 	struct iovec iov[2] = { { .iov_base = (void *)line, .iov_len = strlen(line) },
 				{ .iov_base = "\n", .iov_len = 1 } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-	size_t plen = strlen(netns_socket_path);
 	int fd, r;
 
-	if (plen >= sizeof(sun.sun_path))
+	if (!text_copy(sun.sun_path, sizeof(sun.sun_path), netns_socket_path))
 		return -ENAMETOOLONG;
-	memcpy(sun.sun_path, netns_socket_path, plen + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

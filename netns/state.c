@@ -320,17 +320,6 @@ static int parse_v4(const char *v, uint32_t *out)
 	return 0;
 }
 
-/* @v, whole, into @dst of @cap bytes; -EINVAL when it does not fit. */
-static int copy_value(char *dst, size_t cap, const char *v)
-{
-	size_t n = strlen(v);
-
-	if (n >= cap)
-		return -EINVAL;
-	memcpy(dst, v, n + 1);
-	return 0;
-}
-
 /* One "key value" line of the record into @sb; -EINVAL for anything else. */
 static int state_line(struct netns_sandbox *sb, const char *key, const char *v, unsigned *seen)
 {
@@ -350,8 +339,7 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 			return -EINVAL;
 		*seen |= 4;
 	} else if (!strcmp(key, "link")) {
-		if (strncmp(v, NETNS_LINK_PREFIX, 3) ||
-		    copy_value(sb->link, sizeof(sb->link), v) < 0)
+		if (strncmp(v, NETNS_LINK_PREFIX, 3) || !text_copy(sb->link, sizeof(sb->link), v))
 			return -EINVAL;
 		*seen |= 8;
 	} else if (!strcmp(key, "proxy_port")) {
@@ -373,12 +361,12 @@ static int state_line(struct netns_sandbox *sb, const char *key, const char *v, 
 		sb->broker_ns_ino = ino;
 		*seen |= 128;
 	} else if (!strcmp(key, "socket")) {
-		if (copy_value(sb->socket, sizeof(sb->socket), v) < 0)
+		if (!text_copy(sb->socket, sizeof(sb->socket), v))
 			return -EINVAL;
 	} else if (!strcmp(key, "ifname")) {
 		/* The three below are optional: a record from before attach
 		 * is a created sandbox's, with eth0, named by sluice. */
-		if (!netns_ifname_ok(v) || copy_value(sb->ifname, sizeof(sb->ifname), v) < 0)
+		if (!netns_ifname_ok(v) || !text_copy(sb->ifname, sizeof(sb->ifname), v))
 			return -EINVAL;
 	} else if (!strcmp(key, "attached") || !strcmp(key, "ns_named")) {
 		bool *b = key[0] == 'a' ? &sb->attached : &sb->ns_named;

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "netns/netns_internal.h"
 
 /* Every request is a few small messages, far below this. */
@@ -218,13 +219,11 @@ static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags, struc
  */
 int netns_link_index(struct netns_rtnl *r, const char *name)
 {
-	size_t len = strlen(name);
 	struct ifreq ifr;
 
-	if (len >= sizeof(ifr.ifr_name))
-		return -EINVAL;
 	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, name, len + 1);
+	if (!text_copy(ifr.ifr_name, sizeof(ifr.ifr_name), name))
+		return -EINVAL;
 	/* A netlink socket takes the interface ioctls, in its own namespace. */
 	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFINDEX, &ifr) < 0)
 		return -errno;
@@ -241,15 +240,13 @@ int netns_link_index(struct netns_rtnl *r, const char *name)
  */
 int netns_link_mac(struct netns_rtnl *r, const char *name, char out[18])
 {
-	size_t len = strlen(name);
 	const unsigned char *m;
 	struct ifreq ifr;
 
 	out[0] = '\0';
-	if (len >= sizeof(ifr.ifr_name))
-		return -EINVAL;
 	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, name, len + 1);
+	if (!text_copy(ifr.ifr_name, sizeof(ifr.ifr_name), name))
+		return -EINVAL;
 	if (ioctl(mnl_socket_get_fd(r->nl), SIOCGIFHWADDR, &ifr) < 0)
 		return -errno;
 	m = (const unsigned char *)ifr.ifr_hwaddr.sa_data;

@@ -162,7 +162,8 @@ static void unhold(struct held **pp)
 	held_free(h);
 }
 
-/* Takes @key and @cert on success; *@held is then the CA held as @id. */
+/* Takes @key and @cert on success; *@held (if not NULL) is then the CA
+ * held as @id. */
 static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN], struct held **held)
 {
 	struct held *h, **pp;
@@ -174,7 +175,8 @@ static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN], struct
 		/* Held already (a CA_LOAD again): the one held stays. */
 		EVP_PKEY_free(key);
 		X509_free(cert);
-		*held = *pp;
+		if (held)
+			*held = *pp;
 		return 0;
 	}
 	if (S.n >= KEYS_HELD_MAX)
@@ -189,7 +191,8 @@ static int hold(EVP_PKEY *key, X509 *cert, unsigned char id[KEYS_ID_LEN], struct
 	h->next = S.bucket[bucket_of(id)];
 	S.bucket[bucket_of(id)] = h;
 	S.n++;
-	*held = h;
+	if (held)
+		*held = h;
 	return 0;
 }
 
@@ -351,7 +354,6 @@ static int op_ca_load(const struct keys_req *q)
 	unsigned char id[KEYS_ID_LEN], *buf = NULL;
 	char name[2 * KEYS_ID_LEN + 8];
 	X509 *cert = d2i_X509(NULL, &p, (long)q->len);
-	struct held *h;
 	EVP_PKEY *key = NULL;
 	size_t len = 0;
 	int r;
@@ -385,7 +387,7 @@ static int op_ca_load(const struct keys_req *q)
 		X509_free(cert);
 		return -EKEYREJECTED;
 	}
-	r = hold(key, cert, id, &h);
+	r = hold(key, cert, id, NULL);
 	if (r < 0) {
 		EVP_PKEY_free(key);
 		X509_free(cert);

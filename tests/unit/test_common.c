@@ -107,6 +107,20 @@ static void test_text_numbers(void **state)
 	assert_int_equal(u, 0);
 }
 
+/* A bounded copy: whole with its NUL, or refused with nothing written. */
+static void test_text_copy(void **state)
+{
+	char b[4] = "xyz";
+
+	(void)state;
+	assert_true(text_copy(b, sizeof(b), "abc"));
+	assert_string_equal(b, "abc");
+	assert_false(text_copy(b, sizeof(b), "abcd"));
+	assert_string_equal(b, "abc");
+	assert_true(text_copy(b, sizeof(b), ""));
+	assert_string_equal(b, "");
+}
+
 static void test_file_read_all(void **state)
 {
 	char path[] = "/tmp/sluice-test-file.XXXXXX";
@@ -215,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_text_eq_ci),	  cmocka_unit_test(test_file_read_all),
 		cmocka_unit_test(test_file_read_all_err), cmocka_unit_test(test_log_dead_stderr),
 		cmocka_unit_test(test_log_every),	  cmocka_unit_test(test_text_numbers),
+		cmocka_unit_test(test_text_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
