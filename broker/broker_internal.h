@@ -23,6 +23,7 @@ struct creds_table;
 struct ssl_ctx_st;
 struct hold_table;
 struct sl_err;
+struct file_who;
 
 #define SANDBOX_NAME_MAX 63
 #define SANDBOX_MAX 65536
@@ -72,6 +73,11 @@ struct sandbox {
 	 * control thread's alone. NULL until the first. */
 	struct sandbox_approval *approvals;
 	size_t n_approvals;
+	/* Whose right its policy and the files the policy names are read
+	 * with, at every compile (register, update, approve, reload): the
+	 * control_group member who registered it or last updated it; NULL:
+	 * root. The control thread's alone. */
+	struct file_who *reader;
 };
 
 /* One `sluice approve NAME HOST[:PORT] [--for DURATION]`. */
@@ -114,10 +120,13 @@ int sandbox_register(struct sandbox_table *tab, const char *name, const char *ad
 /* sandbox_register() of a new sandbox (saved) with its CA made already,
  * tls_ca_create(@name) (off the control thread: see control.c); @ca is
  * taken in any case. NULL: one is made here. @reserved: @addr is what
- * sandbox_reserve() gave, released here unless the sandbox now holds it. */
+ * sandbox_reserve() gave, released here unless the sandbox now holds it.
+ * @who: the caller, whose right its files are read with from now on
+ * (NULL: root's). */
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			bool reserved, struct sl_addr *assigned, struct sl_err *err);
+			bool reserved, const struct file_who *who, struct sl_addr *assigned,
+			struct sl_err *err);
 /* The address that a register of @name with "auto" will get, held for it
  * until sandbox_register_ca(..., reserved) (or sandbox_unreserve()):
  * `sluice create` builds the sandbox's wire while its CA is made. 0;
@@ -158,9 +167,11 @@ struct sandbox_update_info {
 /* Swaps sandbox @name's policy for the one in @policy_path (absolute), and
  * keeps it across a restart; closes the open connections it withdraws
  * unless @keep_open. -ENOENT: no such sandbox; -EINVAL and others: @err
- * says why (FILE:LINE:COL for a broken policy) and the old policy stays. */
+ * says why (FILE:LINE:COL for a broken policy) and the old policy stays.
+ * @who: the caller, as for sandbox_register_ca(): from then on the reader. */
 int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
-		   bool keep_open, struct sandbox_update_info *info, struct sl_err *err);
+		   bool keep_open, const struct file_who *who, struct sandbox_update_info *info,
+		   struct sl_err *err);
 int sandbox_restore(struct sandbox_table *tab, struct sl_err *err);
 /* Adds (or renews) an approval of @host:@port to sandbox @name and swaps in
  * its policy compiled anew with it; @until_ms as in struct sandbox_approval.

@@ -60,6 +60,7 @@
 #include "broker/metrics.h"
 #include "common/ctlproto.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "policy/policy.h"
@@ -117,7 +118,11 @@ static int control_open(const struct broker *b, const char *path)
 
 /* Who is on the other end of a control connection. */
 struct peer {
-	struct ucred cred;		    /* pid 0 when not visible from here */
+	struct ucred cred; /* pid 0 when not visible from here */
+	/* Its uid, gid and supplementary groups, whose right the files of a
+	 * sandbox it registers or updates are read with (n_groups above
+	 * FILE_WHO_GROUPS_MAX: more, or not known). */
+	struct file_who who;
 	char sandbox[SANDBOX_NAME_MAX + 1]; /* the sandbox it is in; "" none */
 };
 
@@ -572,28 +577,34 @@ out:
 
 struct cconn;
 
-/* Whether the caller holds control_group, as primary or supplementary group. */
-static bool peer_in_group(struct control *ctl, int fd, const struct ucred *cred)
+/* Fills @p->who from @p->cred and the caller's supplementary groups
+ * (SO_PEERGROUPS); says whether it holds control_group, as primary or
+ * supplementary group. */
+static bool peer_groups(struct control *ctl, int fd, struct peer *p)
 {
-	gid_t small[64], *g = small;
+	gid_t small[FILE_WHO_GROUPS_MAX], *g = small;
 	socklen_t len = sizeof(small);
-	bool in = false;
-	size_t i;
+	bool in = ctl->b->cfg.control_group[0] && p->cred.gid == ctl->b->cfg.control_gid;
+	size_t i, n;
 
-	if (!ctl->b->cfg.control_group[0])
-		return false;
-	if (cred->gid == ctl->b->cfg.control_gid)
-		return true;
+	p->who.uid = (uint32_t)p->cred.uid;
+	p->who.gid = (uint32_t)p->cred.gid;
+	p->who.n_groups = FILE_WHO_GROUPS_MAX + 1; /* until known */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
 		if (errno != ERANGE || !(g = malloc(len)))
-			return false;
+			return in;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) < 0) {
 			free(g);
-			return false;
+			return in;
 		}
 	}
-	for (i = 0; i < len / sizeof(gid_t); i++)
-		in |= g[i] == ctl->b->cfg.control_gid;
+	n = len / sizeof(gid_t);
+	for (i = 0; i < n; i++) {
+		in |= ctl->b->cfg.control_group[0] && g[i] == ctl->b->cfg.control_gid;
+		if (i < FILE_WHO_GROUPS_MAX)
+			p->who.groups[i] = (uint32_t)g[i];
+	}
+	p->who.n_groups = n > FILE_WHO_GROUPS_MAX ? FILE_WHO_GROUPS_MAX + 1 : (uint32_t)n;
 	if (g != small)
 		free(g);
 	return in;
@@ -620,7 +631,7 @@ static int peer_check(struct control *ctl, int fd, struct peer *p, char *why, si
 		snprintf(why, whylen, "cannot read the caller's credentials: %s", strerror(-r));
 		return r;
 	}
-	if (p->cred.uid != 0 && p->cred.uid != ctl->owner && !peer_in_group(ctl, fd, &p->cred)) {
+	if (!peer_groups(ctl, fd, p) && p->cred.uid != 0 && p->cred.uid != ctl->owner) {
 		if (ctl->b->cfg.control_group[0])
 			snprintf(why, whylen, "uid %u is neither root nor in control_group `%s`",
 				 (unsigned)p->cred.uid, ctl->b->cfg.control_group);
@@ -745,7 +756,7 @@ static int words(char *line, char **w, int max)
  * certificate for its trust bundle. */
 static void register_answer(struct control *ctl, const char *name, const char *addr,
 			    const char *policy, bool netns, bool audit, struct tls_ca *ca,
-			    bool reserved, char *out, size_t outlen)
+			    bool reserved, const struct file_who *who, char *out, size_t outlen)
 {
 	struct sl_err err = { 0 };
 	char as[ADDR_STRLEN], *pem = NULL;
@@ -755,7 +766,7 @@ static void register_answer(struct control *ctl, const char *name, const char *a
 	/* Until a caller's check learns its namespace, the new sandbox is
 	 * unknown (see learn_unknown()): nothing to do here. */
 	r = sandbox_register_ca(ctl->b->sandboxes, name, addr, policy, netns, audit, ca, reserved,
-				&a, &err);
+				who, &a, &err);
 	if (r < 0) {
 		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return;
@@ -799,7 +810,7 @@ static void update_answer(struct control *ctl, const struct peer *p, const char 
 {
 	struct sandbox_update_info info;
 	struct sl_err err = { 0 };
-	int r = sandbox_update(ctl->b->sandboxes, name, policy, keep_open, &info, &err);
+	int r = sandbox_update(ctl->b->sandboxes, name, policy, keep_open, &p->who, &info, &err);
 	struct audit_event ev = {
 		.sandbox = name,
 		.proto = "control",
@@ -1113,7 +1124,8 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 		 * conn_dispatch()): made here then. */
 		peer_audit(p, w[1], w[0], "allow", "control-register");
 		register_answer(ctl, w[1], w[2], w[3], register_has(w, n, CTL_REGISTER_NETNS),
-				register_has(w, n, CTL_REGISTER_AUDIT), NULL, false, out, outlen);
+				register_has(w, n, CTL_REGISTER_AUDIT), NULL, false, &p->who, out,
+				outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(ctl->b->sandboxes, w[1], &err);
@@ -1287,6 +1299,7 @@ struct ca_job {
 	char addr[ADDR_STRLEN];
 	char early[ADDR_STRLEN + 8];
 	size_t sent;
+	struct file_who who; /* the caller's: see struct peer */
 };
 
 static void job_push(struct ca_job **head, struct ca_job **tail, struct ca_job *job)
@@ -1341,7 +1354,7 @@ static void job_finish(struct ca_job *job)
 	register_answer(ctl, job->w[1], job->w[2], job->w[3],
 			register_has(job->w, job->n, CTL_REGISTER_NETNS),
 			register_has(job->w, job->n, CTL_REGISTER_AUDIT), job->ca, job->reserved,
-			out, sizeof(out));
+			&job->who, out, sizeof(out));
 	if (!c) {
 		free(job->line);
 		free(job);
@@ -1433,6 +1446,7 @@ static int job_start(struct cconn *c)
 		return -ENOMEM;
 	}
 	job->ctl = ctl;
+	job->who = c->peer.who;
 	job->n = words(job->line, job->w, 6);
 	pthread_mutex_lock(&ctl->maker.lock);
 	if (!ctl->maker.started) {

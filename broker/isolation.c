@@ -347,20 +347,31 @@ int isolation_seccomp_install(struct sl_err *err)
  * (SCM_RIGHTS). It never writes, opens no directory, device or FIFO (the
  * path is opened O_PATH and checked before it is opened for reading, so a
  * device's open has no effect), nothing on /proc or /sys, and its seccomp
- * filter lets it do nothing else. What a broker taken over could still get
- * from it: the contents of a file root may read. Before the switch the
- * broker could also write every root-owned file; that is gone.
+ * filter lets it do nothing else.
+ *
+ * It also reads for a control_group member (common/file.h
+ * file_read_as()): the files of a sandbox a member registered are opened
+ * with that member's file-system identity (setgroups, setfsgid, setfsuid:
+ * it keeps CAP_SETUID and CAP_SETGID for that, and its filter allows no
+ * other id call), so that the kernel judges every directory on the way and
+ * the file itself as for the member, ACLs included; then it is root again.
+ * What a broker taken over could still get from it: the contents of a file
+ * root or some user may read. Before the switch the broker could also
+ * write every root-owned file; that is gone.
  *
  * Protocol, on a SOCK_SEQPACKET pair: the request is open's flags (an
- * int32) and the path with its NUL; the answer an int32 (0 or a negative
- * errno) and, with 0, the descriptor. One request at a time (opener_lock),
- * each answered within OPENER_WAIT_S or the opener counts as gone.
+ * int32), whether it is for a user (an int32, 0 or 1), that user and the
+ * path with its NUL; the answer an int32 (0 or a negative errno) and, with
+ * 0, the descriptor. One request at a time (opener_lock), each answered
+ * within OPENER_WAIT_S or the opener counts as gone.
  */
 #define OPENER_FLAGS (O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)
 #define OPENER_WAIT_S 5
 
 struct opener_req {
 	int32_t flags;
+	int32_t as; /* 1: as @who; 0: as root */
+	struct file_who who;
 	char path[PATH_MAX];
 };
 
@@ -380,6 +391,8 @@ static const int opener_allowed[] = {
 	__NR_recvfrom, __NR_recvmsg, __NR_sendmsg,
 	/* The open (O_PATH, then through /proc/self/fd), its checks, the close. */
 	__NR_openat, __NR_fstat, __NR_newfstatat, __NR_fstatfs, __NR_close,
+	/* A member's file-system identity, and back: no other id call. */
+	__NR_setgroups, __NR_setfsgid, __NR_setfsuid,
 #ifdef __NR_open
 	__NR_open,
 #endif
@@ -411,12 +424,12 @@ static int opener_filter(void)
 }
 
 /*
- * Empties the calling thread's bounding set. Only what is in it is
+ * Empties the calling thread's bounding set but @keep. Only what is in it is
  * dropped: under a service manager that bounded it already (systemd's
  * CapabilityBoundingSet), a drop of what is not there would fail for want
  * of CAP_SETPCAP. Return: -1 when empty, else the capability left.
  */
-static int capbset_clear(void)
+static int capbset_clear(uint32_t keep)
 {
 	int cap;
 
@@ -425,23 +438,29 @@ static int capbset_clear(void)
 
 		if (in < 0)
 			break; /* past the kernel's last capability */
+		if (cap < 32 && (keep & (1u << cap)))
+			continue;
 		if (in == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
 			return cap;
 	}
 	return -1;
 }
 
-/* Every capability out of every set of the calling thread; the uid stays. */
-static int drop_all_caps(void)
+/* Every capability out of every set of the calling thread but @keep
+ * (permitted and effective; a mask of capabilities below 32); the uid
+ * stays. */
+static int drop_caps_but(uint32_t keep)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { { 0 } };
 	int cap;
 
 	/* The bounding set first: dropping from it takes CAP_SETPCAP. */
-	cap = capbset_clear();
+	cap = capbset_clear(keep);
 	if (cap >= 0)
 		return -EPERM;
+	data[0].permitted = keep;
+	data[0].effective = keep;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
 	if (syscall(SYS_capset, &hdr, data) < 0)
@@ -524,12 +543,50 @@ int isolation_helper_begin(int sock, pid_t parent, const char *name)
 	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ? -1 : 0;
 }
 
+/* The file-system identity of @w (setgroups, setfsgid, setfsuid: this
+ * thread's, which is the process's), or root's again with NULL. The
+ * opener cannot go on as anyone else than it meant: it exits when one
+ * does not take. Return: 0, or -EINVAL for an identity it refuses. */
+static int opener_become(const struct file_who *w)
+{
+	gid_t g[FILE_WHO_GROUPS_MAX];
+	uint32_t uid = w ? w->uid : 0, gid = w ? w->gid : 0, n = w ? w->n_groups : 0, i;
+
+	if (n > FILE_WHO_GROUPS_MAX || uid == (uint32_t)-1 || gid == (uint32_t)-1)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (w->groups[i] == (uint32_t)-1)
+			return -EINVAL;
+		g[i] = (gid_t)w->groups[i];
+	}
+	/* Groups and gid first: setfsuid away from 0 leaves the id calls'
+	 * capabilities alone, but the order keeps them needed only once. */
+	if (syscall(SYS_setgroups, (size_t)n, g) < 0)
+		_exit(1);
+	(void)syscall(SYS_setfsgid, gid);
+	(void)syscall(SYS_setfsuid, uid);
+	/* Each returns the id before the call: -1 changes nothing and says
+	 * what is in force. */
+	if ((uint32_t)syscall(SYS_setfsgid, (gid_t)-1) != gid ||
+	    (uint32_t)syscall(SYS_setfsuid, (uid_t)-1) != uid)
+		_exit(1);
+	return 0;
+}
+
+#ifndef CAP_SETUID
+#define CAP_SETUID 7
+#endif
+#ifndef CAP_SETGID
+#define CAP_SETGID 6
+#endif
+
 static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
 {
 	struct opener_req q;
 	int fd, r;
 
-	if (isolation_helper_begin(sock, parent, "sluiced-opener") < 0 || drop_all_caps() < 0 ||
+	if (isolation_helper_begin(sock, parent, "sluiced-opener") < 0 ||
+	    drop_caps_but((1u << CAP_SETUID) | (1u << CAP_SETGID)) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || opener_filter() < 0)
 		_exit(1);
 	for (;;) {
@@ -540,12 +597,16 @@ static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
 		if (n <= 0)
 			_exit(0); /* the broker closed its end, or is gone */
 		fd = -1;
-		/* Malformed, or asking for more than reading. */
+		/* Malformed, asking for more than reading, or as an identity
+		 * it refuses. */
 		if ((size_t)n <= offsetof(struct opener_req, path) || ((char *)&q)[n - 1] != '\0' ||
-		    (q.flags & ~OPENER_FLAGS) != O_RDONLY)
+		    (q.flags & ~OPENER_FLAGS) != O_RDONLY || (q.as != 0 && q.as != 1) ||
+		    (q.as && opener_become(&q.who) < 0))
 			r = -EINVAL;
 		else
 			r = opener_open_one(&q, &fd);
+		if (q.as)
+			(void)opener_become(NULL);
 		opener_reply(sock, r, fd);
 		if (fd >= 0)
 			close(fd);
@@ -553,7 +614,7 @@ static void __attribute__((noreturn)) opener_main(int sock, pid_t parent)
 }
 
 /* The opener's side in the broker: file_set_opener()'s function. */
-static int opener_open(const char *path, int flags)
+static int opener_open(const char *path, int flags, const struct file_who *who)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -573,6 +634,11 @@ static int opener_open(const char *path, int flags)
 	if ((flags & ~OPENER_FLAGS) != O_RDONLY)
 		return -EINVAL;
 	q.flags = flags;
+	q.as = who != NULL;
+	if (who)
+		q.who = *who;
+	else
+		memset(&q.who, 0, sizeof(q.who));
 	memcpy(q.path, path, len + 1);
 	pthread_mutex_lock(&opener_lock);
 	if (opener_sock < 0) {
@@ -789,7 +855,7 @@ int isolation_switch_user(uid_t uid, gid_t gid, struct sl_err *err)
 	 * the bounding and ambient sets go first, while CAP_SETPCAP is held. */
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
 		return sl_err_sys(err, errno, "prctl(PR_SET_KEEPCAPS)");
-	cap = capbset_clear();
+	cap = capbset_clear(0);
 	if (cap >= 0)
 		return sl_err_set(err, EPERM,
 				  "capability %d stays in the bounding set: dropping it needs "

@@ -83,8 +83,8 @@ static void take_over_files(const struct broker *b)
  * Privilege, in stages:
  *  1. start-up as root (or CAP_NET_BIND_SERVICE when proxy_port < 1024):
  *     fork the opener (isolation.c: what is left of root, a child that
- *     opens root-only policy and secret files read-only and nothing
- *     else), bind the control socket (root's, its mode as README says) and
+ *     opens root-only policy and secret files read-only, and a
+ *     control_group member's as that member, and nothing else), bind the control socket (root's, its mode as README says) and
  *     the listeners;
  *  2. drop_privileges(): make the state directory and the audit log the
  *     broker user's, then become that user (`user`, config.h) with no
@@ -422,8 +422,9 @@ int main(int argc, char **argv)
 		log_warn("sluiced: user %s: the broker stays uid 0 (without capabilities) after "
 			 "start-up; give it a user of its own (`user` in sluiced.yaml)",
 			 b->cfg.user);
-	/* Now, while this is the only thread (fork), and root. */
-	if (b->switching && isolation_opener_start(&e) < 0)
+	/* Now, while this is the only thread (fork), and root: also when the
+	 * broker stays uid 0, for what it reads as a control_group member. */
+	if (getuid() == 0 && isolation_opener_start(&e) < 0)
 		die("sluiced: %s", sl_err_msg(&e));
 	audit_set_fold(b->cfg.audit_fold_ms);
 	if (audit_open(b->cfg.audit_log, &e) < 0)

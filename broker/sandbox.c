@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include "common/err.h"
 #include "common/file.h"
 #include "common/sumfile.h"
+#include "common/text.h"
 #include "common/log.h"
 #include "common/ytree.h"
 #include "policy/policy.h"
@@ -244,20 +246,11 @@ static int table_init(struct sandbox_table *tab, const struct broker_config *cfg
 }
 
 /*
- * policy_load_file(), and the SHA-256 of the bytes it compiled in @sha256
- * (hex): read once, so that the hash is that of the policy in force even
- * when the file changes meanwhile. Same messages as policy_load_file().
+ * policy_load_file(), with @sb's approvals (if any, when not NULL) appended
+ * to the rules, and the SHA-256 of the bytes it compiled in @sha256 (hex):
+ * read once, so that the hash is that of the policy in force even when the
+ * file changes meanwhile. Same messages as policy_load_file().
  */
-static int load_policy_extra(const char *path, const struct sandbox *sb, struct policy **out,
-			     char sha256[65], struct policy_error *perr);
-
-static int load_policy(const char *path, struct policy **out, char sha256[65],
-		       struct policy_error *perr)
-{
-	return load_policy_extra(path, NULL, out, sha256, perr);
-}
-
-/* As load_policy(), with @sb's approvals (if any) appended to the rules. */
 static int load_policy_extra(const char *path, const struct sandbox *sb, struct policy **out,
 			     char sha256[65], struct policy_error *perr)
 {
@@ -289,6 +282,55 @@ static int load_policy_extra(const char *path, const struct sandbox *sb, struct 
 			snprintf(sha256 + 2 * i, 3, "%02x", md[i]);
 	}
 	free(buf);
+	return r;
+}
+
+/*
+ * The reader a sandbox keeps for @who: NULL for root (and for no caller),
+ * else a copy in *@out. -EINVAL (@err says why) when the caller's groups
+ * could not all be had: read with fewer, a file that a group of the caller
+ * is refused (mode 0604, say) would be given.
+ */
+static int reader_new(const struct file_who *who, struct file_who **out, struct sl_err *err)
+{
+	*out = NULL;
+	if (!who || who->uid == 0)
+		return 0;
+	if (who->n_groups > FILE_WHO_GROUPS_MAX)
+		return sl_err_set(
+			err, 0,
+			"uid %u: its supplementary groups could not be read, or are more "
+			"than %d: the broker reads the files of a sandbox a control_group "
+			"member registers with that member's groups",
+			(unsigned)who->uid, FILE_WHO_GROUPS_MAX);
+	*out = malloc(sizeof(**out));
+	if (!*out)
+		return sl_err_set(err, ENOMEM, "out of memory");
+	**out = *who;
+	return 0;
+}
+
+/* The policy at @path (with @sb's approvals, when not NULL) and its
+ * credentials' secrets, read with @reader's right (NULL: root's), into
+ * *@out with its file's SHA-256; @err says why not. */
+static int compile_as(const struct file_who *reader, const char *path, const struct sandbox *sb,
+		      struct policy **out, char sha256[65], struct sl_err *err)
+{
+	const struct file_who *was = file_read_as(reader);
+	struct policy_error perr;
+	int r;
+
+	r = load_policy_extra(path, sb, out, sha256, &perr);
+	if (r < 0) {
+		policy_error_to_err(&perr, r, err);
+	} else {
+		r = creds_load_secrets(*out, err);
+		if (r < 0) {
+			policy_unref(*out);
+			*out = NULL;
+		}
+	}
+	file_read_as(was);
 	return r;
 }
 
@@ -384,6 +426,7 @@ void sandbox_put(struct sandbox *sb)
 		tls_ca_free(sb->ca);
 		proxy_hold_table_free(atomic_load(&sb->holds));
 		free(sb->approvals);
+		free(sb->reader);
 		pthread_mutex_destroy(&sb->dns.lock);
 		free(sb);
 	}
@@ -399,6 +442,23 @@ void sandbox_put(struct sandbox *sb)
  * would hold the table's write lock, and so every new connection's
  * lookup, for a disk flush.
  */
+/* "reader UID GID GROUP...": whose right the sandbox's files are read
+ * with ("reader 0 0": root's). Always written, so that a registration
+ * without one is from before (root's, as then) or lost it (see
+ * sandbox_restore()). */
+static void reader_line(struct sumfile_writer *w, const struct file_who *r)
+{
+	char groups[FILE_WHO_GROUPS_MAX * 11 + 1] = "";
+	size_t k = 0;
+	uint32_t i;
+
+	for (i = 0; r && i < r->n_groups && i < FILE_WHO_GROUPS_MAX; i++)
+		k += (size_t)snprintf(groups + k, sizeof(groups) - k, " %u",
+				      (unsigned)r->groups[i]);
+	sumfile_line(w, "reader %u %u%s", r ? (unsigned)r->uid : 0u, r ? (unsigned)r->gid : 0u,
+		     groups);
+}
+
 static int persist(struct sandbox_table *tab, const struct sandbox *sb)
 {
 	char path[600], tmp[620];
@@ -416,6 +476,7 @@ static int persist(struct sandbox_table *tab, const struct sandbox *sb)
 	sumfile_begin(&w, f, REG_KIND);
 	sumfile_line(&w, "address %s", a);
 	sumfile_line(&w, "policy %s", sb->policy_path);
+	reader_line(&w, sb->reader);
 	if (sb->netns)
 		sumfile_line(&w, "%s", CTL_REGISTER_NETNS);
 	if (sb->audit)
@@ -431,6 +492,9 @@ static int persist(struct sandbox_table *tab, const struct sandbox *sb)
 /* A registration as read back. */
 struct reg_file {
 	char addr[64], pol[300];
+	struct file_who reader;
+	bool has_reader; /* a "reader" line */
+	bool damaged;	 /* lines lost, or not ours */
 	bool netns;
 	bool audit;    /* "mode audit": registered in audit mode */
 	unsigned seen; /* 1 address, 2 policy */
@@ -472,6 +536,32 @@ static int approval_parse(const char *s, size_t len, struct sandbox_approval *a)
 	return 0;
 }
 
+/* A "reader" line's "UID GID GROUP..." into @w. 0, or -EINVAL. */
+static int reader_parse(const char *s, size_t len, struct file_who *w)
+{
+	char line[FILE_WHO_GROUPS_MAX * 11 + 32], *t, *save = NULL;
+	unsigned v[FILE_WHO_GROUPS_MAX + 2];
+	unsigned n = 0;
+
+	if (len >= sizeof(line))
+		return -EINVAL;
+	memcpy(line, s, len);
+	line[len] = '\0';
+	for (t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (n == FILE_WHO_GROUPS_MAX + 2 || !text_uint(t, &v[n]) || v[n] == UINT_MAX)
+			return -EINVAL;
+		n++;
+	}
+	if (n < 2)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->uid = v[0];
+	w->gid = v[1];
+	w->n_groups = n - 2;
+	memcpy(w->groups, v + 2, (n - 2) * sizeof(v[0]));
+	return 0;
+}
+
 static int reg_line(const char *s, size_t len, bool ok, void *arg)
 {
 	struct reg_file *rf = arg;
@@ -482,6 +572,11 @@ static int reg_line(const char *s, size_t len, bool ok, void *arg)
 		if (rf->n_approvals < POLICY_EXTRA_MAX &&
 		    approval_parse(s + 8, len - 8, &rf->approvals[rf->n_approvals]) == 0)
 			rf->n_approvals++;
+		else
+			rf->bad++;
+	} else if (len > 7 && !memcmp(s, "reader ", 7)) {
+		if (reader_parse(s + 7, len - 7, &rf->reader) == 0)
+			rf->has_reader = true;
 		else
 			rf->bad++;
 	} else if (len > 8 && !memcmp(s, "address ", 8) && len - 8 < sizeof(rf->addr)) {
@@ -548,6 +643,7 @@ static int reg_read(const char *name, const char *path, struct reg_file *rf, boo
 				 path);
 	}
 	free(buf);
+	rf->damaged = res.status != SUMFILE_LEGACY && (res.status != SUMFILE_OK || rf->bad);
 	if (res.status == SUMFILE_OK && rf->seen == 3 && !rf->bad)
 		return 0;
 	if (res.status == SUMFILE_LEGACY && rf->seen == 3)
@@ -982,13 +1078,13 @@ static void synth_replay_report(struct sandbox *sb, const char *path,
  * to NULL) once the sandbox needs it, else left to the caller. */
 static int do_register(struct sandbox_table *tab, const char *name, const char *addr,
 		       const char *policy_path, bool save, bool netns, bool audit, bool reserved,
-		       struct tls_ca **ca, struct sl_addr *assigned, struct sl_err *err)
+		       const struct file_who *who, struct tls_ca **ca, struct sl_addr *assigned,
+		       struct sl_err *err)
 {
 	char astr[ADDR_STRLEN];
 	struct dns_synth *synth;
 	struct sandbox *reg = NULL;
 	struct sl_addr got;
-	struct policy_error perr;
 	struct sandbox *sb;
 	bool automatic = strcmp(addr, "auto") == 0;
 	ssize_t slot = -1, nslot = -1;
@@ -1019,15 +1115,11 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		free(sb);
 		return -EINVAL;
 	}
-	r = load_policy(policy_path, &sb->policy, sb->policy_sha256, &perr);
+	r = reader_new(who, &sb->reader, err);
+	if (r == 0)
+		r = compile_as(sb->reader, policy_path, NULL, &sb->policy, sb->policy_sha256, err);
 	if (r < 0) {
-		policy_error_to_err(&perr, r, err);
-		free(sb);
-		return r;
-	}
-	r = creds_load_secrets(sb->policy, err);
-	if (r < 0) {
-		policy_unref(sb->policy);
+		free(sb->reader);
 		free(sb);
 		return r;
 	}
@@ -1040,6 +1132,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	}
 	if (r < 0) {
 		policy_unref(sb->policy);
+		free(sb->reader);
 		free(sb);
 		return r;
 	}
@@ -1050,6 +1143,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		sl_err_sys(err, r, "cannot create the synthetic address map");
 		policy_unref(sb->policy);
 		tls_ca_free(sb->ca);
+		free(sb->reader);
 		free(sb);
 		return r;
 	}
@@ -1092,6 +1186,7 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 		dns_synth_free(sb->synth);
 		tls_ca_free(sb->ca);
 		pthread_mutex_destroy(&sb->dns.lock);
+		free(sb->reader);
 		free(sb);
 		return r;
 	}
@@ -1170,15 +1265,16 @@ int sandbox_register(struct sandbox_table *tab, const char *name, const char *ad
 {
 	struct tls_ca *ca = NULL;
 
-	return do_register(tab, name, addr, policy_path, save, false, false, false, &ca, assigned,
-			   err);
+	return do_register(tab, name, addr, policy_path, save, false, false, false, NULL, &ca,
+			   assigned, err);
 }
 
 int sandbox_register_ca(struct sandbox_table *tab, const char *name, const char *addr,
 			const char *policy_path, bool netns, bool audit, struct tls_ca *ca,
-			bool reserved, struct sl_addr *assigned, struct sl_err *err)
+			bool reserved, const struct file_who *who, struct sl_addr *assigned,
+			struct sl_err *err)
 {
-	int r = do_register(tab, name, addr, policy_path, true, netns, audit, reserved, &ca,
+	int r = do_register(tab, name, addr, policy_path, true, netns, audit, reserved, who, &ca,
 			    assigned, err);
 	struct sl_addr a;
 
@@ -1379,13 +1475,8 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 	pthread_rwlock_rdlock(&tab->lock);
 	for (i = 0; i < n && r == 0; i++) {
 		struct sandbox *s = tab->all[i];
-		struct policy_error perr;
 
-		r = load_policy_extra(s->policy_path, s, &fresh[i], sha[i], &perr);
-		if (r < 0)
-			policy_error_to_err(&perr, r, err);
-		else
-			r = creds_load_secrets(fresh[i], err);
+		r = compile_as(s->reader, s->policy_path, s, &fresh[i], sha[i], err);
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {
@@ -1436,9 +1527,10 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
  * connections the new policy withdrew, unless @keep_open.
  */
 int sandbox_update(struct sandbox_table *tab, const char *name, const char *policy_path,
-		   bool keep_open, struct sandbox_update_info *info, struct sl_err *err)
+		   bool keep_open, const struct file_who *who, struct sandbox_update_info *info,
+		   struct sl_err *err)
 {
-	struct policy_error perr;
+	struct file_who *reader = NULL, *old_reader;
 	struct policy *fresh = NULL, *old;
 	char sha[65], old_path[sizeof(((struct sandbox *)0)->policy_path)];
 	struct sandbox *sb;
@@ -1460,22 +1552,25 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 		sl_err_set(err, 0, "no such sandbox `%s`", name);
 		return -ENOENT;
 	}
-	r = load_policy_extra(policy_path, sb, &fresh, sha, &perr);
+	/* Read with the caller's right, who is its reader from now on: the
+	 * path is the caller's choice. */
+	r = reader_new(who, &reader, err);
+	if (r == 0)
+		r = compile_as(reader, policy_path, sb, &fresh, sha, err);
 	if (r < 0) {
-		policy_error_to_err(&perr, r, err);
-		return r;
-	}
-	r = creds_load_secrets(fresh, err);
-	if (r < 0) {
-		policy_unref(fresh);
+		free(reader);
 		return r;
 	}
 	pthread_rwlock_wrlock(&tab->lock);
 	snprintf(old_path, sizeof(old_path), "%s", sb->policy_path);
 	snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", policy_path);
+	old_reader = sb->reader;
+	sb->reader = reader;
 	r = persist(tab, sb);
 	if (r < 0) {
 		snprintf(sb->policy_path, sizeof(sb->policy_path), "%s", old_path);
+		sb->reader = old_reader;
+		free(reader);
 		pthread_rwlock_unlock(&tab->lock);
 		sl_err_set(err, r, "cannot write registration in %s: %s; the old policy stays",
 			   tab->dir, strerror(-r));
@@ -1488,6 +1583,7 @@ int sandbox_update(struct sandbox_table *tab, const char *name, const char *poli
 	sb->policy = fresh;
 	memcpy(sb->policy_sha256, sha, sizeof(sb->policy_sha256));
 	pthread_rwlock_unlock(&tab->lock);
+	free(old_reader);
 	snprintf(info->new_path, sizeof(info->new_path), "%s", policy_path);
 	snprintf(info->new_sha256, sizeof(info->new_sha256), "%s", sha);
 
@@ -1640,6 +1736,30 @@ static void restore_approvals(struct sandbox_table *tab, const char *name,
 			 sb->n_approvals, timed);
 }
 
+/*
+ * Whose right a restored sandbox's files are read with: its "reader" line's
+ * user; root's for a whole registration without one (written before
+ * readers were kept, when every sandbox's files were read so). A damaged
+ * registration without one may have lost it: then, failing closed, the
+ * files are read as nobody (65534), and a policy or secret that only its
+ * registrant could read leaves the sandbox unrestored, as logged.
+ */
+static const struct file_who *restore_reader(const char *name, struct reg_file *rf)
+{
+	if (rf->has_reader)
+		return &rf->reader;
+	if (!rf->damaged)
+		return NULL;
+	memset(&rf->reader, 0, sizeof(rf->reader));
+	rf->reader.uid = 65534;
+	rf->reader.gid = 65534;
+	log_err("sandbox: registration of `%s` is damaged and says nobody whose right its files "
+		"are read with: they are read as uid 65534 until `sluice update` names the policy "
+		"again",
+		name);
+	return &rf->reader;
+}
+
 int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 {
 	DIR *d = opendir(tab->dir);
@@ -1676,7 +1796,7 @@ int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 			continue;
 		}
 		if (do_register(tab, de->d_name, rf.addr, rf.pol, false, rf.netns, rf.audit, false,
-				&ca, NULL, &e) < 0) {
+				restore_reader(de->d_name, &rf), &ca, NULL, &e) < 0) {
 			/* Fail closed: the sandbox stays unregistered and reaches
 			 * nothing; its file stays for the operator to fix. */
 			log_err("sandbox: cannot restore `%s`: %s", de->d_name, sl_err_msg(&e));
@@ -1751,22 +1871,14 @@ struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name)
  */
 static int recompile(struct sandbox_table *tab, struct sandbox *sb, struct sl_err *err)
 {
-	struct policy_error perr;
 	struct policy *fresh = NULL, *old;
 	char sha[65];
 	unsigned i;
 	int r;
 
-	r = load_policy_extra(sb->policy_path, sb, &fresh, sha, &perr);
-	if (r < 0) {
-		policy_error_to_err(&perr, r, err);
+	r = compile_as(sb->reader, sb->policy_path, sb, &fresh, sha, err);
+	if (r < 0)
 		return r;
-	}
-	r = creds_load_secrets(fresh, err);
-	if (r < 0) {
-		policy_unref(fresh);
-		return r;
-	}
 	pthread_rwlock_wrlock(&tab->lock);
 	old = sb->policy;
 	sb->policy = fresh;

@@ -18,23 +18,43 @@
 
 #include "common/err.h"
 
-static int (*opener)(const char *path, int flags);
+static int (*opener)(const char *path, int flags, const struct file_who *who);
+/* This thread's file_read_as(). */
+static __thread const struct file_who *reading_as;
 
-void file_set_opener(int (*fn)(const char *path, int flags))
+void file_set_opener(int (*fn)(const char *path, int flags, const struct file_who *who))
 {
 	opener = fn;
 }
 
+const struct file_who *file_read_as(const struct file_who *who)
+{
+	const struct file_who *old = reading_as;
+
+	reading_as = who;
+	return old;
+}
+
+bool file_reading_for_other(void)
+{
+	return reading_as && reading_as->uid != 0 && reading_as->uid != (uint32_t)getuid();
+}
+
 int file_open_read(const char *path, int flags)
 {
-	int fd = open(path, flags);
+	int fd;
 
+	/* Another user's read: the kernel judges it, as that user, in the
+	 * opener; never the broker's own right, nor root's. */
+	if (file_reading_for_other())
+		return opener ? opener(path, flags, reading_as) : -EACCES;
+	fd = open(path, flags);
 	if (fd >= 0)
 		return fd;
 	/* Only a refusal for permission is asked again: a file that is not
 	 * there is not there for root either. */
 	if ((errno == EACCES || errno == EPERM) && opener)
-		return opener(path, flags);
+		return opener(path, flags, NULL);
 	return -errno;
 }
 

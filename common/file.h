@@ -3,25 +3,65 @@
 #ifndef SLUICE_COMMON_FILE_H
 #define SLUICE_COMMON_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
+/* At most this many supplementary groups in a struct file_who. */
+#define FILE_WHO_GROUPS_MAX 64
+
+/*
+ * Whose right to read a file counts: a user, its group and supplementary
+ * groups (as the kernel had them for a control socket's caller). uid 0 is
+ * root, which reads as the process does.
+ */
+struct file_who {
+	uint32_t uid, gid;
+	uint32_t n_groups; /* of @groups */
+	uint32_t groups[FILE_WHO_GROUPS_MAX];
+};
+
 /**
  * file_set_opener() - who else may open a file the caller may not read
- * @fn: given the path and open(2)'s flags (O_RDONLY and at most O_CLOEXEC,
- *      O_NONBLOCK, O_NOFOLLOW, O_NOCTTY), returns a descriptor or a
- *      negative errno; NULL: nobody
+ * @fn: given the path, open(2)'s flags (O_RDONLY and at most O_CLOEXEC,
+ *      O_NONBLOCK, O_NOFOLLOW, O_NOCTTY) and whose right counts (NULL:
+ *      root's), returns a descriptor or a negative errno; NULL: nobody
  *
- * The broker, once it runs as its own user, sets its opener here (a child
- * that stayed root: broker/isolation.c), so that a policy or secret file
- * readable by root alone still works. Set once, before other threads read.
+ * The broker, started as root, sets its opener here (a child that stayed
+ * root: broker/isolation.c), so that a policy or secret file readable by
+ * root alone still works once it runs as its own user, and so that what is
+ * read for a control_group member is read with that member's rights. Set
+ * once, before other threads read.
  */
-void file_set_opener(int (*fn)(const char *path, int flags));
+void file_set_opener(int (*fn)(const char *path, int flags, const struct file_who *who));
+
+/**
+ * file_read_as() - whose right counts for this thread's file_open_read()
+ * from now on
+ * @who: the user (kept by pointer: it must live until the next call);
+ *       NULL, or uid 0: the process's own right, then root's through the
+ *       opener, as before
+ *
+ * For any other user, file_open_read() opens only through the opener, as
+ * that user: a file the broker's own user or root may read and @who may
+ * not is refused (-EACCES). Without an opener (a broker not started as
+ * root) only the process's own uid is read for.
+ *
+ * Return: the one in force before, for the caller to put back.
+ */
+const struct file_who *file_read_as(const struct file_who *who);
+
+/* Whether this thread reads for a user other than root and the process's
+ * own (file_read_as()): then what only the process has (its environment,
+ * its key process's own files) is not for it either. */
+bool file_reading_for_other(void);
 
 /**
  * file_open_read() - open(@path, @flags), and where that is refused for
- * permission (EACCES, EPERM), through the opener of file_set_opener()
+ * permission (EACCES, EPERM), through the opener of file_set_opener();
+ * only through the opener, as that user, while file_read_as() names one
  * @path:  the file
  * @flags: as file_set_opener() says
  *

@@ -90,7 +90,9 @@ static uint32_t remote_handle(EVP_PKEY *key)
  * The broker opens the file (itself, or through its opener for a root-only
  * one) and hands the descriptor over unread. One that neither may read is
  * opened by the key process as its own user: a key file given to the key
- * user (0600) is out of the broker's reach altogether.
+ * user (0600) is out of the broker's reach altogether. Not for a sandbox a
+ * control_group member registered: its files are read with the member's
+ * right alone (common/file.h file_read_as()).
  */
 static int remote_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 {
@@ -107,7 +109,9 @@ static int remote_load(const char *pem_file, EVP_PKEY **key, struct sl_err *err)
 		return -EINVAL;
 	}
 	fd = file_open_read(pem_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && fd != -EACCES && fd != -EPERM) {
+	/* The key process's own right is not for a control_group member:
+	 * what the member may not read, no sandbox of its signs with. */
+	if (fd < 0 && ((fd != -EACCES && fd != -EPERM) || file_reading_for_other())) {
 		if (fd == -ELOOP)
 			sl_err_set(err, ELOOP, "JWT key `%s`: is a symlink (refused)", pem_file);
 		else

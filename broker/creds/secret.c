@@ -154,6 +154,17 @@ int creds_secret_load(const struct policy_credential *c, struct creds_secret *s,
 		return -EINVAL;
 	}
 	if (c->source_kind == POLICY_SOURCE_ENV) {
+		/* The broker's environment is its operator's, which a
+		 * control_group member may not read. */
+		if (file_reading_for_other()) {
+			sl_err_set(
+				err, 0,
+				"credential `%s`: an `env` source is read only for a sandbox "
+				"registered by root: this one's files are read as a "
+				"control_group member, who may not read the broker's environment",
+				c->name ? c->name : "");
+			return -EACCES;
+		}
 		v = getenv(c->source);
 		if (!v) {
 			sl_err_set(err, 0, "credential `%s`: environment variable `%s` is not set",

@@ -141,6 +141,91 @@ t_contains "audited with its pid and uid" "$(audit_of "$pid" control-reload)" \
 # From a namespace that is no sandbox's (this test's own): answered.
 t_ok "root from a namespace that is no sandbox's is answered" "$BIN/sluice" --socket "$BROKER_SOCK" status
 
+# --- a member's sandbox: its files are read with the member's right --------
+# What a control_group member registers or updates is read as that member
+# (uid, gid, groups; the kernel judges it), never with the broker user's
+# right or root's: root's 0600 secret, a JWT key only root may read and the
+# broker's environment are refused; the member's own secret works, at
+# reload and after a restart too. Root's update makes root the reader.
+M=$D/member
+mkdir -m 0755 "$M"
+printf 'member-secret-%s\n' "$WORLD_PREFIX" >"$M/mine"
+chown "$U:$GID" "$M/mine"
+chmod 600 "$M/mine"
+printf 'root-secret-%s\n' "$WORLD_PREFIX" >"$M/roots"
+chmod 600 "$M/roots"
+openssl genpkey -algorithm ed25519 -out "$M/jwt.pem" 2>/dev/null
+chmod 600 "$M/jwt.pem"
+# mpol FILE SOURCE: a policy whose one credential comes from SOURCE.
+mpol() {
+	cat >"$1" <<EOF
+version: 1
+egress:
+  allow:
+    - host: echo.world.test
+credentials:
+  - name: m-token
+    source: $2
+    scope: { hosts: [echo.world.test] }
+    placeholder: M_TOKEN
+EOF
+	chmod 644 "$1"
+}
+mpol "$M/roots.yaml" "{ file: $M/roots }"
+mpol "$M/mine.yaml" "{ file: $M/mine }"
+mpol "$M/env.yaml" "{ env: PATH }"
+mpol "$M/jwt.yaml" "{ jwt: { key_file: $M/jwt.pem, issuer: sluice-test } }"
+as_member() {
+	bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+		"$BIN/sluice" --socket "$BROKER_SOCK" "$@"
+}
+MS=${S1}m
+MREG=$D/state/sandboxes/$MS
+as_member register "$MS" --addr 10.200.255.6 --policy "$M/roots.yaml"
+t_eq "a member's register naming root's 0600 secret fails" "1" "$RC"
+t_contains "read as the member: permission denied" "$ERR" "secret file \`$M/roots\`: Permission denied"
+# Straight to the socket (sluice itself reads the policy first, as the member;
+# the system python3: a per-user one may not be the member's to run).
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+	/usr/bin/python3 tests/integration/ctlclient.py split "$BROKER_SOCK" "register $MS 10.200.255.6 $M/roots" 0
+t_eq "so does one naming root's 0600 file as its policy" \
+	"error: $M/roots: cannot open: Permission denied" "$(cat "$D/bg.out")"
+as_member register "$MS" --addr 10.200.255.6 --policy "$M/jwt.yaml"
+t_eq "so does one naming a JWT key only root may read" "1" "$RC"
+t_contains "(not handed to the key process instead)" "$ERR" "JWT key \`$M/jwt.pem\`: Permission denied"
+as_member register "$MS" --addr 10.200.255.6 --policy "$M/env.yaml"
+t_eq "and one naming the broker's environment" "1" "$RC"
+t_contains "saying why" "$ERR" "an \`env\` source is read only for a sandbox registered by root"
+t_ok "sluice list" S list
+t_not_contains "none of them is registered" "$T_OUT" "$MS"
+as_member register "$MS" --addr 10.200.255.6 --policy "$M/mine.yaml"
+t_eq "a member's register naming its own secret works" "0" "$RC"
+t_contains "the registration keeps whose right its files are read with" "$(cat "$MREG")" " reader $U $GID"
+as_member update "$MS" --policy "$M/roots.yaml"
+t_eq "the member's update to root's secret fails" "1" "$RC"
+t_contains "(permission denied)" "$ERR" "secret file \`$M/roots\`: Permission denied"
+t_contains "and the old policy stays" "$(cat "$MREG")" " policy $M/mine.yaml"
+t_ok "root's update to it works" S update "$MS" --policy "$M/roots.yaml"
+t_contains "and makes root the reader" "$(cat "$MREG")" " reader 0 0"
+as_member update "$MS" --policy "$M/mine.yaml"
+t_eq "the member's update back to its own secret works" "0" "$RC"
+t_contains "and makes it the reader again" "$(cat "$MREG")" " reader $U $GID"
+chown 0:0 "$M/mine"
+t_fails "once its secret is root's alone, a reload (by root) fails" S reload
+t_contains "reading it as the member" "$T_ERR" "secret file \`$M/mine\`: Permission denied"
+broker_stop
+broker_start
+t_none "the broker restarts" $(broker_alive || echo "sluiced is not running")
+t_contains "a restart reads it as the member too: not restored" "$(cat "$BROKER_LOG")" \
+	"cannot restore \`$MS\`: secret file \`$M/mine\`: Permission denied"
+chown "$U:$GID" "$M/mine"
+broker_stop
+broker_start
+t_ok "sluice list" S list
+t_contains "given back to the member, it is restored" "$T_OUT" "$MS"
+t_ok "and its reload works" S reload
+t_ok "root unregisters it" S unregister "$MS"
+
 # --- control_group changes on reload; the broker itself refuses -----------
 sed -i "s/^control_group: .*/control_group: \"\"/" "$BROKER_CONF"
 t_ok "reload without control_group" S reload

@@ -6,8 +6,9 @@
 # root-owned state_dir; the next start takes it over and says so. Then every
 # thread of the broker is uid:gid 65533 (no user `sluice` on the test
 # machine: the documented default), with no supplementary group and no
-# capability in any set; the opener (what is left of root) is uid 0 with no
-# capability, no_new_privs and seccomp. The state_dir is the broker's, no
+# capability in any set; the opener (what is left of root) is uid 0 with
+# CAP_SETUID and CAP_SETGID alone (for a member's file-system identity),
+# no_new_privs and seccomp. The state_dir is the broker's, no
 # file in it is world-readable, the CA key is 0600. A policy in a root-only
 # directory and a 0600 root secret file work at start, at create and after
 # `sluice reload` (the secret changed meanwhile); a secret file the opener
@@ -68,13 +69,16 @@ t_contains "the log says whom it runs as" "$(cat "$BROKER_LOG")" \
 	"running as user $U:$U ($U:$U), no capability"
 
 # Every thread, from /proc.
+# status_problems PID UID [CAPS]: what of PID's threads is not UID, no
+# group, CAPS (default none) permitted, effective and bounding, no_new_privs
+# and seccomp.
 status_problems() {
-	local t f want
+	local t f want c=${3:-0000000000000000}
 	for t in /proc/"$1"/task/*; do
 		f=$(cat "$t/status" 2>/dev/null) || continue
 		for want in "Uid:	$2	$2	$2	$2" "Gid:	$2	$2	$2	$2" \
-			"CapInh:	0000000000000000" "CapPrm:	0000000000000000" \
-			"CapEff:	0000000000000000" "CapBnd:	0000000000000000" \
+			"CapInh:	0000000000000000" "CapPrm:	$c" \
+			"CapEff:	$c" "CapBnd:	$c" \
 			"CapAmb:	0000000000000000" "NoNewPrivs:	1" "Seccomp:	2"; do
 			grep -qxF "$want" <<<"$f" || echo "${t##*/}: no \`$want\`: $(grep -F "${want%%:*}:" <<<"$f")"
 		done
@@ -90,8 +94,11 @@ t_eq "the broker has two children, the opener and the key process" "2" \
 	"$(echo "$CHILDREN" | grep -c .)"
 OPENER=$(for c in $CHILDREN; do [ "$(cat /proc/"$c"/comm 2>/dev/null)" = sluiced-opener ] && echo "$c"; done)
 t_eq "  ... one named sluiced-opener" "1" "$(echo "$OPENER" | grep -c .)"
-t_none "  ... uid 0 without any capability, no_new_privs, seccomp" \
-	$( [ -d "/proc/${OPENER:-none}" ] || echo no-opener) $(status_problems "$OPENER" 0 | tr ' ' '_')
+# CAP_SETGID and CAP_SETUID (bits 6, 7): for setgroups, setfsgid and
+# setfsuid, the only id calls its filter allows (a control_group member's
+# files are read as that member).
+t_none "  ... uid 0 with CAP_SETUID and CAP_SETGID alone, no_new_privs, seccomp" \
+	$( [ -d "/proc/${OPENER:-none}" ] || echo no-opener) $(status_problems "$OPENER" 0 00000000000000c0 | tr ' ' '_')
 
 # The files.
 t_eq "the state_dir is the broker's" "$U:$U" "$(stat -c %u:%g "$D/state")"

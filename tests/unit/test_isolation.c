@@ -258,6 +258,130 @@ static void test_opener(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Files for the member test: made by root in @dir (0711), each with its
+ * owner, group and mode. */
+static int member_file(const char *dir, const char *name, uid_t uid, gid_t gid, mode_t mode)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (file_write_atomic(path, name, strlen(name), 0600) < 0 || chown(path, uid, gid) < 0 ||
+	    chmod(path, mode) < 0)
+		return -1;
+	return 0;
+}
+
+/* Reads @dir/@name with @who's right; 0 when it read @name's contents
+ * (each file holds its own name), else the negative errno. */
+static int read_as(const struct file_who *who, const char *dir, const char *name)
+{
+	const struct file_who *was = file_read_as(who);
+	char path[300], *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	r = file_read_all(path, 100, &buf, &len);
+	file_read_as(was);
+	if (r == 0 && (len != strlen(name) || memcmp(buf, name, len)))
+		r = -EIO;
+	free(buf);
+	return r;
+}
+
+/*
+ * The member's reads, in a process switched to 65533 as the broker is:
+ * each result against what the kernel gives that user, every way a file
+ * can be refused (owner, group, a group that denies, a directory on the
+ * way) and given, and root's reads go on after. Bit i of the result: the
+ * i-th check failed.
+ */
+static int member_child(const char *dir)
+{
+	struct file_who m = { .uid = 12345, .gid = 12345 };
+	struct file_who other = { .uid = 12346, .gid = 12346 };
+	struct file_who grp = {
+		.uid = 12346, .gid = 12346, .n_groups = 2, .groups = { 4242, 23456 }
+	};
+	struct sl_err err = { 0 };
+	char sub[300];
+	int bad = 0, i = 0;
+
+	alarm(10);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	if (member_file(dir, "own", 12345, 12345, 0600) < 0 ||
+	    member_file(dir, "grp", 0, 23456, 0640) < 0 ||
+	    member_file(dir, "deny", 0, 23456, 0604) < 0 ||
+	    member_file(dir, "rootonly", 0, 0, 0600) < 0 ||
+	    member_file(dir, "broker", 65533, 65533, 0600) < 0 || mkdir(sub, 0700) < 0 ||
+	    member_file(sub, "open", 0, 0, 0644) < 0 || isolation_opener_start(&err) < 0 ||
+	    isolation_switch_user(65533, 65533, &err) < 0)
+		return 1 << 30;
+#define CHECK(cond) (bad |= (cond) ? 0 : 1 << i, i++)
+	CHECK(read_as(&m, dir, "own") == 0);		/* 0: its owner */
+	CHECK(read_as(&other, dir, "own") == -EACCES);	/* 1: another user */
+	CHECK(read_as(&grp, dir, "grp") == 0);		/* 2: a supplementary group */
+	CHECK(read_as(&other, dir, "grp") == -EACCES);	/* 3: without it */
+	CHECK(read_as(&grp, dir, "deny") == -EACCES);	/* 4: a group that denies */
+	CHECK(read_as(&other, dir, "deny") == 0);	/* 5: others may */
+	CHECK(read_as(&m, dir, "rootonly") == -EACCES); /* 6: root's */
+	CHECK(read_as(&m, dir, "broker") == -EACCES);	/* 7: the broker user's own */
+	CHECK(read_as(&m, sub, "open") == -EACCES);	/* 8: a closed directory */
+	CHECK(read_as(NULL, dir, "rootonly") == 0);	/* 9: root, after all that */
+	CHECK(read_as(NULL, sub, "open") == 0);		/* 10 */
+	CHECK(read_as(NULL, dir, "broker") == 0);	/* 11: its own, itself */
+	/* 12: uid 0 is root, whatever else it says. */
+	{
+		struct file_who root = { .uid = 0, .gid = 12345 };
+
+		CHECK(read_as(&root, dir, "rootonly") == 0);
+	}
+	/* 13-14: who counts is this thread's, until put back. */
+	CHECK(!file_reading_for_other());
+	file_read_as(&m);
+	CHECK(file_reading_for_other());
+	file_read_as(NULL);
+#undef CHECK
+	return bad;
+}
+
+/* As root: what is read for a control_group member is read with that
+ * member's right alone, judged by the kernel. */
+static void test_opener_member(void **state)
+{
+	static const char *const names[] = { "own",    "grp",	   "deny", "rootonly",
+					     "broker", "sub/open", "sub" };
+	char dir[] = "/tmp/test_isolation.XXXXXX", path[300];
+	int status;
+	size_t i;
+	pid_t pid;
+
+	(void)state;
+	if (getuid() != 0) {
+		skip();
+		return;
+	}
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0711), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int bad = member_child(dir);
+
+		if (bad)
+			fprintf(stderr, "member checks failed (bit i: check i): 0x%x\n", bad);
+		_exit(bad ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		(void)(unlink(path) == 0 || rmdir(path) == 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Switching to root is no switch: refused. */
 static void test_switch_refuses_root(void **state)
 {
@@ -307,9 +431,8 @@ static void test_allowlist(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_allowlist),
-		cmocka_unit_test(test_opener),
-		cmocka_unit_test(test_switch_refuses_root),
+		cmocka_unit_test(test_allowlist),     cmocka_unit_test(test_opener),
+		cmocka_unit_test(test_opener_member), cmocka_unit_test(test_switch_refuses_root),
 		cmocka_unit_test(test_give),
 	};
 

@@ -35,9 +35,10 @@ static void name_of(unsigned i, char *buf, size_t len)
 	snprintf(buf, len, "sb-%u", i);
 }
 
+static struct broker_config cfg;
+
 static int setup(void **state)
 {
-	struct broker_config cfg;
 	FILE *f;
 
 	(void)state;
@@ -229,7 +230,7 @@ static void test_reserve(void **state)
 	assert_non_null(strstr(sl_err_msg(&err), "being registered"));
 	/* The registration it was held for takes it. */
 	assert_int_equal(sandbox_register_ca(T, "sb-1", "10.77.0.6", policy_path, false, false,
-					     NULL, true, &b, &err),
+					     NULL, true, NULL, &b, &err),
 			 0);
 	assert_memory_equal(&a, &b, sizeof(a));
 	present[1] = true;
@@ -240,7 +241,7 @@ static void test_reserve(void **state)
 	addr_format(&a, got, sizeof(got));
 	assert_string_equal(got, "10.77.0.14");
 	assert_true(sandbox_register_ca(T, "sb-3", "10.77.0.14", "/nonexistent/p.yaml", false,
-					false, NULL, true, &b, &err) < 0);
+					false, NULL, true, NULL, &b, &err) < 0);
 	assert_int_equal(sandbox_reserve(T, "sb-3", &b, &err), 0);
 	assert_memory_equal(&a, &b, sizeof(a));
 	/* So does sandbox_unreserve(); never an address a sandbox holds. */
@@ -427,21 +428,23 @@ static void test_update(void **state)
 	snprintf(sha_before, sizeof(sha_before), "%s", sb->policy_sha256);
 	assert_int_equal(strlen(sha_before), 64);
 
-	assert_int_equal(sandbox_update(T, "sb-901", good, false, &info, &err), -ENOENT);
+	assert_int_equal(sandbox_update(T, "sb-901", good, false, NULL, &info, &err), -ENOENT);
 	assert_string_equal(sl_err_msg(&err), "no such sandbox `sb-901`");
-	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, &info, &err), -EINVAL);
+	assert_int_equal(sandbox_update(T, "sb-900", "rel.yaml", false, NULL, &info, &err),
+			 -EINVAL);
 
-	assert_true(sandbox_update(T, "sb-900", broken, false, &info, &err) < 0);
+	assert_true(sandbox_update(T, "sb-900", broken, false, NULL, &info, &err) < 0);
 	assert_true(strncmp(sl_err_msg(&err), broken, strlen(broken)) == 0);
 	assert_non_null(strstr(sl_err_msg(&err), ":4:7: ")); /* FILE:LINE:COL */
 	assert_int_equal(sl_err_errno(&err), 0);	     /* a policy error, no system call's */
 	/* A directory is refused (-EINVAL, errno 0), a missing file a failed
 	 * call (its errno): each in the words the user has always read. */
-	assert_int_equal(sandbox_update(T, "sb-900", "/tmp", false, &info, &err), -EINVAL);
+	assert_int_equal(sandbox_update(T, "sb-900", "/tmp", false, NULL, &info, &err), -EINVAL);
 	assert_string_equal(sl_err_msg(&err), "/tmp: not a regular file of at most 1048576 bytes");
 	assert_int_equal(sl_err_errno(&err), 0);
-	assert_int_equal(sandbox_update(T, "sb-900", "/nonexistent/p.yaml", false, &info, &err),
-			 -ENOENT);
+	assert_int_equal(
+		sandbox_update(T, "sb-900", "/nonexistent/p.yaml", false, NULL, &info, &err),
+		-ENOENT);
 	assert_string_equal(sl_err_msg(&err),
 			    "/nonexistent/p.yaml: cannot open: No such file or directory");
 	assert_int_equal(sl_err_errno(&err), ENOENT);
@@ -451,7 +454,7 @@ static void test_update(void **state)
 	saved_policy("sb-900", saved, sizeof(saved));
 	assert_string_equal(saved, policy_path);
 
-	assert_int_equal(sandbox_update(T, "sb-900", good, false, &info, &err), 0);
+	assert_int_equal(sandbox_update(T, "sb-900", good, false, NULL, &info, &err), 0);
 	pol = sandbox_policy(sb);
 	assert_ptr_not_equal(pol, before);
 	assert_true(allows(pol, "b.example"));
@@ -527,7 +530,7 @@ static void test_update_credentials(void **state)
 	assert_int_equal(strlen(keep), CREDS_PLACEHOLDER_LEN);
 	assert_int_equal(strlen(gone), CREDS_PLACEHOLDER_LEN);
 
-	assert_int_equal(sandbox_update(T, "sb-910", b, false, &info, &err), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", b, false, NULL, &info, &err), 0);
 	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), &err), 0);
 	env_value(env + strlen(CTL_OK), "KEEP", keep2, sizeof(keep2));
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
@@ -543,7 +546,7 @@ static void test_update_credentials(void **state)
 			 CREDS_PH_VALID);
 
 	/* Back to A: "gone" is given a new placeholder. */
-	assert_int_equal(sandbox_update(T, "sb-910", a, false, &info, &err), 0);
+	assert_int_equal(sandbox_update(T, "sb-910", a, false, NULL, &info, &err), 0);
 	assert_int_equal(sandbox_placeholders(T, "sb-910", env, sizeof(env), &err), 0);
 	env_value(env + strlen(CTL_OK), "GONE", gone2, sizeof(gone2));
 	assert_int_equal(strlen(gone2), CREDS_PLACEHOLDER_LEN);
@@ -552,6 +555,100 @@ static void test_update_credentials(void **state)
 	assert_true(allows(pol, "example.com"));
 	policy_unref(pol);
 	unreg(910);
+}
+
+/* Whose right a sandbox's files are read with: "reader" lines both ways,
+ * root's by default, a member's refused without an opener (no identity
+ * but the process's own can be had then), and an unknown one failing
+ * closed. */
+static void test_reader(void **state)
+{
+	struct file_who w, member = { .uid = 12345, .gid = 12345, .n_groups = 1, .groups = { 7 } };
+	struct sandbox_update_info info;
+	char path[300], line[64 * 11 + 32];
+	struct sl_err err = { 0 };
+	struct sumfile_writer sw;
+	struct sandbox *sb;
+	struct reg_file rf;
+	bool rewrite;
+	FILE *f;
+	int i;
+
+	(void)state;
+	assert_int_equal(reader_parse("65534 100 4 5", 13, &w), 0);
+	assert_int_equal(w.uid, 65534);
+	assert_int_equal(w.gid, 100);
+	assert_int_equal(w.n_groups, 2);
+	assert_int_equal(w.groups[1], 5);
+	assert_int_equal(reader_parse("0 0", 3, &w), 0);
+	assert_int_equal(w.n_groups, 0);
+	assert_int_equal(reader_parse("1", 1, &w), -EINVAL);
+	assert_int_equal(reader_parse("1 2 x", 5, &w), -EINVAL);
+	assert_int_equal(reader_parse("1 -2", 4, &w), -EINVAL);
+	assert_int_equal(reader_parse("4294967295 0", 12, &w), -EINVAL); /* (uid_t)-1 */
+	/* 2 + 64 numbers are whole; one group more is refused. */
+	strcpy(line, "1 2");
+	for (i = 0; i < 64; i++)
+		strcat(line, " 3");
+	assert_int_equal(reader_parse(line, strlen(line), &w), 0);
+	assert_int_equal(w.n_groups, 64);
+	strcat(line, " 3");
+	assert_int_equal(reader_parse(line, strlen(line), &w), -EINVAL);
+
+	/* Written and read back through the registration file. */
+	snprintf(path, sizeof(path), "%s/reader-file", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	sumfile_begin(&sw, f, REG_KIND);
+	sumfile_line(&sw, "address 10.77.0.2");
+	sumfile_line(&sw, "policy %s", policy_path);
+	reader_line(&sw, &member);
+	assert_int_equal(sumfile_commit(&sw, path, path), 0);
+	assert_int_equal(reg_read("x", path, &rf, &rewrite), 0);
+	assert_true(rf.has_reader);
+	assert_false(rf.damaged);
+	assert_int_equal(rf.reader.uid, 12345);
+	assert_int_equal(rf.reader.n_groups, 1);
+	assert_int_equal(rf.reader.groups[0], 7);
+	assert_ptr_equal(restore_reader("x", &rf), &rf.reader);
+	unlink(path);
+	/* Without one: root's when whole (from before readers were kept),
+	 * nobody's when the file lost lines. */
+	memset(&rf, 0, sizeof(rf));
+	assert_null(restore_reader("x", &rf));
+	rf.damaged = true;
+	assert_int_equal(restore_reader("x", &rf)->uid, 65534);
+
+	/* A root registration says so; a member's update is refused here,
+	 * where no opener can take the member's identity, and changes
+	 * nothing. */
+	assert_int_equal(reg(920, "auto"), 0);
+	sb = sandbox_get(T, "sb-920");
+	assert_non_null(sb);
+	assert_null(sb->reader);
+	sandbox_put(sb);
+	snprintf(path, sizeof(path), "%s/state/sandboxes/sb-920", dir);
+	assert_int_equal(reg_read("sb-920", path, &rf, &rewrite), 0);
+	assert_true(rf.has_reader);
+	assert_int_equal(rf.reader.uid, 0);
+	assert_int_equal(sandbox_update(T, "sb-920", policy_path, false, &member, &info, &err),
+			 -EACCES);
+	assert_non_null(strstr(sl_err_msg(&err), "Permission denied"));
+	assert_int_equal(reg_read("sb-920", path, &rf, &rewrite), 0);
+	assert_int_equal(rf.reader.uid, 0);
+	/* Groups that could not all be had: refused before any read. */
+	w = member;
+	w.n_groups = FILE_WHO_GROUPS_MAX + 1;
+	assert_int_equal(sandbox_update(T, "sb-920", policy_path, false, &w, &info, &err), -EINVAL);
+	assert_non_null(strstr(sl_err_msg(&err), "could not be read, or are more than 64"));
+	/* uid 0 is root, whatever its groups say. */
+	w.uid = 0;
+	assert_int_equal(sandbox_update(T, "sb-920", policy_path, false, &w, &info, &err), 0);
+	unreg(920);
+	assert_true(sandbox_register_ca(T, "sb-921", "auto", policy_path, false, false, NULL, false,
+					&member, NULL, &err) < 0);
+	sb = sandbox_get(T, "sb-921");
+	assert_null(sb);
 }
 
 int main(void)
@@ -564,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_update_credentials),
+		cmocka_unit_test(test_reader),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
