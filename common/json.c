@@ -317,6 +317,34 @@ static size_t utf8_seq(const unsigned char *s, size_t avail, bool *ok)
 	return need + 1;
 }
 
+/* The code point of the valid sequence of @len (2 or 3) bytes at @s. */
+static uint32_t utf8_cp(const unsigned char *s, size_t len)
+{
+	if (len == 2)
+		return ((uint32_t)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+	return ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+}
+
+/*
+ * Whether the valid sequence of @len bytes at @s is a character that acts
+ * on a terminal or on how text around it reads, yet shows nothing: the C1
+ * controls (U+0080-U+009F: CSI is U+009B), the bidirectional marks,
+ * embeddings, overrides and isolates (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069: "Trojan Source") and the line and
+ * paragraph separators (U+2028, U+2029). A client can put them in a name;
+ * escaped, the JSON means the same and whoever prints it sees them.
+ */
+static bool unseen_control(const unsigned char *s, size_t len)
+{
+	uint32_t cp;
+
+	if (len != 2 && len != 3)
+		return false;
+	cp = utf8_cp(s, len);
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -361,7 +389,17 @@ size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 		} else {
 			/* A sequence cut by @srclen is cut, hence invalid. */
 			adv = utf8_seq(s + i, srclen - i, &ok);
-			if (ok) {
+			if (ok && unseen_control(s + i, adv)) {
+				uint32_t cp = utf8_cp(s + i, adv);
+
+				tmp[0] = '\\';
+				tmp[1] = 'u';
+				tmp[2] = hex[(cp >> 12) & 0xf];
+				tmp[3] = hex[(cp >> 8) & 0xf];
+				tmp[4] = hex[(cp >> 4) & 0xf];
+				tmp[5] = hex[cp & 0xf];
+				plen = 6;
+			} else if (ok) {
 				piece = (const char *)s + i;
 				plen = adv;
 			} else {

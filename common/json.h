@@ -71,7 +71,9 @@ int sl_json_value(struct json *j, int depth);
  * @dstlen: size of @dst; output stops at a character boundary so that it,
  *          plus its NUL, fits
  * @src:    input, any bytes; invalid UTF-8 becomes U+FFFD, control bytes
- *          \u00XX
+ *          \u00XX, and the characters that act on a terminal or on the
+ *          direction of text without showing (C1 controls, bidirectional
+ *          controls, U+2028 and U+2029) \uXXXX
  * @srclen: at most this many bytes of @src are read (fewer at a NUL)
  *
  * Return: bytes written to @dst, NUL not counted.

@@ -315,6 +315,15 @@ static void test_escape_table(void **state)
 		{ "\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd" }, /* > U+10FFFF */
 		{ "\xf8\x88\x80\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd" },
 		{ "\xc3\xa9\xff\xc3\xa9", "\xc3\xa9\\ufffd\xc3\xa9" },
+		/* valid, but acting unseen: escaped */
+		{ "\xc2\x9b[31m", "\\u009b[31m" },				 /* C1 CSI */
+		{ "\xc2\x80\xc2\x9f\xc2\xa0", "\\u0080\\u009f\xc2\xa0" },	 /* C1 ends */
+		{ "a\xe2\x80\xae-b", "a\\u202e-b" },				 /* RLO */
+		{ "\xe2\x81\xa6\xe2\x81\xa9", "\\u2066\\u2069" },		 /* isolates */
+		{ "\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", "\\u200e\\u200f\\u061c" }, /* marks */
+		{ "\xe2\x80\xa8\xe2\x80\xa9", "\\u2028\\u2029" },		 /* separators */
+		{ "\xe2\x80\xa7\xe2\x80\xaf", "\xe2\x80\xa7\xe2\x80\xaf" }, /* neighbours kept */
+		{ "\xe2\x81\xa5\xe2\x81\xaa", "\xe2\x81\xa5\xe2\x81\xaa" },
 	};
 	char out[256];
 	size_t i, n;
