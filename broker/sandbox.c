@@ -334,20 +334,10 @@ static int compile_as(const struct file_who *reader, const char *path, const str
 	return r;
 }
 
+/* A new sandbox's name: text_name_ok(), and not another's temporary. */
 static bool name_ok(const char *s)
 {
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > SANDBOX_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return false;
-	}
-	return true;
+	return text_name_ok(s, SANDBOX_NAME_MAX) && !text_tmp_name(s);
 }
 
 /* Slot of @a, or of the free place for it when @for_insert (then
@@ -1094,7 +1084,10 @@ static int do_register(struct sandbox_table *tab, const char *name, const char *
 	if (!err)
 		err = &local; /* logged below */
 	if (!name_ok(name)) {
-		sl_err_set(err, 0, "bad sandbox name `%s`", name);
+		sl_err_set(err, 0,
+			   "bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . "
+			   "or -, not ending in .tmp)",
+			   name, SANDBOX_NAME_MAX);
 		return -EINVAL;
 	}
 	if (policy_path[0] != '/' || strlen(policy_path) >= sizeof(sb->policy_path)) {
@@ -1777,7 +1770,9 @@ int sandbox_restore(struct sandbox_table *tab, struct sl_err *err)
 		bool rewrite;
 		int r;
 
-		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
+		/* Spares, and a temporary a crash left (a name that only has
+		 * ".tmp" inside is a sandbox's). */
+		if (de->d_name[0] == '.' || text_tmp_name(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tab->dir, de->d_name);
 		r = reg_read(de->d_name, path, &rf, &rewrite);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* ASCII case folding for protocol text (header names, hosts): never the
- * locale's idea of case. Unsigned numbers in such text, strictly. */
+ * locale's idea of case. Unsigned numbers in such text, strictly. Names. */
 #ifndef SLUICE_COMMON_TEXT_H
 #define SLUICE_COMMON_TEXT_H
 
@@ -40,6 +40,34 @@ static inline bool text_copy(char *dst, size_t cap, const char *src)
 		return false;
 	memcpy(dst, src, n + 1);
 	return true;
+}
+
+/* A sandbox's name, as `sluice create` and the broker take it: 1 to @max
+ * of A-Z a-z 0-9 . _ -, not starting with . or - (it names files and
+ * directories, a network namespace, a line of the control protocol). */
+static inline bool text_name_ok(const char *s, size_t max)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > max || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* Whether @s ends in ".tmp": state files are written as NAME.tmp first, so
+ * a new sandbox of such a name would be another's temporary. */
+static inline bool text_tmp_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 4 && !strcmp(s + n - 4, ".tmp");
 }
 
 /*

@@ -43,6 +43,7 @@
 #include "common/ctlproto.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "netns/netns.h"
 #include "netns/netns_internal.h"
 #include "policy/policy.h"
@@ -1102,11 +1103,11 @@ static int create(const char *name, const char *policy, const char *nspath, cons
 		return -EINVAL;
 	}
 
-	if (!netns_name_ok(name)) {
-		sl_err_set(
-			err, EINVAL,
-			"bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . or -)",
-			name, NETNS_NAME_MAX);
+	if (!netns_name_ok(name) || text_tmp_name(name)) {
+		sl_err_set(err, EINVAL,
+			   "bad sandbox name `%s` (1-%d of A-Z a-z 0-9 . _ -, not starting with . "
+			   "or -, not ending in .tmp)",
+			   name, NETNS_NAME_MAX);
 		return -EINVAL;
 	}
 	snprintf(b.sb.name, sizeof(b.sb.name), "%s", name);

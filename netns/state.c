@@ -25,18 +25,7 @@
 
 bool netns_name_ok(const char *name)
 {
-	size_t i, n = strlen(name);
-
-	if (n == 0 || n > NETNS_NAME_MAX || name[0] == '.' || name[0] == '-')
-		return false;
-	for (i = 0; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return false;
-	}
-	return true;
+	return text_name_ok(name, NETNS_NAME_MAX);
 }
 
 void netns_link_name(uint32_t addr, char out[NETNS_IFNAMSIZ])

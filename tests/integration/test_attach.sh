@@ -130,6 +130,11 @@ t_rc "detach of nothing: exit 1" 1 sl detach "$P-anone"
 t_contains "detach of nothing: says so" "$T_ERR" "no such sandbox"
 t_rc "attach with a bad name" 1 sl attach "a/b" --netns /run/netns/x --policy "$D/pol.yaml"
 t_contains "attach with a bad name: says so" "$T_ERR" "bad sandbox name"
+# NAME.tmp is how the broker writes a state file of NAME: no sandbox's name.
+t_rc "attach of a name ending in .tmp" 1 sl attach "$P-at.tmp" --netns /run/netns/x --policy "$D/pol.yaml"
+t_contains "is refused, saying why" "$T_ERR" "not ending in .tmp)"
+t_rc "so is create" 1 sl create "$P-at.tmp" --policy "$D/pol.yaml"
+t_contains "(the same words)" "$T_ERR" "bad sandbox name \`$P-at.tmp\`"
 
 # --- a namespace made with ip netns add, attached under its own name ----------
 t_ok "ip netns add" ip netns add "$NS1"

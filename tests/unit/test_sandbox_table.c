@@ -651,6 +651,38 @@ static void test_reader(void **state)
 	assert_null(sb);
 }
 
+/* A name ending in .tmp is another's temporary: refused. One with .tmp
+ * inside is a name like any other, and restored after a restart; a
+ * temporary a crash left is skipped. */
+static void test_tmp_names(void **state)
+{
+	struct sl_err err = { 0 };
+	char path[300];
+	struct sandbox *sb;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(sandbox_register(T, "x.tmp", "auto", policy_path, true, NULL, &err),
+			 -EINVAL);
+	assert_non_null(strstr(sl_err_msg(&err), "not ending in .tmp"));
+	assert_int_equal(sandbox_register(T, "a.tmpx", "auto", policy_path, true, NULL, &err), 0);
+	snprintf(path, sizeof(path), "%s/state/sandboxes/b.tmp", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("half a registration", f);
+	fclose(f);
+	/* A restart: a new table on the same state_dir. */
+	sandbox_table_free(T);
+	T = NULL;
+	assert_int_equal(sandbox_table_new(&cfg, &T), 0);
+	assert_int_equal(sandbox_restore(T, &err), 1);
+	sb = sandbox_get(T, "a.tmpx");
+	assert_non_null(sb);
+	sandbox_put(sb);
+	assert_int_equal(sandbox_unregister(T, "a.tmpx", &err), 0);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -662,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_update_credentials),
 		cmocka_unit_test(test_reader),
+		cmocka_unit_test(test_tmp_names),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

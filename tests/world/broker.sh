@@ -180,6 +180,11 @@ S() { sl "$@"; }
 _broker_world_down() {
 	local s
 	for s in "${_BROKER_WORLD_SB[@]}"; do sl delete "$s" >/dev/null 2>&1; done
+	# And any sandbox of this world's prefix that a failed step left
+	# (a create that was meant to be refused, say): sluice made each.
+	[ -n "${WORLD_PREFIX:-}" ] && for s in /run/sluice-sandboxes/"$WORLD_PREFIX"-*; do
+		[ -d "$s" ] && sl delete "${s##*/}" >/dev/null 2>&1
+	done
 	broker_stop
 	world_down
 }
