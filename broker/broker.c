@@ -372,6 +372,7 @@ void broker_free(struct broker *b)
 			continue;
 		/* Its loop has stopped: what the drain did not close yet. */
 		broker_dns_stop(w);
+		proxy_pipes_drop(w);
 		resolver_free(w->resolver);
 		loop_free(w->loop);
 	}

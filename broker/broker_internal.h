@@ -211,6 +211,10 @@ struct broker_limits {
 };
 
 /* A worker: one thread, one loop, one resolver, its listeners. */
+/* Empty pipes a worker keeps: 16 pages each, counted against the broker
+ * user's pipe pages whether they hold bytes or not. */
+#define WORKER_PIPES_MAX 32
+
 struct worker {
 	struct broker *b; /* the broker it works for */
 	unsigned id;
@@ -229,6 +233,10 @@ struct worker {
 	struct conn *conns; /* doubly linked through conn->next/prev */
 	atomic_uint n_conns;
 	bool draining;
+	/* Empty splice pipes kept for the next connection that moves bytes
+	 * (proxy/tunnel.c proxy_pipe_get()); this worker's alone. */
+	int pipes[WORKER_PIPES_MAX][2];
+	unsigned n_pipes;
 };
 
 /*
@@ -282,6 +290,8 @@ void proxy_policy_changed_post(void *worker);
  * --keep-open`): only the tunnels it still allows get it. */
 void proxy_policy_changed_keep_post(void *worker);
 void proxy_close_all(struct worker *w);
+/* Closes the pipes @w keeps (its loop has ended). */
+void proxy_pipes_drop(struct worker *w);
 /* proxy/hold.c: held requests. Per sandbox, at most this many connections
  * held, and this many distinct names and ports waiting (hold-full). */
 #define HOLD_CONNS_MAX 64

@@ -69,6 +69,7 @@ _Static_assert(ARRAY_SIZE(decision_labels) <= FAMILY_MAX_LABELS, "slot has room"
 _Static_assert(ARRAY_SIZE(dns_answer_labels) <= FAMILY_MAX_LABELS, "slot has room");
 
 static atomic_int_fast64_t open_connections;
+static atomic_int_fast64_t pipes_held, pipes_kept;
 static atomic_uint_fast64_t connections_total;
 static atomic_uint_fast64_t bytes_up, bytes_down;
 static atomic_uint_fast64_t dns_cache_hits, dns_cache_misses;
@@ -244,6 +245,12 @@ void metrics_connection_open(void)
 	add(&connections_total, 1);
 }
 
+void metrics_pipes(int held, int kept)
+{
+	atomic_fetch_add_explicit(&pipes_held, held, memory_order_relaxed);
+	atomic_fetch_add_explicit(&pipes_kept, kept, memory_order_relaxed);
+}
+
 void metrics_connection_close(void)
 {
 	atomic_fetch_sub_explicit(&open_connections, 1, memory_order_relaxed);
@@ -284,6 +291,8 @@ void metrics_reset(void)
 	family_reset(&decisions);
 	family_reset(&dns_answers);
 	atomic_store_explicit(&open_connections, 0, memory_order_relaxed);
+	atomic_store_explicit(&pipes_held, 0, memory_order_relaxed);
+	atomic_store_explicit(&pipes_kept, 0, memory_order_relaxed);
 	atomic_store_explicit(&connections_total, 0, memory_order_relaxed);
 	atomic_store_explicit(&bytes_up, 0, memory_order_relaxed);
 	atomic_store_explicit(&bytes_down, 0, memory_order_relaxed);
@@ -424,6 +433,13 @@ int metrics_render_prometheus(char *buf, size_t len)
 	out_header(&o, "sluice_open_connections", "gauge", "Connections open now.");
 	outf(&o, "sluice_open_connections %lld\n",
 	     (long long)atomic_load_explicit(&open_connections, memory_order_relaxed));
+	out_header(&o, "sluice_splice_pipes", "gauge",
+		   "Splice pipes: held by connections (bytes wait in them), or kept empty "
+		   "by the workers for the next.");
+	outf(&o, "sluice_splice_pipes{state=\"held\"} %lld\n",
+	     (long long)atomic_load_explicit(&pipes_held, memory_order_relaxed));
+	outf(&o, "sluice_splice_pipes{state=\"kept\"} %lld\n",
+	     (long long)atomic_load_explicit(&pipes_kept, memory_order_relaxed));
 	out_counter(&o, "sluice_connections_total", "Connections accepted.",
 		    get(&connections_total));
 

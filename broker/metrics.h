@@ -37,6 +37,9 @@ void metrics_decision(const char *proto, const char *decision, const char *reaso
 void metrics_connection_open(void);
 /* An accepted connection ended (open gauge goes down). */
 void metrics_connection_close(void);
+/* Splice pipes: @held more (or fewer) held by connections, @kept more (or
+ * fewer) kept empty by the workers (proxy/tunnel.c proxy_pipe_get()). */
+void metrics_pipes(int held, int kept);
 /* Bytes relayed: @up from the sandbox to the upstream, @down back. */
 void metrics_bytes(uint64_t up, uint64_t down);
 /* Upstream name resolution answered from the broker's cache, or not. */
@@ -64,7 +67,8 @@ void metrics_connect_latency_us(uint64_t us);
  * @len: size of @buf
  *
  * Series: sluice_decisions_total{proto,decision,reason},
- * sluice_open_connections, sluice_connections_total,
+ * sluice_open_connections, sluice_splice_pipes{state="held"|"kept"},
+ * sluice_connections_total,
  * sluice_bytes_total{direction="up"|"down"}, sluice_dns_cache_hits_total,
  * sluice_dns_cache_misses_total, sluice_dns_queries_total{answer},
  * sluice_audit_write_failures_total, sluice_upstream_connect_seconds

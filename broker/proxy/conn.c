@@ -214,7 +214,6 @@ void proxy_out_drop(struct conn *c)
 static void conn_free(struct conn *c)
 {
 	struct worker *w = c->w;
-	int i;
 
 	proxy_hold_leave(c);
 	resolver_cancel(w->resolver, &c->rr);
@@ -227,12 +226,7 @@ static void conn_free(struct conn *c)
 		loop_del(w->loop, &c->cev);
 		close(c->cev.fd);
 	}
-	for (i = 0; i < 2; i++) {
-		if (c->pu[i] >= 0)
-			close(c->pu[i]);
-		if (c->pd[i] >= 0)
-			close(c->pd[i]);
-	}
+	proxy_pipes_close(c);
 	proxy_parsed_free(c->parsed);
 	reflect_clear(&c->refl);
 	free(c->in);

@@ -38,8 +38,8 @@
 #define FRAMING_READ 256
 
 /*
- * Moves the payload @f admits from @from to @to through the pipe @p (made
- * here when there is none and enough payload is to come), never past what
+ * Moves the payload @f admits from @from to @to through the pipe @p (taken
+ * from @w's when there is none and enough payload is to come), never past what
  * the framer admits: what follows (a chunk-size line, trailers, the next
  * message) stays in the socket for the caller to read and frame. Bytes are
  * counted in @count as they reach @to. Return: SB_DONE when the pipe is
@@ -49,15 +49,16 @@
  * SB_TO_GONE when @to failed; SB_NOPIPE when no pipe could be made (the
  * caller copies instead).
  */
-static enum sb_result splice_body(struct framer *f, int from, int to, int p[2], size_t *inpipe,
-				  uint64_t *count, uint32_t *from_mask, uint32_t *to_mask)
+static enum sb_result splice_body(struct worker *w, struct framer *f, int from, int to, int p[2],
+				  size_t *inpipe, uint64_t *count, uint32_t *from_mask,
+				  uint32_t *to_mask)
 {
 	int rounds;
 
 	if (p[0] < 0) {
 		if (proxy_framer_payload_left(f) < SPLICE_MIN_BODY)
 			return SB_DONE;
-		if (proxy_make_pipe(p) < 0)
+		if (proxy_pipe_get(w, p) < 0)
 			return SB_NOPIPE;
 	}
 	/* Bounded: a large body yields to other connections now and then;
@@ -320,8 +321,8 @@ enum step proxy_send_request(struct conn *c)
 			/* The payload the framer only counts goes by splice. */
 			uint32_t cm = 0, um = 0;
 
-			switch (splice_body(c->reqf, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->up,
-					    &cm, &um)) {
+			switch (splice_body(c->w, c->reqf, c->cev.fd, c->uev.fd, c->pu, &c->pu_n,
+					    &c->up, &cm, &um)) {
 			case SB_WAIT:
 				proxy_want(c, cm, um);
 				return STEP_AGAIN;
@@ -525,7 +526,7 @@ enum step proxy_relay_response(struct conn *c)
 			 * to be looked at: the payload goes by splice. */
 			uint32_t cm = 0, um = 0;
 
-			switch (splice_body(c->respf, c->uev.fd, c->cev.fd, c->pd, &c->pd_n,
+			switch (splice_body(c->w, c->respf, c->uev.fd, c->cev.fd, c->pd, &c->pd_n,
 					    &c->down, &um, &cm)) {
 			case SB_WAIT:
 				proxy_want(c, cm, um);

@@ -29,11 +29,67 @@
 #include "common/log.h"
 #include "policy/policy.h"
 
-int proxy_make_pipe(int p[2])
+/*
+ * Pipes are a worker's, not a connection's: a connection holds one only
+ * while bytes wait in it (a tunnel gives each back at the end of every
+ * wakeup that drained it; a spliced body at its end), and takes one from
+ * the worker's few empty ones when bytes come. The kernel counts a pipe's
+ * 16 pages against the broker user's fs.pipe-user-pages-soft (16,384 pages
+ * by default) while it exists, full or empty; past that an unprivileged
+ * user's new pipes get 2 pages, and splice moves 8 KiB a call at twice the
+ * CPU per byte. With a pair per connection, 512 live tunnels (a
+ * long-poll, a chat) were enough for every later one to pay that; now it
+ * takes 512 whose peers do not read. A pipe is given back only empty: one
+ * connection's bytes never reach another's (a read that finds nothing,
+ * besides the count).
+ */
+int proxy_pipe_get(struct worker *w, int p[2])
 {
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+	if (w->n_pipes > 0) {
+		w->n_pipes--;
+		p[0] = w->pipes[w->n_pipes][0];
+		p[1] = w->pipes[w->n_pipes][1];
+		metrics_pipes(1, -1);
+		return 0;
+	}
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0) {
+		p[0] = p[1] = -1;
 		return -errno;
+	}
+	metrics_pipes(1, 0);
 	return 0;
+}
+
+void proxy_pipe_put(struct worker *w, int p[2], size_t inpipe)
+{
+	char byte;
+
+	if (p[0] < 0)
+		return;
+	/* Empty by the count, and by the kernel: a read finds nothing (a byte
+	 * it did find is lost with the pipe, which is closed). */
+	if (inpipe == 0 && w->n_pipes < WORKER_PIPES_MAX && read(p[0], &byte, 1) < 0 &&
+	    errno == EAGAIN) {
+		w->pipes[w->n_pipes][0] = p[0];
+		w->pipes[w->n_pipes][1] = p[1];
+		w->n_pipes++;
+		metrics_pipes(-1, 1);
+	} else {
+		close(p[0]);
+		close(p[1]);
+		metrics_pipes(-1, 0);
+	}
+	p[0] = p[1] = -1;
+}
+
+void proxy_pipes_drop(struct worker *w)
+{
+	while (w->n_pipes > 0) {
+		w->n_pipes--;
+		close(w->pipes[w->n_pipes][0]);
+		close(w->pipes[w->n_pipes][1]);
+		metrics_pipes(0, -1);
+	}
 }
 
 /*
@@ -84,29 +140,18 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 	return 0;
 }
 
-/* Closes the splice pipes: an idle kept-alive connection holds none. */
+/* Puts the splice pipes back: an idle kept-alive connection holds none. */
 void proxy_pipes_close(struct conn *c)
 {
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		if (c->pu[i] >= 0)
-			close(c->pu[i]);
-		if (c->pd[i] >= 0)
-			close(c->pd[i]);
-		c->pu[i] = c->pd[i] = -1;
-	}
+	proxy_pipe_put(c->w, c->pu, c->pu_n);
+	proxy_pipe_put(c->w, c->pd, c->pd_n);
 	c->pu_n = c->pd_n = 0;
 }
 
 /*
- * A spliced tunnel quiet this long, with nothing in its pipes, closes them
- * and makes them again when bytes come. The kernel counts a pipe's room
- * against its user (fs.pipe-user-pages-soft, 16,384 pages by default):
- * past that, an unprivileged user's new pipes get 2 pages. With 16 pages in
- * each of a tunnel's two pipes, 512 idle HTTPS tunnels would leave every
- * later tunnel splicing 8 KiB at a time, at twice the CPU per byte, and
- * hold 4 descriptors each.
+ * How often the timer of a tunnel whose pipes hold bytes looks at it (a
+ * drained pipe goes back to the worker at once, proxy_tunnel()); a tunnel
+ * without pipes waits for its idle timeout alone.
  */
 #define TUNNEL_PARK_MS 1000
 
@@ -129,19 +174,13 @@ uint64_t proxy_tunnel_quiet(struct conn *c, uint64_t now, uint64_t idle_ms)
 	return TUNNEL_PARK_MS - quiet < next ? TUNNEL_PARK_MS - quiet : next;
 }
 
-/* The pipes of a tunnel: made at its start and again after they were
- * parked; the timer looks at them again once the tunnel is quiet. */
+/* The pipes of a tunnel for one wakeup: those it holds (bytes wait in
+ * them), else the worker's (every wakeup of a tunnel passes here). */
 static int tunnel_pipes(struct conn *c)
 {
-	uint64_t idle_ms;
-
-	if (c->pu[0] >= 0 && c->pd[0] >= 0)
-		return 0; /* every wakeup of a tunnel passes here */
-	idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
-	proxy_pipes_close(c);
-	if (proxy_make_pipe(c->pu) < 0 || proxy_make_pipe(c->pd) < 0)
+	if ((c->pu[0] < 0 && proxy_pipe_get(c->w, c->pu) < 0) ||
+	    (c->pd[0] < 0 && proxy_pipe_get(c->w, c->pd) < 0))
 		return -1;
-	loop_timer_arm(c->w->loop, &c->timer, idle_ms < TUNNEL_PARK_MS ? idle_ms : TUNNEL_PARK_MS);
 	return 0;
 }
 
@@ -158,6 +197,12 @@ enum step proxy_tunnel(struct conn *c)
 		    0) {
 		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
 	}
+	/* A drained pipe goes back to the worker: the tunnel holds one only
+	 * while bytes wait in it for a side that does not read. */
+	if (c->pu_n == 0)
+		proxy_pipe_put(c->w, c->pu, 0);
+	if (c->pd_n == 0)
+		proxy_pipe_put(c->w, c->pd, 0);
 	metrics_bytes(c->up - up0, c->down - down0);
 	if (c->up != up0 || c->down != down0)
 		c->t_last = loop_now_ms(c->w->loop);
@@ -186,12 +231,15 @@ enum step proxy_tunnel(struct conn *c)
 
 static enum step start_tunnel(struct conn *c)
 {
+	uint64_t idle_ms = policy_limits(c->pol)->idle_timeout_sec * 1000;
+
 	free(c->in);
 	c->in = NULL;
 	proxy_pipes_close(c); /* a body's, if one was left */
 	c->t_last = loop_now_ms(c->w->loop);
 	if (tunnel_pipes(c) < 0)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_PIPES);
+	loop_timer_arm(c->w->loop, &c->timer, idle_ms < TUNNEL_PARK_MS ? idle_ms : TUNNEL_PARK_MS);
 	c->st = CS_TUNNEL;
 	return STEP_NEXT;
 }

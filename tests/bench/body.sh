@@ -14,6 +14,12 @@
 # CPU seconds per GiB (user + system of the whole process, /proc/PID/stat),
 # and the load average at the start and end.
 #
+# BENCH_HELD=N opens N HTTPS tunnels from c1 to echo.world.test
+# (tests/bench/tunnels.py) before the rounds and holds them through them,
+# each carrying a small GET every BENCH_TRICKLE seconds (0.6; 0: idle): the
+# download then runs beside that many live tunnels, as on a broker that
+# serves many sandboxes.
+#
 # BENCH_PROFILE=perf|strace attaches `perf stat` (counters of the whole
 # sluiced process) or `strace -c -f` (syscall counts) to sluiced for each
 # proxied download; the output goes to build/bench/body-PATH-ROUND.{perf,strace}.
@@ -57,17 +63,32 @@ brk_exec sysctl -qw net.ipv4.ip_forward=1 || fail "cannot enable forwarding in $
 world_spawn inet blast "$BLAST" -t 2 -r "$D/ready.blast" "$SRV:$SRVPORT" || fail "blast did not start"
 for ((n = 0; n < 50; n++)); do [ -s "$D/ready.blast" ] && break; sleep 0.1; done
 
-broker_config
+broker_config "max_connections: 3000"
 cat >"$D/pol.yaml" <<EOF
 version: 1
 egress:
   allow:
     - host: $SRVNAME
       ports: [$SRVPORT]
+    - host: echo.world.test
+      ports: [443]
+limits: { connections: 2000 }
 EOF
 broker_start || fail "sluiced did not come up"
 sl register c1 --addr 10.99.0.2 --policy "$D/pol.yaml" >/dev/null || fail "register failed"
 sl create "$SB" --policy "$D/pol.yaml" >/dev/null || fail "sluice create failed"
+
+HELD=${BENCH_HELD:-0}
+if [ "$HELD" -gt 0 ]; then
+	ip netns exec "$C" /usr/bin/python3 tests/bench/tunnels.py "$GW" 3128 echo.world.test 443 \
+		"$HELD" --ready "$D/held.ready" --release "$D/held.release" --hold-max 1800 \
+		--trickle "${BENCH_TRICKLE:-0.6}" --tls "$WORLD_DIR/pki/ca.crt" >"$D/held.log" 2>&1 &
+	HELD_PID=$!
+	world_track_pid "$HELD_PID" held-tunnels
+	for ((n = 0; n < 1500; n++)); do [ -s "$D/held.ready" ] && break; sleep 0.1; done
+	[ -s "$D/held.ready" ] || fail "the $HELD held tunnels did not open: $(cat "$D/held.log")"
+	note "held tunnels: $(cat "$D/held.ready"); sluiced holds $(ls "/proc/$BROKER_PID/fd" | wc -l) descriptors"
+fi
 
 cpu_ticks() {
 	local st
@@ -126,6 +147,12 @@ for ((r = 1; r <= RUNS; r++)); do
 	done
 	note "$line"
 done
+if [ "$HELD" -gt 0 ]; then
+	note "with $HELD held tunnels, sluiced holds $(ls "/proc/$BROKER_PID/fd" | wc -l) descriptors"
+	touch "$D/held.release"
+	wait "$HELD_PID"
+	note "held tunnels: exit $? $(tr '\n' ' ' <"$D/held.log")"
+fi
 md=$(echo "${G[direct]:-}" | median)
 echo "bulk download of $((BYTES >> 20)) MiB, $RUNS rounds, load average $LOAD0 -> $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %8s %9s %14s  %s\n' path Gbit/s "vs direct" "sluiced s/GiB" "runs (Gbit/s)"

@@ -4,6 +4,7 @@
 
 usage: tunnels.py PROXY_HOST PROXY_PORT TARGET_HOST TARGET_PORT COUNT
                   --ready FILE --release FILE [--hold-max SECONDS]
+                  [--trickle SECONDS] [--tls CAFILE]
 
 Each tunnel is a CONNECT TARGET_HOST:TARGET_PORT that must be answered 200;
 then one small GET goes through it to the server (blast) and its answer is
@@ -14,11 +15,19 @@ object to --ready FILE:
    "errors": {"REASON": COUNT, ...}, "open_seconds": S}
 and then holds every tunnel idle until FILE --release exists (checked every
 0.1 s, at most --hold-max seconds, default 120), closes them all and exits
-0 if every tunnel was established and carried its GET, 1 otherwise."""
+0 if every tunnel was established and carried its GET, 1 otherwise.
+
+With --trickle SECONDS the tunnels are not idle: each carries another small
+GET every SECONDS (spread over the period), so that each is active as a
+long-poll or a chat connection is; a GET that fails is counted in the
+exit status (1) and on stderr. With --tls CAFILE each tunnel carries TLS
+(verified against CAFILE, for TARGET_HOST), as HTTPS through a proxy does:
+the broker splices such a tunnel, where it reads plain HTTP in one."""
 import json
 import os
 import resource
 import socket
+import ssl
 import sys
 import time
 
@@ -71,7 +80,7 @@ def content_length(head):
     raise ValueError("no-content-length")
 
 
-def open_tunnel(proxy, target_host, target_port, counts):
+def open_tunnel(proxy, target_host, target_port, counts, tls=None):
     s = socket.create_connection(proxy, timeout=IO_TIMEOUT)
     counts["connected"] += 1
     auth = "%s:%d" % (target_host, target_port)
@@ -84,6 +93,8 @@ def open_tunnel(proxy, target_host, target_port, counts):
         s.close()
         raise ValueError("bytes-after-200")
     counts["established"] += 1
+    if tls:
+        s = tls.wrap_socket(s, server_hostname=target_host)
     s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\n\r\n" % auth).encode())
     status, head, rest = read_head(s)
     want = content_length(head)
@@ -98,9 +109,24 @@ def open_tunnel(proxy, target_host, target_port, counts):
     return s
 
 
+def get(s, auth):
+    """One small GET through an open tunnel, its answer read whole."""
+    s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\n\r\n" % auth).encode())
+    status, head, rest = read_head(s)
+    want = content_length(head)
+    while len(rest) < want:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise ConnectionError("eof-in-body")
+        rest += chunk
+    if status != 200 or len(rest) != want:
+        raise ValueError("get-status-%d" % status)
+
+
 def main():
     args = sys.argv[1:]
-    opts = {"--ready": None, "--release": None, "--hold-max": "120"}
+    opts = {"--ready": None, "--release": None, "--hold-max": "120", "--trickle": "0",
+            "--tls": None}
     pos = []
     while args:
         if args[0] in opts and len(args) > 1:
@@ -121,6 +147,7 @@ def main():
     if soft < want_fds:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(want_fds, soft), hard), hard))
 
+    tls = ssl.create_default_context(cafile=opts["--tls"]) if opts["--tls"] else None
     counts = {"wanted": count, "connected": 0, "established": 0, "get_ok": 0}
     errors = {}
     socks = []
@@ -130,7 +157,7 @@ def main():
             errors["open-budget-exceeded"] = errors.get("open-budget-exceeded", 0) + 1
             break
         try:
-            socks.append(open_tunnel(proxy, target_host, target_port, counts))
+            socks.append(open_tunnel(proxy, target_host, target_port, counts, tls))
         except (OSError, ValueError) as e:
             key = str(e) if isinstance(e, ValueError) else type(e).__name__
             if isinstance(e, ConnectionError) and str(e):
@@ -145,11 +172,35 @@ def main():
     os.rename(tmp, opts["--ready"])
 
     deadline = time.monotonic() + float(opts["--hold-max"])
-    while not os.path.exists(opts["--release"]) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    period = float(opts["--trickle"])
+    auth = "%s:%d" % (target_host, target_port)
+    failed = 0
+    i = 0
+    next_check = 0.0
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if now >= next_check:
+            if os.path.exists(opts["--release"]):
+                break
+            next_check = now + 0.1
+        if period <= 0 or not socks:
+            time.sleep(0.1)
+            continue
+        # One tunnel's GET, the next one's period / len(socks) later.
+        t_next = now + period / len(socks)
+        try:
+            get(socks[i], auth)
+        except (OSError, ValueError):
+            failed += 1
+        i = (i + 1) % len(socks)
+        pause = t_next - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
     for s in socks:
         s.close()
-    ok = counts["get_ok"] == count
+    if failed:
+        sys.stderr.write("tunnels: %d trickled GETs failed\n" % failed)
+    ok = counts["get_ok"] == count and failed == 0
     return 0 if ok else 1
 
 
