@@ -80,6 +80,20 @@ def content_length(head):
     raise ValueError("no-content-length")
 
 
+def get(s, auth):
+    """One small GET through an open tunnel, its answer read whole."""
+    s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\n\r\n" % auth).encode())
+    status, head, rest = read_head(s)
+    want = content_length(head)
+    while len(rest) < want:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise ConnectionError("eof-in-body")
+        rest += chunk
+    if status != 200 or len(rest) != want:
+        raise ValueError("get-status-%d" % status)
+
+
 def open_tunnel(proxy, target_host, target_port, counts, tls=None):
     s = socket.create_connection(proxy, timeout=IO_TIMEOUT)
     counts["connected"] += 1
@@ -95,32 +109,9 @@ def open_tunnel(proxy, target_host, target_port, counts, tls=None):
     counts["established"] += 1
     if tls:
         s = tls.wrap_socket(s, server_hostname=target_host)
-    s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\n\r\n" % auth).encode())
-    status, head, rest = read_head(s)
-    want = content_length(head)
-    while len(rest) < want:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise ConnectionError("eof-in-body")
-        rest += chunk
-    if status != 200 or len(rest) != want:
-        raise ValueError("get-status-%d" % status)
+    get(s, auth)
     counts["get_ok"] += 1
     return s
-
-
-def get(s, auth):
-    """One small GET through an open tunnel, its answer read whole."""
-    s.sendall(("GET /t HTTP/1.1\r\nHost: %s\r\n\r\n" % auth).encode())
-    status, head, rest = read_head(s)
-    want = content_length(head)
-    while len(rest) < want:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise ConnectionError("eof-in-body")
-        rest += chunk
-    if status != 200 or len(rest) != want:
-        raise ValueError("get-status-%d" % status)
 
 
 def main():
