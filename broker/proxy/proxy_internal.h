@@ -445,15 +445,13 @@ void proxy_transparent_restart(struct conn *c);
 /* A pipe for @c's worker to splice through, into @p: one it keeps, else a
  * new one. 0 or a negative errno. */
 int proxy_pipe_get(struct worker *w, int p[2]);
-/* Gives @p back to @w's pipes when it is empty (@inpipe 0, and the kernel
- * agrees), else closes it; @p is then -1, -1. */
-void proxy_pipe_put(struct worker *w, int p[2], size_t inpipe);
-/* Both of @c's pipes, put (proxy_pipe_put()); their counts are then 0. */
+/* Both of @c's pipes back to its worker (closed unless empty); their
+ * counts are then 0. */
 void proxy_pipes_close(struct conn *c);
 enum step proxy_tunnel(struct conn *c);
-/* A tunnel's idle timer at @now: parks its pipes when it has been quiet;
- * returns the ms to its next look, 0 once it has been idle for @idle_ms. */
-uint64_t proxy_tunnel_quiet(struct conn *c, uint64_t now, uint64_t idle_ms);
+/* A tunnel's idle timer at @now: the ms to its next look, 0 once it has
+ * been idle for @idle_ms. */
+uint64_t proxy_tunnel_quiet(const struct conn *c, uint64_t now, uint64_t idle_ms);
 enum step proxy_tunnel_after_peek(struct conn *c);
 enum step proxy_establish(struct conn *c);
 

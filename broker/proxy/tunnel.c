@@ -60,16 +60,21 @@ int proxy_pipe_get(struct worker *w, int p[2])
 	return 0;
 }
 
-void proxy_pipe_put(struct worker *w, int p[2], size_t inpipe)
+/*
+ * Gives @p back to @w's pipes when it is empty, else closes it; @p is then
+ * -1, -1. Empty by the count (@inpipe 0) and, when bytes went through it
+ * since it was taken (@used), by the kernel too: a read finds nothing (a
+ * byte it did find is lost with the pipe, which is closed). A pipe nothing
+ * entered is as empty as when it was given back.
+ */
+static void pipe_put(struct worker *w, int p[2], size_t inpipe, bool used)
 {
 	char byte;
 
 	if (p[0] < 0)
 		return;
-	/* Empty by the count, and by the kernel: a read finds nothing (a byte
-	 * it did find is lost with the pipe, which is closed). */
-	if (inpipe == 0 && w->n_pipes < WORKER_PIPES_MAX && read(p[0], &byte, 1) < 0 &&
-	    errno == EAGAIN) {
+	if (inpipe == 0 && w->n_pipes < WORKER_PIPES_MAX &&
+	    (!used || (read(p[0], &byte, 1) < 0 && errno == EAGAIN))) {
 		w->pipes[w->n_pipes][0] = p[0];
 		w->pipes[w->n_pipes][1] = p[1];
 		w->n_pipes++;
@@ -143,35 +148,19 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 /* Puts the splice pipes back: an idle kept-alive connection holds none. */
 void proxy_pipes_close(struct conn *c)
 {
-	proxy_pipe_put(c->w, c->pu, c->pu_n);
-	proxy_pipe_put(c->w, c->pd, c->pd_n);
+	pipe_put(c->w, c->pu, c->pu_n, true);
+	pipe_put(c->w, c->pd, c->pd_n, true);
 	c->pu_n = c->pd_n = 0;
 }
 
-/*
- * How often the timer of a tunnel whose pipes hold bytes looks at it (a
- * drained pipe goes back to the worker at once, proxy_tunnel()); a tunnel
- * without pipes waits for its idle timeout alone.
- */
-#define TUNNEL_PARK_MS 1000
-
-uint64_t proxy_tunnel_quiet(struct conn *c, uint64_t now, uint64_t idle_ms)
+/* Between wakeups a tunnel holds a pipe only with bytes in it (a drained
+ * one went back in proxy_tunnel()), so its timer has only the idle timeout
+ * to look after. */
+uint64_t proxy_tunnel_quiet(const struct conn *c, uint64_t now, uint64_t idle_ms)
 {
-	uint64_t quiet = now - c->t_last, next;
+	uint64_t quiet = now - c->t_last;
 
-	if (quiet >= idle_ms)
-		return 0;
-	next = idle_ms - quiet;
-	if (c->pu[0] < 0 && c->pd[0] < 0)
-		return next;
-	if (quiet >= TUNNEL_PARK_MS && c->pu_n == 0 && c->pd_n == 0) {
-		proxy_pipes_close(c);
-		return next;
-	}
-	/* Bytes wait in a pipe for a side that does not read: look again
-	 * once it has been quiet for as long again. */
-	quiet %= TUNNEL_PARK_MS;
-	return TUNNEL_PARK_MS - quiet < next ? TUNNEL_PARK_MS - quiet : next;
+	return quiet >= idle_ms ? 0 : idle_ms - quiet;
 }
 
 /* The pipes of a tunnel for one wakeup: those it holds (bytes wait in
@@ -200,9 +189,9 @@ enum step proxy_tunnel(struct conn *c)
 	/* A drained pipe goes back to the worker: the tunnel holds one only
 	 * while bytes wait in it for a side that does not read. */
 	if (c->pu_n == 0)
-		proxy_pipe_put(c->w, c->pu, 0);
+		pipe_put(c->w, c->pu, 0, c->up != up0);
 	if (c->pd_n == 0)
-		proxy_pipe_put(c->w, c->pd, 0);
+		pipe_put(c->w, c->pd, 0, c->down != down0);
 	metrics_bytes(c->up - up0, c->down - down0);
 	if (c->up != up0 || c->down != down0)
 		c->t_last = loop_now_ms(c->w->loop);
@@ -239,7 +228,7 @@ static enum step start_tunnel(struct conn *c)
 	c->t_last = loop_now_ms(c->w->loop);
 	if (tunnel_pipes(c) < 0)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_PIPES);
-	loop_timer_arm(c->w->loop, &c->timer, idle_ms < TUNNEL_PARK_MS ? idle_ms : TUNNEL_PARK_MS);
+	loop_timer_arm(c->w->loop, &c->timer, idle_ms);
 	c->st = CS_TUNNEL;
 	return STEP_NEXT;
 }
