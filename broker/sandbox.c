@@ -337,7 +337,7 @@ static int compile_as(const struct file_who *reader, const char *path, const str
 /* A new sandbox's name: text_name_ok(), and not another's temporary. */
 static bool name_ok(const char *s)
 {
-	return text_name_ok(s, SANDBOX_NAME_MAX) && !text_tmp_name(s);
+	return text_name_ok(s, strlen(s), SANDBOX_NAME_MAX) && !text_tmp_name(s);
 }
 
 /* Slot of @a, or of the free place for it when @for_insert (then

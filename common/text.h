@@ -42,12 +42,13 @@ static inline bool text_copy(char *dst, size_t cap, const char *src)
 	return true;
 }
 
-/* A sandbox's name, as `sluice create` and the broker take it: 1 to @max
- * of A-Z a-z 0-9 . _ -, not starting with . or - (it names files and
- * directories, a network namespace, a line of the control protocol). */
-static inline bool text_name_ok(const char *s, size_t max)
+/* A sandbox's name, the @n bytes at @s (no NUL needed), as `sluice
+ * create`, the broker and its key process take it: 1 to @max of A-Z a-z
+ * 0-9 . _ -, not starting with . or - (it names files and directories, a
+ * network namespace, a line of the control protocol). */
+static inline bool text_name_ok(const char *s, size_t n, size_t max)
 {
-	size_t i, n = strlen(s);
+	size_t i;
 
 	if (n == 0 || n > max || s[0] == '.' || s[0] == '-')
 		return false;

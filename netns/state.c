@@ -25,7 +25,7 @@
 
 bool netns_name_ok(const char *name)
 {
-	return text_name_ok(name, NETNS_NAME_MAX);
+	return text_name_ok(name, strlen(name), NETNS_NAME_MAX);
 }
 
 void netns_link_name(uint32_t addr, char out[NETNS_IFNAMSIZ])

@@ -8,21 +8,11 @@
 #include <string.h>
 
 #include "broker/keys/keys_internal.h"
+#include "common/text.h"
 
 bool keys_name_ok(const char *s, size_t len)
 {
-	size_t i;
-
-	if (len == 0 || len > KEYS_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return false;
-	}
-	return true;
+	return text_name_ok(s, len, KEYS_NAME_MAX);
 }
 
 int keys_req_parse(const unsigned char *buf, size_t len, struct keys_req *req)
