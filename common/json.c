@@ -325,8 +325,23 @@ static uint32_t utf8_cp(const unsigned char *s, size_t len)
 	return ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
 }
 
+/* "\uXXXX" of @cp (below U+10000) into @tmp, a counted piece (never a C
+ * string). Return: its length, 6. */
+static size_t u_escape(char tmp[6], uint32_t cp)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	tmp[0] = '\\';
+	tmp[1] = 'u';
+	tmp[2] = hex[(cp >> 12) & 0xf];
+	tmp[3] = hex[(cp >> 8) & 0xf];
+	tmp[4] = hex[(cp >> 4) & 0xf];
+	tmp[5] = hex[cp & 0xf];
+	return 6;
+}
+
 /*
- * Whether the valid sequence of @len bytes at @s is a character that acts
+ * Whether code point @cp is a character that acts
  * on a terminal or on how text around it reads, yet shows nothing: the C1
  * controls (U+0080-U+009F: CSI is U+009B), the bidirectional marks,
  * embeddings, overrides and isolates (U+061C, U+200E, U+200F,
@@ -334,20 +349,14 @@ static uint32_t utf8_cp(const unsigned char *s, size_t len)
  * paragraph separators (U+2028, U+2029). A client can put them in a name;
  * escaped, the JSON means the same and whoever prints it sees them.
  */
-static bool unseen_control(const unsigned char *s, size_t len)
+static bool unseen_control(uint32_t cp)
 {
-	uint32_t cp;
-
-	if (len != 2 && len != 3)
-		return false;
-	cp = utf8_cp(s, len);
 	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
 	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
-	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)src;
 	size_t i = 0, o = 0;
 
@@ -380,25 +389,16 @@ size_t sl_json_escape(char *dst, size_t dstlen, const char *src, size_t srclen)
 			plen = 2;
 			adv = 1;
 		} else if (s[i] < 0x20 || s[i] == 0x7f) {
-			/* tmp is a counted piece (plen), never a C string. */
-			memcpy(tmp, "\\u00", 4); // NOLINT(bugprone-not-null-terminated-result)
-			tmp[4] = hex[s[i] >> 4];
-			tmp[5] = hex[s[i] & 0xf];
-			plen = 6;
+			plen = u_escape(tmp, s[i]);
 			adv = 1;
 		} else {
+			uint32_t cp;
+
 			/* A sequence cut by @srclen is cut, hence invalid. */
 			adv = utf8_seq(s + i, srclen - i, &ok);
-			if (ok && unseen_control(s + i, adv)) {
-				uint32_t cp = utf8_cp(s + i, adv);
-
-				tmp[0] = '\\';
-				tmp[1] = 'u';
-				tmp[2] = hex[(cp >> 12) & 0xf];
-				tmp[3] = hex[(cp >> 8) & 0xf];
-				tmp[4] = hex[(cp >> 4) & 0xf];
-				tmp[5] = hex[cp & 0xf];
-				plen = 6;
+			cp = ok && (adv == 2 || adv == 3) ? utf8_cp(s + i, adv) : 0;
+			if (cp && unseen_control(cp)) {
+				plen = u_escape(tmp, cp);
 			} else if (ok) {
 				piece = (const char *)s + i;
 				plen = adv;
