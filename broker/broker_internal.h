@@ -182,6 +182,9 @@ int sandbox_approve(struct sandbox_table *tab, const char *name, const char *hos
  * policies compiled anew without them); on the control thread. Return: how
  * many timed approvals remain (0: no need to call again). */
 size_t sandbox_approvals_expire(struct sandbox_table *tab, uint64_t now_ms);
+/* Whose sandbox @name is, in *@uid: its reader's uid (the control_group
+ * member who registered or last updated it), 0 for root's. -ENOENT. */
+int sandbox_owner(struct sandbox_table *tab, const char *name, uint32_t *uid);
 /* A reference on sandbox @name (sandbox_put() it), or NULL. */
 struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name);
 /* An audit line `state-damaged` for a state file @path of sandbox @name

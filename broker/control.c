@@ -694,6 +694,37 @@ static void peer_audit(const struct peer *p, const char *sandbox, const char *ve
 	audit_log(&ev);
 }
 
+static bool ratelog_ok(struct control *ctl, struct ratelog *rl, const char *what);
+
+/*
+ * May @p change sandbox @name (@verb: unregister, update, approve, refuse)?
+ * Root and the broker's own uid change any sandbox; a control_group member
+ * only those it registered, whose files are read with its right
+ * (sandbox_owner(); root's update makes a sandbox root's). A name no
+ * sandbox has is left to the verb to answer. Return: true; or false, with the refusal in @out, logged and
+ * audited (control-refused).
+ */
+static bool may_change(struct control *ctl, const struct peer *p, const char *verb,
+		       const char *name, char *out, size_t outlen)
+{
+	uint32_t owner;
+
+	if (p->cred.uid == 0 || p->cred.uid == ctl->owner ||
+	    sandbox_owner(ctl->b->sandboxes, name, &owner) < 0 || owner == (uint32_t)p->cred.uid)
+		return true;
+	snprintf(out, outlen,
+		 CTL_ERR CTL_REFUSED
+		 "uid %u may not %s sandbox `%s`: it is uid %u's (a "
+		 "control_group member changes only the sandboxes it registered; "
+		 "root changes any)\n",
+		 (unsigned)p->cred.uid, verb, name, (unsigned)owner);
+	if (ratelog_ok(ctl, &ctl->log_refused, "lines about callers"))
+		log_warn("control: refused pid %d uid %u: %s of sandbox `%s`, uid %u's",
+			 (int)p->cred.pid, (unsigned)p->cred.uid, verb, name, (unsigned)owner);
+	peer_audit(p, name, verb, "deny", "control-refused");
+	return false;
+}
+
 /*
  * Serving. Every connection is non-blocking and driven by the main loop,
  * so that a client that is slow to ask, or to take its answer, holds up
@@ -1017,6 +1048,9 @@ static void approve_done(void *arg)
 				      SL_REASON_ADDRESS_DENIED, 403);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_ADDRESS_DENIED,
 			   rule);
+	} else if (!may_change(ctl, &job->peer, CTL_APPROVE, job->name, out, sizeof(out))) {
+		/* Its owner changed while the name was checked (an update by
+		 * root, say): what waits for it keeps waiting. */
 	} else {
 		r = sandbox_approve(ctl->b->sandboxes, job->name, chk->host, port,
 				    job->secs ? loop_now_ms(ctl->loop) + job->secs * 1000 : 0,
@@ -1067,6 +1101,8 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return -EINVAL;
 	}
+	if (!may_change(ctl, &c->peer, w[0], w[1], out, outlen))
+		return -EACCES;
 	errno = 0;
 	secs = strtoull(w[4], &end, 10);
 	if (errno || *end || end == w[4] || w[4][0] == '-' || secs > 366ull * 86400) {
@@ -1127,6 +1163,8 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 				register_has(w, n, CTL_REGISTER_AUDIT), NULL, false, &p->who, out,
 				outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
+		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+			return;
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(ctl->b->sandboxes, w[1], &err);
 		seen_forget(ctl, w[1]);
@@ -1227,10 +1265,14 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 		snprintf(out, outlen, CTL_OK);
 	} else if (!strcmp(w[0], CTL_UPDATE) &&
 		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
+		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+			return;
 		update_answer(ctl, p, w[1], w[2], n == 4, out, outlen);
 	} else if (!strcmp(w[0], CTL_PENDING) && n <= 2) {
 		pending_answer(ctl, n == 2 ? w[1] : NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_REFUSE) && n == 4) {
+		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+			return;
 		refuse_answer(ctl, p, w[1], w[2], w[3], out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
 		char said[1024];

@@ -1846,6 +1846,18 @@ int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out,
 	return r < 0 ? r : 0;
 }
 
+int sandbox_owner(struct sandbox_table *tab, const char *name, uint32_t *uid)
+{
+	struct sandbox *sb;
+
+	pthread_rwlock_rdlock(&tab->lock);
+	sb = find_name(tab, name);
+	if (sb)
+		*uid = sb->reader ? sb->reader->uid : 0;
+	pthread_rwlock_unlock(&tab->lock);
+	return sb ? 0 : -ENOENT;
+}
+
 struct sandbox *sandbox_get(struct sandbox_table *tab, const char *name)
 {
 	struct sandbox *sb;

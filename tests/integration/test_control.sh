@@ -205,11 +205,51 @@ as_member update "$MS" --policy "$M/roots.yaml"
 t_eq "the member's update to root's secret fails" "1" "$RC"
 t_contains "(permission denied)" "$ERR" "secret file \`$M/roots\`: Permission denied"
 t_contains "and the old policy stays" "$(cat "$MREG")" " policy $M/mine.yaml"
-t_ok "root's update to it works" S update "$MS" --policy "$M/roots.yaml"
-t_contains "and makes root the reader" "$(cat "$MREG")" " reader 0 0"
-as_member update "$MS" --policy "$M/mine.yaml"
-t_eq "the member's update back to its own secret works" "0" "$RC"
-t_contains "and makes it the reader again" "$(cat "$MREG")" " reader $U $GID"
+
+# --- a member changes only its own sandboxes --------------------------------
+# unregister, update, approve and refuse: a control_group member only of the
+# sandboxes it registered or last updated; root of any. A refusal says why,
+# is audited (control-refused, with the sandbox) and changes nothing.
+U2=65533 # another member
+as_other() {
+	bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U2 --regid="$GID" --clear-groups \
+		"$BIN/sluice" --socket "$BROKER_SOCK" "$@"
+}
+reg_before=$(cat "$MREG")
+for req in "update $MS --policy $M/mine.yaml" "unregister $MS" "approve $MS echo.world.test" \
+	"refuse $MS echo.world.test"; do
+	# shellcheck disable=SC2086 # the request's words
+	as_other $req
+	t_eq "another member's \`${req%% *}\` of the member's sandbox fails" "1" "$RC"
+	t_contains "and says why" "$ERR" \
+		"refused: uid $U2 may not ${req%% *} sandbox \`$MS\`: it is uid $U's"
+	t_contains "audited: deny, control-refused, naming the sandbox" "$(audit_of "$pid" control-refused)" \
+		"\"sandbox\":\"$MS\",\"proto\":\"control\",\"name\":\"${req%% *}\","
+done
+t_eq "its registration is as it was" "$reg_before" "$(cat "$MREG")"
+for req in "update $S1 --policy $M/mine.yaml" "unregister $S1" "approve $S1 other.world.test"; do
+	# shellcheck disable=SC2086 # the request's words
+	as_member $req
+	t_eq "a member's \`${req%% *}\` of root's sandbox fails" "1" "$RC"
+	t_contains "and says why" "$ERR" "refused: uid $U may not ${req%% *} sandbox \`$S1\`: it is uid 0's"
+done
+t_ok "root's sandbox is still registered" S list
+t_contains "(listed)" "$T_OUT" "$S1"
+t_ok "with its own policy: what it allows works" S exec "$S1" -- curl -sf -m 10 http://echo.world.test/ctl-owner
+t_ok "and nothing was approved into it" S exec "$S1" -- sh -c \
+	'test "$(curl -s -m 10 -o /dev/null -w "%{http_code}" http://other.world.test/)" = 403'
+as_member approve "$MS" echo.world.test
+t_eq "the member approves a host into its own sandbox" "0" "$RC"
+as_member refuse "$MS" echo.world.test
+t_contains "its refuse is not refused for whose it is (nothing waits)" "$ERR" \
+	"nothing of sandbox \`$MS\` waits for echo.world.test"
+as_member register "${MS}2" --addr 10.200.255.7 --policy "$M/mine.yaml"
+t_eq "a second sandbox of the member's" "0" "$RC"
+as_member unregister "${MS}2"
+t_eq "it unregisters its own" "0" "$RC"
+t_ok "sluice list" S list
+t_not_contains "(gone)" "$T_OUT" "${MS}2"
+
 chown 0:0 "$M/mine"
 t_fails "once its secret is root's alone, a reload (by root) fails" S reload
 t_contains "reading it as the member" "$T_ERR" "secret file \`$M/mine\`: Permission denied"
@@ -224,6 +264,12 @@ broker_start
 t_ok "sluice list" S list
 t_contains "given back to the member, it is restored" "$T_OUT" "$MS"
 t_ok "and its reload works" S reload
+t_ok "root's update of the member's sandbox works" S update "$MS" --policy "$M/roots.yaml"
+t_contains "and makes root the reader" "$(cat "$MREG")" " reader 0 0"
+as_member update "$MS" --policy "$M/mine.yaml"
+t_eq "the member's update of it is refused from then on" "1" "$RC"
+t_contains "saying it is root's now" "$ERR" "refused: uid $U may not update sandbox \`$MS\`: it is uid 0's"
+t_contains "and root's policy stays" "$(cat "$MREG")" " policy $M/roots.yaml"
 t_ok "root unregisters it" S unregister "$MS"
 
 # --- control_group changes on reload; the broker itself refuses -----------
