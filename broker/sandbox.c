@@ -1470,6 +1470,13 @@ int sandbox_reload_all(struct sandbox_table *tab, struct sl_err *err)
 		struct sandbox *s = tab->all[i];
 
 		r = compile_as(s->reader, s->policy_path, s, &fresh[i], sha[i], err);
+		if (r < 0) {
+			/* Which sandbox: one file may serve several, and a
+			 * secret's error names only the secret. */
+			size_t k = strlen(err->msg);
+
+			snprintf(err->msg + k, sizeof(err->msg) - k, " (sandbox `%s`)", s->name);
+		}
 	}
 	pthread_rwlock_unlock(&tab->lock);
 	if (r == 0) {

@@ -252,7 +252,8 @@ t_not_contains "(gone)" "$T_OUT" "${MS}2"
 
 chown 0:0 "$M/mine"
 t_fails "once its secret is root's alone, a reload (by root) fails" S reload
-t_contains "reading it as the member" "$T_ERR" "secret file \`$M/mine\`: Permission denied"
+t_contains "reading it as the member, naming the sandbox" "$T_ERR" \
+	"secret file \`$M/mine\`: Permission denied (sandbox \`$MS\`)"
 broker_stop
 broker_start
 t_none "the broker restarts" $(broker_alive || echo "sluiced is not running")

@@ -347,6 +347,7 @@ t_eq "SIGHUP with a broken policy: old policy stays" "200 " "$(reason http://oth
 t_contains "the refusal is logged with its position" "$(cat "$D/sluiced.log")" "pol.yaml:4:13"
 t_rc "sluice reload reports the broken policy" 1 sl reload
 t_contains "with FILE:LINE:COL" "$T_ERR" "pol.yaml:4:13: bad host pattern"
+t_contains "and the sandbox whose policy it is" "$T_ERR" "(sandbox \`c1\`)"
 cp "$D/pol.good" "$D/pol.yaml"
 t_ok "reload with the good policy" sl reload
 
