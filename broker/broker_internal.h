@@ -80,6 +80,12 @@ struct sandbox {
 	struct file_who *reader;
 };
 
+/* Whose sandbox @sb is: its reader's uid, 0 for root's (see sandbox_owner()).
+ * On the control thread, or under the table's lock. */
+uint32_t sandbox_uid(const struct sandbox *sb);
+/* For the listings that take an owner: every sandbox, whoever's. */
+#define OWNER_ANY UINT32_MAX
+
 /* One `sluice approve NAME HOST[:PORT] [--for DURATION]`. */
 struct sandbox_approval {
 	char host[256];
@@ -142,8 +148,9 @@ bool sandbox_audit(const struct sandbox *sb, const struct policy *p);
 /* How many registered sandboxes are in audit mode now. */
 size_t sandbox_audit_count(struct sandbox_table *tab);
 int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_err *err);
-/* Writes "NAME ADDR POLICY" lines; returns the length or -ENOSPC. */
-int sandbox_list(struct sandbox_table *tab, char *buf, size_t len);
+/* Writes "NAME ADDR POLICY" lines of the sandboxes of uid @only
+ * (sandbox_uid(); OWNER_ANY: all); returns the length or -ENOSPC. */
+int sandbox_list(struct sandbox_table *tab, uint32_t only, char *buf, size_t len);
 /* Sandboxes whose placeholders or synthetic names were lost at start-up. */
 size_t sandbox_state_lost_count(struct sandbox_table *tab);
 size_t sandbox_count(struct sandbox_table *tab);
@@ -329,17 +336,18 @@ int proxy_hold_check(struct broker *b, struct hold_check *chk);
 
 /* watch.c: `sluice watch`, on the control loop. At most WATCH_MAX at once. */
 #define WATCH_MAX 8
-int watch_start(struct loop *l);
+/* @tab: whose sandboxes are whose, for a member's watcher. */
+int watch_start(struct loop *l, struct sandbox_table *tab);
 /* Closes every watcher (the broker stops). */
 void watch_stop(void);
 /* Takes @fd (a control connection that asked `watch`) as a watcher: it gets
- * CTL_OK, then JSON lines. -EBUSY: WATCH_MAX watch already (@fd not taken). */
-int watch_add(int fd);
+ * CTL_OK, then JSON lines: every line (@only OWNER_ANY), or those of the
+ * sandboxes uid @only owns (sandbox_owner()). -EBUSY: WATCH_MAX watch
+ * already (@fd not taken). */
+int watch_add(int fd, uint32_t only);
 bool watch_active(void);
 /* For `sluice status` (control thread): watchers now, dropped since start. */
 void watch_counts(unsigned *watchers, uint64_t *dropped);
-/* Queues a line ('\n' included) for every watcher; any thread, never waits. */
-void watch_emit(const char *line, size_t len);
 /* A request held: {"event":"pending",...}. */
 void watch_pending(const char *sandbox, const char *host, uint16_t port, const char *method,
 		   const char *path, uint32_t count);

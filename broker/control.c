@@ -696,28 +696,36 @@ static void peer_audit(const struct peer *p, const char *sandbox, const char *ve
 
 static bool ratelog_ok(struct control *ctl, struct ratelog *rl, const char *what);
 
+/* The sandboxes @p may see and change: every one (OWNER_ANY) for root and
+ * the broker's own uid; a control_group member's own (its uid). */
+static uint32_t peer_sees(const struct control *ctl, const struct peer *p)
+{
+	return p->cred.uid == 0 || p->cred.uid == ctl->owner ? OWNER_ANY : (uint32_t)p->cred.uid;
+}
+
 /*
- * May @p change sandbox @name (@verb: unregister, update, approve, refuse)?
- * Root and the broker's own uid change any sandbox; a control_group member
- * only those it registered, whose files are read with its right
+ * May @p act on sandbox @name (@verb: unregister, update, approve, refuse,
+ * pending, placeholders; @what: how the refusal says it, NULL: @verb)? Root
+ * and the broker's own uid on any sandbox; a control_group member only on
+ * those it registered, whose files are read with its right
  * (sandbox_owner(); root's update makes a sandbox root's). A name no
- * sandbox has is left to the verb to answer. Return: true; or false, with the refusal in @out, logged and
- * audited (control-refused).
+ * sandbox has is left to the verb to answer. Return: true; or false, with
+ * the refusal in @out, logged and audited (control-refused).
  */
 static bool may_change(struct control *ctl, const struct peer *p, const char *verb,
-		       const char *name, char *out, size_t outlen)
+		       const char *what, const char *name, char *out, size_t outlen)
 {
-	uint32_t owner;
+	uint32_t owner, sees = peer_sees(ctl, p);
 
-	if (p->cred.uid == 0 || p->cred.uid == ctl->owner ||
-	    sandbox_owner(ctl->b->sandboxes, name, &owner) < 0 || owner == (uint32_t)p->cred.uid)
+	if (sees == OWNER_ANY || sandbox_owner(ctl->b->sandboxes, name, &owner) < 0 ||
+	    owner == sees)
 		return true;
 	snprintf(out, outlen,
 		 CTL_ERR CTL_REFUSED
 		 "uid %u may not %s sandbox `%s`: it is uid %u's (a "
-		 "control_group member changes only the sandboxes it registered; "
-		 "root changes any)\n",
-		 (unsigned)p->cred.uid, verb, name, (unsigned)owner);
+		 "control_group member sees and changes only the sandboxes it registered; "
+		 "root, any)\n",
+		 (unsigned)p->cred.uid, what ? what : verb, name, (unsigned)owner);
 	if (ratelog_ok(ctl, &ctl->log_refused, "lines about callers"))
 		log_warn("control: refused pid %d uid %u: %s of sandbox `%s`, uid %u's",
 			 (int)p->cred.pid, (unsigned)p->cred.uid, verb, name, (unsigned)owner);
@@ -898,6 +906,7 @@ static int hold_target(const char *host, const char *port, uint16_t *pn, struct 
 
 struct pending_ctx {
 	const char *only; /* a sandbox's name, or NULL for all */
+	uint32_t uid;	  /* whose sandboxes (OWNER_ANY: all) */
 	char *out;
 	size_t len, o;
 	int r;
@@ -907,14 +916,18 @@ static void pending_one(const struct sandbox *sb, void *arg)
 {
 	struct pending_ctx *pc = arg;
 
-	if (pc->r == 0 && (!pc->only || !strcmp(pc->only, sb->name)))
+	if (pc->r == 0 && (!pc->only || !strcmp(pc->only, sb->name)) &&
+	    (pc->uid == OWNER_ANY || sandbox_uid(sb) == pc->uid))
 		pc->r = proxy_hold_list(sb, pc->out, pc->len, &pc->o);
 }
 
 /* `sluice pending [NAME]`: what waits, in every sandbox or in NAME's. */
-static void pending_answer(struct control *ctl, const char *name, char *out, size_t outlen)
+static void pending_answer(struct control *ctl, const struct peer *p, const char *name, char *out,
+			   size_t outlen)
 {
-	struct pending_ctx pc = { .only = name, .out = out, .len = outlen };
+	struct pending_ctx pc = {
+		.only = name, .uid = peer_sees(ctl, p), .out = out, .len = outlen
+	};
 	struct sandbox *sb;
 
 	if (name) {
@@ -1048,7 +1061,7 @@ static void approve_done(void *arg)
 				      SL_REASON_ADDRESS_DENIED, 403);
 		hold_audit(&job->peer, job->name, chk->host, port, "deny", SL_REASON_ADDRESS_DENIED,
 			   rule);
-	} else if (!may_change(ctl, &job->peer, CTL_APPROVE, job->name, out, sizeof(out))) {
+	} else if (!may_change(ctl, &job->peer, CTL_APPROVE, NULL, job->name, out, sizeof(out))) {
 		/* Its owner changed while the name was checked (an update by
 		 * root, say): what waits for it keeps waiting. */
 	} else {
@@ -1101,7 +1114,7 @@ static int approve_start(struct cconn *c, char **w, int n, char *out, size_t out
 		snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
 		return -EINVAL;
 	}
-	if (!may_change(ctl, &c->peer, w[0], w[1], out, outlen))
+	if (!may_change(ctl, &c->peer, w[0], NULL, w[1], out, outlen))
 		return -EACCES;
 	errno = 0;
 	secs = strtoull(w[4], &end, 10);
@@ -1163,7 +1176,7 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 				register_has(w, n, CTL_REGISTER_AUDIT), NULL, false, &p->who, out,
 				outlen);
 	} else if (!strcmp(w[0], CTL_UNREGISTER) && n == 2) {
-		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+		if (!may_change(ctl, p, w[0], NULL, w[1], out, outlen))
 			return;
 		peer_audit(p, w[1], w[0], "allow", "control-unregister");
 		r = sandbox_unregister(ctl->b->sandboxes, w[1], &err);
@@ -1172,7 +1185,7 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 	} else if (!strcmp(w[0], CTL_LIST) && n == 1) {
 		int k = snprintf(out, outlen, CTL_OK);
 
-		r = sandbox_list(ctl->b->sandboxes, out + k, outlen - (size_t)k);
+		r = sandbox_list(ctl->b->sandboxes, peer_sees(ctl, p), out + k, outlen - (size_t)k);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "list too long\n");
 	} else if (!strcmp(w[0], CTL_STATUS) && n == 1) {
@@ -1251,6 +1264,8 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 			snprintf(out, outlen, CTL_OK "%s", pem);
 		free(pem);
 	} else if (!strcmp(w[0], CTL_PLACEHOLDERS) && n == 2) {
+		if (!may_change(ctl, p, w[0], "read the placeholders of", w[1], out, outlen))
+			return;
 		r = sandbox_placeholders(ctl->b->sandboxes, w[1], out, outlen, &err);
 		if (r < 0)
 			snprintf(out, outlen, CTL_ERR "%s\n", sl_err_msg(&err));
@@ -1265,13 +1280,15 @@ static void handle(struct control *ctl, char *line, char *out, size_t outlen, co
 		snprintf(out, outlen, CTL_OK);
 	} else if (!strcmp(w[0], CTL_UPDATE) &&
 		   (n == 3 || (n == 4 && !strcmp(w[3], CTL_UPDATE_KEEP_OPEN)))) {
-		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+		if (!may_change(ctl, p, w[0], NULL, w[1], out, outlen))
 			return;
 		update_answer(ctl, p, w[1], w[2], n == 4, out, outlen);
 	} else if (!strcmp(w[0], CTL_PENDING) && n <= 2) {
-		pending_answer(ctl, n == 2 ? w[1] : NULL, out, outlen);
+		if (n == 2 && !may_change(ctl, p, w[0], "see what waits in", w[1], out, outlen))
+			return;
+		pending_answer(ctl, p, n == 2 ? w[1] : NULL, out, outlen);
 	} else if (!strcmp(w[0], CTL_REFUSE) && n == 4) {
-		if (!may_change(ctl, p, w[0], w[1], out, outlen))
+		if (!may_change(ctl, p, w[0], NULL, w[1], out, outlen))
 			return;
 		refuse_answer(ctl, p, w[1], w[2], w[3], out, outlen);
 	} else if (!strcmp(w[0], CTL_RELOAD) && n == 1) {
@@ -1626,7 +1643,7 @@ static void watch_take(struct cconn *c)
 	if (c->watched)
 		loop_del(ctl->loop, &c->ev);
 	c->watched = false;
-	r = watch_add(fd);
+	r = watch_add(fd, peer_sees(ctl, &c->peer));
 	if (r == 0) {
 		c->ev.fd = -1; /* the watcher's now */
 	} else {
@@ -1929,7 +1946,7 @@ int control_start(struct broker *b)
 		control_free(ctl);
 		return fd;
 	}
-	if (watch_start(l) < 0) {
+	if (watch_start(l, b->sandboxes) < 0) {
 		close(fd);
 		close(efd);
 		control_free(ctl);

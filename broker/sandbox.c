@@ -1338,7 +1338,7 @@ int sandbox_unregister(struct sandbox_table *tab, const char *name, struct sl_er
 	return 0;
 }
 
-int sandbox_list(struct sandbox_table *tab, char *buf, size_t len)
+int sandbox_list(struct sandbox_table *tab, uint32_t only, char *buf, size_t len)
 {
 	size_t i, o = 0;
 	int k;
@@ -1348,6 +1348,8 @@ int sandbox_list(struct sandbox_table *tab, char *buf, size_t len)
 		struct sandbox *s = tab->all[i];
 		char a[ADDR_STRLEN];
 
+		if (only != OWNER_ANY && sandbox_uid(s) != only)
+			continue;
 		addr_format(&s->addr, a, sizeof(a));
 		/* The fifth word says what state a restart lost ("ok" when
 		 * none): a client that reads four words ignores it. */
@@ -1853,6 +1855,11 @@ int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out,
 	return r < 0 ? r : 0;
 }
 
+uint32_t sandbox_uid(const struct sandbox *sb)
+{
+	return sb->reader ? sb->reader->uid : 0;
+}
+
 int sandbox_owner(struct sandbox_table *tab, const char *name, uint32_t *uid)
 {
 	struct sandbox *sb;
@@ -1860,7 +1867,7 @@ int sandbox_owner(struct sandbox_table *tab, const char *name, uint32_t *uid)
 	pthread_rwlock_rdlock(&tab->lock);
 	sb = find_name(tab, name);
 	if (sb)
-		*uid = sb->reader ? sb->reader->uid : 0;
+		*uid = sandbox_uid(sb);
 	pthread_rwlock_unlock(&tab->lock);
 	return sb ? 0 : -ENOENT;
 }

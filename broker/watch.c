@@ -13,6 +13,12 @@
  * is room), and a watcher whose buffer would overflow (it reads slower than
  * decisions come) is dropped, told why if its socket takes it. At most
  * WATCH_MAX watchers at once; one more is refused.
+ *
+ * A control_group member's watcher (watch_add() with its uid) gets only
+ * the lines of the sandboxes that are its own (sandbox_owner(), looked up
+ * on the control loop as the lines are handed out): a line of a sandbox
+ * gone by then, or of none, is not its. Root's and the broker's own get
+ * every line.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,18 +45,21 @@
 struct qline {
 	struct qline *next;
 	size_t len;
+	char sandbox[SANDBOX_NAME_MAX + 1]; /* whose line; "" none */
 	char text[];
 };
 
 struct watcher {
 	struct ev ev;
 	bool used;
-	char *buf; /* WATCH_BUF */
+	uint32_t only; /* OWNER_ANY, or the uid whose sandboxes' lines it gets */
+	char *buf;     /* WATCH_BUF */
 	size_t off, len;
 };
 
 static struct {
 	struct loop *loop;
+	struct sandbox_table *tab;
 	struct ev wake; /* eventfd */
 	atomic_uint n;	/* watchers: producers skip all work when 0 */
 	pthread_mutex_t lock;
@@ -134,6 +143,24 @@ static void on_watcher(struct ev *ev, uint32_t events)
 		watcher_flush(w);
 }
 
+/* Is @q a line for @w? The owner of the line's sandbox, looked up once per
+ * run of lines of one sandbox (*@last, *@owner; -1: none). */
+static bool line_for(const struct watcher *w, const struct qline *q, const struct qline **last,
+		     int64_t *owner)
+{
+	uint32_t uid;
+
+	if (w->only == OWNER_ANY)
+		return true;
+	if (!*last || strcmp((*last)->sandbox, q->sandbox)) {
+		*last = q;
+		*owner = q->sandbox[0] && wt.tab && sandbox_owner(wt.tab, q->sandbox, &uid) == 0
+				 ? (int64_t)uid
+				 : -1;
+	}
+	return *owner == (int64_t)w->only;
+}
+
 /* On the control loop: the queue into every watcher. */
 static void on_wake(struct ev *ev, uint32_t events)
 {
@@ -155,12 +182,16 @@ static void on_wake(struct ev *ev, uint32_t events)
 			    (unsigned long long)lost)
 		 : 0;
 	for (i = 0; i < WATCH_MAX; i++) {
+		const struct qline *last = NULL;
+		int64_t owner = -1;
+
 		if (!wt.w[i].used)
 			continue;
 		if (n > 0)
 			watcher_put(&wt.w[i], note, (size_t)n);
 		for (q = list; q && wt.w[i].used; q = q->next)
-			watcher_put(&wt.w[i], q->text, q->len);
+			if (line_for(&wt.w[i], q, &last, &owner))
+				watcher_put(&wt.w[i], q->text, q->len);
 		if (wt.w[i].used)
 			watcher_flush(&wt.w[i]);
 	}
@@ -170,13 +201,14 @@ static void on_wake(struct ev *ev, uint32_t events)
 	}
 }
 
-int watch_start(struct loop *l)
+int watch_start(struct loop *l, struct sandbox_table *tab)
 {
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), i;
 
 	if (fd < 0)
 		return -errno;
 	wt.loop = l;
+	wt.tab = tab;
 	wt.wake.fd = fd;
 	wt.wake.cb = on_wake;
 	for (i = 0; i < WATCH_MAX; i++)
@@ -212,7 +244,7 @@ void watch_stop(void)
 	pthread_mutex_unlock(&wt.lock);
 }
 
-int watch_add(int fd)
+int watch_add(int fd, uint32_t only)
 {
 	struct watcher *w = NULL;
 	int i;
@@ -229,6 +261,7 @@ int watch_add(int fd)
 		return -ENOMEM;
 	w->ev.fd = fd;
 	w->ev.cb = on_watcher;
+	w->only = only;
 	if (loop_add(wt.loop, &w->ev, EPOLLIN | EPOLLRDHUP) < 0) {
 		free(w->buf);
 		w->buf = NULL;
@@ -253,7 +286,9 @@ bool watch_active(void)
 	return atomic_load_explicit(&wt.n, memory_order_relaxed) > 0;
 }
 
-void watch_emit(const char *line, size_t len)
+/* Queues a line ('\n' included) of sandbox @sandbox (NULL or "": none)
+ * for the watchers; any thread, never waits. */
+static void watch_emit(const char *sandbox, const char *line, size_t len)
 {
 	struct qline *q;
 	uint64_t one = 1;
@@ -270,6 +305,7 @@ void watch_emit(const char *line, size_t len)
 	}
 	memcpy(q->text, line, len);
 	q->len = len;
+	snprintf(q->sandbox, sizeof(q->sandbox), "%s", sandbox ? sandbox : "");
 	q->next = NULL;
 	if (wt.tail)
 		wt.tail->next = q;
@@ -294,7 +330,7 @@ void watch_audit(const struct audit_event *ev)
 		return;
 	/* The audit line, as the log has it, tagged as a decision. */
 	memcpy(line, tag, sizeof(tag) - 1);
-	watch_emit(line, (size_t)n + sizeof(tag) - 2);
+	watch_emit(ev->sandbox, line, (size_t)n + sizeof(tag) - 2);
 }
 
 void watch_pending(const char *sandbox, const char *host, uint16_t port, const char *method,
@@ -320,5 +356,5 @@ void watch_pending(const char *sandbox, const char *host, uint16_t port, const c
 		     method[0] ? e_method : "null", method[0] ? "\"" : "", path[0] ? "\"" : "",
 		     path[0] ? e_path : "null", path[0] ? "\"" : "", count);
 	if (n > 0 && (size_t)n < sizeof(line))
-		watch_emit(line, (size_t)n);
+		watch_emit(sandbox, line, (size_t)n);
 }

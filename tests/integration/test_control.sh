@@ -250,6 +250,52 @@ t_eq "it unregisters its own" "0" "$RC"
 t_ok "sluice list" S list
 t_not_contains "(gone)" "$T_OUT" "${MS}2"
 
+# --- a member sees only its own sandboxes -----------------------------------
+# list, pending, placeholders and watch: a member gets what is of its own
+# sandboxes, root of all.
+as_member list
+t_eq "a member's list works" "0" "$RC"
+t_contains "and shows its sandbox" "$(cat "$D/bg.out")" "$MS "
+t_not_contains "not root's" "$(cat "$D/bg.out")" "$S1 "
+as_other list
+t_not_contains "another member's list does not show it" "$(cat "$D/bg.out")" "$MS "
+as_member pending "$S1"
+t_eq "a member's pending of root's sandbox fails" "1" "$RC"
+t_contains "and says why" "$ERR" "refused: uid $U may not see what waits in sandbox \`$S1\`: it is uid 0's"
+as_member pending
+t_eq "its pending of all works" "0" "$RC"
+mctl() {
+	bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+		/usr/bin/python3 tests/integration/ctlclient.py split "$BROKER_SOCK" "$1" 0
+}
+mctl "placeholders $S1"
+t_eq "the placeholders of root's sandbox are refused to a member" \
+	"error: refused: uid $U may not read the placeholders of sandbox \`$S1\`: it is uid 0's (a control_group member sees and changes only the sandboxes it registered; root, any)" \
+	"$(cat "$D/bg.out")"
+mctl "placeholders $MS"
+t_contains "those of its own are not" "$(cat "$D/bg.out")" "M_TOKEN=sluice-ph-"
+# Two watchers, the member's and root's; traffic of root's sandbox, and an
+# approval in the member's.
+(exec ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" watch --json) >"$D/mwatch.json" 2>&1 &
+MW=$!
+(exec ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" watch --json) \
+	>"$D/rwatch.json" 2>&1 &
+RW=$!
+watching() { S status | awk '$1 == "watchers" && $2 == 2'; }
+t_ok "two watchers, a member's and root's" wait_for 1 watching
+t_ok "traffic of root's sandbox" S exec "$S1" -- curl -sf -m 10 http://echo.world.test/ctl-watched
+as_member approve "$MS" echo.world.test
+t_eq "an approval in the member's" "0" "$RC"
+t_ok "root's watcher gets root's sandbox's line" wait_for 1 grep -F '/ctl-watched' "$D/rwatch.json"
+t_ok "the member's gets its own sandbox's" wait_for 1 grep -F "\"sandbox\":\"$MS\"" "$D/mwatch.json"
+t_ok "(and root's gets that too)" wait_for 1 grep -F "\"sandbox\":\"$MS\"" "$D/rwatch.json"
+kill "$MW" "$RW" 2>/dev/null
+wait "$MW" "$RW" 2>/dev/null
+t_not_contains "the member's watcher got nothing of root's sandbox" "$(cat "$D/mwatch.json")" \
+	"\"sandbox\":\"$S1\""
+t_not_contains "(nor its path)" "$(cat "$D/mwatch.json")" "/ctl-watched"
+
 chown 0:0 "$M/mine"
 t_fails "once its secret is root's alone, a reload (by root) fails" S reload
 t_contains "reading it as the member, naming the sandbox" "$T_ERR" \

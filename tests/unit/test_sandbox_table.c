@@ -415,6 +415,7 @@ static void test_update(void **state)
 	struct dns_synth *synth;
 	struct sandbox *sb;
 	char sha_before[65];
+	uint32_t uid;
 
 	(void)state;
 	write_policy("b.yaml", "version: 1\negress:\n  allow:\n    - host: b.example\n", good,
@@ -470,8 +471,15 @@ static void test_update(void **state)
 	assert_ptr_equal(sb->synth, synth);
 	saved_policy("sb-900", saved, sizeof(saved));
 	assert_string_equal(saved, good);
-	assert_true(sandbox_list(T, list, sizeof(list)) > 0);
+	assert_true(sandbox_list(T, OWNER_ANY, list, sizeof(list)) > 0);
 	assert_non_null(strstr(list, good));
+	/* Root's: listed for root, not for a member's uid. */
+	assert_int_equal(sandbox_owner(T, "sb-900", &uid), 0);
+	assert_int_equal(uid, 0);
+	assert_int_equal(sandbox_owner(T, "sb-no-such", &uid), -ENOENT);
+	assert_true(sandbox_list(T, 0, list, sizeof(list)) > 0);
+	assert_non_null(strstr(list, "sb-900 "));
+	assert_int_equal(sandbox_list(T, 12345, list, sizeof(list)), 0);
 
 	policy_unref(before); /* the old policy lives until its last holder */
 	sandbox_put(sb);
