@@ -42,7 +42,9 @@ cleanup() {
 			detach "$n" >/dev/null 2>&1
 		rm -rf "/etc/netns/$n" "${STATE:?}/$n"
 	done
-	for n in "$NS1" "$NSX"; do
+	# The namespaces it made itself, and any other of its prefix left: a
+	# create meant to be refused that made a sandbox, which detach leaves.
+	for n in $(ls -d /run/netns/"$P"-a* 2>/dev/null | xargs -r -n1 basename); do
 		if [ -e "/run/netns/$n" ]; then
 			for pid in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 			ip netns del "$n" 2>/dev/null
