@@ -180,7 +180,11 @@ struct conn {
 	/* Tunnel (tunnel.c): the spliced relay. */
 	int pu[2], pd[2];  /* pipes: client->upstream, upstream->client */
 	size_t pu_n, pd_n; /* bytes in each pipe */
-	uint64_t t_last;   /* ms, last activity in a tunnel */
+	/* A pipe that took no more while its side had bytes to give: full of
+	 * small buffers (proxy_pipe_full()). Its side is not read until bytes
+	 * leave the pipe; only while the pipe holds bytes. */
+	bool pu_full, pd_full;
+	uint64_t t_last; /* ms, last activity in a tunnel */
 	bool c_eof, u_eof, c_shut, u_shut;
 
 	/* TLS interception (intercept.c). */
@@ -448,6 +452,9 @@ int proxy_pipe_get(struct worker *w, int p[2]);
 /* Both of @c's pipes back to its worker (closed unless empty); their
  * counts are then 0. */
 void proxy_pipes_close(struct conn *c);
+/* Is a pipe holding @inpipe bytes, into which a splice from @from was just
+ * refused (EAGAIN), full? See tunnel.c. */
+bool proxy_pipe_full(int from, size_t inpipe);
 enum step proxy_tunnel(struct conn *c);
 /* A tunnel's idle timer at @now: the ms to its next look, 0 once it has
  * been idle for @idle_ms. */

@@ -50,9 +50,10 @@
  * caller copies instead).
  */
 static enum sb_result splice_body(struct worker *w, struct framer *f, int from, int to, int p[2],
-				  size_t *inpipe, uint64_t *count, uint32_t *from_mask,
+				  size_t *inpipe, bool *full, uint64_t *count, uint32_t *from_mask,
 				  uint32_t *to_mask)
 {
+	bool refused = false;
 	int rounds;
 
 	if (p[0] < 0) {
@@ -68,7 +69,8 @@ static enum sb_result splice_body(struct worker *w, struct framer *f, int from, 
 		bool progress = false;
 		ssize_t k;
 
-		if (left > 0 && *inpipe < PIPE_CAP) {
+		refused = false;
+		if (left > 0 && *inpipe < PIPE_CAP && !*full) {
 			size_t n = PIPE_CAP - *inpipe;
 
 			if (left < n)
@@ -81,6 +83,8 @@ static enum sb_result splice_body(struct worker *w, struct framer *f, int from, 
 				progress = true;
 			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
 				return SB_FROM_GONE; /* an EOF or an error */
+			} else {
+				refused = errno == EAGAIN;
 			}
 		}
 		if (*inpipe > 0) {
@@ -89,6 +93,7 @@ static enum sb_result splice_body(struct worker *w, struct framer *f, int from, 
 			if (k > 0) {
 				*inpipe -= (size_t)k;
 				*count += (uint64_t)k;
+				*full = false;
 				progress = true;
 			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
 				return SB_TO_GONE;
@@ -99,7 +104,10 @@ static enum sb_result splice_body(struct worker *w, struct framer *f, int from, 
 		if (!progress)
 			break;
 	}
-	*from_mask = proxy_framer_payload_left(f) > 0 && *inpipe < PIPE_CAP ? EPOLLIN : 0;
+	/* A pipe full of small buffers takes no more (proxy_pipe_full()). */
+	if (refused && !*full)
+		*full = proxy_pipe_full(from, *inpipe);
+	*from_mask = proxy_framer_payload_left(f) > 0 && *inpipe < PIPE_CAP && !*full ? EPOLLIN : 0;
 	*to_mask = *inpipe > 0 ? EPOLLOUT : 0;
 	return SB_WAIT;
 }
@@ -322,7 +330,7 @@ enum step proxy_send_request(struct conn *c)
 			uint32_t cm = 0, um = 0;
 
 			switch (splice_body(c->w, c->reqf, c->cev.fd, c->uev.fd, c->pu, &c->pu_n,
-					    &c->up, &cm, &um)) {
+					    &c->pu_full, &c->up, &cm, &um)) {
 			case SB_WAIT:
 				proxy_want(c, cm, um);
 				return STEP_AGAIN;
@@ -527,7 +535,7 @@ enum step proxy_relay_response(struct conn *c)
 			uint32_t cm = 0, um = 0;
 
 			switch (splice_body(c->w, c->respf, c->uev.fd, c->cev.fd, c->pd, &c->pd_n,
-					    &c->down, &um, &cm)) {
+					    &c->pd_full, &c->down, &um, &cm)) {
 			case SB_WAIT:
 				proxy_want(c, cm, um);
 				return STEP_AGAIN;

@@ -98,20 +98,41 @@ void proxy_pipes_drop(struct worker *w)
 }
 
 /*
+ * PIPE_CAP counts bytes, but a pipe holds at most 16 buffers (2 once the
+ * broker's user is over fs.pipe-user-pages-soft), and a splice from a
+ * socket makes one of each segment it takes: 16 small segments fill it
+ * long before PIPE_CAP. Asking for read readiness of a side whose pipe is
+ * full would wake the loop at once, for ever (level triggered), while the
+ * other side does not read: one such tunnel kept a worker at 100% of a CPU.
+ * So when a splice into a pipe that holds bytes is refused (EAGAIN), the
+ * pipe is full if @from still has a byte to give; its side is then not
+ * read until bytes leave the pipe (whose writability is waited for). An
+ * empty pipe is never full. One peek, only at such a refusal.
+ */
+bool proxy_pipe_full(int from, size_t inpipe)
+{
+	char byte;
+
+	return inpipe > 0 && recv(from, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/*
  * Moves what it can one way: @from -> pipe -> @to. Returns -1 on a hard
  * error. Sets *eof when @from has ended and the pipe is drained (then the
- * write side of @to is shut).
+ * write side of @to is shut), *full as proxy_pipe_full() says.
  */
 static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe, bool *eof,
-		      bool *shut, uint64_t *count)
+		      bool *shut, bool *full, uint64_t *count)
 {
+	bool refused = false;
 	int rounds;
 
 	for (rounds = 0; rounds < 16; rounds++) {
 		bool progress = false;
 		ssize_t k;
 
-		if (!*eof && *inpipe < PIPE_CAP) {
+		refused = false;
+		if (!*eof && *inpipe < PIPE_CAP && !*full) {
 			k = splice(from, NULL, p[1], NULL, PIPE_CAP - *inpipe,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (k > 0) {
@@ -119,7 +140,9 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 				progress = true;
 			} else if (k == 0) {
 				*eof = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				refused = true;
+			} else if (errno != EINTR) {
 				return -1;
 			}
 		}
@@ -129,6 +152,7 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 			if (k > 0) {
 				*inpipe -= (size_t)k;
 				*count += (uint64_t)k;
+				*full = false;
 				progress = true;
 			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
 				return -1;
@@ -137,6 +161,8 @@ static int splice_dir(struct conn *c, int from, int to, int p[2], size_t *inpipe
 		if (!progress)
 			break;
 	}
+	if (refused && !*full)
+		*full = proxy_pipe_full(from, *inpipe);
 	if (*eof && *inpipe == 0 && !*shut) {
 		shutdown(to, SHUT_WR);
 		*shut = true;
@@ -151,6 +177,7 @@ void proxy_pipes_close(struct conn *c)
 	pipe_put(c->w, c->pu, c->pu_n, true);
 	pipe_put(c->w, c->pd, c->pd_n, true);
 	c->pu_n = c->pd_n = 0;
+	c->pu_full = c->pd_full = false;
 }
 
 /* Between wakeups a tunnel holds a pipe only with bytes in it (a drained
@@ -180,10 +207,10 @@ enum step proxy_tunnel(struct conn *c)
 
 	if (tunnel_pipes(c) < 0)
 		return proxy_conn_end(c, PROXY_ERROR, SL_REASON_OUT_OF_PIPES);
-	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->up) <
-		    0 ||
-	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->down) <
-		    0) {
+	if (splice_dir(c, c->cev.fd, c->uev.fd, c->pu, &c->pu_n, &c->c_eof, &c->u_shut, &c->pu_full,
+		       &c->up) < 0 ||
+	    splice_dir(c, c->uev.fd, c->cev.fd, c->pd, &c->pd_n, &c->u_eof, &c->c_shut, &c->pd_full,
+		       &c->down) < 0) {
 		return proxy_conn_end(c, PROXY_ALLOW, SL_REASON_RESET);
 	}
 	/* A drained pipe goes back to the worker: the tunnel holds one only
@@ -200,11 +227,11 @@ enum step proxy_tunnel(struct conn *c)
 	}
 	/* Backpressure: read a side only while its pipe has room; wait for
 	 * writability only while a pipe holds bytes. */
-	if (!c->c_eof && c->pu_n < PIPE_CAP)
+	if (!c->c_eof && c->pu_n < PIPE_CAP && !c->pu_full)
 		cm |= EPOLLIN;
 	if (c->pd_n > 0)
 		cm |= EPOLLOUT;
-	if (!c->u_eof && c->pd_n < PIPE_CAP)
+	if (!c->u_eof && c->pd_n < PIPE_CAP && !c->pd_full)
 		um |= EPOLLIN;
 	if (c->pu_n > 0)
 		um |= EPOLLOUT;

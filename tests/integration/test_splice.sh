@@ -9,7 +9,9 @@
 # while a body moves the broker holds splice pipes, and an idle kept-alive
 # connection holds none (the worker keeps the empty pipe for the next); a
 # spliced HTTPS tunnel holds none between its bursts and carries the next;
-# the pipes a worker keeps stay few whatever the number of connections.
+# the pipes a worker keeps stay few whatever the number of connections;
+# a side whose pipe is full of small segments is not read until the pipe
+# drains (no busy loop), and what waited arrives whole.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/world/world.sh
@@ -36,6 +38,11 @@ egress:
       ports: [8088]
     - host: echo.world.test
       ports: [443]
+    - host: other.world.test
+      ports: [8090, 8091]
+      raw_tcp: true
+    - host: other.world.test
+      ports: [8092]
 credentials:
   - name: reflect-token
     source: { file: $D/secret }
@@ -439,5 +446,52 @@ if [[ $C0 =~ ^[0-9]+$ ]]; then
 else
 	t_skip "no copy of the secret left behind" "(sluiced's memory not scanned: $C0)"
 fi
+# --- a pipe full of small segments ------------------------------------------------------------
+# A pipe holds 16 buffers, one per segment spliced into it: 16 segments of
+# 100 bytes fill it at 1,600 bytes, far below the 64 KiB the broker counts.
+# A side that sends such segments to one that does not read (a stream of
+# small events and a client that stops reading, or the other way) used to
+# keep the broker's worker in a busy loop: read readiness with no room to
+# read into, at every wait, for as long as it lasted (1,000 ticks of
+# sluiced's CPU in 10 s). Now that side is not read until the pipe drains.
+# Measured: sluiced's CPU ticks over 3 s with one such connection stalled
+# (the busy loop took about 300, less only on a machine busy enough to
+# starve it); then the stalled side reads, and every byte arrives.
+DRIP="$HERE/drip.py"
+DRIP_TOTAL=600000 # about 6 s of segments, 100 bytes each ms
+world_spawn inet drip-down /usr/bin/python3 "$DRIP" serve 11.0.2.20 8090 down "$DRIP_TOTAL" 0 -
+world_spawn inet drip-up /usr/bin/python3 "$DRIP" serve 11.0.2.20 8091 up "$DRIP_TOTAL" 6 "$D/drip.up"
+world_spawn inet drip-http /usr/bin/python3 "$DRIP" serve 11.0.2.20 8092 http "$DRIP_TOTAL" 0 -
+sleep 0.5
+ticks() { awk '{ print $14 + $15 }' "/proc/$BROKER_PID/stat"; }
+# stalled_ticks: sluiced's CPU ticks over 3 s, from 2 s after a client
+# started (its stall lasts 6 s, and so do the segments).
+stalled_ticks() {
+	local t0
+	sleep 2
+	t0=$(ticks)
+	sleep 3
+	echo $(($(ticks) - t0))
+}
+for kind in down get up; do
+	case $kind in
+	down) c1 /usr/bin/python3 "$DRIP" down 10.99.0.1 3128 other.world.test:8090 "$DRIP_TOTAL" 6 \
+		>"$D/drip.out" 2>&1 & ;;
+	get) c1 /usr/bin/python3 "$DRIP" get 10.99.0.1 3128 http://other.world.test:8092/drip "$DRIP_TOTAL" 6 \
+		>"$D/drip.out" 2>&1 & ;;
+	up) c1 /usr/bin/python3 "$DRIP" up 10.99.0.1 3128 other.world.test:8091 "$DRIP_TOTAL" \
+		>"$D/drip.out" 2>&1 & ;;
+	esac
+	dpid=$!
+	n=$(stalled_ticks)
+	echo "# $kind: sluiced's CPU over 3 s of a stalled connection: $n ticks"
+	t_ok "$kind: a side that does not read, 100-byte segments to it: no busy loop ($n ticks < 50)" \
+		test "$n" -lt 50
+	wait "$dpid"
+	t_contains "$kind: answered 200" "$(sed -n 1p "$D/drip.out")" "HTTP/1.1 200"
+	got=$(sed -n 2p "$D/drip.out")
+	[ "$kind" = up ] && got=$(cat "$D/drip.up" 2>/dev/null)
+	t_eq "$kind: once it reads, every byte arrives" "$DRIP_TOTAL" "$got"
+done
 t_ok "the broker is still running" broker_alive
 t_done
