@@ -247,6 +247,9 @@ struct worker {
 	 * (proxy/tunnel.c proxy_pipe_get()); this worker's alone. */
 	int pipes[WORKER_PIPES_MAX][2];
 	unsigned n_pipes;
+	/* Pipes it made smaller than PIPE_CAP (its user over its pipe pages)
+	 * that connections still hold: never kept (proxy/tunnel.c). */
+	unsigned small_pipes;
 };
 
 /*

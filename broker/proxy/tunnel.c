@@ -41,8 +41,19 @@
  * long-poll, a chat) were enough for every later one to pay that; now it
  * takes 512 whose peers do not read. A pipe is given back only empty: one
  * connection's bytes never reach another's (a read that finds nothing,
- * besides the count).
+ * besides the count). A pipe made while the user was over its pages (2
+ * pages: F_GETPIPE_SZ says so) serves its connection and is closed: kept,
+ * it would make every later transfer splice 8 KiB at a time, long after
+ * the pages are free again.
  */
+/* Is the pipe of @rfd smaller than PIPE_CAP? */
+static bool pipe_small(int rfd)
+{
+	int size = fcntl(rfd, F_GETPIPE_SZ);
+
+	return size > 0 && size < PIPE_CAP;
+}
+
 int proxy_pipe_get(struct worker *w, int p[2])
 {
 	if (w->n_pipes > 0) {
@@ -56,24 +67,32 @@ int proxy_pipe_get(struct worker *w, int p[2])
 		p[0] = p[1] = -1;
 		return -errno;
 	}
+	if (pipe_small(p[0]))
+		w->small_pipes++;
 	metrics_pipes(1, 0);
 	return 0;
 }
 
 /*
- * Gives @p back to @w's pipes when it is empty, else closes it; @p is then
- * -1, -1. Empty by the count (@inpipe 0) and, when bytes went through it
+ * Gives @p back to @w's pipes when it is empty and full size, else closes
+ * it; @p is then -1, -1. Empty by the count (@inpipe 0) and, when bytes went through it
  * since it was taken (@used), by the kernel too: a read finds nothing (a
  * byte it did find is lost with the pipe, which is closed). A pipe nothing
  * entered is as empty as when it was given back.
  */
 static void pipe_put(struct worker *w, int p[2], size_t inpipe, bool used)
 {
+	bool small = false;
 	char byte;
 
 	if (p[0] < 0)
 		return;
-	if (inpipe == 0 && w->n_pipes < WORKER_PIPES_MAX &&
+	/* Looked at only while some small pipe is out: none, as a rule. */
+	if (w->small_pipes > 0 && pipe_small(p[0])) {
+		small = true;
+		w->small_pipes--;
+	}
+	if (!small && inpipe == 0 && w->n_pipes < WORKER_PIPES_MAX &&
 	    (!used || (read(p[0], &byte, 1) < 0 && errno == EAGAIN))) {
 		w->pipes[w->n_pipes][0] = p[0];
 		w->pipes[w->n_pipes][1] = p[1];
