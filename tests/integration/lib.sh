@@ -248,3 +248,9 @@ t_status_reason() {
 # request carried upstream is read here, not from the answer the sandbox
 # got: the broker redacts the secrets a request carried from its answer.
 origin() { world_echo_log | grep -F "\"path\": \"$1\""; }
+
+# pattern_sha N: the sha256 of the N bytes spliceserver.py's /cl/N sends.
+pattern_sha() {
+	python3 -c 'import sys; sys.path.insert(0, sys.argv[2]); import hashlib, spliceserver
+print(hashlib.sha256(spliceserver.pattern(int(sys.argv[1]))).hexdigest())' "$1" "$PWD/tests/integration"
+}

@@ -74,10 +74,6 @@ for f in os.listdir(d):
 print(n)
 PY
 }
-pattern_sha() {
-	python3 -c 'import sys; sys.path.insert(0, sys.argv[2]); import hashlib, spliceserver
-print(hashlib.sha256(spliceserver.pattern(int(sys.argv[1]))).hexdigest())' "$1" "$HERE"
-}
 N=5000000
 get() { client_exec c1 curl -sS -m 30 -x http://10.99.0.1:3128 -o "$D/get.out" "http://$ORIGIN/cl/$N"; }
 

@@ -94,11 +94,6 @@ C0=$(secret_copies)
 P="-x http://10.99.0.1:3128"
 c1() { client_exec c1 "$@"; }
 cli() { c1 /usr/bin/python3 "$HERE/spliceclient.py" 10.99.0.1 3128 "$ORIGIN" "$@"; }
-# pattern_sha N: the sha256 of what /cl/N sends.
-pattern_sha() {
-	python3 -c 'import sys; sys.path.insert(0, sys.argv[2]); import hashlib, spliceserver
-print(hashlib.sha256(spliceserver.pattern(int(sys.argv[1]))).hexdigest())' "$1" "$HERE"
-}
 # audit_bytes PATH: "bytes_up bytes_down reason" of the last audit line for PATH.
 audit_bytes() {
 	python3 -c 'import json, sys
