@@ -88,7 +88,7 @@ read -r hog npipes <"$D/hog/ready" 2>/dev/null || hog=none
 echo "# the helper, as uid $BUID: $hog after $npipes pipes"
 if [ "$hog" != ready ]; then
 	t_skip "pipes made over the user's pages are not kept" \
-		"(no pipe came out small: fs.pipe-user-pages-soft is $(cat /proc/sys/fs/pipe-user-pages-soft))"
+		"(the helper: $hog after ${npipes:-0} pipes; fs.pipe-user-pages-soft is $(cat /proc/sys/fs/pipe-user-pages-soft))"
 	t_done
 	exit
 fi
