@@ -85,6 +85,8 @@ struct sandbox {
 uint32_t sandbox_uid(const struct sandbox *sb);
 /* For the listings that take an owner: every sandbox, whoever's. */
 #define OWNER_ANY UINT32_MAX
+/* Is @sb among the sandboxes of uid @only (OWNER_ANY: every one)? */
+bool sandbox_of(const struct sandbox *sb, uint32_t only);
 
 /* One `sluice approve NAME HOST[:PORT] [--for DURATION]`. */
 struct sandbox_approval {

@@ -916,8 +916,7 @@ static void pending_one(const struct sandbox *sb, void *arg)
 {
 	struct pending_ctx *pc = arg;
 
-	if (pc->r == 0 && (!pc->only || !strcmp(pc->only, sb->name)) &&
-	    (pc->uid == OWNER_ANY || sandbox_uid(sb) == pc->uid))
+	if (pc->r == 0 && (!pc->only || !strcmp(pc->only, sb->name)) && sandbox_of(sb, pc->uid))
 		pc->r = proxy_hold_list(sb, pc->out, pc->len, &pc->o);
 }
 

@@ -1348,7 +1348,7 @@ int sandbox_list(struct sandbox_table *tab, uint32_t only, char *buf, size_t len
 		struct sandbox *s = tab->all[i];
 		char a[ADDR_STRLEN];
 
-		if (only != OWNER_ANY && sandbox_uid(s) != only)
+		if (!sandbox_of(s, only))
 			continue;
 		addr_format(&s->addr, a, sizeof(a));
 		/* The fifth word says what state a restart lost ("ok" when
@@ -1858,6 +1858,11 @@ int sandbox_placeholders(struct sandbox_table *tab, const char *name, char *out,
 uint32_t sandbox_uid(const struct sandbox *sb)
 {
 	return sb->reader ? sb->reader->uid : 0;
+}
+
+bool sandbox_of(const struct sandbox *sb, uint32_t only)
+{
+	return only == OWNER_ANY || sandbox_uid(sb) == only;
 }
 
 int sandbox_owner(struct sandbox_table *tab, const char *name, uint32_t *uid)

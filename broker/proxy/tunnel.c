@@ -29,6 +29,14 @@
 #include "common/log.h"
 #include "policy/policy.h"
 
+/* Is the pipe of @rfd smaller than PIPE_CAP? */
+static bool pipe_small(int rfd)
+{
+	int size = fcntl(rfd, F_GETPIPE_SZ);
+
+	return size > 0 && size < PIPE_CAP;
+}
+
 /*
  * Pipes are a worker's, not a connection's: a connection holds one only
  * while bytes wait in it (a tunnel gives each back at the end of every
@@ -46,14 +54,6 @@
  * it would make every later transfer splice 8 KiB at a time, long after
  * the pages are free again.
  */
-/* Is the pipe of @rfd smaller than PIPE_CAP? */
-static bool pipe_small(int rfd)
-{
-	int size = fcntl(rfd, F_GETPIPE_SZ);
-
-	return size > 0 && size < PIPE_CAP;
-}
-
 int proxy_pipe_get(struct worker *w, int p[2])
 {
 	if (w->n_pipes > 0) {
@@ -75,10 +75,10 @@ int proxy_pipe_get(struct worker *w, int p[2])
 
 /*
  * Gives @p back to @w's pipes when it is empty and full size, else closes
- * it; @p is then -1, -1. Empty by the count (@inpipe 0) and, when bytes went through it
- * since it was taken (@used), by the kernel too: a read finds nothing (a
- * byte it did find is lost with the pipe, which is closed). A pipe nothing
- * entered is as empty as when it was given back.
+ * it; @p is then -1, -1. Empty by the count (@inpipe 0) and, when bytes
+ * went through it since it was taken (@used), by the kernel too: a read
+ * finds nothing (a byte it did find is lost with the pipe, which is
+ * closed). A pipe nothing entered is as empty as when it was given back.
  */
 static void pipe_put(struct worker *w, int p[2], size_t inpipe, bool used)
 {
