@@ -92,8 +92,21 @@ if [ "$hog" != ready ]; then
 	t_done
 	exit
 fi
-t_ok "a 5 MB download while the user's pipe pages are spent" get
-t_eq "arrives byte for byte (through a 2-page pipe)" "$(pattern_sha $N)" "$(sha256sum <"$D/get.out" | cut -d' ' -f1)"
+# Read slowly, so that bytes wait in the broker's pipe: it is seen while
+# the download runs.
+client_exec c1 curl -sS -m 30 --limit-rate 2M -x http://10.99.0.1:3128 -o "$D/get.out" \
+	"http://$ORIGIN/cl/$N" &
+cpid=$!
+seen=0
+for ((n = 0; n < 40 && seen == 0; n++)); do
+	seen=$(small_pipes)
+	sleep 0.05
+done
+wait "$cpid"
+t_eq "a 5 MB download while the user's pipe pages are spent" "0" "$?"
+t_ok "goes through a pipe of 2 pages (seen in the broker while it ran: $seen descriptors)" \
+	test "$seen" -ge 1
+t_eq "arrives byte for byte" "$(pattern_sha $N)" "$(sha256sum <"$D/get.out" | cut -d' ' -f1)"
 t_eq "the pipe made then is not kept" "0" "$(kept)"
 t_eq "nor is any pipe of 2 pages left in the broker" "0" "$(small_pipes)"
 touch "$D/hog/release"
