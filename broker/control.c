@@ -345,6 +345,7 @@ static int seen_add(struct control *ctl, const char *name, int32_t nsid)
 
 struct route_answer {
 	int oif;
+	unsigned char dst_len; /* of the table's entry, with RTM_F_FIB_MATCH */
 	bool gateway, unicast;
 };
 
@@ -357,6 +358,7 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 	if (nlh->nlmsg_type != RTM_NEWROUTE)
 		return MNL_CB_OK;
 	a->unicast = rtm->rtm_type == RTN_UNICAST;
+	a->dst_len = rtm->rtm_dst_len;
 	mnl_attr_for_each(at, nlh, sizeof(*rtm)) {
 		if (mnl_attr_get_type(at) == RTA_OIF && mnl_attr_validate(at, MNL_TYPE_U32) == 0)
 			a->oif = (int)mnl_attr_get_u32(at);
@@ -384,44 +386,53 @@ static int link_nsid_cb(const struct nlmsghdr *nlh, void *data)
 }
 
 /*
- * The id of the namespace at the far end of the wire to IPv4 address @a:
- * the link the broker's namespace reaches @a through directly (a route
- * without a gateway), a link into another namespace. Return: 0; -ENOENT
- * when there is no such wire; another negative errno.
+ * The route of the broker's namespace to IPv4 address @a, into @ra; with
+ * @fib_match, the table's entry that the lookup matched (its prefix length
+ * in ra->dst_len). Return: 0; -ENOENT when there is none; another negative
+ * errno.
  */
-static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *nsid)
+static int route_to(struct mnl_socket *nl, uint32_t *seq, uint32_t a, bool fib_match,
+		    struct route_answer *ra)
 {
 	char buf[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct route_answer ra = { 0 };
-	struct nsid_answer na = { 0 };
 	struct rtmsg *rtm;
-	struct ifinfomsg *ifi;
 	uint32_t dst = htonl(a);
 	int r;
 
+	memset(ra, 0, sizeof(*ra));
 	nlh->nlmsg_type = RTM_GETROUTE;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK; /* the ACK ends the answer */
 	nlh->nlmsg_seq = (*seq)++;
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
 	rtm->rtm_family = AF_INET;
 	rtm->rtm_dst_len = 32;
+	if (fib_match)
+		rtm->rtm_flags = RTM_F_FIB_MATCH;
 	mnl_attr_put(nlh, RTA_DST, sizeof(dst), &dst);
-	r = rtnl_talk(nl, nlh, route_cb, &ra);
+	r = rtnl_talk(nl, nlh, route_cb, ra);
 	if (r == -ENETUNREACH || r == -EHOSTUNREACH || r == -EINVAL)
 		return -ENOENT;
-	if (r < 0)
-		return r;
-	if (!ra.unicast || ra.gateway || ra.oif <= 0)
-		return -ENOENT;
+	return r;
+}
 
-	nlh = mnl_nlmsg_put_header(buf);
+/* The id of the namespace that link @oif of the broker's namespace leads
+ * into. Return: 0; -ENOENT when it is a link of the broker's own namespace
+ * (or gone); another negative errno. */
+static int link_nsid(struct mnl_socket *nl, uint32_t *seq, int oif, int32_t *nsid)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nsid_answer na = { 0 };
+	struct ifinfomsg *ifi;
+	int r;
+
 	nlh->nlmsg_type = RTM_GETLINK;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	nlh->nlmsg_seq = (*seq)++;
 	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
 	ifi->ifi_family = AF_UNSPEC;
-	ifi->ifi_index = ra.oif;
+	ifi->ifi_index = oif;
 	/* Counters are most of a link's bytes, and not wanted here. */
 	mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
 	r = rtnl_talk(nl, nlh, link_nsid_cb, &na);
@@ -430,9 +441,67 @@ static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *
 	if (r < 0)
 		return r;
 	if (!na.got || na.nsid < 0)
-		return -ENOENT; /* a link of the broker's own namespace */
+		return -ENOENT;
 	*nsid = na.nsid;
 	return 0;
+}
+
+/*
+ * The id of the namespace at the far end of the wire to IPv4 address @a:
+ * the link the broker's namespace reaches @a through directly (a route
+ * without a gateway), a link into another namespace. Return: 0; -ENOENT
+ * when there is no such wire; another negative errno.
+ */
+static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *nsid)
+{
+	struct route_answer ra;
+	int r = route_to(nl, seq, a, false, &ra);
+
+	if (r < 0)
+		return r;
+	if (!ra.unicast || ra.gateway || ra.oif <= 0)
+		return -ENOENT;
+	return link_nsid(nl, seq, ra.oif, nsid);
+}
+
+/* way_out_nsid()'s cache, before it is asked. */
+#define WAY_OUT_UNASKED INT32_MIN
+
+/*
+ * The id of the namespace behind the broker's way out: the far end of the
+ * link of its IPv4 default route, when that link leads into another
+ * namespace (in Layout 1, `uplink`: the host's namespace). That namespace
+ * is no sandbox's: a sandbox is reached over a wire of its own, and an
+ * address reached over this link is refused at `register`
+ * (register_refused()). The route is the table's entry that a lookup of
+ * 255.255.255.254 matches (class E: no sandbox's route covers it), taken
+ * only when that entry is the default route (prefix length 0) with a
+ * single next hop. *@cache: WAY_OUT_UNASKED until asked, then the answer
+ * (NETNSA_NSID_NOT_ASSIGNED: none), so that it is asked once per caller.
+ * Return: 0; a negative errno.
+ */
+static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t *cache)
+{
+	struct route_answer ra;
+	int32_t nsid;
+	int r;
+
+	if (*cache != WAY_OUT_UNASKED)
+		return 0;
+	r = route_to(nl, seq, 0xfffffffeU, true, &ra);
+	if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0))) {
+		*cache = NETNSA_NSID_NOT_ASSIGNED;
+		return 0;
+	}
+	if (r == 0)
+		r = link_nsid(nl, seq, ra.oif, &nsid);
+	if (r == -ENOENT) {
+		*cache = NETNSA_NSID_NOT_ASSIGNED;
+		return 0;
+	}
+	if (r == 0)
+		*cache = nsid;
+	return r;
 }
 
 struct unknown {
@@ -470,11 +539,13 @@ static void collect_unknown(const struct sandbox *sb, void *arg)
 }
 
 /*
- * Learns the namespace of every registered sandbox not known yet.
+ * Learns the namespace of every registered sandbox not known yet. A wire
+ * into the namespace behind the broker's way out (way_out_nsid(), @out) is
+ * no sandbox's: such a sandbox stays unknown.
  * Return: how many stay unknown (no wire found); a negative errno when
  * it cannot be told.
  */
-static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *seq)
+static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *seq, int32_t *out)
 {
 	struct unknowns u = { .ctl = ctl };
 	long left = 0;
@@ -492,6 +563,10 @@ static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *
 		int32_t nsid;
 
 		r = u.v[i].addr ? wire_nsid(nl, seq, u.v[i].addr, &nsid) : -ENOENT;
+		if (r == 0)
+			r = way_out_nsid(nl, seq, out);
+		if (r == 0 && nsid == *out)
+			r = -ENOENT;
 		if (r == -ENOENT) {
 			left++;
 			r = 0;
@@ -503,6 +578,27 @@ static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *
 	return r < 0 ? r : left;
 }
 
+/* An rtnetlink socket for the requests above, that waits at most a second
+ * for an answer: the main loop waits meanwhile, so a kernel that never
+ * answers costs one refusal, not the control socket. NULL (errno set) when
+ * it cannot be had. */
+static struct mnl_socket *rtnl_open(void)
+{
+	struct timeval tmo = { .tv_sec = 1 };
+	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
+	int e;
+
+	if (nl &&
+	    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) == 0 &&
+	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0)
+		return nl;
+	e = errno;
+	if (nl)
+		mnl_socket_close(nl);
+	errno = e;
+	return NULL;
+}
+
 /*
  * Sets @p->sandbox to the sandbox whose network namespace the process
  * @p->cred.pid is in ("" for none), @pidfd pinning that process.
@@ -511,28 +607,22 @@ static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *
 static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why, size_t whylen)
 {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-	struct timeval tmo = { .tv_sec = 1 };
-	struct mnl_socket *nl = NULL;
+	struct mnl_socket *nl = rtnl_open();
 	uint32_t seq = (uint32_t)time(NULL);
-	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, out_nsid = WAY_OUT_UNASKED;
 	long left = 0;
 	size_t i;
 	int r;
 
 	p->sandbox[0] = '\0';
-	nl = mnl_socket_open(NETLINK_ROUTE);
-	/* The main loop waits meanwhile: a kernel that never answers costs
-	 * one refusal, not the control socket. */
-	if (!nl ||
-	    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) < 0 ||
-	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+	if (!nl) {
 		r = -errno;
 		snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
 		goto out;
 	}
 	r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	if (r == 0) {
-		left = learn_unknown(ctl, nl, &seq);
+		left = learn_unknown(ctl, nl, &seq, &out_nsid);
 		r = left < 0 ? (int)left : 0;
 		/* Getting a wire may have given the caller's namespace its id. */
 		if (r == 0 && nsid == NETNSA_NSID_NOT_ASSIGNED)
@@ -557,8 +647,19 @@ static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why,
 			goto out;
 		}
 	}
-	/* Some sandbox's wire was not found: its namespace may be this one. */
+	/* Some sandbox's wire was not found: its namespace may be this one,
+	 * unless this is the namespace behind the broker's way out (the host,
+	 * in Layout 1), which is no sandbox's. So a sandbox that cuts its own
+	 * wire, or one registered before it is wired, does not shut the
+	 * host's callers out. */
 	if (left > 0) {
+		r = way_out_nsid(nl, &seq, &out_nsid);
+		if (r < 0) {
+			snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
+			goto out;
+		}
+		if (nsid == out_nsid)
+			goto out;
 		r = -ENOENT;
 		snprintf(why, whylen,
 			 "%ld of %zu sandboxes have no wire in the broker's "
@@ -731,6 +832,56 @@ static bool may_change(struct control *ctl, const struct peer *p, const char *ve
 			 (int)p->cred.pid, (unsigned)p->cred.uid, verb, name, (unsigned)owner);
 	peer_audit(p, name, verb, "deny", "control-refused");
 	return false;
+}
+
+/*
+ * Is the `register` of @w (NAME ADDR ...) refused for its address: one the
+ * broker's namespace reaches over the link of its way out (way_out_nsid()),
+ * into the host's namespace in Layout 1? That namespace is no sandbox's,
+ * and taken for one it would shut every control caller in it out (root's
+ * `sluice` on the host included). "auto", an IPv6 address and one with
+ * no wire yet pass: their wire is not that link. Fails closed when the
+ * routes cannot be read. Return: true, @out filled and the refusal logged
+ * and audited, when refused.
+ */
+static bool register_refused(struct control *ctl, const struct peer *p, char **w, char *out,
+			     size_t outlen)
+{
+	struct sl_addr a;
+	struct mnl_socket *nl;
+	uint32_t seq = (uint32_t)time(NULL);
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, way = WAY_OUT_UNASKED;
+	int r = -EIO;
+
+	if (!strcmp(w[2], "auto") || addr_parse(w[2], &a) < 0 || !addr_is_v4(&a))
+		return false;
+	nl = rtnl_open();
+	if (!nl) {
+		r = errno ? -errno : r;
+	} else {
+		r = wire_nsid(nl, &seq, addr_v4(&a), &nsid);
+		if (r == 0)
+			r = way_out_nsid(nl, &seq, &way);
+		mnl_socket_close(nl);
+	}
+	if (r == -ENOENT || (r == 0 && nsid != way))
+		return false;
+	if (r < 0)
+		snprintf(out, outlen,
+			 CTL_ERR CTL_REFUSED "cannot tell where address %s leads: rtnetlink: %s\n",
+			 w[2], strerror(-r));
+	else
+		snprintf(out, outlen,
+			 CTL_ERR CTL_REFUSED
+			 "address %s is reached over the link of the broker's default route (its "
+			 "way out), not over a wire of its own: that namespace is no sandbox's\n",
+			 w[2]);
+	if (ratelog_ok(ctl, &ctl->log_refused, "lines about callers"))
+		log_warn("control: refused pid %d uid %u: register of `%s` at %s: %s",
+			 (int)p->cred.pid, (unsigned)p->cred.uid, w[1], w[2],
+			 r < 0 ? "its route cannot be read" : "over the broker's way out");
+	peer_audit(p, w[1], w[0], "deny", "control-refused");
+	return true;
 }
 
 /*
@@ -1667,7 +1818,7 @@ static void conn_to_work(struct control *ctl, struct cconn *c)
 static void conn_dispatch(struct cconn *c)
 {
 	struct control *ctl = c->ctl;
-	char copy[CTL_REQ_MAX + 1], *w[7], *resp;
+	char copy[CTL_REQ_MAX + 1], *w[7], *resp, msg[1024];
 	int n;
 
 	c->req[c->got] = '\0';
@@ -1685,12 +1836,13 @@ static void conn_dispatch(struct cconn *c)
 			return;
 		}
 		if (n >= 1 && !strcmp(w[0], CTL_APPROVE) && c->check >= 0) {
-			char msg[1024];
-
 			if (approve_start(c, w, n, msg, sizeof(msg)) >= 0) {
 				conn_to_work(ctl, c);
 				return;
 			}
+			resp = strdup(msg);
+		} else if (register_words(w, n) &&
+			   register_refused(ctl, &c->peer, w, msg, sizeof(msg))) {
 			resp = strdup(msg);
 		} else if (register_words(w, n) && job_start(c) == 0) {
 			conn_to_work(ctl, c);

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 BIN=${SLUICE_BIN:-$PWD/bin}
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
-broker_world c1 c2
+broker_world c1 c2 c3
 # A throwaway group, named after this world, removed on the way out.
 GRP=${WORLD_PREFIX}ctl
 ctl_down() {
@@ -140,6 +140,60 @@ t_contains "audited with its pid and uid" "$(audit_of "$pid" control-reload)" \
 	"\"pid\":$pid,\"uid\":0,"
 # From a namespace that is no sandbox's (this test's own): answered.
 t_ok "root from a namespace that is no sandbox's is answered" "$BIN/sluice" --socket "$BROKER_SOCK" status
+
+# --- from the namespace behind the broker's way out ------------------------
+# The world's internet namespace is where the broker's default route leads,
+# as the host's is in Layout 1 (`uplink`). It is no sandbox's: an address
+# reached over that link is refused at register (root's and a member's), and
+# neither a sandbox registered before it is wired, nor one that cut its own
+# wire, makes the broker refuse its callers (it refuses them everywhere else,
+# since that sandbox's namespace cannot be told from theirs).
+UPLINK=$WORLD_PREFIX-bi
+HOST_SIDE=11.0.0.1 # the internet namespace's end of it
+from_host() { bg pid ip netns exec "$WORLD_INET" "$BIN/sluice" --socket "$BROKER_SOCK" "$@"; }
+from_host status
+t_eq "root from the namespace behind the broker's way out is answered" "0" "$RC"
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}u" \
+	--addr "$HOST_SIDE" --policy "$D/pol.yaml"
+t_eq "root's register of that namespace's address ($HOST_SIDE) fails" "1" "$RC"
+t_contains "saying why" "$ERR" \
+	"refused: address $HOST_SIDE is reached over the link of the broker's default route (its way out), not over a wire of its own"
+t_contains "audited: deny, control-refused, naming the sandbox" "$(audit_of "$pid" control-refused)" \
+	"\"sandbox\":\"${S3}u\",\"proto\":\"control\",\"name\":\"register\","
+bg pid ip netns exec "$WORLD_BRK" setpriv --reuid=$U --regid="$GID" --clear-groups \
+	"$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}v" --addr "$HOST_SIDE" --policy "$D/pol.yaml"
+t_eq "a member's fails too" "1" "$RC"
+t_contains "saying why" "$ERR" "refused: address $HOST_SIDE is reached over the link of the broker's default route"
+t_ok "sluice list" S list
+t_not_contains "neither is registered" "$T_OUT" "${S3}u"
+t_not_contains "(the member's)" "$T_OUT" "${S3}v"
+from_host status
+t_eq "and callers there are still answered" "0" "$RC"
+t_ok "root registers an address with no wire yet" S register "${S3}w" --addr 10.200.255.9 --policy "$D/pol.yaml"
+from_host list
+t_eq "callers behind the way out are still answered" "0" "$RC"
+# A route that later takes its address over that link does not make the
+# namespace behind it this sandbox's.
+t_ok "a route takes 10.200.255.9 over the way-out link" ip -n "$WORLD_BRK" route add 10.200.255.9/32 dev "$UPLINK"
+from_host list
+t_eq "callers behind the way out are still answered then" "0" "$RC"
+t_contains "with the list" "$(cat "$D/bg.out")" "${S3}w"
+ip -n "$WORLD_BRK" route del 10.200.255.9/32 dev "$UPLINK"
+t_ok "root unregisters it" S unregister "${S3}w"
+# Root in a sandbox can delete its own wire (eth0: the veth goes with it).
+t_ok "sluice create" S create "$S3" --policy "$D/pol.yaml"
+t_ok "code in the sandbox deletes its own wire" ip netns exec "$S3" ip link del eth0
+bg pid ip netns exec "$S3" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "a caller in that sandbox is still refused" "1" "$RC"
+t_contains "(its namespace cannot be told from an unknown sandbox's)" "$ERR" "refused: "
+from_host status
+t_eq "callers behind the way out are still answered" "0" "$RC"
+bg pid ip netns exec "$S1" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_contains "callers in another sandbox are still refused" "$ERR" \
+	"refused: the caller is in the network namespace of sandbox \`$S1\`"
+t_ok "root deletes the cut-off sandbox" S delete "$S3"
+from_host list
+t_eq "once it is gone, callers behind the way out are answered" "0" "$RC"
 
 # --- a member's sandbox: its files are read with the member's right --------
 # What a control_group member registers or updates is read as that member
