@@ -71,6 +71,7 @@ _Static_assert(ARRAY_SIZE(dns_answer_labels) <= FAMILY_MAX_LABELS, "slot has roo
 static atomic_int_fast64_t open_connections;
 static atomic_int_fast64_t pipes_held, pipes_kept;
 static atomic_uint_fast64_t connections_total;
+static atomic_uint_fast64_t pipes_small;
 static atomic_uint_fast64_t bytes_up, bytes_down;
 static atomic_uint_fast64_t dns_cache_hits, dns_cache_misses;
 
@@ -251,6 +252,11 @@ void metrics_pipes(int held, int kept)
 	atomic_fetch_add_explicit(&pipes_kept, kept, memory_order_relaxed);
 }
 
+void metrics_pipe_small(void)
+{
+	add(&pipes_small, 1);
+}
+
 void metrics_connection_close(void)
 {
 	atomic_fetch_sub_explicit(&open_connections, 1, memory_order_relaxed);
@@ -294,6 +300,7 @@ void metrics_reset(void)
 	atomic_store_explicit(&pipes_held, 0, memory_order_relaxed);
 	atomic_store_explicit(&pipes_kept, 0, memory_order_relaxed);
 	atomic_store_explicit(&connections_total, 0, memory_order_relaxed);
+	atomic_store_explicit(&pipes_small, 0, memory_order_relaxed);
 	atomic_store_explicit(&bytes_up, 0, memory_order_relaxed);
 	atomic_store_explicit(&bytes_down, 0, memory_order_relaxed);
 	atomic_store_explicit(&dns_cache_hits, 0, memory_order_relaxed);
@@ -440,6 +447,10 @@ int metrics_render_prometheus(char *buf, size_t len)
 	     (long long)atomic_load_explicit(&pipes_held, memory_order_relaxed));
 	outf(&o, "sluice_splice_pipes{state=\"kept\"} %lld\n",
 	     (long long)atomic_load_explicit(&pipes_kept, memory_order_relaxed));
+	out_counter(&o, "sluice_splice_pipes_small_total",
+		    "Splice pipes that came out smaller than 64 KiB: the broker's user was over "
+		    "fs.pipe-user-pages-soft, and each moves bytes 8 KiB at a time.",
+		    get(&pipes_small));
 	out_counter(&o, "sluice_connections_total", "Connections accepted.",
 		    get(&connections_total));
 

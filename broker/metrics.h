@@ -40,6 +40,9 @@ void metrics_connection_close(void);
 /* Splice pipes: @held more (or fewer) held by connections, @kept more (or
  * fewer) kept empty by the workers (proxy/tunnel.c proxy_pipe_get()). */
 void metrics_pipes(int held, int kept);
+/* A splice pipe came out smaller than PIPE_CAP: the broker's user was over
+ * its pipe pages (fs.pipe-user-pages-soft). */
+void metrics_pipe_small(void);
 /* Bytes relayed: @up from the sandbox to the upstream, @down back. */
 void metrics_bytes(uint64_t up, uint64_t down);
 /* Upstream name resolution answered from the broker's cache, or not. */
@@ -68,6 +71,7 @@ void metrics_connect_latency_us(uint64_t us);
  *
  * Series: sluice_decisions_total{proto,decision,reason},
  * sluice_open_connections, sluice_splice_pipes{state="held"|"kept"},
+ * sluice_splice_pipes_small_total,
  * sluice_connections_total,
  * sluice_bytes_total{direction="up"|"down"}, sluice_dns_cache_hits_total,
  * sluice_dns_cache_misses_total, sluice_dns_queries_total{answer},

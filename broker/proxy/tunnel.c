@@ -37,6 +37,28 @@ static bool pipe_small(int rfd)
 	return size > 0 && size < PIPE_CAP;
 }
 
+/* How often a line may say that pipes come out small, at the most. */
+#define PIPE_SMALL_LOG_MS 10000
+
+/* Pipe @rfd, just made for @w, is small: counted, and said in the log
+ * (once per PIPE_SMALL_LOG_MS): nothing else tells an operator why bytes
+ * cost more CPU than they did. */
+static void pipe_small_made(struct worker *w, int rfd)
+{
+	static struct log_every small_log;
+	uint64_t held;
+
+	w->small_pipes++;
+	metrics_pipe_small();
+	if (log_every_ok(&small_log, loop_now_ms(w->loop), PIPE_SMALL_LOG_MS, &held))
+		log_warn("proxy: a splice pipe came out at %d bytes, not %d: the broker's user "
+			 "(uid %u) is over its pipe pages (fs.pipe-user-pages-soft), so "
+			 "transfers move bytes a few pages at a time until pipes are freed "
+			 "(%llu more since the last line; sluice_splice_pipes_small_total)",
+			 fcntl(rfd, F_GETPIPE_SZ), PIPE_CAP, (unsigned)geteuid(),
+			 (unsigned long long)held);
+}
+
 /*
  * Pipes are a worker's, not a connection's: a connection holds one only
  * while bytes wait in it (a tunnel gives each back at the end of every
@@ -68,7 +90,7 @@ int proxy_pipe_get(struct worker *w, int p[2])
 		return -errno;
 	}
 	if (pipe_small(p[0]))
-		w->small_pipes++;
+		pipe_small_made(w, p[0]);
 	metrics_pipes(1, 0);
 	return 0;
 }

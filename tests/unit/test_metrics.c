@@ -211,6 +211,7 @@ static void known_state(void)
 	metrics_connection_open();
 	metrics_connection_open();
 	metrics_connection_close();
+	metrics_pipe_small();
 	metrics_bytes(100, 2000);
 	metrics_dns_cache_hit();
 	metrics_dns_cache_miss();
@@ -236,6 +237,11 @@ static const char known_prometheus[] =
 	"# TYPE sluice_splice_pipes gauge\n"
 	"sluice_splice_pipes{state=\"held\"} 0\n"
 	"sluice_splice_pipes{state=\"kept\"} 0\n"
+	"# HELP sluice_splice_pipes_small_total Splice pipes that came out smaller than "
+	"64 KiB: the broker's user was over fs.pipe-user-pages-soft, and each moves "
+	"bytes 8 KiB at a time.\n"
+	"# TYPE sluice_splice_pipes_small_total counter\n"
+	"sluice_splice_pipes_small_total 1\n"
 	"# HELP sluice_connections_total Connections accepted.\n"
 	"# TYPE sluice_connections_total counter\n"
 	"sluice_connections_total 2\n"
