@@ -123,8 +123,9 @@ static void reload_changes(const struct broker *b, const struct broker_config *n
  * and a tunnel's two pipes (two each). */
 #define FDS_PER_CONN 6
 /* Held besides connections: listeners, epoll and wake fds, the control
- * socket, the audit log, resolver sockets (a few per worker). */
-#define FDS_BASE(workers) (64u + (workers) * 16u)
+ * socket, the audit log, resolver sockets (a few per worker), and the empty
+ * pipes each worker keeps (WORKER_PIPES_MAX, two descriptors each). */
+#define FDS_BASE(workers) (64u + (workers) * (16u + 2u * WORKER_PIPES_MAX))
 /* Each worker's TCP connections to the DNS filter (256 at most, dnsfilter/server.c). */
 #define FDS_DNS_TCP(workers) ((workers) * 256u)
 
