@@ -386,18 +386,19 @@ static int link_nsid_cb(const struct nlmsghdr *nlh, void *data)
 }
 
 /*
- * The route of the broker's namespace to IPv4 address @a, into @ra; with
- * @fib_match, the table's entry that the lookup matched (its prefix length
- * in ra->dst_len). Return: 0; -ENOENT when there is none; another negative
- * errno.
+ * The route of the broker's namespace to address @a (IPv4 or IPv6), into
+ * @ra; with @fib_match, the table's entry that the lookup matched (its
+ * prefix length in ra->dst_len). Return: 0; -ENOENT when there is none;
+ * another negative errno.
  */
-static int route_to(struct mnl_socket *nl, uint32_t *seq, uint32_t a, bool fib_match,
+static int route_to(struct mnl_socket *nl, uint32_t *seq, const struct sl_addr *a, bool fib_match,
 		    struct route_answer *ra)
 {
 	char buf[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct rtmsg *rtm;
-	uint32_t dst = htonl(a);
+	bool v4 = addr_is_v4(a);
+	uint32_t dst4 = htonl(addr_v4(a));
 	int r;
 
 	memset(ra, 0, sizeof(*ra));
@@ -405,11 +406,14 @@ static int route_to(struct mnl_socket *nl, uint32_t *seq, uint32_t a, bool fib_m
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK; /* the ACK ends the answer */
 	nlh->nlmsg_seq = (*seq)++;
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-	rtm->rtm_family = AF_INET;
-	rtm->rtm_dst_len = 32;
+	rtm->rtm_family = v4 ? AF_INET : AF_INET6;
+	rtm->rtm_dst_len = v4 ? 32 : 128;
 	if (fib_match)
 		rtm->rtm_flags = RTM_F_FIB_MATCH;
-	mnl_attr_put(nlh, RTA_DST, sizeof(dst), &dst);
+	if (v4)
+		mnl_attr_put(nlh, RTA_DST, sizeof(dst4), &dst4);
+	else
+		mnl_attr_put(nlh, RTA_DST, sizeof(a->b), a->b);
 	r = rtnl_talk(nl, nlh, route_cb, ra);
 	if (r == -ENETUNREACH || r == -EHOSTUNREACH || r == -EINVAL)
 		return -ENOENT;
@@ -447,12 +451,12 @@ static int link_nsid(struct mnl_socket *nl, uint32_t *seq, int oif, int32_t *nsi
 }
 
 /*
- * The id of the namespace at the far end of the wire to IPv4 address @a:
- * the link the broker's namespace reaches @a through directly (a route
- * without a gateway), a link into another namespace. Return: 0; -ENOENT
- * when there is no such wire; another negative errno.
+ * The id of the namespace at the far end of the wire to address @a: the
+ * link the broker's namespace reaches @a through directly (a route without
+ * a gateway), a link into another namespace. Return: 0; -ENOENT when there
+ * is no such wire; another negative errno.
  */
-static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *nsid)
+static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, const struct sl_addr *a, int32_t *nsid)
 {
 	struct route_answer ra;
 	int r = route_to(nl, seq, a, false, &ra);
@@ -469,44 +473,50 @@ static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, uint32_t a, int32_t *
 
 /*
  * The id of the namespace behind the broker's way out: the far end of the
- * link of its IPv4 default route, when that link leads into another
- * namespace (in Layout 1, `uplink`: the host's namespace). That namespace
- * is no sandbox's: a sandbox is reached over a wire of its own, and an
- * address reached over this link is refused at `register`
+ * link of its default route, IPv4's or else IPv6's, when that link leads
+ * into another namespace (in Layout 1, `uplink`: the host's namespace).
+ * That namespace is no sandbox's: a sandbox is reached over a wire of its
+ * own, and an address reached over this link is refused at `register`
  * (register_refused()). The route is the table's entry that a lookup of
- * 255.255.255.254 matches (class E: no sandbox's route covers it), taken
- * only when that entry is the default route (prefix length 0) with a
- * single next hop. *@cache: WAY_OUT_UNASKED until asked, then the answer
- * (NETNSA_NSID_NOT_ASSIGNED: none), so that it is asked once per caller.
+ * 255.255.255.254 (class E), or of 100::1 (the discard prefix), matches:
+ * no sandbox's route covers either; it is taken only when that entry is
+ * the default route (prefix length 0) with a single next hop. *@cache:
+ * WAY_OUT_UNASKED until asked, then the answer (NETNSA_NSID_NOT_ASSIGNED:
+ * none), so that it is asked once per caller.
  * Return: 0; a negative errno.
  */
 static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t *cache)
 {
+	static const struct sl_addr probe6 = { .b = { 0x01, [15] = 0x01 } }; /* 100::1 */
+	struct sl_addr probe[2];
 	struct route_answer ra;
-	int32_t nsid;
-	int r;
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	int i, r;
 
 	if (*cache != WAY_OUT_UNASKED)
 		return 0;
-	r = route_to(nl, seq, 0xfffffffeU, true, &ra);
-	if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0))) {
-		*cache = NETNSA_NSID_NOT_ASSIGNED;
-		return 0;
-	}
-	if (r == 0)
-		r = link_nsid(nl, seq, ra.oif, &nsid);
-	if (r == -ENOENT) {
-		*cache = NETNSA_NSID_NOT_ASSIGNED;
-		return 0;
-	}
-	if (r == 0)
+	addr_from_v4(&probe[0], 0xfffffffeU);
+	probe[1] = probe6;
+	for (i = 0; i < 2; i++) {
+		r = route_to(nl, seq, &probe[i], true, &ra);
+		if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0)))
+			continue;
+		if (r == 0)
+			r = link_nsid(nl, seq, ra.oif, &nsid);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
 		*cache = nsid;
-	return r;
+		return 0;
+	}
+	*cache = NETNSA_NSID_NOT_ASSIGNED;
+	return 0;
 }
 
 struct unknown {
 	char name[SANDBOX_NAME_MAX + 1];
-	uint32_t addr;
+	struct sl_addr addr;
 };
 
 struct unknowns {
@@ -535,7 +545,7 @@ static void collect_unknown(const struct sandbox *sb, void *arg)
 		u->cap = cap;
 	}
 	snprintf(u->v[u->n].name, sizeof(u->v[u->n].name), "%s", sb->name);
-	u->v[u->n++].addr = addr_is_v4(&sb->addr) ? addr_v4(&sb->addr) : 0;
+	u->v[u->n++].addr = sb->addr;
 }
 
 /*
@@ -562,7 +572,7 @@ static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *
 	for (i = 0; i < u.n && r >= 0; i++) {
 		int32_t nsid;
 
-		r = u.v[i].addr ? wire_nsid(nl, seq, u.v[i].addr, &nsid) : -ENOENT;
+		r = wire_nsid(nl, seq, &u.v[i].addr, &nsid);
 		if (r == 0)
 			r = way_out_nsid(nl, seq, out);
 		if (r == 0 && nsid == *out)
@@ -839,8 +849,8 @@ static bool may_change(struct control *ctl, const struct peer *p, const char *ve
  * broker's namespace reaches over the link of its way out (way_out_nsid()),
  * into the host's namespace in Layout 1? That namespace is no sandbox's,
  * and taken for one it would shut every control caller in it out (root's
- * `sluice` on the host included). "auto", an IPv6 address and one with
- * no wire yet pass: their wire is not that link. Fails closed when the
+ * `sluice` on the host included). "auto" and an address with no wire yet
+ * pass: their wire is not that link. Fails closed when the
  * routes cannot be read. Return: true, @out filled and the refusal logged
  * and audited, when refused.
  */
@@ -853,13 +863,13 @@ static bool register_refused(struct control *ctl, const struct peer *p, char **w
 	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, way = WAY_OUT_UNASKED;
 	int r = -EIO;
 
-	if (!strcmp(w[2], "auto") || addr_parse(w[2], &a) < 0 || !addr_is_v4(&a))
+	if (!strcmp(w[2], "auto") || addr_parse(w[2], &a) < 0)
 		return false;
 	nl = rtnl_open();
 	if (!nl) {
 		r = errno ? -errno : r;
 	} else {
-		r = wire_nsid(nl, &seq, addr_v4(&a), &nsid);
+		r = wire_nsid(nl, &seq, &a, &nsid);
 		if (r == 0)
 			r = way_out_nsid(nl, &seq, &way);
 		mnl_socket_close(nl);

@@ -194,6 +194,27 @@ t_contains "callers in another sandbox are still refused" "$ERR" \
 t_ok "root deletes the cut-off sandbox" S delete "$S3"
 from_host list
 t_eq "once it is gone, callers behind the way out are answered" "0" "$RC"
+# IPv6: the namespace is learnt from an IPv6 wire too, and the way out's
+# IPv6 address is refused as its IPv4 one is.
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}u" \
+	--addr fd11:1::1 --policy "$D/pol.yaml"
+t_contains "root's register of the way out's IPv6 address (fd11:1::1) is refused" "$ERR" \
+	"refused: address fd11:1::1 is reached over the link of the broker's default route"
+t_ok "a namespace wired by IPv6 only" world_add_client v6w fd12:5::2/64 fd12:5::1
+t_ok "registered by root" S register "${S3}6" --addr fd12:5::2 --policy "$D/pol.yaml"
+bg pid ip netns exec "$WORLD_PREFIX-v6w" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_contains "a caller in it is refused, the sandbox named (learnt from its IPv6 wire)" "$ERR" \
+	"refused: the caller is in the network namespace of sandbox \`${S3}6\`"
+from_host status
+t_eq "callers behind the way out are answered" "0" "$RC"
+t_ok "root unregisters it" S unregister "${S3}6"
+# Without an IPv4 default route, the way out is the IPv6 one's link.
+t_ok "root registers an address with no wire yet" S register "${S3}w" --addr 10.200.255.9 --policy "$D/pol.yaml"
+t_ok "the broker's IPv4 default route is taken away" ip -n "$WORLD_BRK" route del default via 11.0.0.1
+from_host status
+t_eq "callers behind the IPv6 way out are answered" "0" "$RC"
+t_ok "the IPv4 default route is back" ip -n "$WORLD_BRK" route add default via 11.0.0.1
+t_ok "root unregisters it" S unregister "${S3}w"
 
 # --- a member's sandbox: its files are read with the member's right --------
 # What a control_group member registers or updates is read as that member
