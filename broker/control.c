@@ -787,7 +787,9 @@ static int peer_check(struct control *ctl, int fd, struct peer *p, char *why, si
 	return 0;
 }
 
-/* An audit line for a control request from @p. */
+/* An audit line for a control request from @p; a refusal is counted too
+ * (sluice_decisions_total{proto="control"}), for an alert on attempts at
+ * the control plane. */
 static void peer_audit(const struct peer *p, const char *sandbox, const char *verb,
 		       const char *decision, const char *reason)
 {
@@ -803,6 +805,8 @@ static void peer_audit(const struct peer *p, const char *sandbox, const char *ve
 	};
 
 	audit_log(&ev);
+	if (!strcmp(decision, "deny"))
+		metrics_decision(ev.proto, decision, reason);
 }
 
 static bool ratelog_ok(struct control *ctl, struct ratelog *rl, const char *what);

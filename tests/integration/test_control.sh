@@ -195,11 +195,19 @@ t_ok "root deletes the cut-off sandbox" S delete "$S3"
 from_host list
 t_eq "once it is gone, callers behind the way out are answered" "0" "$RC"
 # IPv6: the namespace is learnt from an IPv6 wire too, and the way out's
-# IPv6 address is refused as its IPv4 one is.
+# IPv6 address is refused as its IPv4 one is. Each refusal is counted in
+# the metrics (the audit log folds repeats of a kind into a later line).
+refused_metric() {
+	sl status --metrics | awk '$1 == "sluice_decisions_total{proto=\"control\",decision=\"deny\",reason=\"control-refused\"}" { v = $2 }
+		END { print (v == "" ? "none" : v) }'
+}
+m0=$(refused_metric)
 bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}u" \
 	--addr fd11:1::1 --policy "$D/pol.yaml"
 t_contains "root's register of the way out's IPv6 address (fd11:1::1) is refused" "$ERR" \
 	"refused: address fd11:1::1 is reached over the link of the broker's default route"
+t_eq "the refusal is counted (sluice_decisions_total of control-refused, $m0 before)" \
+	"$((m0 + 1))" "$(refused_metric)"
 t_ok "a namespace wired by IPv6 only" world_add_client v6w fd12:5::2/64 fd12:5::1
 t_ok "registered by root" S register "${S3}6" --addr fd12:5::2 --policy "$D/pol.yaml"
 bg pid ip netns exec "$WORLD_PREFIX-v6w" "$BIN/sluice" --socket "$BROKER_SOCK" status
@@ -207,6 +215,7 @@ t_contains "a caller in it is refused, the sandbox named (learnt from its IPv6 w
 	"refused: the caller is in the network namespace of sandbox \`${S3}6\`"
 from_host status
 t_eq "callers behind the way out are answered" "0" "$RC"
+t_eq "two refusals, two more counted" "$((m0 + 2))" "$(refused_metric)"
 t_ok "root unregisters it" S unregister "${S3}6"
 # Without an IPv4 default route, the way out is the IPv6 one's link.
 t_ok "root registers an address with no wire yet" S register "${S3}w" --addr 10.200.255.9 --policy "$D/pol.yaml"
