@@ -29,21 +29,21 @@
 #include "common/log.h"
 #include "policy/policy.h"
 
-/* Is the pipe of @rfd smaller than PIPE_CAP? */
-static bool pipe_small(int rfd)
+/* The size of the pipe of @rfd when it is smaller than PIPE_CAP; else 0. */
+static int pipe_small(int rfd)
 {
 	int size = fcntl(rfd, F_GETPIPE_SZ);
 
-	return size > 0 && size < PIPE_CAP;
+	return size > 0 && size < PIPE_CAP ? size : 0;
 }
 
 /* How often a line may say that pipes come out small, at the most. */
 #define PIPE_SMALL_LOG_MS 10000
 
-/* Pipe @rfd, just made for @w, is small: counted, and said in the log
- * (once per PIPE_SMALL_LOG_MS): nothing else tells an operator why bytes
- * cost more CPU than they did. */
-static void pipe_small_made(struct worker *w, int rfd)
+/* A pipe just made for @w is small (@size bytes): counted, and said in the
+ * log (once per PIPE_SMALL_LOG_MS): nothing else tells an operator why
+ * bytes cost more CPU than they did. */
+static void pipe_small_made(struct worker *w, int size)
 {
 	static struct log_every small_log;
 	uint64_t held;
@@ -55,8 +55,7 @@ static void pipe_small_made(struct worker *w, int rfd)
 			 "(uid %u) is over its pipe pages (fs.pipe-user-pages-soft), so "
 			 "transfers move bytes a few pages at a time until pipes are freed "
 			 "(%llu more since the last line; sluice_splice_pipes_small_total)",
-			 fcntl(rfd, F_GETPIPE_SZ), PIPE_CAP, (unsigned)geteuid(),
-			 (unsigned long long)held);
+			 size, PIPE_CAP, (unsigned)geteuid(), (unsigned long long)held);
 }
 
 /*
@@ -78,6 +77,8 @@ static void pipe_small_made(struct worker *w, int rfd)
  */
 int proxy_pipe_get(struct worker *w, int p[2])
 {
+	int small;
+
 	if (w->n_pipes > 0) {
 		w->n_pipes--;
 		p[0] = w->pipes[w->n_pipes][0];
@@ -89,8 +90,9 @@ int proxy_pipe_get(struct worker *w, int p[2])
 		p[0] = p[1] = -1;
 		return -errno;
 	}
-	if (pipe_small(p[0]))
-		pipe_small_made(w, p[0]);
+	small = pipe_small(p[0]);
+	if (small)
+		pipe_small_made(w, small);
 	metrics_pipes(1, 0);
 	return 0;
 }
@@ -110,7 +112,7 @@ static void pipe_put(struct worker *w, int p[2], size_t inpipe, bool used)
 	if (p[0] < 0)
 		return;
 	/* Looked at only while some small pipe is out: none, as a rule. */
-	if (w->small_pipes > 0 && pipe_small(p[0])) {
+	if (w->small_pipes > 0 && pipe_small(p[0]) > 0) {
 		small = true;
 		w->small_pipes--;
 	}
