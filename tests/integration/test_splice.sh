@@ -457,7 +457,9 @@ DRIP_TOTAL=600000 # about 6 s of segments, 100 bytes each ms
 world_spawn inet drip-down /usr/bin/python3 "$DRIP" serve 11.0.2.20 8090 down "$DRIP_TOTAL" 0 -
 world_spawn inet drip-up /usr/bin/python3 "$DRIP" serve 11.0.2.20 8091 up "$DRIP_TOTAL" 6 "$D/drip.up"
 world_spawn inet drip-http /usr/bin/python3 "$DRIP" serve 11.0.2.20 8092 http "$DRIP_TOTAL" 0 -
-sleep 0.5
+# Until all three listen (a probe connection would be served as a client).
+t_ok "the three drip servers listen" wait_for 3 ip netns exec "$WORLD_INET" \
+	ss -Hltn "( sport = :8090 or sport = :8091 or sport = :8092 )"
 ticks() { awk '{ print $14 + $15 }' "/proc/$BROKER_PID/stat"; }
 # stalled_ticks: sluiced's CPU ticks over 3 s, from 2 s after a client
 # started (its stall lasts 6 s, and so do the segments).
