@@ -468,32 +468,33 @@ static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, const struct sl_addr 
 	return link_nsid(nl, seq, ra.oif, nsid);
 }
 
-/* way_out_nsid()'s cache, before it is asked. */
+/* way_out_nsid()'s cache, before it is asked: { WAY_OUT_UNASKED, ... }. */
 #define WAY_OUT_UNASKED INT32_MIN
 
 /*
- * The id of the namespace behind the broker's way out: the far end of the
- * link of its default route, IPv4's or else IPv6's, when that link leads
- * into another namespace (in Layout 1, `uplink`: the host's namespace).
- * That namespace is no sandbox's: a sandbox is reached over a wire of its
- * own, and an address reached over this link is refused at `register`
- * (register_refused()). The route is the table's entry that a lookup of
- * 255.255.255.254 (class E), or of 100::1 (the discard prefix), matches:
- * no sandbox's route covers either; it is taken only when that entry is
- * the default route (prefix length 0) with a single next hop. *@cache:
- * WAY_OUT_UNASKED until asked, then the answer (NETNSA_NSID_NOT_ASSIGNED:
- * none), so that it is asked once per caller.
+ * The ids of the namespaces behind the broker's ways out: the far ends of
+ * the links of its IPv4 and of its IPv6 default route ([0] and [1]), where
+ * such a link leads into another namespace (in Layout 1, `uplink`: the
+ * host's namespace; with dual stack, the two may leave by different links).
+ * Those namespaces are no sandbox's: a sandbox is reached over a wire of
+ * its own, and an address reached over such a link is refused at
+ * `register` (register_refused()). Each route is the table's entry that a
+ * lookup of 255.255.255.254 (class E), or of 100::1 (the discard prefix),
+ * matches: no sandbox's route covers either; it is taken only when that
+ * entry is the default route (prefix length 0) with a single next hop.
+ * @cache: { WAY_OUT_UNASKED } until asked, then the answers
+ * (NETNSA_NSID_NOT_ASSIGNED: none), so that they are asked once per caller.
  * Return: 0; a negative errno.
  */
-static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t *cache)
+static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t cache[2])
 {
 	static const struct sl_addr probe6 = { .b = { 0x01, [15] = 0x01 } }; /* 100::1 */
 	struct sl_addr probe[2];
 	struct route_answer ra;
-	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED;
+	int32_t nsid[2] = { NETNSA_NSID_NOT_ASSIGNED, NETNSA_NSID_NOT_ASSIGNED };
 	int i, r;
 
-	if (*cache != WAY_OUT_UNASKED)
+	if (cache[0] != WAY_OUT_UNASKED)
 		return 0;
 	addr_from_v4(&probe[0], 0xfffffffeU);
 	probe[1] = probe6;
@@ -502,16 +503,21 @@ static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t *cache)
 		if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0)))
 			continue;
 		if (r == 0)
-			r = link_nsid(nl, seq, ra.oif, &nsid);
+			r = link_nsid(nl, seq, ra.oif, &nsid[i]);
 		if (r == -ENOENT)
-			continue;
-		if (r < 0)
+			nsid[i] = NETNSA_NSID_NOT_ASSIGNED;
+		else if (r < 0)
 			return r;
-		*cache = nsid;
-		return 0;
 	}
-	*cache = NETNSA_NSID_NOT_ASSIGNED;
+	cache[0] = nsid[0];
+	cache[1] = nsid[1];
 	return 0;
+}
+
+/* Is @nsid that of a namespace behind one of the broker's ways out? */
+static bool is_way_out(const int32_t way[2], int32_t nsid)
+{
+	return nsid != NETNSA_NSID_NOT_ASSIGNED && (nsid == way[0] || nsid == way[1]);
 }
 
 struct unknown {
@@ -550,12 +556,12 @@ static void collect_unknown(const struct sandbox *sb, void *arg)
 
 /*
  * Learns the namespace of every registered sandbox not known yet. A wire
- * into the namespace behind the broker's way out (way_out_nsid(), @out) is
- * no sandbox's: such a sandbox stays unknown.
+ * into a namespace behind one of the broker's ways out (way_out_nsid(),
+ * @out) is no sandbox's: such a sandbox stays unknown.
  * Return: how many stay unknown (no wire found); a negative errno when
  * it cannot be told.
  */
-static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *seq, int32_t *out)
+static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *seq, int32_t out[2])
 {
 	struct unknowns u = { .ctl = ctl };
 	long left = 0;
@@ -575,7 +581,7 @@ static long learn_unknown(struct control *ctl, struct mnl_socket *nl, uint32_t *
 		r = wire_nsid(nl, seq, &u.v[i].addr, &nsid);
 		if (r == 0)
 			r = way_out_nsid(nl, seq, out);
-		if (r == 0 && nsid == *out)
+		if (r == 0 && is_way_out(out, nsid))
 			r = -ENOENT;
 		if (r == -ENOENT) {
 			left++;
@@ -619,7 +625,7 @@ static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why,
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 	struct mnl_socket *nl = rtnl_open();
 	uint32_t seq = (uint32_t)time(NULL);
-	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, out_nsid = WAY_OUT_UNASKED;
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, out_nsid[2] = { WAY_OUT_UNASKED };
 	long left = 0;
 	size_t i;
 	int r;
@@ -632,7 +638,7 @@ static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why,
 	}
 	r = pid_nsid(nl, p->cred.pid, seq++, &nsid);
 	if (r == 0) {
-		left = learn_unknown(ctl, nl, &seq, &out_nsid);
+		left = learn_unknown(ctl, nl, &seq, out_nsid);
 		r = left < 0 ? (int)left : 0;
 		/* Getting a wire may have given the caller's namespace its id. */
 		if (r == 0 && nsid == NETNSA_NSID_NOT_ASSIGNED)
@@ -658,17 +664,17 @@ static int peer_netns(struct control *ctl, struct peer *p, int pidfd, char *why,
 		}
 	}
 	/* Some sandbox's wire was not found: its namespace may be this one,
-	 * unless this is the namespace behind the broker's way out (the host,
-	 * in Layout 1), which is no sandbox's. So a sandbox that cuts its own
-	 * wire, or one registered before it is wired, does not shut the
+	 * unless this is a namespace behind one of the broker's ways out (the
+	 * host, in Layout 1), which is no sandbox's. So a sandbox that cuts its
+	 * own wire, or one registered before it is wired, does not shut the
 	 * host's callers out. */
 	if (left > 0) {
-		r = way_out_nsid(nl, &seq, &out_nsid);
+		r = way_out_nsid(nl, &seq, out_nsid);
 		if (r < 0) {
 			snprintf(why, whylen, "rtnetlink: %s", strerror(-r));
 			goto out;
 		}
-		if (nsid == out_nsid)
+		if (is_way_out(out_nsid, nsid))
 			goto out;
 		r = -ENOENT;
 		snprintf(why, whylen,
@@ -850,8 +856,9 @@ static bool may_change(struct control *ctl, const struct peer *p, const char *ve
 
 /*
  * Is the `register` of @w (NAME ADDR ...) refused for its address: one the
- * broker's namespace reaches over the link of its way out (way_out_nsid()),
- * into the host's namespace in Layout 1? That namespace is no sandbox's,
+ * broker's namespace reaches over the link of one of its ways out
+ * (way_out_nsid(): its IPv4 or its IPv6 default route's), into the host's
+ * namespace in Layout 1? That namespace is no sandbox's,
  * and taken for one it would shut every control caller in it out (root's
  * `sluice` on the host included). "auto" and an address with no wire yet
  * pass: their wire is not that link. Fails closed when the
@@ -864,7 +871,7 @@ static bool register_refused(struct control *ctl, const struct peer *p, char **w
 	struct sl_addr a;
 	struct mnl_socket *nl;
 	uint32_t seq = (uint32_t)time(NULL);
-	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, way = WAY_OUT_UNASKED;
+	int32_t nsid = NETNSA_NSID_NOT_ASSIGNED, way[2] = { WAY_OUT_UNASKED };
 	int r = -EIO;
 
 	if (!strcmp(w[2], "auto") || addr_parse(w[2], &a) < 0)
@@ -875,10 +882,10 @@ static bool register_refused(struct control *ctl, const struct peer *p, char **w
 	} else {
 		r = wire_nsid(nl, &seq, &a, &nsid);
 		if (r == 0)
-			r = way_out_nsid(nl, &seq, &way);
+			r = way_out_nsid(nl, &seq, way);
 		mnl_socket_close(nl);
 	}
-	if (r == -ENOENT || (r == 0 && nsid != way))
+	if (r == -ENOENT || (r == 0 && !is_way_out(way, nsid)))
 		return false;
 	if (r < 0)
 		snprintf(out, outlen,

@@ -224,6 +224,29 @@ from_host status
 t_eq "callers behind the IPv6 way out are answered" "0" "$RC"
 t_ok "the IPv4 default route is back" ip -n "$WORLD_BRK" route add default via 11.0.0.1
 t_ok "root unregisters it" S unregister "${S3}w"
+# Dual stack, the two default routes by links of their own: the namespace
+# behind the IPv6 one is no sandbox's either, while the IPv4 one's stays so.
+t_ok "a second namespace, wired to the broker" world_add_client v6o fd13:7::2/64 fd13:7::1
+t_ok "the broker's IPv6 default route goes there" ip -n "$WORLD_BRK" -6 route replace default via fd13:7::2
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}x" \
+	--addr fd13:7::2 --policy "$D/pol.yaml"
+t_eq "root's register of its address (fd13:7::2) fails" "1" "$RC"
+t_contains "saying why" "$ERR" \
+	"refused: address fd13:7::2 is reached over the link of the broker's default route"
+bg pid ip netns exec "$WORLD_BRK" "$BIN/sluice" --socket "$BROKER_SOCK" register "${S3}y" \
+	--addr "$HOST_SIDE" --policy "$D/pol.yaml"
+t_contains "so does a register of the IPv4 way out's ($HOST_SIDE)" "$ERR" \
+	"refused: address $HOST_SIDE is reached over the link of the broker's default route"
+t_ok "root registers an address with no wire yet" S register "${S3}w" --addr 10.200.255.9 --policy "$D/pol.yaml"
+bg pid ip netns exec "$WORLD_PREFIX-v6o" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "callers behind the IPv6 way out are answered" "0" "$RC"
+from_host status
+t_eq "and so are those behind the IPv4 one" "0" "$RC"
+t_ok "sluice list" S list
+t_not_contains "neither refused register took" "$T_OUT" "${S3}x"
+t_not_contains "(the IPv4 one)" "$T_OUT" "${S3}y"
+t_ok "root unregisters it" S unregister "${S3}w"
+t_ok "the IPv6 default route is back" ip -n "$WORLD_BRK" -6 route replace default via fd11:1::1
 
 # --- a member's sandbox: its files are read with the member's right --------
 # What a control_group member registers or updates is read as that member
