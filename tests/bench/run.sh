@@ -23,6 +23,12 @@
 #           namespace (ip_forward on in this world's broker namespace only,
 #           never in the root namespace): the same hops as the proxies, no proxy;
 #   squid   c1, through squid (curl -x, wrk with absolute-form targets);
+#   floor   c1, through a bare relay (tests/bench/floor.c, :3140 on
+#           10.99.0.1): it takes the CONNECT or absolute-form request,
+#           connects to nginx and then only splices both ways; downloads
+#           only. It shows what two TCP connections and a splice between
+#           them carry on this machine, which no proxy of two connections
+#           beats (BENCH_FLOOR_ARGS passes it options: -m poll, -p BYTES);
 #   sluice  a sandbox made by `sluice create`, the realistic client:
 #           "explicit" uses the proxy its `sluice env` names; "transparent"
 #           ignores it (resolves through the DNS filter and connects to the
@@ -118,6 +124,7 @@ SRVNAME=other.world.test
 HPORT=8081 # nginx, plain HTTP
 TPORT=8444 # nginx, HTTPS
 QPORT=3130 # squid
+FPORT=3140 # the floor (tests/bench/floor.c)
 
 note() { echo "bench: $*" >&2; }
 fail() {
@@ -354,6 +361,11 @@ cache_effective_user proxy
 EOF
 world_spawn brk squid "$SQUID" -N -f "$SQ/squid.conf" || fail "squid did not start"
 QPID=$WORLD_LAST_PID
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -o "$OUT/floor" "$HERE/floor.c" ||
+	fail "tests/bench/floor.c did not compile"
+read -ra FLOOR_ARGS <<<"${BENCH_FLOOR_ARGS:-}"
+world_spawn brk floor "$OUT/floor" -l "$GW:$FPORT" -u "$SRV" "${FLOOR_ARGS[@]}" || fail "the floor did not start"
+FPID=$WORLD_LAST_PID
 wait_for "squid on $GW:$QPORT" 100 tcp_open "$C" "$GW" "$QPORT" || {
 	tail -n 20 "$SQ/cache.log" "$D/squid.log" >&2 2>/dev/null
 	fail "squid did not come up"
@@ -366,21 +378,23 @@ RES=(--resolve "$SRVNAME:$TPORT:$SRV" --resolve "$SRVNAME:$HPORT:$SRV")
 declare -A CLI
 CLI[direct]="ip netns exec $C ${NOPX[*]} curl --noproxy * ${RES[*]}"
 CLI[squid]="ip netns exec $C ${NOPX[*]} curl -x http://$GW:$QPORT"
+CLI[floor]="ip netns exec $C ${NOPX[*]} curl -x http://$GW:$FPORT"
 CLI[explicit]="ip netns exec $SB ${NOPX[*]} curl -x $PROXY"
 CLI[transparent]="ip netns exec $SB ${NOPX[*]} curl --noproxy *"
-declare -A PPID_OF=([direct]=- [squid]=$QPID [explicit]=$BROKER_PID [transparent]=$BROKER_PID)
+declare -A PPID_OF=([direct]=- [squid]=$QPID [floor]=$FPID [explicit]=$BROKER_PID [transparent]=$BROKER_PID)
 HTTPS_URL=https://$SRVNAME:$TPORT
 HTTP_URL=http://$SRVNAME:$HPORT
 
+wait_for "the floor on $GW:$FPORT" 50 tcp_open "$C" "$GW" "$FPORT" || fail "the floor does not listen"
 set -f # the '*' of --noproxy stays a word
-for p in direct squid explicit transparent; do
+for p in direct squid floor explicit transparent; do
 	got=$(timeout 20 ${CLI[$p]} -sS -m 10 --cacert "$CA" "$HTTPS_URL/t" 2>&1)
 	[ "$got" = ok ] || fail "smoke test $p $HTTPS_URL/t: got \`$got'"
 	got=$(timeout 20 ${CLI[$p]} -sS -m 10 "$HTTP_URL/1k" 2>&1)
 	[ "${#got}" = 1024 ] || fail "smoke test $p $HTTP_URL/1k: got \`${got:0:200}'"
 done
 set +f
-note "world $WORLD_PREFIX up: nginx (pid $NGPID), sluiced (pid $BROKER_PID), squid (pid $QPID)," \
+note "world $WORLD_PREFIX up: nginx (pid $NGPID), sluiced (pid $BROKER_PID), squid (pid $QPID), bare relay (pid $FPID)," \
 	"sandbox $SB (proxy $PROXY); smoke tests passed"
 
 # --- helpers ------------------------------------------------------------------
@@ -533,11 +547,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	LOADR[$r]=$(cut -d' ' -f1-3 /proc/loadavg)
 	STEALR[$r]=$(steal_ms)
 	note "round $r of $ROUNDS (load average ${LOADR[$r]})"
-	for p in direct squid explicit transparent; do
+	for p in direct squid floor explicit transparent; do
 		TLS[$p,$r]=$(dl "$p" https)
 		note "  HTTPS $((TLS_BYTES >> 20)) MiB $p: ${TLS[$p,$r]} (Gbit/s, proxy CPU s/GiB, origin CPU)"
 	done
-	for p in direct squid explicit transparent; do
+	for p in direct squid floor explicit transparent; do
 		HTTP[$p,$r]=$(dl "$p" http)
 		note "  HTTP $((BYTES >> 20)) MiB $p: ${HTTP[$p,$r]} (Gbit/s, proxy CPU s/GiB, origin CPU)"
 	done
@@ -553,6 +567,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) died during the rounds"
 alive "$QPID" || problem "squid (pid $QPID) died during the rounds"
+alive "$FPID" || problem "the bare relay (pid $FPID) died during the rounds"
 
 # --- where the broker's CPU goes ----------------------------------------------------
 # One more explicit download of each kind, not in the table, with perf
@@ -706,6 +721,7 @@ fi
 alive "$BROKER_PID" || problem "sluiced (pid $BROKER_PID) is not running at the end; its log: $(tail -n 5 "$D/sluiced.log" | tr '\n' ' ')"
 alive "$QPID" || problem "squid (pid $QPID) is not running at the end"
 alive "$NGPID" || problem "nginx (pid $NGPID) is not running at the end"
+alive "$FPID" || problem "the bare relay (pid $FPID) is not running at the end"
 n_err=$(grep -c -i -E 'error|err:|warn|fatal|abort' "$D/sluiced.log" 2>/dev/null)
 if [ "${n_err:-0}" -gt 0 ]; then
 	problem "sluiced logged $n_err error/warning lines; the first: $(grep -i -E 'error|err:|warn|fatal|abort' \
@@ -769,6 +785,15 @@ bound_row() {
 			else printf "%.2f\n", c / m / (d * 1e9 / 8 / 2^30) }') "
 	done
 	printf '  %-40s %24s %24s %24s %10s\n' "$label" "${cells[@]}" "$(f2 "$(echo "$b" | median)")"
+}
+# floor_row LABEL ARRAY SLUICE-PATH: the bare relay's rate and its ratio to
+# direct, and the sluice path's ratio to the bare relay, within each round.
+floor_row() {
+	local label=$1 sp=$3 f rf rfr rs rsr
+	f=$(field "$2" floor 1 | median)
+	rf=$(rratio "$2" floor direct | median) rfr=$(rratio "$2" floor direct | range)
+	rs=$(rratio "$2" "$sp" floor | median) rsr=$(rratio "$2" "$sp" floor | range)
+	printf '  %-40s %14s %20s %24s\n' "$label" "$(f2 "$f")" "$(f2 "$rf") ($rfr)" "$(f2 "$rs") ($rsr)"
 }
 # The file system under $1, and for ext4 whether it has a journal (without
 # one, a new inode's search passes over every inode freed in the last
@@ -859,6 +884,16 @@ fs_of() {
 	bound_row "plain HTTP, transparent" HTTP transparent
 	echo "  (a path that needs more CPU per GiB than direct cannot reach direct's rate once direct keeps the"
 	echo "   CPUs busy: its 'at most' is below the goal whatever the proxy does with its own share)"
+	echo "Against a bare relay (tests/bench/floor.c${BENCH_FLOOR_ARGS:+ $BENCH_FLOOR_ARGS}: takes the CONNECT or absolute-form request, connects"
+	echo "  to the origin, then only splices both ways, TCP_NODELAY; no policy, parsing, audit or TLS), client c1, in"
+	echo "  the same rounds: what two TCP connections and a splice between them carry on this machine. Gbit/s, ratios:"
+	printf '  %-40s %14s %20s %24s\n' figure "bare relay" "of direct" "sluice of bare relay"
+	floor_row "HTTPS via CONNECT tunnel" TLS explicit
+	floor_row "HTTPS, transparent" TLS transparent
+	floor_row "plain HTTP, explicit" HTTP explicit
+	floor_row "plain HTTP, transparent" HTTP transparent
+	echo "  (where the bare relay's own ratio to direct is under a goal, no proxy that terminates the client's TCP"
+	echo "   connection and opens its own to the origin meets that goal on this machine)"
 	if [ -n "${PROF[why]:-}" ]; then
 		echo "  Where sluiced's CPU goes: ${PROF[why]}."
 	else
@@ -878,10 +913,10 @@ fs_of() {
 	echo "  for downloads then the whole machine's CPU s per GiB and its idle share)."
 	echo "  load average at the start of each round: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${LOADR[$r]} | "; done)"
 	echo "  host steal time during each round, ms: $(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${STEALR[$r]} | "; done)"
-	for p in direct squid explicit transparent; do
+	for p in direct squid floor explicit transparent; do
 		printf '  %-30s %s\n' "HTTPS $p" "$(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${TLS[$p,$r]:-nan} | "; done)"
 	done
-	for p in direct squid explicit transparent; do
+	for p in direct squid floor explicit transparent; do
 		printf '  %-30s %s\n' "HTTP $p" "$(for ((r = 1; r <= ROUNDS; r++)); do echo -n "${HTTP[$p,$r]:-nan} | "; done)"
 	done
 	for conc in 50 1; do
@@ -931,7 +966,7 @@ fs_of() {
 		sed 's/^/  - /' "$PROBLEMS"
 	else
 		echo "problems seen during the run: none (every download complete, no wrk error, every tunnel answered,"
-		echo "  every create/exec/delete succeeded, sluiced, squid and nginx alive)"
+		echo "  every create/exec/delete succeeded, sluiced, squid, the bare relay and nginx alive)"
 	fi
 } >"$RESULTS.tmp"
 mv "$RESULTS.tmp" "$RESULTS"
