@@ -58,6 +58,12 @@ P="-x http://10.99.0.1:3128"
 c1() { client_exec c1 "$@"; }
 # Raw bytes to the proxy, always from inside the client namespace.
 raw() { client_exec c1 /usr/bin/python3 "$RAWPY" 10.99.0.1 3128 "$@"; }
+# The broker's open connections (its gauge), and a line when at least $1
+# (wait_for counts lines): the state a check needs, waited for, not a
+# fixed sleep that a slower machine outlasts.
+open_conns() { sl status --metrics | awk '$1 == "sluice_open_connections" { print $2 }'; }
+conns_at_least() { [ "$(open_conns)" -ge "$1" ] 2>/dev/null && echo yes; }
+conns_at_most() { [ "$(open_conns)" -le "$1" ] 2>/dev/null && echo yes; }
 reason() { # URL [curl args...]: prints "STATUS REASON"
 	local url=$1
 	shift
@@ -206,24 +212,25 @@ t_ok "broker still serves after all that" c1 curl -sf -m 10 $P http://echo.world
 # --- limits --------------------------------------------------------------------------
 holders=()
 for i in 1 2 3 4; do
-	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 1.5 >/dev/null 2>&1 &
+	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 3 >/dev/null 2>&1 &
 	holders+=($!)
 done
-sleep 0.5
+t_ok "four tunnels open" wait_for 1 conns_at_least 4
 t_eq "a fifth connection over limits.connections" "429 connection-limit" "$(reason http://echo.world.test/)"
 wait "${holders[@]}" 2>/dev/null
-sleep 0.3
+t_ok "and closed" wait_for 1 conns_at_most 0
 # The total limit, lowered by a reload of the configuration.
 sed -i 's/^workers: 2$/workers: 2\nmax_connections: 2/' "$BROKER_CONF"
 t_ok "reload with max_connections: 2" sl reload
 holders=()
 for i in 1 2; do
-	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 1.5 >/dev/null 2>&1 &
+	raw 'CONNECT echo.world.test:22 HTTP/1.1\r\nHost: echo.world.test:22\r\n\r\n' --hold 3 >/dev/null 2>&1 &
 	holders+=($!)
 done
-sleep 0.5
+t_ok "two tunnels open" wait_for 1 conns_at_least 2
 t_eq "a third connection over max_connections" "503 broker-connection-limit" "$(reason http://echo.world.test/)"
 wait "${holders[@]}" 2>/dev/null
+t_ok "and closed" wait_for 1 conns_at_most 0
 sed -i '/^max_connections: 2$/d' "$BROKER_CONF"
 t_ok "reload back to the default limit" sl reload
 # A key that waits for a restart is named in the log; one in force now is not.
@@ -338,12 +345,17 @@ t_ok "and the dropped ones (${m_dropped:-?} >= ${dropped:-?})" test "${m_dropped
 # --- reload ------------------------------------------------------------------------
 cp "$D/pol.yaml" "$D/pol.good"
 sed -i 's/    - host: rebind.world.test/    - host: other.world.test\n    - host: rebind.world.test/' "$D/pol.yaml"
+# A SIGHUP's reload is done when the log says so (one line per reload).
+reloads() { grep -c -e '^.*reload: configuration and [0-9]* policies in force' -e 'reload: policy refused' "$D/sluiced.log"; }
+reloaded_since() { [ "$(reloads)" -gt "$1" ] && echo yes; }
+n_rel=$(reloads)
 kill -HUP "$BROKER_PID"
-sleep 0.5
+t_ok "SIGHUP: the reload is logged" wait_for 1 reloaded_since "$n_rel"
 t_eq "SIGHUP with a good policy: new rule in force" "200 " "$(reason http://other.world.test/)"
 printf 'version: 1\negress:\n  allow:\n    - host: a..b\n' >"$D/pol.yaml"
+n_rel=$(reloads)
 kill -HUP "$BROKER_PID"
-sleep 0.5
+t_ok "SIGHUP: the refusal is logged" wait_for 1 reloaded_since "$n_rel"
 t_eq "SIGHUP with a broken policy: old policy stays" "200 " "$(reason http://other.world.test/)"
 t_contains "the refusal is logged with its position" "$(cat "$D/sluiced.log")" "pol.yaml:4:13"
 t_rc "sluice reload reports the broken policy" 1 sl reload
@@ -356,9 +368,11 @@ t_ok "reload with the good policy" sl reload
 c1 curl -s -m 10 $P --limit-rate 20M -o /dev/null -w '%{size_download}' \
 	http://echo.world.test/bytes/30000000 >"$D/drain.out" 2>&1 &
 dl=$!
-sleep 0.4
+t_ok "the download is under way" wait_for 1 conns_at_least 1
 kill -TERM "$BROKER_PID"
-sleep 0.2
+listening() { ip netns exec "$WORLD_BRK" ss -Hltn 'sport = :3128'; }
+no_listener() { [ -z "$(listening)" ] && echo yes; }
+t_ok "the draining broker stops listening" wait_for 1 no_listener
 t_rc "a draining broker takes no new connection" 7 c1 curl -s -m 5 -o /dev/null $P http://echo.world.test/
 wait "$dl"
 t_eq "a download open at SIGTERM finishes" "30000000" "$(cat "$D/drain.out")"
