@@ -750,9 +750,13 @@ chk "$tn to a cidr-allowed literal, two requests, the client leaves, then the up
 # A tunnel holds S3's one connection while these cases run. (Transparent HTTP
 # is left out: whether the broker answers 429 before it has seen the first
 # bytes or resets is for the contract to say.)
+# (open: when the broker's gauge has one connection more than before)
+open_conns() { S status --metrics | awk '$1 == "sluice_open_connections" { print $2 }'; }
+conns_over() { [ "$(open_conns)" -gt "$1" ] 2>/dev/null && echo yes; }
+n_open=$(open_conns)
 P3 connect:echo.world.test:22 hold:5 >/dev/null 2>&1 &
 holder=$!
-sleep 0.5
+t_ok "S3's one connection is open (a tunnel)" wait_for 1 conns_over "${n_open:-0}"
 chk "explicit HTTP over the sandbox's connection limit: 429 connection-limit, broker alive" \
 	"429 connection-limit" -- P3 get:http://echo.world.test/
 chk "transparent TLS over the sandbox's connection limit: reset, reason connection-limit, broker alive" \

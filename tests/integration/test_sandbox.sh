@@ -345,8 +345,8 @@ t_ok "with forwarding, UDP out is still refused at once" IN "$S1" $PY "$D/probe.
 fwd0=$(counter forward_refused)
 t_ok "a segment conntrack calls invalid (SYN+FIN, never NATed)" \
 	IN "$S1" $PY "$D/probe.py" synfin "$A1" "$WORLD_ECHO4" 80
-sleep 0.3
-t_ok "hits the forward chain and is refused there" test "$(counter forward_refused)" -gt "$fwd0"
+refused_since() { [ "$(counter forward_refused)" -gt "$1" ] && echo yes; }
+t_ok "hits the forward chain and is refused there" wait_for 1 refused_since "$fwd0"
 IN "$S1" curl -s -m 5 -o /dev/null http://11.0.2.10:8080/direct-literal
 t_not_contains "direct TCP to an address literal is not forwarded" "$(world_echo_log)" "/direct-literal"
 t_eq "no sandbox packet reached the internet namespace" "0" "$(leaks)"
