@@ -345,7 +345,8 @@ static int seen_add(struct control *ctl, const char *name, int32_t nsid)
 
 struct route_answer {
 	int oif;
-	unsigned char dst_len; /* of the table's entry, with RTM_F_FIB_MATCH */
+	unsigned char dst_len;	/* of the table's entry, with RTM_F_FIB_MATCH */
+	unsigned char protocol; /* who put it there: RTPROT_* */
 	bool gateway, unicast;
 };
 
@@ -359,6 +360,7 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_OK;
 	a->unicast = rtm->rtm_type == RTN_UNICAST;
 	a->dst_len = rtm->rtm_dst_len;
+	a->protocol = rtm->rtm_protocol;
 	mnl_attr_for_each(at, nlh, sizeof(*rtm)) {
 		if (mnl_attr_get_type(at) == RTA_OIF && mnl_attr_validate(at, MNL_TYPE_U32) == 0)
 			a->oif = (int)mnl_attr_get_u32(at);
@@ -481,7 +483,11 @@ static int wire_nsid(struct mnl_socket *nl, uint32_t *seq, const struct sl_addr 
  * `register` (register_refused()). Each route is the table's entry that a
  * lookup of 255.255.255.254 (class E), or of 100::1 (the discard prefix),
  * matches: no sandbox's route covers either; it is taken only when that
- * entry is the default route (prefix length 0) with a single next hop.
+ * entry is the default route (prefix length 0) with a single next hop, and
+ * not one the kernel learnt from a router advertisement (RTPROT_RA): a
+ * neighbour on any link that takes them can put that route there, a
+ * sandbox on a hand-wired link among them, and its namespace would then be
+ * a way out.
  * @cache: { WAY_OUT_UNASKED } until asked, then the answers
  * (NETNSA_NSID_NOT_ASSIGNED: none), so that they are asked once per caller.
  * Return: 0; a negative errno.
@@ -500,7 +506,8 @@ static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t cache[2])
 	probe[1] = probe6;
 	for (i = 0; i < 2; i++) {
 		r = route_to(nl, seq, &probe[i], true, &ra);
-		if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0)))
+		if (r == -ENOENT || (r == 0 && (!ra.unicast || ra.dst_len != 0 || ra.oif <= 0 ||
+						ra.protocol == RTPROT_RA)))
 			continue;
 		if (r == 0)
 			r = link_nsid(nl, seq, ra.oif, &nsid[i]);

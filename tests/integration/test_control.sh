@@ -245,6 +245,17 @@ t_eq "and so are those behind the IPv4 one" "0" "$RC"
 t_ok "sluice list" S list
 t_not_contains "neither refused register took" "$T_OUT" "${S3}x"
 t_not_contains "(the IPv4 one)" "$T_OUT" "${S3}y"
+# A default route the kernel learnt from a router advertisement is no way
+# out: a neighbour put it there (a sandbox on a hand-wired link that takes
+# them could).
+t_ok "the IPv6 default route, as a router advertisement would put it" \
+	ip -n "$WORLD_BRK" -6 route replace default via fd13:7::2 proto ra
+bg pid ip netns exec "$WORLD_PREFIX-v6o" "$BIN/sluice" --socket "$BROKER_SOCK" status
+t_eq "callers behind it are refused then (an unwired sandbox is registered)" "1" "$RC"
+t_contains "(their namespace cannot be told from that sandbox's)" "$ERR" \
+	"have no wire in the broker's namespace"
+from_host status
+t_eq "those behind the IPv4 way out are still answered" "0" "$RC"
 t_ok "root unregisters it" S unregister "${S3}w"
 t_ok "the IPv6 default route is back" ip -n "$WORLD_BRK" -6 route replace default via fd11:1::1
 
