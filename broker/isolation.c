@@ -554,7 +554,9 @@ static int opener_become(const struct file_who *w)
 
 	if (n > FILE_WHO_GROUPS_MAX || uid == (uint32_t)-1 || gid == (uint32_t)-1)
 		return -EINVAL;
-	for (i = 0; i < n; i++) {
+	/* (n is 0 without @w; the test of @w is for cppcheck, which does not
+	 * follow that.) */
+	for (i = 0; w && i < n; i++) {
 		if (w->groups[i] == (uint32_t)-1)
 			return -EINVAL;
 		g[i] = (gid_t)w->groups[i];
