@@ -1894,34 +1894,46 @@ static void conn_dispatch(struct cconn *c)
 	conn_answer(c, resp);
 }
 
-static void conn_read(struct cconn *c)
+/* Takes what the caller has sent, without waiting. Return: 1 when the
+ * request is whole (its newline, the caller's end, or CTL_REQ_MAX bytes),
+ * 0 when more is to come, -1 on an error. */
+static int conn_take(struct cconn *c)
 {
-	struct control *ctl = c->ctl;
-
 	while (c->got < CTL_REQ_MAX) {
 		ssize_t k = recv(c->ev.fd, c->req + c->got, CTL_REQ_MAX - c->got, 0);
 
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* Watched only from now: a request that came with
-			 * the connection costs no epoll_ctl. */
-			if (!c->watched && loop_add(ctl->loop, &c->ev, EPOLLIN) < 0) {
-				conn_close(c);
-				return;
-			}
-			c->watched = true;
-			return;
-		}
-		if (k < 0) {
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return 1; /* the caller wrote all it will */
+		c->got += (size_t)k;
+		if (memchr(c->req + c->got - (size_t)k, '\n', (size_t)k))
+			return 1;
+	}
+	return 1;
+}
+
+static void conn_read(struct cconn *c)
+{
+	int r = conn_take(c);
+
+	if (r < 0) {
+		conn_close(c);
+		return;
+	}
+	if (r == 0) {
+		/* Watched only from now: a request that came with the
+		 * connection costs no epoll_ctl. */
+		if (!c->watched && loop_add(c->ctl->loop, &c->ev, EPOLLIN) < 0) {
 			conn_close(c);
 			return;
 		}
-		if (k == 0)
-			break; /* the caller wrote all it will */
-		c->got += (size_t)k;
-		if (memchr(c->req + c->got - (size_t)k, '\n', (size_t)k))
-			break;
+		c->watched = true;
+		return;
 	}
 	conn_dispatch(c);
 }
@@ -1942,12 +1954,28 @@ static void on_deadline(struct timer *t)
 	struct cconn *c = container_of(t, struct cconn, timer);
 	struct control *ctl = c->ctl;
 
-	ctl->timeouts++;
 	if (c->state == C_READ && c->check < 0) {
 		/* Refused all the same, and audited as such. */
+		ctl->timeouts++;
 		conn_dispatch(c);
 		return;
 	}
+	/* The loop runs its timers before it looks at the sockets again: after
+	 * a wake-up that held it past this deadline (another request's work,
+	 * a machine that gave it no CPU), the request may be here, unread. */
+	if (c->state == C_READ) {
+		int r = conn_take(c);
+
+		if (r > 0) {
+			conn_dispatch(c);
+			return;
+		}
+		if (r < 0) {
+			conn_close(c);
+			return;
+		}
+	}
+	ctl->timeouts++;
 	if (ratelog_ok(ctl, &ctl->log_timeout, "lines about deadlines"))
 		log_warn("control: pid %d %s within %u s; closed (%llu so far)",
 			 (int)c->peer.cred.pid,
