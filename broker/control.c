@@ -510,10 +510,8 @@ static int way_out_nsid(struct mnl_socket *nl, uint32_t *seq, int32_t cache[2])
 						ra.protocol == RTPROT_RA)))
 			continue;
 		if (r == 0)
-			r = link_nsid(nl, seq, ra.oif, &nsid[i]);
-		if (r == -ENOENT)
-			nsid[i] = NETNSA_NSID_NOT_ASSIGNED;
-		else if (r < 0)
+			r = link_nsid(nl, seq, ra.oif, &nsid[i]); /* sets it only with 0 */
+		if (r < 0 && r != -ENOENT)
 			return r;
 	}
 	cache[0] = nsid[0];
