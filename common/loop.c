@@ -12,6 +12,14 @@
  * fire expired timers, epoll_wait() up to the next deadline for a batch of
  * at most LOOP_BATCH events, read the clock again, dispatch the batch.
  *
+ * A timer fires only once the loop has looked at its fds after the timer's
+ * deadline. If a callback held the loop up (a blocking call on the main
+ * loop, a starved CPU) and a deadline passed meanwhile, bytes may have come
+ * in time and still sit unread: a timeout fired now would refuse a peer
+ * that was not late. So the timers due by the last look fire first; if more
+ * fell due since, the loop takes what is ready (epoll_wait() without
+ * waiting, a few batches at most) before it fires them.
+ *
  * Deleted evs: epoll hands back data.ptr values, so an ev freed by an
  * earlier callback of the same batch would be a dangling pointer. While a
  * batch is dispatched, loop_del() clears every later batch slot that holds
@@ -56,6 +64,7 @@ struct loop {
 	atomic_bool stop;
 	bool running;
 	uint64_t now;
+	uint64_t looked; /* clock when epoll_wait() last returned */
 
 	struct timer **heap;
 	size_t heap_len;
@@ -187,15 +196,13 @@ void loop_timer_cancel(struct loop *l, struct timer *t)
 		heap_remove(l, t);
 }
 
-/* Fires due timers armed before this pass (see the theory of operation). */
-static void run_timers(struct loop *l)
+/* Fires timers due by @due_by and armed before @limit (the theory of operation). */
+static void run_timers(struct loop *l, uint64_t due_by, uint64_t limit)
 {
-	uint64_t limit = l->seq;
-
 	while (l->heap_len) {
 		struct timer *t = l->heap[0];
 
-		if (t->expires > l->now || t->seq >= limit)
+		if (t->expires > due_by || t->seq >= limit)
 			break;
 		heap_remove(l, t);
 		t->cb(t);
@@ -371,18 +378,70 @@ void loop_free(struct loop *l)
 	free(l);
 }
 
+/* Dispatches the n events epoll_wait() just returned (the theory of operation). */
+static void dispatch(struct loop *l, int n)
+{
+	l->now = clock_ms();
+	l->looked = l->now;
+	l->batch_n = n;
+	for (l->batch_pos = 0; l->batch_pos < n; l->batch_pos++) {
+		struct epoll_event *e = &l->batch[l->batch_pos];
+		struct ev *ev = e->data.ptr;
+
+		if (ev)
+			ev->cb(ev, e->events);
+	}
+	l->batch_n = 0;
+	l->batch_pos = 0;
+}
+
+/* Batches taken before timers that fell due while the loop was held up. */
+#define CATCH_UP_BATCHES 4
+
+/*
+ * Fires the timers that are due, those that fell due since the loop last
+ * looked at its fds only after it has taken what is ready now.
+ */
+static int fire_timers(struct loop *l)
+{
+	uint64_t limit = l->seq;
+	int i;
+
+	run_timers(l, l->looked, limit);
+	if (!l->heap_len || l->heap[0]->expires > l->now)
+		return 0;
+	for (i = 0; i < CATCH_UP_BATCHES; i++) {
+		int n = epoll_wait(l->epfd, l->batch, LOOP_BATCH, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n < 0)
+			continue;
+		dispatch(l, n);
+		if (n < LOOP_BATCH)
+			break;
+	}
+	run_timers(l, l->looked, limit);
+	return 0;
+}
+
 int loop_run(struct loop *l)
 {
 	int ret = 0;
 
 	l->running = true;
+	l->looked = clock_ms();
 	for (;;) {
 		int n, timeout;
 
 		l->now = clock_ms();
 		if (atomic_exchange(&l->stop, false))
 			break;
-		run_timers(l);
+		ret = fire_timers(l);
+		if (ret < 0) {
+			log_err("loop: epoll_wait: %s", strerror(-ret));
+			break;
+		}
 		timeout = next_timeout(l);
 		if (l->idle)
 			l->idle();
@@ -395,17 +454,7 @@ int loop_run(struct loop *l)
 			log_err("loop: epoll_wait: %s", strerror(errno));
 			break;
 		}
-		l->now = clock_ms();
-		l->batch_n = n;
-		for (l->batch_pos = 0; l->batch_pos < n; l->batch_pos++) {
-			struct epoll_event *e = &l->batch[l->batch_pos];
-			struct ev *ev = e->data.ptr;
-
-			if (ev)
-				ev->cb(ev, e->events);
-		}
-		l->batch_n = 0;
-		l->batch_pos = 0;
+		dispatch(l, n);
 	}
 	l->running = false;
 	if (l->idle)

@@ -7,6 +7,7 @@ PAYLOAD uses Python escapes (\\r\\n, \\x00). --hold keeps the connection open
 without sending PAYLOAD's end... see below:
   --slow S   send PAYLOAD one byte per S seconds (slow client)
   --hold S   after sending, wait up to S seconds for the answer (default 5)
+  --after F  once connected, send only when file F exists (at most 10 s)
 Exit 0 when something came back, 3 when the peer closed without a byte."""
 import os
 import socket
@@ -29,16 +30,26 @@ def main():
         sys.stderr.write("rawhttp: refusing to run in the root network namespace\n")
         return 2
     host, port, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    hold, slow = 5.0, 0.0
+    hold, slow, after = 5.0, 0.0, None
     args = sys.argv[4:]
     while args:
         if args[0] == "--hold":
             hold = float(args[1])
         elif args[0] == "--slow":
             slow = float(args[1])
+        elif args[0] == "--after":
+            after = args[1]
         args = args[2:]
     data = payload.encode("latin-1").decode("unicode_escape").encode("latin-1")
     s = socket.create_connection((host, port), timeout=10)
+    if after:
+        for _ in range(200):
+            if os.path.exists(after):
+                break
+            time.sleep(0.05)
+        else:
+            sys.stderr.write("rawhttp: %s never appeared\n" % after)
+            return 4
     if slow:
         for b in data:
             try:

@@ -209,6 +209,28 @@ t_ok "slow client gets 408 after head_timeout" raw 'GET http://echo.world.test/ 
 t_contains "408 head-timeout" "$T_OUT" "head-timeout"
 t_ok "broker still serves after all that" c1 curl -sf -m 10 $P http://echo.world.test/after
 
+# --- a broker held up ----------------------------------------------------------
+# The broker accepts a connection, then is stopped (SIGSTOP: its loop held up,
+# as a starved CPU would) while the request comes in. It is resumed only after
+# head_timeout (1 s) has passed since the accept: the request came in time and
+# sits in the socket, so it is answered, not refused with a 408.
+queued() { brk_exec ss -Htn 'sport = :3128' | awk '$2 > 0 { print }'; }
+base=$(open_conns)
+rm -f "$D/held-go"
+client_exec c1 /usr/bin/python3 "$RAWPY" 10.99.0.1 3128 \
+	'GET http://echo.world.test/held HTTP/1.1\r\nHost: echo.world.test\r\nConnection: close\r\n\r\n' \
+	--after "$D/held-go" --hold 8 >"$D/held.out" 2>&1 &
+held=$!
+t_ok "the held-up broker's connection is accepted" wait_for 1 conns_at_least $((base + 1))
+kill -STOP "$BROKER_PID"
+touch "$D/held-go"
+t_ok "its request is in the stopped broker's socket" wait_for 1 queued
+sleep 1.5
+kill -CONT "$BROKER_PID"
+wait "$held"
+t_contains "it is answered once the broker runs again" "$(head -1 "$D/held.out")" "HTTP/1.1 200"
+t_contains "by the origin" "$(cat "$D/held.out")" '"path": "/held"'
+
 # --- limits --------------------------------------------------------------------------
 holders=()
 for i in 1 2 3 4; do

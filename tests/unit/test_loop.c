@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Unit tests for the event loop (common/loop.c): timers, deleted evs, posts, stop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -652,6 +653,124 @@ static void test_stop_and_eintr(void **state)
 	loop_free(l);
 }
 
+/* --- a timer that fell due while the loop was held up ---------------------- */
+
+/*
+ * A callback holds the loop up for 100 ms; 20 ms in, bytes arrive on a pipe
+ * whose owner's timeout is due at 50 ms. The bytes came in time, so the
+ * loop must hand them over before it fires that timeout.
+ */
+static struct {
+	struct loop *l;
+	struct ev stall, pipe;
+	struct timer timeout;
+	int wfd;
+	char order[8];
+	int n;
+	unsigned long busy_events;
+} held;
+
+static void held_note(char what)
+{
+	if (held.n < (int)sizeof(held.order) - 1)
+		held.order[held.n++] = what;
+}
+
+static void held_stall(struct ev *ev, uint32_t events)
+{
+	uint64_t v;
+	char b = 'x';
+
+	(void)events;
+	assert_int_equal(read(ev->fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	usleep(20000);
+	assert_int_equal(write(held.wfd, &b, 1), 1);
+	usleep(80000);
+}
+
+static void held_read(struct ev *ev, uint32_t events)
+{
+	char b[8];
+
+	(void)events;
+	if (read(ev->fd, b, sizeof(b)) > 0)
+		held_note('r');
+}
+
+static void held_timeout(struct timer *t)
+{
+	(void)t;
+	held_note('t');
+	loop_stop(held.l);
+}
+
+static void test_timer_waits_for_bytes_that_came_in_time(void **state)
+{
+	uint64_t one = 1;
+	int p[2];
+
+	(void)state;
+	memset(&held, 0, sizeof(held));
+	held.l = loop_new();
+	assert_non_null(held.l);
+	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	held.wfd = p[1];
+	held.pipe.fd = p[0];
+	held.pipe.cb = held_read;
+	held.stall.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	held.stall.cb = held_stall;
+	assert_true(held.stall.fd >= 0);
+	assert_int_equal(loop_add(held.l, &held.pipe, EPOLLIN), 0);
+	assert_int_equal(loop_add(held.l, &held.stall, EPOLLIN), 0);
+	held.timeout.cb = held_timeout;
+	assert_int_equal(loop_timer_arm(held.l, &held.timeout, 50), 0);
+	assert_int_equal(write(held.stall.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_true(run_bounded(held.l, 5000));
+	assert_string_equal(held.order, "rt");
+
+	assert_int_equal(loop_del(held.l, &held.pipe), 0);
+	assert_int_equal(loop_del(held.l, &held.stall), 0);
+	close(p[0]);
+	close(p[1]);
+	close(held.stall.fd);
+	loop_free(held.l);
+}
+
+/* An fd that is always ready does not hold a timer off. */
+static void busy_event(struct ev *ev, uint32_t events)
+{
+	(void)ev;
+	(void)events;
+	held.busy_events++; /* never read: level-triggered, ready again at once */
+}
+
+static void test_busy_fd_does_not_hold_timers_off(void **state)
+{
+	uint64_t one = 1, t0, dt;
+
+	(void)state;
+	memset(&held, 0, sizeof(held));
+	held.l = loop_new();
+	assert_non_null(held.l);
+	held.stall.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	held.stall.cb = busy_event;
+	assert_true(held.stall.fd >= 0);
+	assert_int_equal(write(held.stall.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_int_equal(loop_add(held.l, &held.stall, EPOLLIN), 0);
+	held.timeout.cb = held_timeout;
+	assert_int_equal(loop_timer_arm(held.l, &held.timeout, 20), 0);
+	t0 = mono_ms();
+	assert_true(run_bounded(held.l, 5000));
+	dt = mono_ms() - t0;
+	assert_string_equal(held.order, "t");
+	assert_true(dt >= 20 && dt < 2000);
+	assert_true(held.busy_events > 10);
+
+	assert_int_equal(loop_del(held.l, &held.stall), 0);
+	close(held.stall.fd);
+	loop_free(held.l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +784,8 @@ int main(void)
 		cmocka_unit_test(test_post_from_thread),
 		cmocka_unit_test(test_post_dropped_at_free),
 		cmocka_unit_test(test_stop_and_eintr),
+		cmocka_unit_test(test_timer_waits_for_bytes_that_came_in_time),
+		cmocka_unit_test(test_busy_fd_does_not_hold_timers_off),
 	};
 
 	alarm(120); /* a hang (e.g. a timer spinning in one pass) is a failure */
