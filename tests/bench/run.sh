@@ -635,6 +635,12 @@ lc_cycle() {
 		LC_FAIL=$((LC_FAIL + 1))
 	fi
 }
+# The floor under them: a process that does nothing (/bin/true), timed the
+# same way in the same loop. Where a program start costs milliseconds (a
+# virtual machine whose page faults and TLB flushes go through the host),
+# create and delete (one sluice process each) and exec (sluice, the
+# sandbox's init and the command: three) cannot cost less than it.
+LC_T=""
 for ((n = 1; n <= NLC; n++)); do
 	CC=$LC_C CX=$LC_X CD=$LC_D
 	lc_cycle B "$WORLD_PREFIX-lc$n"
@@ -642,6 +648,9 @@ for ((n = 1; n <= NLC; n++)); do
 	CC=$HC_C CX=$HC_X CD=$HC_D
 	lc_cycle H "$WORLD_PREFIX-lh$n"
 	HC_C=$CC HC_X=$CX HC_D=$CD
+	: >"$D/timed.out"
+	"$TIMED" "$D/timed.out" 30 /bin/true >>"$D/lifecycle.log" 2>&1 &&
+		read -r _ LC_US <"$D/timed.out" && LC_T="$LC_T $((LC_US / 10))"
 done
 [ "$LC_FAIL" -gt 0 ] && problem "$LC_FAIL of $((6 * NLC)) create/exec/delete commands failed (see logs/lifecycle.log)"
 # (samples are in units of 10 us; ms with two decimals)
@@ -656,6 +665,8 @@ HLIFE_C=$(echo "$HC_C" | median | ms) HLIFE_CP=$(echo "$HC_C" | p99 | ms)
 HLIFE_X=$(echo "$HC_X" | median | ms) HLIFE_XP=$(echo "$HC_X" | p99 | ms)
 HLIFE_D=$(echo "$HC_D" | median | ms) HLIFE_DP=$(echo "$HC_D" | p99 | ms)
 note "  without ip netns exec: create $HLIFE_C ms (p99 $HLIFE_CP), exec $HLIFE_X ms (p99 $HLIFE_XP), delete $HLIFE_D ms (p99 $HLIFE_DP)"
+LIFE_T=$(echo "$LC_T" | median | ms) LIFE_TP=$(echo "$LC_T" | p99 | ms)
+note "  /bin/true: $LIFE_T ms (p99 $LIFE_TP)"
 
 # --- memory per idle tunnel -------------------------------------------------------------
 # mem_round NAME PID NS HOST PORT ROUND: opens TUNNELS tunnels from NS
@@ -858,9 +869,13 @@ fs_of() {
 	printf "$ROW" "  ip netns exec BRK sluice delete" "" "" "$LIFE_D ($LIFE_DP)" "" "" ""
 	# shellcheck disable=SC2059
 	printf "$ROW" "  ip netns exec BRK sluice exec" "" "" "$LIFE_X ($LIFE_XP)" "" "" ""
+	# shellcheck disable=SC2059
+	printf "$ROW" "  /bin/true, a process that does nothing" "" "" "$LIFE_T ($LIFE_TP)" "" "" ""
 	echo "  (create, exec, delete: whole processes as a caller runs them, timed from fork to reaping by tests/bench/timed.c,"
 	echo "  nothing subtracted; the goals are judged on the forms without ip netns exec, which README uses;"
-	echo "  the ip netns exec form is shown below them: ip copies every mount of the caller per command)"
+	echo "  the ip netns exec form is shown below them: ip copies every mount of the caller per command;"
+	echo "  /bin/true, timed the same way in the same loop, is what any program start costs on this machine:"
+	echo "  create and delete are one sluice process each, exec three (sluice, the sandbox's init, the command))"
 	for f in lifecycle exec; do
 		txt=$OUT/$f.txt
 		if [ -f "$txt" ]; then
