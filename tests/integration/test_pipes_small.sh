@@ -102,11 +102,13 @@ fi
 # its descriptors then sees a 2-page one (shown, not checked: the client's
 # socket buffers may take all the bytes between two samples; the counter
 # below is the check).
+t_first=$(date +%s%N)
 client_exec c1 curl -sS -m 30 --limit-rate 2M -x http://10.99.0.1:3128 -o "$D/get.out" \
 	"http://$ORIGIN/cl/$N" &
 cpid=$!
 seen=0
 for ((n = 0; n < 40 && seen == 0; n++)); do
+	kill -0 "$cpid" 2>/dev/null || break # (a sample may take 0.4 s)
 	seen=$(small_pipes)
 	sleep 0.05
 done
@@ -127,10 +129,18 @@ made=$made2
 lines=$(grep -c 'proxy: a splice pipe came out at' "$BROKER_LOG")
 t_contains "the log says why" "$(grep -F 'proxy: a splice pipe came out at' "$BROKER_LOG" | head -1)" \
 	"not 65536: the broker's user (uid $BUID) is over its pipe pages (fs.pipe-user-pages-soft)"
-# The line comes at most once every 10 s: the two downloads take 3 s or so,
-# 30 s at the most (curl's -m each).
-t_ok "at most once every 10 s, not once per pipe ($lines lines for $made pipes)" \
-	test "$lines" -ge 1 -a "$lines" -lt "$made" -a "$lines" -le 7
+# The line comes at most once every 10 s: one line, and one more for each
+# whole 10 s the two downloads took (3 s or so here; a slower machine may
+# take longer, and then a second line is right).
+secs=$((($(date +%s%N) - t_first) / 1000000000))
+most=$((1 + secs / 10))
+t_ok "at most once every 10 s ($lines lines for $made pipes in $secs s; at most $most)" \
+	test "$lines" -ge 1 -a "$lines" -le "$most"
+if [ "$most" -lt "$made" ]; then
+	t_ok "not once per pipe" test "$lines" -lt "$made"
+else
+	t_skip "not once per pipe" "(the downloads took $secs s: each pipe may have its line)"
+fi
 touch "$D/hog/release"
 wait "$HOG"
 HOG=
