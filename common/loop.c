@@ -408,7 +408,10 @@ static int fire_timers(struct loop *l)
 	int i;
 
 	run_timers(l, l->looked, limit);
-	if (!l->heap_len || l->heap[0]->expires > l->now)
+	/* The first due timer (by deadline, then arming) tells: one armed in
+	 * the pass just run (a 0 ms re-arm, a yield) waits for the next
+	 * iteration anyway, and needs no look now. */
+	if (!l->heap_len || l->heap[0]->expires > l->now || l->heap[0]->seq >= limit)
 		return 0;
 	for (i = 0; i < CATCH_UP_BATCHES; i++) {
 		int n = epoll_wait(l->epfd, l->batch, LOOP_BATCH, 0);
