@@ -658,7 +658,9 @@ static void test_stop_and_eintr(void **state)
 /*
  * A callback holds the loop up for 100 ms; 20 ms in, bytes arrive on a pipe
  * whose owner's timeout is due at 50 ms. The bytes came in time, so the
- * loop must hand them over before it fires that timeout.
+ * loop must hand them over before it fires that timeout. The callback arms
+ * the timeout itself, so that a test thread descheduled before the loop
+ * looks first cannot make the timer due before the stall.
  */
 static struct {
 	struct loop *l;
@@ -683,6 +685,7 @@ static void held_stall(struct ev *ev, uint32_t events)
 
 	(void)events;
 	assert_int_equal(read(ev->fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_int_equal(loop_timer_arm(held.l, &held.timeout, 50), 0);
 	usleep(20000);
 	assert_int_equal(write(held.wfd, &b, 1), 1);
 	usleep(80000);
@@ -723,7 +726,6 @@ static void test_timer_waits_for_bytes_that_came_in_time(void **state)
 	assert_int_equal(loop_add(held.l, &held.pipe, EPOLLIN), 0);
 	assert_int_equal(loop_add(held.l, &held.stall, EPOLLIN), 0);
 	held.timeout.cb = held_timeout;
-	assert_int_equal(loop_timer_arm(held.l, &held.timeout, 50), 0);
 	assert_int_equal(write(held.stall.fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	assert_true(run_bounded(held.l, 5000));
 	assert_string_equal(held.order, "rt");
