@@ -69,6 +69,13 @@ endif
 
 WERROR_FLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 
+# The targets that build and then run something (check, demo, asan, tsan,
+# bench) compile JOBS files at once (default: one per CPU), unless make was
+# given a -j of its own (then its jobserver decides). Expanded in recipes,
+# where MAKEFLAGS holds the -j.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+JOBS_FLAG = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+
 # Project flags first, the user's CFLAGS/LDFLAGS after.
 PROJ_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra $(WERROR_FLAGS) -Wshadow -Wformat=2 \
 	-Wno-missing-field-initializers \
@@ -214,13 +221,13 @@ $(BUILD)/tests/test_cni: $(BUILD)/obj/tests/unit/test_cni.o $(CNI_OBJ) $(BUILD)/
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory format-check
-	$(Q)$(MAKE) --no-print-directory build
-	$(Q)$(MAKE) --no-print-directory check-unit
-	$(Q)$(MAKE) --no-print-directory check-fuzz
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) build
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) check-unit
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) check-fuzz
 	$(Q)$(MAKE) --no-print-directory check-integration
 
 check-unit: $(UNIT_BIN)
-	$(Q)scripts/run-unit.sh $(UNIT_BIN)
+	$(Q)scripts/run-unit.sh -j $(JOBS) $(UNIT_BIN)
 
 # Two scripts at a time (each has its own namespaces; those that use
 # something of the whole machine run alone: run.sh). TEST_JOBS=1 runs them
@@ -230,16 +237,20 @@ check-integration: build
 	$(Q)SLUICE_TEST_JOBS=$(TEST_JOBS) SLUICE_BIN=$(abspath $(BIN)) tests/integration/run.sh
 
 check-fuzz: fuzz-build
-	$(Q)scripts/run-fuzz.sh $(FUZZ_SHORT_SECONDS) $(FUZZ_BIN)
+	$(Q)scripts/run-fuzz.sh -j $(JOBS) $(FUZZ_SHORT_SECONDS) $(FUZZ_BIN)
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory build
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) build
 	$(Q)SLUICE_BIN=$(abspath $(BIN)) tests/demo.sh
 
+# One sub-make per step: goals named together on one command line run at
+# once under -j (the unit tests beside the integration tests).
+ASAN_VARS = BUILD=build/asan BIN=build/asan/bin \
+	SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/bin \
-		SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		build check-unit check-integration
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) $(ASAN_VARS) build
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) $(ASAN_VARS) check-unit
+	$(Q)$(MAKE) --no-print-directory $(ASAN_VARS) check-integration
 
 # ThreadSanitizer on what runs threads: the unit tests that start any (the
 # resolver's fake servers, the token fetchers, loops, caches: every test
@@ -257,7 +268,7 @@ TSAN_UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,\
 TSAN_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 history_size=4
 
 tsan: deps
-	$(Q)$(MAKE) --no-print-directory BUILD=build/tsan BIN=build/tsan/bin \
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) BUILD=build/tsan BIN=build/tsan/bin \
 		SAN="-fsanitize=thread -fno-omit-frame-pointer" check-tsan
 
 check-tsan: build $(TSAN_UNIT_BIN)
@@ -297,7 +308,7 @@ fuzz-build: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 fuzz: fuzz-build
-	$(Q)scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+	$(Q)scripts/run-fuzz.sh -j $(JOBS) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # --- benchmarks, lint, install ----------------------------------------------
 
@@ -311,7 +322,7 @@ bench:
 	$(Q)scripts/deps.sh bench
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/bench/reflect
 	$(Q)$(BUILD)/bench/reflect
-	$(Q)$(MAKE) --no-print-directory build
+	$(Q)$(MAKE) --no-print-directory $(JOBS_FLAG) build
 	$(Q)if [ -n "$(BENCH_ALL)" ]; then \
 		for b in dns lifecycle exec intercept; do \
 			SLUICE_BIN=$(abspath $(BIN)) bash tests/bench/$$b.sh || exit 1; \

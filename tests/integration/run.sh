@@ -59,12 +59,15 @@ fail=0
 # first 40 lines and runs with no other beside it. With one job a script's
 # output is shown as it comes; with more, each script's output is shown
 # whole when it ends, in the order they end.
-jobs=${SLUICE_TEST_JOBS:-1}
-case $jobs in '' | *[!0-9]* | 0) jobs=1 ;; esac
+# The order: the scripts that run alone first, one by one (started among
+# the others, each would wait for all that run to end, a core idle
+# meanwhile); then those that say `# sluice-test: long` (the longest ones,
+# so that none of them starts last and runs on alone); then the rest, each
+# group in the order given.
 logdir=$(mktemp -d /tmp/sluice-integration-logs.XXXXXX) || exit 1
 trap 'rm -f "$log"; rm -rf "$logdir"; [ -n "$collect_own" ] && rm -rf "$SLUICE_AUDIT_COLLECT"' EXIT
-declare -A name_of start_of
-running=()
+. "$here/../../scripts/pool.sh"
+pool_init "${SLUICE_TEST_JOBS:-1}" "$logdir"
 
 # tally NAME RC LOG SECONDS: adds a script's result line to the sums.
 tally() {
@@ -85,39 +88,38 @@ tally() {
 	fi
 }
 
-# launch T LOG: starts script T in the background (its pid in $!).
-launch() {
+# isolated T: runs script T (exec: call it in a subshell or in the background).
+isolated() {
 	# Each test's own shell runs in an empty network namespace (see
 	# lib.sh): what it forgets to run inside the world goes nowhere.
-	SLUICE_TEST_ISOLATED=1 timeout -k 60 600 unshare --net -- \
-		bash -c 'ip link set lo up && exec bash "$1"' t_isolated "$1" \
-		>"$2" 2>&1 </dev/null &
+	SLUICE_TEST_ISOLATED=1 exec timeout -k 60 600 unshare --net -- \
+		bash -c 'ip link set lo up && exec bash "$1"' t_isolated "$1"
 }
 
-# reap_one: waits for one running script to end, shows its output, sums it.
-reap_one() {
-	local pid='' rc i keep=()
-	wait -n -p pid "${running[@]}"
-	rc=$?
-	if [ -z "$pid" ]; then
-		# Not to happen: count what was running as failed, go on.
-		for i in "${running[@]}"; do
-			echo "# ${name_of[$i]}: lost track of it (wait: $rc): counted as 1 failed"
-			fail=$((fail + 1))
-		done
-		running=()
-		return 1
-	fi
-	for i in "${running[@]}"; do
-		[ "$i" = "$pid" ] || keep+=("$i")
+# pool_done NAME RC LOG SECS: a script run beside others ended: its output, its sums.
+pool_done() {
+	echo "# --- $1"
+	cat "$3"
+	tally "$@"
+}
+
+# marked T WORD: whether script T says `# sluice-test: WORD` in its first 40 lines.
+marked() { head -n 40 "$1" 2>/dev/null | grep -q "^# sluice-test: $2"; }
+ordered=()
+for group in alone long rest; do
+	for t in "${tests[@]}"; do
+		if marked "$t" alone; then
+			[ "$group" = alone ] || continue
+		elif marked "$t" long; then
+			[ "$group" = long ] || continue
+		else
+			[ "$group" = rest ] || continue
+		fi
+		ordered+=("$t")
 	done
-	running=("${keep[@]}")
-	echo "# --- ${name_of[$pid]}"
-	cat "$logdir/${name_of[$pid]}.log"
-	tally "${name_of[$pid]}" "$rc" "$logdir/${name_of[$pid]}.log" $(($(date +%s) - ${start_of[$pid]}))
-}
+done
 
-for t in "${tests[@]}"; do
+for t in "${ordered[@]}"; do
 	name=$(basename "$t")
 	if [ ! -f "$t" ]; then
 		echo "# --- $name"
@@ -125,15 +127,13 @@ for t in "${tests[@]}"; do
 		fail=$((fail + 1))
 		continue
 	fi
-	alone=''
-	head -n 40 "$t" | grep -q '^# sluice-test: alone' && alone=1
-	if [ "$jobs" = 1 ] || [ -n "$alone" ]; then
+	if [ "$POOL_JOBS" = 1 ] || marked "$t" alone; then
 		# Alone: wait for the others, then show its output as it comes.
-		while [ ${#running[@]} -gt 0 ]; do reap_one || break; done
+		pool_wait
 		echo "# --- $name"
 		: >"$log"
 		t0=$(date +%s)
-		launch "$t" "$log"
+		isolated "$t" >"$log" 2>&1 </dev/null &
 		tpid=$!
 		# Followed with tail --pid, not piped: a stray process holding
 		# a pipe open could otherwise hang the run.
@@ -142,13 +142,9 @@ for t in "${tests[@]}"; do
 		tally "$name" $? "$log" $(($(date +%s) - t0))
 		continue
 	fi
-	while [ ${#running[@]} -ge "$jobs" ]; do reap_one || break; done
-	launch "$t" "$logdir/$name.log"
-	name_of[$!]=$name
-	start_of[$!]=$(date +%s)
-	running+=("$!")
+	pool_start "$name" isolated "$t"
 done
-while [ ${#running[@]} -gt 0 ]; do reap_one || break; done
+pool_wait
 if [ ${#tests[@]} = 0 ]; then
 	echo "# no tests found in $here"
 	fail=1

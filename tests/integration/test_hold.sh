@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # Held requests (`egress.unlisted: hold`): a request through the proxy to a
 # name outside the list waits (nothing upstream, no DNS query for it) until
 # the policy's hold_timeout, then is refused with hold-timeout; `sluice

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # Held requests on the transparent path (`egress.unlisted: hold`): a client
 # that ignores the proxy variables resolves an unlisted name and gets a
 # synthetic address (no upstream DNS query for it), and its connection waits

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # The explicit proxy in the test world: every answer and reason, the limits,
 # reload, restart with restored registrations, audit and metrics; and no decoy
 # hit at the end.

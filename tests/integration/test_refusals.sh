@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # The refusal matrix: every refusal reason on every path where it can happen
 # (explicit HTTP, CONNECT, transparent HTTP, TLS and raw TCP, intercepted
 # TLS, HTTP inside a CONNECT tunnel), at every point (before resolution,

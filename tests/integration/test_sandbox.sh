@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # The sandbox lifecycle in the test world: create, exec, env, run, delete;
 # what a sandbox can and cannot reach (the explicit proxy yes; anything not
 # TCP or DNS refused at once with admin-prohibited; no forwarding, also with

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # What the broker connects to decides, and the policy in force decides: a
 # credential is chosen by the destination, never by a Host header that
 # names another host (a cidr-allowed address with `Host: in-scope-name`

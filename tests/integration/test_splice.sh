@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # Plain-HTTP bodies through the explicit proxy, as the broker splices them:
 # Content-Length and chunked bodies both ways (odd chunk sizes, extensions,
 # trailers) arrive byte for byte; an upstream that closes mid-body cuts the

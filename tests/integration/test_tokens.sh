@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # Short-lived credentials over plain HTTP (plaintext: allow): an OAuth2
 # client-credentials token fetched by the broker over verified TLS from a
 # token endpoint in the test world (tests/world/tokens.py), fetched once

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# sluice-test: long (run.sh): among the longest scripts, started before the others
 # `sluice update NAME --policy FILE [--keep-open]`: one running sandbox's
 # policy swapped. The new policy is in force for new connections and DNS at
 # once; an open tunnel it withdraws is closed (kept with --keep-open); a
