@@ -197,6 +197,14 @@ t_rc "exec: the command's exit status" 7 X sh -c 'exit 7'
 t_rc "exec: a command killed by SIGTERM gives 143" 143 X sh -c 'kill -TERM $$'
 t_rc "run: a command killed by SIGTERM gives 143" 143 R sh -c 'kill -TERM $$'
 t_rc "exec: a missing command is 127" 127 X /nonexistent/cmd
+t_contains "saying so" "$T_ERR" "sluice: /nonexistent/cmd: No such file or directory"
+# The command starts as execvp() would start it (cli/runner.c, start_command()).
+t_ok "exec: a script without #! and a file not executable, in the workspace" X sh -c \
+	'printf "echo no-shebang \$0\\n" >noshebang && chmod 755 noshebang && echo x >noexec && chmod 644 noexec'
+t_ok "exec: a script without #! runs, by /bin/sh, as a shell would run it" X ./noshebang
+t_eq "its output" "no-shebang ./noshebang" "$T_OUT"
+t_rc "exec: a file that may not be executed is 126" 126 X ./noexec
+t_contains "saying why" "$T_ERR" "sluice: ./noexec: Permission denied"
 
 # --- the workspace ----------------------------------------------------------------------
 t_ok "exec: starts in the workspace, its HOME" X sh -c 'echo "$(pwd) $HOME"'
