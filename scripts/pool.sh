@@ -4,6 +4,11 @@
 #   pool_init JOBS DIR   JOBS at once, kept in POOL_JOBS (1 if JOBS is
 #                        not a positive number); each command's output
 #                        goes to DIR/KEY.log
+#   pool_open NAME ARG...  for a script whose arguments may begin with
+#                        "-j JOBS": pool_init with those JOBS (else 1) and
+#                        a directory /tmp/sluice-NAME.XXXXXX (POOL_DIR),
+#                        removed when the script exits; POOL_SHIFT is the
+#                        number of arguments it read
 #   pool_start KEY CMD...  starts CMD in the background once fewer than JOBS
 #                        run (reaping one that ended first, if need be)
 #   pool_wait            reaps every command still running
@@ -20,6 +25,19 @@ pool_init() {
 	POOL_JOBS=$1
 	_pool_dir=$2
 	case $POOL_JOBS in '' | *[!0-9]* | 0) POOL_JOBS=1 ;; esac
+}
+
+pool_open() {
+	local name=$1 jobs=1
+	shift
+	POOL_SHIFT=0
+	if [ "${1:-}" = -j ]; then
+		jobs=${2:-}
+		POOL_SHIFT=2
+	fi
+	POOL_DIR=$(mktemp -d "/tmp/sluice-$name.XXXXXX") || exit 1
+	trap 'rm -rf "$POOL_DIR"' EXIT
+	pool_init "$jobs" "$POOL_DIR"
 }
 
 # _pool_reap: waits for one running command to end and hands it to pool_done.

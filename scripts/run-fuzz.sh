@@ -10,16 +10,11 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/pool.sh"
-jobs=1
-if [ "${1:-}" = -j ]; then
-	jobs=$2
-	shift 2
-fi
+pool_open fuzz "$@"
+shift "$POOL_SHIFT"
 secs=$1
 shift
-work=$(mktemp -d /tmp/sluice-fuzz.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-pool_init "$jobs" "$work"
+work=$POOL_DIR
 pass=0
 fail=0
 

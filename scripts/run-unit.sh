@@ -8,14 +8,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/pool.sh"
-jobs=1
-if [ "${1:-}" = -j ]; then
-	jobs=$2
-	shift 2
-fi
-work=$(mktemp -d /tmp/sluice-unit.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-pool_init "$jobs" "$work"
+pool_open unit "$@"
+shift "$POOL_SHIFT"
 pass=0
 fail=0
 
