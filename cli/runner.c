@@ -1522,6 +1522,14 @@ static void init_forward(int sig, siginfo_t *si, void *ctx)
  * command, 126 when it cannot run (or posix_spawnp() found no process to
  * run it in), 1 when fork() failed.
  */
+/* The command could not be started: says why, and ends with the status a
+ * shell gives (127: not found, 126: found but not runnable). */
+__attribute__((noreturn)) static void command_failed(const char *cmd, int e)
+{
+	fprintf(stderr, "sluice: %s: %s\n", cmd, strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 static pid_t start_command(char **argv)
 {
 	posix_spawnattr_t attr;
@@ -1544,18 +1552,14 @@ static pid_t start_command(char **argv)
 	}
 	if (e == 0)
 		return pid;
-	if (e != ENOEXEC) {
-		fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
+	if (e != ENOEXEC)
+		command_failed(argv[0], e);
 	pid = fork();
 	if (pid == 0) {
 		for (k = 0; k < sizeof(init_signals) / sizeof(init_signals[0]); k++)
 			signal(init_signals[k], SIG_DFL);
 		execvp(argv[0], argv);
-		e = errno;
-		fprintf(stderr, "sluice: %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
+		command_failed(argv[0], errno);
 	}
 	if (pid < 0) {
 		fprintf(stderr, "sluice: cannot fork: %s\n", strerror(errno));
