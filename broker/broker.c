@@ -110,6 +110,7 @@ static void reload_changes(const struct broker *b, const struct broker_config *n
 		{ "head_timeout", n->head_timeout_ms != o->head_timeout_ms },
 		{ "connect_timeout", n->connect_timeout_ms != o->connect_timeout_ms },
 		{ "response_timeout", n->response_timeout_ms != o->response_timeout_ms },
+		{ "resolve_timeout", n->resolve_timeout_ms != o->resolve_timeout_ms },
 		{ "drain_timeout", n->drain_timeout_ms != o->drain_timeout_ms },
 		{ "audit_fold", n->audit_fold_ms != o->audit_fold_ms },
 		{ "audit_log", strcmp(n->audit_log, o->audit_log) != 0 },
@@ -188,6 +189,7 @@ struct broker_limits *broker_limits_new(const struct broker_config *cfg, uint32_
 	l->head_timeout_ms = cfg->head_timeout_ms;
 	l->connect_timeout_ms = cfg->connect_timeout_ms;
 	l->response_timeout_ms = cfg->response_timeout_ms;
+	l->resolve_timeout_ms = cfg->resolve_timeout_ms;
 	return l;
 }
 
@@ -216,6 +218,7 @@ static void limits_swap_post(void *arg)
 	}
 	old = w->limits;
 	w->limits = arg;
+	resolver_set_deadline(w->resolver, w->limits->resolve_timeout_ms);
 	broker_limits_put(old);
 }
 
@@ -290,6 +293,7 @@ int broker_reload(struct broker *b, struct sl_err *err, char *said, size_t saidl
 	audit_set_fold(c.audit_fold_ms);
 	b->cfg.connect_timeout_ms = c.connect_timeout_ms;
 	b->cfg.response_timeout_ms = c.response_timeout_ms;
+	b->cfg.resolve_timeout_ms = c.resolve_timeout_ms;
 	b->cfg.drain_timeout_ms = c.drain_timeout_ms;
 	broker_limits_publish(b, limits);
 	/* control_group: the callers' check follows now (control.c, on this

@@ -220,6 +220,7 @@ struct broker_limits {
 	uint32_t head_timeout_ms;
 	uint32_t connect_timeout_ms;
 	uint32_t response_timeout_ms; /* request sent -> response head */
+	uint32_t resolve_timeout_ms;  /* a name's lookup (resolver_set_deadline()) */
 };
 
 /* A worker: one thread, one loop, one resolver, its listeners. */

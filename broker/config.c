@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "broker/audit.h"
+#include "broker/resolve.h"
 #include "common/err.h"
 #include "common/file.h"
 #include "common/ytree.h"
@@ -34,6 +35,7 @@ void broker_config_defaults(struct broker_config *c)
 	c->audit_fold_ms = AUDIT_REPEAT_MS;
 	c->connect_timeout_ms = 10000;
 	c->response_timeout_ms = 60000;
+	c->resolve_timeout_ms = RESOLVE_DEADLINE_MS;
 	c->drain_timeout_ms = 10000;
 	c->dns_cache_size = 4096;
 }
@@ -250,6 +252,7 @@ static int user(struct cfgload *ld, const struct ynode *v, const char *key, char
 	return 0;
 }
 
+/* clang-format off */
 static const char *const known_keys[] = {
 	"control_socket",
 	"state_dir",
@@ -269,12 +272,14 @@ static const char *const known_keys[] = {
 	"dns_cache_size",
 	"synthetic_pool",
 	"response_timeout",
+	"resolve_timeout",
 	"audit_fold",
 	"control_group",
 	"user",
 	"key_user",
 	NULL,
 };
+/* clang-format on */
 
 static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *v,
 		 struct broker_config *c)
@@ -318,6 +323,8 @@ static int apply(struct cfgload *ld, const struct ynode *k, const struct ynode *
 		return ms(ld, v, key, &c->connect_timeout_ms);
 	if (IS("response_timeout"))
 		return ms(ld, v, key, &c->response_timeout_ms);
+	if (IS("resolve_timeout"))
+		return ms(ld, v, key, &c->resolve_timeout_ms);
 	if (IS("drain_timeout"))
 		return ms(ld, v, key, &c->drain_timeout_ms);
 	if (IS("proxy_port") || IS("transparent_port") || IS("dns_port")) {

@@ -47,6 +47,7 @@ struct broker_config {
 	uint32_t head_timeout_ms;
 	uint32_t connect_timeout_ms;
 	uint32_t response_timeout_ms; /* request sent -> response head */
+	uint32_t resolve_timeout_ms;  /* a name's lookup, all servers and tries */
 	uint32_t drain_timeout_ms;
 	/* The rest is fixed once the workers run (a reload logs a change to
 	 * it as waiting for a restart). */

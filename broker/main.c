@@ -503,6 +503,7 @@ int main(int argc, char **argv)
 			resolver_new(w->loop, b->cfg.upstream_resolvers, b->cfg.dns_cache_size, &e);
 		if (!w->resolver)
 			die("sluiced: resolver: %s", sl_err_msg(&e));
+		resolver_set_deadline(w->resolver, b->cfg.resolve_timeout_ms);
 		fd = listen_tcp(b->cfg.proxy_port);
 		if (fd < 0)
 			die("sluiced: proxy port %u: %s", b->cfg.proxy_port, strerror(-fd));

@@ -28,7 +28,8 @@
  * them out on the next iteration, outside any c-ares call. So a callback may
  * start lookups, cancel others, or close its connection freely.
  *
- * Each query also has a deadline timer (RESOLVE_DEADLINE_MS): whatever the
+ * Each query also has a deadline timer (resolver_set_deadline(): the
+ * broker's resolve_timeout, by default RESOLVE_DEADLINE_MS): whatever the
  * number of servers and retries, waiters hear -ETIMEDOUT by then; the
  * c-ares query is left to finish on its own and its late answer dropped.
  */
@@ -105,6 +106,7 @@ struct resolver {
 	struct resolve_entry *lru_head;
 	struct resolve_entry *lru_tail;
 	size_t cache_max;
+	uint32_t deadline_ms; /* resolver_set_deadline() */
 
 	struct req_list ready;
 	uint64_t round;
@@ -575,7 +577,7 @@ int resolver_lookup(struct resolver *r, const char *name, struct resolve_req *re
 	e->namelen = len;
 	memcpy(e->name, key, len + 1);
 	e->deadline.cb = deadline_cb;
-	err = loop_timer_arm(r->loop, &e->deadline, RESOLVE_DEADLINE_MS);
+	err = loop_timer_arm(r->loop, &e->deadline, r->deadline_ms);
 	if (err) {
 		free(e);
 		req_reset(req);
@@ -676,6 +678,7 @@ struct resolver *resolver_new(struct loop *l, const char *servers_csv, size_t ca
 		goto nomem;
 	r->loop = l;
 	r->cache_max = cache_max_entries;
+	r->deadline_ms = RESOLVE_DEADLINE_MS;
 	for (nb = BUCKETS_MIN; nb < cache_max_entries && nb < BUCKETS_MAX; nb *= 2)
 		;
 	r->nbuckets = nb;
@@ -713,6 +716,12 @@ nomem:
 fail:
 	resolver_free(r);
 	return NULL;
+}
+
+void resolver_set_deadline(struct resolver *r, uint32_t ms)
+{
+	if (r && ms)
+		r->deadline_ms = ms;
 }
 
 void resolver_free(struct resolver *r)

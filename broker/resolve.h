@@ -29,7 +29,8 @@ struct sl_err;
 #define RESOLVE_TRY_TIMEOUT_MS 1500
 #define RESOLVE_TRIES 2
 /* Hard bound on a lookup's wait, whatever the number of servers (with
- * several silent servers c-ares alone would take longer). */
+ * several silent servers c-ares alone would take longer): the default of
+ * resolver_set_deadline() and of the broker's resolve_timeout. */
 #define RESOLVE_DEADLINE_MS 5000u
 
 struct resolve_req;
@@ -137,6 +138,16 @@ void resolver_free(struct resolver *r);
  */
 int resolver_lookup(struct resolver *r, const char *name, struct resolve_req *req, resolve_cb *cb,
 		    void *arg);
+
+/**
+ * resolver_set_deadline() - bound the wait of the lookups started from now on
+ * @r:  the resolver
+ * @ms: waiters hear -ETIMEDOUT this long after the lookup's upstream query
+ *      began (RESOLVE_DEADLINE_MS until this is called); 0 leaves it as it is
+ *
+ * Lookups already waiting keep the deadline they started with.
+ */
+void resolver_set_deadline(struct resolver *r, uint32_t ms);
 
 /**
  * resolver_cancel() - forget a pending lookup; its callback will not run

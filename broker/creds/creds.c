@@ -330,6 +330,7 @@ static int start_fetcher(struct sl_err *err)
 		.upstream_ca = fetch_cfg->upstream_ca,
 		.resolvers = fetch_cfg->upstream_resolvers,
 		.connect_timeout_ms = fetch_cfg->connect_timeout_ms,
+		.resolve_timeout_ms = fetch_cfg->resolve_timeout_ms,
 		.fetch_timeout_ms = fetch_cfg->response_timeout_ms,
 	};
 

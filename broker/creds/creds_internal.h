@@ -315,6 +315,7 @@ struct creds_tokens_config {
 	const char *upstream_ca;     /* PEM bundle; NULL or "": the system store */
 	const char *resolvers;	     /* as resolver_new(): NULL or "": resolv.conf */
 	uint32_t connect_timeout_ms; /* per address; 0: 10 s */
+	uint32_t resolve_timeout_ms; /* a name's lookup; 0: RESOLVE_DEADLINE_MS */
 	uint32_t fetch_timeout_ms;   /* whole fetch; 0 or more than
 				       * CREDS_TOKENS_FETCH_MAX_MS: that */
 };

@@ -110,7 +110,7 @@ static struct {
 	/* Set by creds_tokens_start() before the threads start; then read only. */
 	char ca[512];
 	char resolvers[512];
-	uint32_t connect_ms, fetch_ms;
+	uint32_t connect_ms, fetch_ms, resolve_ms;
 	SSL_CTX *ctx;		      /* shared: SSL_new() is thread-safe on it */
 	int stop_fd;		      /* eventfd: readable once stopping; polled, never read */
 	creds_tokens_fetch_fn *fetch; /* both read under the lock, per fetch */
@@ -914,6 +914,7 @@ static void *fetcher(void *arg)
 	pthread_mutex_unlock(&T.lock);
 	if (https) {
 		f->res = resolver_new(f->loop, T.resolvers, 16, &rerr);
+		resolver_set_deadline(f->res, T.resolve_ms);
 		/* The same configuration for every thread: said once. */
 		if (!f->res && f->id == 0)
 			log_err("tokens: no resolver (%s): token_url names cannot be resolved",
@@ -1076,6 +1077,7 @@ int creds_tokens_start(const struct creds_tokens_config *cfg, struct sl_err *err
 	snprintf(T.ca, sizeof(T.ca), "%s", cfg->upstream_ca ? cfg->upstream_ca : "");
 	snprintf(T.resolvers, sizeof(T.resolvers), "%s", cfg->resolvers ? cfg->resolvers : "");
 	T.connect_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 10000;
+	T.resolve_ms = cfg->resolve_timeout_ms;
 	T.fetch_ms = cfg->fetch_timeout_ms && cfg->fetch_timeout_ms < CREDS_TOKENS_FETCH_MAX_MS
 			     ? cfg->fetch_timeout_ms
 			     : CREDS_TOKENS_FETCH_MAX_MS;

@@ -319,7 +319,7 @@ enum step proxy_read_head(struct conn *c)
 	}
 	/* From here the resolver and connect deadlines bound the wait. */
 	loop_timer_arm(c->w->loop, &c->timer,
-		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
+		       c->w->limits->connect_timeout_ms + c->w->limits->resolve_timeout_ms);
 	c->head_len = hl;
 	ps->pos = c->in->pos;
 	ps->len = hl;
@@ -379,7 +379,7 @@ static enum step as_tunnel(struct conn *c, const char *proto)
 	c->is_connect = true;
 	c->method[0] = c->path[0] = '\0';
 	loop_timer_arm(c->w->loop, &c->timer,
-		       c->w->limits->connect_timeout_ms + RESOLVE_DEADLINE_MS);
+		       c->w->limits->connect_timeout_ms + c->w->limits->resolve_timeout_ms);
 	return proxy_decide_target(c);
 }
 

@@ -257,10 +257,11 @@ t_ok "and closed" wait_for 1 conns_at_most 0
 sed -i '/^max_connections: 2$/d' "$BROKER_CONF"
 t_ok "reload back to the default limit" sl reload
 # A key that waits for a restart is named in the log; one in force now is not.
-sed -i 's/^workers: 2$/workers: 2\ndns_cache_size: 100\nmax_connections: 10000/' "$BROKER_CONF"
-t_ok "reload with dns_cache_size and max_connections changed" sl reload
+sed -i 's/^workers: 2$/workers: 2\ndns_cache_size: 100\nmax_connections: 10000\nresolve_timeout: 2s/' "$BROKER_CONF"
+t_ok "reload with dns_cache_size, max_connections and resolve_timeout changed" sl reload
 said=$T_OUT
-t_contains "sluice reload says what is in force now" "$said" "changed, in force now: max_connections"
+t_contains "sluice reload says what is in force now" "$said" \
+	"changed, in force now: max_connections, resolve_timeout"
 t_contains "and what waits for a restart" "$said" "changed, in force after a restart only: dns_cache_size"
 t_contains "and which configuration it read" "$said" "configuration: $BROKER_CONF"
 t_ok "the log names dns_cache_size as waiting for a restart" \
@@ -274,7 +275,7 @@ t_ok "RLIMIT_NOFILE of the broker lowered to 2048 (as its user)" \
 t_ok "reload with max_connections 10000" sl reload
 t_ok "the log says it is lowered to what the descriptors hold" \
 	grep -q "max_connections 10000 lowered to 218: RLIMIT_NOFILE is 2048" "$BROKER_LOG"
-sed -i '/^dns_cache_size: 100$/d; /^max_connections: 10000$/d' "$BROKER_CONF"
+sed -i '/^dns_cache_size: 100$/d; /^max_connections: 10000$/d; /^resolve_timeout: 2s$/d' "$BROKER_CONF"
 t_ok "reload back" sl reload
 t_contains "a reload that changes no key says so" "$T_OUT" "changed, in force after a restart only: nothing"
 sleep 0.3

@@ -30,9 +30,10 @@ SECRET="s3cr3t-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$SECRET" >"$D/secret"
 chmod 600 "$D/secret"
 # Short timeouts keep the slow points quick: a head stopping half-way waits
-# head_timeout, a dropped SYN connect_timeout. A resolver that never answers
-# takes the resolver's own 4.5 s (not configurable).
-broker_config "head_timeout: 1s" "connect_timeout: 1s" "response_timeout: 3s" "audit_fold: 0"
+# head_timeout, a dropped SYN connect_timeout, a resolver that never answers
+# resolve_timeout (the default is 5 s).
+broker_config "head_timeout: 1s" "connect_timeout: 1s" "response_timeout: 3s" \
+	"resolve_timeout: 1s" "audit_fold: 0"
 
 # S1: no credential, nothing intercepted. Every name is allowed on the ports
 # the cases use, so that a refusal after resolution is not one before it.
@@ -459,6 +460,15 @@ chk "explicit HTTP to an allowed name that does not exist: 502 dns-failure, brok
 	"502 dns-failure" -- P1 get:http://nx.world.test/
 chk "explicit HTTP to an allowed name whose resolver never answers: 504 dns-timeout, broker alive" \
 	"504 dns-timeout" -- P1 get:http://noanswer.world.test/
+t0=$EPOCHREALTIME
+t_run P1 get:http://noanswer.world.test/
+t1=$EPOCHREALTIME
+ms=$(((${t1/[.,]/} - ${t0/[.,]/}) / 1000))
+echo "# the dns-timeout answer came after $ms ms"
+when="${ms} ms"
+[ "$ms" -ge 900 ] && [ "$ms" -lt 3500 ] && when="1 to 3.5 s"
+t_eq "the resolver's silence is answered after resolve_timeout (1 s), not the default 5 s" \
+	"504 dns-timeout after 1 to 3.5 s" "$(outcome) after $when"
 chk "explicit HTTP to an allowed name and port where nothing listens: 502 connect-failed, broker alive" \
 	"502 connect-failed" -- P1 get:http://echo.world.test:9/
 chk "explicit HTTP to an allowed name whose address drops the SYN: 504 connect-timeout, broker alive" \

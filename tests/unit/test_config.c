@@ -108,6 +108,31 @@ static void test_good_file(void **state)
 	assert_int_equal(c.proxy_port, 3130);
 }
 
+/* resolve_timeout: 5 s unless set; a duration like the other timeouts, and
+ * one out of range is refused at its position with nothing changed. */
+static void test_resolve_timeout(void **state)
+{
+	struct broker_config c, before;
+	struct sl_err err = { 0 };
+	char path[128], want[256];
+
+	(void)state;
+	broker_config_defaults(&c);
+	assert_int_equal(c.resolve_timeout_ms, 5000);
+	write_conf(path, sizeof(path), "resolve_timeout: 1500ms\n");
+	assert_int_equal(broker_config_load(path, &c, &err), 0);
+	assert_int_equal(c.resolve_timeout_ms, 1500);
+	before = c;
+	write_conf(path, sizeof(path), "connect_timeout: 2s\nresolve_timeout: 0s\n");
+	assert_int_equal(broker_config_load(path, &c, &err), -EINVAL);
+	snprintf(
+		want, sizeof(want),
+		"%s:2:18: bad duration `0s` for `resolve_timeout` (e.g. 500ms, 10s, 2m; at most 1h)",
+		path);
+	assert_string_equal(sl_err_msg(&err), want);
+	assert_memory_equal(&c, &before, sizeof(c));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +140,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_file),
 		cmocka_unit_test(test_yaml_error_has_position),
 		cmocka_unit_test(test_good_file),
+		cmocka_unit_test(test_resolve_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

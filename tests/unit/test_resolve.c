@@ -703,6 +703,39 @@ static void test_timeout(void **state)
 	assert_true(fake_count(&W.dns, "silent.test", NULL, NULL) >= 4);
 }
 
+/* resolver_set_deadline() (the broker's resolve_timeout): a silent name is
+ * given up after the deadline set, not the default; 0 changes nothing; a
+ * lookup keeps the deadline it started with. */
+static void test_set_deadline(void **state)
+{
+	struct res x = { 0 }, y = { 0 };
+	uint64_t t0, dt;
+
+	(void)state;
+	fake_drop(&W.dns, "quiet.test");
+	fake_drop(&W.dns, "quiet2.test");
+	resolver_set_deadline(W.r, 700);
+	resolver_set_deadline(W.r, 0);
+	t0 = mono_ms();
+	assert_int_equal(resolver_lookup(W.r, "quiet.test", &x.req, on_res, &x), 0);
+	resolver_set_deadline(W.r, 2500);
+	assert_int_equal(resolver_lookup(W.r, "quiet2.test", &y.req, on_res, &y), 0);
+	assert_true(run_until(1, 3000));
+	dt = x.at_ms - t0;
+	print_message("    deadline 700 ms: reported after %llu ms\n", (unsigned long long)dt);
+	assert_int_equal(x.called, 1);
+	assert_int_equal(x.status, -ETIMEDOUT);
+	/* Far from the next deadline and the default (5 s): a loaded
+	 * machine's lateness is not what is checked. */
+	assert_true(dt >= 650 && dt <= 2000);
+	assert_int_equal(y.called, 0);
+	assert_true(run_until(1, 4000));
+	dt = y.at_ms - t0;
+	print_message("    deadline 2500 ms: reported after %llu ms\n", (unsigned long long)dt);
+	assert_int_equal(y.status, -ETIMEDOUT);
+	assert_true(dt >= 2450 && dt <= 4500);
+}
+
 /* Several silent servers: c-ares alone would go on for 9 s; the deadline
  * answers at RESOLVE_DEADLINE_MS while the query itself is left to end. */
 static void test_deadline_with_two_servers(void **state)
@@ -1010,6 +1043,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_servfail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deadline_with_two_servers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_lru, setup_cache3, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_share_one_query, setup, teardown),
