@@ -75,6 +75,7 @@ struct loop {
 	struct epoll_event batch[LOOP_BATCH];
 	int batch_n;
 	int batch_pos;
+	uint64_t batches; /* batches epoll_wait() returned (loop_batch_seq()) */
 
 	void (*idle)(void); /* loop_set_idle() */
 
@@ -259,6 +260,23 @@ int loop_del(struct loop *l, struct ev *ev)
 	return ctl(l, EPOLL_CTL_DEL, ev, 0);
 }
 
+uint64_t loop_batch_seq(const struct loop *l)
+{
+	return l->batches;
+}
+
+bool loop_unreported_since(const struct loop *l, const struct ev *ev, uint64_t seq)
+{
+	int i;
+
+	if (l->batches <= seq || l->batch_n >= LOOP_BATCH)
+		return false;
+	for (i = 0; i < l->batch_n; i++)
+		if (l->batch[i].data.ptr == ev)
+			return false;
+	return true;
+}
+
 /* --- cross-thread wake-ups ------------------------------------------------ */
 
 static void wake_write(struct loop *l)
@@ -384,6 +402,7 @@ static void dispatch(struct loop *l, int n)
 	l->now = clock_ms();
 	l->looked = l->now;
 	l->batch_n = n;
+	l->batches++;
 	for (l->batch_pos = 0; l->batch_pos < n; l->batch_pos++) {
 		struct epoll_event *e = &l->batch[l->batch_pos];
 		struct ev *ev = e->data.ptr;

@@ -97,6 +97,29 @@ int loop_mod(struct loop *l, struct ev *ev, uint32_t events);
 int loop_del(struct loop *l, struct ev *ev);
 
 /**
+ * loop_batch_seq() - how many batches epoll_wait() has returned so far
+ * @l: the loop
+ *
+ * Loop thread only. A mark to pass to loop_unreported_since() later.
+ */
+uint64_t loop_batch_seq(const struct loop *l);
+
+/**
+ * loop_unreported_since() - did the loop's last look find nothing for @ev?
+ * @l:   the loop
+ * @ev:  a registered ev, watched level-triggered
+ * @seq: loop_batch_seq() when the caller last knew @ev to have nothing
+ *       (e.g. a socket just read to its end)
+ *
+ * True when epoll_wait() has returned since @seq and its last batch (the one
+ * being dispatched, or the last one) holds no event for @ev, dispatched or
+ * still pending, and was not cut short by the batch size: the interest @ev
+ * was watched for had not arisen when epoll last looked. What came after that
+ * look is not seen. Loop thread only.
+ */
+bool loop_unreported_since(const struct loop *l, const struct ev *ev, uint64_t seq);
+
+/**
  * loop_timer_arm() - (re-)arm @t to fire @ms_from_now milliseconds from now
  * @l:           the loop
  * @t:           the timer; @t->cb must be set; may already be armed

@@ -197,6 +197,7 @@ void proxy_close_upstream(struct conn *c)
 	}
 	c->conn_host[0] = '\0';
 	c->upstream_reusable = false;
+	c->u_watched = false;
 }
 
 /* Frees c->out, wiped first: an upstream head in it may hold an injected
@@ -743,6 +744,9 @@ void proxy_on_upstream(struct ev *ev, uint32_t events)
 {
 	struct conn *c = container_of(ev, struct conn, uev);
 
+	/* Whatever the upstream said (or an interest dropped lazily) since its
+	 * last answer ended: upstream_quiet() looks at the socket itself. */
+	c->u_watched = false;
 	events = proxy_events_for(c, ev, &c->uev_mask, c->uev_want, events);
 	if (!events)
 		return; /* only for an interest dropped lazily */

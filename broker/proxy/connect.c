@@ -151,11 +151,22 @@ struct proxy_target proxy_target_of(const struct conn *c, const struct policy *p
  */
 static bool upstream_quiet(struct conn *c)
 {
+	bool watched = c->u_watched;
 	char b;
 	int k;
 
+	c->u_watched = false; /* once per response */
 	if (c->ussl && SSL_pending(c->ussl) > 0)
 		return false;
+	/* Watched for EPOLLIN since its last answer ended, and the loop's
+	 * last look (epoll_wait(), at least one after that end) found nothing
+	 * for it: nothing had come, and no recv() is needed to know it. What
+	 * comes after that look is not seen, as what comes after a peek would
+	 * not be: both pass before the request is written. */
+	if (watched && c->uev_mask != PROXY_MASK_PARKED &&
+	    (c->uev_mask & (EPOLLIN | EPOLLET)) == EPOLLIN &&
+	    loop_unreported_since(c->w->loop, &c->uev, c->u_quiet_seq))
+		return true;
 	if (proxy_fd_quiet(c->uev.fd))
 		return true;
 	if (!c->ussl)

@@ -208,6 +208,13 @@ struct conn {
 	 * has not seen it yet) and into CS_RESP_HEAD once a request is sent
 	 * (the origin has not seen it yet); cleared by the wait. */
 	bool c_idle, u_idle;
+	/* A kept-alive upstream between requests: since loop_batch_seq() was
+	 * u_quiet_seq (the end of its last response) it has been watched
+	 * level-triggered for EPOLLIN, and no event for it came since
+	 * (proxy_on_upstream() clears it). upstream_quiet() then asks the
+	 * loop instead of the socket. */
+	bool u_watched;
+	uint64_t u_quiet_seq;
 };
 
 /*

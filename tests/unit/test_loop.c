@@ -483,6 +483,73 @@ static void selfdel_cb(struct ev *ev, uint32_t events)
 		loop_stop(l);
 }
 
+/* --- loop_unreported_since(): what the last batch held -------------------- */
+
+static struct {
+	struct loop *l;
+	struct ev e[3]; /* eventfds: a, b, c */
+	uint64_t seq0;
+	int phase;
+	bool ok1, ok2;
+} ur;
+
+static void ur_cb(struct ev *ev, uint32_t events)
+{
+	uint64_t v, one = 1;
+	struct ev *a = &ur.e[0], *b = &ur.e[1], *c = &ur.e[2];
+
+	(void)events;
+	assert_int_equal(read(ev->fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	if (ur.phase == 0) {
+		/* The batch holds b alone: a was not reported, b was; and no
+		 * batch came after the one now dispatched. */
+		assert_ptr_equal(ev, b);
+		ur.ok1 = loop_unreported_since(ur.l, a, ur.seq0) &&
+			 !loop_unreported_since(ur.l, b, ur.seq0) &&
+			 !loop_unreported_since(ur.l, a, loop_batch_seq(ur.l));
+		ur.phase = 1;
+		assert_int_equal(write(a->fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		assert_int_equal(write(c->fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		return;
+	}
+	/* The next batch holds a and c: the one not dispatched yet is
+	 * pending, so reported too; b, read empty, is not in it. */
+	assert_true(ev == a || ev == c);
+	ur.ok2 = !loop_unreported_since(ur.l, a, ur.seq0) &&
+		 !loop_unreported_since(ur.l, c, ur.seq0) &&
+		 loop_unreported_since(ur.l, b, ur.seq0);
+	loop_stop(ur.l);
+}
+
+static void test_unreported_since(void **state)
+{
+	uint64_t one = 1;
+	int i;
+
+	(void)state;
+	memset(&ur, 0, sizeof(ur));
+	ur.l = loop_new();
+	assert_non_null(ur.l);
+	for (i = 0; i < 3; i++) {
+		ur.e[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		assert_true(ur.e[i].fd >= 0);
+		ur.e[i].cb = ur_cb;
+		assert_int_equal(loop_add(ur.l, &ur.e[i], EPOLLIN), 0);
+	}
+	ur.seq0 = loop_batch_seq(ur.l);
+	/* No batch since seq0: nothing can be said yet. */
+	assert_false(loop_unreported_since(ur.l, &ur.e[0], ur.seq0));
+	assert_int_equal(write(ur.e[1].fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_true(run_bounded(ur.l, 2000));
+	assert_true(ur.ok1);
+	assert_true(ur.ok2);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(loop_del(ur.l, &ur.e[i]), 0);
+		close(ur.e[i].fd);
+	}
+	loop_free(ur.l);
+}
+
 static void test_ev_frees_itself(void **state)
 {
 	struct loop *l = loop_new();
@@ -783,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_ev_deleted_mid_batch),
 		cmocka_unit_test(test_ev_deleted_and_readded_mid_batch),
 		cmocka_unit_test(test_ev_frees_itself),
+		cmocka_unit_test(test_unreported_since),
 		cmocka_unit_test(test_post_from_thread),
 		cmocka_unit_test(test_post_dropped_at_free),
 		cmocka_unit_test(test_stop_and_eintr),
