@@ -72,8 +72,12 @@ WERROR_FLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 # The targets that build and then run something (check, demo, asan, tsan,
 # bench) compile JOBS files at once (default: one per CPU), unless make was
 # given a -j of its own (then its jobserver decides). Expanded in recipes,
-# where MAKEFLAGS holds the -j.
+# where MAKEFLAGS holds the -j. Anything but a number is refused here, not
+# left to make's own parsing of -jfoo.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(shell echo '$(JOBS)' | grep -Ex '[1-9][0-9]{0,2}'),)
+$(error JOBS must be a number from 1 to 999, not `$(JOBS)')
+endif
 JOBS_FLAG = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 
 # Project flags first, the user's CFLAGS/LDFLAGS after.
