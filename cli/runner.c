@@ -1510,6 +1510,14 @@ static void init_forward(int sig, siginfo_t *si, void *ctx)
 		_exit(128 + sig);
 }
 
+/* The command could not be started: says why, and ends with the status a
+ * shell gives (127: not found, 126: found but not runnable). */
+__attribute__((noreturn)) static void command_failed(const char *cmd, int e)
+{
+	fprintf(stderr, "sluice: %s: %s\n", cmd, strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 /*
  * Starts the command from init, as execvp() finds and runs it, with
  * init's signal mask and the signals init passes on at their defaults.
@@ -1522,14 +1530,6 @@ static void init_forward(int sig, siginfo_t *si, void *ctx)
  * command, 126 when it cannot run (or posix_spawnp() found no process to
  * run it in), 1 when fork() failed.
  */
-/* The command could not be started: says why, and ends with the status a
- * shell gives (127: not found, 126: found but not runnable). */
-__attribute__((noreturn)) static void command_failed(const char *cmd, int e)
-{
-	fprintf(stderr, "sluice: %s: %s\n", cmd, strerror(e));
-	_exit(e == ENOENT ? 127 : 126);
-}
-
 static pid_t start_command(char **argv)
 {
 	posix_spawnattr_t attr;
