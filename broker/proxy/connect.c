@@ -163,8 +163,7 @@ static bool upstream_quiet(struct conn *c)
 	 * for it: nothing had come, and no recv() is needed to know it. What
 	 * comes after that look is not seen, as what comes after a peek would
 	 * not be: both pass before the request is written. */
-	if (watched && c->uev_mask != PROXY_MASK_PARKED &&
-	    (c->uev_mask & (EPOLLIN | EPOLLET)) == EPOLLIN &&
+	if (watched && proxy_upstream_watched_in(c) &&
 	    loop_unreported_since(c->w->loop, &c->uev, c->u_quiet_seq))
 		return true;
 	if (proxy_fd_quiet(c->uev.fd))

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 #include <openssl/ssl.h>
 
@@ -295,6 +296,13 @@ void proxy_want(struct conn *c, uint32_t cmask, uint32_t umask);
 /* cev_mask or uev_mask of a side proxy_park() took out of the loop. */
 #define PROXY_MASK_PARKED 0xffffffffu
 void proxy_park(struct conn *c, struct ev *ev, uint32_t *cur);
+/* Is the upstream in the loop and watched for EPOLLIN level-triggered, so
+ * that bytes on it show in the next batch (loop_unreported_since())? */
+static inline bool proxy_upstream_watched_in(const struct conn *c)
+{
+	return c->uev.fd >= 0 && c->uev_mask != PROXY_MASK_PARKED &&
+	       (c->uev_mask & (EPOLLIN | EPOLLET)) == EPOLLIN;
+}
 ssize_t proxy_ssl_result(struct conn *c, bool up, SSL *ssl, int k);
 ssize_t proxy_io_send(struct conn *c, bool up, const void *p, size_t n);
 ssize_t proxy_read_into_max(struct conn *c, bool up, struct buf *b, size_t max);

@@ -596,8 +596,7 @@ enum step proxy_relay_response(struct conn *c)
 	proxy_pipes_close(c);
 	if (c->uin->pos < c->uin->len || !c->upstream_reusable)
 		proxy_close_upstream(c);
-	c->u_watched = c->uev.fd >= 0 && c->uev_mask != PROXY_MASK_PARKED &&
-		       (c->uev_mask & (EPOLLIN | EPOLLET)) == EPOLLIN;
+	c->u_watched = proxy_upstream_watched_in(c);
 	c->u_quiet_seq = loop_batch_seq(c->w->loop);
 	c->uin->pos = c->uin->len = 0;
 	if (!c->client_keepalive)
